@@ -1,0 +1,109 @@
+"""Errors as data: every user-facing problem is a located `Diagnostic`.
+
+One error root (`CatalogError`), a subclass per stage. Each carries the diagnostics that explain
+it and says what the user should do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Diagnostic:
+    """One problem, located: `path:line:col: $.json.path: message [rule]`.
+
+    `path` is relative to the catalog root (or as the user gave it); `line`/`col` are 1-based,
+    0 when the problem has no position in a file.
+    """
+
+    path: str
+    line: int
+    col: int
+    json_path: str
+    message: str
+    rule: str
+    severity: Severity = Severity.ERROR
+
+    def format(self) -> str:
+        where = self.path
+        if self.line:
+            where = f"{where}:{self.line}:{self.col}"
+        prefix = "" if self.severity is Severity.ERROR else "warning: "
+        return f"{where}: {self.json_path}: {prefix}{self.message} [{self.rule}]"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "col": self.col,
+            "jsonPath": self.json_path,
+            "message": self.message,
+            "rule": self.rule,
+            "severity": str(self.severity),
+        }
+
+
+def sort_diagnostics(diags: Iterable[Diagnostic]) -> tuple[Diagnostic, ...]:
+    """Sorted by file, line, column, rule, message; duplicates removed."""
+    return tuple(sorted(set(diags)))
+
+
+class CatalogError(Exception):
+    """Root of every error the pipeline raises on purpose."""
+
+    hint = "fix the reported input and run the command again"
+
+    def __init__(self, message: str, diagnostics: Iterable[Diagnostic] = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.diagnostics = sort_diagnostics(diagnostics)
+
+    def diagnostics_text(self) -> str:
+        lines = [d.format() for d in self.diagnostics] or [self.message]
+        return "\n".join(lines)
+
+
+class LoadError(CatalogError):
+    """A catalog or evidence file could not be read or parsed."""
+
+
+class ValidationError(CatalogError):
+    """The catalog has invalid data."""
+
+
+class ResolveError(CatalogError):
+    """A query or recipe name does not resolve to a recipe."""
+
+    hint = "check the criteria with `aicr-catalog list`"
+
+
+class ScaleError(CatalogError):
+    """A scale-profile selection or override breaks the scale contract."""
+
+
+class RenderError(CatalogError):
+    """A bundle could not be rendered."""
+
+
+class VerifyError(CatalogError):
+    """Evidence could not be verified."""
+
+
+class SiteError(CatalogError):
+    """The site could not be built."""
+
+
+class ReleaseError(CatalogError):
+    """A release was refused."""
+
+
+class UsageError(CatalogError):
+    """The command was called wrongly (exit 2)."""

@@ -1,0 +1,228 @@
+"""Typed, immutable records passed between the pipeline stages.
+
+Mappings inside records (values, overrides, raw documents) are plain dicts/lists produced by the
+loader; treat them as read-only. Stages that need to change one copy it first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# The criteria dimensions, in their canonical order.
+DIMENSIONS: tuple[str, ...] = ("service", "accelerator", "os", "intent", "platform")
+
+WILDCARD = "any"
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One parsed YAML document with a line index.
+
+    `rel` is the path relative to the catalog root, POSIX-style. `lines` maps a JSON path
+    (`$`, `$.spec.componentRefs[0].name`) to the 1-based (line, col) of that node.
+    """
+
+    rel: str
+    data: Any
+    lines: Mapping[str, tuple[int, int]]
+    sha256: str
+
+    def locate(self, json_path: str) -> tuple[int, int]:
+        """The line of `json_path`, or of its closest located ancestor."""
+        path = json_path
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            cut = max(path.rfind("."), path.rfind("["))
+            if cut <= 0:
+                break
+            path = path[:cut]
+        return self.lines.get("$", (1, 1))
+
+
+@dataclass(frozen=True, slots=True)
+class Criteria:
+    """Recipe or query criteria. `None` is the wildcard (absent or `any`)."""
+
+    service: str | None = None
+    accelerator: str | None = None
+    os: str | None = None
+    intent: str | None = None
+    platform: str | None = None
+
+    def get(self, dim: str) -> str | None:
+        value: str | None = getattr(self, dim)
+        return value
+
+    def items(self) -> tuple[tuple[str, str | None], ...]:
+        return tuple((d, self.get(d)) for d in DIMENSIONS)
+
+    def specificity(self) -> int:
+        return sum(1 for _, v in self.items() if v is not None)
+
+    def to_json(self) -> dict[str, str]:
+        return {d: (v if v is not None else WILDCARD) for d, v in self.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    name: str
+    value: str
+    severity: str | None = None
+    remediation: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentRef:
+    """One `componentRefs` entry as written in an overlay or mixin (fields may be absent)."""
+
+    name: str
+    type: str | None = None
+    source: str | None = None
+    version: str | None = None
+    namespace: str | None = None
+    chart: str | None = None
+    values_file: str | None = None
+    overrides: Mapping[str, Any] | None = None
+    manifest_files: tuple[str, ...] = ()
+    pre_manifest_files: tuple[str, ...] = ()
+    dependency_refs: tuple[str, ...] = ()
+    enabled: bool | None = None
+    # JSON path of this entry inside its document, for diagnostics.
+    json_path: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Overlay:
+    """A `RecipeMetadata` (overlay) or `RecipeMixin` document."""
+
+    kind: str
+    api_version: str
+    name: str
+    base: str | None
+    criteria: Criteria
+    mixins: tuple[str, ...]
+    constraints: tuple[Constraint, ...]
+    component_refs: tuple[ComponentRef, ...]
+    # phase name -> raw phase mapping (checks, constraints, timeout, ...)
+    validation: Mapping[str, Mapping[str, Any]]
+    doc: Document
+
+
+@dataclass(frozen=True, slots=True)
+class RegistryComponent:
+    name: str
+    display_name: str
+    value_override_keys: tuple[str, ...]
+    repository: str | None
+    chart: str | None
+    version: str | None
+    namespace: str | None
+    kind: str  # "Helm" or "Kustomize"
+    json_path: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Registry:
+    components: Mapping[str, RegistryComponent]
+    doc: Document | None
+
+
+@dataclass(frozen=True, slots=True)
+class OwnedValue:
+    component: str
+    path: str  # dotted path inside the component's Helm values
+    value: Any
+    rationale: str
+    status: str = "proposed"  # proposed | qualified
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleProfile:
+    name: str
+    version: str
+    nodes_min: int
+    nodes_max: int
+    description: str
+    applies_to: tuple[Criteria, ...]  # empty = applies to every recipe
+    owned_values: tuple[OwnedValue, ...]
+    prerequisites: tuple[Mapping[str, Any], ...]
+    ladder: tuple[str, ...]
+    doc: Document | None
+
+    def covers(self, nodes: int) -> bool:
+        return self.nodes_min <= nodes <= self.nodes_max
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    """Everything `load` read from one catalog directory."""
+
+    root: str  # as given by the user; never printed into outputs
+    overlays: Mapping[str, Overlay]
+    mixins: Mapping[str, Overlay]
+    registry: Registry
+    profiles: Mapping[str, ScaleProfile]
+    # catalog-relative path -> parsed document of every referenced data file (values, manifests)
+    files: Mapping[str, Document]
+    # extra criteria values the catalog declares (catalog/criteria.yaml), per dimension
+    extra_criteria: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # every other loaded document by relative path (lanes, signers, ...)
+    documents: Mapping[str, Document] = field(default_factory=dict)
+
+    def leaves(self) -> tuple[str, ...]:
+        """Overlay names that no other overlay uses as its base (excluding `base`), sorted."""
+        parents = {o.base for o in self.overlays.values() if o.base}
+        return tuple(sorted(n for n in self.overlays if n not in parents and n != "base"))
+
+
+@dataclass(frozen=True, slots=True)
+class Override:
+    """A user override: `--set component:path=value` or `--set-file component:path=FILE`."""
+
+    component: str
+    path: str  # dotted; "" for the component's whole values (set-file at the root)
+    value: Any
+    origin: str  # how the user wrote it, for bundle-info and messages
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedComponent:
+    name: str
+    type: str
+    repository: str | None  # Helm repository URL or oci:// reference
+    chart: str | None
+    version: str | None
+    namespace: str
+    values: Mapping[str, Any]  # fully merged Helm values
+    manifest_files: tuple[str, ...]
+    pre_manifest_files: tuple[str, ...]
+    dependency_refs: tuple[str, ...]
+    order: int  # 0-based position in the deployment order
+    depth: int  # dependency depth (0 = no dependencies): Argo CD sync wave
+    values_files: tuple[str, ...]  # the values files that contributed, in merge order
+
+
+@dataclass(frozen=True, slots=True)
+class RecipeResult:
+    """A resolved, concrete recipe (apiVersion aicr.run/v1)."""
+
+    name: str
+    criteria: Criteria
+    applied_overlays: tuple[str, ...]
+    mixins: tuple[str, ...]
+    constraints: tuple[Constraint, ...]
+    components: tuple[ResolvedComponent, ...]  # in deployment order
+    validation: Mapping[str, Mapping[str, Any]]
+    scale_profile: str
+    scale_profile_version: str
+    overrides: tuple[Override, ...]
+    digest: str  # "sha256:<hex>" of the canonical form without the digest itself
+
+    def component(self, name: str) -> ResolvedComponent | None:
+        for c in self.components:
+            if c.name == name:
+                return c
+        return None

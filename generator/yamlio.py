@@ -1,0 +1,182 @@
+"""Safe YAML parsing with a line index.
+
+PyYAML's safe composer builds a node tree that keeps every node's position; we construct plain data
+from it ourselves so that we can (a) record the line of every JSON path, (b) reject duplicate keys,
+which PyYAML silently collapses, (c) bound alias expansion and nesting depth, and (d) accept only the
+plain JSON-compatible tags. Every problem becomes a located `Diagnostic` inside a `LoadError`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Any
+
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from generator.errors import Diagnostic, LoadError
+from generator.records import Document
+
+MAX_FILE_BYTES = 1024 * 1024  # 1 MiB: no recipe, values or evidence file comes near it
+MAX_NODES = 200_000  # nodes visited while expanding one document (alias bombs end here)
+MAX_DEPTH = 64  # nesting depth of collections
+
+_T = "tag:yaml.org,2002:"
+_SCALAR_TAGS = {_T + t for t in ("null", "bool", "int", "float", "str", "timestamp")}
+
+
+def _diag(rel: str, mark: yaml.Mark | None, message: str, rule: str, json_path: str = "$") -> Diagnostic:
+    line, col = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
+    return Diagnostic(rel, line, col, json_path, message, rule)
+
+
+def decode(raw: bytes, rel: str) -> str:
+    """UTF-8 text of a file, rejecting other encodings and a byte-order mark."""
+    if len(raw) > MAX_FILE_BYTES:
+        raise LoadError(
+            f"{rel}: file too large",
+            [
+                Diagnostic(
+                    rel, 0, 0, "$",
+                    f"file is {len(raw)} bytes; the limit is {MAX_FILE_BYTES} bytes",
+                    "yaml.too-large",
+                )
+            ],
+        )
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raise LoadError(
+            f"{rel}: byte-order mark",
+            [Diagnostic(rel, 1, 1, "$", "file starts with a UTF-8 byte-order mark; remove it", "yaml.bom")],
+        )
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise LoadError(
+            f"{rel}: not UTF-8",
+            [
+                Diagnostic(
+                    rel, line, col, "$",
+                    f"file is not valid UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})",
+                    "yaml.encoding",
+                )
+            ],
+        ) from e
+
+
+class _Builder:
+    """Turns a composed node tree into plain data plus a JSON-path line index."""
+
+    def __init__(self, rel: str) -> None:
+        self.rel = rel
+        self.lines: dict[str, tuple[int, int]] = {}
+        self.visited = 0
+        self.constructor = SafeConstructor()
+
+    def fail(self, node: Node, message: str, rule: str, path: str) -> LoadError:
+        return LoadError(f"{self.rel}: {message}", [_diag(self.rel, node.start_mark, message, rule, path)])
+
+    def build(self, node: Node, path: str, depth: int, at: yaml.Mark) -> Any:
+        self.visited += 1
+        if self.visited > MAX_NODES:
+            raise self.fail(
+                node,
+                f"document expands to more than {MAX_NODES} nodes (alias expansion bomb?)",
+                "yaml.alias-bomb",
+                path,
+            )
+        if depth > MAX_DEPTH:
+            raise self.fail(node, f"nesting deeper than {MAX_DEPTH} levels", "yaml.too-deep", path)
+        self.lines.setdefault(path, (at.line + 1, at.column + 1))
+        if isinstance(node, ScalarNode):
+            return self.scalar(node, path)
+        if isinstance(node, SequenceNode):
+            if node.tag != _T + "seq":
+                raise self.fail(node, f"tag {node.tag} is not allowed", "yaml.tag", path)
+            return [
+                self.build(item, f"{path}[{i}]", depth + 1, item.start_mark)
+                for i, item in enumerate(node.value)
+            ]
+        if isinstance(node, MappingNode):
+            if node.tag != _T + "map":
+                raise self.fail(node, f"tag {node.tag} is not allowed", "yaml.tag", path)
+            out: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                if key_node.tag == _T + "merge":
+                    raise self.fail(key_node, "YAML merge keys (<<) are not supported", "yaml.tag", path)
+                if not isinstance(key_node, ScalarNode):
+                    raise self.fail(key_node, "mapping keys must be scalars", "yaml.key", path)
+                key = self.scalar(key_node, path)
+                if not isinstance(key, str):
+                    key = str(key).lower() if isinstance(key, bool) else str(key)
+                child = f"{path}.{key}"
+                if key in out:
+                    first = self.lines.get(child, (0, 0))[0]
+                    raise self.fail(
+                        key_node,
+                        f"duplicate key '{key}' (first defined on line {first})",
+                        "yaml.duplicate-key",
+                        child,
+                    )
+                out[key] = self.build(value_node, child, depth + 1, key_node.start_mark)
+            return out
+        raise self.fail(node, "unsupported YAML node", "yaml.tag", path)  # pragma: no cover
+
+    def scalar(self, node: ScalarNode, path: str) -> Any:
+        if node.tag not in _SCALAR_TAGS:
+            raise self.fail(node, f"tag {node.tag} is not allowed", "yaml.tag", path)
+        if node.tag == _T + "timestamp":
+            return str(node.value)
+        value = self.constructor.construct_object(node)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self.fail(node, f"non-finite number {node.value!r}", "yaml.non-finite", path)
+        return value
+
+
+def parse_yaml(raw: bytes | str, rel: str, *, multi: bool = False) -> Document:
+    """Parse one YAML document (or, with `multi`, a stream whose documents become a list)."""
+    if isinstance(raw, bytes):
+        sha = hashlib.sha256(raw).hexdigest()
+        text = decode(raw, rel)
+    else:
+        sha = hashlib.sha256(raw.encode("utf-8")).hexdigest()
+        text = raw
+    try:
+        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        msg = " ".join(p for p in (e.context, e.problem) if p) or "invalid YAML"
+        raise LoadError(f"{rel}: {msg}", [_diag(rel, mark, msg, "yaml.parse")]) from e
+    except yaml.YAMLError as e:
+        raise LoadError(f"{rel}: {e}", [Diagnostic(rel, 0, 0, "$", str(e), "yaml.parse")]) from e
+    except RecursionError as e:
+        raise LoadError(
+            f"{rel}: nesting too deep",
+            [Diagnostic(rel, 0, 0, "$", f"nesting deeper than {MAX_DEPTH} levels", "yaml.too-deep")],
+        ) from e
+    nodes = [n for n in nodes if n is not None]
+    builder = _Builder(rel)
+    start = yaml.Mark(rel, 0, 0, 0, None, None)
+    if multi:
+        data: Any = [builder.build(n, f"$[{i}]", 1, n.start_mark) for i, n in enumerate(nodes)]
+        builder.lines.setdefault("$", (1, 1))
+    else:
+        if not nodes:
+            raise LoadError(f"{rel}: empty", [Diagnostic(rel, 1, 1, "$", "file has no YAML document", "yaml.empty")])
+        if len(nodes) > 1:
+            second = nodes[1].start_mark
+            raise LoadError(
+                f"{rel}: several documents",
+                [_diag(rel, second, f"expected one YAML document, found {len(nodes)}", "yaml.multi-document")],
+            )
+        try:
+            data = builder.build(nodes[0], "$", 0, start)
+        except RecursionError as e:
+            raise LoadError(
+                f"{rel}: nesting too deep",
+                [Diagnostic(rel, 0, 0, "$", f"nesting deeper than {MAX_DEPTH} levels", "yaml.too-deep")],
+            ) from e
+    return Document(rel=rel, data=data, lines=dict(builder.lines), sha256=sha)

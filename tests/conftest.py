@@ -1,0 +1,54 @@
+"""Shared test set-up: no network, golden-file refresh flag, paths to the repository and ../shared."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+CATALOG = REPO / "catalog"
+SHARED = REPO.parent / "shared"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        default=False,
+        help="rewrite golden files under tests/golden instead of comparing against them",
+    )
+
+
+@pytest.fixture
+def update_goldens(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-goldens"))
+
+
+@pytest.fixture
+def shared_dir() -> Path:
+    """`../shared` beside the checkout; tests that need it skip cleanly when it is absent."""
+    if not SHARED.is_dir():
+        pytest.skip("../shared is absent (a fresh clone elsewhere): nothing to compare against")
+    return SHARED
+
+
+_real_connect = socket.socket.connect
+
+
+def _loopback_only(self: socket.socket, address: object) -> object:
+    host = address[0] if isinstance(address, tuple) else address
+    if isinstance(host, str) and (
+        host.startswith("127.") or host in ("localhost", "::1") or self.family == socket.AF_UNIX
+    ):
+        return _real_connect(self, address)  # type: ignore[arg-type]
+    raise RuntimeError(f"test tried to reach the network: {address!r}")
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every test runs with sockets limited to 127.0.0.1 / ::1 / unix sockets."""
+    monkeypatch.setattr(socket.socket, "connect", _loopback_only)
+    yield
