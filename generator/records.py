@@ -171,6 +171,8 @@ class Catalog:
     extra_criteria: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # every other loaded document by relative path (lanes, signers, ...)
     documents: Mapping[str, Document] = field(default_factory=dict)
+    # names of overlays/mixins whose file exists but could not be loaded (to avoid knock-on errors)
+    unloadable: frozenset[str] = frozenset()
 
     def leaves(self) -> tuple[str, ...]:
         """Overlay names that no other overlay uses as its base (excluding `base`), sorted."""
@@ -220,6 +222,8 @@ class RecipeResult:
     scale_profile_version: str
     overrides: tuple[Override, ...]
     digest: str  # "sha256:<hex>" of the canonical form without the digest itself
+    # sha256 hex of every catalog file the recipe uses (values and manifests), by catalog-relative path
+    file_digests: Mapping[str, str] = field(default_factory=dict)
 
     def component(self, name: str) -> ResolvedComponent | None:
         for c in self.components:

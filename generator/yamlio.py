@@ -27,7 +27,9 @@ _T = "tag:yaml.org,2002:"
 _SCALAR_TAGS = {_T + t for t in ("null", "bool", "int", "float", "str", "timestamp")}
 
 
-def _diag(rel: str, mark: yaml.Mark | None, message: str, rule: str, json_path: str = "$") -> Diagnostic:
+def _diag(
+    rel: str, mark: yaml.Mark | None, message: str, rule: str, json_path: str = "$"
+) -> Diagnostic:
     line, col = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
     return Diagnostic(rel, line, col, json_path, message, rule)
 
@@ -39,7 +41,10 @@ def decode(raw: bytes, rel: str) -> str:
             f"{rel}: file too large",
             [
                 Diagnostic(
-                    rel, 0, 0, "$",
+                    rel,
+                    0,
+                    0,
+                    "$",
                     f"file is {len(raw)} bytes; the limit is {MAX_FILE_BYTES} bytes",
                     "yaml.too-large",
                 )
@@ -48,7 +53,16 @@ def decode(raw: bytes, rel: str) -> str:
     if raw.startswith(b"\xef\xbb\xbf"):
         raise LoadError(
             f"{rel}: byte-order mark",
-            [Diagnostic(rel, 1, 1, "$", "file starts with a UTF-8 byte-order mark; remove it", "yaml.bom")],
+            [
+                Diagnostic(
+                    rel,
+                    1,
+                    1,
+                    "$",
+                    "file starts with a UTF-8 byte-order mark; remove it",
+                    "yaml.bom",
+                )
+            ],
         )
     try:
         return raw.decode("utf-8")
@@ -59,7 +73,10 @@ def decode(raw: bytes, rel: str) -> str:
             f"{rel}: not UTF-8",
             [
                 Diagnostic(
-                    rel, line, col, "$",
+                    rel,
+                    line,
+                    col,
+                    "$",
                     f"file is not valid UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})",
                     "yaml.encoding",
                 )
@@ -77,7 +94,9 @@ class _Builder:
         self.constructor = SafeConstructor()
 
     def fail(self, node: Node, message: str, rule: str, path: str) -> LoadError:
-        return LoadError(f"{self.rel}: {message}", [_diag(self.rel, node.start_mark, message, rule, path)])
+        return LoadError(
+            f"{self.rel}: {message}", [_diag(self.rel, node.start_mark, message, rule, path)]
+        )
 
     def build(self, node: Node, path: str, depth: int, at: yaml.Mark) -> Any:
         self.visited += 1
@@ -106,7 +125,9 @@ class _Builder:
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:
                 if key_node.tag == _T + "merge":
-                    raise self.fail(key_node, "YAML merge keys (<<) are not supported", "yaml.tag", path)
+                    raise self.fail(
+                        key_node, "YAML merge keys (<<) are not supported", "yaml.tag", path
+                    )
                 if not isinstance(key_node, ScalarNode):
                     raise self.fail(key_node, "mapping keys must be scalars", "yaml.key", path)
                 key = self.scalar(key_node, path)
@@ -155,7 +176,11 @@ def parse_yaml(raw: bytes | str, rel: str, *, multi: bool = False) -> Document:
     except RecursionError as e:
         raise LoadError(
             f"{rel}: nesting too deep",
-            [Diagnostic(rel, 0, 0, "$", f"nesting deeper than {MAX_DEPTH} levels", "yaml.too-deep")],
+            [
+                Diagnostic(
+                    rel, 0, 0, "$", f"nesting deeper than {MAX_DEPTH} levels", "yaml.too-deep"
+                )
+            ],
         ) from e
     nodes = [n for n in nodes if n is not None]
     builder = _Builder(rel)
@@ -165,18 +190,32 @@ def parse_yaml(raw: bytes | str, rel: str, *, multi: bool = False) -> Document:
         builder.lines.setdefault("$", (1, 1))
     else:
         if not nodes:
-            raise LoadError(f"{rel}: empty", [Diagnostic(rel, 1, 1, "$", "file has no YAML document", "yaml.empty")])
+            raise LoadError(
+                f"{rel}: empty",
+                [Diagnostic(rel, 1, 1, "$", "file has no YAML document", "yaml.empty")],
+            )
         if len(nodes) > 1:
             second = nodes[1].start_mark
             raise LoadError(
                 f"{rel}: several documents",
-                [_diag(rel, second, f"expected one YAML document, found {len(nodes)}", "yaml.multi-document")],
+                [
+                    _diag(
+                        rel,
+                        second,
+                        f"expected one YAML document, found {len(nodes)}",
+                        "yaml.multi-document",
+                    )
+                ],
             )
         try:
             data = builder.build(nodes[0], "$", 0, start)
         except RecursionError as e:
             raise LoadError(
                 f"{rel}: nesting too deep",
-                [Diagnostic(rel, 0, 0, "$", f"nesting deeper than {MAX_DEPTH} levels", "yaml.too-deep")],
+                [
+                    Diagnostic(
+                        rel, 0, 0, "$", f"nesting deeper than {MAX_DEPTH} levels", "yaml.too-deep"
+                    )
+                ],
             ) from e
     return Document(rel=rel, data=data, lines=dict(builder.lines), sha256=sha)

@@ -1,0 +1,51 @@
+"""Canonical serialization: RFC 8785 JSON for digests, sorted YAML/JSON for files people read."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import rfc8785
+import yaml
+
+
+def canonical_json(obj: Any) -> bytes:
+    """RFC 8785 (JCS) bytes of a JSON-compatible object."""
+    return rfc8785.dumps(obj)
+
+
+def sha256_digest(obj: Any) -> str:
+    """`sha256:<hex>` over the canonical JSON form of `obj`."""
+    return "sha256:" + hashlib.sha256(canonical_json(obj)).hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class _Dumper(yaml.SafeDumper):
+    """Safe dumper that never emits anchors/aliases (shared sub-objects are written out)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _str_representer(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _str_representer)
+
+
+def dump_yaml(obj: Any) -> str:
+    """Deterministic YAML: sorted keys, block style, no aliases, unicode kept."""
+    return yaml.dump(
+        obj, Dumper=_Dumper, sort_keys=True, default_flow_style=False, allow_unicode=True, width=100
+    )
+
+
+def dump_json(obj: Any) -> str:
+    """Deterministic, human-readable JSON (sorted keys, two-space indent, trailing newline)."""
+    return json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n"

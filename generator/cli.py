@@ -1,0 +1,28 @@
+"""The `aicr-catalog` command line: a thin click group; one module per command in `commands/`.
+
+Exit codes (every command): 0 ok, 1 bad data or a failed check, 2 usage. `preflight` adds 3
+(only infrastructure prerequisites unmet); `pins` adds 4 (the check could not complete).
+"""
+
+from __future__ import annotations
+
+import click
+
+from generator import __version__
+from generator.commands import list_cmd, query, validate
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="aicr-catalog")
+def main() -> None:
+    """AICR Recipe Catalog: validate, resolve, bundle, verify and publish GPU-cluster recipes.
+
+    Every command that reads a catalog takes --catalog PATH (default: ./catalog).
+    Exit codes: 0 ok, 1 bad data or failed check, 2 usage (preflight adds 3, pins adds 4).
+    """
+
+
+main.add_command(validate.command)
+main.add_command(query.command)
+main.add_command(query.resolve_command)
+main.add_command(list_cmd.command)

@@ -1,0 +1,1 @@
+"""One module per CLI command; each body: options → one pipeline call → report → exit."""

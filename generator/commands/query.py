@@ -1,0 +1,133 @@
+"""`aicr-catalog query` / `resolve`: criteria or a recipe name → the resolved RecipeResult."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from generator.canonical import dump_yaml
+from generator.commands.common import (
+    EXIT_USAGE,
+    catalog_option,
+    criteria_from,
+    criteria_options,
+    fail,
+    open_catalog,
+    report_error,
+)
+from generator.errors import CatalogError
+from generator.records import Override
+from generator.resolve import recipe_document, resolve
+
+
+def parse_overrides(sets: tuple[str, ...], set_files: tuple[str, ...]) -> tuple[Override, ...]:
+    if not sets and not set_files:
+        return ()
+    from generator.overrides import parse_set, parse_set_file  # the bundle stage owns the syntax
+
+    try:
+        return tuple([*(parse_set(s) for s in sets), *(parse_set_file(s) for s in set_files)])
+    except CatalogError as e:
+        fail(e.message, EXIT_USAGE)
+
+
+def scale_options(f):  # type: ignore[no-untyped-def]
+    f = click.option(
+        "--nodes",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Advisory node count: checked against the profile's band, never selects settings.",
+    )(f)
+    f = click.option(
+        "--scale-profile",
+        "profile",
+        default="standard",
+        show_default=True,
+        help="The scale profile: the only way to get scale-specific settings.",
+    )(f)
+    return f
+
+
+def override_options(f):  # type: ignore[no-untyped-def]
+    f = click.option(
+        "--set-file",
+        "set_files",
+        multiple=True,
+        metavar="COMPONENT:PATH=FILE",
+        help="Deep-merge a YAML/JSON object file into a component's values (repeatable).",
+    )(f)
+    f = click.option(
+        "--set",
+        "sets",
+        multiple=True,
+        metavar="COMPONENT:PATH=VALUE",
+        help="Override one value (typed: true/false, integers, floats, else string; repeatable).",
+    )(f)
+    return f
+
+
+def _query(**kw):  # type: ignore[no-untyped-def]
+    @click.command(**kw)
+    @click.option("--recipe", default=None, help="A leaf recipe name (instead of criteria).")
+    @criteria_options
+    @scale_options
+    @override_options
+    @catalog_option
+    @click.option(
+        "--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True
+    )
+    def command(
+        recipe: str | None,
+        service: str | None,
+        accelerator: str | None,
+        os: str | None,
+        intent: str | None,
+        platform: str | None,
+        profile: str,
+        nodes: int | None,
+        sets: tuple[str, ...],
+        set_files: tuple[str, ...],
+        catalog_path: Path,
+        fmt: str,
+    ) -> None:
+        """Resolve criteria (or --recipe NAME) into a concrete recipe and print it.
+
+        Upstream AICR query semantics: an overlay's wildcard matches any query value; a query's
+        wildcard matches only overlay wildcards. Every stated criterion must be honoured by an
+        applied overlay, else the error lists the valid completions.
+
+        Exit codes: 0 resolved, 1 no recipe / bad data / rejected override, 2 usage.
+        """
+        crit = criteria_from(
+            service=service, accelerator=accelerator, os=os, intent=intent, platform=platform
+        )
+        if recipe and crit.specificity():
+            fail("give either --recipe or criteria, not both", EXIT_USAGE)
+        if not recipe and not crit.specificity():
+            fail(
+                "give --recipe NAME or at least one criterion (--service, --accelerator, ...)",
+                EXIT_USAGE,
+            )
+        catalog = open_catalog(catalog_path)
+        overrides = parse_overrides(sets, set_files)
+        try:
+            result = resolve(
+                catalog, recipe or crit, profile=profile, overrides=overrides, nodes=nodes
+            )
+        except CatalogError as e:
+            report_error(e)
+        doc = recipe_document(result)
+        if fmt == "json":
+            click.echo(json.dumps(doc, indent=2, sort_keys=True))
+        else:
+            click.echo(dump_yaml(doc), nl=False)
+
+    return command
+
+
+command = _query(name="query")
+resolve_command = _query(
+    name="resolve", help="Alias of `query`: resolve criteria or a recipe name."
+)

@@ -1,0 +1,66 @@
+"""`aicr-catalog validate`: every problem in a recipe tree, located, in one run."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from generator.commands.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, catalog_option
+from generator.errors import CatalogError, Severity
+from generator.load import load_catalog
+from generator.report import REPORTERS, markdown_summary
+from generator.validate import validate_catalog
+
+
+@click.command("validate")
+@click.argument("path", required=False, type=click.Path(path_type=Path, file_okay=False))
+@catalog_option
+@click.option(
+    "--strict", is_flag=True, help="Treat warnings (e.g. unknown criteria values) as errors."
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(sorted(REPORTERS)),
+    default="text",
+    show_default=True,
+    help="text for people, json for tools, github for workflow annotations.",
+)
+@click.option(
+    "--summary",
+    "summary_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Also write a Markdown summary here (defaults to $GITHUB_STEP_SUMMARY with --format github).",
+)
+def command(
+    path: Path | None, catalog_path: Path, strict: bool, fmt: str, summary_path: Path | None
+) -> None:
+    """Validate every file of a recipe tree: YAML, headers, schemas, references and semantics.
+
+    PATH (or --catalog) is the catalog directory. Diagnostics are printed as
+    `path:line:col: $.json.path: message [rule]`, sorted by file and line.
+
+    Exit codes: 0 no errors, 1 errors found, 2 usage (e.g. PATH does not exist).
+    """
+    root = path or catalog_path
+    if not root.is_dir():
+        click.echo(f"error: catalog directory '{root}' not found", err=True)
+        sys.exit(EXIT_USAGE)
+    try:
+        catalog, load_diags = load_catalog(root)
+    except CatalogError as e:
+        click.echo(e.diagnostics_text(), err=True)
+        sys.exit(EXIT_DATA)
+    diags = validate_catalog(catalog, strict=strict, load_diagnostics=load_diags)
+    subject = f"validate {root}"
+    click.echo(REPORTERS[fmt](diags, subject), nl=False)
+    if summary_path is None and fmt == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
+        summary_path = Path(os.environ["GITHUB_STEP_SUMMARY"])
+    if summary_path is not None:
+        with summary_path.open("a", encoding="utf-8") as fh:
+            fh.write(markdown_summary(diags, subject))
+    sys.exit(EXIT_DATA if any(d.severity is Severity.ERROR for d in diags) else EXIT_OK)

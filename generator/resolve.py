@@ -1,0 +1,626 @@
+"""Stage 3, resolve: a query (criteria or a leaf name) + scale profile + user overrides → RecipeResult.
+
+Upstream AICR's query semantics: a recipe's wildcard matches any query value, a query's wildcard
+matches only recipe wildcards; of the matching overlays keep those that are not `base` ancestors of
+another match; merge the base seed, then each kept leaf's chain root-to-leaf in ascending
+specificity, then mixins, then registry defaults. This project then applies the selected scale
+profile's owned values and finally the user's overrides, which may not contradict an owned value.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import heapq
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from generator.canonical import sha256_digest
+from generator.errors import Diagnostic, ResolveError, ScaleError
+from generator.records import (
+    DIMENSIONS,
+    Catalog,
+    ComponentRef,
+    Constraint,
+    Criteria,
+    Overlay,
+    Override,
+    RecipeResult,
+    ResolvedComponent,
+    ScaleProfile,
+)
+
+API_VERSION = "aicr.run/v1"
+DEFAULT_PROFILE = "standard"
+
+
+# ---------------------------------------------------------------- matching and selection
+
+
+def matches(recipe: Criteria, query: Criteria) -> bool:
+    """Asymmetric wildcard match (upstream semantics)."""
+    for d in DIMENSIONS:
+        r, q = recipe.get(d), query.get(d)
+        if r is None:
+            continue
+        if q is None or r != q:
+            return False
+    return True
+
+
+def chain(catalog: Catalog, name: str) -> tuple[Overlay, ...]:
+    """The base chain of overlay `name`, root first. Raises on a missing base or a cycle."""
+    out: list[Overlay] = []
+    seen: list[str] = []
+    current: str | None = name
+    while current is not None:
+        if current in seen:
+            cycle = " → ".join([*seen[seen.index(current) :], current])
+            ov = catalog.overlays[name]
+            line, col = ov.doc.locate("$.spec.base")
+            raise ResolveError(
+                f"base chain of '{name}' has a cycle: {cycle}",
+                [
+                    Diagnostic(
+                        ov.doc.rel,
+                        line,
+                        col,
+                        "$.spec.base",
+                        f"base chain has a cycle: {cycle}",
+                        "base.cycle",
+                    )
+                ],
+            )
+        seen.append(current)
+        overlay = catalog.overlays.get(current)
+        if overlay is None:
+            child = catalog.overlays[seen[-2]] if len(seen) > 1 else None
+            diags = []
+            if child is not None:
+                line, col = child.doc.locate("$.spec.base")
+                diags.append(
+                    Diagnostic(
+                        child.doc.rel,
+                        line,
+                        col,
+                        "$.spec.base",
+                        f"base overlay '{current}' does not exist",
+                        "base.missing",
+                    )
+                )
+            raise ResolveError(f"overlay '{current}' does not exist", diags)
+        out.append(overlay)
+        current = overlay.base
+    return tuple(reversed(out))
+
+
+def _ancestors(catalog: Catalog, name: str) -> set[str]:
+    return {o.name for o in chain(catalog, name)[:-1]}
+
+
+def select(catalog: Catalog, query: Criteria) -> tuple[Overlay, ...]:
+    """Overlays applied for `query`, in merge order (base first)."""
+    matched = [o for o in catalog.overlays.values() if matches(o.criteria, query)]
+    ancestors: set[str] = set()
+    for o in matched:
+        ancestors |= _ancestors(catalog, o.name)
+    leaves = sorted(
+        (o for o in matched if o.name not in ancestors),
+        key=lambda o: (o.criteria.specificity(), o.name),
+    )
+    order: list[Overlay] = []
+    applied: set[str] = set()
+    if "base" in catalog.overlays:
+        order.append(catalog.overlays["base"])
+        applied.add("base")
+    for leaf in leaves:
+        for o in chain(catalog, leaf.name):
+            if o.name not in applied:
+                applied.add(o.name)
+                order.append(o)
+    return tuple(order)
+
+
+def completions(catalog: Catalog, query: Criteria) -> tuple[str, ...]:
+    """Leaf recipes compatible with every dimension the query states."""
+    out = []
+    for name in catalog.leaves():
+        crit = catalog.overlays[name].criteria
+        if all(q is None or crit.get(d) in (None, q) for d, q in query.items()):
+            out.append(f"{name} ({format_criteria(crit)})")
+    return tuple(out)
+
+
+def format_criteria(c: Criteria) -> str:
+    return " ".join(f"{d}={v}" for d, v in c.items() if v is not None) or "(any)"
+
+
+# ---------------------------------------------------------------- merging
+
+
+def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """Recursive merge: mappings merge, anything else (lists included) is replaced by `over`."""
+    out = copy.deepcopy(dict(base))
+    for k, v in over.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def _union(a: Sequence[str], b: Sequence[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys([*a, *b]))
+
+
+@dataclass(slots=True)
+class _Acc:
+    """Mutable accumulator private to one resolution; frozen into records at the end."""
+
+    refs: dict[str, ComponentRef] = field(default_factory=dict)
+    origin: dict[str, str] = field(
+        default_factory=dict
+    )  # component -> file of its latest declaration
+    constraints: dict[str, Constraint] = field(default_factory=dict)
+    validation: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def add_ref(self, ref: ComponentRef, rel: str) -> None:
+        prev = self.refs.get(ref.name)
+        self.origin[ref.name] = rel  # the file of the latest declaration, for diagnostics
+        if prev is None:
+            self.refs[ref.name] = ref
+            return
+        overrides: Mapping[str, Any] | None = prev.overrides
+        if ref.overrides:
+            overrides = deep_merge(prev.overrides or {}, ref.overrides)
+        self.refs[ref.name] = ComponentRef(
+            name=ref.name,
+            type=ref.type or prev.type,
+            source=ref.source or prev.source,
+            version=ref.version or prev.version,
+            namespace=ref.namespace or prev.namespace,
+            chart=ref.chart or prev.chart,
+            values_file=ref.values_file or prev.values_file,
+            overrides=overrides,
+            manifest_files=_union(prev.manifest_files, ref.manifest_files),
+            pre_manifest_files=_union(prev.pre_manifest_files, ref.pre_manifest_files),
+            dependency_refs=_union(prev.dependency_refs, ref.dependency_refs),
+            enabled=ref.enabled if ref.enabled is not None else prev.enabled,
+            json_path=ref.json_path,
+        )
+
+    def add(self, overlay: Overlay) -> None:
+        for c in overlay.constraints:
+            self.constraints[c.name] = c
+        for ref in overlay.component_refs:
+            self.add_ref(ref, overlay.doc.rel)
+        for phase, raw in overlay.validation.items():
+            cur = self.validation.setdefault(phase, {})
+            for key, value in raw.items():
+                if key == "checks":
+                    cur["checks"] = (
+                        [] if value == [] else list(_union(cur.get("checks", []), value))
+                    )
+                elif key == "constraints":
+                    if value == []:
+                        cur["constraints"] = []
+                    else:
+                        keyed = {c["name"]: c for c in cur.get("constraints", [])}
+                        keyed.update({c["name"]: c for c in value})
+                        cur["constraints"] = list(keyed.values())
+                else:
+                    cur[key] = copy.deepcopy(value)
+
+
+# ---------------------------------------------------------------- dotted paths
+
+
+def get_path(values: Mapping[str, Any], path: str) -> tuple[bool, Any]:
+    cur: Any = values
+    for part in path.split("."):
+        if not isinstance(cur, Mapping) or part not in cur:
+            return False, None
+        cur = cur[part]
+    return True, cur
+
+
+def set_path(values: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    """A copy of `values` with `path` set (intermediate mappings created)."""
+    if path == "":
+        return deep_merge(values, value) if isinstance(value, Mapping) else values
+    out = copy.deepcopy(values)
+    cur = out
+    parts = path.split(".")
+    for part in parts[:-1]:
+        nxt = cur.get(part)
+        if not isinstance(nxt, dict):
+            nxt = {}
+            cur[part] = nxt
+        cur = nxt
+    last = parts[-1]
+    if isinstance(value, Mapping) and isinstance(cur.get(last), Mapping):
+        cur[last] = deep_merge(cur[last], value)
+    else:
+        cur[last] = copy.deepcopy(value)
+    return out
+
+
+# ---------------------------------------------------------------- ordering
+
+
+def deployment_order(deps: Mapping[str, Sequence[str]]) -> tuple[tuple[str, ...], dict[str, int]]:
+    """Topological order (alphabetical tie-break) and dependency depth. Raises on a cycle."""
+    indeg = {n: 0 for n in deps}
+    users: dict[str, list[str]] = {n: [] for n in deps}
+    for n, ds in deps.items():
+        for d in ds:
+            indeg[n] += 1
+            users[d].append(n)
+    ready = [n for n, k in indeg.items() if k == 0]
+    heapq.heapify(ready)
+    order: list[str] = []
+    while ready:
+        n = heapq.heappop(ready)
+        order.append(n)
+        for u in users[n]:
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                heapq.heappush(ready, u)
+    if len(order) != len(deps):
+        remaining = {n for n in deps if n not in order}
+        raise ValueError(
+            " → ".join(find_cycle({n: [d for d in deps[n] if d in remaining] for n in remaining}))
+        )
+    depth: dict[str, int] = {}
+    for n in order:
+        depth[n] = 1 + max((depth[d] for d in deps[n]), default=-1)
+    return tuple(order), depth
+
+
+def find_cycle(graph: Mapping[str, Sequence[str]]) -> list[str]:
+    """One cycle in `graph` (every node has an edge inside it), smallest name first, closed."""
+    start = min(graph)
+    path: list[str] = []
+    node = start
+    while node not in path:
+        path.append(node)
+        node = sorted(graph[node])[0]
+    cyc = path[path.index(node) :]
+    i = cyc.index(min(cyc))
+    cyc = cyc[i:] + cyc[:i]
+    return [*cyc, cyc[0]]
+
+
+# ---------------------------------------------------------------- profiles
+
+
+def profile_applies(profile: ScaleProfile, criteria: Criteria) -> bool:
+    if not profile.applies_to:
+        return True
+    return any(matches(pattern, criteria) for pattern in profile.applies_to)
+
+
+def select_profile(
+    catalog: Catalog, name: str, criteria: Criteria, nodes: int | None
+) -> ScaleProfile:
+    if name == DEFAULT_PROFILE and name not in catalog.profiles:
+        profile = ScaleProfile(
+            name=DEFAULT_PROFILE,
+            version="0.0.0",
+            nodes_min=1,
+            nodes_max=36,
+            description="built-in default: the recipe as written",
+            applies_to=(),
+            owned_values=(),
+            prerequisites=(),
+            ladder=(),
+            doc=None,
+        )
+    elif name not in catalog.profiles:
+        known = ", ".join(sorted(catalog.profiles)) or "none"
+        raise ScaleError(f"unknown scale profile '{name}'; known profiles: {known}")
+    else:
+        profile = catalog.profiles[name]
+    if not profile_applies(profile, criteria):
+        allowed = "; ".join(format_criteria(c) for c in profile.applies_to)
+        raise ScaleError(
+            f"scale profile '{profile.name}' does not apply to {format_criteria(criteria)}; it applies to: {allowed}"
+        )
+    if nodes is not None and not profile.covers(nodes):
+        covering = sorted(
+            p.name
+            for p in catalog.profiles.values()
+            if p.covers(nodes) and profile_applies(p, criteria)
+        )
+        hint = (
+            (
+                f"profiles covering {nodes} nodes for these criteria: {', '.join(covering)} "
+                f"(select one with --scale-profile)"
+            )
+            if covering
+            else f"no scale profile covers {nodes} nodes for these criteria"
+        )
+        raise ScaleError(
+            f"--nodes {nodes} is outside scale profile '{profile.name}' "
+            f"({profile.nodes_min}–{profile.nodes_max} nodes); {hint}. "
+            "--nodes never selects a profile."
+        )
+    return profile
+
+
+# ---------------------------------------------------------------- resolution
+
+
+def _canonical_component(catalog: Catalog, name: str) -> str | None:
+    if name in catalog.registry.components:
+        return name
+    for comp in catalog.registry.components.values():
+        if name in comp.value_override_keys:
+            return comp.name
+    return None
+
+
+def _chart_name(chart: str | None, repository: str | None, fallback: str) -> str:
+    if not chart:
+        return fallback
+    if "/" in chart and repository and not repository.startswith("oci://"):
+        return chart.rsplit("/", 1)[1]  # a Helm repo alias prefix such as nvidia/gpu-operator
+    return chart
+
+
+def _values_of(catalog: Catalog, rel: str | None) -> dict[str, Any]:
+    if rel is None:
+        return {}
+    doc = catalog.files.get(rel)
+    if doc is None:
+        raise ResolveError(f"values file '{rel}' is not in the catalog")
+    if doc.data is None:
+        return {}
+    if not isinstance(doc.data, dict):
+        raise ResolveError(f"values file '{rel}' does not hold a mapping")
+    return copy.deepcopy(doc.data)
+
+
+def _file_digest(catalog: Catalog, rel: str) -> str:
+    doc = catalog.files.get(rel)
+    return doc.sha256 if doc is not None else ""
+
+
+def _query_of(catalog: Catalog, query: Criteria | str) -> tuple[Criteria, str | None]:
+    if isinstance(query, Criteria):
+        return query, None
+    if query in catalog.overlays and query != "base":
+        return catalog.overlays[query].criteria, query
+    close = difflib.get_close_matches(query, catalog.leaves(), n=3)
+    hint = (
+        f"; did you mean {', '.join(close)}?" if close else "; list them with `aicr-catalog list`"
+    )
+    raise ResolveError(f"no recipe named '{query}'{hint}")
+
+
+def resolve(
+    catalog: Catalog,
+    query: Criteria | str,
+    *,
+    profile: str = DEFAULT_PROFILE,
+    overrides: Sequence[Override] = (),
+    nodes: int | None = None,
+) -> RecipeResult:
+    """Resolve a leaf name or criteria into a concrete recipe. Raises ResolveError / ScaleError."""
+    criteria, wanted = _query_of(catalog, query)
+    applied = select(catalog, criteria)
+    if wanted is not None and wanted not in {o.name for o in applied}:
+        raise ResolveError(
+            f"recipe '{wanted}' is shadowed by another overlay with the same criteria"
+        )
+    for d, q in criteria.items():
+        if q is not None and not any(o.criteria.get(d) == q for o in applied):
+            options = completions(catalog, criteria)
+            listed = "; ".join(options) if options else "none"
+            raise ResolveError(
+                f"no overlay honours {d}={q} for the query {format_criteria(criteria)}; "
+                f"valid completions: {listed}"
+            )
+    chosen = max(
+        (o for o in applied if o.name != "base"),
+        key=lambda o: (o.criteria.specificity(), o.name),
+        default=None,
+    )
+    name = wanted or (chosen.name if chosen else "base")
+
+    acc = _Acc()
+    for overlay in applied:
+        acc.add(overlay)
+    mixin_names = _union([], [m for o in applied for m in o.mixins])
+    for m in mixin_names:
+        mixin = catalog.mixins.get(m)
+        if mixin is None:
+            raise ResolveError(f"mixin '{m}' does not exist (used by {name})")
+        acc.add(mixin)
+
+    scale = select_profile(catalog, profile, criteria, nodes)
+
+    refs = {n: r for n, r in acc.refs.items() if r.enabled is not False}
+    disabled = {n for n, r in acc.refs.items() if r.enabled is False}
+    values: dict[str, dict[str, Any]] = {}
+    for n, r in refs.items():
+        v = _values_of(catalog, r.values_file)
+        if r.overrides:
+            v = deep_merge(v, r.overrides)
+        values[n] = v
+    # the scale profile's owned values
+    owned = {(ov.component, ov.path): ov for ov in scale.owned_values if ov.component in refs}
+    for (comp, path), ov in sorted(owned.items()):
+        values[comp] = set_path(values[comp], path, ov.value)
+    # user overrides, never contradicting an owned value
+    for o in overrides:
+        comp = _canonical_component(catalog, o.component) or (
+            o.component if o.component in acc.refs else None
+        )
+        if comp is None:
+            raise ResolveError(f"override {o.origin}: unknown component '{o.component}'")
+        if comp in disabled:
+            raise ResolveError(
+                f"override {o.origin}: component '{comp}' is disabled in recipe '{name}'"
+            )
+        if comp not in refs:
+            raise ResolveError(
+                f"override {o.origin}: component '{comp}' is not part of recipe '{name}'"
+            )
+        new = set_path(values[comp], o.path, o.value)
+        for (oc, opath), ov in sorted(owned.items()):
+            if oc != comp:
+                continue
+            found, now = get_path(new, opath)
+            if not found or now != ov.value:
+                raise ScaleError(
+                    f"override {o.origin} contradicts {comp}:{opath}={ov.value!r}, owned by scale profile "
+                    f"'{scale.name}' {scale.version} ({ov.rationale.strip()}); drop the override or choose "
+                    "another profile"
+                )
+        values[comp] = new
+
+    deps: dict[str, tuple[str, ...]] = {}
+    for n, r in refs.items():
+        missing = [d for d in r.dependency_refs if d not in refs]
+        if missing:
+            why = " (it is disabled)" if missing[0] in disabled else ""
+            msg = (
+                f"component '{n}' depends on '{missing[0]}', which the recipe does not declare{why}"
+            )
+            raise ResolveError(
+                f"recipe '{name}': {msg}",
+                [_ref_diag(catalog, acc, n, ".dependencyRefs", msg, "dependency.unknown")],
+            )
+        deps[n] = r.dependency_refs
+    try:
+        order, depth = deployment_order(deps)
+    except ValueError as e:
+        first = str(e).split(" → ")[0]
+        msg = f"dependency cycle: {e}"
+        raise ResolveError(
+            f"recipe '{name}': {msg}",
+            [_ref_diag(catalog, acc, first, ".dependencyRefs", msg, "dependency.cycle")],
+        ) from e
+
+    components = []
+    for i, n in enumerate(order):
+        r = refs[n]
+        reg = catalog.registry.components.get(n)
+        repo = r.source or (reg.repository if reg else None)
+        components.append(
+            ResolvedComponent(
+                name=n,
+                type=r.type or (reg.kind if reg else "Helm"),
+                repository=repo,
+                chart=_chart_name(r.chart or (reg.chart if reg else None), repo, n)
+                if repo
+                else None,
+                version=r.version or (reg.version if reg else None),
+                namespace=r.namespace or (reg.namespace if reg and reg.namespace else n),
+                values=values[n],
+                manifest_files=r.manifest_files,
+                pre_manifest_files=r.pre_manifest_files,
+                dependency_refs=tuple(sorted(r.dependency_refs)),
+                order=i,
+                depth=depth[n],
+                values_files=(r.values_file,) if r.values_file else (),
+            )
+        )
+    result = RecipeResult(
+        name=name,
+        criteria=criteria,
+        applied_overlays=tuple(o.name for o in applied),
+        mixins=mixin_names,
+        constraints=tuple(acc.constraints[k] for k in sorted(acc.constraints)),
+        components=tuple(components),
+        validation={k: acc.validation[k] for k in sorted(acc.validation)},
+        scale_profile=scale.name,
+        scale_profile_version=scale.version,
+        overrides=tuple(overrides),
+        digest="",
+        file_digests={
+            p: _file_digest(catalog, p)
+            for c in components
+            for p in sorted({*c.values_files, *c.manifest_files, *c.pre_manifest_files})
+        },
+    )
+    return replace(result, digest=sha256_digest(_document(result, with_digest=False)))
+
+
+def _ref_diag(
+    catalog: Catalog, acc: _Acc, comp: str, suffix: str, msg: str, rule: str
+) -> Diagnostic:
+    rel = acc.origin.get(comp, "")
+    json_path = acc.refs[comp].json_path + suffix
+    doc = next(
+        (o.doc for o in (*catalog.overlays.values(), *catalog.mixins.values()) if o.doc.rel == rel),
+        None,
+    )
+    line, col = doc.locate(json_path) if doc is not None else (0, 0)
+    return Diagnostic(rel, line, col, json_path, msg, rule)
+
+
+def _constraint_json(c: Constraint) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": c.name, "value": c.value}
+    if c.severity:
+        out["severity"] = c.severity
+    if c.remediation:
+        out["remediation"] = c.remediation
+    return out
+
+
+def _document(r: RecipeResult, *, with_digest: bool) -> dict[str, Any]:
+    def files(paths: Sequence[str]) -> list[dict[str, str]]:
+        return [{"path": p, "sha256": r.file_digests.get(p, "")} for p in paths]
+
+    meta: dict[str, Any] = {
+        "name": r.name,
+        "appliedOverlays": list(r.applied_overlays),
+        "mixins": list(r.mixins),
+        "scaleProfile": {"name": r.scale_profile, "version": r.scale_profile_version},
+    }
+    if with_digest:
+        meta["digest"] = r.digest
+    comps = []
+    for c in r.components:
+        entry: dict[str, Any] = {
+            "name": c.name,
+            "type": c.type,
+            "namespace": c.namespace,
+            "order": c.order,
+            "depth": c.depth,
+            "dependencyRefs": list(c.dependency_refs),
+            "values": c.values,
+        }
+        for key, val in (("source", c.repository), ("chart", c.chart), ("version", c.version)):
+            if val is not None:
+                entry[key] = val
+        if c.values_files:
+            entry["valuesFiles"] = list(c.values_files)
+        if c.manifest_files:
+            entry["manifestFiles"] = files(c.manifest_files)
+        if c.pre_manifest_files:
+            entry["preManifestFiles"] = files(c.pre_manifest_files)
+        comps.append(entry)
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "RecipeResult",
+        "metadata": meta,
+        "spec": {
+            "criteria": r.criteria.to_json(),
+            "constraints": [_constraint_json(c) for c in r.constraints],
+            "componentRefs": comps,
+            "deploymentOrder": [c.name for c in r.components],
+            "validation": {k: dict(v) for k, v in r.validation.items()},
+            "overrides": [
+                {"component": o.component, "path": o.path, "value": o.value} for o in r.overrides
+            ],
+        },
+    }
+
+
+def recipe_document(result: RecipeResult) -> dict[str, Any]:
+    """The canonical RecipeResult document (apiVersion aicr.run/v1), digest included."""
+    return _document(result, with_digest=True)

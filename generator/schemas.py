@@ -1,0 +1,76 @@
+"""The project's JSON Schemas (draft 2020-12, in `catalog/schemas/`) and located schema diagnostics."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from jsonschema.protocols import Validator
+
+from generator.errors import Diagnostic
+from generator.records import Document
+
+SCHEMA_DIR = Path(__file__).resolve().parent.parent / "catalog" / "schemas"
+
+
+@cache
+def schema(name: str) -> dict[str, Any]:
+    """The schema `catalog/schemas/<name>.schema.json` (or a relative path ending in .json)."""
+    fname = name if name.endswith(".json") else f"{name}.schema.json"
+    data: dict[str, Any] = json.loads((SCHEMA_DIR / fname).read_text(encoding="utf-8"))
+    return data
+
+
+@cache
+def validator(name: str) -> Validator:
+    s = schema(name)
+    cls = jsonschema.validators.validator_for(s, default=jsonschema.Draft202012Validator)
+    cls.check_schema(s)
+    v: Validator = cls(s, format_checker=jsonschema.FormatChecker())
+    return v
+
+
+def _best(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
+    """For oneOf/anyOf failures, the most relevant sub-error."""
+    if error.context:
+        return jsonschema.exceptions.best_match(error.context) or error
+    return error
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    if error.validator == "additionalProperties":
+        return error.message.replace("Additional properties are not allowed", "unknown field(s)")
+    if error.validator == "required":
+        return error.message.replace("is a required property", "is required")
+    return error.message
+
+
+def check(doc: Document, name: str, data: Any = None) -> tuple[Diagnostic, ...]:
+    """Every schema violation in `doc` (or in `data`, located through `doc`), sorted."""
+    out: list[Diagnostic] = []
+    instance = doc.data if data is None else data
+    for err in validator(name).iter_errors(instance):
+        err = _best(err)
+        path = err.json_path
+        if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+            allowed = set(err.schema.get("properties", {}))
+            extras = sorted(k for k in err.instance if k not in allowed)
+            for key in extras:
+                line, col = doc.locate(f"{path}.{key}")
+                out.append(
+                    Diagnostic(
+                        doc.rel,
+                        line,
+                        col,
+                        f"{path}.{key}",
+                        f"unknown field '{key}'",
+                        "schema.additionalProperties",
+                    )
+                )
+            continue
+        line, col = doc.locate(path)
+        out.append(Diagnostic(doc.rel, line, col, path, _message(err), f"schema.{err.validator}"))
+    return tuple(sorted(out))

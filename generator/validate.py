@@ -1,0 +1,286 @@
+"""Stage 2, validate: references and semantics over loaded records, every problem collected.
+
+Schema and parse problems come from `load`; this stage adds what a schema cannot say: base chains,
+mixins, component references and pins, file references, criteria values and ambiguity, constraint
+syntax, and whether every leaf resolves (dependency references and cycles included).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from packaging.version import InvalidVersion, Version
+
+from generator.errors import Diagnostic, ResolveError, ScaleError, Severity, sort_diagnostics
+from generator.records import DIMENSIONS, Catalog, ComponentRef, Overlay
+from generator.resolve import chain, resolve
+
+KNOWN_CRITERIA: dict[str, frozenset[str]] = {
+    "service": frozenset("eks gke aks oke ocp kind lke bcm metal3 generic k0s rke2".split()),
+    "accelerator": frozenset("h100 h200 gb200 gb300 b200 a100 l40 l40s rtx-pro-6000 vr200".split()),
+    "os": frozenset("ubuntu rhel cos amazonlinux ol talos sles".split()),
+    "intent": frozenset("training inference".split()),
+    "platform": frozenset("dynamo kubeflow nim runai slurm".split()),
+}
+CONSTRAINT_NAME = re.compile(
+    r"^[A-Za-z][A-Za-z0-9]*\.[A-Za-z0-9][A-Za-z0-9_-]*\.[A-Za-z0-9][A-Za-z0-9_.-]*$"
+)
+OPERATORS = (">=", "<=", "==", "!=", ">", "<")
+PHASE_LETTERS = (
+    ("readiness", "R"),
+    ("deployment", "D"),
+    ("performance", "P"),
+    ("conformance", "C"),
+)
+
+
+def parse_version(text: str) -> Version:
+    """A version, tolerant of a leading `v` (v1.34, v26.7.0)."""
+    return Version(text.strip().removeprefix("v").removeprefix("V"))
+
+
+def split_operator(value: str) -> tuple[str | None, str]:
+    """(`>=`, `1.34`) for `>= 1.34`; (None, value) for an exact value."""
+    v = value.strip()
+    for op in OPERATORS:
+        if v.startswith(op):
+            return op, v[len(op) :].strip()
+    return None, v
+
+
+def constraint_value_problem(value: str) -> str | None:
+    op, operand = split_operator(value)
+    if op is None:
+        return None if operand else "constraint value is empty"
+    if not operand:
+        return f"operator '{op}' has no operand"
+    if op in ("==", "!="):
+        return None
+    try:
+        parse_version(operand)
+    except InvalidVersion:
+        return f"'{operand}' is not a version or number, so '{op}' cannot compare it"
+    return None
+
+
+def _d(
+    ov: Overlay, json_path: str, msg: str, rule: str, sev: Severity = Severity.ERROR
+) -> Diagnostic:
+    line, col = ov.doc.locate(json_path)
+    return Diagnostic(ov.doc.rel, line, col, json_path, msg, rule, sev)
+
+
+def _file_problem(root: Path, rel: str, catalog: Catalog) -> tuple[str, str] | None:
+    """(rule, message) when a catalog file reference is unsafe or missing."""
+    if rel.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", rel) or rel.startswith("\\"):
+        return (
+            "ref.path-absolute",
+            f"'{rel}' is an absolute path; use a path relative to the catalog",
+        )
+    parts = PurePosixPath(rel.replace("\\", "/")).parts
+    if ".." in parts:
+        return "ref.path-traversal", f"'{rel}' leaves the catalog through '..'"
+    if rel in catalog.files:
+        return None
+    full = root / rel
+    if full.is_symlink() or full.exists():
+        real = Path(os.path.realpath(full))
+        if not real.is_relative_to(Path(os.path.realpath(root))):
+            return "ref.path-escape", f"'{rel}' is a symbolic link leading outside the catalog"
+        return (
+            "ref.file-unreadable",
+            f"'{rel}' exists but could not be loaded (see its own diagnostic)",
+        )
+    return "ref.file-missing", f"'{rel}' does not exist in the catalog"
+
+
+def _refs(ov: Overlay) -> Iterator[ComponentRef]:
+    yield from ov.component_refs
+
+
+def check_overlay(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagnostic]:
+    root = Path(catalog.root)
+    if ov.kind == "RecipeMetadata" and ov.name != "base":
+        try:
+            chain(catalog, ov.name)
+        except ResolveError as e:
+            if ov.base not in catalog.unloadable:
+                yield from (d for d in e.diagnostics if d.path == ov.doc.rel)
+    for i, m in enumerate(ov.mixins):
+        if m not in catalog.mixins and m not in catalog.unloadable:
+            yield _d(ov, f"$.spec.mixins[{i}]", f"mixin '{m}' does not exist", "mixin.missing")
+    seen: dict[str, str] = {}
+    for ref in _refs(ov):
+        jp = ref.json_path
+        if ref.name in seen:
+            yield _d(
+                ov,
+                f"{jp}.name",
+                f"component '{ref.name}' is listed twice (first at {seen[ref.name]})",
+                "component.duplicate",
+            )
+        seen.setdefault(ref.name, jp)
+        reg = catalog.registry.components.get(ref.name)
+        if reg is None and not ref.source and catalog.registry.doc is not None:
+            yield _d(
+                ov,
+                f"{jp}.name",
+                f"component '{ref.name}' is not in the registry and names no source",
+                "component.unknown",
+            )
+        if (ref.type or "Helm") == "Helm" and ref.source and not ref.version:
+            yield _d(
+                ov,
+                f"{jp}.source",
+                f"Helm component '{ref.name}' names a source but pins no version",
+                "helm.unpinned",
+            )
+        files = [(f"{jp}.valuesFile", ref.values_file)] if ref.values_file else []
+        files += [(f"{jp}.manifestFiles[{k}]", f) for k, f in enumerate(ref.manifest_files)]
+        files += [(f"{jp}.preManifestFiles[{k}]", f) for k, f in enumerate(ref.pre_manifest_files)]
+        for path, rel in files:
+            problem = _file_problem(root, rel, catalog)
+            if problem:
+                yield _d(ov, path, problem[1], problem[0])
+            elif path.endswith(".valuesFile"):
+                data = catalog.files[rel].data
+                if data is not None and not isinstance(data, dict):
+                    yield _d(
+                        ov, path, f"values file '{rel}' must hold a mapping", "values.not-mapping"
+                    )
+        for k, dep in enumerate(ref.dependency_refs):
+            if dep == ref.name:
+                yield _d(
+                    ov,
+                    f"{jp}.dependencyRefs[{k}]",
+                    f"component '{ref.name}' depends on itself",
+                    "dependency.cycle",
+                )
+    for i, c in enumerate(ov.constraints):
+        yield from _constraint(ov, f"$.spec.constraints[{i}]", c.name, c.value)
+    for phase, raw in ov.validation.items():
+        for i, c in enumerate(raw.get("constraints") or ()):
+            yield from _constraint(
+                ov, f"$.spec.validation.{phase}.constraints[{i}]", c["name"], str(c["value"])
+            )
+    for d in DIMENSIONS:
+        v = ov.criteria.get(d)
+        known = KNOWN_CRITERIA[d] | set(catalog.extra_criteria.get(d, ()))
+        if v is not None and v not in known:
+            sev = Severity.ERROR if strict else Severity.WARNING
+            yield _d(
+                ov,
+                f"$.spec.criteria.{d}",
+                f"unknown {d} '{v}'; known: {', '.join(sorted(known))} (extend them in criteria.yaml)",
+                "criteria.unknown-value",
+                sev,
+            )
+
+
+def _constraint(ov: Overlay, jp: str, name: str, value: str) -> Iterator[Diagnostic]:
+    if not CONSTRAINT_NAME.match(name):
+        yield _d(
+            ov,
+            f"{jp}.name",
+            f"constraint name '{name}' is not of the form {{Type}}.{{Subtype}}.{{Key}}",
+            "constraint.name",
+        )
+    problem = constraint_value_problem(value)
+    if problem:
+        yield _d(ov, f"{jp}.value", problem, "constraint.value")
+
+
+def check_ambiguity(catalog: Catalog) -> Iterator[Diagnostic]:
+    by_criteria: dict[tuple[tuple[str, str | None], ...], list[Overlay]] = {}
+    for ov in catalog.overlays.values():
+        if ov.name != "base":
+            by_criteria.setdefault(ov.criteria.items(), []).append(ov)
+    for group in by_criteria.values():
+        if len(group) > 1:
+            names = ", ".join(sorted(o.name for o in group))
+            for ov in group:
+                yield _d(
+                    ov,
+                    "$.spec.criteria",
+                    f"overlays {names} have identical criteria (ambiguous)",
+                    "criteria.ambiguous",
+                )
+
+
+def check_leaves(catalog: Catalog) -> Iterator[Diagnostic]:
+    for leaf in catalog.leaves():
+        ov = catalog.overlays[leaf]
+        try:
+            resolve(catalog, leaf)
+        except (ResolveError, ScaleError) as e:
+            if e.diagnostics:
+                yield from e.diagnostics
+            elif not _chain_broken(catalog, leaf):
+                yield _d(ov, "$", f"recipe does not resolve: {e.message}", "recipe.unresolvable")
+
+
+def _chain_broken(catalog: Catalog, leaf: str) -> bool:
+    try:
+        chain(catalog, leaf)
+    except ResolveError:
+        return True
+    return False
+
+
+def validate_catalog(
+    catalog: Catalog, strict: bool = False, load_diagnostics: Iterable[Diagnostic] = ()
+) -> tuple[Diagnostic, ...]:
+    """Every problem in the catalog, sorted. `--strict` turns warnings into errors."""
+    out: list[Diagnostic] = list(load_diagnostics)
+    for ov in (*catalog.overlays.values(), *catalog.mixins.values()):
+        out.extend(check_overlay(catalog, ov, strict))
+    out.extend(check_ambiguity(catalog))
+    if "base" not in catalog.overlays and "base" not in catalog.unloadable and catalog.overlays:
+        out.append(
+            Diagnostic(
+                "overlays/base.yaml", 0, 0, "$", "the catalog has no base overlay", "base.missing"
+            )
+        )
+    if not any(d.severity is Severity.ERROR for d in out):
+        out.extend(check_leaves(catalog))
+    if strict:
+        out = [Diagnostic(d.path, d.line, d.col, d.json_path, d.message, d.rule) for d in out]
+    return sort_diagnostics(out)
+
+
+@dataclass(frozen=True, slots=True)
+class LeafHealth:
+    name: str
+    health: str  # pass | warn | fail
+    coverage: dict[str, int]
+    reasons: tuple[str, ...]
+
+    def coverage_text(self) -> str:
+        return " ".join(f"{letter}:{self.coverage[phase]}" for phase, letter in PHASE_LETTERS)
+
+
+def leaf_health(catalog: Catalog, leaf: str) -> LeafHealth:
+    """Structural health of one leaf: resolves, constraints well-formed, charts pinned."""
+    try:
+        r = resolve(catalog, leaf)
+    except (ResolveError, ScaleError) as e:
+        return LeafHealth(leaf, "fail", {p: 0 for p, _ in PHASE_LETTERS}, (e.message,))
+    reasons: list[str] = []
+    for c in r.constraints:
+        if not CONSTRAINT_NAME.match(c.name) or constraint_value_problem(c.value):
+            reasons.append(f"constraint {c.name} is malformed")
+    for comp in r.components:
+        if comp.type == "Helm" and comp.repository and not comp.version:
+            reasons.append(f"{comp.name} has no pinned chart version")
+        elif comp.version:
+            try:
+                if parse_version(comp.version).is_prerelease:
+                    reasons.append(f"{comp.name} is pinned to a pre-release ({comp.version})")
+            except InvalidVersion:
+                reasons.append(f"{comp.name} version '{comp.version}' is not a semantic version")
+    coverage = {p: len(r.validation.get(p, {}).get("checks") or ()) for p, _ in PHASE_LETTERS}
+    return LeafHealth(leaf, "warn" if reasons else "pass", coverage, tuple(reasons))
