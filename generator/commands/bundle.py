@@ -1,0 +1,256 @@
+"""`aicr-catalog bundle`: render a resolved recipe into a deployment bundle; `bundle verify DIR`
+checks a bundle against its checksums.txt."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import click
+
+from generator.commands.common import (
+    EXIT_DATA,
+    EXIT_USAGE,
+    catalog_option,
+    criteria_from,
+    criteria_options,
+    fail,
+    open_catalog,
+    report_error,
+)
+from generator.commands.query import scale_options
+from generator.errors import CatalogError, Diagnostic, RenderError
+from generator.overrides import parse_overrides
+from generator.records import Catalog, Criteria, RecipeResult
+from generator.render import (
+    Deployer,
+    GitOpsTarget,
+    archive_bytes,
+    archive_name,
+    render_bundle,
+    write_bundle,
+)
+from generator.render.bundle_verify import verify_bundle
+from generator.resolve import resolve
+
+DIMENSIONS = ("service", "accelerator", "os", "intent", "platform")
+
+
+def read_manifests(catalog: Catalog, result: RecipeResult) -> dict[str, bytes]:
+    """Raw bytes of every manifest the recipe names, read from the catalog root."""
+    root = Path(catalog.root)
+    out: dict[str, bytes] = {}
+    diags: list[Diagnostic] = []
+    for c in result.components:
+        for rel in (*c.pre_manifest_files, *c.manifest_files):
+            if rel in out:
+                continue
+            parts = rel.split("/")
+            if rel.startswith("/") or ".." in parts:
+                diags.append(
+                    Diagnostic(rel, 0, 0, "$", "manifest path leaves the catalog", "render.path")
+                )
+                continue
+            try:
+                out[rel] = (root / rel).read_bytes()
+            except OSError as e:
+                diags.append(
+                    Diagnostic(
+                        rel,
+                        0,
+                        0,
+                        "$",
+                        f"cannot read manifest: {e.strerror or e}",
+                        "render.missing-manifest",
+                    )
+                )
+    if diags:
+        raise RenderError(f"recipe {result.name}: manifests could not be read", diags)
+    return out
+
+
+def _query(recipe: str | None, crit: Criteria) -> str | Criteria:
+    if recipe and crit.specificity():
+        fail("give either --recipe or criteria options, not both", EXIT_USAGE)
+    if recipe and "=" in recipe:
+        pairs: dict[str, str] = {}
+        for item in recipe.split(","):
+            key, _, value = item.partition("=")
+            if key.strip() not in DIMENSIONS or not value.strip():
+                fail(
+                    f"--recipe {recipe!r}: criteria are DIM=VALUE[,DIM=VALUE…] with DIM one of "
+                    f"{', '.join(DIMENSIONS)}",
+                    EXIT_USAGE,
+                )
+            pairs[key.strip()] = value.strip()
+        return criteria_from(**pairs)
+    if recipe:
+        return recipe
+    if crit.specificity():
+        return crit
+    fail(
+        "give --recipe NAME (or --recipe service=eks,accelerator=… / criteria options)", EXIT_USAGE
+    )
+
+
+def _write_archive(data: bytes, out_dir: Path, name: str) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=out_dir)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out_dir / name)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return out_dir / name
+
+
+@click.group(name="bundle", invoke_without_command=True)
+@click.option(
+    "--recipe",
+    default=None,
+    metavar="NAME|DIM=VALUE,…",
+    help="A leaf recipe name, or criteria such as service=eks,accelerator=gb300.",
+)
+@criteria_options
+@click.option(
+    "--deployer",
+    "-d",
+    type=click.Choice([d.value for d in Deployer]),
+    default="helm",
+    show_default=True,
+    help="Bundle layout.",
+)
+@scale_options
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="COMPONENT:PATH=VALUE",
+    help="Override one value (typed: true/false, integers, floats, else string; repeatable).",
+)
+@click.option(
+    "--set-file",
+    "set_files",
+    multiple=True,
+    metavar="COMPONENT:PATH=FILE",
+    help="Deep-merge a YAML/JSON object into a component's values (repeatable; "
+    "COMPONENT=FILE merges at the root).",
+)
+@click.option(
+    "--output",
+    "-o",
+    "out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Output directory (replaced atomically).",
+)
+@click.option(
+    "--archive",
+    is_flag=True,
+    help="Write only DIR/<recipe>-<profile>-<deployer>.tar.gz (reproducible) instead of the tree.",
+)
+@click.option(
+    "--repo",
+    "repo_url",
+    default=GitOpsTarget.repo_url,
+    show_default=True,
+    help="argocd/flux: Git repository the bundle will be pushed to.",
+)
+@click.option(
+    "--revision",
+    default=GitOpsTarget.revision,
+    show_default=True,
+    help="argocd/flux: Git revision (branch, tag or commit).",
+)
+@click.option(
+    "--repo-path",
+    default=GitOpsTarget.path,
+    show_default=True,
+    help="argocd/flux: directory of the bundle inside the repository.",
+)
+@catalog_option
+@click.pass_context
+def command(
+    ctx: click.Context,
+    recipe: str | None,
+    service: str | None,
+    accelerator: str | None,
+    os: str | None,
+    intent: str | None,
+    platform: str | None,
+    deployer: str,
+    profile: str,
+    nodes: int | None,
+    sets: tuple[str, ...],
+    set_files: tuple[str, ...],
+    out: Path | None,
+    archive: bool,
+    repo_url: str,
+    revision: str,
+    repo_path: str,
+    catalog_path: Path,
+) -> None:
+    """Render a recipe into a deployment bundle (helm, helmfile, argocd or flux).
+
+    The bundle holds the deployer's files, README.md, recipe.yaml, bundle-info.yaml and
+    checksums.txt; the same recipe, profile and overrides always give the same bytes.
+    Overrides naming an unknown or disabled component, or contradicting a value owned by the
+    scale profile, are rejected.
+
+    Exit codes: 0 written, 1 the recipe does not resolve or render / rejected override, 2 usage.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    query = _query(
+        recipe,
+        criteria_from(
+            service=service, accelerator=accelerator, os=os, intent=intent, platform=platform
+        ),
+    )
+    if out is None:
+        fail("give the output directory with -o DIR", EXIT_USAGE)
+    try:
+        overrides = parse_overrides(sets, set_files)
+    except CatalogError as e:
+        click.echo(e.diagnostics_text(), err=True)
+        fail(e.message, EXIT_USAGE)
+    catalog = open_catalog(catalog_path)
+    target = GitOpsTarget(repo_url, revision, repo_path)
+    try:
+        result = resolve(catalog, query, profile=profile, overrides=overrides, nodes=nodes)
+        tree = render_bundle(result, deployer, read_manifests(catalog, result), target=target)
+        if archive:
+            name = archive_name(result, deployer)
+            path = _write_archive(archive_bytes(tree, name.removesuffix(".tar.gz")), out, name)
+            click.echo(
+                f"wrote {path} ({len(tree)} files, {deployer}, {result.name}, "
+                f"{result.scale_profile} {result.scale_profile_version}, {result.digest})"
+            )
+        else:
+            write_bundle(tree, out)
+            click.echo(
+                f"wrote {out}/ ({len(tree)} files, {deployer}, {result.name}, "
+                f"{result.scale_profile} {result.scale_profile_version}, {result.digest})"
+            )
+    except CatalogError as e:
+        report_error(e)
+
+
+@command.command(name="verify")
+@click.argument("directory", type=click.Path(path_type=Path))
+def verify_command(directory: Path) -> None:
+    """Check a bundle directory against its checksums.txt: every changed, missing or extra file
+    is named. Exit codes: 0 intact, 1 mismatches, 2 not a directory."""
+    if not directory.is_dir():
+        fail(f"'{directory}' is not a directory", EXIT_USAGE)
+    diags = verify_bundle(directory)
+    for d in diags:
+        click.echo(d.format(), err=True)
+    if diags:
+        fail(f"{directory}: {len(diags)} problem(s) against checksums.txt", EXIT_DATA)
+    count = sum(1 for line in (directory / "checksums.txt").read_text("utf-8").splitlines() if line)
+    click.echo(f"{directory}: {count} files match checksums.txt")

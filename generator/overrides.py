@@ -1,0 +1,129 @@
+"""Parse user overrides: `--set component:path=value` and `--set-file component:path=FILE`.
+
+`--set` values are scalars, typed: `true`/`false` -> bool, integers -> int, decimal or exponent
+numbers -> float, anything else (including `null`, `nan`, `1e`, `007`) -> the string as written.
+Quote-free by design: `--set c:p=true` is the boolean, a string "true" needs `--set-file`.
+`--set-file` reads a YAML or JSON file holding an object, deep-merged at `path` (or at the
+component's root when `path` is empty: `--set-file component=FILE`).
+
+Parsing only: whether the component exists, is enabled, or contradicts a scale-profile owned
+value is decided by `generator.resolve.resolve`, which rejects such overrides.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from generator.errors import Diagnostic, LoadError, UsageError
+from generator.records import Override
+
+_COMPONENT = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$")
+_PATH_SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
+_INT = re.compile(r"^[-+]?(0|[1-9][0-9]*)$")
+_FLOAT = re.compile(r"^[-+]?(([0-9]+\.[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+)$")
+
+
+def _usage(origin: str, message: str, rule: str) -> UsageError:
+    return UsageError(f"{origin}: {message}", [Diagnostic(origin, 0, 0, "$", message, rule)])
+
+
+def typed_scalar(text: str) -> bool | int | float | str:
+    """The typed value of a `--set` right-hand side."""
+    if text == "true":
+        return True
+    if text == "false":
+        return False
+    if _INT.match(text):
+        return int(text)
+    if _FLOAT.match(text):
+        return float(text)
+    return text
+
+
+def _split(option: str, text: str, *, allow_root: bool) -> tuple[str, str, str]:
+    """`component:path=rhs` -> (component, path, rhs)."""
+    origin = f"{option} {text}"
+    if "=" not in text:
+        raise _usage(origin, f"expected COMPONENT:PATH=VALUE, got {text!r}", "override.syntax")
+    left, rhs = text.split("=", 1)
+    if ":" in left:
+        component, path = left.split(":", 1)
+    elif allow_root:
+        component, path = left, ""
+    else:
+        raise _usage(origin, f"expected COMPONENT:PATH=VALUE, got {text!r}", "override.syntax")
+    if not _COMPONENT.match(component):
+        raise _usage(origin, f"invalid component name {component!r}", "override.component")
+    if path or not allow_root:
+        bad = [s for s in path.split(".") if not _PATH_SEGMENT.match(s)]
+        if bad:
+            raise _usage(
+                origin,
+                f"invalid values path {path!r} (dotted keys of letters, digits, '_' and '-')",
+                "override.path",
+            )
+    return component, path, rhs
+
+
+def parse_set(text: str) -> Override:
+    """One `--set component:path=value`."""
+    component, path, rhs = _split("--set", text, allow_root=False)
+    return Override(component, path, typed_scalar(rhs), f"--set {text}")
+
+
+def _load_object(path: str, read: Callable[[str], bytes]) -> dict[str, Any]:
+    from generator.yamlio import parse_yaml
+
+    origin = f"--set-file {path}"
+    try:
+        raw = read(path)
+    except OSError as e:
+        raise _usage(origin, f"cannot read {path}: {e.strerror or e}", "override.file") from e
+    try:
+        doc = parse_yaml(raw, path)
+    except LoadError as e:
+        raise UsageError(f"{path}: not valid YAML/JSON", e.diagnostics) from e
+    if not isinstance(doc.data, dict):
+        kind = "empty" if doc.data is None else type(doc.data).__name__
+        raise _usage(origin, f"{path} must hold a YAML/JSON object, found {kind}", "override.file")
+    return doc.data
+
+
+def _read(path: str) -> bytes:
+    return Path(path).read_bytes()
+
+
+def parse_set_file(text: str, read: Callable[[str], bytes] = _read) -> Override:
+    """One `--set-file component:path=FILE` (or `component=FILE` for the whole values)."""
+    component, path, file = _split("--set-file", text, allow_root=True)
+    if not file:
+        raise _usage(f"--set-file {text}", "no file given after '='", "override.syntax")
+    return Override(component, path, _load_object(file, read), f"--set-file {text}")
+
+
+def parse_overrides(
+    sets: Iterable[str] = (), set_files: Iterable[str] = (), read: Callable[[str], bytes] = _read
+) -> tuple[Override, ...]:
+    """All overrides, `--set-file` first then `--set`, each group in the order given, so a
+    scalar `--set` refines an object from `--set-file`. Collects every error before raising."""
+    out: list[Override] = []
+    diags: list[Diagnostic] = []
+    messages: list[str] = []
+    for text in set_files:
+        try:
+            out.append(parse_set_file(text, read))
+        except UsageError as e:
+            diags.extend(e.diagnostics)
+            messages.append(e.message)
+    for text in sets:
+        try:
+            out.append(parse_set(text))
+        except UsageError as e:
+            diags.extend(e.diagnostics)
+            messages.append(e.message)
+    if diags:
+        raise UsageError("; ".join(messages), diags)
+    return tuple(out)

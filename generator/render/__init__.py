@@ -1,0 +1,183 @@
+"""Render a resolved recipe into a deployment bundle (stage `render`).
+
+`render_bundle` is pure: it turns a `RecipeResult` (plus the raw bytes of the catalog manifests it
+names) into a `BundleTree`, a mapping of relative path -> bytes and mode, including `README.md`,
+`recipe.yaml`, `bundle-info.yaml` and `checksums.txt`. `write_bundle` and `archive_bytes` are the
+only writers.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, assert_never
+
+from generator import __version__
+from generator.errors import RenderError
+from generator.records import RecipeResult
+from generator.render import argocd, flux, helm, helmfile
+from generator.render.archive import archive_bytes, archive_name
+from generator.render.common import (
+    BUNDLE_INFO,
+    CHECKSUMS,
+    GENERATOR_NAME,
+    RECIPE_FILE,
+    BundleFile,
+    BundleTree,
+    Deployer,
+    GitOpsTarget,
+    Rendered,
+    bundle_info,
+    check_paths,
+    check_renderable,
+    checksums_text,
+    component_dir,
+    header_comment,
+    render_template,
+    yaml_bytes,
+)
+
+__all__ = [
+    "BundleFile",
+    "BundleTree",
+    "Deployer",
+    "GitOpsTarget",
+    "archive_bytes",
+    "archive_name",
+    "render_bundle",
+    "write_bundle",
+]
+
+
+def _deployer_files(
+    result: RecipeResult, deployer: Deployer, manifests: Mapping[str, bytes], target: GitOpsTarget
+) -> Rendered:
+    if deployer is Deployer.HELM:
+        return helm.render(result, manifests)
+    if deployer is Deployer.HELMFILE:
+        return helmfile.render(result, manifests)
+    if deployer is Deployer.ARGOCD:
+        return argocd.render(result, manifests, target)
+    if deployer is Deployer.FLUX:
+        return flux.render(result, manifests, target)
+    assert_never(deployer)
+
+
+def _settings(deployer: Deployer, target: GitOpsTarget) -> dict[str, Any]:
+    if deployer in (Deployer.ARGOCD, Deployer.FLUX):
+        return {"repoURL": target.repo_url, "targetRevision": target.revision, "path": target.path}
+    return {}
+
+
+def _command(result: RecipeResult, deployer: Deployer, target: GitOpsTarget) -> str:
+    import shlex
+
+    parts = [GENERATOR_NAME, "bundle", "--recipe", result.name, "--deployer", str(deployer)]
+    parts += ["--scale-profile", result.scale_profile]
+    for o in result.overrides:
+        parts += o.origin.split(" ", 1) if o.origin.startswith("--") else ["--set", o.origin]
+    if deployer in (Deployer.ARGOCD, Deployer.FLUX) and target != GitOpsTarget():
+        parts += ["--repo", target.repo_url, "--revision", target.revision]
+        parts += ["--repo-path", target.path]
+    parts += ["-o", "DIR"]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _readme(
+    result: RecipeResult, deployer: Deployer, rendered: Rendered, target: GitOpsTarget
+) -> bytes:
+    comps = [
+        {
+            "name": c.name,
+            "chart": c.chart,
+            "version": c.version,
+            "namespace": c.namespace,
+            "dir": component_dir(c),
+        }
+        for c in result.components
+    ]
+    return render_template(
+        "README.md.j2",
+        recipe=result.name,
+        deployer=str(deployer),
+        generator=GENERATOR_NAME,
+        generator_version=__version__,
+        command=_command(result, deployer, target),
+        digest=result.digest,
+        profile=result.scale_profile,
+        profile_version=result.scale_profile_version,
+        entrypoint=rendered.entrypoint,
+        overrides=[o.origin for o in result.overrides],
+        components=comps,
+        gitops={"repo_url": target.repo_url, "revision": target.revision, "path": target.path},
+    )
+
+
+def render_bundle(
+    result: RecipeResult,
+    deployer: Deployer | str,
+    manifests: Mapping[str, bytes] | None = None,
+    *,
+    target: GitOpsTarget | None = None,
+) -> BundleTree:
+    """The complete bundle of `result` for `deployer` as path -> file. Pure and deterministic.
+
+    `manifests` maps each catalog-relative manifest path the recipe names to its raw bytes.
+    Raises RenderError (with every problem found) when the recipe cannot be expressed.
+    """
+    from generator.resolve import recipe_document
+
+    dep = Deployer(deployer)
+    tgt = target or GitOpsTarget()
+    check_renderable(result, dep)
+    rendered = _deployer_files(result, dep, manifests or {}, tgt)
+    files: dict[str, BundleFile] = dict(rendered.files)
+    for fixed in (RECIPE_FILE, BUNDLE_INFO, CHECKSUMS, "README.md"):
+        if fixed in files:
+            raise RenderError(f"deployer {dep} wrote the reserved file {fixed}")
+    header = header_comment(result)
+    files["README.md"] = BundleFile(_readme(result, dep, rendered, tgt))
+    files[RECIPE_FILE] = BundleFile(
+        yaml_bytes(recipe_document(result), sort_keys=True, header=header)
+    )
+    info = bundle_info(result, dep, rendered, _settings(dep, tgt))
+    files[BUNDLE_INFO] = BundleFile(yaml_bytes(info, header=header))
+    files[CHECKSUMS] = BundleFile(checksums_text(files))
+    check_paths(tuple(files))
+    return {p: files[p] for p in sorted(files)}
+
+
+def write_bundle(tree: BundleTree, out_dir: Path) -> None:
+    """Write `tree` to `out_dir`, replacing it atomically: build in a sibling temporary directory,
+    then swap it in, so a failure leaves the previous bundle intact."""
+    check_paths(tuple(tree))
+    out_dir = Path(out_dir)
+    parent = out_dir.absolute().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise RenderError(f"{out_dir} exists and is not a directory")
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=parent))
+    try:
+        for rel in sorted(tree):
+            f = tree[rel]
+            path = tmp / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(f.data)
+            os.chmod(path, f.mode)
+        for d in sorted({p for p in tmp.rglob("*") if p.is_dir()}):
+            os.chmod(d, 0o755)
+        os.chmod(tmp, 0o755)
+        if out_dir.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old.", dir=parent))
+            os.rmdir(old)
+            os.rename(out_dir, old)
+            os.rename(tmp, out_dir)
+            shutil.rmtree(old)
+        else:
+            os.rename(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

@@ -1,0 +1,78 @@
+"""Reproducible `.tar.gz` of a bundle tree.
+
+The bytes depend only on the tree and `SOURCE_DATE_EPOCH`: entries sorted, every directory
+listed, mtime fixed (SOURCE_DATE_EPOCH or 0), uid/gid 0 with no user or group names, modes
+normalized to 0644 (files), 0755 (scripts and directories), PAX-free ustar/GNU headers, and a gzip
+header with mtime 0, no file name and a fixed OS byte.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import tarfile
+from collections.abc import Mapping
+
+from generator.errors import RenderError
+from generator.records import RecipeResult
+from generator.render.common import MODE_EXEC, MODE_FILE, BundleTree, Deployer, check_paths
+
+
+def archive_name(result: RecipeResult, deployer: Deployer | str) -> str:
+    """`<recipe>-<profile>-<deployer>.tar.gz`."""
+    return f"{result.name}-{result.scale_profile}-{Deployer(deployer)}.tar.gz"
+
+
+def source_date_epoch(environ: Mapping[str, str] | None = None) -> int:
+    env = os.environ if environ is None else environ
+    raw = env.get("SOURCE_DATE_EPOCH", "").strip()
+    if not raw:
+        return 0
+    if not raw.isdigit():
+        raise RenderError(f"SOURCE_DATE_EPOCH must be a non-negative integer, got {raw!r}")
+    return int(raw)
+
+
+def _info(name: str, mtime: int, *, directory: bool, mode: int, size: int = 0) -> tarfile.TarInfo:
+    ti = tarfile.TarInfo(name)
+    ti.type = tarfile.DIRTYPE if directory else tarfile.REGTYPE
+    ti.mode = mode
+    ti.size = size
+    ti.mtime = mtime
+    ti.uid = ti.gid = 0
+    ti.uname = ti.gname = ""
+    return ti
+
+
+def archive_bytes(tree: BundleTree, prefix: str, *, mtime: int | None = None) -> bytes:
+    """The tree as gzip-compressed tar, every entry under `prefix/`."""
+    check_paths(tuple(tree))
+    top = prefix
+    if not top or "/" in top or top in (".", ".."):
+        raise RenderError(f"archive prefix {prefix!r} is not a single path segment")
+    when = source_date_epoch() if mtime is None else mtime
+    dirs = {top}
+    for rel in tree:
+        parts = rel.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            dirs.add(f"{top}/{'/'.join(parts[:i])}")
+    entries = sorted([(d, None) for d in dirs] + [(f"{top}/{p}", p) for p in tree])
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for name, rel in entries:
+            if rel is None:
+                tar.addfile(_info(name, when, directory=True, mode=0o755))
+                continue
+            f = tree[rel]
+            mode = MODE_EXEC if f.mode & 0o111 else MODE_FILE
+            tar.addfile(
+                _info(name, when, directory=False, mode=mode, size=len(f.data)),
+                io.BytesIO(f.data),
+            )
+    out = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=9) as gz:
+        gz.write(raw.getvalue())
+    data = bytearray(out.getvalue())
+    data[9] = 255  # gzip OS byte: "unknown", the same on every platform
+    return bytes(data)

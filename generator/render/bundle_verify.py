@@ -1,0 +1,107 @@
+"""`bundle verify DIR`: check a bundle directory against its `checksums.txt`.
+
+Every problem is reported, each naming its file: a changed file, a file listed but missing, a
+file present but not listed, a malformed or unsafe line. Fails closed: no `checksums.txt` is an
+error, never a pass.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+from generator.errors import Diagnostic, sort_diagnostics
+from generator.render.common import CHECKSUMS
+
+_LINE = re.compile(r"^([0-9a-f]{64})  (.+)$")
+
+
+def _unsafe(rel: str) -> bool:
+    return rel.startswith("/") or "\\" in rel or any(s in ("", ".", "..") for s in rel.split("/"))
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def verify_bundle(root: Path) -> tuple[Diagnostic, ...]:
+    """Diagnostics for every mismatch between `root` and `root/checksums.txt` (empty = intact)."""
+    root = Path(root)
+    sums = root / CHECKSUMS
+    if not sums.is_file():
+        return (
+            Diagnostic(
+                CHECKSUMS,
+                0,
+                0,
+                "$",
+                "checksums.txt is missing: nothing to verify against",
+                "bundle.no-checksums",
+            ),
+        )
+    diags: list[Diagnostic] = []
+    listed: dict[str, str] = {}
+    text = sums.read_bytes().decode("utf-8", errors="replace")
+    for n, line in enumerate(text.splitlines(), start=1):
+        m = _LINE.match(line)
+        if not m:
+            diags.append(
+                Diagnostic(CHECKSUMS, n, 1, "$", f"malformed line: {line!r}", "bundle.malformed")
+            )
+            continue
+        digest, rel = m.group(1), m.group(2)
+        if _unsafe(rel) or rel == CHECKSUMS:
+            diags.append(
+                Diagnostic(
+                    CHECKSUMS,
+                    n,
+                    1,
+                    "$",
+                    f"unsafe or self-referencing path {rel!r}",
+                    "bundle.unsafe-path",
+                )
+            )
+            continue
+        if rel in listed:
+            diags.append(
+                Diagnostic(CHECKSUMS, n, 1, "$", f"{rel} is listed twice", "bundle.duplicate")
+            )
+            continue
+        listed[rel] = digest
+    present: set[str] = set()
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            diags.append(Diagnostic(rel, 0, 0, "$", "symbolic link in bundle", "bundle.symlink"))
+            continue
+        if path.is_file() and rel != CHECKSUMS:
+            present.add(rel)
+    for rel in sorted(listed):
+        path = root / rel
+        if rel not in present:
+            diags.append(
+                Diagnostic(
+                    rel, 0, 0, "$", "missing file (listed in checksums.txt)", "bundle.missing"
+                )
+            )
+        elif _digest(path) != listed[rel]:
+            diags.append(
+                Diagnostic(
+                    rel,
+                    0,
+                    0,
+                    "$",
+                    "modified file (sha256 differs from checksums.txt)",
+                    "bundle.modified",
+                )
+            )
+    for rel in sorted(present - set(listed)):
+        diags.append(
+            Diagnostic(rel, 0, 0, "$", "extra file (not in checksums.txt)", "bundle.extra")
+        )
+    return sort_diagnostics(diags)
