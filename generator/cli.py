@@ -10,6 +10,7 @@ import click
 
 from generator import __version__
 from generator.commands import list_cmd, query, validate
+from generator.commands.bundle import command as bundle_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -26,3 +27,4 @@ main.add_command(validate.command)
 main.add_command(query.command)
 main.add_command(query.resolve_command)
 main.add_command(list_cmd.command)
+main.add_command(bundle_command)
