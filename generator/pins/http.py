@@ -1,0 +1,271 @@
+"""The network boundary of `pins`: one `requests` session with timeouts, bounded retries with
+exponential backoff, and conditional requests against an on-disk ETag cache.
+
+Every failure leaves this module as a `FetchError` carrying a `Problem` (unreachable, timeout,
+HTTP error with its status, malformed); callers never see a raw `requests` exception.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+import urllib3
+
+from generator.pins.model import Problem, ProblemKind
+
+DEFAULT_TIMEOUT = 10.0
+DEFAULT_RETRIES = 3
+BACKOFF_BASE = 0.5  # seconds; attempt n waits BACKOFF_BASE * 2**n
+BACKOFF_MAX = 30.0  # cap for exponential backoff and for a server's Retry-After
+MAX_BODY = 256 * 1024 * 1024  # an index larger than this is refused as malformed
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+USER_AGENT = "aicr-catalog-pins/1 (+python-requests)"
+
+# Indirection so tests can observe backoff without waiting (never patch time.sleep globally).
+_sleep: Callable[[float], None] = time.sleep
+
+
+class FetchError(Exception):
+    """A request that could not produce a usable response."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    url: str
+    status: int  # the server's status (304 when the cached body was reused)
+    body: bytes
+    headers: Mapping[str, str]
+    from_cache: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CacheEntry:
+    etag: str
+    body: bytes
+
+
+class ETagCache:
+    """`<dir>/<sha256(url)>.json` (url, etag) beside `<sha256(url)>.body` (the last 200 body)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def _paths(self, url: str) -> tuple[Path, Path]:
+        key = hashlib.sha256(url.encode()).hexdigest()
+        return self.directory / f"{key}.json", self.directory / f"{key}.body"
+
+    def get(self, url: str) -> CacheEntry | None:
+        meta_path, body_path = self._paths(url)
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            body = body_path.read_bytes()
+        except (OSError, ValueError):
+            return None
+        if not isinstance(meta, dict) or meta.get("url") != url:
+            return None
+        etag = meta.get("etag")
+        if not isinstance(etag, str) or hashlib.sha256(body).hexdigest() != meta.get("sha256"):
+            return None
+        return CacheEntry(etag=etag, body=body)
+
+    def put(self, url: str, etag: str, body: bytes) -> None:
+        meta_path, body_path = self._paths(url)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        meta = {"url": url, "etag": etag, "sha256": hashlib.sha256(body).hexdigest()}
+        _atomic_write(body_path, body)
+        _atomic_write(meta_path, json.dumps(meta, sort_keys=True).encode())
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@dataclass
+class FetchStats:
+    requests: int = 0
+    not_modified: int = 0
+    retries: int = 0
+
+
+class Fetcher:
+    """GET with timeouts, bounded retries and ETag revalidation."""
+
+    def __init__(
+        self,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        retries: int = DEFAULT_RETRIES,
+        cache: ETagCache | None = None,
+        session: requests.Session | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.timeout = timeout
+        self.retries = retries
+        self.cache = cache
+        self.session = session or requests.Session()
+        self.session.headers["User-Agent"] = USER_AGENT
+        self.progress = progress or (lambda _msg: None)
+        self.stats = FetchStats()
+
+    def get(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        conditional: bool = True,
+        accept: frozenset[int] = frozenset({200}),
+    ) -> Response:
+        """The response to GET `url`. A status in `accept` (or a 304 served from the cache) is
+        returned; 429/5xx, timeouts and connection errors are retried; anything else raises."""
+        sent = dict(headers or {})
+        cached = self.cache.get(url) if (conditional and self.cache) else None
+        if cached is not None:
+            sent["If-None-Match"] = cached.etag
+        raw = self._send(url, sent)
+        if raw.status == 304 and cached is not None:
+            self.stats.not_modified += 1
+            self.progress(f"not modified: {url} (304, cached copy reused)")
+            return Response(url, 304, cached.body, raw.headers, from_cache=True)
+        if raw.status not in accept:
+            message = f"GET {url}: HTTP {raw.status}{raw.why}"
+            raise FetchError(Problem(ProblemKind.HTTP_ERROR, message, raw.status))
+        self.progress(f"fetched: {url} ({raw.status}, {len(raw.body)} bytes)")
+        etag = header(raw.headers, "ETag")
+        if conditional and self.cache and etag and raw.status == 200:
+            self.cache.put(url, etag, raw.body)
+        return Response(url, raw.status, raw.body, raw.headers)
+
+    def _send(self, url: str, headers: Mapping[str, str]) -> _Raw:
+        problem: Problem | None = None
+        retry_after: float | None = None
+        for attempt in range(self.retries + 1):
+            if attempt:
+                self.stats.retries += 1
+                wait = _backoff(attempt - 1, retry_after)
+                msg = problem.message if problem else ""
+                self.progress(f"retry {attempt}/{self.retries} in {wait:g} s: {msg}")
+                _sleep(wait)
+            self.stats.requests += 1
+            retry_after = None
+            try:
+                resp = self.session.get(
+                    url, headers=dict(headers), timeout=self.timeout, stream=True
+                )
+                body = _read(resp, url)
+                raw = _Raw(resp.status_code, resp.reason or "", dict(resp.headers), body)
+            except requests.Timeout:
+                message = f"GET {url}: timed out after {self.timeout:g} s"
+                problem = Problem(ProblemKind.TIMEOUT, message)
+                continue
+            except requests.ConnectionError as e:
+                problem = Problem(ProblemKind.UNREACHABLE, f"GET {url}: unreachable ({_cause(e)})")
+                continue
+            except requests.RequestException as e:
+                # Invalid URL, too many redirects: retrying cannot help.
+                raise FetchError(Problem(ProblemKind.UNREACHABLE, f"GET {url}: {_cause(e)}")) from e
+            if raw.status in RETRY_STATUSES:
+                problem = Problem(
+                    ProblemKind.HTTP_ERROR, f"GET {url}: HTTP {raw.status}{raw.why}", raw.status
+                )
+                retry_after = _retry_after(raw.headers)
+                continue
+            return raw
+        assert problem is not None
+        if self.retries:
+            problem = Problem(
+                problem.kind,
+                f"{problem.message} (after {self.retries + 1} attempts)",
+                problem.http_status,
+            )
+        raise FetchError(problem)
+
+
+@dataclass(frozen=True, slots=True)
+class _Raw:
+    status: int
+    reason: str
+    headers: Mapping[str, str]
+    body: bytes
+
+    @property
+    def why(self) -> str:
+        return f" {self.reason}" if self.reason else ""
+
+
+def _read(resp: requests.Response, url: str) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        for chunk in resp.iter_content(chunk_size=65536):
+            size += len(chunk)
+            if size > MAX_BODY:
+                message = f"GET {url}: response larger than {MAX_BODY} bytes"
+                raise FetchError(Problem(ProblemKind.MALFORMED, message))
+            chunks.append(chunk)
+    except requests.exceptions.ChunkedEncodingError as e:
+        raise requests.ConnectionError(str(e)) from e
+    except requests.ConnectionError as e:
+        # requests reports a read timeout while streaming the body as a ConnectionError.
+        if isinstance(e.args[0] if e.args else None, urllib3.exceptions.ReadTimeoutError):
+            raise requests.Timeout(str(e)) from e
+        raise
+    except requests.exceptions.ContentDecodingError as e:
+        raise FetchError(Problem(ProblemKind.MALFORMED, f"GET {url}: {_cause(e)}")) from e
+    finally:
+        resp.close()
+    return b"".join(chunks)
+
+
+def _backoff(attempt: int, retry_after: float | None) -> float:
+    wait = BACKOFF_BASE * float(2**attempt)
+    if retry_after is not None:
+        wait = max(wait, retry_after)
+    return min(wait, BACKOFF_MAX)
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    value = header(headers, "Retry-After") or ""
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
+
+
+def _cause(e: BaseException) -> str:
+    """The innermost, shortest useful description of a requests/urllib3 error."""
+    inner: BaseException = e
+    while inner.__cause__ is not None or inner.__context__ is not None:
+        nxt = inner.__cause__ or inner.__context__
+        assert nxt is not None
+        inner = nxt
+    text = str(inner) or type(inner).__name__
+    if "Connection refused" in text or "ECONNREFUSED" in text:
+        return "connection refused"
+    if "Name or service not known" in text or "nodename nor servname" in text:
+        return "host not found"
+    return type(inner).__name__
+
+
+def header(headers: Mapping[str, str], name: str) -> str | None:
+    wanted = name.lower()
+    return next((v for k, v in headers.items() if k.lower() == wanted), None)

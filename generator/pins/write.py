@@ -1,0 +1,351 @@
+"""`pins --write COMPONENT=VERSION`: bump one pin in place and measure what it changes.
+
+The edit is a splice of exactly one scalar: ruamel.yaml's round-trip parser locates the value
+node, the token at that position is replaced in the original text (its quoting style kept), and
+the result is re-parsed to prove that nothing but that value changed. Comments, ordering,
+indentation and every other byte of the file stay as they were.
+
+The impact is measured on a modified copy of the catalog: the leaf recipes whose resolved digest
+changes, and the evidence under `evidence/<recipe>/` that would then be stale. Evidence records
+do not exist yet, so evidence is counted as the files under each recipe's folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError as RuamelError
+
+from generator.errors import CatalogError, Diagnostic, UsageError
+from generator.pins.collect import canonical_component
+from generator.pins.model import PinLocation
+from generator.records import Catalog, RecipeResult
+
+VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+_PATH_TOKEN = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
+
+Resolver = Callable[[Catalog, str], RecipeResult]
+
+
+class PinWriteError(CatalogError):
+    """A pin could not be bumped (the value is not a single-line scalar, the edit would change
+    more than the pin)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PinPlace:
+    """A place that writes a component's version: registry default or a componentRef."""
+
+    component: str
+    location: PinLocation  # json_path is the version value's path
+    current: str
+    repository: str | None  # effective repository and chart of the pin written here
+    chart: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class WriteRequest:
+    component: str
+    version: str
+    file: str | None = None  # catalog-relative file, to choose among several places
+
+
+@dataclass(frozen=True, slots=True)
+class RecipeChange:
+    recipe: str
+    before: str | None  # digest, None when the recipe does not resolve
+    after: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class StaleEvidence:
+    recipe: str
+    files: int
+
+
+@dataclass(frozen=True, slots=True)
+class WritePlan:
+    place: PinPlace
+    version: str
+    text: str  # the whole new text of `place.location.path`
+    changes: tuple[RecipeChange, ...]
+    stale: tuple[StaleEvidence, ...]
+
+
+def parse_request(spec: str) -> WriteRequest:
+    """`COMPONENT=VERSION` or `FILE:COMPONENT=VERSION`."""
+    target, sep, version = spec.rpartition("=")
+    if not sep or not target or not version:
+        raise UsageError(f"--write expects COMPONENT=VERSION, got {spec!r}")
+    file, _, component = target.rpartition(":")
+    if not VERSION_RE.match(version):
+        raise UsageError(f"--write: {version!r} is not a version (letters, digits, . _ + -)")
+    return WriteRequest(component=component, version=version, file=file or None)
+
+
+def pin_places(catalog: Catalog, component: str) -> tuple[PinPlace, ...]:
+    """Every place that sets `component`'s version, sorted by file and line."""
+    places: list[PinPlace] = []
+    reg = catalog.registry.components.get(component)
+    doc = catalog.registry.doc
+    if reg is not None and reg.version is not None and doc is not None:
+        path = f"{reg.json_path}.helm.defaultVersion"
+        loc = _loc(doc.rel, doc.locate(path), path)
+        places.append(PinPlace(component, loc, reg.version, reg.repository, reg.chart))
+    for overlay in (*catalog.overlays.values(), *catalog.mixins.values()):
+        for ref in overlay.component_refs:
+            if canonical_component(catalog, ref.name) == component and ref.version is not None:
+                path = f"{ref.json_path}.version"
+                loc = _loc(overlay.doc.rel, overlay.doc.locate(path), path)
+                repository = ref.source or (reg.repository if reg else None)
+                chart = ref.chart or (reg.chart if reg else None)
+                places.append(PinPlace(component, loc, ref.version, repository, chart))
+    return tuple(sorted(places, key=lambda p: p.location))
+
+
+def _loc(rel: str, at: tuple[int, int], json_path: str) -> PinLocation:
+    return PinLocation(rel, at[0], at[1], json_path)
+
+
+def choose_place(places: Iterable[PinPlace], request: WriteRequest) -> PinPlace:
+    found = [p for p in places if request.file in (None, p.location.path)]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        where = f" in {request.file}" if request.file else ""
+        raise UsageError(f"--write: no pin of component {request.component!r}{where}")
+    listing = [
+        Diagnostic(
+            p.location.path,
+            p.location.line,
+            p.location.col,
+            p.location.json_path,
+            f"{p.component} is pinned to {p.current} here",
+            "pins.ambiguous-write",
+        )
+        for p in found
+    ]
+    raise UsageError(
+        f"--write: component {request.component!r} is pinned in {len(found)} places; "
+        f"name one as FILE:{request.component}=VERSION",
+        listing,
+    )
+
+
+def _tokens(json_path: str) -> list[str | int]:
+    if not json_path.startswith("$"):
+        raise PinWriteError(f"not a JSON path: {json_path}")
+    rest = json_path[1:]
+    out: list[str | int] = []
+    pos = 0
+    for m in _PATH_TOKEN.finditer(rest):
+        if m.start() != pos:
+            raise PinWriteError(f"cannot follow JSON path {json_path}")
+        out.append(m.group(1) if m.group(1) is not None else int(m.group(2)))
+        pos = m.end()
+    if pos != len(rest) or not out:
+        raise PinWriteError(f"cannot follow JSON path {json_path}")
+    return out
+
+
+def _follow(data: Any, tokens: list[str | int]) -> Any:
+    for t in tokens:
+        data = data[t]
+    return data
+
+
+def _scalar_end(line: str, col: int, flow: bool) -> int:
+    """End (exclusive) of the scalar token starting at `col`."""
+    quote = line[col : col + 1]
+    if quote == '"':
+        i = col + 1
+        while i < len(line):
+            if line[i] == "\\":
+                i += 2
+                continue
+            if line[i] == '"':
+                return i + 1
+            i += 1
+        raise PinWriteError("the value is a multi-line quoted scalar")
+    if quote == "'":
+        i = col + 1
+        while i < len(line):
+            if line[i] == "'":
+                if line[i + 1 : i + 2] == "'":
+                    i += 2
+                    continue
+                return i + 1
+            i += 1
+        raise PinWriteError("the value is a multi-line quoted scalar")
+    if quote in ("|", ">", "&", "*", "!", "[", "{"):
+        raise PinWriteError(f"the value is not a plain or quoted scalar (starts with {quote!r})")
+    end = len(line)
+    comment = line.find(" #", col)
+    if comment != -1:
+        end = comment
+    if flow:
+        for stop in (",", "}", "]"):
+            at = line.find(stop, col)
+            if at != -1:
+                end = min(end, at)
+    return len(line[:end].rstrip())
+
+
+def _render(version: str, style: str) -> str:
+    if style == "'":
+        return "'" + version.replace("'", "''") + "'"
+    if style == '"':
+        return json.dumps(version)
+    if yaml.safe_load(version) == version:
+        return version
+    return json.dumps(version)  # a plain 1.10 would read back as a float: quote it
+
+
+def bump_text(text: str, json_path: str, version: str) -> str:
+    """`text` with the scalar at `json_path` replaced by `version`; nothing else changes."""
+    tokens = _tokens(json_path)
+    try:
+        doc = YAML(typ="rt").load(text)
+        parent = _follow(doc, tokens[:-1])
+        key = tokens[-1]
+        line, col = parent.lc.value(key) if isinstance(key, str) else parent.lc.item(key)
+        flow = bool(parent.fa.flow_style())
+    except (RuamelError, KeyError, IndexError, TypeError, AttributeError) as e:
+        raise PinWriteError(f"cannot locate {json_path} in the file") from e
+    lines = text.splitlines(keepends=True)
+    body = lines[line].rstrip("\r\n")
+    end = _scalar_end(body, col, flow)
+    style = body[col] if body[col : col + 1] in ("'", '"') else ""
+    lines[line] = body[:col] + _render(version, style) + lines[line][end:]
+    new = "".join(lines)
+    _prove_single_change(text, new, tokens, version)
+    return new
+
+
+def _prove_single_change(old: str, new: str, tokens: list[str | int], version: str) -> None:
+    before = yaml.safe_load(old)
+    after = yaml.safe_load(new)
+    if _follow(after, tokens) != version:
+        raise PinWriteError("the edit did not set the version (unexpected YAML layout)")
+    parent = _follow(before, tokens[:-1])
+    parent[tokens[-1]] = version
+    if before != after:
+        raise PinWriteError("the edit would change more than the pin (unexpected YAML layout)")
+
+
+def evidence_files(evidence_root: Path, recipe: str) -> int:
+    folder = evidence_root / recipe
+    if not folder.is_dir():
+        return 0
+    return sum(1 for p in folder.rglob("*") if p.is_file())
+
+
+def measure_impact(
+    before: Catalog, after: Catalog, resolver: Resolver, evidence_root: Path
+) -> tuple[tuple[RecipeChange, ...], tuple[StaleEvidence, ...]]:
+    """Leaf recipes whose digest differs between the two catalogs, and their evidence counts."""
+    changes: list[RecipeChange] = []
+    for leaf in sorted(set(before.leaves()) | set(after.leaves())):
+        old, new = _digest(before, leaf, resolver), _digest(after, leaf, resolver)
+        if old != new:
+            changes.append(RecipeChange(leaf, old, new))
+    stale = tuple(
+        StaleEvidence(c.recipe, n)
+        for c in changes
+        if (n := evidence_files(evidence_root, c.recipe))
+    )
+    return tuple(changes), stale
+
+
+def _digest(catalog: Catalog, leaf: str, resolver: Resolver) -> str | None:
+    if leaf not in catalog.overlays:
+        return None
+    try:
+        return resolver(catalog, leaf).digest
+    except CatalogError:
+        return None
+
+
+def plan_write(
+    root: Path,
+    catalog: Catalog,
+    request: WriteRequest,
+    *,
+    load: Callable[[Path], Catalog],
+    resolver: Resolver,
+    evidence_root: Path,
+) -> WritePlan:
+    """Everything `--write` will do, computed on a copy: nothing under `root` is touched."""
+    place = choose_place(pin_places(catalog, request.component), request)
+    target = root / place.location.path
+    with open(target, encoding="utf-8", newline="") as fh:
+        old_text = fh.read()
+    new_text = bump_text(old_text, place.location.json_path, request.version)
+    with tempfile.TemporaryDirectory(prefix="aicr-pins-") as tmp:
+        copy = Path(tmp) / "catalog"
+        shutil.copytree(root, copy, symlinks=True)
+        with open(copy / place.location.path, "w", encoding="utf-8", newline="") as fh:
+            fh.write(new_text)
+        after = load(copy)
+        changes, stale = measure_impact(catalog, after, resolver, evidence_root)
+    return WritePlan(place, request.version, new_text, changes, stale)
+
+
+def apply_write(root: Path, plan: WritePlan) -> None:
+    """Replace the one file atomically, keeping its permissions."""
+    target = root / plan.place.location.path
+    mode = target.stat().st_mode & 0o7777
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(plan.text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def plan_to_json(plan: WritePlan, *, written: bool) -> dict[str, object]:
+    return {
+        "apiVersion": "aicr.run/v1",
+        "kind": "PinWrite",
+        "written": written,
+        "component": plan.place.component,
+        "from": plan.place.current,
+        "to": plan.version,
+        "at": plan.place.location.to_json(),
+        "recipes": [{"name": c.recipe, "before": c.before, "after": c.after} for c in plan.changes],
+        "staleEvidence": [{"recipe": s.recipe, "files": s.files} for s in plan.stale],
+        "evidenceCountedAs": "files under evidence/<recipe>/",
+    }
+
+
+def format_plan(plan: WritePlan, fmt: str, *, written: bool) -> str:
+    """The impact of a bump: json for tools, plain text otherwise."""
+    if fmt == "json":
+        return json.dumps(plan_to_json(plan, written=written), indent=2, sort_keys=True) + "\n"
+    verb = "bumped" if written else "would bump"
+    place = plan.place
+    out = [
+        f"{verb} {place.component} {place.current} -> {plan.version} at {place.location.format()}",
+        f"recipes whose digest changes: {len(plan.changes)}",
+        *(
+            f"  {c.recipe}: {c.before or 'unresolvable'} -> {c.after or 'unresolvable'}"
+            for c in plan.changes
+        ),
+        f"evidence that becomes stale: {sum(s.files for s in plan.stale)} file(s) in "
+        f"{len(plan.stale)} recipe(s) (counted as the files under evidence/<recipe>/)",
+        *(f"  {s.recipe}: {s.files}" for s in plan.stale),
+    ]
+    return "\n".join(out) + "\n"
