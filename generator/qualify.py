@@ -1,0 +1,696 @@
+"""Qualify: a scale run's raw results, judged against one lane of the ladder → an unsigned statement.
+
+Two parts, both pure (no file is read or written here):
+
+- `parse_lanes(doc)` turns `catalog/scale/lanes.yaml` into frozen `Lanes` records, after its
+  schema and the cross-references the schema cannot express (scenario and KPI ids, racks and GPUs
+  consistent with the topology, ascending node counts).
+- `parse_run(files)` reads a run's raw results — given as `{file name: bytes}` by the caller —
+  and `qualify(lanes, lane, recipe, run, ...)` evaluates them and builds the
+  `https://aicr.run/scale-qualification/v1` predicate and its in-toto statement.
+
+A run's raw results directory holds:
+
+    run.yaml               bundleDigest, componentVersions (as running), optional finishedAt, sample
+    deployment.ctrf.json   one CTRF report per phase; each test is one scenario, named by its id,
+    conformance.ctrf.json  with `extra.targets` = how many nodes/objects it ran on
+    performance.ctrf.json
+    kpis.json              {"kpis": [{id, value | numerator+denominator, unit, targets}]}
+    snapshot.yaml          the AICR Snapshot of the cluster the run saw
+
+Fail closed: the verdict is `pass` only when every required scenario of every required phase was
+executed on at least one target and passed, every applicable KPI was measured on enough targets
+and is within its threshold (proposed thresholds gate too), the observed node and GPU counts reach
+the lane's, and the running component versions are the recipe's pins. Every other outcome is
+`fail`, with one reason per problem.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import operator as op
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from generator import __version__, schemas
+from generator.errors import Diagnostic, LoadError, UsageError, ValidationError
+from generator.evidence.statement import build_statement
+from generator.records import DIMENSIONS, Criteria, Document, RecipeResult
+from generator.yamlio import parse_yaml
+
+LANES_FILE = "scale/lanes.yaml"
+LANES_SCHEMA = "lanes"
+PREDICATE_SCHEMA = "scale-qualification-v1"
+GENERATOR_NAME = "aicr-catalog"
+
+_RFC3339 = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})"
+)
+
+CTRF_STATUSES: tuple[str, ...] = ("passed", "failed", "skipped", "pending", "other")
+
+OPERATORS: Mapping[str, Callable[[float, float], bool]] = {
+    ">=": op.ge,
+    "<=": op.le,
+    ">": op.gt,
+    "<": op.lt,
+    "==": op.eq,
+    "!=": op.ne,
+}
+
+
+# ---------------------------------------------------------------- lane records
+
+
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    operator: str
+    value: float
+    status: str  # proposed | adopted | calibrated
+    source: str | None = None
+
+    def holds(self, value: float) -> bool:
+        return OPERATORS[self.operator](value, self.value)
+
+    def describe(self) -> str:
+        return f"{self.operator} {_num(self.value)}"
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    id: str
+    phase: str
+    title: str
+    description: str
+    applies_to: Criteria | None = None  # None: every recipe
+
+
+@dataclass(frozen=True, slots=True)
+class KpiSpec:
+    id: str
+    title: str
+    unit: str
+    phase: str
+    measure: str  # value | ratio
+    min_targets: str  # nodes | racks | any
+    description: str
+    applies_to: Criteria | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Lane:
+    name: str
+    nodes: int
+    racks: int
+    gpus: int
+    criteria_version: str
+    phases: tuple[str, ...]
+    scenarios: tuple[str, ...]
+    thresholds: tuple[tuple[str, Threshold], ...]  # (kpi id, threshold), in lanes.yaml order
+
+    def threshold(self, kpi: str) -> Threshold | None:
+        for k, t in self.thresholds:
+            if k == kpi:
+                return t
+        return None
+
+    def required_targets(self, min_targets: str) -> int:
+        return {"nodes": self.nodes, "racks": self.racks}.get(min_targets, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Lanes:
+    name: str
+    gpus_per_node: int
+    nodes_per_rack: int
+    observe_nodes: str  # snapshot measurement key {Type}.{Subtype}.{Key}: ready GPU nodes
+    observe_gpus_per_node: str  # smallest GPU capacity per node
+    phases: tuple[str, ...]
+    scenarios: tuple[Scenario, ...]
+    kpis: tuple[KpiSpec, ...]
+    lanes: tuple[Lane, ...]  # ascending node count
+
+    def lane(self, name: str) -> Lane | None:
+        for lane in self.lanes:
+            if lane.name == name:
+                return lane
+        return None
+
+    def scenario(self, sid: str) -> Scenario | None:
+        for s in self.scenarios:
+            if s.id == sid:
+                return s
+        return None
+
+    def kpi(self, kid: str) -> KpiSpec | None:
+        for k in self.kpis:
+            if k.id == kid:
+                return k
+        return None
+
+    def required_scenarios(self, lane: Lane, criteria: Criteria) -> tuple[Scenario, ...]:
+        """The lane's scenarios that apply to a recipe with these criteria, in lanes.yaml order."""
+        wanted = set(lane.scenarios)
+        return tuple(
+            s
+            for s in self.scenarios
+            if s.id in wanted and s.phase in lane.phases and applies(s.applies_to, criteria)
+        )
+
+    def required_kpis(
+        self, lane: Lane, criteria: Criteria
+    ) -> tuple[tuple[KpiSpec, Threshold], ...]:
+        out = []
+        for k in self.kpis:
+            t = lane.threshold(k.id)
+            if t is not None and k.phase in lane.phases and applies(k.applies_to, criteria):
+                out.append((k, t))
+        return tuple(out)
+
+
+def applies(pattern: Criteria | None, criteria: Criteria) -> bool:
+    """A dimension the pattern names must equal the recipe's (a recipe wildcard does not match)."""
+    if pattern is None:
+        return True
+    return all(v is None or criteria.get(d) == v for d, v in pattern.items())
+
+
+def _applies_to(raw: Any) -> Criteria | None:
+    if not raw:
+        return None
+    return Criteria(**{d: raw.get(d) for d in DIMENSIONS})
+
+
+def _num(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else f"{v:g}"
+
+
+def parse_lanes(doc: Document) -> Lanes:
+    """`catalog/scale/lanes.yaml` as records; raises ValidationError with every problem located."""
+    diags = list(schemas.check(doc, LANES_SCHEMA))
+    if diags:
+        raise ValidationError(f"{doc.rel}: invalid qualification lanes", diags)
+    spec = doc.data["spec"]
+
+    def problem(path: str, message: str, rule: str) -> None:
+        line, col = doc.locate(path)
+        diags.append(Diagnostic(doc.rel, line, col, path, message, rule))
+
+    topo = spec["topology"]
+    gpn, npr = int(topo["gpusPerNode"]), int(topo["nodesPerRack"])
+    scenarios = tuple(
+        Scenario(
+            id=s["id"],
+            phase=s["phase"],
+            title=s["title"],
+            description=s["description"],
+            applies_to=_applies_to(s.get("appliesTo")),
+        )
+        for s in spec["scenarios"]
+    )
+    kpis = tuple(
+        KpiSpec(
+            id=k["id"],
+            title=k["title"],
+            unit=k["unit"],
+            phase=k["phase"],
+            measure=k["measure"],
+            min_targets=k["minTargets"],
+            description=k["description"],
+            applies_to=_applies_to(k.get("appliesTo")),
+        )
+        for k in spec["kpis"]
+    )
+    for kind, items in (("scenarios", scenarios), ("kpis", kpis)):
+        seen: set[str] = set()
+        for i, item in enumerate(items):
+            if item.id in seen:
+                problem(f"$.spec.{kind}[{i}].id", f"duplicate id '{item.id}'", "lanes.duplicate")
+            seen.add(item.id)
+            if item.phase not in spec["phases"]:
+                problem(
+                    f"$.spec.{kind}[{i}].phase",
+                    f"phase '{item.phase}' is not one of spec.phases",
+                    "lanes.phase",
+                )
+    scenario_ids = {s.id for s in scenarios}
+    kpi_ids = {k.id for k in kpis}
+    lanes: list[Lane] = []
+    names: set[str] = set()
+    previous = 0
+    for i, raw in enumerate(spec["lanes"]):
+        at = f"$.spec.lanes[{i}]"
+        lane = Lane(
+            name=raw["name"],
+            nodes=int(raw["nodes"]),
+            racks=int(raw["racks"]),
+            gpus=int(raw["gpus"]),
+            criteria_version=raw["criteriaVersion"],
+            phases=tuple(raw["phases"]),
+            scenarios=tuple(raw["scenarios"]),
+            thresholds=tuple(
+                (
+                    kid,
+                    Threshold(
+                        operator=t["operator"],
+                        value=float(t["value"]),
+                        status=t["status"],
+                        source=t.get("source"),
+                    ),
+                )
+                for kid, t in raw["thresholds"].items()
+            ),
+        )
+        if lane.name in names:
+            problem(f"{at}.name", f"duplicate lane '{lane.name}'", "lanes.duplicate")
+        names.add(lane.name)
+        if lane.nodes <= previous:
+            problem(
+                f"{at}.nodes",
+                f"lanes must ascend: {lane.nodes} nodes after {previous}",
+                "lanes.order",
+            )
+        previous = lane.nodes
+        if lane.nodes % npr or lane.racks != lane.nodes // npr:
+            problem(
+                f"{at}.racks",
+                f"{lane.nodes} nodes at {npr} nodes per rack is {lane.nodes / npr:g} racks, "
+                f"not {lane.racks}",
+                "lanes.racks",
+            )
+        if lane.gpus != lane.nodes * gpn:
+            problem(
+                f"{at}.gpus",
+                f"{lane.nodes} nodes at {gpn} GPUs per node is {lane.nodes * gpn} GPUs, "
+                f"not {lane.gpus}",
+                "lanes.gpus",
+            )
+        for j, sid in enumerate(lane.scenarios):
+            if sid not in scenario_ids:
+                problem(f"{at}.scenarios[{j}]", f"unknown scenario '{sid}'", "lanes.reference")
+        for kid, _ in lane.thresholds:
+            if kid not in kpi_ids:
+                problem(f"{at}.thresholds.{kid}", f"unknown KPI '{kid}'", "lanes.reference")
+        for k in kpis:
+            if k.phase in lane.phases and lane.threshold(k.id) is None:
+                problem(f"{at}.thresholds", f"KPI '{k.id}' has no threshold", "lanes.threshold")
+        lanes.append(lane)
+    if diags:
+        raise ValidationError(f"{doc.rel}: invalid qualification lanes", diags)
+    return Lanes(
+        name=doc.data["metadata"]["name"],
+        gpus_per_node=gpn,
+        nodes_per_rack=npr,
+        observe_nodes=spec["observation"]["nodes"],
+        observe_gpus_per_node=spec["observation"]["gpusPerNode"],
+        phases=tuple(spec["phases"]),
+        scenarios=scenarios,
+        kpis=kpis,
+        lanes=tuple(lanes),
+    )
+
+
+# ---------------------------------------------------------------- raw run results
+
+
+@dataclass(frozen=True, slots=True)
+class RawCheck:
+    name: str
+    status: str  # as reported; anything outside CTRF's statuses counts as failed
+    targets: int | None  # None: the report did not say
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RawKpi:
+    id: str
+    value: float | None
+    numerator: float | None
+    denominator: float | None
+    unit: str | None
+    targets: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunResults:
+    """One run's raw results, parsed. A phase whose report is absent is missing from `phases`."""
+
+    phases: Mapping[str, tuple[RawCheck, ...]]
+    kpis: tuple[RawKpi, ...]
+    measurements: Mapping[str, Any]  # snapshot "{Type}.{Subtype}.{Key}" -> value
+    bundle_digest: str
+    component_versions: Mapping[str, str]
+    finished_at: str | None = None
+    sample: bool = False
+
+
+RUN_FILE = "run.yaml"
+KPI_FILE = "kpis.json"
+SNAPSHOT_FILE = "snapshot.yaml"
+CTRF_SUFFIX = ".ctrf.json"
+
+
+def _fail(rel: str, message: str, rule: str, json_path: str = "$") -> LoadError:
+    return LoadError(f"{rel}: {message}", [Diagnostic(rel, 0, 0, json_path, message, rule)])
+
+
+def _json(raw: bytes, rel: str) -> Any:
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise _fail(rel, f"not valid JSON: {e}", "results.json") from e
+
+
+def _int_or_none(v: Any) -> int | None:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        return None
+    return int(v)
+
+
+def _float_or_none(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        return None
+    return float(v)
+
+
+def parse_ctrf(raw: bytes, rel: str) -> tuple[RawCheck, ...]:
+    """The tests of a CTRF report; each test's `extra.targets` is the number of targets it ran on."""
+    doc = _json(raw, rel)
+    results = doc.get("results") if isinstance(doc, dict) else None
+    tests = results.get("tests") if isinstance(results, dict) else None
+    if not isinstance(tests, list):
+        raise _fail(rel, "not a CTRF report: results.tests is missing", "results.ctrf")
+    out = []
+    for i, t in enumerate(tests):
+        if not isinstance(t, dict) or not isinstance(t.get("name"), str):
+            raise _fail(rel, f"test {i} has no name", "results.ctrf", f"$.results.tests[{i}]")
+        extra = t.get("extra") if isinstance(t.get("extra"), dict) else {}
+        out.append(
+            RawCheck(
+                name=t["name"],
+                status=str(t.get("status", "")),
+                targets=_int_or_none(extra.get("targets")),
+                message=str(t.get("message", "")),
+            )
+        )
+    return tuple(out)
+
+
+def flatten_snapshot(data: Any) -> dict[str, Any]:
+    """An AICR Snapshot's measurements as `{Type}.{Subtype}.{Key}` -> value."""
+    out: dict[str, Any] = {}
+    if not isinstance(data, dict):
+        return out
+    for m in data.get("measurements") or ():
+        if not isinstance(m, dict):
+            continue
+        for sub in m.get("subtypes") or ():
+            if not isinstance(sub, dict) or not isinstance(sub.get("data"), dict):
+                continue
+            for key, value in sub["data"].items():
+                out[f"{m.get('type')}.{sub.get('subtype')}.{key}"] = value
+    return out
+
+
+def parse_run(files: Mapping[str, bytes], phases: Sequence[str]) -> RunResults:
+    """A run's raw results from its files (name -> bytes); raises LoadError when unreadable."""
+    if RUN_FILE not in files:
+        raise _fail(RUN_FILE, "the results have no run.yaml", "results.missing")
+    run = parse_yaml(files[RUN_FILE], RUN_FILE).data
+    if not isinstance(run, dict):
+        raise _fail(RUN_FILE, "run.yaml is not a mapping", "results.run")
+    digest = run.get("bundleDigest")
+    if not isinstance(digest, str) or not digest.startswith("sha256:") or len(digest) != 71:
+        raise _fail(
+            RUN_FILE, "bundleDigest must be sha256:<64 hex>", "results.run", "$.bundleDigest"
+        )
+    versions = run.get("componentVersions") or {}
+    if not isinstance(versions, dict):
+        raise _fail(RUN_FILE, "componentVersions must be a mapping", "results.run")
+    checks = {
+        phase: parse_ctrf(files[phase + CTRF_SUFFIX], phase + CTRF_SUFFIX)
+        for phase in phases
+        if phase + CTRF_SUFFIX in files
+    }
+    kpis: list[RawKpi] = []
+    if KPI_FILE in files:
+        raw_kpis = _json(files[KPI_FILE], KPI_FILE)
+        items = raw_kpis.get("kpis") if isinstance(raw_kpis, dict) else None
+        if not isinstance(items, list):
+            raise _fail(KPI_FILE, "kpis.json must hold a list `kpis`", "results.kpis")
+        for i, k in enumerate(items):
+            if not isinstance(k, dict) or not isinstance(k.get("id"), str):
+                raise _fail(KPI_FILE, f"KPI {i} has no id", "results.kpis", f"$.kpis[{i}]")
+            kpis.append(
+                RawKpi(
+                    id=k["id"],
+                    value=_float_or_none(k.get("value")),
+                    numerator=_float_or_none(k.get("numerator")),
+                    denominator=_float_or_none(k.get("denominator")),
+                    unit=k.get("unit") if isinstance(k.get("unit"), str) else None,
+                    targets=_int_or_none(k.get("targets")),
+                )
+            )
+    measurements: dict[str, Any] = {}
+    if SNAPSHOT_FILE in files:
+        measurements = flatten_snapshot(parse_yaml(files[SNAPSHOT_FILE], SNAPSHOT_FILE).data)
+    finished = run.get("finishedAt")
+    return RunResults(
+        phases=checks,
+        kpis=tuple(kpis),
+        measurements=measurements,
+        bundle_digest=digest,
+        component_versions={str(k): str(v) for k, v in sorted(versions.items())},
+        finished_at=str(finished) if finished is not None else None,
+        sample=run.get("sample") is True,
+    )
+
+
+# ---------------------------------------------------------------- evaluation
+
+
+@dataclass(frozen=True, slots=True)
+class Qualification:
+    """The outcome of `qualify`: the predicate, its unsigned statement, and the verdict."""
+
+    predicate: Mapping[str, Any]
+    statement: bytes
+    verdict: str  # pass | fail
+    reasons: tuple[str, ...]
+
+
+def _observed(run: RunResults, key: str) -> int | None:
+    return _int_or_none(run.measurements.get(key))
+
+
+def _check_reasons(lanes: Lanes, lane: Lane, criteria: Criteria, run: RunResults) -> list[str]:
+    reasons: list[str] = []
+    for phase in lane.phases:
+        if phase not in run.phases:
+            reasons.append(f"phase {phase}: no results ({phase}{CTRF_SUFFIX} is missing)")
+    for s in lanes.required_scenarios(lane, criteria):
+        reported = [c for c in run.phases.get(s.phase, ()) if c.name == s.id]
+        if s.phase in run.phases and not reported:
+            reasons.append(f"{s.phase}/{s.id}: not executed (absent from the report)")
+        for c in reported:
+            where = f"{s.phase}/{s.id}"
+            if c.status in ("skipped", "pending"):
+                reasons.append(f"{where}: not executed ({c.status})")
+            elif c.status == "failed":
+                tail = f": {c.message}" if c.message else ""
+                reasons.append(f"{where}: failed{tail}")
+            elif c.status != "passed":
+                reasons.append(f"{where}: status '{c.status}' counts as a failure")
+            elif not c.targets:
+                reasons.append(f"{where}: ran on 0 targets")
+    for phase, checks in sorted(run.phases.items()):
+        for c in checks:
+            if lanes.scenario(c.name) is None and c.status not in ("passed", "skipped", "pending"):
+                reasons.append(f"{phase}/{c.name}: {c.status} (not a lane scenario, still counted)")
+    return reasons
+
+
+def _kpi_results(
+    lanes: Lanes, lane: Lane, criteria: Criteria, run: RunResults
+) -> tuple[list[dict[str, Any]], list[str]]:
+    by_id: dict[str, list[RawKpi]] = {}
+    for k in run.kpis:
+        by_id.setdefault(k.id, []).append(k)
+    out: list[dict[str, Any]] = []
+    reasons: list[str] = []
+    for spec, threshold in lanes.required_kpis(lane, criteria):
+        measured = by_id.get(spec.id, [])
+        if len(measured) != 1:
+            reasons.append(
+                f"KPI {spec.id}: not measured"
+                if not measured
+                else f"KPI {spec.id}: reported {len(measured)} times"
+            )
+            continue
+        raw = measured[0]
+        if raw.unit is not None and raw.unit != spec.unit:
+            reasons.append(f"KPI {spec.id}: reported in '{raw.unit}', the lane uses '{spec.unit}'")
+            continue
+        if spec.measure == "ratio":
+            if raw.numerator is None or raw.denominator is None:
+                reasons.append(f"KPI {spec.id}: a ratio needs numerator and denominator")
+                continue
+            if raw.denominator == 0:
+                reasons.append(
+                    f"KPI {spec.id}: {_num(raw.numerator)}/0 — nothing was measured, cannot pass"
+                )
+                continue
+            value = raw.numerator / raw.denominator
+        else:
+            if raw.value is None:
+                reasons.append(f"KPI {spec.id}: no value")
+                continue
+            value = raw.value
+        value = round(value, 6)
+        ok = threshold.holds(value)
+        need = lane.required_targets(spec.min_targets)
+        if (raw.targets or 0) < need:
+            ok = False
+            reasons.append(
+                f"KPI {spec.id}: measured on {raw.targets or 0} target(s), "
+                f"the lane needs {need} ({spec.min_targets})"
+            )
+        elif not ok:
+            reasons.append(
+                f"KPI {spec.id}: {_num(value)} {spec.unit} is not {threshold.describe()}"
+                + (" (proposed threshold)" if threshold.status == "proposed" else "")
+            )
+        out.append(
+            {
+                "id": spec.id,
+                "value": value,
+                "unit": spec.unit,
+                "threshold": {"operator": threshold.operator, "value": threshold.value},
+                "status": "passed" if ok else "failed",
+            }
+        )
+    return out, reasons
+
+
+def _phase_json(run: RunResults, phase: str) -> dict[str, Any]:
+    checks = []
+    for c in run.phases.get(phase, ()):
+        status = c.status if c.status in CTRF_STATUSES else "other"
+        item: dict[str, Any] = {"name": c.name, "status": status, "targets": c.targets or 0}
+        if c.message:
+            item["message"] = c.message
+        elif status != c.status:
+            item["message"] = f"reported status '{c.status}'"
+        checks.append(item)
+    return {"checks": checks}
+
+
+def qualify(
+    lanes: Lanes,
+    lane_name: str,
+    recipe: RecipeResult,
+    ladder: Sequence[str],
+    run: RunResults,
+    *,
+    attested_at: str,
+    sample: bool = False,
+) -> Qualification:
+    """Judge `run` against `lane_name` for `recipe` (resolved with its profile, whose ladder is given).
+
+    Raises UsageError when the lane is unknown or not on the profile's ladder.
+    """
+    lane = lanes.lane(lane_name)
+    if lane is None:
+        known = ", ".join(x.name for x in lanes.lanes)
+        raise UsageError(f"unknown lane '{lane_name}'; lanes: {known}")
+    if lane_name not in ladder:
+        raise UsageError(
+            f"lane '{lane_name}' is not on the ladder of scale profile '{recipe.scale_profile}' "
+            f"({', '.join(ladder) or 'empty'})"
+        )
+    reasons: list[str] = []
+    nodes = _observed(run, lanes.observe_nodes)
+    per_node = _observed(run, lanes.observe_gpus_per_node)
+    gpus = nodes * per_node if nodes is not None and per_node is not None else None
+    if nodes is None:
+        reasons.append(f"snapshot has no node count ({lanes.observe_nodes})")
+    elif nodes < lane.nodes:
+        reasons.append(f"observed {nodes} nodes, below the lane's {lane.nodes}")
+    if per_node is None:
+        reasons.append(f"snapshot has no GPUs per node ({lanes.observe_gpus_per_node})")
+    elif gpus is not None and gpus < lane.gpus:
+        reasons.append(f"observed {gpus} GPUs, below the lane's {lane.gpus}")
+    for comp in recipe.components:
+        running = run.component_versions.get(comp.name)
+        if comp.version is None:
+            continue
+        if running is None:
+            reasons.append(f"component {comp.name}: the run does not report its version")
+        elif running != comp.version:
+            reasons.append(
+                f"component {comp.name}: running {running}, the recipe pins {comp.version}"
+            )
+    reasons.extend(_check_reasons(lanes, lane, recipe.criteria, run))
+    kpis, kpi_reasons = _kpi_results(lanes, lane, recipe.criteria, run)
+    reasons.extend(kpi_reasons)
+    verdict = "fail" if reasons else "pass"
+    predicate: dict[str, Any] = {
+        "recipe": {"name": recipe.name, "digest": recipe.digest},
+        "scaleProfile": {"name": recipe.scale_profile, "version": recipe.scale_profile_version},
+        "lane": {"name": lane.name, "nodes": lane.nodes, "criteriaVersion": lane.criteria_version},
+        "observed": {"nodes": nodes or 0, "gpus": gpus or 0},
+        "bundleDigest": run.bundle_digest,
+        "componentVersions": dict(run.component_versions),
+        "phases": {p: _phase_json(run, p) for p in ("deployment", "conformance", "performance")},
+        "kpis": kpis,
+        "verdict": verdict,
+        "reasons": reasons,
+        "attestedAt": attested_at,
+        "sample": sample or run.sample,
+        "generator": {"name": GENERATOR_NAME, "version": __version__},
+    }
+    problems = schemas.validator(PREDICATE_SCHEMA).iter_errors(predicate)
+    bad = sorted(f"{e.json_path}: {e.message}" for e in problems)
+    if bad:  # a bug here, not bad input: the inputs were all parsed above
+        raise AssertionError("qualify built an invalid predicate: " + "; ".join(bad))
+    return Qualification(
+        predicate=predicate,
+        statement=build_statement(predicate),
+        verdict=verdict,
+        reasons=tuple(reasons),
+    )
+
+
+def attested_at_from(epoch: str | None, run: RunResults, given: str | None) -> str:
+    """attestedAt: --attested-at, else SOURCE_DATE_EPOCH, else the run's finishedAt; never the clock."""
+    if given is None and epoch:
+        try:
+            seconds = int(epoch)
+        except ValueError as e:
+            raise UsageError(f"SOURCE_DATE_EPOCH is not an integer: {epoch!r}") from e
+        return dt.datetime.fromtimestamp(seconds, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if given is None:
+        given = run.finished_at
+    if given is None:
+        raise UsageError(
+            "no attestation date: pass --attested-at, set SOURCE_DATE_EPOCH, "
+            "or give finishedAt in run.yaml"
+        )
+    if not _RFC3339.fullmatch(given):
+        raise UsageError(f"attestation date {given!r} is not RFC 3339 (2026-12-02T11:00:00Z)")
+    return given
+
+
+def lanes_of(documents: Mapping[str, Document]) -> Lanes:
+    """The catalog's lanes (`catalog.documents`); a catalog without lanes.yaml is a ValidationError."""
+    doc = documents.get(LANES_FILE)
+    if doc is None:
+        raise ValidationError(
+            f"{LANES_FILE}: the catalog has no qualification lanes",
+            [Diagnostic(LANES_FILE, 0, 0, "$", "file is missing", "lanes.missing")],
+        )
+    return parse_lanes(doc)
