@@ -414,14 +414,18 @@ def resolve(
         raise ResolveError(
             f"recipe '{wanted}' is shadowed by another overlay with the same criteria"
         )
-    for d, q in criteria.items():
-        if q is not None and not any(o.criteria.get(d) == q for o in applied):
-            options = completions(catalog, criteria)
-            listed = "; ".join(options) if options else "none"
-            raise ResolveError(
-                f"no overlay honours {d}={q} for the query {format_criteria(criteria)}; "
-                f"valid completions: {listed}"
-            )
+    unhonoured = [
+        f"{d}={q}"
+        for d, q in criteria.items()
+        if q is not None and not any(o.criteria.get(d) == q for o in applied)
+    ]
+    if unhonoured:
+        options = completions(catalog, criteria)
+        listed = "; ".join(options) if options else "none"
+        raise ResolveError(
+            f"no overlay honours {', '.join(unhonoured)} for the query {format_criteria(criteria)}; "
+            f"valid completions: {listed}"
+        )
     chosen = max(
         (o for o in applied if o.name != "base"),
         key=lambda o: (o.criteria.specificity(), o.name),
