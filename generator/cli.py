@@ -11,6 +11,8 @@ import click
 from generator import __version__
 from generator.commands import list_cmd, query, validate
 from generator.commands.bundle import command as bundle_command
+from generator.commands.pins import command as pins_command
+from generator.commands.evidence import command as evidence_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -28,3 +30,5 @@ main.add_command(query.command)
 main.add_command(query.resolve_command)
 main.add_command(list_cmd.command)
 main.add_command(bundle_command)
+main.add_command(pins_command)
+main.add_command(evidence_command)

@@ -1,0 +1,302 @@
+"""`aicr-catalog evidence verify|show|sign|digest`: signed evidence statements."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from generator.commands.common import (
+    EXIT_DATA,
+    EXIT_OK,
+    EXIT_USAGE,
+    catalog_option,
+    fail,
+    open_catalog,
+    report_error,
+)
+from generator.errors import CatalogError, UsageError
+from generator.evidence import report
+from generator.evidence.model import (
+    IN_TOTO_PAYLOAD_TYPE,
+    Evidence,
+    EvidenceFile,
+    TrustRoot,
+    VerifiedEvidence,
+)
+from generator.evidence.policy import read_policy
+from generator.evidence.sign import (
+    DEMO_IDENTITY,
+    DEMO_ISSUER,
+    demo_authority,
+    sign_keyless,
+    sign_offline,
+)
+from generator.evidence.statement import StatementError, parse_statement
+from generator.evidence.store import evidence_path, read_files
+from generator.evidence.trustroot import DEMO, PUBLIC_GOOD, load_trust_root
+from generator.evidence.verify import digest_key, verify_evidence, with_current_digests
+
+TRUST_ROOT_HELP = (
+    "Trust root: public-good (default; the vendored, pinned Sigstore root), demo (the "
+    "committed DEMO root for sample evidence), or a trusted_root.json FILE. Repeatable: a "
+    "bundle verifies if any of them accepts it."
+)
+
+
+def _roots(specs: Sequence[str], catalog: Path) -> tuple[TrustRoot, ...]:
+    try:
+        return tuple(load_trust_root(s, catalog) for s in (specs or (PUBLIC_GOOD,)))
+    except UsageError as e:
+        fail(e.message, EXIT_USAGE)
+
+
+def _current_digests(records: Sequence[Evidence], catalog_path: Path) -> dict[str, str]:
+    """Resolve every (recipe, profile) the verified statements name; unresolvable ones are absent."""
+    from generator.resolve import resolve
+
+    wanted = sorted(
+        {
+            (r.statement.recipe, r.statement.scale_profile)
+            for r in records
+            if isinstance(r, VerifiedEvidence)
+        },
+        key=lambda p: (p[0], p[1] or ""),
+    )
+    if not wanted:
+        return {}
+    catalog = open_catalog(catalog_path)
+    digests: dict[str, str] = {}
+    for recipe, profile in wanted:
+        try:
+            result = resolve(catalog, recipe, profile=profile or "standard")
+        except CatalogError:
+            continue  # a recipe that no longer resolves: its evidence is stale
+        digests[digest_key(recipe, profile)] = result.digest
+    return digests
+
+
+@click.group("evidence")
+def command() -> None:
+    """Signed evidence: verify, show, sign, and the digest a statement must carry.
+
+    Evidence is an in-toto Statement (predicate https://aicr.run/scale-qualification/v1, or
+    upstream https://aicr.run/recipe-evidence/v1|v2|v3) in a DSSE envelope inside a Sigstore
+    bundle, stored at evidence/<recipe>/<source>/<sha256-of-statement>.sigstore.json.
+    """
+
+
+@command.command("verify")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
+@click.option(
+    "--trust-root",
+    "trust_roots",
+    multiple=True,
+    metavar="public-good|demo|FILE",
+    help=TRUST_ROOT_HELP,
+)
+@catalog_option
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@click.option(
+    "--jobs", type=click.IntRange(min=1), default=None, help="Processes (default: every core)."
+)
+def verify_command(
+    paths: tuple[Path, ...],
+    trust_roots: tuple[str, ...],
+    catalog_path: Path,
+    fmt: str,
+    jobs: int | None,
+) -> None:
+    """Verify evidence bundles offline (files, or directories searched for *.sigstore.json).
+
+    Checks: Sigstore bundle, certificate chain to the trust root at the log's time, SCT,
+    transparency-log proof, checkpoint and SET, DSSE signature, signer against
+    CATALOG/signers.yaml, payload type, statement type, predicate type and schema, file location,
+    and the recipe digest against the current resolved recipe (a mismatch is stale: shown, not
+    counted). No network is used.
+
+    Exit codes: 0 every file verified and current; 1 any file rejected or stale; 2 usage.
+    """
+    roots = _roots(trust_roots, catalog_path)
+    try:
+        policy = read_policy(catalog_path / "signers.yaml", "signers.yaml")
+        files = read_files(paths)
+    except CatalogError as e:
+        report_error(e)
+    if not files:
+        fail("no *.sigstore.json evidence file found under the given paths", EXIT_USAGE)
+    records = verify_evidence(
+        files, trust_roots=roots, policy=policy, current_digests={}, jobs=jobs
+    )
+    records = with_current_digests(records, _current_digests(records, catalog_path))
+    out = (
+        report.verification_json(records, roots)
+        if fmt == "json"
+        else report.verification_text(records)
+    )
+    click.echo(out, nl=False)
+    sys.exit(EXIT_OK if all(r.counted for r in records) else EXIT_DATA)
+
+
+@command.command("show")
+@click.argument("path", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.option(
+    "--trust-root",
+    "trust_roots",
+    multiple=True,
+    metavar="public-good|demo|FILE",
+    help=TRUST_ROOT_HELP,
+)
+@catalog_option
+def show_command(path: Path, trust_roots: tuple[str, ...], catalog_path: Path) -> None:
+    """Verify one evidence bundle and render its statement for people.
+
+    Exit codes: 0 verified and current; 1 rejected or stale (still shown when readable); 2 usage.
+    """
+    roots = _roots(trust_roots, catalog_path)
+    try:
+        policy = read_policy(catalog_path / "signers.yaml", "signers.yaml")
+        files = read_files([path])
+    except CatalogError as e:
+        report_error(e)
+    records = verify_evidence(files, trust_roots=roots, policy=policy, current_digests={}, jobs=1)
+    records = with_current_digests(records, _current_digests(records, catalog_path))
+    record = records[0]
+    click.echo(report.record_text(record))
+    statement = record.statement
+    if statement is None:
+        statement = _unverified_statement(files[0])
+        if statement is not None:
+            click.echo("(statement shown UNVERIFIED: the bundle did not verify)")
+    if statement is not None:
+        click.echo(report.statement_text(statement), nl=False)
+    sys.exit(EXIT_OK if record.counted else EXIT_DATA)
+
+
+def _unverified_statement(file: EvidenceFile):  # type: ignore[no-untyped-def]
+    import base64
+
+    try:
+        envelope = json.loads(file.data)["dsseEnvelope"]
+        return parse_statement(envelope["payloadType"], base64.b64decode(envelope["payload"]))
+    except (ValueError, KeyError, TypeError, StatementError):
+        return None
+
+
+@command.command("sign")
+@click.argument(
+    "statement_file",
+    metavar="STATEMENT",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+)
+@click.option(
+    "--trust-root",
+    "trust_root",
+    type=click.Choice([PUBLIC_GOOD, DEMO]),
+    default=PUBLIC_GOOD,
+    show_default=True,
+    help="public-good: Sigstore keyless (network + an ambient CI identity token); demo: sign "
+    "offline with the committed DEMO root (sample evidence only).",
+)
+@click.option(
+    "--identity",
+    default=DEMO_IDENTITY,
+    show_default=True,
+    help="Demo only: the identity to sign as.",
+)
+@click.option(
+    "--issuer",
+    default=DEMO_ISSUER,
+    show_default=True,
+    help="Demo only: the OIDC issuer to sign as.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Write the bundle here (default: its evidence/<recipe>/<source>/<digest>.sigstore.json under --into).",
+)
+@click.option(
+    "--into",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("."),
+    show_default=True,
+    help="Repository root under which the default evidence/ path is created.",
+)
+@catalog_option
+def sign_command(
+    statement_file: Path,
+    trust_root: str,
+    identity: str,
+    issuer: str,
+    output: Path | None,
+    into: Path,
+    catalog_path: Path,
+) -> None:
+    """Sign an in-toto statement into a Sigstore bundle.
+
+    Without --trust-root demo this is Sigstore keyless signing through sigstore-python: it needs
+    the network and an ambient OIDC identity token (as in a CI job with id-token permission),
+    so it cannot run offline or in this repository's tests. With --trust-root demo it signs
+    offline with the committed DEMO keys, at the predicate's attestedAt (else
+    SOURCE_DATE_EPOCH): deterministic, and only ever trusted as sample evidence.
+
+    Exit codes: 0 signed; 1 the statement is not valid evidence; 2 usage or signing unavailable.
+    """
+    data = statement_file.read_bytes()
+    try:
+        statement = parse_statement(IN_TOTO_PAYLOAD_TYPE, data)
+    except StatementError as e:
+        fail(f"{statement_file}: {e.message} [{e.klass}]", EXIT_DATA)
+    try:
+        if trust_root == DEMO:
+            bundle = sign_offline(
+                data, demo_authority(catalog_path), identity=identity, issuer=issuer
+            )
+        else:
+            bundle = sign_keyless(data)
+            doc = json.loads(bundle)
+            identity, issuer = _signer_of(doc)
+    except UsageError as e:
+        fail(e.message, EXIT_USAGE)
+    target = output or into / evidence_path(statement.recipe, issuer, identity, data)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(bundle)
+    click.echo(str(target))
+
+
+def _signer_of(doc: dict) -> tuple[str, str]:  # type: ignore[type-arg]  # pragma: no cover
+    import base64
+
+    from cryptography import x509
+
+    from generator.evidence.verify import cert_identity, cert_issuer
+
+    raw = base64.b64decode(doc["verificationMaterial"]["certificate"]["rawBytes"])
+    cert = x509.load_der_x509_certificate(raw)
+    return cert_identity(cert), cert_issuer(cert)
+
+
+@command.command("digest")
+@click.option("--recipe", required=True, help="A leaf recipe name.")
+@click.option("--scale-profile", "profile", default="standard", show_default=True)
+@catalog_option
+def digest_command(recipe: str, profile: str, catalog_path: Path) -> None:
+    """Print the recipe digest an evidence statement must carry (predicate.recipe.digest).
+
+    Exit codes: 0 printed; 1 the recipe does not resolve; 2 usage.
+    """
+    from generator.resolve import resolve
+
+    catalog = open_catalog(catalog_path)
+    try:
+        result = resolve(catalog, recipe, profile=profile)
+    except CatalogError as e:
+        report_error(e)
+    click.echo(result.digest)

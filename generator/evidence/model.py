@@ -1,0 +1,261 @@
+"""Records of the evidence stage: statements, signer policy, trust roots, verification results.
+
+Everything here is a frozen dataclass built once at a boundary (a parsed statement, a loaded
+policy, a loaded trust root) and passed around read-only. The verification result of one file is
+either a `VerifiedEvidence` or a `RejectedEvidence` (state in the type): consumers (status,
+site, release) count only `VerifiedEvidence` whose `counted` is true.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+# in-toto / DSSE constants
+IN_TOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
+STATEMENT_TYPE_V1 = "https://in-toto.io/Statement/v1"
+
+# Our predicate (scale-qualification runs) and upstream AICR's recipe-evidence predicates.
+SCALE_QUALIFICATION_V1 = "https://aicr.run/scale-qualification/v1"
+RECIPE_EVIDENCE_V1 = "https://aicr.run/recipe-evidence/v1"
+RECIPE_EVIDENCE_V2 = "https://aicr.run/recipe-evidence/v2"
+RECIPE_EVIDENCE_V3 = "https://aicr.run/recipe-evidence/v3"
+UPSTREAM_PREDICATE_TYPES: tuple[str, ...] = (
+    RECIPE_EVIDENCE_V1,
+    RECIPE_EVIDENCE_V2,
+    RECIPE_EVIDENCE_V3,
+)
+PREDICATE_TYPES: tuple[str, ...] = (SCALE_QUALIFICATION_V1, *UPSTREAM_PREDICATE_TYPES)
+
+
+class FailureClass(StrEnum):
+    """Why an evidence file is not counted. The value is the `class` field of JSON output."""
+
+    MALFORMED_BUNDLE = "malformed-bundle"  # not JSON / not a Sigstore bundle / no DSSE envelope
+    SIGNATURE_INVALID = "signature-invalid"  # DSSE signature does not match the certificate key
+    CERTIFICATE_UNTRUSTED = "certificate-untrusted"  # does not chain to the trust root
+    TLOG_INVALID = "tlog-invalid"  # SCT, inclusion proof, checkpoint, SET or entry body invalid
+    CERTIFICATE_EXPIRED = "certificate-expired"  # certificate not valid at the signing time
+    SIGNER_NOT_ALLOWED = "signer-not-allowed"  # identity/issuer not in catalog/signers.yaml
+    PAYLOAD_TYPE = "payload-type"  # DSSE payloadType is not in-toto, or `_type` is wrong
+    PREDICATE_TYPE_UNKNOWN = "predicate-type-unknown"  # not one of PREDICATE_TYPES
+    PREDICATE_SCHEMA = "predicate-schema"  # predicate fails its JSON Schema
+    STALE = "stale"  # recipe digest differs from the current resolved recipe's
+    PATH_MISMATCH = "path-mismatch"  # file not at evidence/<recipe>/<source>/<digest>.sigstore.json
+
+
+class SignerClass(StrEnum):
+    FIRST_PARTY = "first-party"
+    PARTNER = "partner"
+    COMMUNITY = "community"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """One check of one phase, with its CTRF status."""
+
+    name: str
+    status: str  # passed | failed | skipped | pending | other
+    targets: int | None = None  # None when the predicate does not say (upstream)
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Kpi:
+    id: str
+    value: float
+    unit: str
+    operator: str
+    threshold: float
+    status: str | None  # passed | failed | proposed | None
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """A parsed in-toto Statement v1 carrying one of the accepted predicates.
+
+    The common fields are lifted out of the predicate so that consumers need not know which
+    predicate type it was; `predicate` keeps the whole predicate as signed.
+    For upstream recipe-evidence predicates, fields they do not carry are empty/None and
+    `phases` holds per-phase counts turned into synthetic summary checks.
+    """
+
+    predicate_type: str
+    recipe: str
+    recipe_digest: str  # "sha256:<hex>" (normalized; upstream bare hex gets the prefix)
+    subjects: tuple[tuple[str, Mapping[str, str]], ...]  # (name, {alg: hex})
+    predicate: Mapping[str, Any]
+    scale_profile: str | None = None
+    scale_profile_version: str | None = None
+    lane: str | None = None
+    lane_nodes: int | None = None
+    criteria_version: str | None = None
+    observed_nodes: int | None = None
+    observed_gpus: int | None = None
+    bundle_digest: str | None = None
+    component_versions: Mapping[str, str] = field(default_factory=dict)
+    # phase name -> its checks, phases in the order deployment, conformance, performance
+    phases: Mapping[str, tuple[CheckResult, ...]] = field(default_factory=dict)
+    kpis: tuple[Kpi, ...] = ()
+    verdict: str | None = None  # pass | fail; derived from phase results for upstream
+    reasons: tuple[str, ...] = ()
+    attested_at: str | None = None
+    sample: bool = False
+    generator: str | None = None  # "name version"
+
+
+@dataclass(frozen=True, slots=True)
+class SignerRule:
+    """One entry of catalog/signers.yaml: who may sign evidence, and how we name them."""
+
+    label: str
+    klass: SignerClass
+    issuer: str  # exact OIDC issuer URL
+    identity: str | None  # exact certificate identity (SAN), or
+    identity_pattern: str | None  # an anchored regular expression over it
+    trust_root: str | None = None  # only valid when verified with this trust root (e.g. demo)
+
+    def matches(self, identity: str, issuer: str, trust_root: str) -> bool:
+        if issuer != self.issuer:
+            return False
+        if self.trust_root is not None and self.trust_root != trust_root:
+            return False
+        if self.identity is not None:
+            return identity == self.identity
+        assert self.identity_pattern is not None
+        return re.fullmatch(self.identity_pattern, identity) is not None
+
+    def describe(self) -> str:
+        who = self.identity if self.identity is not None else f"/{self.identity_pattern}/"
+        where = f" [trust root {self.trust_root}]" if self.trust_root else ""
+        return f"{self.label} ({self.klass}): {who} via {self.issuer}{where}"
+
+
+@dataclass(frozen=True, slots=True)
+class SignerPolicy:
+    """The allowlist. An empty policy allows nobody (fail closed)."""
+
+    rules: tuple[SignerRule, ...]
+
+    def match(self, identity: str, issuer: str, trust_root: str) -> SignerRule | None:
+        for rule in self.rules:
+            if rule.matches(identity, issuer, trust_root):
+                return rule
+        return None
+
+    def describe(self, trust_root: str | None = None) -> str:
+        """The allowed signers (those usable under `trust_root`, when given), for messages."""
+        rules = [r for r in self.rules if trust_root is None or r.trust_root in (None, trust_root)]
+        if not rules:
+            return "nobody (no signer in the policy applies)"
+        return "; ".join(r.describe() for r in rules)
+
+
+@dataclass(frozen=True, slots=True)
+class TrustRoot:
+    """A Sigstore trusted_root.json, by name. `demo` roots mark everything they verify as sample."""
+
+    name: str  # "public-good", "demo", or the file name given by the user
+    path: str  # absolute path of the trusted_root.json (TrustedRoot.from_file reads it)
+    data: bytes  # the trusted_root.json bytes, as checked when loaded
+    sha256: str  # hex of `data`
+    demo: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceFile:
+    """One evidence file as read from disk. `path` is relative to the repository (POSIX)."""
+
+    path: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class VerifiedEvidence:
+    """A bundle whose signature, certificate, transparency log entry and signer all verified.
+
+    `stale` evidence (recipe digest is not the current one) is shown but not counted; `sample`
+    evidence (demo trust root, or `sample: true` in the predicate) is never released.
+    """
+
+    path: str
+    statement_digest: str  # "sha256:<hex>" of the DSSE payload bytes
+    statement: Statement
+    signer_identity: str
+    signer_issuer: str
+    signer_label: str
+    signer_class: SignerClass
+    source: str  # first 32 hex of sha256(issuer + "\n" + identity)
+    trust_root: str
+    log_index: int
+    integrated_time: int | None  # seconds since the epoch, from the transparency log
+    sample: bool
+    stale: bool
+    current_digest: str | None  # the current recipe digest it was compared with
+
+    @property
+    def recipe(self) -> str:
+        return self.statement.recipe
+
+    @property
+    def profile(self) -> str | None:
+        return self.statement.scale_profile
+
+    @property
+    def lane(self) -> str | None:
+        return self.statement.lane
+
+    @property
+    def counted(self) -> bool:
+        """Whether status/consensus may count it: current (not stale)."""
+        return not self.stale
+
+    @property
+    def klass(self) -> FailureClass | None:
+        return FailureClass.STALE if self.stale else None
+
+    @property
+    def message(self) -> str:
+        if not self.stale:
+            return "verified"
+        return (
+            f"stale: signed for recipe digest {self.statement.recipe_digest}, current digest of "
+            f"{self.statement.recipe} is {self.current_digest or 'unknown (recipe not found)'}; "
+            "shown, not counted"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RejectedEvidence:
+    """A file that is not counted, with the failure class and a message saying why.
+
+    Whatever could be read before the failure is kept (statement, signer) so pages can explain
+    it; none of it is trustworthy unless `klass` is a post-signature class (signer-not-allowed,
+    payload-type, predicate-type-unknown, predicate-schema, path-mismatch), for which the
+    signature itself did verify.
+    """
+
+    path: str
+    klass: FailureClass
+    message: str
+    statement_digest: str | None = None
+    statement: Statement | None = None
+    signer_identity: str | None = None
+    signer_issuer: str | None = None
+    trust_root: str | None = None
+    log_index: int | None = None
+    integrated_time: int | None = None
+
+    @property
+    def recipe(self) -> str | None:
+        return self.statement.recipe if self.statement else None
+
+    @property
+    def counted(self) -> bool:
+        return False
+
+
+Evidence = VerifiedEvidence | RejectedEvidence

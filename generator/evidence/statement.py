@@ -1,0 +1,312 @@
+"""in-toto Statement v1 parsing and the accepted predicates.
+
+`parse_statement(payload_type, payload)` turns the (already signature-verified) DSSE payload
+into a `Statement` record, or raises `StatementError` carrying the failure class
+(payload-type, predicate-type-unknown, predicate-schema). Our predicate
+(`https://aicr.run/scale-qualification/v1`) is checked against
+`catalog/schemas/scale-qualification-v1.schema.json`; upstream AICR's
+`https://aicr.run/recipe-evidence/v1|v2|v3` predicates are accepted permissively: only the fields
+we read (recipe name and digest, phase counts, attestedAt, the v2 profile block) are checked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from generator.evidence.model import (
+    IN_TOTO_PAYLOAD_TYPE,
+    PREDICATE_TYPES,
+    RECIPE_EVIDENCE_V1,
+    RECIPE_EVIDENCE_V2,
+    SCALE_QUALIFICATION_V1,
+    STATEMENT_TYPE_V1,
+    CheckResult,
+    FailureClass,
+    Kpi,
+    Statement,
+)
+
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "catalog" / "schemas"
+PREDICATE_SCHEMA_FILE = "scale-qualification-v1.schema.json"
+PHASES: tuple[str, ...] = ("deployment", "conformance", "performance")
+
+# Accepted in-toto statement `_type`s: v1, and v0.1 which older cosign/in-toto tools still emit.
+STATEMENT_TYPES: tuple[str, ...] = (STATEMENT_TYPE_V1, "https://in-toto.io/Statement/v0.1")
+
+_HEX64 = "^[0-9a-f]{64}$"
+_DIGEST = "^(sha256:)?[0-9a-f]{64}$"
+_COUNTS = {"type": "integer", "minimum": 0}
+
+# What we rely on in upstream's recipe-evidence predicate (pkg/evidence/attestation/types.go
+# upstream): everything else is allowed and kept as signed.
+UPSTREAM_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "required": ["recipe"],
+    "properties": {
+        "schemaVersion": {"type": "string"},
+        "attestedAt": {"type": "string"},
+        "aicrVersion": {"type": "string"},
+        "recipe": {
+            "type": "object",
+            "required": ["name", "digest"],
+            "properties": {
+                "name": {"type": "string", "minLength": 1},
+                "digest": {"type": "string", "pattern": _DIGEST},
+            },
+        },
+        "phases": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "properties": {"passed": _COUNTS, "failed": _COUNTS, "skipped": _COUNTS},
+            },
+        },
+        "profile": {
+            "type": "object",
+            "required": ["selection", "policyDescriptorIdentity"],
+            "properties": {
+                "selection": {"type": "string", "minLength": 1},
+                "policyDescriptorIdentity": {"type": "string", "minLength": 1},
+            },
+        },
+    },
+}
+
+STATEMENT_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "required": ["_type", "subject", "predicateType", "predicate"],
+    "properties": {
+        "subject": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": ["digest"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "digest": {"type": "object", "additionalProperties": {"type": "string"}},
+                },
+            },
+        },
+        "predicateType": {"type": "string"},
+        "predicate": {"type": "object"},
+    },
+}
+
+
+class StatementError(Exception):
+    """The payload is not an acceptable evidence statement; `klass` says which check failed."""
+
+    def __init__(self, klass: FailureClass, message: str) -> None:
+        super().__init__(message)
+        self.klass = klass
+        self.message = message
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@cache
+def predicate_schema() -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads((SCHEMA_DIR / PREDICATE_SCHEMA_FILE).read_text("utf-8"))
+    return schema
+
+
+@cache
+def _validator(kind: str) -> jsonschema.protocols.Validator:
+    schema = {
+        "predicate": predicate_schema(),
+        "upstream": UPSTREAM_SCHEMA,
+        "statement": STATEMENT_SCHEMA,
+    }[kind]
+    cls = jsonschema.validators.validator_for(schema)
+    validator: jsonschema.protocols.Validator = cls(schema)
+    return validator
+
+
+def schema_errors(kind: str, instance: Any, prefix: str) -> tuple[str, ...]:
+    """Every schema error as `$.json.path: message`, sorted; empty when valid."""
+    errors = _validator(kind).iter_errors(instance)
+    out = {f"{prefix}{e.json_path[1:]}: {e.message}" for e in errors}
+    return tuple(sorted(out))
+
+
+def normalize_digest(digest: str) -> str:
+    return digest if digest.startswith("sha256:") else f"sha256:{digest}"
+
+
+def parse_statement(payload_type: str, payload: bytes) -> Statement:
+    """The evidence statement in a verified DSSE payload; raises StatementError."""
+    if payload_type != IN_TOTO_PAYLOAD_TYPE:
+        raise StatementError(
+            FailureClass.PAYLOAD_TYPE,
+            f"DSSE payloadType is {payload_type!r}; expected {IN_TOTO_PAYLOAD_TYPE!r}",
+        )
+    try:
+        doc = json.loads(payload)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise StatementError(FailureClass.PAYLOAD_TYPE, f"DSSE payload is not JSON: {e}") from e
+    if not isinstance(doc, dict) or doc.get("_type") not in STATEMENT_TYPES:
+        seen = doc.get("_type") if isinstance(doc, dict) else type(doc).__name__
+        raise StatementError(
+            FailureClass.PAYLOAD_TYPE,
+            f"payload _type is {seen!r}; expected {STATEMENT_TYPE_V1!r}",
+        )
+    predicate_type = doc.get("predicateType")
+    if predicate_type not in PREDICATE_TYPES:
+        raise StatementError(
+            FailureClass.PREDICATE_TYPE_UNKNOWN,
+            f"predicateType {predicate_type!r} is not evidence; accepted: "
+            + ", ".join(PREDICATE_TYPES),
+        )
+    problems = schema_errors("statement", doc, "$")
+    if not problems:
+        kind = "predicate" if predicate_type == SCALE_QUALIFICATION_V1 else "upstream"
+        problems = schema_errors(kind, doc["predicate"], "$.predicate")
+    if not problems and predicate_type in (RECIPE_EVIDENCE_V1, RECIPE_EVIDENCE_V2):
+        has_profile = "profile" in doc["predicate"]
+        if predicate_type == RECIPE_EVIDENCE_V1 and has_profile:
+            problems = (f"$.predicate.profile: not allowed by {RECIPE_EVIDENCE_V1}",)
+        if predicate_type == RECIPE_EVIDENCE_V2 and not has_profile:
+            problems = (f"$.predicate: 'profile' is required by {RECIPE_EVIDENCE_V2}",)
+    if not problems and predicate_type == SCALE_QUALIFICATION_V1:
+        want = doc["predicate"]["recipe"]["digest"].removeprefix("sha256:")
+        if not any(s["digest"].get("sha256") == want for s in doc["subject"]):
+            problems = (
+                f"$.subject: no subject carries the predicate's recipe digest sha256:{want}",
+            )
+    if problems:
+        raise StatementError(
+            FailureClass.PREDICATE_SCHEMA,
+            f"predicate fails the {predicate_type} schema: " + "; ".join(problems),
+        )
+    subjects = tuple(
+        (str(s.get("name", "")), dict(sorted(s["digest"].items()))) for s in doc["subject"]
+    )
+    pred: Mapping[str, Any] = doc["predicate"]
+    if predicate_type == SCALE_QUALIFICATION_V1:
+        return _scale_statement(pred, subjects)
+    return _upstream_statement(predicate_type, pred, subjects)
+
+
+def _scale_statement(
+    pred: Mapping[str, Any], subjects: tuple[tuple[str, Mapping[str, str]], ...]
+) -> Statement:
+    phases = {
+        name: tuple(
+            CheckResult(
+                name=c["name"],
+                status=c["status"],
+                targets=c["targets"],
+                message=c.get("message", ""),
+            )
+            for c in pred["phases"][name]["checks"]
+        )
+        for name in PHASES
+    }
+    kpis = tuple(
+        Kpi(
+            id=k["id"],
+            value=float(k["value"]),
+            unit=k["unit"],
+            operator=k["threshold"]["operator"],
+            threshold=float(k["threshold"]["value"]),
+            status=k.get("status"),
+        )
+        for k in pred["kpis"]
+    )
+    return Statement(
+        predicate_type=SCALE_QUALIFICATION_V1,
+        recipe=pred["recipe"]["name"],
+        recipe_digest=pred["recipe"]["digest"],
+        subjects=subjects,
+        predicate=pred,
+        scale_profile=pred["scaleProfile"]["name"],
+        scale_profile_version=pred["scaleProfile"]["version"],
+        lane=pred["lane"]["name"],
+        lane_nodes=pred["lane"]["nodes"],
+        criteria_version=pred["lane"]["criteriaVersion"],
+        observed_nodes=pred["observed"]["nodes"],
+        observed_gpus=pred["observed"]["gpus"],
+        bundle_digest=pred["bundleDigest"],
+        component_versions=dict(sorted(pred["componentVersions"].items())),
+        phases=phases,
+        kpis=kpis,
+        verdict=pred["verdict"],
+        reasons=tuple(pred["reasons"]),
+        attested_at=pred["attestedAt"],
+        sample=pred["sample"],
+        generator=f"{pred['generator']['name']} {pred['generator']['version']}",
+    )
+
+
+def _upstream_statement(
+    predicate_type: str,
+    pred: Mapping[str, Any],
+    subjects: tuple[tuple[str, Mapping[str, str]], ...],
+) -> Statement:
+    """Upstream carries per-phase counts, not per-check results: one summary row per phase."""
+    phases: dict[str, tuple[CheckResult, ...]] = {}
+    raw_phases: Mapping[str, Any] = pred.get("phases", {})
+    failed = passed = 0
+    for name in PHASES:
+        if name not in raw_phases:
+            continue
+        counts = raw_phases[name]
+        p, f, s = (int(counts.get(k, 0)) for k in ("passed", "failed", "skipped"))
+        passed, failed = passed + p, failed + f
+        status = "failed" if f else "passed" if p else "skipped"
+        message = f"{p} passed, {f} failed, {s} skipped"
+        phases[name] = (CheckResult(name=f"{name} (summary)", status=status, message=message),)
+    verdict = "pass" if passed and not failed else "fail"
+    reasons: tuple[str, ...] = ()
+    if failed:
+        reasons = (f"{failed} check(s) failed",)
+    elif not passed:
+        reasons = ("no check passed",)
+    profile = pred.get("profile")
+    version = pred.get("aicrVersion")
+    return Statement(
+        predicate_type=predicate_type,
+        recipe=pred["recipe"]["name"],
+        recipe_digest=normalize_digest(pred["recipe"]["digest"]),
+        subjects=subjects,
+        predicate=pred,
+        scale_profile=profile["selection"] if isinstance(profile, Mapping) else None,
+        phases=phases,
+        verdict=verdict,
+        reasons=reasons,
+        attested_at=pred.get("attestedAt"),
+        generator=f"aicr {version}" if version else None,
+    )
+
+
+def build_statement(predicate: Mapping[str, Any]) -> bytes:
+    """The canonical statement bytes for one scale-qualification predicate.
+
+    Subject: the recipe, named `recipe:<name>`, with its digest; keys sorted, compact, UTF-8,
+    so the same predicate always gives the same bytes (and the same storage file name).
+    """
+    recipe = predicate["recipe"]
+    statement = {
+        "_type": STATEMENT_TYPE_V1,
+        "subject": [
+            {
+                "name": f"recipe:{recipe['name']}",
+                "digest": {"sha256": recipe["digest"].removeprefix("sha256:")},
+            }
+        ],
+        "predicateType": SCALE_QUALIFICATION_V1,
+        "predicate": predicate,
+    }
+    return json.dumps(statement, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()

@@ -1,0 +1,445 @@
+"""Offline verification of evidence bundles: a pure function from files to records.
+
+`verify_evidence(files, trust_roots=..., policy=..., current_digests=...)` returns one
+`VerifiedEvidence | RejectedEvidence` per file, in the order given. For each file:
+
+1. the bundle is parsed with `sigstore.models.Bundle.from_json` (malformed-bundle);
+2. `Verifier(trusted_root=TrustedRoot.from_file(...)).verify_dsse(bundle, policy)` checks the
+   certificate chain at the log's integrated time, the embedded SCT, the signer policy (our
+   `catalog/signers.yaml`, applied inside sigstore's policy hook so it cannot be skipped), the
+   inclusion proof, checkpoint and SET, and the DSSE signature — each failure is mapped to a
+   failure class with sigstore's reason kept in the message;
+3. `verify_dsse` does not look at the payload: its type, `_type`, `predicateType` and the
+   predicate's schema are checked by `generator.evidence.statement`;
+4. the file must sit at `evidence/<recipe>/<source>/<sha256-of-statement>.sigstore.json`;
+5. the statement's recipe digest is compared with `current_digests[recipe]`: a mismatch is
+   *stale* (a `VerifiedEvidence` with `stale=True`: shown, not counted).
+
+Nothing here touches the network: `Verifier.production()` is never used. Work is spread over a
+process pool (`jobs`, default: every core). The result of the cryptographic check of one bundle
+against one trust root is memoized in memory by content digest, so verifying an unchanged file
+again in the same process costs a dictionary lookup. The memo is deliberately never written to
+disk: a writable cache of verification results would be a way around verification.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from cryptography import x509
+from cryptography.x509.oid import ObjectIdentifier
+from sigstore.errors import CertValidationError, Error, VerificationError
+from sigstore.models import Bundle, TrustedRoot
+from sigstore.verify import Verifier
+
+from generator.evidence.model import (
+    Evidence,
+    EvidenceFile,
+    FailureClass,
+    RejectedEvidence,
+    SignerPolicy,
+    SignerRule,
+    Statement,
+    TrustRoot,
+    VerifiedEvidence,
+)
+from generator.evidence.statement import StatementError, parse_statement
+from generator.evidence.store import evidence_path, path_problem, source_id
+
+_OID_ISSUER_V1 = ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
+_OID_ISSUER_V2 = ObjectIdentifier("1.3.6.1.4.1.57264.1.8")
+_OID_OTHERNAME = ObjectIdentifier("1.3.6.1.4.1.57264.1.7")
+# Below this many files the pool's start-up costs more than it saves.
+PARALLEL_THRESHOLD = 64
+DEFAULT_PROFILE = "standard"
+
+
+# --- reading the certificate (for policy and for explaining failures) -------------------------
+
+
+def cert_identity(cert: x509.Certificate) -> str:
+    """The signer identity in the certificate's SAN (URI, e-mail or Sigstore other-name)."""
+    try:
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return ""
+    values: list[str] = [
+        *san.get_values_for_type(x509.UniformResourceIdentifier),
+        *san.get_values_for_type(x509.RFC822Name),
+        *(
+            o.value.decode("utf-8", "replace")
+            for o in san.get_values_for_type(x509.OtherName)
+            if o.type_id == _OID_OTHERNAME
+        ),
+    ]
+    return values[0] if values else ""
+
+
+def _der_utf8(raw: bytes) -> str | None:
+    """The text of a DER UTF8String (tag 0x0c), or None."""
+    if len(raw) < 2 or raw[0] != 0x0C:
+        return None
+    length, offset = raw[1], 2
+    if length & 0x80:
+        n = length & 0x7F
+        length, offset = int.from_bytes(raw[2 : 2 + n], "big"), 2 + n
+    return raw[offset : offset + length].decode("utf-8", "replace")
+
+
+def cert_issuer(cert: x509.Certificate) -> str:
+    """The OIDC issuer from Fulcio's extension (v2 UTF8String, else the legacy raw v1)."""
+    for oid in (_OID_ISSUER_V2, _OID_ISSUER_V1):
+        try:
+            ext = cert.extensions.get_extension_for_oid(oid).value
+        except x509.ExtensionNotFound:
+            continue
+        raw = ext.value if isinstance(ext, x509.UnrecognizedExtension) else b""
+        text = _der_utf8(raw) if oid == _OID_ISSUER_V2 else raw.decode("utf-8", "replace")
+        if text:
+            return text
+    return ""
+
+
+def _rfc3339(seconds: int | float | datetime) -> str:
+    when = seconds if isinstance(seconds, datetime) else datetime.fromtimestamp(seconds, UTC)
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --- the signer policy, inside sigstore's policy hook ---------------------------------------
+
+
+class SignerNotAllowed(VerificationError):
+    """Raised from inside `verify_dsse` when the certificate's signer is not allowlisted."""
+
+
+class _AllowlistPolicy:
+    """A sigstore `VerificationPolicy` backed by `SignerPolicy` (fails closed when empty)."""
+
+    def __init__(self, policy: SignerPolicy, trust_root: str) -> None:
+        self.policy = policy
+        self.trust_root = trust_root
+        self.matched: SignerRule | None = None
+
+    def verify(self, cert: x509.Certificate) -> None:
+        identity, issuer = cert_identity(cert), cert_issuer(cert)
+        rule = self.policy.match(identity, issuer, self.trust_root)
+        if rule is None:
+            raise SignerNotAllowed(
+                f"signed by {identity or '(no identity)'} via {issuer or '(no issuer)'}; "
+                f"allowed: {self.policy.describe(self.trust_root)}"
+            )
+        self.matched = rule
+
+
+# --- the cryptographic check (memoized by content) ------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SignatureCheck:
+    """What sigstore said about one bundle against the trust roots."""
+
+    klass: FailureClass | None  # None: verified
+    message: str
+    trust_root: str | None = None
+    payload_type: str = ""
+    payload: bytes = b""
+    identity: str = ""
+    issuer: str = ""
+    rule: SignerRule | None = None
+    log_index: int | None = None
+    integrated_time: int | None = None
+
+
+_VERIFIERS: dict[str, Verifier] = {}
+_MEMO: dict[tuple[str, tuple[str, ...], SignerPolicy], SignatureCheck] = {}
+
+_TLOG_MARKERS = (
+    "failed to verify SCT",
+    "invalid log entry",
+    "log entry",
+    "inclusion proof",
+    "Inclusion proof",
+    "SET:",
+    "checkpoint",
+    "not enough sources of verified time",
+    "Unsupported DSSE log entry type",
+)
+
+
+def _verifier(root: TrustRoot) -> Verifier:
+    """One Verifier per trust root per process, built from the file that was pinned."""
+    verifier = _VERIFIERS.get(root.sha256)
+    if verifier is None:
+        with open(root.path, "rb") as fh:
+            if hashlib.sha256(fh.read()).hexdigest() != root.sha256:
+                raise VerificationError(
+                    f"trust root {root.name} changed on disk since it was loaded"
+                )
+        verifier = Verifier(trusted_root=TrustedRoot.from_file(root.path))
+        _VERIFIERS[root.sha256] = verifier
+    return verifier
+
+
+def _classify(
+    exc: Exception, cert: x509.Certificate, integrated_time: int | None, root: TrustRoot
+) -> tuple[FailureClass, str]:
+    text = str(exc)
+    if isinstance(exc, SignerNotAllowed):
+        return FailureClass.SIGNER_NOT_ALLOWED, text
+    if integrated_time is not None and isinstance(exc, CertValidationError | VerificationError):
+        when = datetime.fromtimestamp(integrated_time, UTC)
+        if not (cert.not_valid_before_utc <= when <= cert.not_valid_after_utc):
+            return FailureClass.CERTIFICATE_EXPIRED, (
+                f"certificate valid {_rfc3339(cert.not_valid_before_utc)} to "
+                f"{_rfc3339(cert.not_valid_after_utc)} was not valid at signing time "
+                f"{_rfc3339(when)} (transparency log integrated time)"
+            )
+    if isinstance(exc, CertValidationError) or isinstance(exc, x509.ExtensionNotFound):
+        return FailureClass.CERTIFICATE_UNTRUSTED, (
+            f"certificate does not chain to trust root {root.name}: {text}"
+        )
+    if text.startswith("DSSE:"):
+        return FailureClass.SIGNATURE_INVALID, f"signature does not verify: {text}"
+    if any(marker in text for marker in _TLOG_MARKERS):
+        return FailureClass.TLOG_INVALID, f"transparency evidence does not verify: {text}"
+    if "Key usage" in text or "Extended usage" in text:
+        return FailureClass.CERTIFICATE_UNTRUSTED, f"certificate is not a code-signing leaf: {text}"
+    if isinstance(exc, ValueError | OSError):
+        return FailureClass.MALFORMED_BUNDLE, f"bundle cannot be verified: {text}"
+    return FailureClass.SIGNATURE_INVALID, f"signature does not verify: {text}"
+
+
+def _log_position(doc: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """(logIndex, integratedTime) of the bundle's one tlog entry (Bundle.from_json checked it)."""
+    material = doc.get("verificationMaterial") or doc.get("verification_material") or {}
+    entries = material.get("tlogEntries") or material.get("tlog_entries") or [{}]
+    entry = entries[0]
+    index = entry.get("logIndex", entry.get("log_index"))
+    time = entry.get("integratedTime", entry.get("integrated_time"))
+    return (
+        int(index) if index is not None else None,
+        int(time) if time not in (None, "", "0", 0) else None,
+    )
+
+
+def check_signature(
+    data: bytes, trust_roots: Sequence[TrustRoot], policy: SignerPolicy
+) -> SignatureCheck:
+    """Parse the bundle and run sigstore's `verify_dsse` against each root until one accepts."""
+    try:
+        doc = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        return SignatureCheck(
+            FailureClass.MALFORMED_BUNDLE, f"not a Sigstore bundle: not JSON ({e})"
+        )
+    try:
+        bundle = Bundle.from_json(data)
+    except (Error, ValueError, TypeError, KeyError) as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        return SignatureCheck(FailureClass.MALFORMED_BUNDLE, f"not a Sigstore bundle: {first}")
+    if not isinstance(doc, dict) or not (doc.get("dsseEnvelope") or doc.get("dsse_envelope")):
+        return SignatureCheck(
+            FailureClass.MALFORMED_BUNDLE,
+            "bundle holds a message signature, not a DSSE envelope: it is not an attestation",
+        )
+    cert = bundle.signing_certificate
+    identity, issuer = cert_identity(cert), cert_issuer(cert)
+    # Unauthenticated until verify_dsse succeeds: used for explanations and then reported.
+    log_index, integrated_time = _log_position(doc)
+    failures: list[tuple[FailureClass, str]] = []
+    for root in trust_roots:
+        hook = _AllowlistPolicy(policy, root.name)
+        try:
+            payload_type, payload = _verifier(root).verify_dsse(bundle, hook)
+        except (Error, ValueError, OSError, x509.ExtensionNotFound) as e:
+            failures.append(_classify(e, cert, integrated_time, root))
+            continue
+        return SignatureCheck(
+            klass=None,
+            message="verified",
+            trust_root=root.name,
+            payload_type=payload_type,
+            payload=payload,
+            identity=identity,
+            issuer=issuer,
+            rule=hook.matched,
+            log_index=log_index,
+            integrated_time=integrated_time,
+        )
+    # The most telling failure: one from a root the certificate did chain to, else the first.
+    chained = [f for f in failures if f[0] is not FailureClass.CERTIFICATE_UNTRUSTED]
+    klass, message = (chained or failures)[0]
+    if not chained and len(trust_roots) > 1:
+        names = " or ".join(r.name for r in trust_roots)
+        message = f"certificate does not chain to trust root {names}"
+    return SignatureCheck(
+        klass,
+        message,
+        identity=identity,
+        issuer=issuer,
+        log_index=log_index,
+        integrated_time=integrated_time,
+    )
+
+
+def digest_key(recipe: str, profile: str | None) -> str:
+    """The `current_digests` key of a recipe resolved with a scale profile: `<recipe>@<profile>`."""
+    return f"{recipe}@{profile or DEFAULT_PROFILE}"
+
+
+def current_digest(statement: Statement, current_digests: Mapping[str, str]) -> str | None:
+    """The current digest a statement must carry: `<recipe>@<profile>`, else `<recipe>`."""
+    key = digest_key(statement.recipe, statement.scale_profile)
+    return current_digests.get(key, current_digests.get(statement.recipe))
+
+
+def with_current_digests(
+    records: Iterable[Evidence], current_digests: Mapping[str, str]
+) -> tuple[Evidence, ...]:
+    """The records re-judged for staleness against other current digests (no re-verification)."""
+    out: list[Evidence] = []
+    for r in records:
+        if isinstance(r, VerifiedEvidence):
+            current = current_digest(r.statement, current_digests)
+            r = replace(r, current_digest=current, stale=current != r.statement.recipe_digest)
+        out.append(r)
+    return tuple(out)
+
+
+# --- one file ---------------------------------------------------------------------------------
+
+
+def verify_one(
+    file: EvidenceFile,
+    sig: SignatureCheck,
+    trust_roots: Sequence[TrustRoot],
+    current_digests: Mapping[str, str],
+    check_paths: bool = True,
+) -> Evidence:
+    """Everything after the signature: payload, statement, predicate, path, currency."""
+    if sig.klass is not None:
+        return RejectedEvidence(
+            path=file.path,
+            klass=sig.klass,
+            message=sig.message,
+            signer_identity=sig.identity or None,
+            signer_issuer=sig.issuer or None,
+            log_index=sig.log_index,
+            integrated_time=sig.integrated_time,
+        )
+    digest = "sha256:" + hashlib.sha256(sig.payload).hexdigest()
+    seen = {
+        "path": file.path,
+        "statement_digest": digest,
+        "signer_identity": sig.identity,
+        "signer_issuer": sig.issuer,
+        "trust_root": sig.trust_root,
+        "log_index": sig.log_index,
+        "integrated_time": sig.integrated_time,
+    }
+    try:
+        statement = parse_statement(sig.payload_type, sig.payload)
+    except StatementError as e:
+        return RejectedEvidence(klass=e.klass, message=e.message, **seen)  # type: ignore[arg-type]
+    if check_paths:
+        expected = evidence_path(statement.recipe, sig.issuer, sig.identity, sig.payload)
+        problem = path_problem(file.path, expected)
+        if problem is not None:
+            return RejectedEvidence(
+                klass=FailureClass.PATH_MISMATCH,
+                message=problem,
+                statement=statement,
+                **seen,  # type: ignore[arg-type]
+            )
+    assert sig.rule is not None and sig.log_index is not None and sig.trust_root is not None
+    current = current_digest(statement, current_digests)
+    demo = any(r.demo for r in trust_roots if r.name == sig.trust_root)
+    return VerifiedEvidence(
+        path=file.path,
+        statement_digest=digest,
+        statement=statement,
+        signer_identity=sig.identity,
+        signer_issuer=sig.issuer,
+        signer_label=sig.rule.label,
+        signer_class=sig.rule.klass,
+        source=source_id(sig.issuer, sig.identity),
+        trust_root=sig.trust_root,
+        log_index=sig.log_index,
+        integrated_time=sig.integrated_time,
+        sample=demo or statement.sample,
+        stale=current != statement.recipe_digest,
+        current_digest=current,
+    )
+
+
+# --- many files, both cores -------------------------------------------------------------------
+
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(trust_roots: tuple[TrustRoot, ...], policy: SignerPolicy) -> None:
+    _WORKER["roots"] = trust_roots
+    _WORKER["policy"] = policy
+
+
+def _check_chunk(chunk: list[bytes]) -> list[SignatureCheck]:
+    roots, policy = _WORKER["roots"], _WORKER["policy"]
+    return [check_signature(data, roots, policy) for data in chunk]
+
+
+def _chunks(items: list[bytes], n: int) -> Iterable[list[bytes]]:
+    size = max(1, -(-len(items) // n))
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def verify_evidence(
+    files: Sequence[EvidenceFile],
+    *,
+    trust_roots: TrustRoot | Sequence[TrustRoot],
+    policy: SignerPolicy,
+    current_digests: Mapping[str, str],
+    check_paths: bool = True,
+    jobs: int | None = None,
+) -> tuple[Evidence, ...]:
+    """One record per file, in the given order. See the module docstring for the checks.
+
+    `current_digests` maps a recipe name to the digest of its current resolved recipe (the
+    caller resolves recipes); a recipe missing from it makes its evidence stale.
+    `jobs` is the number of processes (default: all cores; 1 = in this process).
+    """
+    roots = (trust_roots,) if isinstance(trust_roots, TrustRoot) else tuple(trust_roots)
+    if not roots:
+        raise ValueError("verify_evidence needs at least one trust root")
+    root_key = tuple(r.sha256 for r in roots)
+    keys = [(hashlib.sha256(f.data).hexdigest(), root_key, policy) for f in files]
+    todo: dict[tuple[str, tuple[str, ...], SignerPolicy], bytes] = {}
+    for key, f in zip(keys, files, strict=True):
+        if key not in _MEMO:
+            todo.setdefault(key, f.data)
+    if todo:
+        pending = list(todo.items())
+        datas = [d for _, d in pending]
+        workers = min(jobs or os.cpu_count() or 1, len(datas))
+        if workers <= 1 or len(datas) < PARALLEL_THRESHOLD:
+            checks = [check_signature(d, roots, policy) for d in datas]
+        else:
+            with ProcessPoolExecutor(
+                max_workers=workers, initializer=_init_worker, initargs=(roots, policy)
+            ) as pool:
+                checks = [
+                    c for part in pool.map(_check_chunk, _chunks(datas, workers * 4)) for c in part
+                ]
+        for (key, _), check in zip(pending, checks, strict=True):
+            _MEMO[key] = check
+    return tuple(
+        verify_one(f, _MEMO[key], roots, current_digests, check_paths)
+        for key, f in zip(keys, files, strict=True)
+    )
