@@ -32,6 +32,7 @@ from generator.render import (
     write_bundle,
 )
 from generator.render.bundle_verify import verify_bundle
+from generator.render.common import DEFAULT_REPO_PATH, DEFAULT_REPO_URL, DEFAULT_REVISION
 from generator.resolve import resolve
 
 DIMENSIONS = ("service", "accelerator", "os", "intent", "platform")
@@ -156,19 +157,19 @@ def _write_archive(data: bytes, out_dir: Path, name: str) -> Path:
 @click.option(
     "--repo",
     "repo_url",
-    default=GitOpsTarget.repo_url,
+    default=DEFAULT_REPO_URL,
     show_default=True,
     help="argocd/flux: Git repository the bundle will be pushed to.",
 )
 @click.option(
     "--revision",
-    default=GitOpsTarget.revision,
+    default=DEFAULT_REVISION,
     show_default=True,
     help="argocd/flux: Git revision (branch, tag or commit).",
 )
 @click.option(
     "--repo-path",
-    default=GitOpsTarget.path,
+    default=DEFAULT_REPO_PATH,
     show_default=True,
     help="argocd/flux: directory of the bundle inside the repository.",
 )

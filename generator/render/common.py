@@ -29,6 +29,12 @@ CHECKSUMS = "checksums.txt"
 RECIPE_FILE = "recipe.yaml"
 TEMPLATES = Path(__file__).resolve().parent.parent.parent / "site_templates" / "bundles"
 
+# Where GitOps deployers expect the pushed bundle unless told otherwise (--repo, --revision,
+# --repo-path); a placeholder repository, as upstream AICR uses.
+DEFAULT_REPO_URL = "https://github.com/example/aicr-bundles.git"
+DEFAULT_REVISION = "main"
+DEFAULT_REPO_PATH = "."
+
 MODE_FILE = 0o644
 MODE_EXEC = 0o755
 
@@ -54,9 +60,9 @@ BundleTree = Mapping[str, BundleFile]
 class GitOpsTarget:
     """Where a GitOps deployer (Argo CD, Flux) will find the bundle once it is pushed."""
 
-    repo_url: str = "https://github.com/example/aicr-bundles.git"
-    revision: str = "main"
-    path: str = "."
+    repo_url: str = DEFAULT_REPO_URL
+    revision: str = DEFAULT_REVISION
+    path: str = DEFAULT_REPO_PATH
 
     def join(self, rel: str) -> str:
         """`rel` (a bundle path) as a path inside the Git repository."""

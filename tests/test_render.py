@@ -1,0 +1,494 @@
+"""generator.render: the four layouts, built from hand-made RecipeResults (no catalog needed)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from generator.errors import RenderError
+from generator.records import Criteria, Override, RecipeResult, ResolvedComponent
+from generator.render import (
+    BundleFile,
+    Deployer,
+    GitOpsTarget,
+    render_bundle,
+    write_bundle,
+)
+from generator.render.common import checksums_text
+
+DEPLOYERS = tuple(Deployer)
+
+PRE = (
+    b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: params\n  namespace: gpu\ndata:\n  a: b\n"
+)
+POST = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: after\n  namespace: gpu\n"
+TUNING = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: tuning\n  namespace: tune\n"
+MANIFESTS = {
+    "components/gpu/manifests/params.yaml": PRE,
+    "components/gpu/manifests/after.yaml": POST,
+    "components/tuning/manifests/tuning.yaml": TUNING,
+}
+
+
+def comp(name: str, order: int, depth: int, **kw: Any) -> ResolvedComponent:
+    base: dict[str, Any] = {
+        "name": name,
+        "type": "Helm",
+        "repository": "https://charts.example.com/stable",
+        "chart": name,
+        "version": "1.0.0",
+        "namespace": name,
+        "values": {},
+        "manifest_files": (),
+        "pre_manifest_files": (),
+        "dependency_refs": (),
+        "order": order,
+        "depth": depth,
+        "values_files": (),
+    }
+    base.update(kw)
+    return ResolvedComponent(**base)
+
+
+def sample_result(overrides: tuple[Override, ...] = ()) -> RecipeResult:
+    """cert (depth 0), oci-op (depth 0, OCI), gpu (depth 1, pre + post manifests),
+    tuning (depth 2, manifests only)."""
+    components = (
+        comp("cert", 0, 0, values={"installCRDs": True, "replicas": 2}),
+        comp(
+            "oci-op",
+            1,
+            0,
+            repository="oci://ghcr.io/example/charts",
+            chart="operator",
+            version="v0.3.1",
+            namespace="ops",
+            values={"z": {"b": 1, "a": [1, "two", None]}, "a": 'it\'s "quoted"'},
+        ),
+        comp(
+            "gpu",
+            2,
+            1,
+            namespace="gpu",
+            values={"driver": {"enabled": False, "version": "580.1"}, "ratio": 0.5},
+            pre_manifest_files=("components/gpu/manifests/params.yaml",),
+            manifest_files=("components/gpu/manifests/after.yaml",),
+            dependency_refs=("cert", "oci-op"),
+        ),
+        comp(
+            "tuning",
+            3,
+            2,
+            repository=None,
+            chart=None,
+            version=None,
+            namespace="tune",
+            manifest_files=("components/tuning/manifests/tuning.yaml",),
+            dependency_refs=("gpu",),
+        ),
+    )
+    return RecipeResult(
+        name="sample-recipe",
+        criteria=Criteria(service="eks", accelerator="gb300"),
+        applied_overlays=("base", "sample-recipe"),
+        mixins=(),
+        constraints=(),
+        components=components,
+        validation={},
+        scale_profile="standard",
+        scale_profile_version="1.0.0",
+        overrides=overrides,
+        digest="sha256:" + "ab" * 32,
+    )
+
+
+def docs(tree: dict[str, BundleFile] | Any, path: str) -> list[Any]:
+    return [d for d in yaml.safe_load_all(tree[path].data) if d is not None]
+
+
+def one(tree: Any, path: str) -> Any:
+    (d,) = docs(tree, path)
+    return d
+
+
+@pytest.fixture(scope="module")
+def trees() -> dict[Deployer, Any]:
+    return {d: render_bundle(sample_result(), d, MANIFESTS) for d in DEPLOYERS}
+
+
+# --- every deployer ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("deployer", DEPLOYERS)
+def test_every_yaml_file_parses(trees: dict[Deployer, Any], deployer: Deployer) -> None:
+    tree = trees[deployer]
+    yamls = [p for p in tree if p.endswith(".yaml")]
+    assert yamls
+    for p in yamls:
+        assert docs(tree, p), p
+
+
+@pytest.mark.parametrize("deployer", DEPLOYERS)
+def test_shared_files_and_checksums(trees: dict[Deployer, Any], deployer: Deployer) -> None:
+    tree = trees[deployer]
+    for p in ("README.md", "recipe.yaml", "bundle-info.yaml", "checksums.txt"):
+        assert p in tree
+    lines = tree["checksums.txt"].data.decode().splitlines()
+    listed = [line.split("  ", 1)[1] for line in lines]
+    assert listed == sorted(listed)
+    assert set(listed) == set(tree) - {"checksums.txt"}
+    for line in lines:
+        digest, path = line.split("  ", 1)
+        assert hashlib.sha256(tree[path].data).hexdigest() == digest
+
+
+@pytest.mark.parametrize("deployer", DEPLOYERS)
+def test_bundle_info(trees: dict[Deployer, Any], deployer: Deployer) -> None:
+    info = one(trees[deployer], "bundle-info.yaml")
+    entry = {
+        Deployer.HELM: "deploy.sh",
+        Deployer.HELMFILE: "helmfile.yaml",
+        Deployer.ARGOCD: "app-of-apps.yaml",
+        Deployer.FLUX: "kustomization.yaml",
+    }[deployer]
+    assert info["deployer"] == str(deployer)
+    assert info["entrypoint"] == entry and entry in trees[deployer]
+    assert info["recipe"]["name"] == "sample-recipe"
+    assert info["recipe"]["digest"] == "sha256:" + "ab" * 32
+    assert info["scaleProfile"] == {"name": "standard", "version": "1.0.0"}
+    assert info["generator"]["name"] == "aicr-catalog"
+    assert info["overrides"] == []
+    components = [r["component"] for r in info["releases"]]
+    # releases in deployment order, each component's releases together
+    order = ["cert", "oci-op", "gpu", "tuning"]
+    assert sorted(components, key=order.index) == components
+    assert set(components) == set(order)
+    for r in info["releases"]:
+        assert any(p.startswith(r["path"] + "/") or p == r["path"] for p in trees[deployer])
+    text = trees[deployer]["bundle-info.yaml"].data.decode().lower()
+    for word in ("timestamp", "date", "created", "time:"):
+        assert word not in text
+
+
+def test_overrides_recorded_in_bundle_info() -> None:
+    o = (Override("gpu", "driver.version", "590", "--set gpu:driver.version=590"),)
+    tree = render_bundle(sample_result(o), "helm", MANIFESTS)
+    info = one(tree, "bundle-info.yaml")
+    assert info["overrides"] == [
+        {
+            "component": "gpu",
+            "path": "driver.version",
+            "value": "590",
+            "origin": "--set gpu:driver.version=590",
+        }
+    ]
+    assert "--set gpu:driver.version=590" in tree["README.md"].data.decode()
+
+
+@pytest.mark.parametrize("deployer", DEPLOYERS)
+def test_rendering_is_deterministic(deployer: Deployer) -> None:
+    a = render_bundle(sample_result(), deployer, MANIFESTS)
+    b = render_bundle(sample_result(), deployer, MANIFESTS)
+    assert list(a) == list(b) == sorted(a)
+    assert all(a[p] == b[p] for p in a)
+
+
+@pytest.mark.parametrize("deployer", DEPLOYERS)
+def test_values_are_exactly_the_merged_values(
+    trees: dict[Deployer, Any], deployer: Deployer
+) -> None:
+    result = sample_result()
+    tree = trees[deployer]
+    for c in result.components:
+        if c.chart is None:
+            continue
+        d = f"{c.order + 1:03d}-{c.name}"
+        if deployer is Deployer.FLUX:
+            got = one(tree, f"{d}/helmrelease.yaml")["spec"].get("values", {})
+        else:
+            got = one(tree, f"{d}/values.yaml")
+        assert got == dict(c.values), c.name
+
+
+@pytest.mark.parametrize("deployer", DEPLOYERS)
+def test_manifests_copied_byte_for_byte(trees: dict[Deployer, Any], deployer: Deployer) -> None:
+    tree = trees[deployer]
+    assert tree["003-gpu/pre-manifests/01-params.yaml"].data == PRE
+    assert tree["003-gpu/manifests/01-after.yaml"].data == POST
+    assert tree["004-tuning/manifests/01-tuning.yaml"].data == TUNING
+
+
+@pytest.mark.parametrize("deployer", DEPLOYERS)
+def test_no_unsafe_paths(trees: dict[Deployer, Any], deployer: Deployer) -> None:
+    for p in trees[deployer]:
+        assert not p.startswith("/") and ".." not in p.split("/")
+
+
+# --- helm --------------------------------------------------------------------------------------
+
+
+def test_helm_layout_and_modes(trees: dict[Deployer, Any]) -> None:
+    tree = trees[Deployer.HELM]
+    for d in ("001-cert", "002-oci-op", "003-gpu", "004-tuning"):
+        assert tree[f"{d}/install.sh"].mode == 0o755
+    assert "004-tuning/values.yaml" not in tree  # manifests only: no chart, no values
+    for p in ("deploy.sh", "undeploy.sh"):
+        assert tree[p].mode == 0o755
+    assert tree["README.md"].mode == 0o644
+
+
+def test_helm_deploy_order_and_commands(trees: dict[Deployer, Any]) -> None:
+    tree = trees[Deployer.HELM]
+    deploy = tree["deploy.sh"].data.decode()
+    positions = [
+        deploy.index(f"bash {d}/install.sh")
+        for d in ("001-cert", "002-oci-op", "003-gpu", "004-tuning")
+    ]
+    assert positions == sorted(positions)
+    undeploy = tree["undeploy.sh"].data.decode()
+    gone = [undeploy.index(f"removing {n}") for n in ("tuning", "gpu", "oci-op", "cert")]
+    assert gone == sorted(gone)
+
+    gpu = tree["003-gpu/install.sh"].data.decode()
+    assert "helm upgrade --install gpu gpu" in gpu
+    assert "--repo https://charts.example.com/stable" in gpu
+    assert "--version 1.0.0" in gpu and "--wait" in gpu and "--create-namespace" in gpu
+    assert gpu.index("pre-manifests/01-params.yaml") < gpu.index("helm upgrade")
+    assert gpu.index("helm upgrade") < gpu.index(
+        "manifests/01-after.yaml", gpu.index("helm upgrade")
+    )
+    assert "retry()" in gpu and "ensure_namespace gpu" in gpu
+
+    oci = tree["002-oci-op/install.sh"].data.decode()
+    assert (
+        "oci://ghcr.io/example/charts/operator" in oci and "--repo" not in oci.split("retry()")[1]
+    )
+
+
+def _run_with_fake_tools(bundle: Path, tmp: Path, script: str) -> tuple[str, list[str]]:
+    """Run a bundle script with `helm` and `kubectl` replaced by recorders."""
+    bindir = tmp / "bin"
+    bindir.mkdir(exist_ok=True)
+    log = tmp / "calls.log"
+    # kubectl: `get` fails (namespace absent), everything else succeeds; helm always succeeds.
+    (bindir / "kubectl").write_text(
+        f'#!/bin/sh\necho "kubectl $*" >> "{log}"\ncase "$1" in get) exit 1;; esac\nexit 0\n'
+    )
+    (bindir / "helm").write_text(f'#!/bin/sh\necho "helm $*" >> "{log}"\nexit 0\n')
+    for tool in ("helm", "kubectl"):
+        (bindir / tool).chmod(0o755)
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "AICR_RETRIES": "1"}
+    proc = subprocess.run(
+        ["bash", str(bundle / script)], env=env, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout, log.read_text().splitlines()
+
+
+def test_helm_deploy_runs_in_order_with_fake_tools(tmp_path: Path) -> None:
+    out = tmp_path / "bundle"
+    write_bundle(render_bundle(sample_result(), "helm", MANIFESTS), out)
+    stdout, calls = _run_with_fake_tools(out, tmp_path, "deploy.sh")
+    assert "recipe sample-recipe deployed" in stdout
+    installs = [c.split()[3] for c in calls if c.startswith("helm upgrade --install")]
+    assert installs == ["cert", "oci-op", "gpu"]
+    applies = [c.rsplit("/", 1)[-1] for c in calls if c.startswith("kubectl apply")]
+    assert applies == ["01-params.yaml", "01-after.yaml", "01-tuning.yaml"]
+    assert "kubectl create namespace gpu" in calls
+
+
+def test_helm_deploy_refuses_a_tampered_bundle(tmp_path: Path) -> None:
+    out = tmp_path / "bundle"
+    write_bundle(render_bundle(sample_result(), "helm", MANIFESTS), out)
+    (out / "001-cert" / "values.yaml").write_text("replicas: 99\n")
+    proc = subprocess.run(
+        ["bash", str(out / "deploy.sh")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": os.environ["PATH"]},
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert "do not match checksums.txt" in proc.stderr
+
+
+# --- helmfile ----------------------------------------------------------------------------------
+
+
+def test_helmfile_releases_and_needs(trees: dict[Deployer, Any]) -> None:
+    hf = one(trees[Deployer.HELMFILE], "helmfile.yaml")
+    repos = {r["name"]: r for r in hf["repositories"]}
+    assert repos["ghcr-io-example-charts"] == {
+        "name": "ghcr-io-example-charts",
+        "url": "ghcr.io/example/charts",
+        "oci": True,
+    }
+    assert repos["charts-example-com-stable"]["url"] == "https://charts.example.com/stable"
+    rel = {r["name"]: r for r in hf["releases"]}
+    assert [r["name"] for r in hf["releases"]] == [
+        "cert",
+        "oci-op",
+        "gpu-pre-manifests",
+        "gpu",
+        "gpu-manifests",
+        "tuning-manifests",
+    ]
+    assert rel["gpu"]["version"] == "1.0.0"
+    assert rel["gpu"]["chart"] == "charts-example-com-stable/gpu"
+    assert rel["gpu"]["values"] == ["./003-gpu/values.yaml"]
+    assert rel["gpu"]["needs"] == ["cert/cert", "ops/oci-op", "gpu/gpu-pre-manifests"]
+    assert rel["gpu-pre-manifests"]["needs"] == ["cert/cert", "ops/oci-op"]
+    assert rel["gpu-manifests"]["needs"] == ["gpu/gpu"]
+    assert rel["tuning-manifests"]["needs"] == ["gpu/gpu-manifests"]
+    assert "needs" not in rel["cert"]
+    assert rel["oci-op"]["chart"] == "ghcr-io-example-charts/operator"
+
+
+# --- argocd ------------------------------------------------------------------------------------
+
+
+def test_argocd_sync_waves_follow_depth(trees: dict[Deployer, Any]) -> None:
+    tree = trees[Deployer.ARGOCD]
+    waves = {}
+    for c in sample_result().components:
+        app = one(tree, f"{c.order + 1:03d}-{c.name}/application.yaml")
+        waves[c.name] = app["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"]
+    assert waves == {"cert": "0", "oci-op": "0", "gpu": "1", "tuning": "2"}
+
+
+def test_argocd_sources_pinned_and_values_from_repo(trees: dict[Deployer, Any]) -> None:
+    tree = trees[Deployer.ARGOCD]
+    gpu = one(tree, "003-gpu/application.yaml")
+    chart, ref, pre, post = gpu["spec"]["sources"]
+    assert chart["chart"] == "gpu" and chart["targetRevision"] == "1.0.0"
+    assert chart["helm"]["valueFiles"] == ["$values/003-gpu/values.yaml"]
+    assert ref["ref"] == "values"
+    assert pre["path"] == "003-gpu/pre-manifests" and post["path"] == "003-gpu/manifests"
+    oci = one(tree, "002-oci-op/application.yaml")["spec"]["sources"][0]
+    assert oci["repoURL"] == "ghcr.io/example/charts" and oci["chart"] == "operator"
+    root = one(tree, "app-of-apps.yaml")
+    assert root["spec"]["source"]["directory"]["include"] == "*/application.yaml"
+
+
+def test_argocd_repo_target_is_applied() -> None:
+    t = GitOpsTarget("https://git.example.org/ops.git", "v2", "clusters/a")
+    tree = render_bundle(sample_result(), "argocd", MANIFESTS, target=t)
+    gpu = one(tree, "003-gpu/application.yaml")["spec"]["sources"]
+    assert gpu[0]["helm"]["valueFiles"] == ["$values/clusters/a/003-gpu/values.yaml"]
+    assert gpu[1] == {
+        "repoURL": "https://git.example.org/ops.git",
+        "targetRevision": "v2",
+        "ref": "values",
+    }
+    assert one(tree, "app-of-apps.yaml")["spec"]["source"]["path"] == "clusters/a"
+    assert one(tree, "bundle-info.yaml")["settings"] == {
+        "repoURL": "https://git.example.org/ops.git",
+        "targetRevision": "v2",
+        "path": "clusters/a",
+    }
+
+
+# --- flux --------------------------------------------------------------------------------------
+
+
+def test_flux_sources_releases_and_depends_on(trees: dict[Deployer, Any]) -> None:
+    tree = trees[Deployer.FLUX]
+    hr = one(tree, "sources/helmrepository-charts-example-com-stable.yaml")
+    assert (
+        hr["kind"] == "HelmRepository" and hr["spec"]["url"] == "https://charts.example.com/stable"
+    )
+    oci = one(tree, "sources/ocirepository-oci-op-chart.yaml")
+    assert oci["kind"] == "OCIRepository"
+    assert oci["spec"]["url"] == "oci://ghcr.io/example/charts/operator"
+    assert oci["spec"]["ref"] == {"tag": "v0.3.1"}
+    gpu = one(tree, "003-gpu/helmrelease.yaml")
+    assert gpu["spec"]["dependsOn"] == [{"name": "cert"}, {"name": "oci-op"}]
+    assert gpu["spec"]["chart"]["spec"]["version"] == "1.0.0"
+    op = one(tree, "002-oci-op/helmrelease.yaml")
+    assert op["spec"]["chartRef"]["kind"] == "OCIRepository" and "dependsOn" not in op["spec"]
+    root = one(tree, "kustomization.yaml")
+    assert root["resources"] == sorted(root["resources"])
+    for r in root["resources"]:
+        assert r in tree
+    for p in tree:
+        if p.startswith("sources/") or p.endswith("helmrelease.yaml"):
+            assert p in root["resources"]
+    k = one(tree, "004-tuning/manifests-kustomization.yaml")
+    assert k["kind"] == "Kustomization" and k["spec"]["path"] == "./004-tuning/manifests"
+
+
+# --- failures and writing ----------------------------------------------------------------------
+
+
+def test_unsupported_component_type_fails_closed() -> None:
+    r = sample_result()
+    bad = replace(r, components=(replace(r.components[0], type="Kustomize"), *r.components[1:]))
+    with pytest.raises(RenderError) as e:
+        render_bundle(bad, "helm", MANIFESTS)
+    assert [d.rule for d in e.value.diagnostics] == ["render.unsupported-type"]
+    assert "cert has type Kustomize" in e.value.diagnostics[0].message
+
+
+def test_unpinned_chart_and_missing_manifest_fail() -> None:
+    r = sample_result()
+    bad = replace(r, components=(replace(r.components[0], version=None), *r.components[1:]))
+    with pytest.raises(RenderError) as e:
+        render_bundle(bad, "flux", MANIFESTS)
+    assert "cert has chart cert but no pinned version" in e.value.diagnostics[0].message
+    with pytest.raises(RenderError) as e2:
+        render_bundle(sample_result(), "helm", {})
+    assert e2.value.diagnostics[0].rule == "render.missing-manifest"
+
+
+def test_write_bundle_replaces_atomically(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    write_bundle(render_bundle(sample_result(), "helm", MANIFESTS), out)
+    (out / "stale.txt").write_text("old")
+    tree = render_bundle(sample_result(), "helmfile", MANIFESTS)
+    write_bundle(tree, out)
+    assert not (out / "stale.txt").exists()
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == list(
+        tree
+    )
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temporary left behind
+    assert os.access(out / "README.md", os.R_OK)
+
+
+def test_failed_write_leaves_previous_bundle(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    good = render_bundle(sample_result(), "helm", MANIFESTS)
+    write_bundle(good, out)
+    bad = {**good, "../escape.txt": BundleFile(b"x")}
+    with pytest.raises(RenderError):
+        write_bundle(bad, out)
+    assert (out / "checksums.txt").read_bytes() == good["checksums.txt"].data
+    assert not (tmp_path / "escape.txt").exists()
+
+
+def test_checksums_text_format() -> None:
+    files = {"b.txt": BundleFile(b"b"), "a/x": BundleFile(b""), "checksums.txt": BundleFile(b"z")}
+    assert checksums_text(files).decode() == (
+        f"{hashlib.sha256(b'').hexdigest()}  a/x\n{hashlib.sha256(b'b').hexdigest()}  b.txt\n"
+    )
+
+
+def test_sha256sum_accepts_checksums(tmp_path: Path) -> None:
+    if shutil.which("sha256sum") is None:
+        pytest.skip("sha256sum is not installed")
+    write_bundle(render_bundle(sample_result(), "argocd", MANIFESTS), tmp_path / "b")
+    proc = subprocess.run(
+        ["sha256sum", "--check", "--strict", "checksums.txt"],
+        cwd=tmp_path / "b",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
