@@ -628,3 +628,29 @@ def _document(r: RecipeResult, *, with_digest: bool) -> dict[str, Any]:
 def recipe_document(result: RecipeResult) -> dict[str, Any]:
     """The canonical RecipeResult document (apiVersion aicr.run/v1), digest included."""
     return _document(result, with_digest=True)
+
+
+def applicable_profiles(catalog: Catalog, leaf: str) -> tuple[str, ...]:
+    """The scale profiles that apply to a leaf recipe (`standard` always), sorted."""
+    crit = catalog.overlays[leaf].criteria
+    names = {DEFAULT_PROFILE} | {
+        p.name for p in catalog.profiles.values() if profile_applies(p, crit)
+    }
+    return tuple(sorted(names))
+
+
+def resolve_all(catalog: Catalog) -> dict[tuple[str, str], RecipeResult]:
+    """Every leaf × applicable profile that resolves (validate reports the ones that do not)."""
+    out: dict[tuple[str, str], RecipeResult] = {}
+    for leaf in catalog.leaves():
+        for prof in applicable_profiles(catalog, leaf):
+            try:
+                out[(leaf, prof)] = resolve(catalog, leaf, profile=prof)
+            except (ResolveError, ScaleError):
+                continue
+    return out
+
+
+def current_digests(results: Mapping[tuple[str, str], RecipeResult]) -> dict[str, str]:
+    """`<recipe>@<profile>` → digest, the form evidence verification compares against."""
+    return {f"{leaf}@{prof}": r.digest for (leaf, prof), r in sorted(results.items())}

@@ -1,0 +1,420 @@
+"""`diff BASE HEAD`: what a change does to resolved recipes, bundles, pins and evidence.
+
+Both revisions are read with git itself (`git archive` into a temporary directory), never by
+checking out over the user's tree; HEAD may be the working tree. The comparison is pure: two
+`Snapshot`s in, one `Impact` out.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from generator.errors import CatalogError, UsageError
+from generator.load import load_catalog
+from generator.records import Catalog, RecipeResult
+from generator.resolve import resolve_all
+
+WORKTREE = "WORKTREE"
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceRef:
+    path: str  # repository-relative
+    recipe: str
+    profile: str
+    digest: str  # the recipe digest the statement carries ("" if unreadable)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    rev: str
+    catalog: Catalog
+    results: Mapping[tuple[str, str], RecipeResult]
+    evidence: Mapping[str, EvidenceRef]
+    manifests: Mapping[str, bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class RecipeChange:
+    recipe: str
+    profile: str
+    change: str  # added | removed | changed
+    base_digest: str | None
+    head_digest: str | None
+    reasons: tuple[str, ...]
+    bundles: tuple[str, ...]  # deployers whose bundle bytes change
+
+
+@dataclass(frozen=True, slots=True)
+class PinChange:
+    component: str
+    change: str  # added | removed | bumped
+    base: tuple[str, ...]
+    head: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Impact:
+    base: str
+    head: str
+    recipes: tuple[RecipeChange, ...]
+    pins: tuple[PinChange, ...]
+    evidence_added: tuple[str, ...]
+    evidence_removed: tuple[str, ...]
+    evidence_stale: tuple[str, ...]  # current at BASE, stale at HEAD
+
+    def is_empty(self) -> bool:
+        return not (
+            self.recipes
+            or self.pins
+            or self.evidence_added
+            or self.evidence_removed
+            or self.evidence_stale
+        )
+
+
+# ---------------------------------------------------------------- reading revisions
+
+
+def _git(repo: Path, *args: str) -> bytes:
+    try:
+        proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=False)
+    except FileNotFoundError as e:
+        raise UsageError("git is not installed") from e
+    if proc.returncode != 0:
+        raise UsageError(f"git {' '.join(args)}: {proc.stderr.decode(errors='replace').strip()}")
+    return proc.stdout
+
+
+def repo_root(start: Path) -> Path:
+    return Path(_git(start, "rev-parse", "--show-toplevel").decode().strip())
+
+
+@contextmanager
+def materialize(repo: Path, rev: str, paths: Sequence[str]) -> Iterator[Path]:
+    """A temporary directory holding `paths` as they are at `rev` (or in the working tree)."""
+    with tempfile.TemporaryDirectory(prefix="aicr-diff-") as tmp:
+        out = Path(tmp)
+        if rev == WORKTREE:
+            for p in paths:
+                src = repo / p
+                if src.exists():
+                    _copy_tree(src, out / p)
+            yield out
+            return
+        _git(repo, "rev-parse", "--verify", f"{rev}^{{commit}}")
+        present = [p for p in paths if _git(repo, "ls-tree", "--name-only", rev, "--", p).strip()]
+        if present:
+            data = _git(repo, "archive", "--format=tar", rev, "--", *present)
+            with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+                tar.extractall(out, filter="data")
+        yield out
+
+
+def _copy_tree(src: Path, dst: Path) -> None:
+    import shutil
+
+    shutil.copytree(src, dst, symlinks=True)
+
+
+def _evidence_refs(root: Path, evidence_dir: str) -> dict[str, EvidenceRef]:
+    from generator.evidence.statement import StatementError, parse_statement
+
+    out: dict[str, EvidenceRef] = {}
+    base = root / evidence_dir
+    if not base.is_dir():
+        return out
+    for path in sorted(base.rglob("*.sigstore.json")):
+        rel = path.relative_to(root).as_posix()
+        parts = path.relative_to(base).parts
+        recipe = parts[0] if parts else ""
+        try:
+            env = json.loads(path.read_bytes())["dsseEnvelope"]
+            st = parse_statement(env["payloadType"], base64.b64decode(env["payload"]))
+            out[rel] = EvidenceRef(rel, st.recipe, st.scale_profile or "standard", st.recipe_digest)
+        except (OSError, ValueError, KeyError, TypeError, StatementError):
+            out[rel] = EvidenceRef(rel, recipe, "standard", "")
+    return out
+
+
+def _manifests(catalog_dir: Path, catalog: Catalog) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    for rel in catalog.files:
+        if "/manifests/" in f"/{rel}":
+            out[rel] = (catalog_dir / rel).read_bytes()
+    return out
+
+
+def snapshot(
+    repo: Path, rev: str, catalog_rel: str = "catalog", evidence_rel: str = "evidence"
+) -> Snapshot:
+    with materialize(repo, rev, [catalog_rel, evidence_rel]) as root:
+        cat_dir = root / catalog_rel
+        if not cat_dir.is_dir():
+            raise UsageError(f"revision {rev} has no {catalog_rel}/ directory")
+        catalog, _diags = load_catalog(cat_dir)
+        results = resolve_all(catalog)
+        return Snapshot(
+            rev, catalog, results, _evidence_refs(root, evidence_rel), _manifests(cat_dir, catalog)
+        )
+
+
+# ---------------------------------------------------------------- comparing
+
+
+def _doc_shas(catalog: Catalog) -> dict[str, str]:
+    out = {o.doc.rel: o.doc.sha256 for o in (*catalog.overlays.values(), *catalog.mixins.values())}
+    for p in catalog.profiles.values():
+        if p.doc is not None:
+            out[p.doc.rel] = p.doc.sha256
+    return out
+
+
+def _reasons(base: Snapshot, head: Snapshot, b: RecipeResult, h: RecipeResult) -> tuple[str, ...]:
+    reasons: list[str] = []
+    if b.applied_overlays != h.applied_overlays:
+        reasons.append(
+            f"applied overlays changed: {' → '.join(b.applied_overlays)} ⇒ {' → '.join(h.applied_overlays)}"
+        )
+    bshas, hshas = _doc_shas(base.catalog), _doc_shas(head.catalog)
+    for name in h.applied_overlays:
+        ov = head.catalog.overlays.get(name)
+        if ov is not None and bshas.get(ov.doc.rel) not in (None, ov.doc.sha256):
+            reasons.append(f"overlay {ov.doc.rel} changed")
+    for name in h.mixins:
+        mx = head.catalog.mixins.get(name)
+        if mx is not None and bshas.get(mx.doc.rel) not in (None, mx.doc.sha256):
+            reasons.append(f"mixin {mx.doc.rel} changed")
+    for rel in sorted(set(b.file_digests) | set(h.file_digests)):
+        kind = "manifest" if "/manifests/" in f"/{rel}" else "values file"
+        bd, hd = b.file_digests.get(rel), h.file_digests.get(rel)
+        if bd is None:
+            reasons.append(f"{kind} {rel} added")
+        elif hd is None:
+            reasons.append(f"{kind} {rel} removed")
+        elif bd != hd:
+            reasons.append(f"{kind} {rel} changed")
+    breg, hreg = base.catalog.registry.components, head.catalog.registry.components
+    for comp in sorted({c.name for c in h.components}):
+        if comp in breg and comp in hreg and breg[comp] != hreg[comp]:
+            fields = [
+                f
+                for f in ("repository", "chart", "version", "namespace")
+                if getattr(breg[comp], f) != getattr(hreg[comp], f)
+            ]
+            detail = ", ".join(
+                f"{f} {getattr(breg[comp], f)} → {getattr(hreg[comp], f)}" for f in fields
+            )
+            reasons.append(f"registry entry {comp} changed" + (f" ({detail})" if detail else ""))
+    bcomp = {c.name: c for c in b.components}
+    for c in h.components:
+        old = bcomp.get(c.name)
+        if old is None:
+            reasons.append(f"component {c.name} added")
+        elif old.version != c.version:
+            reasons.append(f"component {c.name} {old.version} → {c.version}")
+    for name in sorted(set(bcomp) - {c.name for c in h.components}):
+        reasons.append(f"component {name} removed")
+    if (b.scale_profile_version, b.scale_profile) != (h.scale_profile_version, h.scale_profile):
+        reasons.append(
+            f"scale profile {h.scale_profile} {b.scale_profile_version} → {h.scale_profile_version}"
+        )
+    return tuple(dict.fromkeys(reasons)) or ("resolved content changed",)
+
+
+def _bundle_changes(
+    base: Snapshot, head: Snapshot, b: RecipeResult, h: RecipeResult
+) -> tuple[str, ...]:
+    try:
+        from generator.render import Deployer, render_bundle
+    except ImportError:  # pragma: no cover - the render stage is part of the package
+        return ()
+    changed = []
+    for dep in Deployer:
+        try:
+            bt = render_bundle(b, dep, {k: v for k, v in base.manifests.items()})
+            ht = render_bundle(h, dep, {k: v for k, v in head.manifests.items()})
+        except CatalogError:
+            changed.append(str(dep))
+            continue
+        if _tree_key(bt) != _tree_key(ht):
+            changed.append(str(dep))
+    return tuple(changed)
+
+
+def _tree_key(tree: Any) -> Any:
+    files = getattr(tree, "files", tree)
+    return sorted((k, getattr(v, "data", v), getattr(v, "mode", 0)) for k, v in files.items())
+
+
+def _pins(snap: Snapshot) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for r in snap.results.values():
+        for c in r.components:
+            if c.version:
+                out.setdefault(c.name, set()).add(c.version)
+    for comp in snap.catalog.registry.components.values():
+        if comp.version:
+            out.setdefault(comp.name, set()).add(comp.version)
+    return out
+
+
+def compare(base: Snapshot, head: Snapshot, *, bundles: bool = True) -> Impact:
+    recipes: list[RecipeChange] = []
+    for key in sorted(set(base.results) | set(head.results)):
+        b, h = base.results.get(key), head.results.get(key)
+        if b is not None and h is not None and b.digest == h.digest:
+            continue
+        if b is None and h is not None:
+            recipes.append(
+                RecipeChange(key[0], key[1], "added", None, h.digest, ("new recipe",), ())
+            )
+        elif h is None and b is not None:
+            recipes.append(
+                RecipeChange(key[0], key[1], "removed", b.digest, None, ("recipe removed",), ())
+            )
+        elif b is not None and h is not None:
+            deps = _bundle_changes(base, head, b, h) if bundles else ()
+            recipes.append(
+                RecipeChange(
+                    key[0], key[1], "changed", b.digest, h.digest, _reasons(base, head, b, h), deps
+                )
+            )
+    bp, hp = _pins(base), _pins(head)
+    pins: list[PinChange] = []
+    for comp in sorted(set(bp) | set(hp)):
+        bv, hv = tuple(sorted(bp.get(comp, ()))), tuple(sorted(hp.get(comp, ())))
+        if bv == hv:
+            continue
+        change = "added" if not bv else "removed" if not hv else "bumped"
+        pins.append(PinChange(comp, change, bv, hv))
+    added = tuple(sorted(set(head.evidence) - set(base.evidence)))
+    removed = tuple(sorted(set(base.evidence) - set(head.evidence)))
+    stale = []
+    for rel, ev in sorted(head.evidence.items()):
+        key = (ev.recipe, ev.profile)
+        b, h = base.results.get(key), head.results.get(key)
+        if b is not None and ev.digest == b.digest and (h is None or h.digest != ev.digest):
+            stale.append(rel)
+    return Impact(base.rev, head.rev, tuple(recipes), tuple(pins), added, removed, tuple(stale))
+
+
+# ---------------------------------------------------------------- reporting
+
+
+def to_json(impact: Impact) -> dict[str, Any]:
+    return {
+        "base": impact.base,
+        "head": impact.head,
+        "recipes": [
+            {
+                "recipe": r.recipe,
+                "scaleProfile": r.profile,
+                "change": r.change,
+                "baseDigest": r.base_digest,
+                "headDigest": r.head_digest,
+                "reasons": list(r.reasons),
+                "bundlesChanged": list(r.bundles),
+            }
+            for r in impact.recipes
+        ],
+        "pins": [
+            {
+                "component": p.component,
+                "change": p.change,
+                "base": list(p.base),
+                "head": list(p.head),
+            }
+            for p in impact.pins
+        ],
+        "evidence": {
+            "added": list(impact.evidence_added),
+            "removed": list(impact.evidence_removed),
+            "madeStale": list(impact.evidence_stale),
+        },
+    }
+
+
+def to_text(impact: Impact) -> str:
+    lines = [f"diff {impact.base}..{impact.head}"]
+    if impact.is_empty():
+        return lines[0] + ": no change to resolved recipes, pins or evidence\n"
+    if impact.recipes:
+        lines.append(f"recipes ({len(impact.recipes)} changed):")
+        for r in impact.recipes:
+            lines.append(
+                f"  {r.change} {r.recipe} [{r.profile}]"
+                + (
+                    f" {_short(r.base_digest)} → {_short(r.head_digest)}"
+                    if r.change == "changed"
+                    else ""
+                )
+            )
+            lines += [f"    - {why}" for why in r.reasons]
+            if r.bundles:
+                lines.append(f"    bundles changed: {', '.join(r.bundles)}")
+    if impact.pins:
+        lines.append("pins:")
+        for p in impact.pins:
+            lines.append(
+                f"  {p.change} {p.component}: {', '.join(p.base) or '-'} → {', '.join(p.head) or '-'}"
+            )
+    for title, items in (
+        ("evidence added", impact.evidence_added),
+        ("evidence removed", impact.evidence_removed),
+        ("evidence made stale", impact.evidence_stale),
+    ):
+        if items:
+            lines.append(f"{title}:")
+            lines += [f"  {e}" for e in items]
+    return "\n".join(lines) + "\n"
+
+
+def to_markdown(impact: Impact) -> str:
+    out = [f"### Catalog impact: `{impact.base}` → `{impact.head}`", ""]
+    if impact.is_empty():
+        return "\n".join([*out, "No change to resolved recipes, pins or evidence.", ""])
+    if impact.recipes:
+        out += ["| recipe | profile | change | why | bundles |", "| --- | --- | --- | --- | --- |"]
+        for r in impact.recipes:
+            why = "<br>".join(w.replace("|", "\\|") for w in r.reasons)
+            out.append(
+                f"| `{r.recipe}` | {r.profile} | {r.change} | {why} | {', '.join(r.bundles)} |"
+            )
+        out.append("")
+    if impact.pins:
+        out += ["| component | change | base | head |", "| --- | --- | --- | --- |"]
+        out += [
+            f"| `{p.component}` | {p.change} | {', '.join(p.base) or '-'} | {', '.join(p.head) or '-'} |"
+            for p in impact.pins
+        ]
+        out.append("")
+    for title, items in (
+        ("Evidence added", impact.evidence_added),
+        ("Evidence removed", impact.evidence_removed),
+        ("Evidence made stale", impact.evidence_stale),
+    ):
+        if items:
+            out += [f"**{title}**", "", *[f"- `{e}`" for e in items], ""]
+    return "\n".join(out)
+
+
+def _short(d: str | None) -> str:
+    return (d or "-").removeprefix("sha256:")[:12]
+
+
+FORMATTERS = {
+    "text": to_text,
+    "json": lambda i: json.dumps(to_json(i), indent=2, sort_keys=True) + "\n",
+    "markdown": to_markdown,
+}
