@@ -186,7 +186,7 @@ def _reasons(base: Snapshot, head: Snapshot, b: RecipeResult, h: RecipeResult) -
         reasons.append(
             f"applied overlays changed: {' → '.join(b.applied_overlays)} ⇒ {' → '.join(h.applied_overlays)}"
         )
-    bshas, hshas = _doc_shas(base.catalog), _doc_shas(head.catalog)
+    bshas = _doc_shas(base.catalog)
     for name in h.applied_overlays:
         ov = head.catalog.overlays.get(name)
         if ov is not None and bshas.get(ov.doc.rel) not in (None, ov.doc.sha256):
