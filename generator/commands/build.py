@@ -1,0 +1,81 @@
+"""`aicr-catalog build`: validate, resolve, render, verify, aggregate and publish the static site."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from generator.commands.common import catalog_option, report_error
+from generator.errors import CatalogError
+from generator.site.build import DEFAULT_DEPLOYERS, BuildOptions, build_site
+
+
+@click.command("build")
+@catalog_option
+@click.option(
+    "--evidence",
+    "evidence_path",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("evidence"),
+    show_default=True,
+    help="Directory of signed evidence (evidence/<recipe>/<source>/<digest>.sigstore.json).",
+)
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("site"),
+    show_default=True,
+    help="Output directory; replaced only when the whole build succeeded.",
+)
+@click.option(
+    "--trust-root",
+    default="public-good",
+    show_default=True,
+    metavar="public-good|demo|FILE",
+    help="Sigstore trust root evidence must chain to. Sample evidence counts only under demo.",
+)
+@click.option(
+    "--strict", is_flag=True, help="Treat catalog warnings (e.g. unknown criteria) as errors."
+)
+@click.option(
+    "--no-bundles", is_flag=True, help="Skip rendering bundle downloads (a faster preview)."
+)
+def command(
+    catalog_path: Path,
+    evidence_path: Path,
+    out: Path,
+    trust_root: str,
+    strict: bool,
+    no_bundles: bool,
+) -> None:
+    """Build the static site into OUT (default site/): dashboard, recipe, evidence and scale pages,
+    the JSON API under api/v1/, badges and bundle downloads.
+
+    Dates come from SOURCE_DATE_EPOCH (default: the last commit's time), so two builds of one
+    commit are byte-identical. Exit codes: 0 built, 1 bad data (the located problems are printed
+    and the previous site is left as it was), 2 usage.
+    """
+    options = BuildOptions(
+        catalog=catalog_path,
+        evidence=evidence_path,
+        out=out,
+        trust_root=trust_root,
+        strict=strict,
+        deployers=DEFAULT_DEPLOYERS,
+        bundles=not no_bundles,
+    )
+    try:
+        report = build_site(options)
+    except CatalogError as e:
+        click.echo(f"build failed; {out}/ was left unchanged", err=True)
+        report_error(e)
+    for note in report.notes:
+        click.echo(f"note: {note.stage}: {note.message}", err=True)
+    click.echo(
+        f"built {report.out}/: {report.recipes} recipes, {report.rows} recipe × profile rows, "
+        f"{report.evidence} evidence files, {report.pages} generated pages, {report.files} files"
+    )
+    sys.exit(0)

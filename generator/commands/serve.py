@@ -1,0 +1,41 @@
+"""`aicr-catalog serve`: serve a built site on 127.0.0.1 for a look (no rebuilding)."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+from pathlib import Path
+
+import click
+
+from generator.commands.common import EXIT_USAGE, fail
+
+
+@click.command("serve")
+@click.option(
+    "-d",
+    "--dir",
+    "site_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("site"),
+    show_default=True,
+    help="The built site (run `aicr-catalog build` first).",
+)
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+def command(site_dir: Path, port: int) -> None:
+    """Serve the built site on http://127.0.0.1:PORT/ until interrupted (Ctrl-C).
+
+    Only the loopback address is bound. Exit codes: 0 stopped, 2 usage (no built site).
+    """
+    if not (site_dir / "index.html").is_file():
+        fail(f"no built site in {site_dir}/; run `aicr-catalog build` first", EXIT_USAGE)
+    handler = functools.partial(
+        http.server.SimpleHTTPRequestHandler, directory=str(site_dir.resolve())
+    )
+    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as httpd:
+        host, bound = httpd.server_address[:2]
+        click.echo(f"serving {site_dir}/ on http://{host}:{bound}/ (Ctrl-C to stop)", err=True)
+        try:
+            httpd.serve_forever()
+        except KeyboardInterrupt:
+            click.echo("stopped", err=True)

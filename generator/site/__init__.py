@@ -1,0 +1,1 @@
+"""Stage `site`: generate pages, JSON, charts and badges, and build the static site."""

@@ -1,0 +1,220 @@
+"""The static JSON API under `api/v1/`, and its published schemas.
+
+Every file is sorted-key JSON with a trailing newline, so two builds of the same inputs are
+byte-identical. Shapes are defined by the JSON Schemas in `catalog/schemas/api/`, copied beside
+the files (`api/v1/schemas/`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from generator.site.model import EvidenceRun, ProfileView, RecipeView, SiteData
+from generator.site.pages import slug
+
+API_VERSION = "aicr.run/v1"
+SCHEMAS = Path(__file__).resolve().parent.parent.parent / "catalog" / "schemas" / "api"
+
+
+def dumps(obj: object) -> bytes:
+    """Sorted, compact JSON with a trailing newline (values YAML gave as dates become strings)."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return (text + "\n").encode("utf-8")
+
+
+def _profile_summary(recipe: RecipeView, p: ProfileView) -> dict[str, Any]:
+    s = slug(recipe.name)
+    return {
+        "name": p.profile,
+        "version": p.profile_version,
+        "digest": p.result.digest,
+        "consensus": p.consensus,
+        "ceiling": p.ceiling or None,
+        "ceilingNodes": p.ceiling_nodes,
+        "lastEvidence": p.last_evidence or None,
+        "lanes": {s_.lane: s_.verdict for s_ in p.lanes},
+        "badge": f"badges/{s}/{p.profile}.svg",
+    }
+
+
+def _recipe_summary(recipe: RecipeView) -> dict[str, Any]:
+    s = slug(recipe.name)
+    return {
+        "name": recipe.name,
+        "url": f"recipes/{s}.html",
+        "api": f"api/v1/recipes/{s}.json",
+        "evidenceUrl": f"evidence/{s}.html",
+        "criteria": recipe.criteria.to_json(),
+        "health": recipe.health,
+        "coverage": recipe.coverage,
+        "evidence": len(recipe.evidence),
+        "sample": any(e.sample for e in recipe.evidence),
+        "profiles": [_profile_summary(recipe, p) for p in recipe.profiles],
+    }
+
+
+def _header(site: SiteData, kind: str) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": kind,
+        "generatedAt": site.generated_at,
+        "generator": {"name": "aicr-catalog", "version": site.generator_version},
+        "trustRoot": site.trust_root,
+    }
+
+
+def recipes_index(site: SiteData) -> dict[str, Any]:
+    return {
+        **_header(site, "RecipeIndex"),
+        "lanes": [{"name": lane.name, "nodes": lane.nodes} for lane in site.lanes],
+        "sample": any(e.sample for e in site.evidence),
+        "notes": [{"stage": n.stage, "message": n.message} for n in site.notes],
+        "recipes": [_recipe_summary(r) for r in site.recipes],
+    }
+
+
+def evidence_record(e: EvidenceRun) -> dict[str, Any]:
+    s = slug(e.recipe)
+    return {
+        "id": e.id,
+        "recipe": e.recipe,
+        "path": e.path,
+        "url": f"evidence/{s}.html#run-{e.id[:16]}",
+        "raw": e.path.replace("evidence/", "evidence/raw/", 1),
+        "state": e.state,
+        "counted": e.counted,
+        "reason": e.reason or None,
+        "class": e.failure_class or None,
+        "sample": e.sample,
+        "predicateType": e.predicate_type or None,
+        "scaleProfile": {"name": e.profile or None, "version": e.profile_version or None},
+        "lane": {"name": e.lane or None, "nodes": e.lane_nodes},
+        "observed": {"nodes": e.observed_nodes, "gpus": e.observed_gpus},
+        "verdict": e.verdict or None,
+        "reasons": list(e.reasons),
+        "recipeDigest": e.recipe_digest or None,
+        "bundleDigest": e.bundle_digest or None,
+        "attestedAt": e.attested_at or None,
+        "signer": {
+            "identity": e.signer_identity or None,
+            "issuer": e.signer_issuer or None,
+            "class": e.signer_class or None,
+            "label": e.signer_label or None,
+        },
+        "trustRoot": e.trust_root or None,
+        "tlog": {"index": e.tlog_index, "integratedTime": e.integrated_time or None},
+        "checks": [
+            {"phase": c.phase, "name": c.name, "status": c.status, "targets": c.targets}
+            for c in e.checks
+        ],
+        "kpis": [
+            {
+                "id": k.id,
+                "value": k.value,
+                "unit": k.unit,
+                "threshold": {"operator": k.operator, "value": k.threshold},
+                "status": k.status or None,
+            }
+            for k in e.kpis
+        ],
+    }
+
+
+def recipe_detail(recipe: RecipeView, site: SiteData) -> dict[str, Any]:
+    profiles = []
+    for p in recipe.profiles:
+        profiles.append(
+            {
+                **_profile_summary(recipe, p),
+                "recipe": p.document,
+                "downloads": [
+                    {"deployer": d.deployer, "url": d.file, "sha256": d.sha256, "size": d.size}
+                    for d in p.downloads
+                ],
+            }
+        )
+    return {
+        **_header(site, "RecipeDetail"),
+        **{k: v for k, v in _recipe_summary(recipe).items() if k != "profiles"},
+        "appliedOverlays": list(recipe.chain),
+        "profiles": profiles,
+        "evidence": [evidence_record(e) for e in recipe.evidence],
+    }
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def profiles_index(site: SiteData) -> dict[str, Any]:
+    return {
+        **_header(site, "ScaleProfileIndex"),
+        "profiles": [
+            {
+                "name": p.name,
+                "version": p.version,
+                "description": p.description,
+                "nodes": {"min": p.nodes_min, "max": p.nodes_max},
+                "appliesTo": [c.to_json() for c in p.applies_to],
+                "ownedValues": [
+                    {
+                        "component": v.component,
+                        "path": v.path,
+                        "value": _plain(v.value),
+                        "rationale": v.rationale,
+                        "status": v.status,
+                    }
+                    for v in p.owned_values
+                ],
+                "prerequisites": [_plain(x) for x in p.prerequisites],
+                "ladder": list(p.ladder),
+            }
+            for p in site.profiles
+        ],
+    }
+
+
+def lanes_index(site: SiteData) -> dict[str, Any]:
+    return {
+        **_header(site, "LaneIndex"),
+        "lanes": [
+            {
+                "name": lane.name,
+                "nodes": lane.nodes,
+                "gpus": lane.gpus,
+                "criteriaVersion": lane.criteria_version or None,
+                "criteria": _plain(lane.raw),
+            }
+            for lane in site.lanes
+        ],
+    }
+
+
+def evidence_index(site: SiteData) -> dict[str, Any]:
+    return {
+        **_header(site, "EvidenceIndex"),
+        "sample": any(e.sample for e in site.evidence),
+        "evidence": [evidence_record(e) for e in site.evidence],
+    }
+
+
+def api_files(site: SiteData) -> dict[str, bytes]:
+    """Every file of the JSON API, site-relative path -> bytes."""
+    files = {
+        "api/v1/recipes.json": dumps(recipes_index(site)),
+        "api/v1/evidence.json": dumps(evidence_index(site)),
+        "api/v1/lanes.json": dumps(lanes_index(site)),
+        "api/v1/profiles.json": dumps(profiles_index(site)),
+    }
+    for r in site.recipes:
+        files[f"api/v1/recipes/{slug(r.name)}.json"] = dumps(recipe_detail(r, site))
+    for schema in sorted(SCHEMAS.glob("*.schema.json")):
+        files[f"api/v1/schemas/{schema.name}"] = schema.read_bytes()
+    return files

@@ -1,0 +1,79 @@
+"""SVG badges per recipe × scale profile, with a JSON sidecar carrying their dates.
+
+Made in the same build as the pages, from the same records, so a badge never disagrees with the
+page it links to. Text is XML-escaped; widths come from a fixed per-character estimate so the
+bytes do not depend on installed fonts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from markupsafe import escape
+
+from generator.site.api import dumps
+from generator.site.model import ProfileView, RecipeView, SiteData
+from generator.site.pages import slug
+
+# Dark enough backgrounds for white 11px text (WCAG AA contrast >= 4.5:1).
+COLOURS = {
+    "CONFIRMED": "#1a7f37",
+    "SINGLE": "#0969da",
+    "PARTIAL": "#6f42c1",
+    "CONTESTED": "#9a6700",
+    "FAILING": "#cf222e",
+    "UNTESTED": "#57606a",
+}
+LABEL_COLOUR = "#24292f"
+
+
+def _width(text: str) -> int:
+    return 10 + sum(7 if c.isupper() or c in "mwMW@" else 6 for c in text)
+
+
+def badge_svg(label: str, message: str, colour: str) -> str:
+    lw, mw = _width(label), _width(message)
+    total = lw + mw
+    title = f"{label}: {message}"
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{total}" height="20" role="img" '
+        f'aria-label="{escape(title)}"><title>{escape(title)}</title>'
+        f'<rect width="{lw}" height="20" fill="{LABEL_COLOUR}"/>'
+        f'<rect x="{lw}" width="{mw}" height="20" fill="{colour}"/>'
+        '<g fill="#fff" font-family="Verdana,DejaVu Sans,sans-serif" font-size="11">'
+        f'<text x="{lw / 2:g}" y="14" text-anchor="middle">{escape(label)}</text>'
+        f'<text x="{lw + mw / 2:g}" y="14" text-anchor="middle">{escape(message)}</text>'
+        "</g></svg>\n"
+    )
+
+
+def _message(p: ProfileView) -> str:
+    ceiling = f"{p.ceiling_nodes} nodes" if p.ceiling_nodes else "no ceiling"
+    return f"{p.consensus} · {ceiling}"
+
+
+def badge_record(recipe: RecipeView, p: ProfileView, site: SiteData) -> dict[str, Any]:
+    attested = [e.attested_at for e in recipe.evidence if e.counted and e.profile == p.profile]
+    return {
+        "recipe": recipe.name,
+        "scaleProfile": {"name": p.profile, "version": p.profile_version},
+        "digest": p.result.digest,
+        "consensus": p.consensus,
+        "ceiling": p.ceiling or None,
+        "ceilingNodes": p.ceiling_nodes,
+        "generatedAt": site.generated_at,
+        "attestedAt": max(attested) if attested else None,
+        "sample": any(e.sample for e in recipe.evidence if e.profile == p.profile),
+        "message": _message(p),
+    }
+
+
+def badge_files(site: SiteData) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    for r in site.recipes:
+        for p in r.profiles:
+            base = f"badges/{slug(r.name)}/{p.profile}"
+            colour = COLOURS.get(p.consensus, COLOURS["UNTESTED"])
+            files[base + ".svg"] = badge_svg(p.profile, _message(p), colour).encode()
+            files[base + ".json"] = dumps(badge_record(r, p, site))
+    return files

@@ -1,0 +1,395 @@
+"""`aicr-catalog build`: the whole pipeline into a static site, swapped in only when complete.
+
+validate → resolve → render bundles → verify evidence → aggregate → generate pages and JSON →
+`mkdocs build --strict` into a temporary directory → swap it into place. A build that fails
+anywhere leaves the previous site untouched and raises a `CatalogError` whose diagnostics say
+what failed and where. A lock file keeps two builds of the same output from running at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from generator import __version__
+from generator.errors import CatalogError, Diagnostic, SiteError
+from generator.site import api, badges, pages, stages
+from generator.site.model import (
+    ComponentUse,
+    Download,
+    EvidenceRun,
+    ProfileView,
+    RecipeView,
+    SiteData,
+    StageNote,
+)
+
+REPO = Path(__file__).resolve().parent.parent.parent
+TEMPLATES = REPO / "site_templates"
+DEFAULT_DEPLOYERS = ("helm", "helmfile", "argocd", "flux")
+
+
+@dataclass(frozen=True, slots=True)
+class BuildOptions:
+    catalog: Path
+    evidence: Path
+    out: Path
+    docs: Path = REPO / "docs"
+    config: Path = REPO / "mkdocs.yml"
+    trust_root: str = "public-good"
+    source_date_epoch: int | None = None
+    strict: bool = False
+    deployers: tuple[str, ...] = DEFAULT_DEPLOYERS
+    bundles: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class BuildReport:
+    out: str
+    recipes: int
+    rows: int
+    evidence: int
+    pages: int
+    files: int
+    notes: tuple[StageNote, ...]
+
+
+# --- time ---------------------------------------------------------------------------------------
+
+
+def source_date_epoch(explicit: int | None, repo: Path) -> int:
+    """SOURCE_DATE_EPOCH from the option, the environment, the last git commit, else 0."""
+    if explicit is not None:
+        return explicit
+    env = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if env.isdigit():
+        return int(env)
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(repo), "log", "-1", "--format=%ct"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    text = out.stdout.strip()
+    return int(text) if out.returncode == 0 and text.isdigit() else 0
+
+
+def rfc3339(epoch: int) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --- gather -------------------------------------------------------------------------------------
+
+
+def _profile_view(
+    result: Any,
+    runs: tuple[EvidenceRun, ...],
+    status: stages.ProfileStatus | None,
+    downloads: tuple[Download, ...],
+) -> ProfileView:
+    counted = [e for e in runs if e.counted and e.profile == result.scale_profile]
+    last = max((e.attested_at for e in counted if e.attested_at), default="")
+    return ProfileView(
+        profile=result.scale_profile,
+        profile_version=result.scale_profile_version,
+        result=result,
+        document=stages.recipe_document(result),
+        consensus=status.consensus if status else "UNTESTED",
+        ceiling=status.ceiling if status else "",
+        ceiling_nodes=status.ceiling_nodes if status else 0,
+        lanes=status.lanes if status else (),
+        last_evidence=last[:10],
+        downloads=downloads,
+    )
+
+
+def gather(options: BuildOptions, epoch: int) -> SiteData:
+    """Run every stage and collect what the site shows. Raises CatalogError on bad input."""
+    catalog = stages.load_and_validate(options.catalog, strict=options.strict)
+    notes: list[StageNote] = []
+    resolved: dict[str, tuple[Any, ...]] = {}
+    problems: list[Diagnostic] = []
+    for leaf in catalog.leaves():
+        results, diags = stages.resolve_leaf(catalog, leaf)
+        resolved[leaf] = results
+        problems.extend(diags)
+    if problems:
+        raise SiteError("some recipes do not resolve", problems)
+    lanes = stages.lanes(catalog)
+
+    all_results = tuple(r for rs in resolved.values() for r in rs)
+    downloads, note = (
+        stages.render_bundles(catalog, all_results, options.deployers, epoch)
+        if options.bundles
+        else ({}, StageNote("render", "bundles were not requested for this build (--no-bundles)."))
+    )
+    if note:
+        notes.append(note)
+    evidence, note = stages.verify_evidence(
+        catalog, options.evidence, all_results, options.trust_root
+    )
+    if note:
+        notes.append(note)
+    statuses, comp_quals, note = stages.aggregate(catalog, all_results, evidence, lanes)
+    if note:
+        notes.append(note)
+
+    by_recipe: dict[str, list[EvidenceRun]] = {}
+    for e in evidence:
+        by_recipe.setdefault(e.recipe, []).append(e)
+    recipes = []
+    for leaf, results in resolved.items():
+        runs = tuple(by_recipe.get(leaf, ()))
+        health, coverage = stages.structural_health(catalog, leaf)
+        views = tuple(
+            _profile_view(
+                r,
+                runs,
+                statuses.get((leaf, r.scale_profile)),
+                downloads.get((leaf, r.scale_profile), ()),
+            )
+            for r in results
+        )
+        recipes.append(
+            RecipeView(
+                name=leaf,
+                criteria=catalog.overlays[leaf].criteria,
+                health=health,
+                coverage=coverage,
+                chain=results[0].applied_overlays if results else (),
+                profiles=views,
+                evidence=runs,
+            )
+        )
+    components = _components(catalog, all_results, comp_quals)
+    return SiteData(
+        recipes=tuple(recipes),
+        evidence=evidence,
+        lanes=lanes,
+        profiles=tuple(catalog.profiles[n] for n in sorted(catalog.profiles)),
+        components=components,
+        deployers=options.deployers,
+        generated_at=rfc3339(epoch),
+        source_date_epoch=epoch,
+        generator_version=__version__,
+        notes=tuple(notes),
+        trust_root=options.trust_root,
+    )
+
+
+def _components(
+    catalog: Any, results: tuple[Any, ...], quals: Mapping[tuple[str, str], tuple[str, str]]
+) -> tuple[ComponentUse, ...]:
+    used: dict[tuple[str, str, str, str], set[str]] = {}
+    for r in results:
+        for c in r.components:
+            key = (c.name, c.chart or "", c.repository or "", c.version or "")
+            used.setdefault(key, set()).add(r.name)
+    out = []
+    for (name, chart, repo, version), recipes in sorted(used.items()):
+        lane, profile = quals.get((name, version), ("", ""))
+        out.append(ComponentUse(name, chart, repo, version, tuple(sorted(recipes)), lane, profile))
+    return tuple(out)
+
+
+# --- write --------------------------------------------------------------------------------------
+
+
+def mkdocs_config(base: Path, docs_dir: Path, site_dir: Path) -> dict[str, Any]:
+    """The repository's mkdocs.yml with the build's directories filled in."""
+    try:
+        config = yaml.safe_load(base.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise SiteError(f"cannot read {base.name}: {e}") from e
+    config["docs_dir"] = str(docs_dir)
+    config["site_dir"] = str(site_dir)
+    config["strict"] = True
+    config["use_directory_urls"] = False
+    theme = dict(config.get("theme") or {})
+    theme["custom_dir"] = str(TEMPLATES / "overrides")
+    theme["font"] = False
+    config["theme"] = theme
+    return config
+
+
+def _write(root: Path, files: Mapping[str, bytes | str]) -> None:
+    for rel, content in sorted(files.items()):
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        path.write_bytes(data)
+
+
+def static_docs(options: BuildOptions) -> dict[str, bytes]:
+    """Hand-written docs and the site's assets, copied into the build's docs tree."""
+    files: dict[str, bytes] = {}
+    if options.docs.is_dir():
+        for path in sorted(options.docs.rglob("*")):
+            if path.is_file():
+                files[path.relative_to(options.docs).as_posix()] = path.read_bytes()
+    for path in sorted((TEMPLATES / "assets").rglob("*")):
+        if path.is_file():
+            files["assets/" + path.relative_to(TEMPLATES / "assets").as_posix()] = path.read_bytes()
+    return files
+
+
+def plotly_js() -> bytes:
+    """The plotly.js the plotly package ships: one copy for the whole site.
+
+    Added after `mkdocs build`, so the privacy plugin does not try to localise the map-tile URLs
+    inside it (they are only fetched by map charts, which the site does not draw).
+    """
+    import plotly
+
+    return (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes()
+
+
+def generated_docs(site: SiteData, options: BuildOptions) -> dict[str, str]:
+    from generator.cli import main
+
+    contract_path = options.docs / "scale-contract.md"
+    contract = contract_path.read_text(encoding="utf-8") if contract_path.is_file() else None
+    return pages.all_pages(site, contract, main)
+
+
+def published_files(site: SiteData) -> dict[str, bytes]:
+    """Files served as they are (no page around them): API, badges, bundles, raw evidence."""
+    files: dict[str, bytes] = {"assets/plotly.min.js": plotly_js()}
+    files.update(api.api_files(site))
+    files.update(badges.badge_files(site))
+    for r in site.recipes:
+        for p in r.profiles:
+            for d in p.downloads:
+                files[d.file] = d.content
+    for e in site.evidence:
+        files[e.path.replace("evidence/", "evidence/raw/", 1)] = e.raw
+    return files
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def _env(name: str, value: str) -> Iterator[None]:
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
+
+
+def run_mkdocs(config_file: Path, epoch: int) -> None:
+    """`mkdocs build --strict` in-process; warnings become located diagnostics of a SiteError."""
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+    from mkdocs.exceptions import MkDocsException
+
+    handler = _Collect()
+    logger = logging.getLogger("mkdocs")
+    logger.addHandler(handler)
+    try:
+        with _env("SOURCE_DATE_EPOCH", str(epoch)):
+            cfg = load_config(config_file=str(config_file), strict=True)
+            cfg.plugins.on_startup(command="build", dirty=False)
+            try:
+                build(cfg)
+            finally:
+                cfg.plugins.on_shutdown()
+    except (MkDocsException, SystemExit) as e:
+        diags = [Diagnostic("mkdocs", 0, 0, "$", m, "site.mkdocs") for m in handler.messages]
+        raise SiteError(f"mkdocs build --strict failed: {e}", diags) from e
+    finally:
+        logger.removeHandler(handler)
+
+
+@contextlib.contextmanager
+def build_lock(out: Path) -> Iterator[None]:
+    """An exclusive lock per output directory; a second build fails at once instead of racing."""
+    lock_dir = out.parent / ".cache"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with open(lock_dir / f"{out.name}.build.lock", "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as e:
+            raise SiteError(
+                f"another build of {out.name}/ is running; try again when it ends"
+            ) from e
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def swap_in(new: Path, out: Path) -> None:
+    """Replace `out` with the finished tree `new` (same file system: two renames)."""
+    old = out.parent / f".{out.name}.old"
+    if old.exists():
+        shutil.rmtree(old)
+    if out.exists():
+        os.replace(out, old)
+    os.replace(new, out)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+def build_site(options: BuildOptions) -> BuildReport:
+    """Build the whole site into `options.out`. Raises CatalogError; then `out` is unchanged."""
+    out = options.out.resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    epoch = source_date_epoch(options.source_date_epoch, REPO)
+    with build_lock(out):
+        site = gather(options, epoch)
+        work = Path(tempfile.mkdtemp(prefix=f".{out.name}-build-", dir=out.parent))
+        try:
+            docs_dir, site_dir = work / "docs", work / "site"
+            generated = generated_docs(site, options)
+            _write(docs_dir, static_docs(options))
+            _write(docs_dir, generated)
+            config = mkdocs_config(options.config, docs_dir, site_dir)
+            config_file = work / "mkdocs.yml"
+            config_file.write_text(yaml.safe_dump(config, sort_keys=True), encoding="utf-8")
+            run_mkdocs(config_file, epoch)
+            published = published_files(site)
+            _write(site_dir, published)
+            files = sum(1 for p in site_dir.rglob("*") if p.is_file())
+            swap_in(site_dir, out)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return BuildReport(
+        out=str(options.out),
+        recipes=len(site.recipes),
+        rows=sum(len(r.profiles) for r in site.recipes),
+        evidence=len(site.evidence),
+        pages=len(generated),
+        files=files,
+        notes=site.notes,
+    )
+
+
+__all__ = ["BuildOptions", "BuildReport", "CatalogError", "build_site", "gather"]

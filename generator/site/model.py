@@ -1,0 +1,164 @@
+"""The records the site is generated from: one immutable view of everything a build gathered.
+
+The stage adapters (`generator.site.stages`) turn the outputs of resolve, render, verify and
+aggregate into these records; pages, JSON, charts and badges are pure functions of a `SiteData`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from generator.records import Criteria, RecipeResult, ScaleProfile
+
+UNTESTED = "UNTESTED"
+
+
+@dataclass(frozen=True, slots=True)
+class Download:
+    """One bundle archive published with the site."""
+
+    deployer: str
+    profile: str
+    file: str  # path inside the site, e.g. downloads/<recipe>/<recipe>-<profile>-<deployer>.tar.gz
+    sha256: str  # hex
+    size: int
+    content: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    phase: str
+    name: str
+    status: str  # CTRF: passed failed skipped pending other
+    targets: int | None
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Kpi:
+    id: str
+    value: float
+    unit: str
+    operator: str
+    threshold: float
+    status: str  # passed | failed | proposed | ""
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceRun:
+    """One evidence file, verified or not, as shown on the site."""
+
+    id: str  # stable: the statement digest hex (the file name without its suffix)
+    path: str  # evidence/<recipe>/<source>/<digest>.sigstore.json (repository-relative)
+    recipe: str
+    state: str  # verified | stale | rejected
+    reason: str  # why rejected/stale ("" when verified)
+    failure_class: str  # verification failure class ("" when verified or stale)
+    sample: bool
+    predicate_type: str
+    profile: str
+    profile_version: str
+    lane: str
+    lane_nodes: int | None
+    observed_nodes: int | None
+    observed_gpus: int | None
+    verdict: str  # pass | fail | "" (unknown)
+    reasons: tuple[str, ...]
+    recipe_digest: str
+    bundle_digest: str
+    attested_at: str
+    signer_identity: str
+    signer_issuer: str
+    signer_class: str  # first-party | partner | community | "" (not allowlisted)
+    signer_label: str
+    trust_root: str
+    tlog_index: int | None
+    integrated_time: str
+    checks: tuple[Check, ...]
+    kpis: tuple[Kpi, ...]
+    component_versions: Mapping[str, str]
+    raw: bytes  # the .sigstore.json file as committed
+
+    @property
+    def counted(self) -> bool:
+        return self.state == "verified"
+
+
+@dataclass(frozen=True, slots=True)
+class LaneStatus:
+    lane: str
+    nodes: int
+    verdict: str  # pass | fail | stale | untested
+    runs: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileView:
+    """A leaf recipe at one scale profile."""
+
+    profile: str
+    profile_version: str
+    result: RecipeResult
+    document: Mapping[str, Any]  # the canonical RecipeResult document
+    consensus: str  # CONFIRMED SINGLE CONTESTED FAILING PARTIAL UNTESTED
+    ceiling: str  # lane name or "" (none)
+    ceiling_nodes: int  # 0 when none
+    lanes: tuple[LaneStatus, ...]
+    last_evidence: str  # ISO date of the newest counted run, "" when none
+    downloads: tuple[Download, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RecipeView:
+    name: str
+    criteria: Criteria
+    health: str  # pass | warn | fail
+    coverage: str  # R:n D:n P:n C:n
+    chain: tuple[str, ...]  # applied overlays, root to leaf
+    profiles: tuple[ProfileView, ...]
+    evidence: tuple[EvidenceRun, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Lane:
+    name: str
+    nodes: int
+    gpus: int | None
+    criteria_version: str
+    raw: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentUse:
+    name: str
+    chart: str
+    repository: str
+    version: str
+    recipes: tuple[str, ...]
+    qualified_lane: str  # "" when no lane has qualified this version
+    qualified_profile: str
+
+
+@dataclass(frozen=True, slots=True)
+class StageNote:
+    """A stage that did not run (not yet available) or ran with warnings, shown on the site."""
+
+    stage: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class SiteData:
+    recipes: tuple[RecipeView, ...]
+    evidence: tuple[EvidenceRun, ...]  # every run, including those of unknown recipes
+    lanes: tuple[Lane, ...]
+    profiles: tuple[ScaleProfile, ...]
+    components: tuple[ComponentUse, ...]
+    deployers: tuple[str, ...]
+    generated_at: str  # RFC 3339 from SOURCE_DATE_EPOCH
+    source_date_epoch: int
+    generator_version: str
+    notes: tuple[StageNote, ...]
+    trust_root: str

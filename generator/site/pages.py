@@ -1,0 +1,339 @@
+"""Markdown pages of the site, generated from a `SiteData` with the one Jinja environment.
+
+Pages are Markdown with HTML blocks for data (tables, lists): every value is HTML-escaped by
+autoescape, inline Markdown text goes through the `md` filter, so what a recipe or an evidence
+file says is shown as text and never interpreted. The output is engine-neutral Markdown that
+`mkdocs build` (or any Markdown site generator) turns into HTML.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from generator.records import ScaleProfile
+from generator.site.charts import chart_html, chart_id, kpi_figure, ladder_figure, verdict_heatmap
+from generator.site.jinja import render
+from generator.site.model import EvidenceRun, RecipeView, SiteData
+
+_SAFE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,200}$")
+
+
+def slug(name: str) -> str:
+    """The file name of a recipe's pages: its name when it is URL- and file-safe."""
+    if _SAFE_NAME.match(name) and ".." not in name:
+        return name
+    import hashlib
+
+    return "r-" + hashlib.sha256(name.encode()).hexdigest()[:16]
+
+
+def has_sample(runs: Iterable[EvidenceRun]) -> bool:
+    return any(r.sample for r in runs)
+
+
+@dataclass(frozen=True, slots=True)
+class _Phase:
+    name: str
+    checks: tuple[str, ...]
+    constraints: tuple[str, ...]
+    timeout: str
+
+
+def _phases(validation: Mapping[str, Mapping[str, Any]]) -> tuple[_Phase, ...]:
+    out = []
+    for name in sorted(validation):
+        phase = validation[name] or {}
+        checks = tuple(
+            str(c.get("name", c)) if isinstance(c, Mapping) else str(c)
+            for c in phase.get("checks") or ()
+        )
+        constraints = tuple(
+            str(c.get("name", c)) if isinstance(c, Mapping) else str(c)
+            for c in phase.get("constraints") or ()
+        )
+        timeout = phase.get("timeout")
+        out.append(_Phase(name, checks, constraints, "" if timeout is None else str(timeout)))
+    return tuple(out)
+
+
+def _lane_matrix(recipe: RecipeView, site: SiteData) -> dict[str, list[str]]:
+    out = {}
+    for p in recipe.profiles:
+        verdicts = {s.lane: s.verdict for s in p.lanes}
+        out[p.profile] = [verdicts.get(lane.name, "untested") for lane in site.lanes]
+    return out
+
+
+def recipe_page(recipe: RecipeView, site: SiteData) -> str:
+    standard = recipe.profiles[0].result if recipe.profiles else None
+    profiles = {p.name: p for p in site.profiles}
+    charts = []
+    if site.lanes and recipe.profiles:
+        charts.append(
+            chart_html(
+                chart_id(recipe.name, "ladder"),
+                ladder_figure(recipe, site.lanes),
+                f"Lane verdicts of {recipe.name} per scale profile (counted evidence only).",
+            )
+        )
+    kpis = kpi_figure(recipe)
+    if kpis is not None:
+        charts.append(
+            chart_html(
+                chart_id(recipe.name, "kpis"),
+                kpis,
+                "KPI values of counted runs relative to their thresholds; 1 is the threshold.",
+            )
+        )
+    owned = []
+    for p in recipe.profiles:
+        prof = profiles.get(p.profile)
+        owned.append(
+            {
+                "name": p.profile,
+                "version": p.profile_version,
+                "owned": prof.owned_values if prof else (),
+            }
+        )
+    ctx = {
+        "name": recipe.name,
+        "slug": slug(recipe.name),
+        "criteria_items": [(d, v) for d, v in recipe.criteria.to_json().items()],
+        "health": recipe.health,
+        "coverage": recipe.coverage,
+        "profiles": recipe.profiles,
+        "chain": recipe.chain,
+        "mixins": standard.mixins if standard else (),
+        "components": standard.components if standard else (),
+        "constraints": standard.constraints if standard else (),
+        "phases": _phases(standard.validation) if standard else (),
+        "profile_owned": owned,
+        "evidence": recipe.evidence,
+        "downloads": tuple(d for p in recipe.profiles for d in p.downloads),
+        "lane_matrix": _lane_matrix(recipe, site),
+    }
+    render_note = next((n.message for n in site.notes if n.stage == "render"), "")
+    return render(
+        "pages/recipe.md.j2",
+        r=ctx,
+        charts=charts,
+        ladder=site.lanes,
+        deployers=site.deployers,
+        sample=has_sample(recipe.evidence),
+        render_note=render_note,
+        epoch=site.source_date_epoch,
+    )
+
+
+def evidence_page(recipe: RecipeView, site: SiteData) -> str:
+    ctx = {"name": recipe.name, "slug": slug(recipe.name)}
+    return render(
+        "pages/evidence.md.j2",
+        r=ctx,
+        runs=recipe.evidence,
+        trust_root=site.trust_root,
+        sample=has_sample(recipe.evidence),
+    )
+
+
+def evidence_index(site: SiteData) -> str:
+    known = {r.name for r in site.recipes}
+    runs = [(e, slug(e.recipe), e.recipe in known) for e in site.evidence]
+    counts = {
+        s: sum(1 for e in site.evidence if e.state == s) for s in ("verified", "stale", "rejected")
+    }
+    note = next((n.message for n in site.notes if n.stage == "verify"), "")
+    return render(
+        "pages/evidence_index.md.j2",
+        runs=runs,
+        counts=counts,
+        trust_root=site.trust_root,
+        note=note,
+        sample=has_sample(site.evidence),
+    )
+
+
+def dashboard_page(site: SiteData) -> str:
+    rows = sum(len(r.profiles) for r in site.recipes)
+    return render(
+        "pages/index.md.j2",
+        rows=rows,
+        recipes=len(site.recipes),
+        all_recipes=[{"name": r.name, "slug": slug(r.name)} for r in site.recipes],
+        notes=site.notes,
+        sample=has_sample(site.evidence),
+    )
+
+
+def _prerequisites(profiles: Iterable[ScaleProfile]) -> list[tuple[str, list[dict[str, str]]]]:
+    by_owner: dict[str, list[dict[str, str]]] = {}
+    for p in profiles:
+        for item in p.prerequisites:
+            owner = str(item.get("owner") or "infrastructure")
+            expected = item.get("expected", item.get("value", ""))
+            by_owner.setdefault(owner, []).append(
+                {
+                    "profile": p.name,
+                    "id": str(item.get("id") or item.get("name") or ""),
+                    "title": str(item.get("title") or item.get("description") or ""),
+                    "expected": "" if expected is None else str(expected),
+                    "remediation": str(item.get("remediation") or ""),
+                }
+            )
+    return [
+        (o, sorted(v, key=lambda i: (i["profile"], i["id"]))) for o, v in sorted(by_owner.items())
+    ]
+
+
+def _demote_headings(markdown: str) -> str:
+    """Shift every ATX heading of an included document one level down (outside code fences)."""
+    out, fenced = [], False
+    for line in markdown.splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        if not fenced and re.match(r"^#{1,5} ", line):
+            line = "#" + line
+        out.append(line)
+    return "\n".join(out)
+
+
+def _strip_front_matter_and_title(markdown: str) -> str:
+    text = markdown
+    if text.startswith("---\n"):
+        end = text.find("\n---\n", 4)
+        if end != -1:
+            text = text[end + 5 :]
+    lines = text.lstrip("\n").splitlines()
+    if lines and lines[0].startswith("# "):
+        lines = lines[1:]
+    return "\n".join(lines).strip("\n")
+
+
+def scale_page(site: SiteData, contract_markdown: str | None) -> str:
+    lanes_ctx = []
+    for lane in site.lanes:
+        kpis = []
+        for k in lane.raw.get("kpis") or ():
+            if not isinstance(k, Mapping):
+                continue
+            threshold = k.get("threshold")
+            op = k.get("operator", "")
+            value = threshold
+            if isinstance(threshold, Mapping):
+                op = threshold.get("operator", op)
+                value = threshold.get("value")
+            kpis.append(
+                {
+                    "id": str(k.get("id") or k.get("name") or ""),
+                    "operator": str(op or ""),
+                    "threshold": "" if value is None else str(value),
+                    "unit": str(k.get("unit") or ""),
+                    "proposed": str(k.get("status", "")) == "proposed" or bool(k.get("proposed")),
+                }
+            )
+        scenarios = [
+            str(s.get("name", s)) if isinstance(s, Mapping) else str(s)
+            for s in lane.raw.get("scenarios") or ()
+        ]
+        lanes_ctx.append(
+            {
+                "name": lane.name,
+                "nodes": lane.nodes,
+                "gpus": lane.gpus,
+                "criteria_version": lane.criteria_version,
+                "kpis": kpis,
+                "scenarios": scenarios,
+            }
+        )
+    rows = []
+    for r in site.recipes:
+        for p in r.profiles:
+            verdicts = {s.lane: s.verdict for s in p.lanes}
+            row = [verdicts.get(lane.name, "untested") for lane in site.lanes]
+            if any(v != "untested" for v in row):
+                rows.append((f"{r.name} @ {p.profile}", row))
+    total = sum(len(r.profiles) for r in site.recipes)
+    if site.lanes and rows:
+        heatmap = chart_html(
+            chart_id("scale", "heatmap"),
+            verdict_heatmap(rows, site.lanes, "Recipe × lane verdicts"),
+            f"Lane verdicts of the {len(rows)} recipe × profile pairs with evidence "
+            f"({total - len(rows)} more have none and are UNTESTED at every lane).",
+        )
+    else:
+        heatmap = render("pages/_untested.html.j2", total=total)
+    contract = None
+    if contract_markdown is not None:
+        contract = _demote_headings(_strip_front_matter_and_title(contract_markdown))
+    return render(
+        "pages/scale.md.j2",
+        lanes=lanes_ctx,
+        heatmap=heatmap,
+        profiles=site.profiles,
+        prerequisites=_prerequisites(site.profiles),
+        contract=contract,
+        sample=has_sample(site.evidence),
+    )
+
+
+def components_page(site: SiteData) -> str:
+    comps = [
+        {
+            "name": c.name,
+            "chart": c.chart,
+            "repository": c.repository,
+            "version": c.version,
+            "qualified_lane": c.qualified_lane,
+            "qualified_profile": c.qualified_profile,
+            "recipes": c.recipes,
+            "recipe_links": [(n, slug(n)) for n in c.recipes],
+        }
+        for c in site.components
+    ]
+    return render("pages/components.md.j2", components=comps)
+
+
+@dataclass(frozen=True, slots=True)
+class _Command:
+    path: str
+    help: str
+
+
+def _walk(
+    cmd: click.Command, path: tuple[str, ...], parent: click.Context | None
+) -> list[_Command]:
+    ctx = click.Context(
+        cmd, info_name=path[-1], parent=parent, terminal_width=100, max_content_width=100
+    )
+    out = [_Command(" ".join(path), cmd.get_help(ctx).rstrip())]
+    if isinstance(cmd, click.Group):
+        for name in sorted(cmd.list_commands(ctx)):
+            sub = cmd.get_command(ctx, name)
+            if sub is not None and not sub.hidden:
+                out += _walk(sub, (*path, name), ctx)
+    return out
+
+
+def cli_page(main: click.Command) -> str:
+    """The CLI reference, generated from the click application itself."""
+    return render("pages/cli.md.j2", commands=_walk(main, ("aicr-catalog",), None))
+
+
+def all_pages(site: SiteData, contract_markdown: str | None, main: click.Command) -> dict[str, str]:
+    """Every generated page: docs-relative path -> Markdown text."""
+    pages = {
+        "index.md": dashboard_page(site),
+        "scale.md": scale_page(site, contract_markdown),
+        "components.md": components_page(site),
+        "evidence/index.md": evidence_index(site),
+        "cli.md": cli_page(main),
+    }
+    for r in site.recipes:
+        pages[f"recipes/{slug(r.name)}.md"] = recipe_page(r, site)
+        pages[f"evidence/{slug(r.name)}.md"] = evidence_page(r, site)
+    return pages

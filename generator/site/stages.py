@@ -1,0 +1,320 @@
+"""One small adapter per pipeline stage the site build calls.
+
+The site never reaches into another stage's internals: each adapter calls that stage's public
+function and turns its result into the site's records (`generator.site.model`). A stage that is
+not installed yet (an optional module that has not landed) is reported as a `StageNote` and its
+part of the site says so; nothing is invented in its place (a recipe without evidence is
+UNTESTED).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from generator.errors import (
+    CatalogError,
+    Diagnostic,
+    RenderError,
+    ScaleError,
+    Severity,
+    ValidationError,
+)
+from generator.records import Catalog, RecipeResult
+from generator.site.model import Check, Download, EvidenceRun, Kpi, Lane, LaneStatus, StageNote
+
+
+def optional_stage(module: str) -> ModuleType | None:
+    """The stage module if it is installed, else None."""
+    try:
+        found = importlib.util.find_spec(module)
+    except ModuleNotFoundError:
+        return None
+    return importlib.import_module(module) if found is not None else None
+
+
+# --- load + validate --------------------------------------------------------------------------
+
+
+def load_and_validate(root: Path, *, strict: bool = False) -> Catalog:
+    """Load and validate the catalog; raise ValidationError carrying every located problem."""
+    from generator.load import load_catalog
+    from generator.validate import validate_catalog
+
+    catalog, load_diags = load_catalog(root)
+    diags = tuple(load_diags) + tuple(validate_catalog(catalog, strict=strict))
+    errors = [d for d in diags if d.severity is Severity.ERROR or strict]
+    if errors:
+        raise ValidationError(f"the catalog has {len(errors)} problem(s)", errors)
+    return catalog
+
+
+# --- resolve ----------------------------------------------------------------------------------
+
+
+def resolve_leaf(
+    catalog: Catalog, leaf: str
+) -> tuple[tuple[RecipeResult, ...], tuple[Diagnostic, ...]]:
+    """Every scale profile this leaf resolves with, `standard` first, then by name.
+
+    A profile whose `appliesTo` excludes the leaf raises ScaleError: it is simply not offered.
+    A leaf that does not resolve at all is reported with the resolver's diagnostics.
+    """
+    from generator.resolve import resolve
+
+    names = sorted(catalog.profiles, key=lambda n: (n != "standard", n)) or ["standard"]
+    results: list[RecipeResult] = []
+    problems: list[Diagnostic] = []
+    for profile in names:
+        try:
+            results.append(resolve(catalog, leaf, profile=profile))
+        except ScaleError:
+            continue
+        except CatalogError as e:
+            problems.extend(e.diagnostics)
+            if not e.diagnostics:
+                problems.append(Diagnostic(leaf, 0, 0, "$", e.message, "resolve"))
+    return tuple(results), tuple(problems)
+
+
+def recipe_document(result: RecipeResult) -> Mapping[str, Any]:
+    from generator.resolve import recipe_document as doc
+
+    return doc(result)
+
+
+def structural_health(catalog: Catalog, leaf: str) -> tuple[str, str]:
+    """(pass | warn | fail, `R:n D:n P:n C:n`) as `aicr-catalog list` reports them."""
+    from generator.validate import leaf_health
+
+    h = leaf_health(catalog, leaf)
+    return h.health, h.coverage_text()
+
+
+# --- lanes ------------------------------------------------------------------------------------
+
+
+def lanes(catalog: Catalog) -> tuple[Lane, ...]:
+    """The ladder of `scale/lanes.yaml`, ascending by node count, each lane's KPIs with units."""
+    doc = catalog.documents.get("scale/lanes.yaml")
+    if doc is None or not isinstance(doc.data, Mapping):
+        return ()
+    spec = doc.data.get("spec") or {}
+    kpi_defs = {str(k.get("id")): k for k in spec.get("kpis") or () if isinstance(k, Mapping)}
+    out = []
+    for raw in spec.get("lanes") or ():
+        if not isinstance(raw, Mapping) or "name" not in raw:
+            continue
+        kpis = []
+        for kpi_id, t in sorted((raw.get("thresholds") or {}).items()):
+            t = t if isinstance(t, Mapping) else {"value": t}
+            d = kpi_defs.get(str(kpi_id), {})
+            kpis.append(
+                {
+                    "id": str(kpi_id),
+                    "title": str(d.get("title", "")),
+                    "unit": str(d.get("unit", "")),
+                    "threshold": {"operator": t.get("operator", ""), "value": t.get("value")},
+                    "status": str(t.get("status", "")),
+                }
+            )
+        criteria = {
+            "racks": raw.get("racks"),
+            "phases": list(raw.get("phases") or ()),
+            "scenarios": list(raw.get("scenarios") or ()),
+            "kpis": kpis,
+        }
+        gpus = raw.get("gpus")
+        out.append(
+            Lane(
+                name=str(raw["name"]),
+                nodes=int(raw.get("nodes") or 0),
+                gpus=int(gpus) if gpus is not None else None,
+                criteria_version=str(raw.get("criteriaVersion", "")),
+                raw=criteria,
+            )
+        )
+    return tuple(sorted(out, key=lambda lane: (lane.nodes, lane.name)))
+
+
+# --- render -----------------------------------------------------------------------------------
+
+
+def render_bundles(
+    catalog: Catalog, results: Sequence[RecipeResult], deployers: Sequence[str], epoch: int = 0
+) -> tuple[dict[tuple[str, str], tuple[Download, ...]], StageNote | None]:
+    """Every leaf × profile × deployer as a reproducible archive (mtime = SOURCE_DATE_EPOCH)."""
+    render = optional_stage("generator.render")
+    if render is None:
+        return {}, StageNote("render", "the bundle stage is not available in this build.")
+    from generator.commands.bundle import read_manifests
+
+    out: dict[tuple[str, str], tuple[Download, ...]] = {}
+    problems: list[Diagnostic] = []
+    for result in results:
+        items = []
+        try:
+            manifests = read_manifests(catalog, result)
+            for deployer in deployers:
+                tree = render.render_bundle(result, deployer, manifests)
+                name = render.archive_name(result, deployer)
+                data = render.archive_bytes(tree, name.removesuffix(".tar.gz"), mtime=epoch)
+                items.append(
+                    Download(
+                        deployer=deployer,
+                        profile=result.scale_profile,
+                        file=f"downloads/{result.name}/{name}",
+                        sha256=hashlib.sha256(data).hexdigest(),
+                        size=len(data),
+                        content=data,
+                    )
+                )
+        except CatalogError as e:
+            problems.extend(e.diagnostics)
+            if not e.diagnostics:
+                problems.append(Diagnostic(result.name, 0, 0, "$", e.message, "render"))
+        out[(result.name, result.scale_profile)] = tuple(items)
+    if problems:
+        raise RenderError("some bundles could not be rendered", problems)
+    return out, None
+
+
+# --- verify -----------------------------------------------------------------------------------
+
+
+def _iso(seconds: int | None) -> str:
+    if seconds is None:
+        return ""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _run_from(record: Any, raw: bytes, trust_root: str) -> EvidenceRun:
+    st = getattr(record, "statement", None)
+    verified = not hasattr(record, "klass") or record.__class__.__name__ == "VerifiedEvidence"
+    stale = bool(getattr(record, "stale", False))
+    if verified:
+        state, reason, klass = ("stale", record.message, "stale") if stale else ("verified", "", "")
+    else:
+        state, reason, klass = "rejected", record.message, str(record.klass)
+    digest = getattr(record, "statement_digest", None) or ""
+    file_id = record.path.rsplit("/", 1)[-1].removesuffix(".sigstore.json")
+    checks = tuple(
+        Check(phase, c.name, c.status, c.targets, c.message)
+        for phase, cs in (st.phases.items() if st else ())
+        for c in cs
+    )
+    kpis = tuple(
+        Kpi(k.id, k.value, k.unit, k.operator, k.threshold, k.status or "")
+        for k in (st.kpis if st else ())
+    )
+    rule_label = getattr(record, "signer_label", "") or ""
+    rule_class = getattr(record, "signer_class", "") or ""
+    return EvidenceRun(
+        id=(digest.removeprefix("sha256:") or file_id),
+        path=record.path,
+        recipe=(st.recipe if st else record.path.split("/")[1] if "/" in record.path else ""),
+        state=state,
+        reason=reason,
+        failure_class=klass if state == "rejected" else "",
+        sample=bool(getattr(record, "sample", False) or (st.sample if st else False)),
+        predicate_type=st.predicate_type if st else "",
+        profile=(st.scale_profile or "") if st else "",
+        profile_version=(st.scale_profile_version or "") if st else "",
+        lane=(st.lane or "") if st else "",
+        lane_nodes=st.lane_nodes if st else None,
+        observed_nodes=st.observed_nodes if st else None,
+        observed_gpus=st.observed_gpus if st else None,
+        verdict=(st.verdict or "") if st else "",
+        reasons=tuple(st.reasons) if st else (),
+        recipe_digest=st.recipe_digest if st else "",
+        bundle_digest=(st.bundle_digest or "") if st else "",
+        attested_at=(st.attested_at or "") if st else "",
+        signer_identity=getattr(record, "signer_identity", None) or "",
+        signer_issuer=getattr(record, "signer_issuer", None) or "",
+        signer_class=str(rule_class),
+        signer_label=rule_label,
+        trust_root=getattr(record, "trust_root", None) or trust_root,
+        tlog_index=getattr(record, "log_index", None),
+        integrated_time=_iso(getattr(record, "integrated_time", None)),
+        checks=checks,
+        kpis=kpis,
+        component_versions=dict(st.component_versions) if st else {},
+        raw=raw,
+    )
+
+
+def verify_evidence(
+    catalog: Catalog, evidence_dir: Path, results: Sequence[RecipeResult], trust_root: str
+) -> tuple[tuple[EvidenceRun, ...], StageNote | None]:
+    """Verify every evidence file offline against the chosen trust root and the signer policy."""
+    if not evidence_dir.is_dir() or not any(evidence_dir.rglob("*.sigstore.json")):
+        return (), None
+    verify = optional_stage("generator.evidence.verify")
+    if verify is None:
+        return (), StageNote("verify", "the evidence verifier is not available in this build.")
+    from generator.evidence.policy import read_policy
+    from generator.evidence.store import read_files
+    from generator.evidence.trustroot import load_trust_root
+
+    root = load_trust_root(trust_root, Path(catalog.root))
+    policy = read_policy(Path(catalog.root) / "signers.yaml", "signers.yaml")
+    files = read_files([evidence_dir], base=evidence_dir.parent)
+    current = {verify.digest_key(r.name, r.scale_profile): r.digest for r in results}
+    records = verify.verify_evidence(
+        files, trust_roots=root, policy=policy, current_digests=current
+    )
+    raw = {f.path: f.data for f in files}
+    runs = [_run_from(rec, raw[rec.path], root.name) for rec in records]
+    return tuple(sorted(runs, key=lambda e: (e.recipe, e.profile, e.lane_nodes or 0, e.path))), None
+
+
+# --- aggregate --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileStatus:
+    consensus: str
+    ceiling: str
+    ceiling_nodes: int
+    lanes: tuple[LaneStatus, ...]
+
+
+def aggregate(
+    catalog: Catalog,
+    results: Sequence[RecipeResult],
+    evidence: Sequence[EvidenceRun],
+    lanes_: Sequence[Lane],
+) -> tuple[
+    dict[tuple[str, str], ProfileStatus], dict[tuple[str, str], tuple[str, str]], StageNote | None
+]:
+    """Consensus, scale ceiling and lane verdicts per recipe × profile, from the status stage."""
+    agg = optional_stage("generator.aggregate")
+    if agg is None:
+        note = None
+        if any(e.counted for e in evidence):
+            note = StageNote(
+                "aggregate",
+                "the status stage is not available in this build: consensus and ceilings show "
+                "UNTESTED until it is.",
+            )
+        return {}, {}, note
+    return _aggregate_with(agg, catalog, results, evidence, lanes_)
+
+
+def _aggregate_with(
+    agg: ModuleType,
+    catalog: Catalog,
+    results: Sequence[RecipeResult],
+    evidence: Sequence[EvidenceRun],
+    lanes_: Sequence[Lane],
+) -> tuple[
+    dict[tuple[str, str], ProfileStatus], dict[tuple[str, str], tuple[str, str]], StageNote | None
+]:
+    raise NotImplementedError("wired when generator.aggregate lands")

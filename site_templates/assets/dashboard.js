@@ -1,0 +1,112 @@
+/* The dashboard: a faceted, sortable table over api/v1/recipes.json (one row per leaf recipe x
+   scale profile), text search, facet counts, and the view kept in the URL query string. */
+(function () {
+  "use strict";
+  var FACETS = ["service", "accelerator", "os", "intent", "platform", "profile", "health", "consensus"];
+  var COLS = [["name", "Recipe"], ["service", "Service"], ["accelerator", "Accelerator"], ["os", "OS"],
+    ["intent", "Intent"], ["platform", "Platform"], ["profile", "Scale profile"], ["health", "Health"],
+    ["consensus", "Consensus"], ["ceilingNodes", "Scale ceiling"], ["last", "Last evidence"]];
+  var root = document.getElementById("aicr-dashboard");
+  if (!root || root.dataset.ready === "1") return;
+  root.dataset.ready = "1";
+  var rows = [], state = {};
+  function el(tag, attrs, text) {
+    var e = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function readUrl() {
+    var p = new URLSearchParams(location.search);
+    state = { q: p.get("q") || "", sort: p.get("sort") || "name", dir: p.get("dir") === "desc" ? "desc" : "asc" };
+    FACETS.forEach(function (f) { state[f] = p.get(f) || ""; });
+  }
+  function writeUrl() {
+    var p = new URLSearchParams();
+    if (state.q) p.set("q", state.q);
+    FACETS.forEach(function (f) { if (state[f]) p.set(f, state[f]); });
+    if (state.sort !== "name" || state.dir !== "asc") { p.set("sort", state.sort); p.set("dir", state.dir); }
+    var qs = p.toString();
+    history.replaceState(null, "", location.pathname + (qs ? "?" + qs : "") + location.hash);
+  }
+  function matches(r, skip) {
+    if (state.q && r.name.toLowerCase().indexOf(state.q.toLowerCase()) < 0) return false;
+    return FACETS.every(function (f) { return f === skip || !state[f] || r[f] === state[f]; });
+  }
+  var search = el("input", { type: "search", id: "aicr-q", placeholder: "e.g. gb300-eks", autocomplete: "off" });
+  var form = el("form", { class: "aicr-controls", role: "search", "aria-label": "Filter recipes" });
+  var box = el("div", { class: "aicr-control" });
+  box.append(el("label", { for: "aicr-q" }, "Search by name"), search);
+  form.append(box);
+  var selects = {};
+  FACETS.forEach(function (f) {
+    var c = el("div", { class: "aicr-control" }), s = el("select", { id: "aicr-f-" + f, name: f });
+    c.append(el("label", { for: "aicr-f-" + f }, f === "os" ? "OS" : f[0].toUpperCase() + f.slice(1)), s);
+    form.append(c); selects[f] = s;
+    s.addEventListener("change", function () { state[f] = s.value; update(); });
+  });
+  var reset = el("button", { type: "reset", class: "md-button" }, "Clear filters");
+  form.append(reset);
+  form.addEventListener("submit", function (e) { e.preventDefault(); });
+  form.addEventListener("reset", function (e) {
+    e.preventDefault(); state.q = ""; search.value = ""; FACETS.forEach(function (f) { state[f] = ""; }); update();
+  });
+  search.addEventListener("input", function () { state.q = search.value.trim(); update(); });
+  var status = el("p", { class: "aicr-count", role: "status", "aria-live": "polite" });
+  var table = el("table", { class: "aicr-table" }), thead = el("thead"), tbody = el("tbody"), htr = el("tr");
+  table.append(el("caption", {}, "Leaf recipes by scale profile"), thead, tbody); thead.append(htr);
+  COLS.forEach(function (c) {
+    var th = el("th", { scope: "col" }), b = el("button", { type: "button", "data-sort": c[0] }, c[1]);
+    b.addEventListener("click", function () {
+      state.dir = state.sort === c[0] && state.dir === "asc" ? "desc" : "asc"; state.sort = c[0]; update();
+    });
+    th.append(b); htr.append(th);
+  });
+  var wrap = el("div", { class: "aicr-table-wrap" }); wrap.append(table);
+  root.append(form, status, wrap);
+  function update() {
+    FACETS.forEach(function (f) {
+      var counts = {}, s = selects[f], total = 0;
+      rows.forEach(function (r) { if (matches(r, f)) { counts[r[f]] = (counts[r[f]] || 0) + 1; total++; } });
+      if (state[f] && !(state[f] in counts)) counts[state[f]] = 0;
+      s.replaceChildren(el("option", { value: "" }, "all (" + total + ")"));
+      Object.keys(counts).sort().forEach(function (v) { s.append(el("option", { value: v }, v + " (" + counts[v] + ")")); });
+      s.value = state[f];
+    });
+    var shown = rows.filter(function (r) { return matches(r, null); }), k = state.sort, d = state.dir === "asc" ? 1 : -1;
+    shown.sort(function (a, b) { return (a[k] < b[k] ? -d : a[k] > b[k] ? d : 0) || (a.key < b.key ? -1 : 1); });
+    tbody.replaceChildren.apply(tbody, shown.map(function (r) {
+      var tr = el("tr"), a = el("a", { href: r.url }, r.name), td = el("td", { "data-label": "Recipe" });
+      td.append(a); tr.append(td);
+      COLS.slice(1).forEach(function (c) {
+        var cell = el("td", { "data-label": c[1] }), v = c[0] === "ceilingNodes" ? r.ceilingText : r[c[0]] || "—";
+        if (c[0] === "health" || c[0] === "consensus") cell.append(el("span", { class: "aicr-chip aicr-" + String(v).toLowerCase() }, v));
+        else cell.textContent = v;
+        tr.append(cell);
+      });
+      return tr;
+    }));
+    htr.querySelectorAll("th").forEach(function (th, i) {
+      th.setAttribute("aria-sort", COLS[i][0] === k ? (d > 0 ? "ascending" : "descending") : "none");
+    });
+    status.textContent = shown.length + " of " + rows.length + " rows";
+    writeUrl();
+  }
+  readUrl(); search.value = state.q;
+  status.textContent = "Loading recipes…";
+  fetch(root.dataset.src).then(function (r) {
+    if (!r.ok) throw new Error(r.status + " " + r.statusText);
+    return r.json();
+  }).then(function (data) {
+    data.recipes.forEach(function (rec) {
+      rec.profiles.forEach(function (p) {
+        rows.push({ key: rec.name + "@" + p.name, name: rec.name, url: rec.url, service: rec.criteria.service,
+          accelerator: rec.criteria.accelerator, os: rec.criteria.os, intent: rec.criteria.intent,
+          platform: rec.criteria.platform, profile: p.name, health: rec.health, consensus: p.consensus,
+          ceilingNodes: p.ceilingNodes, ceilingText: p.ceiling ? p.ceiling + " (" + p.ceilingNodes + " nodes)" : "none",
+          last: p.lastEvidence || "" });
+      });
+    });
+    update();
+  }).catch(function (err) { status.textContent = "Could not load the recipe table: " + err.message; });
+})();
