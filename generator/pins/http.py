@@ -143,12 +143,12 @@ class Fetcher:
         raw = self._send(url, sent)
         if raw.status == 304 and cached is not None:
             self.stats.not_modified += 1
-            self.progress(f"not modified: {url} (304, cached copy reused)")
+            self.progress(f"GET {url}: HTTP 304, cached copy reused")
             return Response(url, 304, cached.body, raw.headers, from_cache=True)
         if raw.status not in accept:
             message = f"GET {url}: HTTP {raw.status}{raw.why}"
             raise FetchError(Problem(ProblemKind.HTTP_ERROR, message, raw.status))
-        self.progress(f"fetched: {url} ({raw.status}, {len(raw.body)} bytes)")
+        self.progress(f"GET {url}: HTTP {raw.status}, {len(raw.body)} bytes")
         etag = header(raw.headers, "ETag")
         if conditional and self.cache and etag and raw.status == 200:
             self.cache.put(url, etag, raw.body)
@@ -162,7 +162,7 @@ class Fetcher:
                 self.stats.retries += 1
                 wait = _backoff(attempt - 1, retry_after)
                 msg = problem.message if problem else ""
-                self.progress(f"retry {attempt}/{self.retries} in {wait:g} s: {msg}")
+                self.progress(f"{msg}; retry {attempt}/{self.retries} in {wait:g} s")
                 _sleep(wait)
             self.stats.requests += 1
             retry_after = None
