@@ -1,0 +1,618 @@
+"""Aggregate: resolved recipes + verified evidence + lanes → status tables (pandas DataFrames).
+
+Three axes, computed separately and never fused into one grade:
+
+1. **Structural health** per leaf recipe: it resolves, its constraints are well formed, its
+   charts are pinned → pass | warn | fail, with coverage `R:n D:n P:n C:n` (declared checks of
+   the readiness, deployment, performance and conformance phases).
+2. **Consensus** per check, phase, lane and recipe × profile over *distinct verified signers*,
+   counting only the latest run of each signer: CONFIRMED (≥ 2 pass, 0 fail), SINGLE (1 pass,
+   0 fail), CONTESTED (pass and fail), FAILING (fail only), UNTESTED. A roll-up takes the worst
+   state first and is PARTIAL when some rows are untested and none failing or contested.
+   Skipped and pending results never count; an unknown status counts as a failure; a "pass" on
+   zero targets is not a pass. KPIs are rows too (`kpi:<id>`), so a KPI failure shows.
+3. **Scale ceiling** per recipe × profile: the largest lane such that every lane of the
+   profile's ladder up to it has current, verified, passing evidence (a lane passes when its
+   latest runs per signer agree on pass: CONFIRMED or SINGLE). A run only passes a lane when its
+   verdict is pass, it observed at least the lane's nodes, and no check ran on zero targets.
+
+Evidence that is stale (older recipe digest or lane criteria), unverified, unallowlisted,
+invalid, or sample outside the demo trust root is listed separately and never counted.
+
+Component qualification: for every component and pinned version of the current recipes, the
+largest lane at which current evidence has qualified a recipe pinning it, and under which
+profile — a pin bump changes the recipe digest, so it reads "not yet qualified at scale" until a
+lane is re-run.
+
+Everything here is a pure function of its inputs; the hot path is vectorised pandas (the only
+Python loops turn the input records into columns).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from generator.evidence.model import (
+    SCALE_QUALIFICATION_V1,
+    Evidence,
+    FailureClass,
+    RejectedEvidence,
+    VerifiedEvidence,
+)
+from generator.qualify import Lanes
+from generator.records import DIMENSIONS, RecipeResult
+
+CONFIRMED, SINGLE, CONTESTED, FAILING, UNTESTED, PARTIAL = (
+    "CONFIRMED",
+    "SINGLE",
+    "CONTESTED",
+    "FAILING",
+    "UNTESTED",
+    "PARTIAL",
+)
+# Worst first: a roll-up shows the first state of this order that any of its rows has (with
+# UNTESTED/PARTIAL handled as described in the module docstring).
+STATE_ORDER: tuple[str, ...] = (FAILING, CONTESTED, PARTIAL, UNTESTED, SINGLE, CONFIRMED)
+QUALIFYING = (CONFIRMED, SINGLE)
+
+DEFAULT_PROFILE = "standard"
+HEALTH_PHASES: tuple[tuple[str, str], ...] = (
+    ("R", "readiness"),
+    ("D", "deployment"),
+    ("P", "performance"),
+    ("C", "conformance"),
+)
+
+# Why a record is not counted; the `exclusion` column.
+UNVERIFIED, UNALLOWLISTED, INVALID, STALE, STALE_CRITERIA, SAMPLE_OUTSIDE_DEMO, UNKNOWN_LANE = (
+    "unverified",
+    "unallowlisted",
+    "invalid",
+    "stale",
+    "stale-criteria",
+    "sample-outside-demo",
+    "unknown-lane",
+)
+_INVALID_CLASSES = {
+    FailureClass.PAYLOAD_TYPE,
+    FailureClass.PREDICATE_TYPE_UNKNOWN,
+    FailureClass.PREDICATE_SCHEMA,
+    FailureClass.PATH_MISMATCH,
+}
+
+_CONSTRAINT_NAME = re.compile(r"^[A-Za-z0-9]+\.[A-Za-z0-9_-]+\.[^\s]+$")
+_CONSTRAINT_VALUE = re.compile(r"^\s*(>=|<=|==|!=|>|<)?\s*\S.*$")
+_UNPINNED = re.compile(r"(^$|latest|[*^~xX]|[<>=]|\|\|| - )")
+
+_KEYS_RUN = ["recipe", "profile", "lane"]
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """Every status table. DataFrames are sorted and indexed 0..n-1; treat them as read-only."""
+
+    health: pd.DataFrame  # recipe, health, coverage, R, D, P, C, problems
+    runs: pd.DataFrame  # every evidence record, counted or not, with why
+    checks: pd.DataFrame  # recipe, profile, lane, phase, check, required, passed, failed, state
+    phases: pd.DataFrame  # recipe, profile, lane, phase, state
+    lanes: pd.DataFrame  # recipe, profile, lane, nodes, rung, passed, failed, state, qualified
+    recipes: pd.DataFrame  # recipe, profile, ..., consensus, ceiling_lane, ceiling_nodes, ...
+    components: pd.DataFrame  # component, version, lane, nodes, profiles, recipes
+    demo: bool = False
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def excluded(self) -> pd.DataFrame:
+        return self.runs[~self.runs["counted"]].reset_index(drop=True)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def state_of(passed: pd.Series, failed: pd.Series) -> np.ndarray:
+    """The consensus state from counts of distinct passing and failing signers."""
+    return np.select(
+        [(passed > 0) & (failed > 0), failed > 0, passed >= 2, passed == 1],
+        [CONTESTED, FAILING, CONFIRMED, SINGLE],
+        default=UNTESTED,
+    )
+
+
+def rollup(df: pd.DataFrame, keys: list[str], column: str = "state") -> pd.DataFrame:
+    """Worst-first roll-up of `column` over `keys`, PARTIAL when only some rows are untested."""
+    s = df[column]
+    flags = pd.DataFrame(
+        {
+            "failing": s.eq(FAILING),
+            "contested": s.eq(CONTESTED),
+            "untested": s.eq(UNTESTED),
+            "partial": s.eq(PARTIAL),
+            "single": s.eq(SINGLE),
+        }
+    )
+    for k in keys:
+        flags[k] = df[k].to_numpy()
+    g = flags.groupby(keys, sort=True, observed=True).agg(
+        failing=("failing", "any"),
+        contested=("contested", "any"),
+        any_untested=("untested", "any"),
+        all_untested=("untested", "all"),
+        partial=("partial", "any"),
+        single=("single", "any"),
+    )
+    state = np.select(
+        [
+            g["failing"],
+            g["contested"],
+            g["all_untested"],
+            g["any_untested"] | g["partial"],
+            g["single"],
+        ],
+        [FAILING, CONTESTED, UNTESTED, PARTIAL, SINGLE],
+        default=CONFIRMED,
+    )
+    return pd.DataFrame({column: state}, index=g.index).reset_index()
+
+
+def _applies(frame: pd.DataFrame, prefix: str) -> pd.Series:
+    """Rows whose recipe criteria satisfy the `applies_<dim>` pattern (NaN = any)."""
+    ok = pd.Series(True, index=frame.index)
+    for d in DIMENSIONS:
+        pattern = frame[f"{prefix}{d}"]
+        ok &= pattern.isna() | (pattern == frame[d])
+    return ok
+
+
+def _lane_frames(lanes: Lanes) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(lane table, required rows per lane: scenarios and KPIs with their applicability)."""
+    lane_rows = [
+        (ln.name, ln.nodes, ln.racks, ln.criteria_version, i) for i, ln in enumerate(lanes.lanes)
+    ]
+    lane_df = pd.DataFrame(
+        lane_rows, columns=["lane", "lane_nodes_def", "racks", "criteria_current", "lane_rank"]
+    )
+    req: list[tuple[Any, ...]] = []
+    for ln in lanes.lanes:
+        for s in lanes.scenarios:
+            if s.id in ln.scenarios and s.phase in ln.phases:
+                pat = s.applies_to
+                req.append(
+                    (ln.name, s.phase, s.id, *((pat.get(d) if pat else None) for d in DIMENSIONS))
+                )
+        for k in lanes.kpis:
+            if ln.threshold(k.id) is not None and k.phase in ln.phases:
+                pat = k.applies_to
+                req.append(
+                    (
+                        ln.name,
+                        k.phase,
+                        f"kpi:{k.id}",
+                        *((pat.get(d) if pat else None) for d in DIMENSIONS),
+                    )
+                )
+    req_df = pd.DataFrame(
+        req, columns=["lane", "phase", "check", *(f"applies_{d}" for d in DIMENSIONS)]
+    )
+    return lane_df, req_df
+
+
+def _recipe_frame(recipes: Sequence[RecipeResult]) -> pd.DataFrame:
+    rows = [
+        (
+            r.name,
+            r.scale_profile,
+            r.scale_profile_version,
+            r.digest,
+            *(r.criteria.get(d) for d in DIMENSIONS),
+        )
+        for r in recipes
+    ]
+    cols = ["recipe", "profile", "profile_version", "digest", *DIMENSIONS]
+    return pd.DataFrame(rows, columns=cols).drop_duplicates(["recipe", "profile"], keep="last")
+
+
+# ---------------------------------------------------------------- structural health
+
+
+def structural_health(
+    recipes: Sequence[RecipeResult], failures: Mapping[str, str] = {}
+) -> pd.DataFrame:
+    """Health per leaf: fail if it does not resolve or has a malformed constraint; warn if a chart
+    is not pinned to an exact version or no check is declared; coverage counts declared checks."""
+    rows: list[tuple[Any, ...]] = []
+    seen: set[str] = set()
+    for r in recipes:
+        if r.name in seen:
+            continue
+        seen.add(r.name)
+        problems: list[str] = []
+        status = "pass"
+        for c in r.constraints:
+            if not _CONSTRAINT_NAME.match(c.name) or not _CONSTRAINT_VALUE.match(c.value):
+                problems.append(f"constraint {c.name!r} = {c.value!r} is malformed")
+                status = "fail"
+        for comp in r.components:
+            if comp.type == "Helm" and (comp.version is None or _UNPINNED.search(comp.version)):
+                problems.append(f"chart {comp.name} is not pinned ({comp.version or 'no version'})")
+                status = "warn" if status == "pass" else status
+        counts = [
+            len(r.validation.get(phase, {}).get("checks") or ()) for _, phase in HEALTH_PHASES
+        ]
+        if not any(counts):
+            problems.append("no validation check is declared")
+            status = "warn" if status == "pass" else status
+        coverage = " ".join(f"{a}:{n}" for (a, _), n in zip(HEALTH_PHASES, counts, strict=True))
+        rows.append((r.name, status, coverage, *counts, tuple(problems)))
+    for name, why in sorted(failures.items()):
+        if name not in seen:
+            rows.append(
+                (name, "fail", "R:0 D:0 P:0 C:0", 0, 0, 0, 0, (f"does not resolve: {why}",))
+            )
+    cols = ["recipe", "health", "coverage", "R", "D", "P", "C", "problems"]
+    return pd.DataFrame(rows, columns=cols).sort_values("recipe", ignore_index=True)
+
+
+# ---------------------------------------------------------------- evidence → runs
+
+
+def _recipe_from_path(path: str) -> str:
+    """The recipe directory of `.../evidence/<recipe>/<source>/<file>` (for unreadable statements)."""
+    parts = path.replace("\\", "/").split("/")
+    return parts[-3] if len(parts) >= 4 and parts[-4] == "evidence" else ""
+
+
+def _run_rows(evidence: Sequence[Evidence]) -> pd.DataFrame:
+    rows: list[tuple[Any, ...]] = []
+    for i, e in enumerate(evidence):
+        st = e.statement
+        if isinstance(e, VerifiedEvidence):
+            signer, label, klass = e.source, e.signer_label, str(e.signer_class)
+            verified, stale, cls, message, sample = True, e.stale, "", "", e.sample
+        else:
+            assert isinstance(e, RejectedEvidence)
+            signer = label = klass = ""
+            verified, stale, cls, message = False, False, str(e.klass), e.message
+            sample = bool(st.sample) if st else False
+        zero = False
+        if st is not None and st.predicate_type == SCALE_QUALIFICATION_V1:
+            zero = any(
+                c.targets == 0 and c.status == "passed" for cs in st.phases.values() for c in cs
+            )
+        recipe = st.recipe if st else _recipe_from_path(e.path)
+        rows.append(
+            (
+                i,
+                e.path,
+                verified,
+                stale,
+                cls,
+                message,
+                sample,
+                signer,
+                label,
+                klass,
+                e.signer_identity or "",
+                e.signer_issuer or "",
+                recipe,
+                (st.scale_profile or DEFAULT_PROFILE) if st else "",
+                (st.lane or "") if st else "",
+                st.lane_nodes if st and st.lane_nodes is not None else -1,
+                (st.criteria_version or "") if st else "",
+                st.observed_nodes if st and st.observed_nodes is not None else -1,
+                (st.verdict or "") if st else "",
+                (st.attested_at or "") if st else "",
+                st.recipe_digest if st else "",
+                (e.statement_digest or "") if isinstance(e, VerifiedEvidence) else "",
+                st.predicate_type if st else "",
+                tuple(st.reasons) if st else (),
+                zero,
+            )
+        )
+    cols = [
+        "idx",
+        "path",
+        "verified",
+        "stale_flag",
+        "class",
+        "message",
+        "sample",
+        "signer",
+        "signer_label",
+        "signer_class",
+        "identity",
+        "issuer",
+        "recipe",
+        "profile",
+        "lane",
+        "lane_nodes",
+        "criteria_version",
+        "observed_nodes",
+        "verdict",
+        "attested_at",
+        "recipe_digest",
+        "statement_digest",
+        "predicate_type",
+        "reasons",
+        "zero_targets",
+    ]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _judge_runs(
+    runs: pd.DataFrame, rec: pd.DataFrame, lane_df: pd.DataFrame, demo: bool
+) -> pd.DataFrame:
+    """Add current digest, exclusion (why not counted), counted, latest, effective verdict."""
+    runs = runs.merge(
+        rec[["recipe", "profile", "digest"]].rename(columns={"digest": "current_digest"}),
+        on=["recipe", "profile"],
+        how="left",
+    )
+    runs = runs.merge(lane_df, on="lane", how="left")
+    scale = runs["predicate_type"].eq(SCALE_QUALIFICATION_V1)
+    cls = runs["class"]
+    digest_stale = runs["current_digest"].isna() | (runs["current_digest"] != runs["recipe_digest"])
+    exclusion = np.select(
+        [
+            ~runs["verified"] & cls.eq(str(FailureClass.SIGNER_NOT_ALLOWED)),
+            ~runs["verified"] & cls.isin([str(c) for c in _INVALID_CLASSES]),
+            ~runs["verified"] & cls.eq(str(FailureClass.STALE)),
+            ~runs["verified"],
+            runs["stale_flag"] | digest_stale,
+            runs["sample"] & (not demo),
+            scale & runs["lane_rank"].isna(),
+            scale & (runs["criteria_version"] != runs["criteria_current"]),
+        ],
+        [
+            UNALLOWLISTED,
+            INVALID,
+            STALE,
+            UNVERIFIED,
+            STALE,
+            SAMPLE_OUTSIDE_DEMO,
+            UNKNOWN_LANE,
+            STALE_CRITERIA,
+        ],
+        default="",
+    )
+    runs["exclusion"] = exclusion
+    runs["counted"] = runs["exclusion"].eq("")
+    runs["when"] = pd.to_datetime(runs["attested_at"], utc=True, format="ISO8601", errors="coerce")
+    # latest run per signer and scope, among counted runs
+    order = runs.sort_values(
+        [*_KEYS_RUN, "signer", "when", "statement_digest"], na_position="first", kind="stable"
+    )
+    counted = order[order["counted"]]
+    latest_idx = counted.drop_duplicates([*_KEYS_RUN, "signer"], keep="last").index
+    runs["latest"] = False
+    runs.loc[latest_idx, "latest"] = True
+    # a run passes its lane only with a pass verdict on ≥ the lane's nodes and no zero-target check
+    undersized = runs["observed_nodes"] < runs["lane_nodes_def"].fillna(np.inf)
+    wrong_lane = runs["lane_nodes"] != runs["lane_nodes_def"]
+    runs["effective"] = np.where(
+        runs["verdict"].eq("pass") & ~(scale & (undersized | wrong_lane | runs["zero_targets"])),
+        "pass",
+        "fail",
+    )
+    runs["downgraded"] = np.select(
+        [
+            ~runs["verdict"].eq("pass"),
+            scale & undersized,
+            scale & wrong_lane,
+            scale & runs["zero_targets"],
+        ],
+        [
+            "",
+            "claims pass but observed fewer nodes than the lane",
+            "claims pass but names another node count for the lane",
+            "claims pass but a check ran on zero targets",
+        ],
+        default="",
+    )
+    return runs
+
+
+# ---------------------------------------------------------------- consensus
+
+
+def _check_rows(evidence: Sequence[Evidence], latest: pd.DataFrame, lanes: Lanes) -> pd.DataFrame:
+    """One row per check/KPI result of each latest counted run (the Python loop of the hot path)."""
+    kpi_phase = {k.id: k.phase for k in lanes.kpis}
+    idx: list[int] = []
+    phase: list[str] = []
+    check: list[str] = []
+    status: list[str] = []
+    targets: list[int] = []
+    for i in latest["idx"].to_numpy():
+        st = evidence[int(i)].statement
+        assert st is not None
+        for ph, cs in st.phases.items():
+            for c in cs:
+                idx.append(int(i))
+                phase.append(ph)
+                check.append(c.name)
+                status.append(c.status)
+                targets.append(-1 if c.targets is None else c.targets)
+        for k in st.kpis:
+            idx.append(int(i))
+            phase.append(kpi_phase.get(k.id, "performance"))
+            check.append(f"kpi:{k.id}")
+            status.append(k.status or "proposed")
+            targets.append(-1)
+    rows = pd.DataFrame(
+        {"idx": idx, "phase": phase, "check": check, "status": status, "targets": targets}
+    )
+    rows = rows.merge(latest[["idx", *_KEYS_RUN, "signer"]], on="idx", how="left")
+    st_col = rows["status"]
+    ignored = st_col.isin(["skipped", "pending", "proposed"]) | (
+        st_col.eq("passed") & rows["targets"].eq(0)
+    )
+    rows = rows[~ignored].copy()
+    rows["fail"] = ~rows["status"].eq("passed")  # failed, other, anything unknown
+    return rows
+
+
+def _consensus(
+    rows: pd.DataFrame, expected: pd.DataFrame, keys: list[str], signer: str = "signer"
+) -> pd.DataFrame:
+    """Distinct passing/failing signers per key (a signer failing anywhere in a row fails it),
+    outer-joined with the expected rows so that untested ones appear."""
+    per_signer = rows.groupby([*keys, signer], sort=False, observed=True)["fail"].any()
+    per_signer = per_signer.reset_index()
+    counts = per_signer.groupby(keys, sort=False, observed=True)["fail"].agg(["sum", "count"])
+    counts = counts.rename(columns={"sum": "failed"})
+    counts["passed"] = counts["count"] - counts["failed"]
+    counts = counts.drop(columns="count").reset_index()
+    exp = expected[keys].drop_duplicates().assign(required=True)
+    out = exp.merge(counts, on=keys, how="outer")
+    out["required"] = out["required"].fillna(False).astype(bool)
+    out[["passed", "failed"]] = out[["passed", "failed"]].fillna(0).astype(int)
+    out["state"] = state_of(out["passed"], out["failed"])
+    return out.sort_values(keys, ignore_index=True)
+
+
+# ---------------------------------------------------------------- the whole status
+
+
+def aggregate(
+    recipes: Sequence[RecipeResult],
+    evidence: Sequence[Evidence],
+    lanes: Lanes,
+    ladders: Mapping[str, Sequence[str]],
+    *,
+    demo: bool = False,
+    failures: Mapping[str, str] = {},
+) -> Status:
+    """The status tables.
+
+    `recipes`: the current resolved recipes, one per (leaf, profile) to report on.
+    `evidence`: verification records (any order). `ladders`: profile name → its lanes.
+    `demo`: the evidence was verified with the demo trust root (sample evidence counts only then).
+    `failures`: leaf → why it does not resolve (structural health).
+    """
+    lane_df, req_df = _lane_frames(lanes)
+    rec = _recipe_frame(recipes)
+    health = structural_health(recipes, failures)
+
+    runs = _judge_runs(_run_rows(evidence), rec, lane_df, demo)
+    latest = runs[runs["latest"]]
+
+    # the ladder rows of every recipe × profile
+    ladder_df = pd.DataFrame(
+        [(p, ln, i) for p, lad in ladders.items() for i, ln in enumerate(lad)],
+        columns=["profile", "lane", "rung"],
+    )
+    rungs = rec.merge(ladder_df, on="profile", how="inner").merge(lane_df, on="lane", how="left")
+
+    # checks: expected = the applicable required scenarios/KPIs of every ladder lane
+    expected = rungs.merge(req_df, on="lane", how="inner")
+    expected = expected[_applies(expected, "applies_")]
+    check_rows = _check_rows(evidence, latest, lanes)
+    ckeys = [*_KEYS_RUN, "phase", "check"]
+    checks = _consensus(check_rows, expected, ckeys)
+    phases = rollup(checks, [*_KEYS_RUN, "phase"])
+
+    # lanes: consensus over run verdicts
+    lane_rows = latest[latest["predicate_type"].eq(SCALE_QUALIFICATION_V1)].assign(
+        fail=lambda d: d["effective"].ne("pass")
+    )
+    lane_state = _consensus(lane_rows, rungs, _KEYS_RUN)
+    lane_state = lane_state.merge(rungs[[*_KEYS_RUN, "rung"]], on=_KEYS_RUN, how="left").merge(
+        lane_df[["lane", "lane_nodes_def"]], on="lane", how="left"
+    )
+    lane_state = lane_state.rename(columns={"lane_nodes_def": "nodes"})
+    lane_state["nodes"] = lane_state["nodes"].fillna(0).astype(int)
+    lane_state["qualified"] = lane_state["state"].isin(QUALIFYING)
+    lane_state = lane_state.sort_values(["recipe", "profile", "nodes", "lane"], ignore_index=True)
+
+    # ceiling: contiguous qualified rungs from the bottom of each ladder
+    ladder_rows = lane_state[lane_state["rung"].notna()].sort_values(
+        ["recipe", "profile", "rung"], kind="stable"
+    )
+    ok = ladder_rows["qualified"].astype(int)
+    ladder_rows = ladder_rows.assign(
+        contiguous=ok.groupby([ladder_rows["recipe"], ladder_rows["profile"]]).cumprod()
+    )
+    top = (
+        ladder_rows[ladder_rows["contiguous"].eq(1)]
+        .groupby(["recipe", "profile"], sort=False)
+        .last()[["lane", "nodes"]]
+        .rename(columns={"lane": "ceiling_lane", "nodes": "ceiling_nodes"})
+    )
+    blocked = (
+        ladder_rows[ladder_rows["contiguous"].eq(0)]
+        .groupby(["recipe", "profile"], sort=False)
+        .first()[["lane", "state"]]
+        .rename(columns={"lane": "blocked_lane", "state": "blocked_state"})
+    )
+    consensus = rollup(checks, ["recipe", "profile"]).rename(columns={"state": "consensus"})
+    counted = runs[runs["counted"]]
+    n_runs = counted.groupby(["recipe", "profile"]).size().rename("runs")
+    n_signers = counted.groupby(["recipe", "profile"])["signer"].nunique().rename("signers")
+    sample = counted.groupby(["recipe", "profile"])["sample"].any().rename("sample")
+    n_excluded = runs[~runs["counted"]].groupby(["recipe", "profile"]).size().rename("excluded")
+    summary = (
+        rec.set_index(["recipe", "profile"])
+        .join([top, blocked, n_runs, n_signers, sample, n_excluded], how="left")
+        .reset_index()
+        .merge(consensus, on=["recipe", "profile"], how="left")
+    )
+    summary["consensus"] = summary["consensus"].fillna(UNTESTED)
+    summary["ceiling_nodes"] = summary["ceiling_nodes"].fillna(0).astype(int)
+    for col in ("runs", "signers", "excluded"):
+        summary[col] = summary[col].fillna(0).astype(int)
+    summary["sample"] = summary["sample"].fillna(False).astype(bool)
+    summary["ceiling_lane"] = (
+        summary["ceiling_lane"].astype(object).where(summary["ceiling_lane"].notna(), None)
+    )
+    summary = summary.merge(health[["recipe", "health", "coverage"]], on="recipe", how="left")
+    summary = summary.sort_values(["recipe", "profile"], ignore_index=True)
+
+    components = _components(recipes, summary)
+    return Status(
+        health=health,
+        runs=runs.sort_values(["recipe", "profile", "lane_rank", "path"], ignore_index=True),
+        checks=checks,
+        phases=phases,
+        lanes=lane_state,
+        recipes=summary,
+        components=components,
+        demo=demo,
+    )
+
+
+def _components(recipes: Sequence[RecipeResult], summary: pd.DataFrame) -> pd.DataFrame:
+    """Per component and pinned version: the largest lane qualified, its profile(s), recipes."""
+    rows = [
+        (c.name, c.version, r.name, r.scale_profile)
+        for r in recipes
+        for c in r.components
+        if c.version is not None
+    ]
+    comp = pd.DataFrame(rows, columns=["component", "version", "recipe", "profile"])
+    comp = comp.merge(
+        summary[["recipe", "profile", "ceiling_lane", "ceiling_nodes"]],
+        on=["recipe", "profile"],
+        how="left",
+    )
+    comp["ceiling_nodes"] = comp["ceiling_nodes"].fillna(0).astype(int)
+    best = comp.groupby(["component", "version"])["ceiling_nodes"].transform("max")
+    n_recipes = comp.groupby(["component", "version"])["recipe"].nunique().rename("recipes")
+    top = comp[comp["ceiling_nodes"].eq(best) & best.gt(0)]
+    at_top = top.groupby(["component", "version"]).agg(
+        lane=("ceiling_lane", "first"),
+        nodes=("ceiling_nodes", "first"),
+        profiles=("profile", lambda s: tuple(sorted(set(s)))),
+        qualified_by=("recipe", lambda s: tuple(sorted(set(s)))),
+    )
+    out = n_recipes.to_frame().join(at_top, how="left").reset_index()
+    out["nodes"] = out["nodes"].fillna(0).astype(int)
+    out["lane"] = out["lane"].astype(object).where(out["lane"].notna(), None)
+    for col in ("profiles", "qualified_by"):
+        out[col] = out[col].apply(lambda v: v if isinstance(v, tuple) else ())
+    return out.sort_values(["component", "version"], ignore_index=True)
