@@ -3,6 +3,7 @@ an OCI tag list behind the anonymous token handshake). Whole transcripts and exi
 
 from __future__ import annotations
 
+import difflib
 import json
 import shutil
 import sys
@@ -449,3 +450,155 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert result.stderr == "error: --dry-run and --no-check only apply with --write\n"
     result = CliRunner().invoke(command, ["--timeout", "0"])
     assert result.exit_code == 2
+
+
+# ---------------------------------------------------------------- --write
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): p.read_text() for p in sorted(root.rglob("*.yaml"))}
+
+
+def digests(root: Path) -> dict[str, str]:
+    from generator.load import load_catalog
+    from generator.resolve import resolve
+
+    cat, _ = load_catalog(root)
+    return {leaf: resolve(cat, leaf).digest for leaf in cat.leaves()}
+
+
+def changed_lines(before: str, after: str) -> list[str]:
+    return [
+        line
+        for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+
+
+def test_write_bumps_one_pin_and_reports_the_impact(
+    server: PinsServer, catalog: Path, tmp_path: Path
+) -> None:
+    healthy(server, alpha=("1.2.0", "1.3.0"))
+    evidence = tmp_path / "evidence"
+    for name in ("a.sigstore.json", "b.sigstore.json"):
+        (evidence / "gke-inference" / "0123abcd").mkdir(parents=True, exist_ok=True)
+        (evidence / "gke-inference" / "0123abcd" / name).write_text("{}")
+    before, old = snapshot(catalog), digests(catalog)
+    result = run(catalog, "--write", "alpha=1.3.0", "--evidence", str(evidence))
+    after, new = snapshot(catalog), digests(catalog)
+    # Exactly one line of one file changed, its quoting and comment kept.
+    assert [k for k in before if before[k] != after[k]] == ["registry.yaml"]
+    assert changed_lines(before["registry.yaml"], after["registry.yaml"]) == [
+        '-      defaultVersion: "1.2.0"  # keep this comment',
+        '+      defaultVersion: "1.3.0"  # keep this comment',
+    ]
+    # The impact printed is what resolving before and after says.
+    moved = sorted(leaf for leaf in old if old[leaf] != new[leaf])
+    assert moved == ["gke-inference", "h100-eks-training"]
+    assert result.stdout == (
+        "bumped alpha 1.2.0 -> 1.3.0 at registry.yaml:12:7: $.components[0].helm.defaultVersion\n"
+        "recipes whose digest changes: 2\n"
+        f"  gke-inference: {old['gke-inference']} -> {new['gke-inference']}\n"
+        f"  h100-eks-training: {old['h100-eks-training']} -> {new['h100-eks-training']}\n"
+        "evidence that becomes stale: 2 file(s) in 1 recipe(s)"
+        " (counted as the files under evidence/<recipe>/)\n"
+        "  gke-inference: 2\n"
+    )
+    assert result.exit_code == 0
+    # The new version was confirmed upstream before writing.
+    assert len(server.requests_to(INDEX)) == 1
+
+
+def test_write_ambiguous_pin_names_the_places(server: PinsServer, catalog: Path) -> None:
+    before = snapshot(catalog)
+    result = run(catalog, "--write", "beta=v2.2.0", "--no-check")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "overlays/h100-eks-training.yaml:17:7: $.spec.componentRefs[0].version:"
+        " beta is pinned to v2.1.0 here [pins.ambiguous-write]\n"
+        "registry.yaml:20:7: $.components[1].helm.defaultVersion:"
+        " beta is pinned to v2.0.0 here [pins.ambiguous-write]\n"
+        "error: --write: component 'beta' is pinned in 2 places;"
+        " name one as FILE:beta=VERSION\n"
+    )
+    assert snapshot(catalog) == before
+    assert server.seen == []
+
+
+def test_write_in_a_named_file_only_moves_recipes_using_it(
+    server: PinsServer, catalog: Path
+) -> None:
+    old = digests(catalog)
+    before = snapshot(catalog)
+    result = run(catalog, "--write", "registry.yaml:beta=v2.2.0", "--no-check", "--format", "json")
+    new = digests(catalog)
+    assert result.exit_code == 0
+    assert changed_lines(before["registry.yaml"], snapshot(catalog)["registry.yaml"]) == [
+        "-      defaultVersion: v2.0.0",
+        "+      defaultVersion: v2.2.0",
+    ]
+    doc = json.loads(result.stdout)
+    assert doc["recipes"] == [
+        {"name": leaf, "before": old[leaf], "after": new[leaf]}
+        for leaf in sorted(old)
+        if old[leaf] != new[leaf]
+    ]
+    assert [r["name"] for r in doc["recipes"]] == ["gke-inference"]  # h100 re-pins beta itself
+    assert (doc["component"], doc["from"], doc["to"], doc["written"]) == (
+        "beta",
+        "v2.0.0",
+        "v2.2.0",
+        True,
+    )
+    assert doc["staleEvidence"] == []
+    assert server.seen == []  # --no-check: offline
+
+
+def test_write_dry_run_writes_nothing(server: PinsServer, catalog: Path) -> None:
+    healthy(server, alpha=("1.2.0", "1.3.0"))
+    before = snapshot(catalog)
+    result = run(catalog, "--write", "alpha=1.3.0", "--dry-run")
+    assert result.exit_code == 0
+    assert result.stdout.startswith(
+        "would bump alpha 1.2.0 -> 1.3.0 at registry.yaml:12:7:"
+        " $.components[0].helm.defaultVersion\nrecipes whose digest changes: 2\n"
+    )
+    assert snapshot(catalog) == before
+
+
+def test_write_refuses_an_unpublished_version(server: PinsServer, catalog: Path) -> None:
+    healthy(server)
+    before = snapshot(catalog)
+    result = run(catalog, "--write", "gamma=0.9.0")
+    assert result.exit_code == 1
+    assert norm(result.stderr, server).splitlines()[-2:] == [
+        "registry.yaml:29:7: $.components[2].helm.defaultVersion: gamma 0.9.0: version 0.9.0 is"
+        " not published for chart gamma in oci://SERVER/charts (newest: 0.3.1)"
+        " [pins.version-not-found]",
+        "error: --write: gamma 0.9.0 is not confirmed upstream; nothing was written",
+    ]
+    assert snapshot(catalog) == before
+    server.routes[TAGS] = Route([Reply(502, b"")], bearer=TOKEN)
+    result = run(catalog, "--write", "gamma=0.3.2")
+    assert result.exit_code == 4
+    assert snapshot(catalog) == before
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("alpha", "error: --write expects COMPONENT=VERSION, got 'alpha'\n"),
+        (
+            "alpha=1.0 beta",
+            "error: --write: '1.0 beta' is not a version (letters, digits, . _ + -)\n",
+        ),
+        ("nope=1.0.0", "error: --write: no pin of component 'nope'\n"),
+        (
+            "overlays/gke-inference.yaml:alpha=1.0.0",
+            "error: --write: no pin of component 'alpha' in overlays/gke-inference.yaml\n",
+        ),
+    ],
+)
+def test_write_usage_errors(server: PinsServer, catalog: Path, spec: str, message: str) -> None:
+    result = run(catalog, "--write", spec, "--no-check")
+    assert (result.exit_code, result.stderr) == (2, message)
