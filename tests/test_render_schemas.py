@@ -168,7 +168,7 @@ def test_helmfile_matches_its_schema() -> None:
 
 
 def test_every_yaml_file_of_real_bundles_parses() -> None:
-    for label, d, tree in _real_trees():
+    for label, _d, tree in _real_trees():
         for path, f in tree.items():
             if path.endswith(".yaml"):
                 list(yaml.safe_load_all(f.data))  # raises on a parse error
