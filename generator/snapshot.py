@@ -1,0 +1,139 @@
+"""Read an AICR `Snapshot` into flat measurements addressed `{Type}.{Subtype}.{Key}`.
+
+A snapshot (upstream `pkg/snapshotter`) is a header and a list of measurements, each a `type` with
+`subtypes`, each subtype a `data` mapping of scalar readings. Preflight reads readings by path:
+the subtype ends at the first dot after the type, so keys may themselves contain dots and slashes
+(`OS.sysctl./proc/sys/net/core/somaxconn`), except for `SystemD`, whose subtypes are unit names
+(`containerd.service`) and whose key follows the last dot. The schema
+(`catalog/schemas/snapshot.schema.json`) is checked at this boundary, so every reading in a
+`Snapshot` record is a JSON scalar.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from generator import schemas
+from generator.errors import Diagnostic, LoadError
+from generator.records import Document
+from generator.yamlio import parse_yaml
+
+SNAPSHOT_API_VERSIONS: tuple[str, ...] = ("aicr.run/v1", "aicr.run/v1alpha2")
+SCHEMA = "snapshot"
+# Types whose subtype names contain dots: the key follows the last dot.
+DOTTED_SUBTYPE_TYPES: frozenset[str] = frozenset({"SystemD"})
+
+Reading = str | int | float | bool
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    rel: str  # the file name as the user gave it, for messages
+    api_version: str
+    metadata: Mapping[str, str]
+    readings: Mapping[str, Reading]  # "{Type}.{Subtype}.{Key}" -> scalar
+
+    def get(self, path: str) -> Reading | None:
+        return self.readings.get(path)
+
+    def has(self, path: str) -> bool:
+        return path in self.readings
+
+
+def split_path(path: str) -> tuple[str, str, str]:
+    """`{Type}.{Subtype}.{Key}` -> (type, subtype, key); raises ValueError when malformed."""
+    mtype, sep, rest = path.partition(".")
+    if not sep or not mtype or not rest:
+        raise ValueError(f"measurement path {path!r} is not {{Type}}.{{Subtype}}.{{Key}}")
+    if mtype in DOTTED_SUBTYPE_TYPES:
+        subtype, sep, key = rest.rpartition(".")
+    else:
+        subtype, sep, key = rest.partition(".")
+    if not sep or not subtype or not key:
+        raise ValueError(f"measurement path {path!r} is not {{Type}}.{{Subtype}}.{{Key}}")
+    return mtype, subtype, key
+
+
+def join_path(mtype: str, subtype: str, key: str) -> str:
+    return f"{mtype}.{subtype}.{key}"
+
+
+def snapshot_from(doc: Document) -> Snapshot:
+    """A `Snapshot` from a parsed document; raises LoadError listing every problem."""
+    diags: list[Diagnostic] = []
+    data = doc.data
+    if not isinstance(data, dict):
+        line, col = doc.locate("$")
+        raise LoadError(
+            f"{doc.rel}: not a Snapshot",
+            [Diagnostic(doc.rel, line, col, "$", "expected a Snapshot mapping", "snapshot.kind")],
+        )
+    kind, api = data.get("kind"), data.get("apiVersion")
+    if kind != "Snapshot" or api not in SNAPSHOT_API_VERSIONS:
+        line, col = doc.locate("$.kind" if kind != "Snapshot" else "$.apiVersion")
+        accepted = ", ".join(SNAPSHOT_API_VERSIONS)
+        raise LoadError(
+            f"{doc.rel}: not a Snapshot",
+            [
+                Diagnostic(
+                    doc.rel,
+                    line,
+                    col,
+                    "$",
+                    f"found kind {kind!r} apiVersion {api!r}; expected kind 'Snapshot' with "
+                    f"apiVersion one of {accepted}",
+                    "snapshot.header",
+                )
+            ],
+        )
+    diags.extend(schemas.check(doc, SCHEMA))
+    if diags:
+        raise LoadError(f"{doc.rel}: invalid Snapshot", diags)
+
+    readings: dict[str, Reading] = {}
+    seen_at: dict[str, str] = {}
+    for i, m in enumerate(data["measurements"]):
+        for j, sub in enumerate(m["subtypes"]):
+            for key, value in sorted(sub["data"].items()):
+                path = join_path(m["type"], sub["subtype"], key)
+                jpath = f"$.measurements[{i}].subtypes[{j}].data.{key}"
+                if path in readings and readings[path] != value:
+                    line, col = doc.locate(jpath)
+                    diags.append(
+                        Diagnostic(
+                            doc.rel,
+                            line,
+                            col,
+                            jpath,
+                            f"reading {path} is given twice with different values "
+                            f"({readings[path]!r} at {seen_at[path]}, {value!r} here)",
+                            "snapshot.duplicate-reading",
+                        )
+                    )
+                    continue
+                readings[path] = value
+                seen_at[path] = jpath
+    if diags:
+        raise LoadError(f"{doc.rel}: invalid Snapshot", diags)
+    metadata = {str(k): str(v) for k, v in sorted((data.get("metadata") or {}).items())}
+    return Snapshot(
+        rel=doc.rel,
+        api_version=str(api),
+        metadata=metadata,
+        readings=dict(sorted(readings.items())),
+    )
+
+
+def parse_snapshot(raw: bytes | str, rel: str) -> Snapshot:
+    """Parse snapshot bytes (YAML or JSON); raises LoadError with located diagnostics."""
+    return snapshot_from(parse_yaml(raw, rel))
+
+
+def scale_measurement_keys() -> dict[str, dict[str, Any]]:
+    """The readings the scale contract documents in the snapshot schema (path -> type/description)."""
+    props: dict[str, dict[str, Any]] = schemas.schema(SCHEMA)["$defs"]["scaleMeasurements"][
+        "properties"
+    ]
+    return dict(props)
