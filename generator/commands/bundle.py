@@ -19,7 +19,6 @@ from generator.commands.common import (
     open_catalog,
     report_error,
 )
-from generator.commands.query import scale_options
 from generator.errors import CatalogError, Diagnostic, RenderError
 from generator.overrides import parse_overrides
 from generator.records import Catalog, Criteria, RecipeResult
@@ -125,7 +124,19 @@ def _write_archive(data: bytes, out_dir: Path, name: str) -> Path:
     show_default=True,
     help="Bundle layout.",
 )
-@scale_options
+@click.option(
+    "--scale-profile",
+    "profile",
+    default="standard",
+    show_default=True,
+    help="The scale profile: the only way to get scale-specific settings.",
+)
+@click.option(
+    "--nodes",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Advisory node count: checked against the profile's band, never selects settings.",
+)
 @click.option(
     "--set",
     "sets",

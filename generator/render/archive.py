@@ -57,14 +57,16 @@ def archive_bytes(tree: BundleTree, prefix: str, *, mtime: int | None = None) ->
         parts = rel.split("/")[:-1]
         for i in range(1, len(parts) + 1):
             dirs.add(f"{top}/{'/'.join(parts[:i])}")
-    entries = sorted([(d, None) for d in dirs] + [(f"{top}/{p}", p) for p in tree])
+    entries: list[tuple[str, str | None]] = [(d, None) for d in dirs]
+    entries += [(f"{top}/{p}", p) for p in tree]
+    entries.sort(key=lambda e: e[0])
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
-        for name, rel in entries:
-            if rel is None:
+        for name, member in entries:
+            if member is None:
                 tar.addfile(_info(name, when, directory=True, mode=0o755))
                 continue
-            f = tree[rel]
+            f = tree[member]
             mode = MODE_EXEC if f.mode & 0o111 else MODE_FILE
             tar.addfile(
                 _info(name, when, directory=False, mode=mode, size=len(f.data)),
