@@ -13,6 +13,7 @@ from generator.commands import build, compat, diff, list_cmd, query, serve, vali
 from generator.commands.bundle import command as bundle_command
 from generator.commands.pins import command as pins_command
 from generator.commands.evidence import command as evidence_command
+from generator.commands.preflight import command as preflight_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -34,5 +35,6 @@ main.add_command(compat.command)
 main.add_command(bundle_command)
 main.add_command(pins_command)
 main.add_command(evidence_command)
+main.add_command(preflight_command)
 main.add_command(build.command)
 main.add_command(serve.command)

@@ -99,6 +99,7 @@ class Check:
     area: str | None = None
     component: str | None = None
     fail_when_zero: bool = False
+    unit: str | None = None  # "bytes": shown as IEC quantities in text and `expected`
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +125,7 @@ class Finding:
     expected: str
     remediation: str
     message: str
+    unit: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -139,6 +141,7 @@ class Finding:
             "expected": self.expected,
             "remediation": self.remediation,
             "message": self.message,
+            "unit": self.unit,
         }
 
 
@@ -287,6 +290,16 @@ def to_seconds(d: Any) -> float:
     return total
 
 
+def to_cpu(q: Any) -> float:
+    """A Kubernetes CPU quantity (`500m`, `2`) in cores."""
+    if isinstance(q, int | float) and not isinstance(q, bool):
+        return float(q)
+    text = str(q).strip()
+    if text.endswith("m"):
+        return _num(text[:-1]) / 1000
+    return float(_num(text))
+
+
 def to_version(x: Any) -> tuple[int, ...]:
     """The numeric release of a version (`v1.33.5-eks-3025e55` -> (1, 33, 5))."""
     m = _VERSION.match(str(x).strip())
@@ -427,6 +440,7 @@ FUNCTIONS: Mapping[str, Callable[..., Any]] = {
     "count": _fn(to_count),
     "bytes": _fn(to_bytes),
     "seconds": _fn(to_seconds),
+    "cpu": _fn(to_cpu),
     "version": _fn(to_version),
     "major": _fn(lambda x: to_version(x)[0]),
     "ceil": _fn(lambda x: math.ceil(_num(x))),
@@ -611,6 +625,7 @@ def _check_from(raw: Mapping[str, Any], source: Source) -> Check:
         area=raw.get("area"),
         component=raw.get("component"),
         fail_when_zero=bool(raw.get("failWhenZero", False)),
+        unit=raw.get("unit"),
     )
 
 
@@ -783,19 +798,32 @@ def _display(x: Any) -> Any:
     return x
 
 
-def _show(x: Any) -> str:
+def _human_bytes(n: float) -> str:
+    for power, suffix in ((5, "Pi"), (4, "Ti"), (3, "Gi"), (2, "Mi"), (1, "Ki")):
+        unit = 1024**power
+        if abs(n) >= unit:
+            q = n / unit
+            return f"{q:.0f}{suffix}" if float(q).is_integer() else f"{q:.1f}{suffix}"
+    return f"{n:.0f}"
+
+
+def _show(x: Any, unit: str | None = None) -> str:
     x = _display(x)
+    if x == "":
+        return '""'
+    if unit == "bytes" and isinstance(x, int | float) and not isinstance(x, bool):
+        return _human_bytes(x)
     if isinstance(x, bool):
         return "true" if x else "false"
     if isinstance(x, list):
-        return "[" + ", ".join(_show(e) for e in x) + "]"
+        return "[" + ", ".join(_show(e, unit) for e in x) + "]"
     return str(x)
 
 
-def _expected_text(op: str, expected: Any) -> str:
+def _expected_text(op: str, expected: Any, unit: str | None = None) -> str:
     if op == "between" and isinstance(expected, list | tuple) and len(expected) == 2:
-        return f"between {_show(expected[0])} and {_show(expected[1])}"
-    return f"{op} {_show(expected)}"
+        return f"between {_show(expected[0], unit)} and {_show(expected[1], unit)}"
+    return f"{op} {_show(expected, unit)}"
 
 
 def _finding(check: Check, result: Result, observed: Any, expected: str, message: str) -> Finding:
@@ -812,12 +840,13 @@ def _finding(check: Check, result: Result, observed: Any, expected: str, message
         expected=expected,
         remediation=check.remediation,
         message=message,
+        unit=check.unit,
     )
 
 
 def _static_expected(check: Check) -> str:
     if check.expected is None:
-        return _expected_text(check.operator, check.value)
+        return _expected_text(check.operator, check.value, check.unit)
     return f"{check.operator} {check.expected}"
 
 
@@ -849,7 +878,7 @@ def evaluate(check: Check, env: _Env) -> Finding:
         result = Result.FAIL if check.owner is Owner.CATALOG else Result.UNAVAILABLE
         return _finding(check, result, None, _static_expected(check),
                         f"cannot evaluate {stage}: {e}")  # fmt: skip
-    expected_text = _expected_text(check.operator, expected)
+    expected_text = _expected_text(check.operator, expected, check.unit)
     if check.fail_when_zero and any(
         _as_number(x) == 0 for x in (observed, expected) if not isinstance(x, bool)
     ):
@@ -863,7 +892,7 @@ def evaluate(check: Check, env: _Env) -> Finding:
     if ok:
         return _finding(check, Result.PASS, observed, expected_text, "")
     return _finding(check, Result.FAIL, observed, expected_text,
-                    f"observed {_show(observed)}, expected {expected_text}")  # fmt: skip
+                    f"observed {_show(observed, check.unit)}, expected {expected_text}")  # fmt: skip
 
 
 def _observed_nodes(snapshot: Snapshot) -> int | None:
@@ -1005,7 +1034,7 @@ def render_text(report: PreflightReport) -> str:
     width = max((len(f.id) for f in report.findings), default=10)
     ordered = sorted(report.findings, key=lambda f: (_RESULT_ORDER[f.result], f.id))
     for f in ordered:
-        obs = "-" if f.observed is None else _show(f.observed)
+        obs = "-" if f.observed is None else _show(f.observed, f.unit)
         lines.append(
             f"{f.result.upper():<11} {f.owner:<14} {f.severity:<7} {f.id:<{width}}  "
             f"observed {obs}, expected {f.expected}"
