@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 import json
 import shutil
-import sys
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,11 +14,12 @@ import jsonschema
 import pytest
 from click.testing import CliRunner, Result
 
+from generator.commands.diff import command as diff_command
 from generator.commands.pins import command
+from generator.evidence.store import evidence_path
 from generator.pins import http as pins_http
-
-sys.path.insert(0, str(Path(__file__).parent))
-from fixtures.pins.server import PinsServer, Reply, Route, helm_index, tag_list
+from tests import evidence_fixtures as ef
+from tests.fixtures.pins.server import PinsServer, Reply, Route, helm_index, tag_list
 
 FIXTURE = Path(__file__).parent / "fixtures" / "pins" / "catalog"
 SCHEMA = Path(__file__).parent.parent / "catalog" / "schemas" / "pins-report.schema.json"
@@ -475,15 +476,28 @@ def changed_lines(before: str, after: str) -> list[str]:
     ]
 
 
+def signed_evidence(evidence_root: Path, recipe: str, digest: str) -> str:
+    """A signed scale-qualification statement for `recipe` at `digest`; its path under the root."""
+    pred = ef.predicate(
+        recipe={"name": recipe, "digest": digest},
+        scaleProfile={"name": "standard", "version": "0.0.0"},
+    )
+    payload = ef.statement(pred)
+    rel = evidence_path(recipe, ef.ISSUER, ef.IDENTITY, payload)
+    target = evidence_root.parent / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(ef.sign(ef.make_authority(), payload))
+    return rel
+
+
 def test_write_bumps_one_pin_and_reports_the_impact(
     server: PinsServer, catalog: Path, tmp_path: Path
 ) -> None:
     healthy(server, alpha=("1.2.0", "1.3.0"))
-    evidence = tmp_path / "evidence"
-    for name in ("a.sigstore.json", "b.sigstore.json"):
-        (evidence / "gke-inference" / "0123abcd").mkdir(parents=True, exist_ok=True)
-        (evidence / "gke-inference" / "0123abcd" / name).write_text("{}")
     before, old = snapshot(catalog), digests(catalog)
+    evidence = tmp_path / "evidence"
+    stale = signed_evidence(evidence, "gke-inference", old["gke-inference"])
+    signed_evidence(evidence, "h100-eks-training", "sha256:" + "0" * 64)  # already stale
     result = run(catalog, "--write", "alpha=1.3.0", "--evidence", str(evidence))
     after, new = snapshot(catalog), digests(catalog)
     # Exactly one line of one file changed, its quoting and comment kept.
@@ -493,20 +507,73 @@ def test_write_bumps_one_pin_and_reports_the_impact(
         '+      defaultVersion: "1.3.0"  # keep this comment',
     ]
     # The impact printed is what resolving before and after says.
-    moved = sorted(leaf for leaf in old if old[leaf] != new[leaf])
-    assert moved == ["gke-inference", "h100-eks-training"]
+    assert sorted(leaf for leaf in old if old[leaf] != new[leaf]) == [
+        "gke-inference",
+        "h100-eks-training",
+    ]
     assert result.stdout == (
         "bumped alpha 1.2.0 -> 1.3.0 at registry.yaml:12:7: $.components[0].helm.defaultVersion\n"
         "recipes whose digest changes: 2\n"
-        f"  gke-inference: {old['gke-inference']} -> {new['gke-inference']}\n"
-        f"  h100-eks-training: {old['h100-eks-training']} -> {new['h100-eks-training']}\n"
-        "evidence that becomes stale: 2 file(s) in 1 recipe(s)"
-        " (counted as the files under evidence/<recipe>/)\n"
-        "  gke-inference: 2\n"
+        f"  gke-inference@standard: {old['gke-inference']} -> {new['gke-inference']}\n"
+        f"  h100-eks-training@standard: {old['h100-eks-training']} -> {new['h100-eks-training']}\n"
+        "evidence made stale: 1\n"
+        f"  {stale}\n"
     )
     assert result.exit_code == 0
     # The new version was confirmed upstream before writing.
     assert len(server.requests_to(INDEX)) == 1
+
+
+def test_write_impact_matches_diff(
+    server: PinsServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`pins --write` on a copy, then `aicr-catalog diff HEAD`: the same recipes and evidence."""
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURE, repo / "catalog")
+    for path in (repo / "catalog").rglob("*.yaml"):
+        path.write_text(path.read_text().replace("PINS_SERVER", server.host))
+    old = digests(repo / "catalog")
+    stale = signed_evidence(repo / "evidence", "gke-inference", old["gke-inference"])
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "base"]):
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=repo,
+            check=True,
+            capture_output=True,
+        )
+    result = run(
+        repo / "catalog",
+        "--write",
+        "registry.yaml:beta=v2.2.0",
+        "--no-check",
+        "--format",
+        "json",
+        "--evidence",
+        str(repo / "evidence"),
+    )
+    assert result.exit_code == 0
+    ours = json.loads(result.stdout)
+    monkeypatch.chdir(repo)
+    theirs = CliRunner().invoke(diff_command, ["HEAD", "--format", "json", "--no-bundles"])
+    assert theirs.exit_code == 0, theirs.output
+    reported = json.loads(theirs.stdout)
+    assert [
+        (r["recipe"], r["scaleProfile"], r["baseDigest"], r["headDigest"], r["reasons"])
+        for r in ours["recipes"]
+    ] == [
+        (r["recipe"], r["scaleProfile"], r["baseDigest"], r["headDigest"], r["reasons"])
+        for r in reported["recipes"]
+    ]
+    assert [r["recipe"] for r in ours["recipes"]] == ["gke-inference"]  # h100 re-pins beta
+    assert ours["evidenceMadeStale"] == reported["evidence"]["madeStale"] == [stale]
+    assert reported["pins"] == [
+        {
+            "component": "beta",
+            "change": "bumped",
+            "base": ["v2.0.0", "v2.1.0"],
+            "head": ["v2.1.0", "v2.2.0"],
+        }
+    ]
 
 
 def test_write_ambiguous_pin_names_the_places(server: PinsServer, catalog: Path) -> None:
@@ -525,9 +592,7 @@ def test_write_ambiguous_pin_names_the_places(server: PinsServer, catalog: Path)
     assert server.seen == []
 
 
-def test_write_in_a_named_file_only_moves_recipes_using_it(
-    server: PinsServer, catalog: Path
-) -> None:
+def test_write_in_a_named_file_offline(server: PinsServer, catalog: Path) -> None:
     old = digests(catalog)
     before = snapshot(catalog)
     result = run(catalog, "--write", "registry.yaml:beta=v2.2.0", "--no-check", "--format", "json")
@@ -538,19 +603,16 @@ def test_write_in_a_named_file_only_moves_recipes_using_it(
         "+      defaultVersion: v2.2.0",
     ]
     doc = json.loads(result.stdout)
-    assert doc["recipes"] == [
-        {"name": leaf, "before": old[leaf], "after": new[leaf]}
-        for leaf in sorted(old)
-        if old[leaf] != new[leaf]
+    assert [(r["recipe"], r["baseDigest"], r["headDigest"]) for r in doc["recipes"]] == [
+        (leaf, old[leaf], new[leaf]) for leaf in sorted(old) if old[leaf] != new[leaf]
     ]
-    assert [r["name"] for r in doc["recipes"]] == ["gke-inference"]  # h100 re-pins beta itself
     assert (doc["component"], doc["from"], doc["to"], doc["written"]) == (
         "beta",
         "v2.0.0",
         "v2.2.0",
         True,
     )
-    assert doc["staleEvidence"] == []
+    assert doc["evidenceMadeStale"] == []
     assert server.seen == []  # --no-check: offline
 
 

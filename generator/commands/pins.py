@@ -24,7 +24,7 @@ from generator.pins.write import (
     plan_write,
 )
 from generator.pins.write import format_plan as format_write_plan
-from generator.records import Catalog, RecipeResult
+from generator.records import Catalog
 from generator.resolve import resolve
 
 HELP = """Check every component pin against its upstream repository.
@@ -50,9 +50,9 @@ and are conditional (ETag) against a cache (--cache-dir), so a rerun is cheap.
 --write COMPONENT=VERSION (or FILE:COMPONENT=VERSION when the component is
 pinned in several places) bumps the one pin in place, keeping comments and
 layout, after checking that VERSION is published (skip with --no-check).
-It prints the impact: the leaf recipes whose digest changes and the evidence
-that becomes stale (counted as the files under evidence/<recipe>/ until
-evidence records exist). --dry-run prints the impact and writes nothing.
+It prints the impact, computed as `aicr-catalog diff` computes it: the leaf
+recipes (x scale profile) whose digest changes and the evidence that is current
+now and becomes stale. --dry-run prints the impact and writes nothing.
 
 \b
 Exit codes:
@@ -153,7 +153,7 @@ def _progress(message: str) -> None:
     type=click.Path(path_type=Path, file_okay=False),
     default=Path("evidence"),
     show_default=True,
-    help="With --write: evidence tree whose recipes' files become stale.",
+    help="With --write: the evidence tree checked for evidence made stale.",
 )
 def command(
     catalog_path: Path,
@@ -199,10 +199,6 @@ def command(
     sys.exit(int(report.exit_code))
 
 
-def _resolve(catalog: Catalog, leaf: str) -> RecipeResult:
-    return resolve(catalog, leaf)
-
-
 def _write(
     root: Path,
     catalog: Catalog,
@@ -216,9 +212,7 @@ def _write(
 ) -> NoReturn:
     try:
         request = parse_request(spec)
-        plan = plan_write(
-            root, catalog, request, load=_load, resolver=_resolve, evidence_root=evidence_root
-        )
+        plan = plan_write(root, catalog, request, evidence_root=evidence_root)
     except PinWriteError as e:
         _fail(f"--write {spec}: {e.message}")
     except CatalogError as e:

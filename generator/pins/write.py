@@ -5,9 +5,9 @@ node, the token at that position is replaced in the original text (its quoting s
 the result is re-parsed to prove that nothing but that value changed. Comments, ordering,
 indentation and every other byte of the file stay as they were.
 
-The impact is measured on a modified copy of the catalog: the leaf recipes whose resolved digest
-changes, and the evidence under `evidence/<recipe>/` that would then be stale. Evidence records
-do not exist yet, so evidence is counted as the files under each recipe's folder.
+The impact is measured on a modified copy of the catalog with `aicr-catalog diff`'s engine: the
+leaf recipes (x scale profile) whose resolved digest changes, and the evidence files that are
+current now and would be stale after the bump.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,15 +26,14 @@ import yaml
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError as RuamelError
 
+from generator import diff
 from generator.errors import CatalogError, Diagnostic, UsageError
 from generator.pins.collect import canonical_component
 from generator.pins.model import PinLocation
-from generator.records import Catalog, RecipeResult
+from generator.records import Catalog
 
 VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 _PATH_TOKEN = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
-
-Resolver = Callable[[Catalog, str], RecipeResult]
 
 
 class PinWriteError(CatalogError):
@@ -63,14 +62,10 @@ class WriteRequest:
 @dataclass(frozen=True, slots=True)
 class RecipeChange:
     recipe: str
-    before: str | None  # digest, None when the recipe does not resolve
+    profile: str
+    before: str | None  # digest; None when the recipe does not resolve on that side
     after: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class StaleEvidence:
-    recipe: str
-    files: int
+    reasons: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +74,7 @@ class WritePlan:
     version: str
     text: str  # the whole new text of `place.location.path`
     changes: tuple[RecipeChange, ...]
-    stale: tuple[StaleEvidence, ...]
+    stale: tuple[str, ...]  # evidence files current before the bump and stale after it
 
 
 def parse_request(spec: str) -> WriteRequest:
@@ -243,62 +238,38 @@ def _prove_single_change(old: str, new: str, tokens: list[str | int], version: s
         raise PinWriteError("the edit would change more than the pin (unexpected YAML layout)")
 
 
-def evidence_files(evidence_root: Path, recipe: str) -> int:
-    folder = evidence_root / recipe
-    if not folder.is_dir():
-        return 0
-    return sum(1 for p in folder.rglob("*") if p.is_file())
-
-
-def measure_impact(
-    before: Catalog, after: Catalog, resolver: Resolver, evidence_root: Path
-) -> tuple[tuple[RecipeChange, ...], tuple[StaleEvidence, ...]]:
-    """Leaf recipes whose digest differs between the two catalogs, and their evidence counts."""
-    changes: list[RecipeChange] = []
-    for leaf in sorted(set(before.leaves()) | set(after.leaves())):
-        old, new = _digest(before, leaf, resolver), _digest(after, leaf, resolver)
-        if old != new:
-            changes.append(RecipeChange(leaf, old, new))
-    stale = tuple(
-        StaleEvidence(c.recipe, n)
-        for c in changes
-        if (n := evidence_files(evidence_root, c.recipe))
-    )
-    return tuple(changes), stale
-
-
-def _digest(catalog: Catalog, leaf: str, resolver: Resolver) -> str | None:
-    if leaf not in catalog.overlays:
-        return None
-    try:
-        return resolver(catalog, leaf).digest
-    except CatalogError:
-        return None
-
-
 def plan_write(
-    root: Path,
-    catalog: Catalog,
-    request: WriteRequest,
-    *,
-    load: Callable[[Path], Catalog],
-    resolver: Resolver,
-    evidence_root: Path,
+    root: Path, catalog: Catalog, request: WriteRequest, *, evidence_root: Path
 ) -> WritePlan:
-    """Everything `--write` will do, computed on a copy: nothing under `root` is touched."""
+    """Everything `--write` will do, computed on copies: nothing under `root` is touched.
+
+    The impact is `aicr-catalog diff`'s own comparison (`generator.diff`) of the catalog before
+    and after the bump, over every leaf recipe x applicable scale profile, with the same evidence
+    tree on both sides: so it is, by construction, what `diff` reports for the change.
+    """
     place = choose_place(pin_places(catalog, request.component), request)
-    target = root / place.location.path
-    with open(target, encoding="utf-8", newline="") as fh:
+    with open(root / place.location.path, encoding="utf-8", newline="") as fh:
         old_text = fh.read()
     new_text = bump_text(old_text, place.location.json_path, request.version)
+    snaps: list[diff.Snapshot] = []
     with tempfile.TemporaryDirectory(prefix="aicr-pins-") as tmp:
-        copy = Path(tmp) / "catalog"
-        shutil.copytree(root, copy, symlinks=True)
-        with open(copy / place.location.path, "w", encoding="utf-8", newline="") as fh:
-            fh.write(new_text)
-        after = load(copy)
-        changes, stale = measure_impact(catalog, after, resolver, evidence_root)
-    return WritePlan(place, request.version, new_text, changes, stale)
+        for side, text in (("base", None), ("head", new_text)):
+            top = Path(tmp) / side
+            shutil.copytree(root, top / "catalog", symlinks=True)
+            if text is not None:
+                with open(
+                    top / "catalog" / place.location.path, "w", encoding="utf-8", newline=""
+                ) as fh:
+                    fh.write(text)
+            if evidence_root.is_dir():
+                (top / "evidence").symlink_to(evidence_root.resolve(), target_is_directory=True)
+            snaps.append(diff.snapshot(top, diff.WORKTREE, "catalog", "evidence"))
+    impact = diff.compare(snaps[0], snaps[1], bundles=False)
+    changes = tuple(
+        RecipeChange(r.recipe, r.profile, r.base_digest, r.head_digest, r.reasons)
+        for r in impact.recipes
+    )
+    return WritePlan(place, request.version, new_text, changes, impact.evidence_stale)
 
 
 def apply_write(root: Path, plan: WritePlan) -> None:
@@ -325,9 +296,17 @@ def plan_to_json(plan: WritePlan, *, written: bool) -> dict[str, object]:
         "from": plan.place.current,
         "to": plan.version,
         "at": plan.place.location.to_json(),
-        "recipes": [{"name": c.recipe, "before": c.before, "after": c.after} for c in plan.changes],
-        "staleEvidence": [{"recipe": s.recipe, "files": s.files} for s in plan.stale],
-        "evidenceCountedAs": "files under evidence/<recipe>/",
+        "recipes": [
+            {
+                "recipe": c.recipe,
+                "scaleProfile": c.profile,
+                "baseDigest": c.before,
+                "headDigest": c.after,
+                "reasons": list(c.reasons),
+            }
+            for c in plan.changes
+        ],
+        "evidenceMadeStale": list(plan.stale),
     }
 
 
@@ -341,11 +320,10 @@ def format_plan(plan: WritePlan, fmt: str, *, written: bool) -> str:
         f"{verb} {place.component} {place.current} -> {plan.version} at {place.location.format()}",
         f"recipes whose digest changes: {len(plan.changes)}",
         *(
-            f"  {c.recipe}: {c.before or 'unresolvable'} -> {c.after or 'unresolvable'}"
+            f"  {c.recipe}@{c.profile}: {c.before or 'unresolvable'} -> {c.after or 'unresolvable'}"
             for c in plan.changes
         ),
-        f"evidence that becomes stale: {sum(s.files for s in plan.stale)} file(s) in "
-        f"{len(plan.stale)} recipe(s) (counted as the files under evidence/<recipe>/)",
-        *(f"  {s.recipe}: {s.files}" for s in plan.stale),
+        f"evidence made stale: {len(plan.stale)}",
+        *(f"  {path}" for path in plan.stale),
     ]
     return "\n".join(out) + "\n"
