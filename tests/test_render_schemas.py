@@ -175,6 +175,26 @@ def test_every_yaml_file_of_real_bundles_parses() -> None:
         assert "checksums.txt" in tree, label
 
 
+def test_values_files_hold_exactly_the_merged_values() -> None:
+    catalog, _ = load_catalog(CATALOG)
+    for name, profile in REAL:
+        result = resolve(catalog, name, profile=profile)
+        trees = {d: t for label, d, t in _real_trees() if label == f"{name}/{profile}"}
+        assert set(trees) == set(Deployer)
+        for c in result.components:
+            if c.chart is None:
+                continue
+            d = f"{c.order + 1:03d}-{c.name}"
+            for dep, tree in trees.items():
+                if dep is Deployer.FLUX:
+                    got = yaml.safe_load(tree[f"{d}/helmrelease.yaml"].data)["spec"].get(
+                        "values", {}
+                    )
+                else:
+                    got = yaml.safe_load(tree[f"{d}/values.yaml"].data)
+                assert got == dict(c.values), f"{name}/{profile}/{dep}/{c.name}"
+
+
 def _shellcheck() -> str:
     exe = shutil.which("shellcheck") or (
         "/usr/bin/shellcheck" if Path("/usr/bin/shellcheck").exists() else None

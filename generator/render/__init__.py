@@ -9,6 +9,7 @@ only writers.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import tempfile
 from collections.abc import Mapping
@@ -73,8 +74,6 @@ def _settings(deployer: Deployer, target: GitOpsTarget) -> dict[str, Any]:
 
 
 def _command(result: RecipeResult, deployer: Deployer, target: GitOpsTarget) -> str:
-    import shlex
-
     parts = [GENERATOR_NAME, "bundle", "--recipe", result.name, "--deployer", str(deployer)]
     parts += ["--scale-profile", result.scale_profile]
     for o in result.overrides:
@@ -113,6 +112,13 @@ def _readme(
         overrides=[o.origin for o in result.overrides],
         components=comps,
         gitops={"repo_url": target.repo_url, "revision": target.revision, "path": target.path},
+        oci_registries=sorted(
+            {
+                str(c.repository).removeprefix("oci://")
+                for c in result.components
+                if c.chart is not None and str(c.repository or "").startswith("oci://")
+            }
+        ),
     )
 
 

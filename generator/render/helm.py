@@ -80,8 +80,8 @@ def render(result: RecipeResult, manifests: Mapping[str, bytes]) -> Rendered:
                 "pre_manifests": [n for n, _ in pre],
             }
         )
-    needs_kubectl = True  # namespaces are always ensured with kubectl
-    tools = ["helm", "kubectl", "sha256sum"] if needs_kubectl else ["helm", "sha256sum"]
+    # kubectl is always needed: namespaces are ensured with it before each component
+    tools = ["helm", "kubectl", "sha256sum"]
     common = {
         "header": short,
         "recipe": result.name,
