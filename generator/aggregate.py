@@ -555,7 +555,10 @@ def aggregate(
     n_runs = counted.groupby(["recipe", "profile"]).size().rename("runs")
     n_signers = counted.groupby(["recipe", "profile"])["signer"].nunique().rename("signers")
     sample = counted.groupby(["recipe", "profile"])["sample"].any().rename("sample")
-    n_excluded = runs[~runs["counted"]].groupby(["recipe", "profile"]).size().rename("excluded")
+    excluded = runs[~runs["counted"]]
+    n_excluded = excluded.groupby(["recipe", "profile"]).size().rename("excluded")
+    # unreadable statements name no profile: they count against every profile of their recipe
+    n_unscoped = excluded[excluded["profile"].eq("")].groupby("recipe").size()
     summary = (
         rec.set_index(["recipe", "profile"])
         .join([top, blocked, n_runs, n_signers, sample, n_excluded], how="left")
@@ -566,6 +569,7 @@ def aggregate(
     summary["ceiling_nodes"] = summary["ceiling_nodes"].fillna(0).astype(int)
     for col in ("runs", "signers", "excluded"):
         summary[col] = summary[col].fillna(0).astype(int)
+    summary["excluded"] += summary["recipe"].map(n_unscoped).fillna(0).astype(int)
     summary["sample"] = summary["sample"].fillna(False).astype(bool)
     summary["ceiling_lane"] = (
         summary["ceiling_lane"].astype(object).where(summary["ceiling_lane"].notna(), None)
@@ -616,3 +620,180 @@ def _components(recipes: Sequence[RecipeResult], summary: pd.DataFrame) -> pd.Da
     for col in ("profiles", "qualified_by"):
         out[col] = out[col].apply(lambda v: v if isinstance(v, tuple) else ())
     return out.sort_values(["component", "version"], ignore_index=True)
+
+
+# ---------------------------------------------------------------- the JSON document
+
+SAMPLE_BANNER = (
+    "SAMPLE: evidence verified with the demo trust root is sample data for demonstration; "
+    "it is not a real qualification and a release refuses it"
+)
+
+
+def _none(v: Any) -> Any:
+    """NaN/NA → None, numpy scalars → Python scalars (for JSON)."""
+    if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
+        return None
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def _run_json(r: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "path": r["path"],
+        "signer": r["signer_label"] or None,
+        "signerClass": r["signer_class"] or None,
+        "identity": r["identity"] or None,
+        "issuer": r["issuer"] or None,
+        "attestedAt": r["attested_at"] or None,
+        "verdict": r["verdict"] or None,
+        "effectiveVerdict": r["effective"],
+        "reasons": list(r["reasons"]) + ([r["downgraded"]] if r["downgraded"] else []),
+        "sample": bool(r["sample"]),
+    }
+    return out
+
+
+def _excluded_json(r: Mapping[str, Any]) -> dict[str, Any]:
+    message = r["message"] or {
+        STALE: "recipe digest is not the current one (the recipe changed since the run)",
+        STALE_CRITERIA: "run judged against other lane criteria than the current ones",
+        SAMPLE_OUTSIDE_DEMO: "sample evidence counts only under the demo trust root",
+        UNKNOWN_LANE: "names a lane that lanes.yaml does not define",
+    }.get(r["exclusion"], "")
+    return {
+        "path": r["path"],
+        "lane": r["lane"] or None,
+        "exclusion": r["exclusion"],
+        "class": r["class"] or None,
+        "message": message,
+        "signer": r["signer_label"] or r["identity"] or None,
+        "attestedAt": r["attested_at"] or None,
+        "sample": bool(r["sample"]),
+    }
+
+
+def status_document(
+    status: Status, lanes: Lanes, trust_root: str, *, detail: bool = False
+) -> dict[str, Any]:
+    """The `aicr-catalog status --format json` document (catalog/schemas/status.schema.json).
+
+    `detail` adds per-lane runs, phases, checks and excluded evidence to every recipe row.
+    """
+    doc: dict[str, Any] = {
+        "apiVersion": "aicr.run/v1",
+        "kind": "Status",
+        "trustRoot": trust_root,
+        "sample": bool(status.demo),
+        "lanes": [
+            {
+                "name": ln.name,
+                "nodes": ln.nodes,
+                "racks": ln.racks,
+                "gpus": ln.gpus,
+                "criteriaVersion": ln.criteria_version,
+                "proposedThresholds": sorted(k for k, t in ln.thresholds if t.status == "proposed"),
+            }
+            for ln in lanes.lanes
+        ],
+        "health": [
+            {
+                "recipe": h["recipe"],
+                "status": h["health"],
+                "coverage": h["coverage"],
+                "problems": list(h["problems"]),
+            }
+            for h in status.health.to_dict("records")
+        ],
+        "recipes": [],
+        "components": [
+            {
+                "component": c["component"],
+                "version": c["version"],
+                "lane": _none(c["lane"]),
+                "nodes": int(c["nodes"]),
+                "profiles": list(c["profiles"]),
+                "qualifiedBy": list(c["qualified_by"]),
+                "recipes": int(c["recipes"]),
+            }
+            for c in status.components.to_dict("records")
+        ],
+    }
+    if status.demo:
+        doc["sampleNote"] = SAMPLE_BANNER
+    lanes_by = {k: g for k, g in status.lanes.groupby(["recipe", "profile"], sort=False)}
+    if detail:
+        runs_by = {k: g for k, g in status.runs.groupby(["recipe", "profile"], sort=False)}
+        excl = status.runs[~status.runs["counted"]]
+        excl_by = {k: g for k, g in excl.groupby("recipe", sort=False)}
+        phases_by = {k: g for k, g in status.phases.groupby(["recipe", "profile"], sort=False)}
+        checks_by = {k: g for k, g in status.checks.groupby(["recipe", "profile"], sort=False)}
+    for r in status.recipes.to_dict("records"):
+        key = (r["recipe"], r["profile"])
+        item: dict[str, Any] = {
+            "recipe": r["recipe"],
+            "profile": r["profile"],
+            "profileVersion": r["profile_version"],
+            "digest": r["digest"],
+            "health": _none(r["health"]),
+            "coverage": _none(r["coverage"]),
+            "consensus": r["consensus"],
+            "ceiling": {"lane": _none(r["ceiling_lane"]), "nodes": int(r["ceiling_nodes"])},
+            "blockedAt": None
+            if _none(r["blocked_lane"]) is None
+            else {"lane": r["blocked_lane"], "state": r["blocked_state"]},
+            "runs": int(r["runs"]),
+            "signers": int(r["signers"]),
+            "excluded": int(r["excluded"]),
+            "sample": bool(r["sample"]),
+        }
+        lane_rows = lanes_by.get(key)
+        item["lanes"] = []
+        for ln in lane_rows.to_dict("records") if lane_rows is not None else ():
+            entry: dict[str, Any] = {
+                "lane": ln["lane"],
+                "nodes": int(ln["nodes"]),
+                "onLadder": _none(ln["rung"]) is not None,
+                "state": ln["state"],
+                "qualified": bool(ln["qualified"]),
+                "passed": int(ln["passed"]),
+                "failed": int(ln["failed"]),
+            }
+            item["lanes"].append(entry)
+        if detail:
+            runs = runs_by.get(key)
+            latest = runs[runs["latest"]] if runs is not None else None
+            by_lane: dict[str, list[dict[str, Any]]] = {}
+            for run in latest.to_dict("records") if latest is not None else ():
+                by_lane.setdefault(run["lane"], []).append(_run_json(run))
+            ph = phases_by.get(key)
+            ph_lane: dict[str, dict[str, str]] = {}
+            for p in ph.to_dict("records") if ph is not None else ():
+                ph_lane.setdefault(p["lane"], {})[p["phase"]] = p["state"]
+            for entry in item["lanes"]:
+                entry["phases"] = ph_lane.get(entry["lane"], {})
+                entry["runs"] = sorted(
+                    by_lane.get(entry["lane"], []), key=lambda x: (x["signer"] or "", x["path"])
+                )
+            ck = checks_by.get(key)
+            item["checks"] = [
+                {
+                    "lane": c["lane"],
+                    "phase": c["phase"],
+                    "check": c["check"],
+                    "state": c["state"],
+                    "passed": int(c["passed"]),
+                    "failed": int(c["failed"]),
+                    "required": bool(c["required"]),
+                }
+                for c in (ck.to_dict("records") if ck is not None else ())
+            ]
+            ex = excl_by.get(r["recipe"])
+            item["excludedEvidence"] = [
+                _excluded_json(x)
+                for x in (ex.to_dict("records") if ex is not None else ())
+                if x["profile"] in (r["profile"], "")
+            ]
+        doc["recipes"].append(item)
+    return doc

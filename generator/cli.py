@@ -11,9 +11,12 @@ import click
 from generator import __version__
 from generator.commands import build, compat, diff, list_cmd, query, serve, validate
 from generator.commands.bundle import command as bundle_command
-from generator.commands.pins import command as pins_command
 from generator.commands.evidence import command as evidence_command
+from generator.commands.pins import command as pins_command
 from generator.commands.preflight import command as preflight_command
+from generator.commands.qualify import command as qualify_command
+from generator.commands.samples import command as samples_command
+from generator.commands.status import command as status_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -38,3 +41,6 @@ main.add_command(evidence_command)
 main.add_command(preflight_command)
 main.add_command(build.command)
 main.add_command(serve.command)
+main.add_command(qualify_command)
+main.add_command(status_command)
+main.add_command(samples_command)

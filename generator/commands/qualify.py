@@ -1,0 +1,117 @@
+"""`aicr-catalog qualify`: a run's raw results, judged against one lane → the unsigned statement."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import click
+
+from generator.commands.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, catalog_option, open_catalog
+from generator.errors import CatalogError
+from generator.qualify import (
+    CTRF_SUFFIX,
+    KPI_FILE,
+    RUN_FILE,
+    SNAPSHOT_FILE,
+    attested_at_from,
+    lanes_of,
+    parse_run,
+    qualify,
+)
+from generator.resolve import resolve
+
+
+def _read_results(directory: Path, phases: tuple[str, ...]) -> dict[str, bytes]:
+    names = (RUN_FILE, KPI_FILE, SNAPSHOT_FILE, *(p + CTRF_SUFFIX for p in phases))
+    files: dict[str, bytes] = {}
+    for name in names:
+        path = directory / name
+        if path.is_file():
+            files[name] = path.read_bytes()
+    return files
+
+
+def _stop(e: CatalogError, code: int) -> NoReturn:
+    click.echo(e.diagnostics_text() if e.diagnostics else f"error: {e.message}", err=True)
+    if e.diagnostics:
+        click.echo(f"error: {e.message}", err=True)
+    sys.exit(code)
+
+
+@click.command("qualify")
+@click.option("--lane", required=True, help="Lane of catalog/scale/lanes.yaml, e.g. lane-2304.")
+@click.option("--recipe", required=True, help="The leaf recipe that was deployed.")
+@click.option(
+    "--scale-profile",
+    "profile",
+    default="standard",
+    show_default=True,
+    help="Scale profile the recipe was resolved with; the lane must be on its ladder.",
+)
+@click.option(
+    "--results",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="The run's raw results: run.yaml, <phase>.ctrf.json, kpis.json, snapshot.yaml.",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Write the statement here (default: stdout).",
+)
+@click.option(
+    "--attested-at",
+    default=None,
+    metavar="RFC3339",
+    help="Attestation date (default: SOURCE_DATE_EPOCH, else finishedAt in run.yaml).",
+)
+@click.option("--sample", is_flag=True, help="Mark the statement as sample data.")
+@catalog_option
+def command(
+    lane: str,
+    recipe: str,
+    profile: str,
+    results: Path,
+    output: Path | None,
+    attested_at: str | None,
+    sample: bool,
+    catalog_path: Path,
+) -> None:
+    """Evaluate a scale run's raw results against a lane and write the unsigned statement.
+
+    The statement (in-toto Statement v1, predicate https://aicr.run/scale-qualification/v1)
+    carries every check, every KPI with its threshold, value and pass/fail, and the verdict
+    with its reasons. A run on fewer nodes than the lane, or with a check that ran on zero
+    targets or was not executed, cannot pass. Sign it with `aicr-catalog evidence sign`.
+
+    Exit codes: 0 verdict pass; 1 verdict fail (the statement is written either way) or bad
+    data; 2 usage (unknown lane, lane not on the profile's ladder, unreadable results).
+    """
+    catalog = open_catalog(catalog_path)
+    try:
+        lanes = lanes_of(catalog.documents)
+        result = resolve(catalog, recipe, profile=profile)
+    except CatalogError as e:
+        _stop(e, EXIT_DATA)
+    known = lanes.lane(lane)
+    phases = known.phases if known is not None else lanes.phases
+    ladder = catalog.profiles[profile].ladder if profile in catalog.profiles else ()
+    try:
+        run = parse_run(_read_results(results, phases), phases)
+        when = attested_at_from(os.environ.get("SOURCE_DATE_EPOCH"), run, attested_at)
+        outcome = qualify(lanes, lane, result, ladder, run, attested_at=when, sample=sample)
+    except CatalogError as e:  # unreadable results, unknown lane, lane off the ladder, bad date
+        _stop(e, EXIT_USAGE)
+    if output is None:
+        click.echo(outcome.statement.decode())
+    else:
+        output.write_bytes(outcome.statement)
+    click.echo(f"verdict: {outcome.verdict} ({recipe} × {profile} on {lane})", err=True)
+    for reason in outcome.reasons:
+        click.echo(f"  - {reason}", err=True)
+    sys.exit(EXIT_OK if outcome.verdict == "pass" else EXIT_DATA)

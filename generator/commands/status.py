@@ -1,0 +1,240 @@
+"""`aicr-catalog status`: structural health, consensus and scale ceiling, from verified evidence."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from generator.aggregate import Status, aggregate, status_document
+from generator.commands.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, catalog_option, open_catalog
+from generator.errors import CatalogError, ResolveError, ScaleError, UsageError
+from generator.evidence.model import Evidence
+from generator.evidence.policy import read_policy
+from generator.evidence.store import read_files
+from generator.evidence.trustroot import PUBLIC_GOOD, load_trust_root
+from generator.evidence.verify import digest_key, verify_evidence
+from generator.qualify import Lanes, lanes_of
+from generator.records import Catalog, RecipeResult
+from generator.resolve import profile_applies, resolve
+
+
+def _stop(e: CatalogError, code: int) -> NoReturn:
+    click.echo(e.diagnostics_text() if e.diagnostics else f"error: {e.message}", err=True)
+    if e.diagnostics:
+        click.echo(f"error: {e.message}", err=True)
+    sys.exit(code)
+
+
+def _resolve_all(
+    catalog: Catalog, recipe: str | None, profile: str | None
+) -> tuple[list[RecipeResult], dict[str, str]]:
+    """Current recipes in scope: each leaf (or the one asked) × each profile that applies."""
+    leaves = (recipe,) if recipe else catalog.leaves()
+    results: list[RecipeResult] = []
+    failures: dict[str, str] = {}
+    for leaf in leaves:
+        overlay = catalog.overlays.get(leaf)
+        names = (profile,) if profile else tuple(sorted(catalog.profiles))
+        for name in names:
+            prof = catalog.profiles.get(name)
+            if (
+                overlay is not None
+                and prof is not None
+                and not profile_applies(prof, overlay.criteria)
+            ):
+                continue
+            try:
+                results.append(resolve(catalog, leaf, profile=name))
+            except CatalogError as e:
+                if recipe:  # the one recipe asked for must resolve with the profile asked for
+                    raise
+                failures.setdefault(leaf, e.message)
+    return results, failures
+
+
+def gather(
+    catalog_path: Path, evidence_dir: Path, recipe: str | None, profile: str | None, trust: str
+) -> tuple[Status, Lanes, str]:
+    """Resolve, read and verify evidence, aggregate: the whole status pipeline for the CLI."""
+    catalog = open_catalog(catalog_path)
+    lanes = lanes_of(catalog.documents)
+    recipes, failures = _resolve_all(catalog, recipe, profile)
+    root = load_trust_root(trust, catalog_path)
+    policy = read_policy(catalog_path / "signers.yaml", "signers.yaml")
+    where = evidence_dir / recipe if recipe else evidence_dir
+    files = read_files([where]) if where.is_dir() else ()
+    current = {digest_key(r.name, r.scale_profile): r.digest for r in recipes}
+    records: tuple[Evidence, ...] = verify_evidence(
+        files, trust_roots=root, policy=policy, current_digests=current
+    )
+    if profile:  # keep what this profile's status is about (and unreadable files, shown)
+        records = tuple(
+            r
+            for r in records
+            if r.statement is None or (r.statement.scale_profile or "standard") == profile
+        )
+    ladders = {name: p.ladder for name, p in catalog.profiles.items()}
+    status = aggregate(recipes, records, lanes, ladders, demo=root.demo, failures=failures)
+    return status, lanes, root.name
+
+
+# ---------------------------------------------------------------- text reporter
+
+
+def _ceiling(r: dict[str, Any]) -> str:
+    c = r["ceiling"]
+    text = f"{c['lane']} ({c['nodes']:,} nodes)" if c["lane"] else "none"
+    if r["blockedAt"]:
+        text += f"; next rung {r['blockedAt']['lane']} is {r['blockedAt']['state']}"
+    return text
+
+
+def render_text(doc: dict[str, Any], detail: bool) -> str:
+    lines: list[str] = []
+    sample = "SAMPLE " if doc["sample"] else ""
+    if doc["sample"]:
+        lines += [f"*** {doc['sampleNote']} ***", ""]
+    lines.append(f"trust root: {doc['trustRoot']}")
+    proposed = sorted({k for ln in doc["lanes"] for k in ln["proposedThresholds"]})
+    if proposed:
+        lines.append(
+            f"lane criteria: {len(proposed)} KPI thresholds are proposed (not yet calibrated on "
+            "hardware): " + ", ".join(proposed)
+        )
+    lines.append("")
+    if not detail:
+        header = f"{'recipe':44} {'profile':11} {'health':6} {'coverage':16} {'consensus':10} "
+        header += f"{'ceiling':10} {'runs':>4} {'signers':>7} {'excluded':>8}"
+        lines.append(header)
+        for r in doc["recipes"]:
+            ceiling = r["ceiling"]["lane"] or "-"
+            tag = " SAMPLE" if r["sample"] else ""
+            lines.append(
+                f"{r['recipe']:44} {r['profile']:11} {r['health'] or '-':6} "
+                f"{r['coverage'] or '-':16} {r['consensus']:10} {ceiling:10} {r['runs']:>4} "
+                f"{r['signers']:>7} {r['excluded']:>8}{tag}"
+            )
+        failing = [h for h in doc["health"] if h["status"] != "pass"]
+        for h in failing:
+            lines.append(f"health {h['status']}: {h['recipe']}: " + "; ".join(h["problems"]))
+    for r in doc["recipes"] if detail else ():
+        lines.append(f"{r['recipe']} × {r['profile']} {r['profileVersion']}  {r['digest']}")
+        lines.append(f"  health     {r['health'] or '-'}  {r['coverage'] or ''}")
+        lines.append(
+            f"  consensus  {sample}{r['consensus']}  ({r['runs']} counted runs, "
+            f"{r['signers']} signers, {r['excluded']} not counted)"
+        )
+        lines.append(f"  ceiling    {sample}{_ceiling(r)}")
+        lines.append("  lanes:")
+        for ln in r["lanes"]:
+            phases = " · ".join(f"{p} {s}" for p, s in sorted(ln.get("phases", {}).items()))
+            mark = "qualified" if ln["qualified"] else "not qualified"
+            off = "" if ln["onLadder"] else " (not on this profile's ladder)"
+            lines.append(
+                f"    {ln['lane']:10} {ln['nodes']:>5,} nodes  {ln['state']:9} {mark}{off}"
+                + (f"  [{phases}]" if phases else "")
+            )
+            for run in ln.get("runs", ()):
+                tag = "SAMPLE " if run["sample"] else ""
+                lines.append(
+                    f"      {tag}{run['effectiveVerdict']:4}  {run['signer'] or '?'} "
+                    f"[{run['signerClass'] or '?'}]  {run['attestedAt'] or '-'}"
+                )
+                for reason in run["reasons"]:
+                    lines.append(f"            - {reason}")
+        unsettled = [c for c in r.get("checks", ()) if c["state"] not in ("CONFIRMED", "UNTESTED")]
+        unsettled = [c for c in unsettled if c["state"] != "SINGLE"]
+        if unsettled:
+            lines.append("  contested or failing checks:")
+            for c in unsettled:
+                lines.append(
+                    f"    {c['lane']:10} {c['phase']}/{c['check']}  {c['state']} "
+                    f"({c['passed']} pass, {c['failed']} fail)"
+                )
+        untested = sum(1 for c in r.get("checks", ()) if c["state"] == "UNTESTED")
+        if untested:
+            lines.append(f"  untested required checks: {untested}")
+        excluded = r.get("excludedEvidence", ())
+        if excluded:
+            lines.append("  not counted (shown only):")
+            for x in excluded:
+                message = x["message"].split("; allowed: ")[0]  # the allowlist is in signers.yaml
+                lines.append(f"    {x['exclusion']:13} {x['lane'] or '-':10} {message}")
+                lines.append(f"                  {x['path']}")
+        lines.append("")
+    scoped = {c["component"] for c in doc["components"]}
+    if scoped:
+        lines.append("component qualification (largest lane with current, passing evidence):")
+        for c in doc["components"]:
+            where = (
+                f"{sample}{c['lane']} ({c['nodes']:,} nodes) under {', '.join(c['profiles'])}"
+                if c["lane"]
+                else "not yet qualified at scale"
+            )
+            lines.append(f"  {c['component']:28} {c['version']:18} {where}")
+    return "\n".join(lines) + "\n"
+
+
+@click.command("status")
+@click.argument("recipe", required=False)
+@click.option(
+    "--scale-profile",
+    "profile",
+    default=None,
+    help="Only this scale profile (default: every profile that applies to the recipe).",
+)
+@click.option(
+    "--trust-root",
+    "trust",
+    default=PUBLIC_GOOD,
+    show_default=True,
+    metavar="public-good|demo|FILE",
+    help="Trust root to verify evidence with; sample evidence counts only under demo.",
+)
+@click.option(
+    "--evidence",
+    "evidence_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("evidence"),
+    show_default=True,
+    help="Evidence directory (evidence/<recipe>/<source>/<digest>.sigstore.json).",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@catalog_option
+def command(
+    recipe: str | None,
+    profile: str | None,
+    trust: str,
+    evidence_dir: Path,
+    fmt: str,
+    catalog_path: Path,
+) -> None:
+    """Status of every leaf recipe (or RECIPE in detail) on three separate axes.
+
+    Structural health (pass|warn|fail, coverage R:n D:n P:n C:n); consensus over distinct
+    verified signers, latest run per signer (CONFIRMED, SINGLE, CONTESTED, FAILING, UNTESTED,
+    PARTIAL); and the scale ceiling per recipe × profile: the largest lane such that every lane
+    of the ladder up to it has current, verified, passing evidence. Stale, unverified and
+    unallowlisted evidence is listed, never counted. Evidence verified with the demo trust root
+    is SAMPLE data and labelled so.
+
+    Exit codes: 0 status computed; 1 bad catalog data; 2 usage (unknown recipe, profile or
+    trust root).
+    """
+    try:
+        status, lanes, root = gather(catalog_path, evidence_dir, recipe, profile, trust)
+    except CatalogError as e:
+        _stop(e, EXIT_USAGE if isinstance(e, UsageError | ResolveError | ScaleError) else EXIT_DATA)
+    detail = recipe is not None
+    doc = status_document(status, lanes, root, detail=detail)
+    if fmt == "json":
+        click.echo(json.dumps(doc, indent=2, sort_keys=True))
+    else:
+        click.echo(render_text(doc, detail), nl=False)
+    sys.exit(EXIT_OK)
