@@ -8,7 +8,7 @@ from typing import NoReturn
 
 import click
 
-from generator.commands.query import override_options, parse_overrides
+from generator.commands.query import parse_overrides
 from generator.errors import CatalogError, Severity
 from generator.load import load_catalog
 from generator.preflight import CHECKS_FILE, Format, checkset_from, preflight, render
@@ -72,7 +72,20 @@ def parse_recipe(text: str) -> Criteria | str:
     type=click.Path(path_type=Path, dir_okay=False),
     help="An AICR Snapshot (YAML or JSON) of the cluster.",
 )
-@override_options
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="COMPONENT:PATH=VALUE",
+    help="Override one value, as for `query` (repeatable).",
+)
+@click.option(
+    "--set-file",
+    "set_files",
+    multiple=True,
+    metavar="COMPONENT:PATH=FILE",
+    help="Deep-merge a YAML/JSON file into a component's values, as for `query` (repeatable).",
+)
 @click.option(
     "--catalog",
     "catalog_path",
