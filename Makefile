@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: site test lint bench goldens serve clean
+.PHONY: site test lint bench goldens serve clean preflight-samples
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -38,3 +38,15 @@ serve: $(STAMP)
 
 clean:
 	rm -rf site .cache build
+
+# Preflight on the sample snapshots: the healthy ones pass (0), each defect variant is classified
+# (1 = catalog-owned defect, 3 = infrastructure prerequisite unmet). Run on every pull request.
+SNAP := catalog/scale/snapshots
+preflight-samples: $(STAMP)
+	@set -e; check() { set +e; $(BIN)/aicr-catalog preflight --recipe gb300-eks-ubuntu-training \
+	    --scale-profile $$1 --snapshot $(SNAP)/$$2.yaml >/dev/null; rc=$$?; set -e; \
+	  if [ $$rc -ne $$3 ]; then echo "preflight $$2: exit $$rc, expected $$3"; exit 1; fi; \
+	  echo "preflight $$2: exit $$rc as expected"; }; \
+	check standard gb300-eks-36-healthy 0; check standard gb300-eks-36-catalog-defect 1; \
+	check standard gb300-eks-36-infra-defect 3; check nvl72-2304 gb300-eks-2304-healthy 0; \
+	check nvl72-2304 gb300-eks-2304-catalog-defect 1; check nvl72-2304 gb300-eks-2304-infra-defect 3
