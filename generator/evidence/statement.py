@@ -122,10 +122,28 @@ def predicate_schema() -> dict[str, Any]:
     return schema
 
 
+def _inline_refs(node: Any, defs: Mapping[str, Any]) -> Any:
+    """The schema with its local `#/$defs/...` references replaced by their targets.
+
+    Our schemas are not recursive, so this terminates; it makes validation of thousands of
+    statements about twice as fast (jsonschema resolves each `$ref` at every use).
+    """
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            rest = {k: v for k, v in node.items() if k != "$ref"}
+            target = _inline_refs(defs[ref.removeprefix("#/$defs/")], defs)
+            return {**target, **_inline_refs(rest, defs)} if rest else target
+        return {k: _inline_refs(v, defs) for k, v in node.items() if k != "$defs"}
+    if isinstance(node, list):
+        return [_inline_refs(v, defs) for v in node]
+    return node
+
+
 @cache
 def _validator(kind: str) -> jsonschema.protocols.Validator:
     schema = {
-        "predicate": predicate_schema(),
+        "predicate": _inline_refs(predicate_schema(), predicate_schema().get("$defs", {})),
         "upstream": UPSTREAM_SCHEMA,
         "statement": STATEMENT_SCHEMA,
     }[kind]

@@ -155,6 +155,10 @@ class SignatureCheck:
     rule: SignerRule | None = None
     log_index: int | None = None
     integrated_time: int | None = None
+    # the payload read as an evidence statement (parsed here so it runs in the pool and is
+    # memoized with the signature): the statement, or why it is not evidence
+    statement: Statement | None = None
+    statement_error: tuple[FailureClass, str] | None = None
 
 
 _VERIFIERS: dict[str, Verifier] = {}
@@ -261,9 +265,15 @@ def check_signature(
         except (Error, ValueError, OSError, x509.ExtensionNotFound) as e:
             failures.append(_classify(e, cert, integrated_time, root))
             continue
+        try:
+            statement, problem = parse_statement(payload_type, payload), None
+        except StatementError as e:
+            statement, problem = None, (e.klass, e.message)
         return SignatureCheck(
             klass=None,
             message="verified",
+            statement=statement,
+            statement_error=problem,
             trust_root=root.name,
             payload_type=payload_type,
             payload=payload,
@@ -344,10 +354,11 @@ def verify_one(
         "log_index": sig.log_index,
         "integrated_time": sig.integrated_time,
     }
-    try:
-        statement = parse_statement(sig.payload_type, sig.payload)
-    except StatementError as e:
-        return RejectedEvidence(klass=e.klass, message=e.message, **seen)  # type: ignore[arg-type]
+    statement = sig.statement
+    if statement is None:
+        assert sig.statement_error is not None
+        klass, message = sig.statement_error
+        return RejectedEvidence(klass=klass, message=message, **seen)  # type: ignore[arg-type]
     if check_paths:
         expected = evidence_path(statement.recipe, sig.issuer, sig.identity, sig.payload)
         problem = path_problem(file.path, expected)
