@@ -10,6 +10,7 @@ container tools do for local registries; every other registry (and token realm) 
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 from urllib.parse import urlencode, urljoin, urlsplit
@@ -22,9 +23,15 @@ _CHALLENGE = re.compile(r'(\w+)\s*=\s*"([^"]*)"')
 _NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
 
 
-def _is_loopback(host: str) -> bool:
-    name = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0] + "]"
-    return name in ("localhost", "[::1]") or name.startswith("127.")
+def _is_loopback(netloc: str) -> bool:
+    """`localhost`, 127.0.0.0/8 or [::1], with or without a port."""
+    host = urlsplit(f"//{netloc}").hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def tags_url(repository: str, chart: str) -> tuple[str, str]:

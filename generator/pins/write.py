@@ -32,7 +32,7 @@ from generator.pins.collect import canonical_component
 from generator.pins.model import PinLocation
 from generator.records import Catalog
 
-VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+VERSION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 _PATH_TOKEN = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
 
 
@@ -83,7 +83,9 @@ def parse_request(spec: str) -> WriteRequest:
     if not sep or not target or not version:
         raise UsageError(f"--write expects COMPONENT=VERSION, got {spec!r}")
     file, _, component = target.rpartition(":")
-    if not VERSION_RE.match(version):
+    if not component:
+        raise UsageError(f"--write expects COMPONENT=VERSION, got {spec!r}")
+    if not VERSION_RE.fullmatch(version):
         raise UsageError(f"--write: {version!r} is not a version (letters, digits, . _ + -)")
     return WriteRequest(component=component, version=version, file=file or None)
 
