@@ -4,7 +4,8 @@
 numbers -> float, anything else (including `null`, `nan`, `1e`, `007`) -> the string as written.
 Quote-free by design: `--set c:p=true` is the boolean, a string "true" needs `--set-file`.
 `--set-file` reads a YAML or JSON file holding an object, deep-merged at `path` (or at the
-component's root when `path` is empty: `--set-file component=FILE`).
+component's root when `path` is empty: `--set-file component=FILE`); its recorded origin names
+the file by its base name only.
 
 Parsing only: whether the component exists, is enabled, or contradicts a scale-profile owned
 value is decided by `generator.resolve.resolve`, which rejects such overrides.
@@ -101,7 +102,11 @@ def parse_set_file(text: str, read: Callable[[str], bytes] = _read) -> Override:
     component, path, file = _split("--set-file", text, allow_root=True)
     if not file:
         raise _usage(f"--set-file {text}", "no file given after '='", "override.syntax")
-    return Override(component, path, _load_object(file, read), f"--set-file {text}")
+    # The origin names the file without its directory: bundle-info.yaml must not carry absolute
+    # paths, and the same file content gives the same bundle wherever it lives.
+    left = text.split("=", 1)[0]
+    name = file.replace("\\", "/").rsplit("/", 1)[-1]
+    return Override(component, path, _load_object(file, read), f"--set-file {left}={name}")
 
 
 def parse_overrides(

@@ -97,7 +97,7 @@ def test_parse_set_file_yaml_and_json(tmp_path: Path) -> None:
         "gpu-operator",
         "spec",
         {"driver": {"enabled": False, "env": [{"name": "A", "value": "1"}]}},
-        f"--set-file gpu-operator:spec={y}",
+        "--set-file gpu-operator:spec=v.yaml",
     )
     b = parse_set_file(f"nfd={j}")
     assert (b.component, b.path, b.value) == ("nfd", "", {"x": {"y": 1.5}})
@@ -132,7 +132,7 @@ def test_parse_overrides_orders_and_collects(tmp_path: Path) -> None:
     f = tmp_path / "o.yaml"
     f.write_text("a: 1\n")
     got = parse_overrides(["c:a=2", "c:b=x"], [f"c={f}"])
-    assert [o.origin for o in got] == [f"--set-file c={f}", "--set c:a=2", "--set c:b=x"]
+    assert [o.origin for o in got] == ["--set-file c=o.yaml", "--set c:a=2", "--set c:b=x"]
     with pytest.raises(UsageError) as e:
         parse_overrides(["bad", "c:ok=1", "also-bad"], [])
     assert len(e.value.diagnostics) == 2  # every error, not only the first

@@ -137,7 +137,8 @@ def test_set_file_deep_merges(tmp_path: Path) -> None:
     assert {k: v for k, v in values["driver"].items() if k != "licensingConfig"} == {
         k: v for k, v in before["driver"].items() if k != "licensingConfig"
     }
-    assert info(out)["overrides"][0]["origin"] == f"--set-file gpu-operator={f}"
+    assert info(out)["overrides"][0]["origin"] == "--set-file gpu-operator=extra.yaml"
+    assert str(tmp_path) not in (out / "bundle-info.yaml").read_text()
 
 
 NOWHERE = "/nonexistent/never-written"
