@@ -1,0 +1,423 @@
+"""Lanes (catalog/scale/lanes.yaml) and `qualify`: raw results → the unsigned statement."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+from generator.cli import main
+from generator.errors import LoadError, UsageError, ValidationError
+from generator.evidence.model import IN_TOTO_PAYLOAD_TYPE, SCALE_QUALIFICATION_V1
+from generator.evidence.statement import parse_statement
+from generator.load import load_catalog
+from generator.qualify import (
+    CTRF_SUFFIX,
+    Lanes,
+    RunResults,
+    attested_at_from,
+    lanes_of,
+    parse_lanes,
+    parse_run,
+    qualify,
+)
+from generator.records import Criteria, RecipeResult, ResolvedComponent
+from generator.resolve import resolve
+from generator.samples import SampleRun, raw_results
+from generator.yamlio import parse_yaml
+
+REPO = Path(__file__).resolve().parent.parent
+LANES_YAML = REPO / "catalog" / "scale" / "lanes.yaml"
+RUNS = Path(__file__).resolve().parent / "fixtures" / "runs"
+LADDER = ("lane-36", "lane-72", "lane-144", "lane-288", "lane-576", "lane-1152", "lane-2304")
+WHEN = "2026-11-03T08:00:00Z"
+
+
+def _component(name: str, version: str, order: int) -> ResolvedComponent:
+    return ResolvedComponent(
+        name=name,
+        type="Helm",
+        repository="https://helm.ngc.nvidia.com/nvidia",
+        chart=name,
+        version=version,
+        namespace=name,
+        values={},
+        manifest_files=(),
+        pre_manifest_files=(),
+        dependency_refs=(),
+        order=order,
+        depth=0,
+        values_files=(),
+    )
+
+
+def fixture_recipe(platform: str | None = "slurm") -> RecipeResult:
+    """The synthetic recipe the fixture runs were made for."""
+    return RecipeResult(
+        name="fixture-gb300-slurm",
+        criteria=Criteria("eks", "gb300", "ubuntu", "training", platform),
+        applied_overlays=("base",),
+        mixins=(),
+        constraints=(),
+        components=(
+            _component("gpu-operator", "v26.7.0", 0),
+            _component("slinky-slurm", "1.2.0", 1),
+        ),
+        validation={},
+        scale_profile="nvl72-2304",
+        scale_profile_version="1.0.0",
+        overrides=(),
+        digest="sha256:" + "ab" * 32,
+    )
+
+
+@pytest.fixture(scope="module")
+def lanes() -> Lanes:
+    return parse_lanes(parse_yaml(LANES_YAML.read_bytes(), "scale/lanes.yaml"))
+
+
+def load_run(case: str, lanes: Lanes) -> RunResults:
+    files = {p.name: p.read_bytes() for p in (RUNS / case).iterdir()}
+    return parse_run(files, lanes.phases)
+
+
+def judge(lanes: Lanes, case: str, lane: str, recipe: RecipeResult | None = None):  # type: ignore[no-untyped-def]
+    return qualify(
+        lanes, lane, recipe or fixture_recipe(), LADDER, load_run(case, lanes), attested_at=WHEN
+    )
+
+
+# ---------------------------------------------------------------- the ladder
+
+
+def test_the_ladder_is_36_to_2304_nodes_of_nvl72_racks(lanes: Lanes) -> None:
+    assert [ln.nodes for ln in lanes.lanes] == [36, 72, 144, 288, 576, 1152, 2304]
+    assert [ln.name for ln in lanes.lanes] == list(LADDER)
+    assert (lanes.gpus_per_node, lanes.nodes_per_rack) == (4, 18)
+    top = lanes.lanes[-1]
+    assert (top.racks, top.gpus) == (128, 9216)
+    for ln in lanes.lanes:
+        assert ln.racks * 18 == ln.nodes and ln.gpus == ln.nodes * 4
+        assert ln.phases == ("deployment", "conformance", "performance")
+        assert ln.criteria_version == "1.0.0"
+
+
+def test_every_lane_states_thresholds_with_units_and_the_kubernetes_slos(lanes: Lanes) -> None:
+    units = {k.id: k.unit for k in lanes.kpis}
+    assert units["api-mutating-p99"] == "s" and units["nvls-allreduce-busbw"] == "GB/s"
+    for ln in lanes.lanes:
+        assert {k for k, _ in ln.thresholds} == set(units)
+        slo = {k: (t.operator, t.value, t.status) for k, t in ln.thresholds}
+        assert slo["api-mutating-p99"] == ("<=", 1.0, "adopted")
+        assert slo["api-read-p99"] == ("<=", 1.0, "adopted")
+        assert slo["api-list-p99"] == ("<=", 30.0, "adopted")
+        assert slo["pod-startup-p99"] == ("<=", 5.0, "adopted")
+        assert slo["install-to-gpu-ready"][2] == "proposed"  # not calibrated on hardware yet
+    # install time grows with the lane; rollout too
+    installs = [ln.threshold("install-to-gpu-ready").value for ln in lanes.lanes]  # type: ignore[union-attr]
+    assert installs == sorted(installs) and installs[0] < installs[-1]
+
+
+def test_scenarios_cover_the_required_kinds_and_slurm_only_for_slurm(lanes: Lanes) -> None:
+    ids = {s.id for s in lanes.scenarios}
+    for needed in (
+        "initial-deploy",
+        "steady-state",
+        "slurm-job-launch",
+        "slurm-job-completion",
+        "topology-convergence",
+        "monitoring-convergence",
+        "controller-failover",
+        "node-reboot",
+        "component-restart",
+        "remediation-after-disruption",
+        "api-throttling",
+        "partial-rollout",
+    ):
+        assert needed in ids
+    top = lanes.lanes[-1]
+    slurm = {s.id for s in lanes.required_scenarios(top, fixture_recipe().criteria)}
+    other = {s.id for s in lanes.required_scenarios(top, fixture_recipe("dynamo").criteria)}
+    assert slurm - other == {"slurm-job-launch", "slurm-job-completion"}
+    assert "api-throttling" not in {
+        s.id for s in lanes.required_scenarios(lanes.lanes[0], fixture_recipe().criteria)
+    }
+
+
+def test_every_profile_ladder_names_lanes_that_exist() -> None:
+    catalog, _ = load_catalog(REPO / "catalog")
+    lanes = lanes_of(catalog.documents)
+    names = [ln.name for ln in lanes.lanes]
+    assert catalog.profiles, "the catalog has scale profiles"
+    for profile in catalog.profiles.values():
+        assert profile.ladder, profile.name
+        assert all(lane in names for lane in profile.ladder), profile.name
+        # a ladder climbs: its lanes in ascending order
+        assert sorted(profile.ladder, key=names.index) == list(profile.ladder)
+    assert catalog.profiles["nvl72-2304"].ladder == LADDER
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "rule", "message"),
+    [
+        (
+            "racks: 128",
+            "racks: 127",
+            "lanes.racks",
+            "2304 nodes at 18 nodes per rack is 128 racks, not 127",
+        ),
+        (
+            "gpus: 9216",
+            "gpus: 9215",
+            "lanes.gpus",
+            "2304 nodes at 4 GPUs per node is 9216 GPUs, not 9215",
+        ),
+        (
+            "- api-throttling",
+            "- api-throttlin",
+            "lanes.reference",
+            "unknown scenario 'api-throttlin'",
+        ),
+    ],
+)
+def test_lane_arithmetic_and_references_are_checked_with_locations(
+    old: str, new: str, rule: str, message: str
+) -> None:
+    head, tail = LANES_YAML.read_text().rsplit(old, 1)  # in lane-2304, the last lane
+    with pytest.raises(ValidationError) as info:
+        parse_lanes(parse_yaml(head + new + tail, "scale/lanes.yaml"))
+    (diag,) = info.value.diagnostics
+    assert (diag.rule, diag.message) == (rule, message)
+    assert diag.path == "scale/lanes.yaml" and diag.line > 400
+
+
+def test_lanes_must_ascend_and_follow_the_schema() -> None:
+    text = LANES_YAML.read_text().replace("nodes: 72\n", "nodes: 30\n", 1)
+    with pytest.raises(ValidationError) as info:
+        parse_lanes(parse_yaml(text, "scale/lanes.yaml"))
+    rules = {d.rule for d in info.value.diagnostics}
+    assert "lanes.order" in rules
+    bad = LANES_YAML.read_text().replace("status: proposed}", "status: guessed}", 1)
+    with pytest.raises(ValidationError) as info:
+        parse_lanes(parse_yaml(bad, "scale/lanes.yaml"))
+    assert all(d.rule.startswith("schema.") for d in info.value.diagnostics)
+
+
+# ---------------------------------------------------------------- qualify
+
+
+def test_a_passing_run_gives_a_pass_statement_the_verifier_accepts(lanes: Lanes) -> None:
+    result = judge(lanes, "lane-36-pass", "lane-36")
+    assert (result.verdict, result.reasons) == ("pass", ())
+    pred = result.predicate
+    assert pred["lane"] == {"name": "lane-36", "nodes": 36, "criteriaVersion": "1.0.0"}
+    assert pred["observed"] == {"nodes": 36, "gpus": 144}
+    assert pred["recipe"] == {"name": "fixture-gb300-slurm", "digest": "sha256:" + "ab" * 32}
+    assert pred["sample"] is True  # run.yaml says so
+    kpis = {k["id"]: k for k in pred["kpis"]}
+    assert len(kpis) == 15 and all(k["status"] == "passed" for k in kpis.values())
+    assert kpis["api-list-p99"]["threshold"] == {"operator": "<=", "value": 30.0}
+    assert kpis["workloads-ready"]["value"] == 1.0
+    checks = {c["name"]: c for p in pred["phases"].values() for c in p["checks"]}
+    assert checks["nvls-allreduce"]["targets"] == 2  # racks
+    assert checks["slurm-job-launch"]["status"] == "passed"
+    jsonschema.validate(
+        pred, json.loads((REPO / "catalog/schemas/scale-qualification-v1.schema.json").read_text())
+    )
+    statement = parse_statement(IN_TOTO_PAYLOAD_TYPE, result.statement)
+    assert statement.predicate_type == SCALE_QUALIFICATION_V1 and statement.verdict == "pass"
+    assert statement.lane == "lane-36" and statement.observed_nodes == 36
+
+
+def test_an_undersized_cluster_cannot_pass_and_says_why(lanes: Lanes) -> None:
+    result = judge(lanes, "lane-144-undersized", "lane-144")
+    assert result.verdict == "fail"
+    assert result.reasons[:2] == (
+        "observed 126 nodes, below the lane's 144",
+        "observed 504 GPUs, below the lane's 576",
+    )
+    assert (
+        "KPI nvls-allreduce-busbw: measured on 7 target(s), the lane needs 8 (racks)"
+        in result.reasons
+    )
+    assert result.predicate["observed"] == {"nodes": 126, "gpus": 504}
+
+
+def test_a_check_on_zero_targets_cannot_pass(lanes: Lanes) -> None:
+    result = judge(lanes, "lane-72-zero-targets", "lane-72")
+    assert (result.verdict, result.reasons) == (
+        "fail",
+        ("conformance/monitoring-convergence: ran on 0 targets",),
+    )
+    checks = result.predicate["phases"]["conformance"]["checks"]
+    assert {"name": "monitoring-convergence", "status": "passed", "targets": 0} in [
+        {k: c[k] for k in ("name", "status", "targets")} for c in checks
+    ]
+
+
+def test_checks_not_executed_fail_the_run_with_one_reason_each(lanes: Lanes) -> None:
+    result = judge(lanes, "lane-36-not-executed", "lane-36")
+    assert result.verdict == "fail"
+    reasons = set(result.reasons)
+    assert "phase performance: no results (performance.ctrf.json is missing)" in reasons
+    assert "conformance/node-reboot: not executed (skipped)" in reasons
+    assert "conformance/partial-rollout: not executed (absent from the report)" in reasons
+    assert "KPI recovery-time: not measured" in reasons
+    assert result.predicate["phases"]["performance"] == {"checks": []}
+
+
+def test_zero_over_zero_and_unknown_statuses_fail(lanes: Lanes) -> None:
+    result = judge(lanes, "lane-36-zero-denominator", "lane-36")
+    assert result.verdict == "fail"
+    assert "KPI workloads-ready: 0/0 — nothing was measured, cannot pass" in result.reasons
+    assert "deployment/steady-state: status 'flaky' counts as a failure" in result.reasons
+    steady = [
+        c for c in result.predicate["phases"]["deployment"]["checks"] if c["name"] == "steady-state"
+    ]
+    assert steady[0]["status"] == "other" and steady[0]["message"] == "reported status 'flaky'"
+
+
+def test_a_kpi_outside_its_threshold_fails_even_when_proposed(lanes: Lanes) -> None:
+    run = load_run("lane-36-pass", lanes)
+    from dataclasses import replace
+
+    slow = tuple(
+        replace(k, value=2400.0) if k.id == "install-to-gpu-ready" else k for k in run.kpis
+    )
+    result = qualify(
+        lanes, "lane-36", fixture_recipe(), LADDER, replace(run, kpis=slow), attested_at=WHEN
+    )
+    assert result.reasons == (
+        "KPI install-to-gpu-ready: 2400 s is not <= 1800 (proposed threshold)",
+    )
+    kpi = next(k for k in result.predicate["kpis"] if k["id"] == "install-to-gpu-ready")
+    assert (kpi["value"], kpi["status"]) == (2400.0, "failed")
+
+
+def test_running_versions_must_be_the_recipes_pins(lanes: Lanes) -> None:
+    recipe = fixture_recipe()
+    from dataclasses import replace
+
+    bumped = replace(
+        recipe, components=(_component("gpu-operator", "v26.9.0", 0), recipe.components[1])
+    )
+    result = judge(lanes, "lane-36-pass", "lane-36", bumped)
+    assert result.reasons == ("component gpu-operator: running v26.7.0, the recipe pins v26.9.0",)
+
+
+def test_slurm_scenarios_are_not_required_of_other_platforms(lanes: Lanes) -> None:
+    run = load_run("lane-36-pass", lanes)
+    from dataclasses import replace
+
+    without = {
+        p: tuple(c for c in cs if not c.name.startswith("slurm-")) for p, cs in run.phases.items()
+    }
+    kpis = tuple(k for k in run.kpis if not k.id.startswith("slurm-"))
+    run = replace(run, phases=without, kpis=kpis)
+    assert (
+        qualify(lanes, "lane-36", fixture_recipe("kubeflow"), LADDER, run, attested_at=WHEN).verdict
+        == "pass"
+    )
+    result = qualify(lanes, "lane-36", fixture_recipe("slurm"), LADDER, run, attested_at=WHEN)
+    assert "conformance/slurm-job-launch: not executed (absent from the report)" in result.reasons
+    assert "KPI slurm-job-success: not measured" in result.reasons
+
+
+def test_unknown_lanes_and_lanes_off_the_ladder_are_usage_errors(lanes: Lanes) -> None:
+    run = load_run("lane-36-pass", lanes)
+    with pytest.raises(UsageError, match="unknown lane 'lane-4608'"):
+        qualify(lanes, "lane-4608", fixture_recipe(), LADDER, run, attested_at=WHEN)
+    with pytest.raises(
+        UsageError,
+        match=r"lane 'lane-72' is not on the ladder of scale profile 'nvl72-2304' \(lane-36\)",
+    ):
+        qualify(lanes, "lane-72", fixture_recipe(), ("lane-36",), run, attested_at=WHEN)
+
+
+def test_the_attestation_date_never_comes_from_the_clock(lanes: Lanes) -> None:
+    run = load_run("lane-36-pass", lanes)
+    assert attested_at_from(None, run, "2026-01-02T03:04:05Z") == "2026-01-02T03:04:05Z"
+    assert attested_at_from("1764633600", run, None) == "2025-12-02T00:00:00Z"
+    assert attested_at_from(None, run, None) == "2026-11-03T08:00:00Z"  # run.yaml finishedAt
+    from dataclasses import replace
+
+    with pytest.raises(UsageError, match="no attestation date"):
+        attested_at_from(None, replace(run, finished_at=None), None)
+    with pytest.raises(UsageError, match="not RFC 3339"):
+        attested_at_from(None, run, "yesterday")
+
+
+def test_unreadable_results_are_load_errors(lanes: Lanes) -> None:
+    files = {p.name: p.read_bytes() for p in (RUNS / "lane-36-pass").iterdir()}
+    with pytest.raises(LoadError, match=r"the results have no run\.yaml"):
+        parse_run({k: v for k, v in files.items() if k != "run.yaml"}, lanes.phases)
+    with pytest.raises(LoadError, match="not a CTRF report"):
+        parse_run({**files, "deployment" + CTRF_SUFFIX: b'{"results": {}}'}, lanes.phases)
+
+
+# ---------------------------------------------------------------- the command
+
+
+def _results_dir(tmp_path: Path, lane: str, **kw: object) -> Path:
+    catalog, _ = load_catalog(REPO / "catalog")
+    lanes = lanes_of(catalog.documents)
+    recipe = resolve(catalog, "gb300-eks-ubuntu-training-slurm", profile="nvl72-2304")
+    run = SampleRun(recipe.name, "nvl72-2304", lane, "lab-a", 3, "cli test", **kw)  # type: ignore[arg-type]
+    out = tmp_path / "results"
+    out.mkdir(parents=True)
+    for name, data in raw_results(lanes, lanes.lane(lane), recipe, run).items():  # type: ignore[arg-type]
+        (out / name).write_bytes(data)
+    return out
+
+
+def test_qualify_command_writes_the_statement_and_exits_by_verdict(tmp_path: Path) -> None:
+    runner = CliRunner()
+    results = _results_dir(tmp_path, "lane-288")
+    out = tmp_path / "statement.json"
+    args = [
+        "qualify",
+        "--lane",
+        "lane-288",
+        "--recipe",
+        "gb300-eks-ubuntu-training-slurm",
+        "--scale-profile",
+        "nvl72-2304",
+        "--results",
+        str(results),
+        "--catalog",
+        str(REPO / "catalog"),
+        "-o",
+        str(out),
+    ]
+    res = runner.invoke(main, args)
+    assert res.exit_code == 0, res.output
+    assert "verdict: pass (gb300-eks-ubuntu-training-slurm × nvl72-2304 on lane-288)" in res.stderr
+    statement = json.loads(out.read_bytes())
+    assert statement["predicateType"] == SCALE_QUALIFICATION_V1
+    assert statement["predicate"]["attestedAt"] == "2026-11-05T08:00:00Z"
+
+    failing = _results_dir(tmp_path / "f", "lane-288", zero_targets=("node-reboot",))
+    res = runner.invoke(main, [*args[:-2], "--results", str(failing)])
+    assert res.exit_code == 1
+    assert "  - conformance/node-reboot: ran on 0 targets" in res.stderr
+    assert json.loads(res.stdout)["predicate"]["verdict"] == "fail"
+
+    res = runner.invoke(
+        main,
+        [
+            "qualify",
+            "--lane",
+            "lane-72",
+            "--recipe",
+            "gb300-eks-ubuntu-training-slurm",
+            "--results",
+            str(results),
+            "--catalog",
+            str(REPO / "catalog"),
+        ],
+    )
+    assert res.exit_code == 2
+    assert "lane 'lane-72' is not on the ladder of scale profile 'standard' (lane-36)" in res.stderr
