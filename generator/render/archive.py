@@ -73,7 +73,7 @@ def archive_bytes(tree: BundleTree, prefix: str, *, mtime: int | None = None) ->
                 io.BytesIO(f.data),
             )
     out = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=9) as gz:
+    with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=6) as gz:
         gz.write(raw.getvalue())
     data = bytearray(out.getvalue())
     data[9] = 255  # gzip OS byte: "unknown", the same on every platform
