@@ -7,24 +7,31 @@ format is documented in tests/cases/README.md; adding a case is adding a folder.
 
 from __future__ import annotations
 
+import faulthandler
+import json
 import os
 import re
+import resource
+import select
 import shlex
 import shutil
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from types import FrameType
 from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
 from generator.cli import main
+from generator.load import load_catalog
+from generator.validate import validate_catalog
 
 CASES = Path(__file__).resolve().parent / "cases"
 MINIMAL = CASES / "minimal"
@@ -32,6 +39,7 @@ SUITES = ("invalid", "hostile")
 GENERATOR_DIR = Path(__file__).resolve().parent.parent / "generator"
 
 TIME_LIMIT_S = 5.0  # per case, wall clock, the whole `validate` run
+MEMORY_LIMIT = 512 * 1024 * 1024  # address space a case may add to the process, in bytes
 
 # Every entry a case folder may hold; anything else is a typo that would silently do nothing.
 KNOWN_ENTRIES = frozenset(
@@ -182,41 +190,140 @@ def _deadline(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def run_case(case: Path, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Result, float]:
+def _vm_bytes(field: str) -> int:
+    """VmSize / VmRSS of this process, from /proc (0 where /proc is absent)."""
+    try:
+        text = Path("/proc/self/status").read_text(encoding="ascii")
+    except OSError:
+        return 0
+    m = re.search(rf"^{field}:\s+(\d+) kB", text, re.M)
+    return int(m.group(1)) * 1024 if m else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What an isolated run returned, or how its process ended."""
+
+    payload: dict[str, Any]  # what the function returned (empty when the child died)
+    elapsed: float  # seconds, measured in the child
+    grown: int  # bytes: peak resident size of the child minus its size at the start
+    error: str | None  # an exception that escaped the function, as "Type: message"
+    died: str | None  # the child's process ended abnormally: signal, hard time limit
+
+
+def run_isolated(fn: Callable[[], dict[str, Any]], *, seconds: float, memory: int) -> Outcome:
+    """Run `fn` in a forked child limited to `memory` more bytes of address space.
+
+    A crash (segmentation fault), an exhausted memory limit or a hang ends the child, not the
+    test session: the parent reads the child's JSON report with a deadline of `3 * seconds`,
+    then kills it.
+    """
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        status = 0
+        try:
+            os.close(read_fd)
+            faulthandler.disable()  # a crash is the parent's to report, without a dump
+            base = _vm_bytes("VmSize")
+            if base:
+                resource.setrlimit(resource.RLIMIT_AS, (base + memory, base + memory))
+            rss0 = _vm_bytes("VmRSS")
+            started = time.monotonic()
+            report: dict[str, Any] = {"payload": {}, "error": None}
+            try:
+                with _deadline(2 * seconds):
+                    report["payload"] = fn()
+            except BaseException as e:  # reported to the parent, which fails the test
+                report["error"] = f"{type(e).__name__}: {e}"
+            report["elapsed"] = time.monotonic() - started
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+            report["grown"] = max(0, peak - rss0) if rss0 else 0
+            with os.fdopen(write_fd, "wb") as fh:
+                fh.write(json.dumps(report).encode("utf-8"))
+        except BaseException:
+            status = 70
+        finally:
+            os._exit(status)
+    os.close(write_fd)
+    chunks: list[bytes] = []
+    limit = time.monotonic() + 3 * seconds
+    died = None
+    with os.fdopen(read_fd, "rb", buffering=0) as fh:
+        while True:
+            remaining = limit - time.monotonic()
+            if remaining <= 0:
+                os.kill(pid, signal.SIGKILL)
+                died = f"killed after {3 * seconds:.0f} s"
+                break
+            ready, _, _ = select.select([fh], [], [], remaining)
+            if ready:
+                chunk = fh.read(1 << 16)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    if died is None and os.WIFSIGNALED(status):
+        died = f"died of signal {signal.Signals(os.WTERMSIG(status)).name}"
+    elif died is None and os.WEXITSTATUS(status) != 0:
+        died = f"exited with status {os.WEXITSTATUS(status)} before reporting"
+    if died is not None:
+        return Outcome({}, 0.0, 0, None, died)
+    report = json.loads(b"".join(chunks))
+    return Outcome(report["payload"], report["elapsed"], report["grown"], report["error"], None)
+
+
+def run_case(case: Path, workdir: Path) -> Outcome:
+    """Build `case` under `workdir` and run `validate` on it in an isolated child."""
     build_case(case, workdir)
     args = shlex.split(" ".join(_lines(case / "args.txt")))
-    monkeypatch.chdir(workdir)
-    started = time.monotonic()
-    # A hang is cut off at twice the bound so that the failure names the case instead of
-    # stalling the whole run; a merely slow case fails the elapsed-time assertion below.
-    with _deadline(2 * TIME_LIMIT_S):
+
+    def validate() -> dict[str, Any]:
+        os.chdir(workdir)
         result = CliRunner().invoke(main, ["validate", "catalog", *args], catch_exceptions=True)
-    return result, time.monotonic() - started
+        exc = result.exception
+        return {
+            "stdout": result.stdout,
+            "output": result.output,
+            "exit_code": result.exit_code,
+            # the only exception allowed out of the command is its own sys.exit
+            "exception": None
+            if exc is None or isinstance(exc, SystemExit)
+            else f"{type(exc).__name__}: {exc}",
+        }
+
+    return run_isolated(validate, seconds=TIME_LIMIT_S, memory=MEMORY_LIMIT)
+
+
+@pytest.fixture(scope="module")
+def warm_caches() -> None:
+    """Validate the minimal catalog once in this process, so that forked children inherit the
+    compiled schemas and imported modules and each case's time is its own."""
+    catalog, diags = load_catalog(MINIMAL)
+    assert validate_catalog(catalog, load_diagnostics=diags) == ()
 
 
 @pytest.mark.parametrize("case", _params())
-def test_case(
-    case: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, update_goldens: bool
-) -> None:
+@pytest.mark.usefixtures("warm_caches")
+def test_case(case: Path, tmp_path: Path, update_goldens: bool) -> None:
     unknown = sorted(p.name for p in case.iterdir() if p.name not in KNOWN_ENTRIES)
     assert not unknown, f"unknown entries in {case.name}: {unknown} (see tests/cases/README.md)"
 
-    result, elapsed = run_case(case, tmp_path, monkeypatch)
+    out = run_case(case, tmp_path)
 
-    # No traceback: the only exception allowed out of the command is its own sys.exit.
-    exc = result.exception
-    assert exc is None or isinstance(exc, SystemExit), (
-        f"{type(exc).__name__}: {exc}\n{result.output}"
-    )
-    assert "Traceback" not in result.output
-    assert elapsed < TIME_LIMIT_S, f"took {elapsed:.2f} s; the bound is {TIME_LIMIT_S} s"
+    assert out.died is None, f"the validate process {out.died}"
+    assert out.error is None, out.error
+    result = out.payload
+    assert result["exception"] is None, f"{result['exception']}\n{result['output']}"
+    assert "Traceback" not in result["output"]
+    assert out.elapsed < TIME_LIMIT_S, f"took {out.elapsed:.2f} s; the bound is {TIME_LIMIT_S} s"
 
     expected_path, exit_path = case / "expected.txt", case / "exit.txt"
     if update_goldens and not (case / "bug.txt").exists():
-        expected_path.write_text(result.stdout, encoding="utf-8")
-        exit_path.write_text(f"{result.exit_code}\n", encoding="utf-8")
-    assert result.stdout == expected_path.read_text(encoding="utf-8")
-    assert result.exit_code == int(exit_path.read_text(encoding="utf-8").strip())
+        expected_path.write_text(result["stdout"], encoding="utf-8")
+        exit_path.write_text(f"{result['exit_code']}\n", encoding="utf-8")
+    assert result["stdout"] == expected_path.read_text(encoding="utf-8")
+    assert result["exit_code"] == int(exit_path.read_text(encoding="utf-8").strip())
 
 
 # ---------------------------------------------------------------- the corpus as a whole
@@ -228,7 +335,6 @@ _RULE = re.compile(
 # Rules the validator can emit that `validate` on a case folder cannot reach, and why.
 UNREACHABLE = {
     "catalog.missing": "the CLI refuses a missing directory with exit 2 before loading it",
-    "file.unreadable": "tests run as root in CI, where no permission bit makes a file unreadable",
 }
 # Strings matched by _RULE that are file names, not rule ids.
 NOT_RULES = {"criteria.yaml"}
@@ -296,3 +402,30 @@ def test_deadline_interrupts_a_hang() -> None:
         while True:
             time.sleep(0.01)
     assert time.monotonic() - started < 2
+
+
+def test_isolation_survives_a_crash() -> None:
+    out = run_isolated(
+        lambda: os.kill(os.getpid(), signal.SIGSEGV) or {}, seconds=1, memory=MEMORY_LIMIT
+    )
+    assert out.died == "died of signal SIGSEGV"
+
+
+def test_isolation_bounds_memory() -> None:
+    def hog() -> dict[str, Any]:
+        return {"n": len(bytearray(2 * MEMORY_LIMIT))}
+
+    out = run_isolated(hog, seconds=2, memory=MEMORY_LIMIT)
+    assert out.died is None and out.error is not None and out.error.startswith("MemoryError")
+
+
+def test_isolation_reports_payload_time_and_memory() -> None:
+    def work() -> dict[str, Any]:
+        block = bytearray(64 * 1024 * 1024)
+        block[::4096] = b"x" * len(block[::4096])  # touch every page so it is resident
+        return {"size": len(block)}
+
+    out = run_isolated(work, seconds=2, memory=MEMORY_LIMIT)
+    assert out.payload == {"size": 64 * 1024 * 1024} and out.error is None and out.died is None
+    assert 0 <= out.elapsed < 2
+    assert out.grown >= 60 * 1024 * 1024
