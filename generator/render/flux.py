@@ -175,7 +175,9 @@ def render(result: RecipeResult, manifests: Mapping[str, bytes], target: GitOpsT
             for name, data in items:
                 files[f"{d}/{sub}/{name}"] = BundleFile(data)
             kname = f"{c.name}-{sub}"
-            kdoc = _kustomization(kname, _flux_path(target, f"{d}/{sub}"), c.namespace)
+            # no targetNamespace: it would also stamp a namespace onto cluster-scoped custom
+            # resources (kustomize cannot know their scope); namespaced manifests name theirs
+            kdoc = _kustomization(kname, _flux_path(target, f"{d}/{sub}"), None)
             files[f"{d}/{sub}-kustomization.yaml"] = BundleFile(yaml_bytes(kdoc, header=header))
             releases.append(Release(kname, c.name, c.namespace, f"{d}/{sub}"))
     for url in sorted(helm_repos):
