@@ -1,5 +1,7 @@
 """Golden bundle trees: each deployer for two recipes of the repository's catalog, one of them
-`gb300-eks-ubuntu-training-slurm` with the large scale profile. Refresh with
+`gb300-eks-ubuntu-training-slurm` with the large scale profile, plus the hand-made sample recipe
+of tests/test_render.py (pre/post manifests, OCI, a manifests-only component), whose goldens
+change only when the renderer does. Refresh with
 `pytest tests/test_render_golden.py --update-goldens` and review the diff."""
 
 from __future__ import annotations
@@ -13,15 +15,19 @@ from generator.load import load_catalog
 from generator.render import Deployer, render_bundle, write_bundle
 from generator.resolve import resolve
 from tests.conftest import CATALOG, REPO
+from tests.test_render import MANIFESTS, sample_result
 
 GOLDEN = REPO / "tests" / "golden" / "bundles"
 CASES = (
     ("gb300-eks-ubuntu-training-slurm", "nvl72-2304"),
     ("h100-gke-cos-inference-dynamo", "standard"),
+    ("sample-recipe", "standard"),
 )
 
 
 def _tree(recipe: str, profile: str, deployer: Deployer):  # type: ignore[no-untyped-def]
+    if recipe == "sample-recipe":  # hand-made: independent of catalog changes
+        return render_bundle(sample_result(), deployer, MANIFESTS)
     catalog, _ = load_catalog(CATALOG)
     result = resolve(catalog, recipe, profile=profile)
     manifests = {
