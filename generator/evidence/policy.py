@@ -66,7 +66,7 @@ def pattern_problem(pattern: str) -> str | None:
     if not pattern.startswith("^") or not pattern.endswith("$") or pattern.endswith("\\$"):
         return "identityPattern must be anchored with ^ and $"
     prefix = literal_prefix(pattern)
-    if "://" in prefix or re.match(r"^[a-z][a-z0-9+.-]*:", prefix):
+    if "://" in pattern or ":\\/\\/" in pattern:
         if not _URI_PREFIX.match(prefix):
             return (
                 f"identityPattern is over-broad: its literal prefix {prefix!r} must name "

@@ -155,8 +155,8 @@ def _validator(kind: str) -> jsonschema.protocols.Validator:
 def schema_errors(kind: str, instance: Any, prefix: str) -> tuple[str, ...]:
     """Every schema error as `$.json.path: message`, sorted; empty when valid."""
     errors = _validator(kind).iter_errors(instance)
-    out = {f"{prefix}{e.json_path[1:]}: {e.message}" for e in errors}
-    return tuple(sorted(out))
+    found = sorted({(f"{prefix}{e.json_path[1:]}", e.message) for e in errors})
+    return tuple(f"{path}: {message}" for path, message in found)
 
 
 def normalize_digest(digest: str) -> str:

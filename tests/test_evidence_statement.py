@@ -1,0 +1,232 @@
+"""Statement parsing: our scale-qualification/v1 predicate, upstream recipe-evidence v1/v2/v3."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+
+from generator.evidence.model import (
+    IN_TOTO_PAYLOAD_TYPE,
+    RECIPE_EVIDENCE_V1,
+    RECIPE_EVIDENCE_V2,
+    RECIPE_EVIDENCE_V3,
+    SCALE_QUALIFICATION_V1,
+    FailureClass,
+)
+from generator.evidence.statement import (
+    StatementError,
+    build_statement,
+    parse_statement,
+    predicate_schema,
+)
+from tests import evidence_fixtures as fx
+
+
+def _parse(payload: bytes, payload_type: str = IN_TOTO_PAYLOAD_TYPE):  # type: ignore[no-untyped-def]
+    return parse_statement(payload_type, payload)
+
+
+def _error(payload: bytes, payload_type: str = IN_TOTO_PAYLOAD_TYPE) -> StatementError:
+    with pytest.raises(StatementError) as info:
+        parse_statement(payload_type, payload)
+    return info.value
+
+
+def test_the_predicate_schema_is_a_valid_draft_2020_12_schema() -> None:
+    jsonschema.Draft202012Validator.check_schema(predicate_schema())
+    jsonschema.Draft202012Validator(predicate_schema()).validate(fx.predicate())
+
+
+def test_our_predicate_parses_into_every_field() -> None:
+    st = _parse(fx.statement())
+    assert st.predicate_type == SCALE_QUALIFICATION_V1
+    assert (st.recipe, st.recipe_digest) == (fx.RECIPE, fx.DIGEST)
+    assert (st.scale_profile, st.scale_profile_version) == ("nvl72-2304", "1.2.0")
+    assert (st.lane, st.lane_nodes, st.criteria_version) == ("l144", 144, "1.0.0")
+    assert (st.observed_nodes, st.observed_gpus) == (144, 576)
+    assert st.bundle_digest == "sha256:" + "b" * 64
+    assert dict(st.component_versions) == {"gpu-operator": "v25.3.0", "network-operator": "v25.4.0"}
+    assert list(st.phases) == ["deployment", "conformance", "performance"]
+    check = st.phases["performance"][0]
+    assert (check.name, check.status, check.targets, check.message) == (
+        "nccl-all-reduce",
+        "failed",
+        144,
+        "low",
+    )
+    kpi = st.kpis[0]
+    assert (kpi.id, kpi.value, kpi.unit, kpi.operator, kpi.threshold, kpi.status) == (
+        "nccl-busbw",
+        350.5,
+        "GB/s",
+        ">=",
+        380.0,
+        "failed",
+    )
+    assert (st.verdict, st.reasons, st.attested_at) == (
+        "fail",
+        ("kpi nccl-busbw 350.5 GB/s is not >= 380",),
+        "2026-11-30T10:00:00Z",
+    )
+    assert (st.sample, st.generator) == (False, "aicr-catalog 0.1.0")
+    assert st.subjects == ((f"recipe:{fx.RECIPE}", {"sha256": "1" * 64}),)
+
+
+def test_build_statement_is_canonical_and_deterministic() -> None:
+    a = build_statement(fx.predicate())
+    shuffled = dict(reversed(list(fx.predicate().items())))
+    assert build_statement(shuffled) == a
+    doc = json.loads(a)
+    assert a == json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+    assert doc["_type"] == "https://in-toto.io/Statement/v1"
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"verdict": "maybe"}, "$.predicate.verdict: 'maybe' is not one of ['pass', 'fail']"),
+        ({"verdict": "fail", "reasons": []}, "$.predicate.reasons: [] should be non-empty"),
+        ({"attestedAt": "yesterday"}, "$.predicate.attestedAt: 'yesterday' does not match"),
+        (
+            {"observed": {"nodes": -1, "gpus": 4}},
+            "$.predicate.observed.nodes: -1 is less than the minimum of 0",
+        ),
+        (
+            {"recipe": {"name": fx.RECIPE, "digest": "abc"}},
+            "$.predicate.recipe.digest: 'abc' does not match",
+        ),
+        (
+            {"extra": 1},
+            "$.predicate: Additional properties are not allowed ('extra' was unexpected)",
+        ),
+        ({"sample": "no"}, "$.predicate.sample: 'no' is not of type 'boolean'"),
+    ],
+)
+def test_schema_failures_name_the_field(change: dict[str, Any], expected: str) -> None:
+    err = _error(build_statement(fx.predicate(**change)))
+    assert err.klass is FailureClass.PREDICATE_SCHEMA
+    assert err.message.startswith(f"predicate fails the {SCALE_QUALIFICATION_V1} schema: ")
+    assert expected in err.message
+
+
+def test_a_ctrf_status_outside_the_set_is_refused() -> None:
+    pred = fx.predicate()
+    pred["phases"]["deployment"]["checks"][0]["status"] = "ok"
+    assert (
+        "$.predicate.phases.deployment.checks[0].status: 'ok' is not one of"
+        in _error(build_statement(pred)).message
+    )
+
+
+def test_every_schema_problem_is_reported_sorted() -> None:
+    pred = fx.predicate(verdict="maybe")
+    del pred["lane"]
+    message = _error(build_statement(pred)).message
+    assert message.index("$.predicate: 'lane' is a required property") < message.index(
+        "$.predicate.verdict"
+    )
+
+
+def test_subject_must_carry_the_recipe_digest() -> None:
+    payload = fx.statement(subject=[{"name": "recipe:x", "digest": {"sha256": "f" * 64}}])
+    err = _error(payload)
+    assert err.klass is FailureClass.PREDICATE_SCHEMA
+    assert err.message.endswith(
+        f"$.subject: no subject carries the predicate's recipe digest sha256:{'1' * 64}"
+    )
+
+
+def test_payload_type_statement_type_and_predicate_type() -> None:
+    assert _error(fx.statement(), "text/plain").klass is FailureClass.PAYLOAD_TYPE
+    err = _error(fx.statement(_type="https://example.com/Statement"))
+    assert (err.klass, err.message) == (
+        FailureClass.PAYLOAD_TYPE,
+        "payload _type is 'https://example.com/Statement'; expected 'https://in-toto.io/Statement/v1'",
+    )
+    assert (
+        _error(b"[1, 2]").message
+        == "payload _type is 'list'; expected 'https://in-toto.io/Statement/v1'"
+    )
+    assert _error(b"\xff").klass is FailureClass.PAYLOAD_TYPE
+    assert _error(fx.statement(predicateType=None)).klass is FailureClass.PREDICATE_TYPE_UNKNOWN
+
+
+def _upstream(predicate_type: str, **pred: Any) -> bytes:
+    body: dict[str, Any] = {
+        "schemaVersion": "1.0.0",
+        "attestedAt": "2026-05-08T10:23:11Z",
+        "aicrVersion": "v0.13.0",
+        "recipe": {"name": "h100-eks-ubuntu-training", "digest": "a" * 64},
+        "phases": {
+            "deployment": {
+                "passed": 5,
+                "failed": 0,
+                "skipped": 1,
+                "ctrfDigest": "sha256:" + "c" * 64,
+            },
+            "performance": {
+                "passed": 2,
+                "failed": 1,
+                "skipped": 0,
+                "ctrfDigest": "sha256:" + "d" * 64,
+            },
+        },
+        "bom": {"format": "CycloneDX", "version": "1.6", "digest": "x", "imageCount": 3},
+    }
+    body.update(pred)
+    return json.dumps(
+        {
+            "_type": "https://in-toto.io/Statement/v1",
+            "subject": [
+                {"name": "recipe:h100-eks-ubuntu-training", "digest": {"sha256": "a" * 64}}
+            ],
+            "predicateType": predicate_type,
+            "predicate": body,
+        }
+    ).encode()
+
+
+def test_upstream_v3_is_read_permissively_with_results_from_phase_counts() -> None:
+    st = _parse(_upstream(RECIPE_EVIDENCE_V3))
+    assert (st.recipe, st.recipe_digest) == ("h100-eks-ubuntu-training", "sha256:" + "a" * 64)
+    assert (st.verdict, st.reasons) == ("fail", ("1 check(s) failed",))
+    assert [c.status for c in st.phases["deployment"]] == ["passed"]
+    assert st.phases["performance"][0].message == "2 passed, 1 failed, 0 skipped"
+    assert "conformance" not in st.phases
+    assert (st.attested_at, st.generator, st.scale_profile) == (
+        "2026-05-08T10:23:11Z",
+        "aicr v0.13.0",
+        None,
+    )
+    assert st.predicate["bom"]["imageCount"] == 3  # unknown fields are kept as signed
+
+
+def test_upstream_all_passed_is_a_pass() -> None:
+    ok = {"deployment": {"passed": 3, "failed": 0, "skipped": 0}}
+    assert _parse(_upstream(RECIPE_EVIDENCE_V1, phases=ok)).verdict == "pass"
+    assert _parse(_upstream(RECIPE_EVIDENCE_V1, phases={})).reasons == ("no check passed",)
+
+
+def test_upstream_profile_rules_of_v1_and_v2() -> None:
+    profile = {"selection": "gpuStack=default", "policyDescriptorIdentity": "abc"}
+    assert (
+        _parse(_upstream(RECIPE_EVIDENCE_V2, profile=profile)).scale_profile == "gpuStack=default"
+    )
+    assert _error(_upstream(RECIPE_EVIDENCE_V2)).message.endswith(
+        f"$.predicate: 'profile' is required by {RECIPE_EVIDENCE_V2}"
+    )
+    assert _error(_upstream(RECIPE_EVIDENCE_V1, profile=profile)).message.endswith(
+        f"$.predicate.profile: not allowed by {RECIPE_EVIDENCE_V1}"
+    )
+    assert (
+        _parse(_upstream(RECIPE_EVIDENCE_V3, profile=profile)).scale_profile == "gpuStack=default"
+    )
+
+
+def test_upstream_without_a_recipe_fails_its_schema() -> None:
+    err = _error(_upstream(RECIPE_EVIDENCE_V3, recipe={"name": "x"}))
+    assert err.klass is FailureClass.PREDICATE_SCHEMA
+    assert "$.predicate.recipe: 'digest' is a required property" in err.message
