@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from generator import __version__
-from generator.commands import build, compat, diff, list_cmd, query, serve, validate
+from generator.commands import build, compat, diff, list_cmd, query, release, serve, validate
 from generator.commands.bundle import command as bundle_command
 from generator.commands.evidence import command as evidence_command
 from generator.commands.pins import command as pins_command
@@ -35,6 +35,7 @@ main.add_command(query.resolve_command)
 main.add_command(list_cmd.command)
 main.add_command(diff.command)
 main.add_command(compat.command)
+main.add_command(release.command)
 main.add_command(bundle_command)
 main.add_command(pins_command)
 main.add_command(evidence_command)

@@ -1,0 +1,61 @@
+"""`aicr-catalog release`: versioned, reproducible release assets from a clean tree."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from generator.commands.common import EXIT_DATA
+from generator.diff import repo_root
+from generator.errors import CatalogError
+from generator.release import release
+
+
+@click.command("release")
+@click.option(
+    "--version", "version", required=True, metavar="vX.Y.Z", help="The version to release."
+)
+@click.option(
+    "--previous",
+    default=None,
+    metavar="vX.Y.W",
+    help="The previous release for the changelog (default: the highest older v* tag).",
+)
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("dist"),
+    show_default=True,
+    help="Output directory; replaced only when the release is complete.",
+)
+@click.option(
+    "--trust-root",
+    default="public-good",
+    show_default=True,
+    metavar="public-good|FILE",
+    help="Trust root for evidence; the demo root is refused.",
+)
+def command(version: str, previous: str | None, out: Path, trust_root: str) -> None:
+    """Build every bundle archive, the site archive, SHA256SUMS, the release manifest and the
+    changelog against the previous release, from the committed tree at HEAD.
+
+    Refuses (exit 1): a dirty tree, a tag VERSION that points elsewhere, a version not greater
+    than the previous one, the demo trust root, and sample or unverified evidence counted as
+    qualification. The same commit and version give byte-identical outputs.
+
+    Exit codes: 0 released, 1 refused or bad data, 2 usage.
+    """
+    try:
+        report = release(
+            repo_root(Path.cwd()), version, out, previous=previous, trust_root=trust_root
+        )
+    except CatalogError as e:
+        click.echo(f"error: {e.message}", err=True)
+        sys.exit(EXIT_DATA)
+    click.echo(
+        f"released {report.version} at {report.commit[:12]} into {out}/: {len(report.files)} files"
+        + (f" (changelog against {report.previous})" if report.previous else " (first release)")
+    )

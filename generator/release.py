@@ -1,0 +1,289 @@
+"""Stage 8, release: a versioned, reproducible set of archives from a clean tree at a tag.
+
+Outputs (into a temporary directory, swapped into place only when complete):
+`bundles/<recipe>-<profile>-<deployer>.tar.gz` for every leaf × profile × deployer, the site as
+`aicr-catalog-site-<version>.tar.gz`, `release-manifest.json` (version, commit, every recipe
+digest, bundle digest, evidence digest, status and scale ceiling), `CHANGELOG.md` against the
+previous release, and `SHA256SUMS` over everything. The same commit and version give
+byte-identical outputs: dates come from the commit, never from the clock.
+
+Refused: a dirty tree, a tag that points elsewhere, a version not greater than the previous one,
+the demo trust root, and any sample evidence counted as qualification.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.version import Version
+
+from generator import __version__
+from generator.diff import compare, materialize, snapshot, to_markdown
+from generator.errors import ReleaseError
+from generator.render.archive import archive_bytes
+from generator.render.common import MODE_FILE, BundleFile
+
+VERSION_RE = re.compile(r"^v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
+SITE_ARCHIVE = "aicr-catalog-site-{version}.tar.gz"
+MANIFEST = "release-manifest.json"
+CHANGELOG = "CHANGELOG.md"
+SUMS = "SHA256SUMS"
+TREE_PATHS = ("catalog", "evidence", "docs", "mkdocs.yml")
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseReport:
+    version: str
+    commit: str
+    previous: str | None
+    files: tuple[str, ...]
+
+
+def _git(repo: Path, *args: str) -> str:
+    proc = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        raise ReleaseError(f"git {' '.join(args)}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def _tags(repo: Path) -> list[str]:
+    return [t for t in _git(repo, "tag", "--list", "v*").split() if VERSION_RE.match(t)]
+
+
+def check_preconditions(
+    repo: Path, version: str, previous: str | None, trust_root: str
+) -> tuple[str, str | None]:
+    """(commit, previous) if the release may proceed; raises ReleaseError naming why not."""
+    if not VERSION_RE.match(version):
+        raise ReleaseError(f"version '{version}' is not of the form vMAJOR.MINOR.PATCH")
+    if trust_root == "demo":
+        raise ReleaseError(
+            "release refuses the demo trust root: sample evidence must never count as qualification"
+        )
+    dirty = _git(repo, "status", "--porcelain", "--untracked-files=normal").splitlines()
+    if dirty:
+        shown = ", ".join(line[3:] for line in dirty[:5]) + (" …" if len(dirty) > 5 else "")
+        raise ReleaseError(
+            f"the working tree is not clean ({shown}); a release builds only from a clean tree"
+        )
+    commit = _git(repo, "rev-parse", "HEAD").strip()
+    if version in _tags(repo):
+        tagged = _git(repo, "rev-parse", f"{version}^{{commit}}").strip()
+        if tagged != commit:
+            raise ReleaseError(f"tag {version} points at {tagged[:12]}, not at HEAD {commit[:12]}")
+    if previous is None:
+        older = sorted((t for t in _tags(repo) if t != version), key=lambda t: Version(t[1:]))
+        previous = older[-1] if older else None
+    if previous is not None:
+        if not VERSION_RE.match(previous):
+            raise ReleaseError(
+                f"previous version '{previous}' is not of the form vMAJOR.MINOR.PATCH"
+            )
+        if Version(version[1:]) <= Version(previous[1:]):
+            raise ReleaseError(
+                f"version {version} is not greater than the previous release {previous}"
+            )
+    return commit, previous
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _site_archive(site: Path, version: str, epoch: int) -> bytes:
+    files = {}
+    for p in sorted(site.rglob("*")):
+        if p.is_file():
+            files[p.relative_to(site).as_posix()] = BundleFile(p.read_bytes(), MODE_FILE)
+    return archive_bytes(files, f"aicr-catalog-site-{version}", mtime=epoch)
+
+
+def _manifest(
+    version: str,
+    commit: str,
+    epoch: int,
+    site: Path,
+    bundles: Mapping[str, bytes],
+    site_file: str,
+    site_bytes: bytes,
+) -> dict[str, Any]:
+    index = json.loads((site / "api/v1/recipes.json").read_text(encoding="utf-8"))
+    evidence = json.loads((site / "api/v1/evidence.json").read_text(encoding="utf-8"))
+    counted_sample = [
+        e["path"] for e in evidence["evidence"] if e.get("counted") and e.get("sample")
+    ]
+    if counted_sample:
+        raise ReleaseError(
+            f"sample evidence would count as qualification: {', '.join(counted_sample)}"
+        )
+    recipes = []
+    for r in index["recipes"]:
+        for p in r["profiles"]:
+            prefix = f"{r['name']}-{p['name']}-"
+            recipes.append(
+                {
+                    "name": r["name"],
+                    "scaleProfile": {"name": p["name"], "version": p["version"]},
+                    "digest": p["digest"],
+                    "health": r["health"],
+                    "consensus": p["consensus"],
+                    "ceiling": p["ceiling"],
+                    "ceilingNodes": p["ceilingNodes"],
+                    "bundles": {
+                        name.removeprefix(f"bundles/{prefix}").removesuffix(".tar.gz"): _sha(data)
+                        for name, data in sorted(bundles.items())
+                        if name.startswith(f"bundles/{prefix}")
+                    },
+                }
+            )
+    return {
+        "apiVersion": "aicr.run/v1",
+        "kind": "ReleaseManifest",
+        "version": version,
+        "commit": commit,
+        "sourceDateEpoch": epoch,
+        "generator": {"name": "aicr-catalog", "version": __version__},
+        "trustRoot": index.get("trustRoot"),
+        "site": {"file": site_file, "sha256": _sha(site_bytes)},
+        "recipes": recipes,
+        "evidence": [
+            {
+                "path": e["path"],
+                "sha256": e["id"],
+                "state": e["state"],
+                "counted": e["counted"],
+                "class": e.get("class"),
+            }
+            for e in evidence["evidence"]
+        ],
+    }
+
+
+def _changelog(
+    repo: Path,
+    version: str,
+    previous: str | None,
+    manifest: Mapping[str, Any],
+    old_manifest: Mapping[str, Any] | None,
+) -> str:
+    lines = [f"# {version}", ""]
+    if previous is None:
+        lines += ["First release.", "", f"{len(manifest['recipes'])} recipe × profile rows."]
+        return "\n".join(lines) + "\n"
+    impact = compare(snapshot(repo, previous), snapshot(repo, "HEAD"), bundles=False)
+    body = (
+        to_markdown(impact)
+        .replace("### Catalog impact", "## Changes since")
+        .replace("`HEAD`", f"`{version}`")
+    )
+    lines += [body.rstrip(), ""]
+    if old_manifest is not None:
+        old = {(r["name"], r["scaleProfile"]["name"]): r for r in old_manifest["recipes"]}
+        moved = []
+        for r in manifest["recipes"]:
+            o = old.get((r["name"], r["scaleProfile"]["name"]))
+            if o and (o["consensus"], o["ceiling"]) != (r["consensus"], r["ceiling"]):
+                moved.append(
+                    f"| `{r['name']}` | {r['scaleProfile']['name']} | {o['consensus']} → {r['consensus']} | "
+                    f"{o['ceiling'] or '-'} → {r['ceiling'] or '-'} |"
+                )
+        if moved:
+            lines += [
+                "## Status and scale ceiling",
+                "",
+                "| recipe | profile | consensus | ceiling |",
+                "| --- | --- | --- | --- |",
+                *moved,
+                "",
+            ]
+    return "\n".join(lines) + "\n"
+
+
+def _build(root: Path, out: Path, trust_root: str, epoch: int) -> None:
+    from generator.site.build import BuildOptions, build_site
+
+    build_site(
+        BuildOptions(
+            catalog=root / "catalog",
+            evidence=root / "evidence",
+            out=out,
+            docs=root / "docs",
+            config=root / "mkdocs.yml",
+            trust_root=trust_root,
+            source_date_epoch=epoch,
+        )
+    )
+
+
+def release(
+    repo: Path,
+    version: str,
+    out: Path,
+    *,
+    previous: str | None = None,
+    trust_root: str = "public-good",
+) -> ReleaseReport:
+    commit, previous = check_preconditions(repo, version, previous, trust_root)
+    epoch = int(
+        os.environ.get("SOURCE_DATE_EPOCH")
+        or _git(repo, "log", "-1", "--format=%ct", commit).strip()
+    )
+    out = out.resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}-release-", dir=out.parent))
+    try:
+        staged = work / "dist"
+        staged.mkdir()
+        with materialize(repo, commit, TREE_PATHS) as tree:
+            site = work / "site"
+            _build(tree, site, trust_root, epoch)
+        files: dict[str, bytes] = {}
+        for p in sorted((site / "downloads").rglob("*.tar.gz")):
+            files[f"bundles/{p.name}"] = p.read_bytes()
+        site_file = SITE_ARCHIVE.format(version=version)
+        files[site_file] = _site_archive(site, version, epoch)
+        manifest = _manifest(
+            version,
+            commit,
+            epoch,
+            site,
+            {k: v for k, v in files.items() if k.startswith("bundles/")},
+            site_file,
+            files[site_file],
+        )
+        old_manifest = None
+        if previous is not None:
+            with materialize(repo, previous, TREE_PATHS) as old_tree:
+                old_site = work / "old-site"
+                old_epoch = int(_git(repo, "log", "-1", "--format=%ct", previous).strip())
+                _build(old_tree, old_site, trust_root, old_epoch)
+                old_manifest = _manifest(previous, previous, old_epoch, old_site, {}, "", b"")
+        files[MANIFEST] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
+        files[CHANGELOG] = _changelog(repo, version, previous, manifest, old_manifest).encode()
+        files[SUMS] = "".join(f"{_sha(files[n])}  {n}\n" for n in sorted(files)).encode()
+        for name, data in files.items():
+            target = staged / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        old = out.parent / f".{out.name}.old"
+        if old.exists():
+            shutil.rmtree(old)
+        if out.exists():
+            os.replace(out, old)
+        os.replace(staged, out)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return ReleaseReport(version, commit, previous, tuple(sorted(files)))
