@@ -24,6 +24,7 @@ from generator.evidence.model import (
     IN_TOTO_PAYLOAD_TYPE,
     Evidence,
     EvidenceFile,
+    Statement,
     TrustRoot,
     VerifiedEvidence,
 )
@@ -178,7 +179,8 @@ def show_command(path: Path, trust_roots: tuple[str, ...], catalog_path: Path) -
     sys.exit(EXIT_OK if record.counted else EXIT_DATA)
 
 
-def _unverified_statement(file: EvidenceFile):  # type: ignore[no-untyped-def]
+def _unverified_statement(file: EvidenceFile) -> Statement | None:
+    """The statement inside a bundle that did not verify, for display only."""
     import base64
 
     try:

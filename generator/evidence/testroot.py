@@ -348,13 +348,13 @@ def sign_dsse(
         sct_time=not_before,
     )
     signature = leaf_key.sign(pae(payload_type, payload), _SIG)
-    envelope = {
+    envelope: dict[str, Any] = {
         "payload": _b64(payload),
         "payloadType": payload_type,
         "signatures": [{"sig": _b64(signature)}],
     }
     cert_pem = cert.public_bytes(serialization.Encoding.PEM)
-    body = {
+    body: dict[str, Any] = {
         "apiVersion": "0.0.1",
         "kind": "dsse",
         "spec": {

@@ -369,7 +369,14 @@ def verify_one(
                 statement=statement,
                 **seen,  # type: ignore[arg-type]
             )
-    assert sig.rule is not None and sig.log_index is not None and sig.trust_root is not None
+    if sig.rule is None or sig.log_index is None or sig.trust_root is None:
+        # unreachable with sigstore calling the policy hook; fail closed if it ever does not
+        return RejectedEvidence(
+            klass=FailureClass.SIGNER_NOT_ALLOWED,
+            message=f"signed by {sig.identity} via {sig.issuer}; the signer policy was not applied",
+            statement=statement,
+            **seen,  # type: ignore[arg-type]
+        )
     current = current_digest(statement, current_digests)
     demo = any(r.demo for r in trust_roots if r.name == sig.trust_root)
     return VerifiedEvidence(
@@ -422,8 +429,12 @@ def verify_evidence(
 ) -> tuple[Evidence, ...]:
     """One record per file, in the given order. See the module docstring for the checks.
 
-    `current_digests` maps a recipe name to the digest of its current resolved recipe (the
-    caller resolves recipes); a recipe missing from it makes its evidence stale.
+    `current_digests` maps `<recipe>@<scale-profile>` (see `digest_key`; upstream evidence has
+    no profile and uses `standard`) or a bare `<recipe>` to the digest of the current resolved
+    recipe (the caller resolves recipes, e.g. with `generator.resolve.resolve`); a statement
+    whose recipe is missing from it is stale. `with_current_digests` re-judges records for other
+    digests without verifying again, so a caller can verify first and resolve only the
+    (recipe, profile) pairs the verified statements name.
     `jobs` is the number of processes (default: all cores; 1 = in this process).
     """
     roots = (trust_roots,) if isinstance(trust_roots, TrustRoot) else tuple(trust_roots)
