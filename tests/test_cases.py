@@ -405,10 +405,23 @@ def test_deadline_interrupts_a_hang() -> None:
 
 
 def test_isolation_survives_a_crash() -> None:
-    out = run_isolated(
-        lambda: os.kill(os.getpid(), signal.SIGSEGV) or {}, seconds=1, memory=MEMORY_LIMIT
-    )
+    def crash() -> dict[str, Any]:
+        os.kill(os.getpid(), signal.SIGSEGV)
+        return {}
+
+    out = run_isolated(crash, seconds=1, memory=MEMORY_LIMIT)
     assert out.died == "died of signal SIGSEGV"
+
+
+def test_isolation_kills_a_hang_that_ignores_the_alarm() -> None:
+    def hang() -> dict[str, Any]:
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)
+        while True:
+            time.sleep(0.05)
+
+    started = time.monotonic()
+    out = run_isolated(hang, seconds=0.2, memory=MEMORY_LIMIT)
+    assert out.died == "killed after 1 s" and time.monotonic() - started < 5
 
 
 def test_isolation_bounds_memory() -> None:
