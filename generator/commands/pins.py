@@ -171,27 +171,23 @@ def command(
     if write_spec is None and (dry_run or no_check):
         _fail("--dry-run and --no-check only apply with --write")
     catalog = _load(catalog_path)
-    fetcher = Fetcher(
-        timeout=timeout,
-        retries=retries,
-        cache=None if no_cache else ETagCache(cache_dir),
-        progress=_progress,
-    )
-    if write_spec is not None:
-        _write(
-            catalog_path,
-            catalog,
-            write_spec,
-            fetcher,
-            fmt,
-            dry_run=dry_run,
-            check=not no_check,
-            evidence_root=evidence_path,
-        )
-    pins, unresolved = catalog_pins(catalog, lambda leaf: resolve(catalog, leaf))
-    for line in unresolved:
-        click.echo(f"warning: recipe {line} (its pins are not attributed to it)", err=True)
-    report = check_pins(pins, fetcher)
+    cache = None if no_cache else ETagCache(cache_dir)
+    with Fetcher(timeout=timeout, retries=retries, cache=cache, progress=_progress) as fetcher:
+        if write_spec is not None:
+            _write(
+                catalog_path,
+                catalog,
+                write_spec,
+                fetcher,
+                fmt,
+                dry_run=dry_run,
+                check=not no_check,
+                evidence_root=evidence_path,
+            )
+        pins, unresolved = catalog_pins(catalog, lambda leaf: resolve(catalog, leaf))
+        for line in unresolved:
+            click.echo(f"warning: recipe {line} (its pins are not attributed to it)", err=True)
+        report = check_pins(pins, fetcher)
     click.echo(FORMATTERS[fmt](report), nl=False)
     if summary_path is not None:
         with summary_path.open("a", encoding="utf-8") as fh:

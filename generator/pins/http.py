@@ -126,6 +126,12 @@ class Fetcher:
         self.progress = progress or (lambda _msg: None)
         self.stats = FetchStats()
 
+    def __enter__(self) -> Fetcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.session.close()
+
     def get(
         self,
         url: str,
