@@ -492,3 +492,21 @@ def test_sha256sum_accepts_checksums(tmp_path: Path) -> None:
         check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "fragment"),
+    [
+        ("name", "gpu$(reboot)", "component name 'gpu$(reboot)' is not a DNS label"),
+        ("namespace", "a b", "namespace of cert 'a b' is not a DNS label"),
+        ("version", "1.0\nrm -rf /", "version of cert '1.0\\nrm -rf /' is not a plain token"),
+        ("repository", "https://x/'y", 'repository of cert "https://x/\'y" is not a plain token'),
+    ],
+)
+def test_unsafe_names_fail_closed(field: str, value: str, fragment: str) -> None:
+    r = sample_result()
+    bad = replace(r, components=(replace(r.components[0], **{field: value}), *r.components[1:]))
+    with pytest.raises(RenderError) as e:
+        render_bundle(bad, "helm", MANIFESTS)
+    messages = [d.message for d in e.value.diagnostics if d.rule == "render.unsafe-name"]
+    assert any(fragment in m for m in messages), messages

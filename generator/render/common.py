@@ -172,9 +172,49 @@ def has_chart(c: ResolvedComponent) -> bool:
     return c.chart is not None and c.type.lower() == "helm"
 
 
+_DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+_RECIPE_NAME = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,198}[a-z0-9])?$")
+_TOKEN = re.compile(r"^[A-Za-z0-9._+:/@~-]+$")  # chart, version, repository: no spaces or quotes
+
+
+def _identity_problems(result: RecipeResult) -> list[Diagnostic]:
+    """Names that reach file paths, YAML keys and shell comments must be plain (fail closed)."""
+    diags: list[Diagnostic] = []
+
+    def bad(where: str, what: str, value: object, pattern: str) -> None:
+        diags.append(
+            Diagnostic(
+                RECIPE_FILE, 0, 0, where, f"{what} {value!r} is not {pattern}", "render.unsafe-name"
+            )
+        )
+
+    if not _RECIPE_NAME.match(result.name):
+        bad("$.metadata.name", "recipe name", result.name, "a lower-case DNS name")
+    for what, value in (
+        ("scale profile", result.scale_profile),
+        ("scale profile version", result.scale_profile_version),
+    ):
+        if not _TOKEN.match(value):
+            bad("$.metadata.scaleProfile", what, value, "a plain token")
+    for c in result.components:
+        where = f"$.components[{c.order}]"
+        if not _DNS_LABEL.match(c.name):
+            bad(where, "component name", c.name, "a DNS label")
+        if not _DNS_LABEL.match(c.namespace):
+            bad(where, f"namespace of {c.name}", c.namespace, "a DNS label")
+        for what, value in (
+            ("chart", c.chart),
+            ("version", c.version),
+            ("repository", c.repository),
+        ):
+            if value is not None and not _TOKEN.match(value):
+                bad(where, f"{what} of {c.name}", value, "a plain token")
+    return diags
+
+
 def check_renderable(result: RecipeResult, deployer: Deployer) -> None:
     """Fail closed on what this renderer cannot express, naming every component at fault."""
-    diags: list[Diagnostic] = []
+    diags: list[Diagnostic] = _identity_problems(result)
     names = {c.name for c in result.components}
     for c in result.components:
         where = f"$.components[{c.order}]"

@@ -22,38 +22,38 @@ for tool in helm kubectl sha256sum; do
   fi
 done
 
-echo "==> [1/17] aws-ebs-csi-driver"
+echo '==> [1/17] aws-ebs-csi-driver'
 bash 001-aws-ebs-csi-driver/install.sh
-echo "==> [2/17] aws-efa"
+echo '==> [2/17] aws-efa'
 bash 002-aws-efa/install.sh
-echo "==> [3/17] cert-manager"
+echo '==> [3/17] cert-manager'
 bash 003-cert-manager/install.sh
-echo "==> [4/17] mariadb-operator-crds"
+echo '==> [4/17] mariadb-operator-crds'
 bash 004-mariadb-operator-crds/install.sh
-echo "==> [5/17] mariadb-operator"
+echo '==> [5/17] mariadb-operator'
 bash 005-mariadb-operator/install.sh
-echo "==> [6/17] nfd"
+echo '==> [6/17] nfd'
 bash 006-nfd/install.sh
-echo "==> [7/17] nodewright-operator"
+echo '==> [7/17] nodewright-operator'
 bash 007-nodewright-operator/install.sh
-echo "==> [8/17] prometheus-operator-crds"
+echo '==> [8/17] prometheus-operator-crds'
 bash 008-prometheus-operator-crds/install.sh
-echo "==> [9/17] kube-prometheus-stack"
+echo '==> [9/17] kube-prometheus-stack'
 bash 009-kube-prometheus-stack/install.sh
-echo "==> [10/17] gpu-operator"
+echo '==> [10/17] gpu-operator'
 bash 010-gpu-operator/install.sh
-echo "==> [11/17] kai-scheduler"
+echo '==> [11/17] kai-scheduler'
 bash 011-kai-scheduler/install.sh
-echo "==> [12/17] nvidia-dra-driver-gpu"
+echo '==> [12/17] nvidia-dra-driver-gpu'
 bash 012-nvidia-dra-driver-gpu/install.sh
-echo "==> [13/17] nvsentinel"
+echo '==> [13/17] nvsentinel'
 bash 013-nvsentinel/install.sh
-echo "==> [14/17] slinky-slurm-operator-crds"
+echo '==> [14/17] slinky-slurm-operator-crds'
 bash 014-slinky-slurm-operator-crds/install.sh
-echo "==> [15/17] slinky-slurm-operator"
+echo '==> [15/17] slinky-slurm-operator'
 bash 015-slinky-slurm-operator/install.sh
-echo "==> [16/17] slurm-accounting-mariadb"
+echo '==> [16/17] slurm-accounting-mariadb'
 bash 016-slurm-accounting-mariadb/install.sh
-echo "==> [17/17] slinky-slurm"
+echo '==> [17/17] slinky-slurm'
 bash 017-slinky-slurm/install.sh
-echo "recipe gb300-eks-ubuntu-training-slurm deployed"
+echo 'recipe gb300-eks-ubuntu-training-slurm deployed'

@@ -16,76 +16,76 @@ run() {
   "$@"
 }
 
-echo "==> removing slinky-slurm"
+echo '==> removing slinky-slurm'
 if run helm status slinky-slurm --namespace slurm >/dev/null 2>&1; then
   run helm uninstall slinky-slurm --namespace slurm --wait
 fi
 run kubectl delete --ignore-not-found --namespace slurm -f 017-slinky-slurm/pre-manifests/02-compute-domain.yaml
 run kubectl delete --ignore-not-found --namespace slurm -f 017-slinky-slurm/pre-manifests/01-shared-storage-pvcs.yaml
-echo "==> removing slurm-accounting-mariadb"
+echo '==> removing slurm-accounting-mariadb'
 if run helm status slurm-accounting-mariadb --namespace slurm >/dev/null 2>&1; then
   run helm uninstall slurm-accounting-mariadb --namespace slurm --wait
 fi
-echo "==> removing slinky-slurm-operator"
+echo '==> removing slinky-slurm-operator'
 if run helm status slinky-slurm-operator --namespace slinky >/dev/null 2>&1; then
   run helm uninstall slinky-slurm-operator --namespace slinky --wait
 fi
-echo "==> removing slinky-slurm-operator-crds"
+echo '==> removing slinky-slurm-operator-crds'
 if run helm status slinky-slurm-operator-crds --namespace slinky >/dev/null 2>&1; then
   run helm uninstall slinky-slurm-operator-crds --namespace slinky --wait
 fi
-echo "==> removing nvsentinel"
+echo '==> removing nvsentinel'
 if run helm status nvsentinel --namespace nvsentinel >/dev/null 2>&1; then
   run helm uninstall nvsentinel --namespace nvsentinel --wait
 fi
-echo "==> removing nvidia-dra-driver-gpu"
+echo '==> removing nvidia-dra-driver-gpu'
 if run helm status nvidia-dra-driver-gpu --namespace nvidia-dra-driver >/dev/null 2>&1; then
   run helm uninstall nvidia-dra-driver-gpu --namespace nvidia-dra-driver --wait
 fi
-echo "==> removing kai-scheduler"
+echo '==> removing kai-scheduler'
 if run helm status kai-scheduler --namespace kai-scheduler >/dev/null 2>&1; then
   run helm uninstall kai-scheduler --namespace kai-scheduler --wait
 fi
-echo "==> removing gpu-operator"
+echo '==> removing gpu-operator'
 if run helm status gpu-operator --namespace gpu-operator >/dev/null 2>&1; then
   run helm uninstall gpu-operator --namespace gpu-operator --wait
 fi
 run kubectl delete --ignore-not-found --namespace gpu-operator -f 010-gpu-operator/pre-manifests/01-kernel-module-params.yaml
-echo "==> removing kube-prometheus-stack"
+echo '==> removing kube-prometheus-stack'
 if run helm status kube-prometheus-stack --namespace monitoring >/dev/null 2>&1; then
   run helm uninstall kube-prometheus-stack --namespace monitoring --wait
 fi
-echo "==> removing prometheus-operator-crds"
+echo '==> removing prometheus-operator-crds'
 if run helm status prometheus-operator-crds --namespace monitoring >/dev/null 2>&1; then
   run helm uninstall prometheus-operator-crds --namespace monitoring --wait
 fi
-echo "==> removing nodewright-operator"
+echo '==> removing nodewright-operator'
 run kubectl delete --ignore-not-found --namespace skyhook -f 007-nodewright-operator/manifests/01-tuning-training.yaml
 if run helm status nodewright-operator --namespace skyhook >/dev/null 2>&1; then
   run helm uninstall nodewright-operator --namespace skyhook --wait
 fi
-echo "==> removing nfd"
+echo '==> removing nfd'
 if run helm status nfd --namespace node-feature-discovery >/dev/null 2>&1; then
   run helm uninstall nfd --namespace node-feature-discovery --wait
 fi
-echo "==> removing mariadb-operator"
+echo '==> removing mariadb-operator'
 if run helm status mariadb-operator --namespace mariadb-system >/dev/null 2>&1; then
   run helm uninstall mariadb-operator --namespace mariadb-system --wait
 fi
-echo "==> removing mariadb-operator-crds"
+echo '==> removing mariadb-operator-crds'
 if run helm status mariadb-operator-crds --namespace mariadb-system >/dev/null 2>&1; then
   run helm uninstall mariadb-operator-crds --namespace mariadb-system --wait
 fi
-echo "==> removing cert-manager"
+echo '==> removing cert-manager'
 if run helm status cert-manager --namespace cert-manager >/dev/null 2>&1; then
   run helm uninstall cert-manager --namespace cert-manager --wait
 fi
-echo "==> removing aws-efa"
+echo '==> removing aws-efa'
 if run helm status aws-efa --namespace kube-system >/dev/null 2>&1; then
   run helm uninstall aws-efa --namespace kube-system --wait
 fi
-echo "==> removing aws-ebs-csi-driver"
+echo '==> removing aws-ebs-csi-driver'
 if run helm status aws-ebs-csi-driver --namespace kube-system >/dev/null 2>&1; then
   run helm uninstall aws-ebs-csi-driver --namespace kube-system --wait
 fi
-echo "recipe gb300-eks-ubuntu-training-slurm removed"
+echo 'recipe gb300-eks-ubuntu-training-slurm removed'

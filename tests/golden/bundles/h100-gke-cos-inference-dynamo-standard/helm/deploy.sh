@@ -22,28 +22,28 @@ for tool in helm kubectl sha256sum; do
   fi
 done
 
-echo "==> [1/12] cert-manager"
+echo '==> [1/12] cert-manager'
 bash 001-cert-manager/install.sh
-echo "==> [2/12] dynamo-crds"
+echo '==> [2/12] dynamo-crds'
 bash 002-dynamo-crds/install.sh
-echo "==> [3/12] nfd"
+echo '==> [3/12] nfd'
 bash 003-nfd/install.sh
-echo "==> [4/12] nodewright-operator"
+echo '==> [4/12] nodewright-operator'
 bash 004-nodewright-operator/install.sh
-echo "==> [5/12] prometheus-operator-crds"
+echo '==> [5/12] prometheus-operator-crds'
 bash 005-prometheus-operator-crds/install.sh
-echo "==> [6/12] kube-prometheus-stack"
+echo '==> [6/12] kube-prometheus-stack'
 bash 006-kube-prometheus-stack/install.sh
-echo "==> [7/12] gpu-operator"
+echo '==> [7/12] gpu-operator'
 bash 007-gpu-operator/install.sh
-echo "==> [8/12] kai-scheduler"
+echo '==> [8/12] kai-scheduler'
 bash 008-kai-scheduler/install.sh
-echo "==> [9/12] dynamo-platform"
+echo '==> [9/12] dynamo-platform'
 bash 009-dynamo-platform/install.sh
-echo "==> [10/12] nvidia-dra-driver-gpu"
+echo '==> [10/12] nvidia-dra-driver-gpu'
 bash 010-nvidia-dra-driver-gpu/install.sh
-echo "==> [11/12] nvsentinel"
+echo '==> [11/12] nvsentinel'
 bash 011-nvsentinel/install.sh
-echo "==> [12/12] prometheus-adapter"
+echo '==> [12/12] prometheus-adapter'
 bash 012-prometheus-adapter/install.sh
-echo "recipe h100-gke-cos-inference-dynamo deployed"
+echo 'recipe h100-gke-cos-inference-dynamo deployed'

@@ -16,55 +16,55 @@ run() {
   "$@"
 }
 
-echo "==> removing prometheus-adapter"
+echo '==> removing prometheus-adapter'
 if run helm status prometheus-adapter --namespace monitoring >/dev/null 2>&1; then
   run helm uninstall prometheus-adapter --namespace monitoring --wait
 fi
-echo "==> removing nvsentinel"
+echo '==> removing nvsentinel'
 if run helm status nvsentinel --namespace nvsentinel >/dev/null 2>&1; then
   run helm uninstall nvsentinel --namespace nvsentinel --wait
 fi
-echo "==> removing nvidia-dra-driver-gpu"
+echo '==> removing nvidia-dra-driver-gpu'
 if run helm status nvidia-dra-driver-gpu --namespace nvidia-dra-driver >/dev/null 2>&1; then
   run helm uninstall nvidia-dra-driver-gpu --namespace nvidia-dra-driver --wait
 fi
-echo "==> removing dynamo-platform"
+echo '==> removing dynamo-platform'
 run kubectl delete --ignore-not-found --namespace dynamo-system -f 009-dynamo-platform/manifests/01-smoke-graph.yaml
 if run helm status dynamo-platform --namespace dynamo-system >/dev/null 2>&1; then
   run helm uninstall dynamo-platform --namespace dynamo-system --wait
 fi
-echo "==> removing kai-scheduler"
+echo '==> removing kai-scheduler'
 if run helm status kai-scheduler --namespace kai-scheduler >/dev/null 2>&1; then
   run helm uninstall kai-scheduler --namespace kai-scheduler --wait
 fi
-echo "==> removing gpu-operator"
+echo '==> removing gpu-operator'
 if run helm status gpu-operator --namespace gpu-operator >/dev/null 2>&1; then
   run helm uninstall gpu-operator --namespace gpu-operator --wait
 fi
 run kubectl delete --ignore-not-found --namespace gpu-operator -f 007-gpu-operator/pre-manifests/01-gke-critical-pods-quota.yaml
-echo "==> removing kube-prometheus-stack"
+echo '==> removing kube-prometheus-stack'
 if run helm status kube-prometheus-stack --namespace monitoring >/dev/null 2>&1; then
   run helm uninstall kube-prometheus-stack --namespace monitoring --wait
 fi
-echo "==> removing prometheus-operator-crds"
+echo '==> removing prometheus-operator-crds'
 if run helm status prometheus-operator-crds --namespace monitoring >/dev/null 2>&1; then
   run helm uninstall prometheus-operator-crds --namespace monitoring --wait
 fi
-echo "==> removing nodewright-operator"
+echo '==> removing nodewright-operator'
 run kubectl delete --ignore-not-found --namespace skyhook -f 004-nodewright-operator/manifests/01-tuning-inference.yaml
 if run helm status nodewright-operator --namespace skyhook >/dev/null 2>&1; then
   run helm uninstall nodewright-operator --namespace skyhook --wait
 fi
-echo "==> removing nfd"
+echo '==> removing nfd'
 if run helm status nfd --namespace node-feature-discovery >/dev/null 2>&1; then
   run helm uninstall nfd --namespace node-feature-discovery --wait
 fi
-echo "==> removing dynamo-crds"
+echo '==> removing dynamo-crds'
 if run helm status dynamo-crds --namespace dynamo-system >/dev/null 2>&1; then
   run helm uninstall dynamo-crds --namespace dynamo-system --wait
 fi
-echo "==> removing cert-manager"
+echo '==> removing cert-manager'
 if run helm status cert-manager --namespace cert-manager >/dev/null 2>&1; then
   run helm uninstall cert-manager --namespace cert-manager --wait
 fi
-echo "recipe h100-gke-cos-inference-dynamo removed"
+echo 'recipe h100-gke-cos-inference-dynamo removed'

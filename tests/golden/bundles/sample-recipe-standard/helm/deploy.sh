@@ -22,12 +22,12 @@ for tool in helm kubectl sha256sum; do
   fi
 done
 
-echo "==> [1/4] cert"
+echo '==> [1/4] cert'
 bash 001-cert/install.sh
-echo "==> [2/4] oci-op"
+echo '==> [2/4] oci-op'
 bash 002-oci-op/install.sh
-echo "==> [3/4] gpu"
+echo '==> [3/4] gpu'
 bash 003-gpu/install.sh
-echo "==> [4/4] tuning"
+echo '==> [4/4] tuning'
 bash 004-tuning/install.sh
-echo "recipe sample-recipe deployed"
+echo 'recipe sample-recipe deployed'

@@ -16,20 +16,20 @@ run() {
   "$@"
 }
 
-echo "==> removing tuning"
+echo '==> removing tuning'
 run kubectl delete --ignore-not-found --namespace tune -f 004-tuning/manifests/01-tuning.yaml
-echo "==> removing gpu"
+echo '==> removing gpu'
 run kubectl delete --ignore-not-found --namespace gpu -f 003-gpu/manifests/01-after.yaml
 if run helm status gpu --namespace gpu >/dev/null 2>&1; then
   run helm uninstall gpu --namespace gpu --wait
 fi
 run kubectl delete --ignore-not-found --namespace gpu -f 003-gpu/pre-manifests/01-params.yaml
-echo "==> removing oci-op"
+echo '==> removing oci-op'
 if run helm status oci-op --namespace ops >/dev/null 2>&1; then
   run helm uninstall oci-op --namespace ops --wait
 fi
-echo "==> removing cert"
+echo '==> removing cert'
 if run helm status cert --namespace cert >/dev/null 2>&1; then
   run helm uninstall cert --namespace cert --wait
 fi
-echo "recipe sample-recipe removed"
+echo 'recipe sample-recipe removed'

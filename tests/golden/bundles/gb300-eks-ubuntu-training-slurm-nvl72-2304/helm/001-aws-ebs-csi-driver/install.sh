@@ -46,4 +46,4 @@ retry helm upgrade --install aws-ebs-csi-driver aws-ebs-csi-driver \
   --namespace kube-system --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo "installed aws-ebs-csi-driver"
+echo 'installed aws-ebs-csi-driver'

@@ -46,4 +46,4 @@ retry helm upgrade --install aws-efa aws-efa-k8s-device-plugin \
   --namespace kube-system --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo "installed aws-efa"
+echo 'installed aws-efa'

@@ -46,4 +46,4 @@ retry helm upgrade --install cert-manager cert-manager \
   --namespace cert-manager --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo "installed cert-manager"
+echo 'installed cert-manager'

@@ -45,4 +45,4 @@ retry helm upgrade --install mariadb-operator-crds oci://ghcr.io/mariadb-operato
   --namespace mariadb-system --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo "installed mariadb-operator-crds"
+echo 'installed mariadb-operator-crds'

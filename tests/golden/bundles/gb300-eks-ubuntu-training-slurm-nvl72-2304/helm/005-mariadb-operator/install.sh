@@ -45,4 +45,4 @@ retry helm upgrade --install mariadb-operator oci://ghcr.io/mariadb-operator/cha
   --namespace mariadb-system --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo "installed mariadb-operator"
+echo 'installed mariadb-operator'

@@ -46,4 +46,4 @@ retry helm upgrade --install nfd node-feature-discovery \
   --namespace node-feature-discovery --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo "installed nfd"
+echo 'installed nfd'

@@ -46,4 +46,4 @@ retry helm upgrade --install prometheus-operator-crds prometheus-operator-crds \
   --namespace monitoring --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo "installed prometheus-operator-crds"
+echo 'installed prometheus-operator-crds'

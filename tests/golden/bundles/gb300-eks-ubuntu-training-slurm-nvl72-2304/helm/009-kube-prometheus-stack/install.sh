@@ -46,4 +46,4 @@ retry helm upgrade --install kube-prometheus-stack kube-prometheus-stack \
   --namespace monitoring --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo "installed kube-prometheus-stack"
+echo 'installed kube-prometheus-stack'

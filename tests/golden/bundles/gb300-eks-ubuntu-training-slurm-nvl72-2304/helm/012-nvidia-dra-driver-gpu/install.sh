@@ -45,4 +45,4 @@ retry helm upgrade --install nvidia-dra-driver-gpu oci://registry.k8s.io/dra-dri
   --namespace nvidia-dra-driver --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo "installed nvidia-dra-driver-gpu"
+echo 'installed nvidia-dra-driver-gpu'

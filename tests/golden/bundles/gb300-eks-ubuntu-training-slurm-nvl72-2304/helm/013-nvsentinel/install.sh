@@ -45,4 +45,4 @@ retry helm upgrade --install nvsentinel oci://ghcr.io/nvidia/nvsentinel \
   --namespace nvsentinel --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo "installed nvsentinel"
+echo 'installed nvsentinel'

@@ -45,4 +45,4 @@ retry helm upgrade --install slinky-slurm-operator-crds oci://ghcr.io/slinkyproj
   --namespace slinky --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo "installed slinky-slurm-operator-crds"
+echo 'installed slinky-slurm-operator-crds'

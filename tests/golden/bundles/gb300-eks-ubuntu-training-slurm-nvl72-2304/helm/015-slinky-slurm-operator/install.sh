@@ -45,4 +45,4 @@ retry helm upgrade --install slinky-slurm-operator oci://ghcr.io/slinkyproject/c
   --namespace slinky --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo "installed slinky-slurm-operator"
+echo 'installed slinky-slurm-operator'

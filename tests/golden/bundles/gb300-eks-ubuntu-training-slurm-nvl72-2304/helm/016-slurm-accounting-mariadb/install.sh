@@ -45,4 +45,4 @@ retry helm upgrade --install slurm-accounting-mariadb oci://ghcr.io/mariadb-oper
   --namespace slurm --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo "installed slurm-accounting-mariadb"
+echo 'installed slurm-accounting-mariadb'

@@ -47,4 +47,4 @@ retry helm upgrade --install slinky-slurm oci://ghcr.io/slinkyproject/charts/slu
   --namespace slurm --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo "installed slinky-slurm"
+echo 'installed slinky-slurm'

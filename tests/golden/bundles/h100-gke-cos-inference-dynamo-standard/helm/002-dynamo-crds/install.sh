@@ -46,4 +46,4 @@ retry helm upgrade --install dynamo-crds dynamo-crds \
   --namespace dynamo-system --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo "installed dynamo-crds"
+echo 'installed dynamo-crds'

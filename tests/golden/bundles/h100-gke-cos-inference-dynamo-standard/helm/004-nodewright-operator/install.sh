@@ -46,4 +46,4 @@ retry helm upgrade --install nodewright-operator oci://ghcr.io/nvidia/nodewright
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
 retry kubectl apply --server-side --namespace skyhook -f manifests/01-tuning-inference.yaml
-echo "installed nodewright-operator"
+echo 'installed nodewright-operator'

@@ -47,4 +47,4 @@ retry helm upgrade --install gpu-operator gpu-operator \
   --namespace gpu-operator --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo "installed gpu-operator"
+echo 'installed gpu-operator'

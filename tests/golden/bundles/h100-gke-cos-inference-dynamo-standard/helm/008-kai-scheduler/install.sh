@@ -45,4 +45,4 @@ retry helm upgrade --install kai-scheduler oci://ghcr.io/kai-scheduler/kai-sched
   --namespace kai-scheduler --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo "installed kai-scheduler"
+echo 'installed kai-scheduler'

@@ -47,4 +47,4 @@ retry helm upgrade --install dynamo-platform dynamo-platform \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
 retry kubectl apply --server-side --namespace dynamo-system -f manifests/01-smoke-graph.yaml
-echo "installed dynamo-platform"
+echo 'installed dynamo-platform'

@@ -46,4 +46,4 @@ retry helm upgrade --install prometheus-adapter prometheus-adapter \
   --namespace monitoring --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo "installed prometheus-adapter"
+echo 'installed prometheus-adapter'

@@ -46,4 +46,4 @@ retry helm upgrade --install cert cert \
   --namespace cert --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo "installed cert"
+echo 'installed cert'

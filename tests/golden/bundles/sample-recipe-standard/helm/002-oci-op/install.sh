@@ -45,4 +45,4 @@ retry helm upgrade --install oci-op oci://ghcr.io/example/charts/operator \
   --namespace ops --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo "installed oci-op"
+echo 'installed oci-op'

@@ -48,4 +48,4 @@ retry helm upgrade --install gpu gpu \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
 retry kubectl apply --server-side --namespace gpu -f manifests/01-after.yaml
-echo "installed gpu"
+echo 'installed gpu'

@@ -40,4 +40,4 @@ ensure_namespace() {
 
 ensure_namespace tune
 retry kubectl apply --server-side --namespace tune -f manifests/01-tuning.yaml
-echo "installed tuning"
+echo 'installed tuning'
