@@ -14,6 +14,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from generator.evidence import verify as verify_mod
 from generator.evidence.model import (
@@ -433,3 +435,32 @@ def test_two_thousand_files_verify_in_under_three_seconds(root) -> None:  # type
     )
     assert again == records
     assert time.perf_counter() - start < 0.5 or load > 2.5
+
+
+# --- robustness: any corruption is a failure class, never an exception or a different payload ---
+
+
+@pytest.mark.filterwarnings("ignore::cryptography.utils.CryptographyDeprecationWarning")
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(st.tuples(st.integers(min_value=0), st.integers(32, 126)), min_size=1, max_size=3))
+def test_corrupted_bundles_fail_closed(authority, root, edits: list[tuple[int, int]]) -> None:  # type: ignore[no-untyped-def]
+    payload = fx.statement()
+    good = _good_bundle(authority, payload)
+    data = bytearray(good)
+    for where, byte in edits:
+        data[where % len(data)] = byte
+    check = verify_mod.check_signature(bytes(data), (root,), fx.POLICY)
+    assert check.klass is None or isinstance(check.klass, FailureClass)
+    if check.klass is None:  # only changes that sign nothing different may still verify
+        assert (check.payload, check.identity, check.issuer) == (payload, fx.IDENTITY, fx.ISSUER)
+
+
+_GOOD: dict[bytes, bytes] = {}
+
+
+def _good_bundle(authority, payload: bytes) -> bytes:  # type: ignore[no-untyped-def]
+    if payload not in _GOOD:
+        _GOOD[payload] = fx.sign(authority, payload)
+    return _GOOD[payload]

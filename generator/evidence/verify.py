@@ -34,6 +34,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.x509.oid import ObjectIdentifier
 from sigstore.errors import CertValidationError, Error, VerificationError
 from sigstore.models import Bundle, TrustedRoot
@@ -68,7 +69,7 @@ def cert_identity(cert: x509.Certificate) -> str:
     """The signer identity in the certificate's SAN (URI, e-mail or Sigstore other-name)."""
     try:
         san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except x509.ExtensionNotFound:
+    except (x509.ExtensionNotFound, ValueError):  # absent, or undecodable extensions
         return ""
     values: list[str] = [
         *san.get_values_for_type(x509.UniformResourceIdentifier),
@@ -98,7 +99,7 @@ def cert_issuer(cert: x509.Certificate) -> str:
     for oid in (_OID_ISSUER_V2, _OID_ISSUER_V1):
         try:
             ext = cert.extensions.get_extension_for_oid(oid).value
-        except x509.ExtensionNotFound:
+        except (x509.ExtensionNotFound, ValueError):
             continue
         raw = ext.value if isinstance(ext, x509.UnrecognizedExtension) else b""
         text = _der_utf8(raw) if oid == _OID_ISSUER_V2 else raw.decode("utf-8", "replace")
@@ -205,10 +206,12 @@ def _classify(
                 f"{_rfc3339(cert.not_valid_after_utc)} was not valid at signing time "
                 f"{_rfc3339(when)} (transparency log integrated time)"
             )
-    if isinstance(exc, CertValidationError) or isinstance(exc, x509.ExtensionNotFound):
+    if isinstance(exc, CertValidationError):
         return FailureClass.CERTIFICATE_UNTRUSTED, (
             f"certificate does not chain to trust root {root.name}: {text}"
         )
+    if isinstance(exc, x509.ExtensionNotFound | UnsupportedAlgorithm):
+        return FailureClass.CERTIFICATE_UNTRUSTED, f"certificate is not a code-signing leaf: {text}"
     if text.startswith("DSSE:"):
         return FailureClass.SIGNATURE_INVALID, f"signature does not verify: {text}"
     if any(marker in text for marker in _TLOG_MARKERS):
@@ -239,13 +242,13 @@ def check_signature(
     """Parse the bundle and run sigstore's `verify_dsse` against each root until one accepts."""
     try:
         doc = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         return SignatureCheck(
             FailureClass.MALFORMED_BUNDLE, f"not a Sigstore bundle: not JSON ({e})"
         )
     try:
         bundle = Bundle.from_json(data)
-    except (Error, ValueError, TypeError, KeyError) as e:
+    except (Error, ValueError, TypeError, KeyError, UnsupportedAlgorithm, x509.InvalidVersion) as e:
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         return SignatureCheck(FailureClass.MALFORMED_BUNDLE, f"not a Sigstore bundle: {first}")
     if not isinstance(doc, dict) or not (doc.get("dsseEnvelope") or doc.get("dsse_envelope")):
@@ -262,7 +265,7 @@ def check_signature(
         hook = _AllowlistPolicy(policy, root.name)
         try:
             payload_type, payload = _verifier(root).verify_dsse(bundle, hook)
-        except (Error, ValueError, OSError, x509.ExtensionNotFound) as e:
+        except (Error, ValueError, OSError, x509.ExtensionNotFound, UnsupportedAlgorithm) as e:
             failures.append(_classify(e, cert, integrated_time, root))
             continue
         try:
