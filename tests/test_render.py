@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from generator.errors import RenderError
 from generator.records import Criteria, Override, RecipeResult, ResolvedComponent
@@ -22,6 +24,7 @@ from generator.render import (
     render_bundle,
     write_bundle,
 )
+from generator.render.bundle_verify import verify_bundle
 from generator.render.common import checksums_text
 
 DEPLOYERS = tuple(Deployer)
@@ -510,3 +513,31 @@ def test_unsafe_names_fail_closed(field: str, value: str, fragment: str) -> None
         render_bundle(bad, "helm", MANIFESTS)
     messages = [d.message for d in e.value.diagnostics if d.rule == "render.unsafe-name"]
     assert any(fragment in m for m in messages), messages
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.dictionaries(
+        st.from_regex(r"[a-z][a-z0-9-]{0,6}(/[a-z][a-z0-9.-]{0,6}){0,2}", fullmatch=True),
+        st.binary(max_size=40),
+        min_size=1,
+        max_size=6,
+    ).filter(
+        lambda t: (
+            not any(a != b and b.startswith(a + "/") for a in t for b in t)
+            and "checksums.txt" not in t
+        )
+    )
+)
+def test_write_then_verify_round_trips(files: dict[str, bytes]) -> None:
+    import tempfile
+
+    tree = {p: BundleFile(d) for p, d in files.items()}
+    tree["checksums.txt"] = BundleFile(checksums_text(tree))
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "b"
+        write_bundle(tree, out)
+        assert verify_bundle(out) == ()
+        victim = sorted(files)[0]
+        (out / victim).write_bytes(files[victim] + b"!")
+        assert [d.rule for d in verify_bundle(out)] == ["bundle.modified"]

@@ -11,9 +11,11 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from generator.errors import RenderError
-from generator.render import archive_bytes, archive_name, render_bundle
+from generator.render import BundleFile, archive_bytes, archive_name, render_bundle
 from generator.render.archive import source_date_epoch
 from tests.conftest import REPO
 from tests.test_render import MANIFESTS, sample_result
@@ -22,7 +24,7 @@ from tests.test_render import MANIFESTS, sample_result
 CHILD = """
 import sys
 sys.path.insert(0, {repo!r})
-from generator.render import archive_bytes, archive_name, render_bundle
+from generator.render import BundleFile, archive_bytes, archive_name, render_bundle
 from tests.test_render import MANIFESTS, sample_result
 r = sample_result()
 tree = render_bundle(r, "helm", MANIFESTS)
@@ -113,3 +115,33 @@ def test_bad_inputs_are_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
     with pytest.raises(RenderError, match="SOURCE_DATE_EPOCH"):
         source_date_epoch()
+
+
+_segment = st.from_regex(r"[a-z0-9][a-z0-9._-]{0,8}", fullmatch=True).filter(
+    lambda s: s not in (".", "..")
+)
+_trees = st.dictionaries(
+    st.lists(_segment, min_size=1, max_size=3).map("/".join),
+    st.tuples(st.binary(max_size=64), st.sampled_from([0o644, 0o755, 0o600, 0o700])),
+    min_size=1,
+    max_size=8,
+).filter(
+    # no path may be both a file and a directory
+    lambda t: not any(a != b and b.startswith(a + "/") for a in t for b in t)
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_trees)
+def test_archive_round_trips(raw: dict[str, tuple[bytes, int]]) -> None:
+    tree = {p: BundleFile(data, mode) for p, (data, mode) in raw.items()}
+    blob = archive_bytes(tree, "top", mtime=0)
+    assert blob == archive_bytes(dict(reversed(list(tree.items()))), "top", mtime=0)
+    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+        got = {}
+        for m in tar.getmembers():
+            if m.isfile():
+                f = tar.extractfile(m)
+                assert f is not None
+                got[m.name.removeprefix("top/")] = (f.read(), m.mode)
+    assert got == {p: (data, 0o755 if mode & 0o111 else 0o644) for p, (data, mode) in raw.items()}
