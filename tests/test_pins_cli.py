@@ -415,13 +415,69 @@ def test_markdown_and_summary_file(server: PinsServer, catalog: Path) -> None:
         "| gamma | 0.3.1 | ✅ present | - | - | - | unknown | h100-eks-training"
         " | oci://SERVER/charts/gamma |\n"
         "\n"
-        "Qualified at scale is `unknown` until the status model provides it.\n"
+        "Qualified at scale is `unknown`: no status document was given"
+        " (`aicr-catalog status --format json` > FILE, then `pins --status FILE`).\n"
         "\n"
         "Exit code 0: every pin exists upstream.\n"
     )
     assert norm(result.stdout, server) == expected
     assert norm(summary.read_text(), server) == "# earlier step\n" + expected
     assert result.exit_code == 0
+
+
+def status_doc(path: Path, *, sample: bool, rows: list[dict[str, object]]) -> Path:
+    path.write_text(
+        json.dumps(
+            {"apiVersion": "aicr.run/v1", "kind": "Status", "sample": sample, "components": rows}
+        )
+    )
+    return path
+
+
+def test_qualified_at_scale_from_the_status_document(
+    server: PinsServer, catalog: Path, tmp_path: Path
+) -> None:
+    healthy(server)
+    rows: list[dict[str, object]] = [
+        {"component": "alpha", "version": "1.2.0", "lane": "lane-288", "nodes": 288},
+        {"component": "beta", "version": "v2.1.0", "lane": None, "nodes": 0},
+    ]
+    result = run(catalog, "--status", str(status_doc(tmp_path / "s.json", sample=False, rows=rows)))
+    assert [line.split()[6] for line in result.stdout.splitlines()[1:5]] == [
+        "lane-288",  # alpha 1.2.0
+        "unknown",  # beta v2.0.0: not in the status document
+        "none",  # beta v2.1.0: deployed, qualified at no lane
+        "unknown",  # gamma
+    ]
+    assert result.exit_code == 0
+    result = run(
+        catalog,
+        "--format",
+        "json",
+        "--status",
+        str(status_doc(tmp_path / "d.json", sample=True, rows=rows)),
+    )
+    assert json.loads(result.stdout)["pins"][0]["qualifiedAtScale"] == "lane-288 (sample)"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "{not json",
+        '{"kind": "Other"}',
+        '{"kind": "Status"}',
+        '{"kind": "Status", "components": [{"component": "a"}]}',
+    ],
+)
+def test_unusable_status_document_is_a_usage_error(
+    catalog: Path, tmp_path: Path, content: str
+) -> None:
+    bad = tmp_path / "status.json"
+    bad.write_text(content)
+    result = run(catalog, "--status", str(bad))
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: ")
+    assert result.stdout == ""
 
 
 def test_help_names_network_and_exit_codes() -> None:
@@ -432,7 +488,7 @@ def test_help_names_network_and_exit_codes() -> None:
         "this command and `evidence sign` are the only parts of the project that use the network"
         in text
     )
-    assert 'shows "unknown" until the status model exists' in text
+    assert '"none" when no lane is, "(sample)" for demo evidence; without it "unknown"' in text
     for line in (
         "0 every pin exists upstream",
         "1 a pin is missing upstream",

@@ -60,3 +60,6 @@ def test_report_goes_to_the_job_summary_and_the_command_line_is_valid() -> None:
     )
     assert (ctx.params["fmt"], str(ctx.params["summary_path"])) == ("json", "summary.md")
     assert ctx.params["write_spec"] is None
+    # The qualified-at-scale column is fed by a status document an earlier step writes.
+    status_file = str(ctx.params["status_path"])
+    assert any(r.strip().endswith(f"> {status_file}") and "aicr-catalog status" in r for r in runs)

@@ -15,6 +15,7 @@ from generator.pins.check import check_pins
 from generator.pins.collect import catalog_pins, pin_key
 from generator.pins.http import DEFAULT_RETRIES, DEFAULT_TIMEOUT, ETagCache, Fetcher
 from generator.pins.model import ExitCode, Pin
+from generator.pins.qualification import read_qualification
 from generator.pins.report import FORMATTERS, format_markdown, problem_lines
 from generator.pins.write import (
     PinWriteError,
@@ -37,8 +38,9 @@ repository what it publishes -- a Helm repository's index.yaml, or an OCI
 registry's tag list (GET /v2/<name>/tags/list, with the anonymous bearer-token
 handshake) -- and reports: present or missing; the newest newer patch, minor
 and major versions; the leaf recipes that deploy it; and whether the pinned
-version is qualified at scale. The qualified-at-scale column shows "unknown"
-until the status model exists.
+version is qualified at scale: with --status FILE (the JSON of `aicr-catalog
+status --format json`) the largest lane qualified by current verified evidence,
+"none" when no lane is, "(sample)" for demo evidence; without it "unknown".
 
 \b
 NETWORK: this command and `evidence sign` are the only parts of the project
@@ -135,6 +137,13 @@ def _progress(message: str) -> None:
     help="Also append the Markdown report to this file (e.g. $GITHUB_STEP_SUMMARY).",
 )
 @click.option(
+    "--status",
+    "status_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Status document (aicr-catalog status --format json) for the qualified-at-scale column.",
+)
+@click.option(
     "--write",
     "write_spec",
     default=None,
@@ -163,6 +172,7 @@ def command(
     cache_dir: Path,
     no_cache: bool,
     summary_path: Path | None,
+    status_path: Path | None,
     write_spec: str | None,
     dry_run: bool,
     no_check: bool,
@@ -171,6 +181,10 @@ def command(
     if write_spec is None and (dry_run or no_check):
         _fail("--dry-run and --no-check only apply with --write")
     catalog = _load(catalog_path)
+    try:
+        qualification = read_qualification(status_path) if status_path else None
+    except CatalogError as e:
+        _fail(e.message)
     cache = None if no_cache else ETagCache(cache_dir)
     with Fetcher(timeout=timeout, retries=retries, cache=cache, progress=_progress) as fetcher:
         if write_spec is not None:
@@ -187,7 +201,7 @@ def command(
         pins, unresolved = catalog_pins(catalog, lambda leaf: resolve(catalog, leaf))
         for line in unresolved:
             click.echo(f"warning: recipe {line} (its pins are not attributed to it)", err=True)
-        report = check_pins(pins, fetcher)
+        report = check_pins(pins, fetcher, qualification)
     click.echo(FORMATTERS[fmt](report), nl=False)
     if summary_path is not None:
         with summary_path.open("a", encoding="utf-8") as fh:

@@ -153,7 +153,11 @@ def format_markdown(report: PinsReport) -> str:
     if problems:
         out += ["### Problems", "", *(f"- {_md(p)}" for p in problems), ""]
     if all(r.qualified == UNKNOWN_QUALIFICATION for r in report.results):
-        out += ["Qualified at scale is `unknown` until the status model provides it.", ""]
+        out += [
+            "Qualified at scale is `unknown`: no status document was given "
+            "(`aicr-catalog status --format json` > FILE, then `pins --status FILE`).",
+            "",
+        ]
     out.append(f"Exit code {int(report.exit_code)}: {EXIT_MEANING[report.exit_code]}.")
     return "\n".join(out) + "\n"
 
