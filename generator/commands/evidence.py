@@ -20,15 +20,12 @@ from generator.commands.common import (
 )
 from generator.errors import CatalogError, UsageError
 from generator.evidence import report
+from generator.evidence.collect import EvidenceRun, verify_paths
 from generator.evidence.model import (
     IN_TOTO_PAYLOAD_TYPE,
-    Evidence,
     EvidenceFile,
     Statement,
-    TrustRoot,
-    VerifiedEvidence,
 )
-from generator.evidence.policy import read_policy
 from generator.evidence.sign import (
     DEMO_IDENTITY,
     DEMO_ISSUER,
@@ -37,9 +34,8 @@ from generator.evidence.sign import (
     sign_offline,
 )
 from generator.evidence.statement import StatementError, parse_statement
-from generator.evidence.store import evidence_path, read_files
-from generator.evidence.trustroot import DEMO, PUBLIC_GOOD, load_trust_root
-from generator.evidence.verify import digest_key, verify_evidence, with_current_digests
+from generator.evidence.store import evidence_path
+from generator.evidence.trustroot import DEMO, PUBLIC_GOOD
 
 TRUST_ROOT_HELP = (
     "Trust root: public-good (default; the vendored, pinned Sigstore root), demo (the "
@@ -48,36 +44,19 @@ TRUST_ROOT_HELP = (
 )
 
 
-def _roots(specs: Sequence[str], catalog: Path) -> tuple[TrustRoot, ...]:
+def _run(
+    paths: Sequence[Path], trust_roots: Sequence[str], catalog_path: Path, jobs: int | None
+) -> EvidenceRun:
+    if not catalog_path.is_dir():
+        fail(f"catalog directory '{catalog_path}' not found; pass --catalog PATH", EXIT_USAGE)
     try:
-        return tuple(load_trust_root(s, catalog) for s in (specs or (PUBLIC_GOOD,)))
+        return verify_paths(
+            paths, catalog_dir=catalog_path, trust_roots=trust_roots or (PUBLIC_GOOD,), jobs=jobs
+        )
     except UsageError as e:
         fail(e.message, EXIT_USAGE)
-
-
-def _current_digests(records: Sequence[Evidence], catalog_path: Path) -> dict[str, str]:
-    """Resolve every (recipe, profile) the verified statements name; unresolvable ones are absent."""
-    from generator.resolve import resolve
-
-    wanted = sorted(
-        {
-            (r.statement.recipe, r.statement.scale_profile)
-            for r in records
-            if isinstance(r, VerifiedEvidence)
-        },
-        key=lambda p: (p[0], p[1] or ""),
-    )
-    if not wanted:
-        return {}
-    catalog = open_catalog(catalog_path)
-    digests: dict[str, str] = {}
-    for recipe, profile in wanted:
-        try:
-            result = resolve(catalog, recipe, profile=profile or "standard")
-        except CatalogError:
-            continue  # a recipe that no longer resolves: its evidence is stale
-        digests[digest_key(recipe, profile)] = result.digest
-    return digests
+    except CatalogError as e:
+        report_error(e)
 
 
 @click.group("evidence")
@@ -123,25 +102,14 @@ def verify_command(
 
     Exit codes: 0 every file verified and current; 1 any file rejected or stale; 2 usage.
     """
-    roots = _roots(trust_roots, catalog_path)
-    try:
-        policy = read_policy(catalog_path / "signers.yaml", "signers.yaml")
-        files = read_files(paths)
-    except CatalogError as e:
-        report_error(e)
-    if not files:
+    run = _run(paths, trust_roots, catalog_path, jobs)
+    if not run.records:
         fail("no *.sigstore.json evidence file found under the given paths", EXIT_USAGE)
-    records = verify_evidence(
-        files, trust_roots=roots, policy=policy, current_digests={}, jobs=jobs
-    )
-    records = with_current_digests(records, _current_digests(records, catalog_path))
-    out = (
-        report.verification_json(records, roots)
-        if fmt == "json"
-        else report.verification_text(records)
-    )
-    click.echo(out, nl=False)
-    sys.exit(EXIT_OK if all(r.counted for r in records) else EXIT_DATA)
+    if fmt == "json":
+        click.echo(report.verification_json(run.records, run.trust_roots), nl=False)
+    else:
+        click.echo(report.verification_text(run.records), nl=False)
+    sys.exit(EXIT_OK if all(r.counted for r in run.records) else EXIT_DATA)
 
 
 @command.command("show")
@@ -159,19 +127,13 @@ def show_command(path: Path, trust_roots: tuple[str, ...], catalog_path: Path) -
 
     Exit codes: 0 verified and current; 1 rejected or stale (still shown when readable); 2 usage.
     """
-    roots = _roots(trust_roots, catalog_path)
-    try:
-        policy = read_policy(catalog_path / "signers.yaml", "signers.yaml")
-        files = read_files([path])
-    except CatalogError as e:
-        report_error(e)
-    records = verify_evidence(files, trust_roots=roots, policy=policy, current_digests={}, jobs=1)
-    records = with_current_digests(records, _current_digests(records, catalog_path))
-    record = records[0]
+    run = _run([path], trust_roots, catalog_path, 1)
+    (record,) = run.records
+    file = run.files[0]
     click.echo(report.record_text(record))
     statement = record.statement
     if statement is None:
-        statement = _unverified_statement(files[0])
+        statement = _unverified_statement(file)
         if statement is not None:
             click.echo("(statement shown UNVERIFIED: the bundle did not verify)")
     if statement is not None:
