@@ -33,6 +33,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -341,7 +343,13 @@ def _run_rows(evidence: Sequence[Evidence]) -> pd.DataFrame:
         "reasons",
         "zero_targets",
     ]
-    return pd.DataFrame(rows, columns=cols)
+    frame = pd.DataFrame.from_records(rows, columns=cols)
+    if rows:
+        return frame
+    types = {c: bool for c in ("verified", "stale_flag", "sample", "zero_targets")}
+    types |= {c: "int64" for c in ("idx", "lane_nodes", "observed_nodes")}
+    types |= {c: str for c in cols if c not in types and c != "reasons"}
+    return frame.astype(types)
 
 
 def _judge_runs(
@@ -421,59 +429,80 @@ def _judge_runs(
 
 
 def _check_rows(evidence: Sequence[Evidence], latest: pd.DataFrame, lanes: Lanes) -> pd.DataFrame:
-    """One row per check/KPI result of each latest counted run (the Python loop of the hot path)."""
+    """One row per check/KPI result of each latest counted run: scope, signer_id, phase, check,
+    fail. Skipped, pending and unjudged KPIs are dropped, and so is a "pass" on zero targets.
+
+    This loop (over the records' checks) is the only per-row Python on the hot path."""
     kpi_phase = {k.id: k.phase for k in lanes.kpis}
-    idx: list[int] = []
+    at: list[int] = []
     phase: list[str] = []
     check: list[str] = []
-    status: list[str] = []
-    targets: list[int] = []
-    for i in latest["idx"].to_numpy():
-        st = evidence[int(i)].statement
+    status: list[str | None] = []
+    targets: list[int | None] = []
+    name_of, status_of_, targets_of, id_of = (
+        attrgetter("name"),
+        attrgetter("status"),
+        attrgetter("targets"),
+        attrgetter("id"),
+    )
+    for pos, i in enumerate(latest["idx"].tolist()):
+        st = evidence[i].statement
         assert st is not None
         for ph, cs in st.phases.items():
-            for c in cs:
-                idx.append(int(i))
-                phase.append(ph)
-                check.append(c.name)
-                status.append(c.status)
-                targets.append(-1 if c.targets is None else c.targets)
-        for k in st.kpis:
-            idx.append(int(i))
-            phase.append(kpi_phase.get(k.id, "performance"))
-            check.append(f"kpi:{k.id}")
-            status.append(k.status or "proposed")
-            targets.append(-1)
-    rows = pd.DataFrame(
-        {"idx": idx, "phase": phase, "check": check, "status": status, "targets": targets}
+            n = len(cs)
+            at.extend(repeat(pos, n))
+            phase.extend(repeat(ph, n))
+            check.extend(map(name_of, cs))
+            status.extend(map(status_of_, cs))
+            targets.extend(map(targets_of, cs))
+        ks = st.kpis
+        n = len(ks)
+        at.extend(repeat(pos, n))
+        phase.extend([kpi_phase.get(k, "performance") for k in map(id_of, ks)])
+        check.extend(map("kpi:".__add__, map(id_of, ks)))
+        status.extend(map(status_of_, ks))
+        targets.extend(repeat(None, n))
+    where = np.asarray(at, dtype=np.int64)
+    states = pd.Categorical(status)
+    zero = np.asarray(targets, dtype=object) == 0
+    passed = np.asarray(states == "passed")
+    not_run = np.asarray(states.isin(["skipped", "pending", "proposed"])) | pd.isna(states)
+    keep = ~not_run & ~(passed & zero)
+    return pd.DataFrame(
+        {
+            "scope": latest["scope"].to_numpy()[where][keep],
+            "signer_id": latest["signer_id"].to_numpy()[where][keep],
+            "phase": pd.Categorical(phase)[keep],
+            "check": pd.Categorical(check)[keep],
+            "fail": ~passed[keep],  # failed, other, anything unknown
+        }
     )
-    rows = rows.merge(latest[["idx", *_KEYS_RUN, "signer"]], on="idx", how="left")
-    st_col = rows["status"]
-    ignored = st_col.isin(["skipped", "pending", "proposed"]) | (
-        st_col.eq("passed") & rows["targets"].eq(0)
-    )
-    rows = rows[~ignored].copy()
-    rows["fail"] = ~rows["status"].eq("passed")  # failed, other, anything unknown
-    return rows
 
 
-def _consensus(
-    rows: pd.DataFrame, expected: pd.DataFrame, keys: list[str], signer: str = "signer"
-) -> pd.DataFrame:
+def _consensus(rows: pd.DataFrame, expected: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Distinct passing/failing signers per key (a signer failing anywhere in a row fails it),
     outer-joined with the expected rows so that untested ones appear."""
-    per_signer = rows.groupby([*keys, signer], sort=False, observed=True)["fail"].any()
-    per_signer = per_signer.reset_index()
-    counts = per_signer.groupby(keys, sort=False, observed=True)["fail"].agg(["sum", "count"])
+    per_signer = rows.groupby([*keys, "signer_id"], sort=False, observed=True)["fail"].any()
+    counts = per_signer.groupby(level=keys, sort=False, observed=True).agg(["sum", "count"])
     counts = counts.rename(columns={"sum": "failed"})
     counts["passed"] = counts["count"] - counts["failed"]
     counts = counts.drop(columns="count").reset_index()
+    for k in keys:
+        if isinstance(counts[k].dtype, pd.CategoricalDtype):
+            counts[k] = counts[k].astype(str)
     exp = expected[keys].drop_duplicates().assign(required=True)
     out = exp.merge(counts, on=keys, how="outer")
     out["required"] = out["required"].fillna(False).astype(bool)
     out[["passed", "failed"]] = out[["passed", "failed"]].fillna(0).astype(int)
     out["state"] = state_of(out["passed"], out["failed"])
     return out.sort_values(keys, ignore_index=True)
+
+
+def _with_scope(frame: pd.DataFrame, scopes: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """Add the scope's `columns` (recipe, profile, lane, rp) in front, by integer lookup."""
+    ids = frame["scope"].to_numpy()
+    head = {c: scopes[c].to_numpy()[ids] for c in columns}
+    return pd.concat([pd.DataFrame(head), frame.reset_index(drop=True)], axis=1)
 
 
 # ---------------------------------------------------------------- the whole status
@@ -509,23 +538,43 @@ def aggregate(
     )
     rungs = rec.merge(ladder_df, on="profile", how="inner").merge(lane_df, on="lane", how="left")
 
+    # scopes: every (recipe, profile, lane) of a rung or of a counted run, as integer ids in
+    # sorted order (grouping on integers is what keeps 20,000 records fast); rp = recipe×profile
+    scopes = (
+        pd.concat([rungs[_KEYS_RUN], latest[_KEYS_RUN]])
+        .drop_duplicates()
+        .sort_values(_KEYS_RUN, ignore_index=True)
+    )
+    scopes["scope"] = np.arange(len(scopes), dtype=np.int64)
+    scopes["rp"] = scopes.groupby(["recipe", "profile"], sort=True).ngroup()
+    latest = latest.merge(scopes[[*_KEYS_RUN, "scope"]], on=_KEYS_RUN, how="left")
+    latest["signer_id"] = pd.factorize(latest["signer"])[0]
+    rungs = rungs.merge(scopes[[*_KEYS_RUN, "scope"]], on=_KEYS_RUN, how="left")
+
     # checks: expected = the applicable required scenarios/KPIs of every ladder lane
     expected = rungs.merge(req_df, on="lane", how="inner")
     expected = expected[_applies(expected, "applies_")]
     check_rows = _check_rows(evidence, latest, lanes)
-    ckeys = [*_KEYS_RUN, "phase", "check"]
-    checks = _consensus(check_rows, expected, ckeys)
-    phases = rollup(checks, [*_KEYS_RUN, "phase"])
+    checks = _consensus(check_rows, expected, ["scope", "phase", "check"])
+    checks = _with_scope(checks, scopes, ["rp"])
+    phases = _with_scope(rollup(checks, ["scope", "phase"]), scopes, _KEYS_RUN)
+    consensus = _with_scope(
+        rollup(checks, ["rp"]).merge(scopes.drop_duplicates("rp")[["rp", "scope"]], on="rp"),
+        scopes,
+        ["recipe", "profile"],
+    )[["recipe", "profile", "state"]].rename(columns={"state": "consensus"})
+    checks = _with_scope(checks.drop(columns="rp"), scopes, _KEYS_RUN).drop(columns="scope")
+    phases = phases.drop(columns="scope")
 
     # lanes: consensus over run verdicts
     lane_rows = latest[latest["predicate_type"].eq(SCALE_QUALIFICATION_V1)].assign(
         fail=lambda d: d["effective"].ne("pass")
     )
-    lane_state = _consensus(lane_rows, rungs, _KEYS_RUN)
-    lane_state = lane_state.merge(rungs[[*_KEYS_RUN, "rung"]], on=_KEYS_RUN, how="left").merge(
+    lane_state = _with_scope(_consensus(lane_rows, rungs, ["scope"]), scopes, _KEYS_RUN)
+    lane_state = lane_state.merge(rungs[["scope", "rung"]], on="scope", how="left").merge(
         lane_df[["lane", "lane_nodes_def"]], on="lane", how="left"
     )
-    lane_state = lane_state.rename(columns={"lane_nodes_def": "nodes"})
+    lane_state = lane_state.drop(columns="scope").rename(columns={"lane_nodes_def": "nodes"})
     lane_state["nodes"] = lane_state["nodes"].fillna(0).astype(int)
     lane_state["qualified"] = lane_state["state"].isin(QUALIFYING)
     lane_state = lane_state.sort_values(["recipe", "profile", "nodes", "lane"], ignore_index=True)
@@ -550,7 +599,6 @@ def aggregate(
         .first()[["lane", "state"]]
         .rename(columns={"lane": "blocked_lane", "state": "blocked_state"})
     )
-    consensus = rollup(checks, ["recipe", "profile"]).rename(columns={"state": "consensus"})
     counted = runs[runs["counted"]]
     n_runs = counted.groupby(["recipe", "profile"]).size().rename("runs")
     n_signers = counted.groupby(["recipe", "profile"])["signer"].nunique().rename("signers")

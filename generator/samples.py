@@ -79,7 +79,7 @@ class SampleRun:
 GB300_SLURM = "gb300-eks-ubuntu-training-slurm"
 GB300_DYNAMO = "gb300-eks-ubuntu-inference-dynamo"
 GB200_KUBEFLOW = "gb200-eks-ubuntu-training-kubeflow"
-GB200_TRAINING = "gb200-eks-ubuntu-training"
+GB200_SLURM = "gb200-eks-ubuntu-training-slurm"
 LARGE = "nvl72-2304"
 STANDARD = "standard"
 LADDER = ("lane-36", "lane-72", "lane-144", "lane-288", "lane-576", "lane-1152", "lane-2304")
@@ -143,7 +143,7 @@ def _plan() -> tuple[SampleRun, ...]:
             "failing lane: undersized cluster",
             missing_nodes=18,
         ),
-        SampleRun(GB200_TRAINING, STANDARD, "lane-36", "lab-a", 8, "single signer"),
+        SampleRun(GB200_SLURM, STANDARD, "lane-36", "lab-a", 8, "single signer"),
     ]
     return tuple(runs)
 

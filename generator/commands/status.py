@@ -30,10 +30,20 @@ def _stop(e: CatalogError, code: int) -> NoReturn:
 
 
 def _resolve_all(
-    catalog: Catalog, recipe: str | None, profile: str | None
+    catalog: Catalog, recipe: str | None, profile: str | None, evidence_dir: Path
 ) -> tuple[list[RecipeResult], dict[str, str]]:
-    """Current recipes in scope: each leaf (or the one asked) × each profile that applies."""
-    leaves = (recipe,) if recipe else catalog.leaves()
+    """Current recipes in scope: each leaf (or the one asked) × each profile that applies, plus
+    any other recipe that evidence/ holds evidence for."""
+    if recipe:
+        leaves: tuple[str, ...] = (recipe,)
+    else:
+        named = (
+            {p.name for p in evidence_dir.iterdir() if p.is_dir()}
+            if evidence_dir.is_dir()
+            else set()
+        )
+        extra = {n for n in named if n in catalog.overlays and n != "base"}
+        leaves = tuple(sorted(set(catalog.leaves()) | extra))
     results: list[RecipeResult] = []
     failures: dict[str, str] = {}
     for leaf in leaves:
@@ -62,7 +72,7 @@ def gather(
     """Resolve, read and verify evidence, aggregate: the whole status pipeline for the CLI."""
     catalog = open_catalog(catalog_path)
     lanes = lanes_of(catalog.documents)
-    recipes, failures = _resolve_all(catalog, recipe, profile)
+    recipes, failures = _resolve_all(catalog, recipe, profile, evidence_dir)
     root = load_trust_root(trust, catalog_path)
     policy = read_policy(catalog_path / "signers.yaml", "signers.yaml")
     where = evidence_dir / recipe if recipe else evidence_dir
