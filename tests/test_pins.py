@@ -497,3 +497,15 @@ def test_json_helpers_are_sorted_and_stable() -> None:
     assert json.dumps(loc.to_json(), sort_keys=True) == (
         '{"col": 1, "jsonPath": "$", "line": 1, "path": "registry.yaml"}'
     )
+
+
+def test_unwritable_cache_only_warns(server: PinsServer, tmp_path: Path) -> None:
+    server.routes["/i"] = Route([Reply(200, b"body")], etag='"e"')
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    said: list[str] = []
+    fetcher = Fetcher(
+        timeout=1, retries=0, cache=ETagCache(blocker / "cache"), progress=said.append
+    )
+    assert fetcher.get(f"{server.url}/i").body == b"body"
+    assert said[-1].startswith("warning: ETag cache not written")

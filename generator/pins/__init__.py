@@ -8,6 +8,7 @@ The stages, in the order data flows:
 - `helm_index` / `oci`: what one upstream repository publishes for a chart;
 - `versions`: which versions are newer (patch, minor, major);
 - `check`: one `PinResult` per pin, gathered into a `PinsReport`;
+- `qualification`: the qualified-at-scale column, from the status model's document;
 - `report`: text, JSON and Markdown formatters;
 - `write`: bump one pin in place and measure the impact.
 

@@ -157,7 +157,10 @@ class Fetcher:
         self.progress(f"GET {url}: HTTP {raw.status}, {len(raw.body)} bytes")
         etag = header(raw.headers, "ETag")
         if conditional and self.cache and etag and raw.status == 200:
-            self.cache.put(url, etag, raw.body)
+            try:
+                self.cache.put(url, etag, raw.body)
+            except OSError as e:  # a cache that cannot be written only costs the next run
+                self.progress(f"warning: ETag cache not written ({e.strerror or e})")
         return Response(url, raw.status, raw.body, raw.headers)
 
     def _send(self, url: str, headers: Mapping[str, str]) -> _Raw:
@@ -181,6 +184,10 @@ class Fetcher:
             except requests.Timeout:
                 message = f"GET {url}: timed out after {self.timeout:g} s"
                 problem = Problem(ProblemKind.TIMEOUT, message)
+                continue
+            except requests.exceptions.SSLError as e:
+                message = f"GET {url}: unreachable (TLS: {_cause(e)})"
+                problem = Problem(ProblemKind.UNREACHABLE, message)
                 continue
             except requests.ConnectionError as e:
                 problem = Problem(ProblemKind.UNREACHABLE, f"GET {url}: unreachable ({_cause(e)})")
