@@ -73,3 +73,16 @@ def test_a_missing_file_root_is_a_usage_error(tmp_path: Path) -> None:
     assert info.value.message.startswith(
         f"trust root '{tmp_path / 'nope.json'}': cannot read nope.json"
     )
+
+
+def test_the_build_never_uses_the_cached_production_root() -> None:
+    """`Verifier.production()` reads an unauthenticated, writable cache copy of the root."""
+    package = CATALOG.parent / "generator"
+    offenders = [
+        str(p.relative_to(package.parent))
+        for p in sorted(package.rglob("*.py"))
+        if "Verifier.production" in p.read_text() or "Verifier.staging" in p.read_text()
+    ]
+    assert offenders == []
+    verify_source = (package / "evidence" / "verify.py").read_text()
+    assert "TrustedRoot.from_file(" in verify_source and "Verifier(trusted_root=" in verify_source

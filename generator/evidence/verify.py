@@ -15,7 +15,8 @@
 5. the statement's recipe digest is compared with `current_digests[recipe]`: a mismatch is
    *stale* (a `VerifiedEvidence` with `stale=True`: shown, not counted).
 
-Nothing here touches the network: `Verifier.production()` is never used. Work is spread over a
+Nothing here touches the network, and sigstore's production constructor (which reads a
+writable cache copy of the root) is never used. Work is spread over a
 process pool (`jobs`, default: every core). The result of the cryptographic check of one bundle
 against one trust root is memoized in memory by content digest, so verifying an unchanged file
 again in the same process costs a dictionary lookup. The memo is deliberately never written to
