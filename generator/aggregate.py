@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import repeat
 from operator import attrgetter
 from typing import Any
@@ -107,7 +107,6 @@ class Status:
     recipes: pd.DataFrame  # recipe, profile, ..., consensus, ceiling_lane, ceiling_nodes, ...
     components: pd.DataFrame  # component, version, lane, nodes, profiles, recipes
     demo: bool = False
-    notes: tuple[str, ...] = field(default=())
 
     @property
     def excluded(self) -> pd.DataFrame:
@@ -346,7 +345,7 @@ def _run_rows(evidence: Sequence[Evidence]) -> pd.DataFrame:
     frame = pd.DataFrame.from_records(rows, columns=cols)
     if rows:
         return frame
-    types = {c: bool for c in ("verified", "stale_flag", "sample", "zero_targets")}
+    types: dict[str, Any] = {c: bool for c in ("verified", "stale_flag", "sample", "zero_targets")}
     types |= {c: "int64" for c in ("idx", "lane_nodes", "observed_nodes")}
     types |= {c: str for c in cols if c not in types and c != "reasons"}
     return frame.astype(types)

@@ -225,16 +225,20 @@ def parse_lanes(doc: Document) -> Lanes:
         )
         for k in spec["kpis"]
     )
-    for kind, items in (("scenarios", scenarios), ("kpis", kpis)):
+    ids_and_phases: tuple[tuple[str, list[tuple[str, str]]], ...] = (
+        ("scenarios", [(s.id, s.phase) for s in scenarios]),
+        ("kpis", [(k.id, k.phase) for k in kpis]),
+    )
+    for kind, items in ids_and_phases:
         seen: set[str] = set()
-        for i, item in enumerate(items):
-            if item.id in seen:
-                problem(f"$.spec.{kind}[{i}].id", f"duplicate id '{item.id}'", "lanes.duplicate")
-            seen.add(item.id)
-            if item.phase not in spec["phases"]:
+        for i, (item_id, phase) in enumerate(items):
+            if item_id in seen:
+                problem(f"$.spec.{kind}[{i}].id", f"duplicate id '{item_id}'", "lanes.duplicate")
+            seen.add(item_id)
+            if phase not in spec["phases"]:
                 problem(
                     f"$.spec.{kind}[{i}].phase",
-                    f"phase '{item.phase}' is not one of spec.phases",
+                    f"phase '{phase}' is not one of spec.phases",
                     "lanes.phase",
                 )
     scenario_ids = {s.id for s in scenarios}
@@ -388,7 +392,7 @@ def parse_ctrf(raw: bytes, rel: str) -> tuple[RawCheck, ...]:
     for i, t in enumerate(tests):
         if not isinstance(t, dict) or not isinstance(t.get("name"), str):
             raise _fail(rel, f"test {i} has no name", "results.ctrf", f"$.results.tests[{i}]")
-        extra = t.get("extra") if isinstance(t.get("extra"), dict) else {}
+        extra: dict[str, Any] = t["extra"] if isinstance(t.get("extra"), dict) else {}
         out.append(
             RawCheck(
                 name=t["name"],

@@ -469,6 +469,27 @@ def test_evidence_on_a_lane_off_the_ladder_is_shown_but_not_a_rung() -> None:
     assert summary(s, STANDARD)["ceiling_lane"] == "lane-36"
 
 
+def test_upstream_recipe_evidence_counts_for_consensus_but_never_for_a_lane() -> None:
+    r = recipe(profile=STANDARD)
+    upstream = replace(
+        run(r, "lane-36", "a"),
+        statement=Statement(
+            predicate_type="https://aicr.run/recipe-evidence/v3",
+            recipe="r1",
+            recipe_digest=r.digest,
+            subjects=(),
+            predicate={},
+            phases={"deployment": (CheckResult("deployment (summary)", "passed"),)},
+            verdict="pass",
+            attested_at="2026-11-01T00:00:00Z",
+        ),
+    )
+    s = status_of([r], [upstream])
+    row = one(s.checks, check="deployment (summary)")
+    assert (row["lane"], row["state"], bool(row["required"])) == ("", SINGLE, False)
+    assert summary(s, STANDARD)["ceiling_lane"] is None  # a recipe-evidence run is no lane run
+
+
 # ---------------------------------------------------------------- components and health
 
 
