@@ -80,13 +80,13 @@ def read_file(root: Path, path: Path) -> tuple[bytes | None, tuple[Diagnostic, .
 
 
 def parse_file(
-    root: Path, path: Path, *, multi: bool = False
+    root: Path, path: Path, *, multi: bool = False, allow_empty: bool = False
 ) -> tuple[Document | None, tuple[Diagnostic, ...]]:
     raw, diags = read_file(root, path)
     if raw is None:
         return None, diags
     try:
-        return parse_yaml(raw, _rel(root, path), multi=multi), ()
+        return parse_yaml(raw, _rel(root, path), multi=multi, allow_empty=allow_empty), ()
     except LoadError as e:
         return None, e.diagnostics
 
@@ -386,7 +386,7 @@ def load_catalog(root: Path) -> tuple[Catalog, tuple[Diagnostic, ...]]:
                     continue
                 path = Path(dirpath) / fname
                 multi = "manifests" in path.relative_to(comp_dir).parts
-                doc, d = parse_file(root, path, multi=multi)
+                doc, d = parse_file(root, path, multi=multi, allow_empty=True)
                 diags.extend(d)
                 if doc is not None:
                     files[doc.rel] = doc

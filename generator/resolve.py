@@ -164,9 +164,15 @@ class _Acc:
     )  # component -> file of its latest declaration
     constraints: dict[str, Constraint] = field(default_factory=dict)
     validation: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # (component, dependency) -> (file, JSON path) of the dependencyRefs entry that first declared it
+    dep_origin: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
 
     def add_ref(self, ref: ComponentRef, rel: str) -> None:
         prev = self.refs.get(ref.name)
+        for k, dep in enumerate(ref.dependency_refs):
+            self.dep_origin.setdefault(
+                (ref.name, dep), (rel, f"{ref.json_path}.dependencyRefs[{k}]")
+            )
         self.origin[ref.name] = rel  # the file of the latest declaration, for diagnostics
         if prev is None:
             self.refs[ref.name] = ref
@@ -495,17 +501,17 @@ def resolve(
             )
             raise ResolveError(
                 f"recipe '{name}': {msg}",
-                [_ref_diag(catalog, acc, n, ".dependencyRefs", msg, "dependency.unknown")],
+                [_dep_diag(catalog, acc, n, missing[0], msg, "dependency.unknown")],
             )
         deps[n] = r.dependency_refs
     try:
         order, depth = deployment_order(deps)
     except ValueError as e:
-        first = str(e).split(" → ")[0]
+        cycle = str(e).split(" → ")
         msg = f"dependency cycle: {e}"
         raise ResolveError(
             f"recipe '{name}': {msg}",
-            [_ref_diag(catalog, acc, first, ".dependencyRefs", msg, "dependency.cycle")],
+            [_dep_diag(catalog, acc, cycle[0], cycle[1], msg, "dependency.cycle")],
         ) from e
 
     components = []
@@ -553,11 +559,9 @@ def resolve(
     return replace(result, digest=sha256_digest(_document(result, with_digest=False)))
 
 
-def _ref_diag(
-    catalog: Catalog, acc: _Acc, comp: str, suffix: str, msg: str, rule: str
-) -> Diagnostic:
-    rel = acc.origin.get(comp, "")
-    json_path = acc.refs[comp].json_path + suffix
+def _dep_diag(catalog: Catalog, acc: _Acc, comp: str, dep: str, msg: str, rule: str) -> Diagnostic:
+    """Located at the dependencyRefs entry that declares comp → dep."""
+    rel, json_path = acc.dep_origin[(comp, dep)]
     doc = next(
         (o.doc for o in (*catalog.overlays.values(), *catalog.mixins.values()) if o.doc.rel == rel),
         None,

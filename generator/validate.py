@@ -108,7 +108,8 @@ def check_overlay(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagn
         try:
             chain(catalog, ov.name)
         except ResolveError as e:
-            if ov.base not in catalog.unloadable:
+            root_missing = ov.base == "base" and "base" not in catalog.overlays
+            if ov.base not in catalog.unloadable and not root_missing:
                 yield from (d for d in e.diagnostics if d.path == ov.doc.rel)
     for i, m in enumerate(ov.mixins):
         if m not in catalog.mixins and m not in catalog.unloadable:

@@ -160,8 +160,14 @@ class _Builder:
         return value
 
 
-def parse_yaml(raw: bytes | str, rel: str, *, multi: bool = False) -> Document:
-    """Parse one YAML document (or, with `multi`, a stream whose documents become a list)."""
+def parse_yaml(
+    raw: bytes | str, rel: str, *, multi: bool = False, allow_empty: bool = False
+) -> Document:
+    """Parse one YAML document (or, with `multi`, a stream whose documents become a list).
+
+    `allow_empty`: a file with no document (empty, or only comments) gives `data` None instead of
+    a `yaml.empty` error (Helm values files: "the chart defaults are fine").
+    """
     if isinstance(raw, bytes):
         sha = hashlib.sha256(raw).hexdigest()
         text = decode(raw, rel)
@@ -196,6 +202,8 @@ def parse_yaml(raw: bytes | str, rel: str, *, multi: bool = False) -> Document:
         data: Any = [builder.build(n, f"$[{i}]", 1, n.start_mark) for i, n in enumerate(nodes)]
         builder.lines.setdefault("$", (1, 1))
     else:
+        if not nodes and allow_empty:
+            return Document(rel=rel, data=None, lines={"$": (1, 1)}, sha256=sha)
         if not nodes:
             raise LoadError(
                 f"{rel}: empty",
