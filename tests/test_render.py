@@ -541,3 +541,8 @@ def test_write_then_verify_round_trips(files: dict[str, bytes]) -> None:
         victim = sorted(files)[0]
         (out / victim).write_bytes(files[victim] + b"!")
         assert [d.rule for d in verify_bundle(out)] == ["bundle.modified"]
+
+
+def test_unknown_deployer_is_a_render_error() -> None:
+    with pytest.raises(RenderError, match="unknown deployer 'kustomize'; accepted: helm, helmfile"):
+        render_bundle(sample_result(), "kustomize", MANIFESTS)

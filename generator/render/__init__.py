@@ -36,6 +36,7 @@ from generator.render.common import (
     check_renderable,
     checksums_text,
     component_dir,
+    deployer_of,
     header_comment,
     render_template,
     yaml_bytes,
@@ -136,7 +137,7 @@ def render_bundle(
     """
     from generator.resolve import recipe_document
 
-    dep = Deployer(deployer)
+    dep = deployer_of(deployer)
     tgt = target or GitOpsTarget()
     check_renderable(result, dep)
     rendered = _deployer_files(result, dep, manifests or {}, tgt)

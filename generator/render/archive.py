@@ -16,12 +16,19 @@ from collections.abc import Mapping
 
 from generator.errors import RenderError
 from generator.records import RecipeResult
-from generator.render.common import MODE_EXEC, MODE_FILE, BundleTree, Deployer, check_paths
+from generator.render.common import (
+    MODE_EXEC,
+    MODE_FILE,
+    BundleTree,
+    Deployer,
+    check_paths,
+    deployer_of,
+)
 
 
 def archive_name(result: RecipeResult, deployer: Deployer | str) -> str:
     """`<recipe>-<profile>-<deployer>.tar.gz`."""
-    return f"{result.name}-{result.scale_profile}-{Deployer(deployer)}.tar.gz"
+    return f"{result.name}-{result.scale_profile}-{deployer_of(deployer)}.tar.gz"
 
 
 def source_date_epoch(environ: Mapping[str, str] | None = None) -> int:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from generator import __version__
 from generator.records import RecipeResult
-from generator.render.common import TEMPLATES, Deployer, GitOpsTarget
+from generator.render.common import TEMPLATES, Deployer, GitOpsTarget, deployer_of
 
 _HERE = Path(__file__).resolve().parent
 
@@ -39,7 +39,7 @@ def render_key(
 ) -> str:
     parts = (
         result.digest,
-        str(Deployer(deployer)),
+        str(deployer_of(deployer)),
         target.repo_url,
         target.revision,
         target.path,

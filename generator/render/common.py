@@ -46,6 +46,15 @@ class Deployer(StrEnum):
     FLUX = "flux"
 
 
+def deployer_of(value: Deployer | str) -> Deployer:
+    """`value` as a Deployer, or a RenderError naming the accepted ones."""
+    try:
+        return Deployer(value)
+    except ValueError as e:
+        accepted = ", ".join(d.value for d in Deployer)
+        raise RenderError(f"unknown deployer {value!r}; accepted: {accepted}") from e
+
+
 @dataclass(frozen=True, slots=True)
 class BundleFile:
     data: bytes
@@ -202,13 +211,13 @@ def _identity_problems(result: RecipeResult) -> list[Diagnostic]:
             bad(where, "component name", c.name, "a DNS label")
         if not _DNS_LABEL.match(c.namespace):
             bad(where, f"namespace of {c.name}", c.namespace, "a DNS label")
-        for what, value in (
+        for field_name, field_value in (
             ("chart", c.chart),
             ("version", c.version),
             ("repository", c.repository),
         ):
-            if value is not None and not _TOKEN.match(value):
-                bad(where, f"{what} of {c.name}", value, "a plain token")
+            if field_value is not None and not _TOKEN.match(field_value):
+                bad(where, f"{field_name} of {c.name}", field_value, "a plain token")
     return diags
 
 
