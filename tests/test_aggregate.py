@@ -730,3 +730,40 @@ def test_aggregating_20000_records_over_1000_recipes_takes_under_5_seconds() -> 
     )
     assert len(s.recipes) == 1000 and s.runs["counted"].all()
     assert elapsed < 5.0
+
+
+def test_status_usage_errors_exit_2(status_cli: Callable[..., tuple[int, str]]) -> None:
+    code, out = status_cli("no-such-recipe", "--trust-root", "demo")
+    assert code == 2 and "no recipe named 'no-such-recipe'" in out
+    code, out = status_cli(
+        "gb300-eks-ubuntu-training-slurm", "--trust-root", "/nonexistent/root.json"
+    )
+    assert code == 2 and "trust root '/nonexistent/root.json'" in out
+    code, out = status_cli("h100-eks-ubuntu-training-slurm", "--scale-profile", LARGE)
+    assert code == 2 and "scale profile 'nvl72-2304' does not apply" in out
+
+
+def test_samples_generate_replaces_only_sample_bundles(tmp_path: Path) -> None:
+    evidence = tmp_path / "evidence" / "some-recipe" / ("0" * 32)
+    evidence.mkdir(parents=True)
+    statement = {"predicate": {"sample": True}}
+    envelope = {"payload": base64.b64encode(json.dumps(statement).encode()).decode()}
+    old_sample = evidence / f"{'1' * 64}.sigstore.json"
+    old_sample.write_text(json.dumps({"dsseEnvelope": envelope}))
+    real = evidence / f"{'2' * 64}.sigstore.json"
+    real.write_text(
+        json.dumps(
+            {
+                "dsseEnvelope": {
+                    "payload": base64.b64encode(b'{"predicate": {"sample": false}}').decode()
+                }
+            }
+        )
+    )
+    args = ["samples", "generate", "--catalog", str(REPO / "catalog"), "--root", str(tmp_path)]
+    res = CliRunner().invoke(main, [*args, "--check"])
+    assert res.exit_code == 1 and "obsolete: evidence/some-recipe/" in res.stderr
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0 and "27 written, 1 removed" in res.stderr
+    assert not old_sample.exists() and real.exists()
+    assert CliRunner().invoke(main, [*args, "--check"]).exit_code == 0

@@ -51,11 +51,8 @@ def _resolve_all(
         names = (profile,) if profile else tuple(sorted(catalog.profiles))
         for name in names:
             prof = catalog.profiles.get(name)
-            if (
-                overlay is not None
-                and prof is not None
-                and not profile_applies(prof, overlay.criteria)
-            ):
+            applies = overlay is None or prof is None or profile_applies(prof, overlay.criteria)
+            if not applies and not (recipe and profile):  # asked for explicitly: say why not
                 continue
             try:
                 results.append(resolve(catalog, leaf, profile=name))
