@@ -3,6 +3,7 @@ repository's catalog."""
 
 from __future__ import annotations
 
+import shlex
 import shutil
 from pathlib import Path
 
@@ -299,3 +300,19 @@ def test_verify_without_checksums_fails_closed(tmp_path: Path) -> None:
     assert "checksums.txt is missing" in stderr
     code, _, stderr = run("verify", str(tmp_path / "nope"))
     assert code == 2
+
+
+@pytest.mark.parametrize("deployer", ["helm", "argocd"])
+def test_readme_regenerate_command_reproduces_the_bundle(tmp_path: Path, deployer: str) -> None:
+    extra = ["--set", "gpu-operator:driver.version=590.1.2", "--scale-profile", "nvl72-2304"]
+    if deployer == "argocd":
+        extra += ["--repo", "https://git.example.org/x.git", "--revision", "v1"]
+    first = bundle(tmp_path / "a", *extra, deployer=deployer)
+    readme = (first / "README.md").read_text()
+    command = readme.split("```shell\n", 1)[1].split("\n```", 1)[0]
+    args = shlex.split(command)
+    assert args[:2] == ["aicr-catalog", "bundle"] and args[-2:] == ["-o", "DIR"]
+    again = tmp_path / "again"
+    code, _, stderr = run(*args[2:-2], "--catalog", str(CATALOG), "-o", str(again))
+    assert code == 0, stderr
+    assert (again / "checksums.txt").read_bytes() == (first / "checksums.txt").read_bytes()
