@@ -292,3 +292,35 @@ def test_doc_covers_precedence_selection_and_qualification() -> None:
     order = [text.index(s) for s in ("the `base` overlay", "overlays, root to leaf", "its mixins",
                                        "owned values", "user overrides")]  # fmt: skip
     assert order == sorted(order)
+
+
+# ---------------------------------------------------------------------------------------------
+# scale_diagnostics on broken data
+
+
+def test_scale_diagnostics_finds_unknown_components_duplicate_ids_and_empty_bands(
+    catalog: Catalog,
+) -> None:
+    from dataclasses import replace
+
+    from generator.records import OwnedValue
+
+    big = catalog.profiles["nvl72-2304"]
+    broken = replace(
+        big,
+        nodes_min=3000,
+        owned_values=(*big.owned_values, OwnedValue("no-such-component", "a.b", 1, "r" * 30)),
+        prerequisites=(*big.prerequisites, {**big.prerequisites[0], "id": "coredns-replicas"}),
+    )
+    cat = replace(catalog, profiles={**catalog.profiles, "nvl72-2304": broken})
+    rules = sorted(d.rule for d in scale_diagnostics(cat))
+    assert rules == ["scale.band-empty", "scale.check-duplicate", "scale.owned-unknown-component"]
+    assert all(d.path == "scale/profiles/nvl72-2304.yaml" for d in scale_diagnostics(cat))
+
+
+def test_scale_diagnostics_requires_the_checks_file(catalog: Catalog) -> None:
+    from dataclasses import replace
+
+    docs = {k: v for k, v in catalog.documents.items() if k != "scale/checks.yaml"}
+    (d,) = scale_diagnostics(replace(catalog, documents=docs))
+    assert d.rule == "scale.checks-missing"
