@@ -199,20 +199,34 @@ def test_disabled_component_is_rejected(tmp_path: Path) -> None:
     assert not (tmp_path / "o").exists()
 
 
-def test_owned_value_contradiction_is_rejected() -> None:
-    code, _, stderr = _reject(
+def test_owned_value_contradiction_is_rejected(tmp_path: Path) -> None:
+    from generator.load import load_catalog
+
+    catalog, _ = load_catalog(CATALOG)
+    profile = catalog.profiles["nvl72-2304"]
+    owned = next(
+        ov
+        for ov in profile.owned_values
+        if ov.component == "gpu-operator" and isinstance(ov.value, int)
+    )
+    other = owned.value + 1
+    origin = f"--set gpu-operator:{owned.path}={other}"
+    code, stdout, stderr = _reject("--scale-profile", "nvl72-2304", *origin.split(" ", 1))
+    assert (code, stdout) == (1, "")
+    assert stderr == (
+        f"error: override {origin} contradicts gpu-operator:{owned.path}={owned.value!r}, owned "
+        f"by scale profile 'nvl72-2304' {profile.version} ({owned.rationale.strip()}); drop the "
+        "override or choose another profile\n"
+    )
+    # setting the very value the profile owns is no contradiction
+    out = bundle(
+        tmp_path,
         "--scale-profile",
         "nvl72-2304",
         "--set",
-        "gpu-operator:driver.upgradePolicy.maxUnavailable=3",
+        f"gpu-operator:{owned.path}={owned.value}",
     )
-    assert code == 1
-    assert stderr.startswith(
-        "error: override --set gpu-operator:driver.upgradePolicy.maxUnavailable=3 contradicts "
-        "gpu-operator:driver.upgradePolicy.maxUnavailable=18, owned by scale profile "
-        "'nvl72-2304' 1.0.0 ("
-    )
-    assert stderr.endswith("); drop the override or choose another profile\n")
+    assert info(out)["overrides"][0]["value"] == owned.value
 
 
 def test_malformed_override_is_a_usage_error() -> None:
