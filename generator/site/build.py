@@ -141,14 +141,15 @@ def gather(options: BuildOptions, epoch: int) -> SiteData:
     )
     if note:
         notes.append(note)
-    evidence, note = stages.verify_evidence(
+    verified, note = stages.verify_evidence(
         catalog, options.evidence, all_results, options.trust_root
     )
     if note:
         notes.append(note)
-    statuses, comp_quals, note = stages.aggregate(catalog, all_results, evidence, lanes)
+    judged, note = stages.aggregate(catalog, all_results, verified)
     if note:
         notes.append(note)
+    evidence, statuses, comp_quals = judged.runs, judged.statuses, judged.components
 
     by_recipe: dict[str, list[EvidenceRun]] = {}
     for e in evidence:
@@ -189,7 +190,7 @@ def gather(options: BuildOptions, epoch: int) -> SiteData:
         source_date_epoch=epoch,
         generator_version=__version__,
         notes=tuple(notes),
-        trust_root=options.trust_root,
+        trust_root=verified.trust_root,
     )
 
 

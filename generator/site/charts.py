@@ -9,21 +9,37 @@ plotly.js the site serves. That works on a direct load, on instant navigation an
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from markupsafe import Markup, escape
 
 from generator.site.jinja import script_json
-from generator.site.model import Lane, RecipeView
+from generator.site.model import Lane, LaneStatus, RecipeView
 
-VERDICT_CODE = {"untested": 0, "stale": 1, "fail": 2, "pass": 3}
-VERDICT_COLOURS = (
-    (0, "#d0d7de"),  # untested: light grey (labels drawn dark)
-    (1, "#f2cc60"),  # stale: amber
-    (2, "#ff8182"),  # fail: red
-    (3, "#4ac26b"),  # pass: green
+NOT_IN_LADDER = "n/a"
+VERDICT_CODE = {NOT_IN_LADDER: 0, "untested": 1, "stale": 2, "contested": 3, "fail": 4, "pass": 5}
+VERDICT_COLOURS = (  # light fills: the cell labels are drawn dark on every one
+    (0, "#ffffff"),  # n/a: the lane is not on this profile's ladder
+    (1, "#d0d7de"),  # untested: grey
+    (2, "#f2cc60"),  # stale: amber
+    (3, "#ffb77c"),  # contested: orange
+    (4, "#ff8182"),  # fail: red
+    (5, "#4ac26b"),  # pass: green
 )
+
+
+def lane_verdicts(
+    statuses: Sequence[LaneStatus], ladder: Sequence[str], lanes: Sequence[Lane]
+) -> list[str]:
+    """One verdict per lane of the catalog: n/a off the profile's ladder, untested by default."""
+    by_lane = {s.lane: s.verdict for s in statuses}
+    return [
+        by_lane.get(lane.name, "untested") if lane.name in ladder else NOT_IN_LADDER
+        for lane in lanes
+    ]
+
+
 _FONT = {"family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", "size": 13}
 
 
@@ -47,7 +63,7 @@ def verdict_heatmap(
     rows: Sequence[tuple[str, Sequence[str]]], lanes: Sequence[Lane], title: str
 ) -> dict[str, Any]:
     """A rows × lanes heat map of verdicts (pass | fail | stale | untested)."""
-    x = [f"{lane.name} ({lane.nodes})" for lane in lanes]
+    x = [f"{lane.nodes:,}" for lane in lanes]
     y = [label for label, _ in rows]
     z = [[VERDICT_CODE.get(v, 0) for v in verdicts] for _, verdicts in rows]
     text = [list(verdicts) for _, verdicts in rows]
@@ -60,10 +76,10 @@ def verdict_heatmap(
                 "z": z,
                 "text": text,
                 "texttemplate": "%{text}",
-                "hovertemplate": "%{y}<br>%{x}: %{text}<extra></extra>",
+                "hovertemplate": "%{y}<br>%{x} nodes: %{text}<extra></extra>",
                 "colorscale": _stepped_colourscale(),
                 "zmin": 0,
-                "zmax": 3,
+                "zmax": max(VERDICT_CODE.values()),
                 "showscale": False,
                 "xgap": 2,
                 "ygap": 2,
@@ -73,8 +89,8 @@ def verdict_heatmap(
             "title": {"text": title},
             "font": {**_FONT, "color": "#1f2328"},
             "height": max(180, 60 + 34 * len(y)),
-            "margin": {"l": 200, "r": 10, "t": 40, "b": 60},
-            "xaxis": {"title": {"text": "lane (nodes)"}, "side": "bottom"},
+            "margin": {"l": 10, "r": 10, "t": 40, "b": 50},
+            "xaxis": {"title": {"text": "lane (nodes)"}, "type": "category", "automargin": True},
             "yaxis": {"autorange": "reversed", "automargin": True},
             "paper_bgcolor": "rgba(0,0,0,0)",
             "plot_bgcolor": "rgba(0,0,0,0)",
@@ -82,15 +98,15 @@ def verdict_heatmap(
     }
 
 
-def ladder_figure(recipe: RecipeView, lanes: Sequence[Lane]) -> dict[str, Any]:
+def ladder_figure(
+    recipe: RecipeView, lanes: Sequence[Lane], ladders: Mapping[str, Sequence[str]]
+) -> dict[str, Any]:
     """The recipe's ladder: one row per scale profile, one column per lane."""
-    by_name = {lane.name: lane for lane in lanes}
-    rows = []
-    for p in recipe.profiles:
-        verdicts = {s.lane: s.verdict for s in p.lanes}
-        rows.append((p.profile, [verdicts.get(lane.name, "untested") for lane in lanes]))
-    used = [lane for lane in lanes if lane.name in by_name]
-    return verdict_heatmap(rows, used, f"Qualification ladder of {recipe.name}")
+    rows = [
+        (p.profile, lane_verdicts(p.lanes, ladders.get(p.profile, ()), lanes))
+        for p in recipe.profiles
+    ]
+    return verdict_heatmap(rows, lanes, "Lane verdicts per scale profile")
 
 
 def kpi_figure(recipe: RecipeView) -> dict[str, Any] | None:

@@ -16,7 +16,15 @@ from typing import Any
 import click
 
 from generator.records import ScaleProfile
-from generator.site.charts import chart_html, chart_id, kpi_figure, ladder_figure, verdict_heatmap
+from generator.site.charts import (
+    NOT_IN_LADDER,
+    chart_html,
+    chart_id,
+    kpi_figure,
+    ladder_figure,
+    lane_verdicts,
+    verdict_heatmap,
+)
 from generator.site.jinja import render
 from generator.site.model import EvidenceRun, RecipeView, SiteData
 
@@ -61,12 +69,16 @@ def _phases(validation: Mapping[str, Mapping[str, Any]]) -> tuple[_Phase, ...]:
     return tuple(out)
 
 
+def ladders(site: SiteData) -> dict[str, tuple[str, ...]]:
+    return {p.name: p.ladder for p in site.profiles}
+
+
 def _lane_matrix(recipe: RecipeView, site: SiteData) -> dict[str, list[str]]:
-    out = {}
-    for p in recipe.profiles:
-        verdicts = {s.lane: s.verdict for s in p.lanes}
-        out[p.profile] = [verdicts.get(lane.name, "untested") for lane in site.lanes]
-    return out
+    lad = ladders(site)
+    return {
+        p.profile: lane_verdicts(p.lanes, lad.get(p.profile, ()), site.lanes)
+        for p in recipe.profiles
+    }
 
 
 def recipe_page(recipe: RecipeView, site: SiteData) -> str:
@@ -77,7 +89,7 @@ def recipe_page(recipe: RecipeView, site: SiteData) -> str:
         charts.append(
             chart_html(
                 chart_id(recipe.name, "ladder"),
-                ladder_figure(recipe, site.lanes),
+                ladder_figure(recipe, site.lanes, ladders(site)),
                 f"Lane verdicts of {recipe.name} per scale profile (counted evidence only).",
             )
         )
@@ -130,14 +142,15 @@ def recipe_page(recipe: RecipeView, site: SiteData) -> str:
     )
 
 
-def evidence_page(recipe: RecipeView, site: SiteData) -> str:
-    ctx = {"name": recipe.name, "slug": slug(recipe.name)}
+def evidence_page(name: str, runs: tuple[EvidenceRun, ...], site: SiteData, known: bool) -> str:
+    """The runs of one recipe name; `known` is False for a name that is not a current leaf."""
+    ctx = {"name": name, "slug": slug(name), "known": known}
     return render(
         "pages/evidence.md.j2",
         r=ctx,
-        runs=recipe.evidence,
+        runs=runs,
         trust_root=site.trust_root,
-        sample=has_sample(recipe.evidence),
+        sample=has_sample(runs),
     )
 
 
@@ -251,11 +264,11 @@ def scale_page(site: SiteData, contract_markdown: str | None) -> str:
             }
         )
     rows = []
+    lad = ladders(site)
     for r in site.recipes:
         for p in r.profiles:
-            verdicts = {s.lane: s.verdict for s in p.lanes}
-            row = [verdicts.get(lane.name, "untested") for lane in site.lanes]
-            if any(v != "untested" for v in row):
+            row = lane_verdicts(p.lanes, lad.get(p.profile, ()), site.lanes)
+            if any(v not in ("untested", NOT_IN_LADDER) for v in row):
                 rows.append((f"{r.name} @ {p.profile}", row))
     total = sum(len(r.profiles) for r in site.recipes)
     if site.lanes and rows:
@@ -335,5 +348,12 @@ def all_pages(site: SiteData, contract_markdown: str | None, main: click.Command
     }
     for r in site.recipes:
         pages[f"recipes/{slug(r.name)}.md"] = recipe_page(r, site)
-        pages[f"evidence/{slug(r.name)}.md"] = evidence_page(r, site)
+        pages[f"evidence/{slug(r.name)}.md"] = evidence_page(r.name, r.evidence, site, True)
+    known = {r.name for r in site.recipes}
+    orphans: dict[str, list[EvidenceRun]] = {}
+    for e in site.evidence:
+        if e.recipe not in known:
+            orphans.setdefault(e.recipe, []).append(e)
+    for name, runs in sorted(orphans.items()):
+        pages[f"evidence/{slug(name)}.md"] = evidence_page(name, tuple(runs), site, False)
     return pages

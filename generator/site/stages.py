@@ -13,7 +13,7 @@ import hashlib
 import importlib
 import importlib.util
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
@@ -223,7 +223,11 @@ def _run_from(record: Any, raw: bytes, trust_root: str) -> EvidenceRun:
         state=state,
         reason=reason,
         failure_class=klass if state == "rejected" else "",
-        sample=bool(getattr(record, "sample", False) or (st.sample if st else False)),
+        sample=bool(
+            getattr(record, "sample", False)
+            or (st.sample if st else False)
+            or getattr(record, "trust_root", None) == "demo"  # signed under the demo root
+        ),
         predicate_type=st.predicate_type if st else "",
         profile=(st.scale_profile or "") if st else "",
         profile_version=(st.scale_profile_version or "") if st else "",
@@ -250,15 +254,26 @@ def _run_from(record: Any, raw: bytes, trust_root: str) -> EvidenceRun:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Verified:
+    """What the verify stage gave: its records (for aggregate), the raw files, the root's name."""
+
+    records: tuple[Any, ...]
+    raw: Mapping[str, bytes]
+    trust_root: str
+    demo: bool
+
+
 def verify_evidence(
     catalog: Catalog, evidence_dir: Path, results: Sequence[RecipeResult], trust_root: str
-) -> tuple[tuple[EvidenceRun, ...], StageNote | None]:
+) -> tuple[Verified, StageNote | None]:
     """Verify every evidence file offline against the chosen trust root and the signer policy."""
+    empty = Verified((), {}, trust_root, trust_root == "demo")
     if not evidence_dir.is_dir() or not any(evidence_dir.rglob("*.sigstore.json")):
-        return (), None
+        return empty, None
     verify = optional_stage("generator.evidence.verify")
     if verify is None:
-        return (), StageNote("verify", "the evidence verifier is not available in this build.")
+        return empty, StageNote("verify", "the evidence verifier is not available in this build.")
     from generator.evidence.policy import read_policy
     from generator.evidence.store import read_files
     from generator.evidence.trustroot import load_trust_root
@@ -270,9 +285,7 @@ def verify_evidence(
     records = verify.verify_evidence(
         files, trust_roots=root, policy=policy, current_digests=current
     )
-    raw = {f.path: f.data for f in files}
-    runs = [_run_from(rec, raw[rec.path], root.name) for rec in records]
-    return tuple(sorted(runs, key=lambda e: (e.recipe, e.profile, e.lane_nodes or 0, e.path))), None
+    return Verified(tuple(records), {f.path: f.data for f in files}, root.name, root.demo), None
 
 
 # --- aggregate --------------------------------------------------------------------------------
@@ -286,35 +299,111 @@ class ProfileStatus:
     lanes: tuple[LaneStatus, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class Aggregated:
+    statuses: Mapping[tuple[str, str], ProfileStatus]
+    components: Mapping[
+        tuple[str, str], tuple[str, str]
+    ]  # (component, version) -> (lane, profiles)
+    runs: tuple[EvidenceRun, ...]
+
+
+_EXCLUSION_TEXT = {
+    "unverified": "not verified",
+    "unallowlisted": "signer not in the allowlist",
+    "invalid": "invalid statement",
+    "stale": "stale: the recipe has changed since",
+    "stale-criteria": "stale: the lane criteria have changed since",
+    "sample-outside-demo": "sample evidence counts only under the demo trust root",
+    "unknown-lane": "names a lane the ladder does not have",
+}
+
+
 def aggregate(
-    catalog: Catalog,
-    results: Sequence[RecipeResult],
-    evidence: Sequence[EvidenceRun],
-    lanes_: Sequence[Lane],
-) -> tuple[
-    dict[tuple[str, str], ProfileStatus], dict[tuple[str, str], tuple[str, str]], StageNote | None
-]:
+    catalog: Catalog, results: Sequence[RecipeResult], verified: Verified
+) -> tuple[Aggregated, StageNote | None]:
     """Consensus, scale ceiling and lane verdicts per recipe × profile, from the status stage."""
+    if not verified.records:  # nothing to count: every recipe × profile is UNTESTED
+        return Aggregated({}, {}, ()), None
     agg = optional_stage("generator.aggregate")
-    if agg is None:
+    doc = catalog.documents.get("scale/lanes.yaml")
+    if agg is None or doc is None:
+        runs = tuple(
+            _run_from(r, verified.raw.get(r.path, b""), verified.trust_root)
+            for r in verified.records
+        )
         note = None
-        if any(e.counted for e in evidence):
+        if verified.records:
             note = StageNote(
                 "aggregate",
                 "the status stage is not available in this build: consensus and ceilings show "
-                "UNTESTED until it is.",
+                "UNTESTED.",
             )
-        return {}, {}, note
-    return _aggregate_with(agg, catalog, results, evidence, lanes_)
+        return Aggregated({}, {}, _sorted_runs(runs)), note
+    from generator.qualify import parse_lanes
+
+    lanes_ = parse_lanes(doc)
+    ladders = {name: p.ladder for name, p in catalog.profiles.items()}
+    status = agg.aggregate(results, verified.records, lanes_, ladders, demo=verified.demo)
+
+    # evidence runs, judged: counted, or why not
+    runs = []
+    judged = {int(row.idx): row for row in status.runs.itertuples(index=False)}
+    stale_lanes: set[tuple[str, str, str]] = set()
+    for i, rec in enumerate(verified.records):
+        run = _run_from(rec, verified.raw.get(rec.path, b""), verified.trust_root)
+        row = judged.get(i)
+        if row is not None:
+            exclusion = str(row.exclusion)
+            if exclusion in ("stale", "stale-criteria"):
+                run = replace(run, state="stale", reason=run.reason or _EXCLUSION_TEXT[exclusion])
+                stale_lanes.add((run.recipe, run.profile or "standard", run.lane))
+            elif exclusion:
+                reason = run.reason or _EXCLUSION_TEXT.get(exclusion, exclusion)
+                run = replace(
+                    run,
+                    state="rejected",
+                    reason=reason,
+                    failure_class=run.failure_class or exclusion,
+                )
+            downgraded = str(getattr(row, "downgraded", "") or "")
+            if downgraded and run.state == "verified":
+                run = replace(run, reason=downgraded)
+        runs.append(run)
+
+    lanes_by: dict[tuple[str, str], list[LaneStatus]] = {}
+    for row in status.lanes.itertuples(index=False):
+        state = str(row.state)
+        if bool(row.qualified):
+            verdict = "pass"
+        elif state in ("FAILING", "CONTESTED"):
+            verdict = "fail" if state == "FAILING" else "contested"
+        elif (row.recipe, row.profile, row.lane) in stale_lanes:
+            verdict = "stale"
+        else:
+            verdict = "untested"
+        runs_n = int(getattr(row, "passed", 0) or 0) + int(getattr(row, "failed", 0) or 0)
+        lanes_by.setdefault((str(row.recipe), str(row.profile)), []).append(
+            LaneStatus(str(row.lane), int(row.nodes), verdict, runs_n)
+        )
+    statuses = {}
+    for row in status.recipes.itertuples(index=False):
+        key = (str(row.recipe), str(row.profile))
+        statuses[key] = ProfileStatus(
+            consensus=str(row.consensus),
+            ceiling=str(row.ceiling_lane or ""),
+            ceiling_nodes=int(row.ceiling_nodes),
+            lanes=tuple(lanes_by.get(key, ())),
+        )
+    comps = {}
+    for row in status.components.itertuples(index=False):
+        if row.lane:
+            comps[(str(row.component), str(row.version))] = (
+                str(row.lane),
+                ", ".join(row.profiles),
+            )
+    return Aggregated(statuses, comps, _sorted_runs(runs)), None
 
 
-def _aggregate_with(
-    agg: ModuleType,
-    catalog: Catalog,
-    results: Sequence[RecipeResult],
-    evidence: Sequence[EvidenceRun],
-    lanes_: Sequence[Lane],
-) -> tuple[
-    dict[tuple[str, str], ProfileStatus], dict[tuple[str, str], tuple[str, str]], StageNote | None
-]:
-    raise NotImplementedError("wired when generator.aggregate lands")
+def _sorted_runs(runs: Sequence[EvidenceRun]) -> tuple[EvidenceRun, ...]:
+    return tuple(sorted(runs, key=lambda e: (e.recipe, e.profile, e.lane_nodes or 0, e.path)))

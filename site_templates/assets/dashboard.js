@@ -53,7 +53,7 @@
   });
   search.addEventListener("input", function () { state.q = search.value.trim(); update(); });
   var status = el("p", { class: "aicr-count", role: "status", "aria-live": "polite" });
-  var table = el("table", { class: "aicr-table" }), thead = el("thead"), tbody = el("tbody"), htr = el("tr");
+  var table = el("table", { id: "aicr-table" }), thead = el("thead"), tbody = el("tbody"), htr = el("tr");
   table.append(el("caption", {}, "Leaf recipes by scale profile"), thead, tbody); thead.append(htr);
   COLS.forEach(function (c) {
     var th = el("th", { scope: "col" }), b = el("button", { type: "button", "data-sort": c[0] }, c[1]);

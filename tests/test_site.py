@@ -1,0 +1,446 @@
+"""The site stage: pages, JSON API, badges, charts, determinism, failure handling, escaping.
+
+One site is built per test session (`built_site`) from a copy of the repository's catalog and
+sample evidence (demo trust root), with a script-injection string planted in one recipe.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html.parser
+import json
+import re
+import shutil
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import jsonschema
+import plotly.graph_objects as go
+import pytest
+import referencing
+from click.testing import CliRunner
+
+from generator.cli import main
+from generator.errors import SiteError
+from generator.site import charts
+from generator.site.build import BuildOptions, build_lock, build_site
+from generator.site.jinja import md_inline, script_json, url_part
+from tests.conftest import CATALOG, REPO
+
+EPOCH = 1767225600  # 2026-01-01T00:00:00Z
+INJECTED_RECIPE = "h100-aks-ubuntu-training-kubeflow"
+SCRIPT = "<script>window.__pwned=1</script>"
+IMG = '"><img src=x onerror="window.__pwned=2">'
+CHECK = "'><img src=y onerror=window.__pwned=3>"
+SCHEMAS = REPO / "catalog" / "schemas" / "api"
+
+
+@dataclass(frozen=True)
+class Inputs:
+    catalog: Path
+    evidence: Path
+    docs: Path
+
+
+def plant_injection(catalog: Path) -> None:
+    """Add a constraint and a check whose text tries to break out of HTML and attributes."""
+    path = catalog / "overlays" / f"{INJECTED_RECIPE}.yaml"
+    text = path.read_text()
+    text = text.replace(
+        "        - kubeflow-trainjob-smoke\n",
+        f"        - kubeflow-trainjob-smoke\n        - {json.dumps(CHECK)}\n",
+    )
+    text += (
+        "  constraints:\n"
+        "    - name: K8s.server.version\n"
+        '      value: ">= 1.30"\n'
+        f"      remediation: {json.dumps(SCRIPT + IMG)}\n"
+    )
+    path.write_text(text)
+
+
+@pytest.fixture(scope="session")
+def site_inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:
+    root = tmp_path_factory.mktemp("inputs")
+    shutil.copytree(CATALOG, root / "catalog")
+    if (REPO / "evidence").is_dir():
+        shutil.copytree(REPO / "evidence", root / "evidence")
+    else:
+        (root / "evidence").mkdir()
+    shutil.copytree(REPO / "docs", root / "docs")
+    plant_injection(root / "catalog")
+    return Inputs(root / "catalog", root / "evidence", root / "docs")
+
+
+def options(inputs: Inputs, out: Path, **kw: object) -> BuildOptions:
+    return BuildOptions(
+        catalog=inputs.catalog,
+        evidence=inputs.evidence,
+        docs=inputs.docs,
+        out=out,
+        trust_root="demo",
+        source_date_epoch=EPOCH,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture(scope="session")
+def built_site(site_inputs: Inputs, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("built") / "site"
+    build_site(options(site_inputs, out))
+    return out
+
+
+def tree_digests(root: Path) -> dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def load(site: Path, rel: str) -> dict:
+    return json.loads((site / rel).read_text(encoding="utf-8"))
+
+
+def registry() -> referencing.Registry:
+    resources = []
+    for p in SCHEMAS.glob("*.schema.json"):
+        schema = json.loads(p.read_text())
+        resources.append((schema["$id"], referencing.Resource.from_contents(schema)))
+    return referencing.Registry().with_resources(resources)
+
+
+def validate(instance: object, schema_file: str) -> None:
+    schema = json.loads((SCHEMAS / schema_file).read_text())
+    jsonschema.Draft202012Validator(schema, registry=registry()).validate(instance)
+
+
+# --- the one Jinja environment's filters --------------------------------------------------------
+
+
+def test_md_filter_escapes_html_and_markdown() -> None:
+    assert str(md_inline("<b>*x*</b> [a](b)")) == ("&lt;b&gt;\\*x\\*&lt;/b&gt; \\[a\\]\\(b\\)")
+
+
+def test_script_json_cannot_close_its_element() -> None:
+    text = str(script_json({"k": "</script><!-- & \u2028 '"}))
+    assert "<" not in text and ">" not in text and "&" not in text and "'" not in text
+    assert json.loads(text) == {"k": "</script><!-- & \u2028 '"}
+
+
+def test_url_part_encodes_every_reserved_character() -> None:
+    assert url_part('a/b?c#d"e') == "a%2Fb%3Fc%23d%22e"
+
+
+# --- charts ------------------------------------------------------------------------------------
+
+
+def test_heatmap_is_a_valid_plotly_figure_with_stable_id() -> None:
+    from generator.site.model import Lane
+
+    lanes = (Lane("lane-36", 36, 144, "1.0.0", {}), Lane("lane-72", 72, 288, "1.0.0", {}))
+    fig = charts.verdict_heatmap([("r @ p", ["pass", "fail"])], lanes, "t")
+    go.Figure(fig)  # raises on an invalid property
+    assert fig["data"][0]["z"] == [[5, 4]]
+    assert charts.chart_id("My Recipe", "ladder") == "chart-my-recipe-ladder"
+    html = str(charts.chart_html("chart-x", fig, "<cap>"))
+    assert html.count("<template>") == 1 and "&lt;cap&gt;" in html
+
+
+# --- the built site ----------------------------------------------------------------------------
+
+
+def test_every_api_file_matches_its_published_schema(built_site: Path) -> None:
+    api = built_site / "api" / "v1"
+    validate(load(built_site, "api/v1/recipes.json"), "recipes.schema.json")
+    validate(load(built_site, "api/v1/evidence.json"), "evidence.schema.json")
+    validate(load(built_site, "api/v1/lanes.json"), "lanes.schema.json")
+    validate(load(built_site, "api/v1/profiles.json"), "profiles.schema.json")
+    details = sorted((api / "recipes").glob("*.json"))
+    assert len(details) == len(load(built_site, "api/v1/recipes.json")["recipes"])
+    for p in details:
+        validate(json.loads(p.read_text()), "recipe.schema.json")
+    published = {p.name for p in (api / "schemas").iterdir()}
+    assert {f.name for f in SCHEMAS.glob("*.schema.json")} == published
+
+
+def test_every_leaf_has_a_page_and_a_row_per_profile(built_site: Path) -> None:
+    index = load(built_site, "api/v1/recipes.json")
+    names = [r["name"] for r in index["recipes"]]
+    assert names == sorted(names) and "gb300-eks-ubuntu-training-slurm" in names
+    for r in index["recipes"]:
+        assert (built_site / r["url"]).is_file()
+        assert (built_site / r["evidenceUrl"]).is_file()
+        assert r["profiles"][0]["name"] == "standard"
+    slurm = next(r for r in index["recipes"] if r["name"] == "gb300-eks-ubuntu-training-slurm")
+    assert [p["name"] for p in slurm["profiles"]] == ["standard", "nvl72-2304"]
+
+
+def test_status_shown_is_the_status_stage_result(built_site: Path, site_inputs: Inputs) -> None:
+    """Consensus, ceiling and lane verdicts on the site are exactly what `aggregate` computes."""
+    from generator.aggregate import aggregate
+    from generator.load import load_catalog
+    from generator.qualify import parse_lanes
+    from generator.site import stages
+
+    catalog, _ = load_catalog(site_inputs.catalog)
+    results = [r for leaf in catalog.leaves() for r in stages.resolve_leaf(catalog, leaf)[0]]
+    verified, _ = stages.verify_evidence(catalog, site_inputs.evidence, results, "demo")
+    assert verified.records, "the repository's sample evidence is missing"
+    status = aggregate(
+        results,
+        verified.records,
+        parse_lanes(catalog.documents["scale/lanes.yaml"]),
+        {n: p.ladder for n, p in catalog.profiles.items()},
+        demo=True,
+    )
+    expected = {
+        (row.recipe, row.profile): (row.consensus, row.ceiling_lane, int(row.ceiling_nodes))
+        for row in status.recipes.itertuples()
+    }
+    shown = {
+        (r["name"], p["name"]): (p["consensus"], p["ceiling"], p["ceilingNodes"])
+        for r in load(built_site, "api/v1/recipes.json")["recipes"]
+        for p in r["profiles"]
+    }
+    assert shown == expected
+    counted = {e.path for e in verified.records if getattr(e, "counted", False)}
+    published = load(built_site, "api/v1/evidence.json")["evidence"]
+    assert {e["path"] for e in published} == {e.path for e in verified.records}
+    assert {e["path"] for e in published if e["counted"]} <= counted
+
+
+def test_sample_evidence_is_marked_sample_wherever_shown(built_site: Path) -> None:
+    runs = load(built_site, "api/v1/evidence.json")["evidence"]
+    sample = [e for e in runs if e["sample"]]
+    assert sample, "the repository's sample evidence is missing"
+    assert load(built_site, "api/v1/recipes.json")["sample"] is True
+    index_page = (built_site / "evidence" / "index.html").read_text()
+    chip = 'class="aicr-chip aicr-sample">SAMPLE<'
+    assert index_page.count(chip) == len(sample)
+    for recipe in {e["recipe"] for e in sample}:
+        page = (built_site / "evidence" / f"{recipe}.html").read_text()
+        assert "Sample evidence — not a real qualification" in page
+        for e in sample:
+            if e["recipe"] == recipe:
+                section = page.split(f'id="run-{e["id"][:16]}"', 1)[1].split("</section>", 1)[0]
+                assert chip in section and "demo root (sample)" in section
+
+
+def test_recipe_without_evidence_is_untested(built_site: Path) -> None:
+    detail = load(built_site, f"api/v1/recipes/{INJECTED_RECIPE}.json")
+    assert detail["evidence"] == []
+    assert {p["consensus"] for p in detail["profiles"]} == {"UNTESTED"}
+    assert all(p["ceiling"] is None for p in detail["profiles"])
+
+
+def test_public_good_root_counts_no_sample_evidence(site_inputs: Inputs, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    build_site(
+        BuildOptions(
+            catalog=site_inputs.catalog,
+            evidence=site_inputs.evidence,
+            out=out,
+            trust_root="public-good",
+            source_date_epoch=EPOCH,
+            bundles=False,
+        )
+    )
+    index = load(out, "api/v1/recipes.json")
+    assert {p["consensus"] for r in index["recipes"] for p in r["profiles"]} == {"UNTESTED"}
+    runs = load(out, "api/v1/evidence.json")["evidence"]
+    assert runs and all(not e["counted"] for e in runs)
+
+
+def test_downloads_exist_with_the_published_sha256(built_site: Path) -> None:
+    detail = load(built_site, "api/v1/recipes/gb300-eks-ubuntu-training-slurm.json")
+    downloads = [d for p in detail["profiles"] for d in p["downloads"]]
+    assert {(d["deployer"]) for d in downloads} == {"helm", "helmfile", "argocd", "flux"}
+    assert len(downloads) == 8
+    page = (built_site / "recipes" / "gb300-eks-ubuntu-training-slurm.html").read_text()
+    for d in downloads:
+        data = (built_site / d["url"]).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == d["sha256"] and len(data) == d["size"]
+        assert d["sha256"] in page
+
+
+def test_badges_agree_with_the_api(built_site: Path) -> None:
+    index = load(built_site, "api/v1/recipes.json")
+    for r in index["recipes"]:
+        for p in r["profiles"]:
+            svg = built_site / p["badge"]
+            root = ET.fromstring(svg.read_bytes())
+            assert root.tag.endswith("svg") and p["consensus"] in root.attrib["aria-label"]
+            sidecar = json.loads(svg.with_suffix(".json").read_text())
+            validate(sidecar, "badge.schema.json")
+            assert sidecar["consensus"] == p["consensus"]
+            assert sidecar["generatedAt"] == index["generatedAt"] == "2026-01-01T00:00:00Z"
+
+
+class _Refs(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.refs: list[tuple[str, str, str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for name, value in attrs:
+            if name in ("href", "src") and value:
+                self.refs.append((tag, name, value))
+
+
+def html_refs(site: Path) -> Iterator[tuple[Path, str, str, str]]:
+    for page in sorted(site.rglob("*.html")):
+        parser = _Refs()
+        parser.feed(page.read_text(encoding="utf-8"))
+        for tag, attr, value in parser.refs:
+            yield page, tag, attr, value
+
+
+def test_internal_links_resolve_and_no_asset_is_external(built_site: Path) -> None:
+    broken, external = [], []
+    for page, tag, _attr, value in html_refs(built_site):
+        parts = urlsplit(value)
+        if parts.scheme in ("http", "https") or value.startswith("//"):
+            if tag != "a":
+                external.append((page.name, value))
+            continue
+        if parts.scheme or not parts.path:
+            continue
+        base = built_site if parts.path.startswith("/") else page.parent  # 404.html: absolute
+        target = (base / unquote(parts.path.lstrip("/"))).resolve()
+        if not target.exists():
+            broken.append((page.relative_to(built_site).as_posix(), value))
+    assert external == []
+    assert broken == [], broken[:10]
+
+
+def test_plotly_is_loaded_only_on_pages_with_charts(built_site: Path) -> None:
+    assert (built_site / "assets" / "plotly.min.js").stat().st_size > 1_000_000
+    with_plotly = {
+        p.relative_to(built_site).as_posix()
+        for p in built_site.rglob("*.html")
+        if "plotly.min.js" in p.read_text()
+    }
+    with_charts = {
+        p.relative_to(built_site).as_posix()
+        for p in built_site.rglob("*.html")
+        if "data-chart" in p.read_text()
+    }
+    assert with_plotly == with_charts
+    assert "recipes/gb300-eks-ubuntu-training-slurm.html" in with_charts
+    assert "index.html" not in with_plotly and "scale.html" in with_charts
+    page = (built_site / "recipes" / "gb300-eks-ubuntu-training-slurm.html").read_text()
+    assert 'id="chart-gb300-eks-ubuntu-training-slurm-ladder"' in page
+
+
+def test_planted_injection_is_escaped_text_everywhere(built_site: Path) -> None:
+    page = (built_site / "recipes" / f"{INJECTED_RECIPE}.html").read_text()
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in page
+    assert "&lt;img src=x onerror=" in page and "&lt;img src=y onerror=" in page
+    for p in built_site.rglob("*.html"):
+        text = p.read_text()
+        assert "<script>window.__pwned" not in text, p
+        assert not re.search(r"<img[^>]*onerror", text), p
+    detail = load(built_site, f"api/v1/recipes/{INJECTED_RECIPE}.json")
+    assert SCRIPT + IMG in strings(detail)  # the JSON keeps the text as it was written
+
+
+def strings(obj: object) -> set[str]:
+    if isinstance(obj, dict):
+        return set().union(*(strings(v) for v in obj.values())) if obj else set()
+    if isinstance(obj, list):
+        return set().union(*(strings(v) for v in obj)) if obj else set()
+    return {obj} if isinstance(obj, str) else set()
+
+
+def test_cli_reference_is_generated_from_the_cli(built_site: Path) -> None:
+    page = (built_site / "cli.html").read_text()
+    for name in main.list_commands(None):  # type: ignore[arg-type]
+        assert f"aicr-catalog {name}" in page
+    assert "Build the static site into OUT" in page
+
+
+def test_scale_page_has_ladder_heatmap_prerequisites_and_contract(
+    built_site: Path, site_inputs: Inputs
+) -> None:
+    page = (built_site / "scale.html").read_text()
+    assert 'id="chart-scale-heatmap"' in page
+    for lane in load(built_site, "api/v1/lanes.json")["lanes"]:
+        assert f'id="lane-{lane["name"]}"' in page
+    assert 'id="owner-infrastructure"' in page
+    contract = site_inputs.docs / "scale-contract.md"
+    if contract.is_file():
+        first = next(
+            line
+            for line in contract.read_text().splitlines()[1:]
+            if line.strip() and line[0].isalpha()
+        )
+        assert html_text_contains(page, re.sub(r"[*_`]", "", first)[:40])
+    else:
+        assert "is not in this build" in page
+
+
+def html_text_contains(page: str, text: str) -> bool:
+    plain = re.sub(r"<[^>]+>", "", page)
+    import html as html_mod
+
+    return text in html_mod.unescape(plain).replace("\n", " ") or text in html_mod.unescape(plain)
+
+
+def test_two_builds_are_byte_identical(
+    built_site: Path, site_inputs: Inputs, tmp_path: Path
+) -> None:
+    again = tmp_path / "again"
+    build_site(options(site_inputs, again))
+    first, second = tree_digests(built_site), tree_digests(again)
+    assert first.keys() == second.keys()
+    assert [k for k in first if first[k] != second[k]] == []
+
+
+def test_broken_recipe_fails_with_located_error_and_keeps_previous_site(
+    site_inputs: Inputs, tmp_path: Path
+) -> None:
+    catalog = tmp_path / "catalog"
+    shutil.copytree(site_inputs.catalog, catalog)
+    leaf = catalog / "overlays" / "gb300-eks-ubuntu-training-slurm.yaml"
+    leaf.write_text(re.sub(r"base: \S+", "base: no-such-overlay", leaf.read_text(), count=1))
+    out = tmp_path / "site"
+    out.mkdir()
+    (out / "index.html").write_text("previous site")
+    result = CliRunner().invoke(
+        main,
+        [
+            "build",
+            "--catalog",
+            str(catalog),
+            "--evidence",
+            str(site_inputs.evidence),
+            "-o",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 1, result.output
+    assert re.search(
+        r"overlays/gb300-eks-ubuntu-training-slurm\.yaml:\d+:\d+: \$\.spec\.base: .*no-such-overlay",
+        result.stderr,
+    ), result.stderr
+    assert "left unchanged" in result.stderr
+    assert [p.name for p in out.iterdir()] == ["index.html"]
+    assert (out / "index.html").read_text() == "previous site"
+
+
+def test_a_second_concurrent_build_is_refused(site_inputs: Inputs, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    with build_lock(out.resolve()), pytest.raises(SiteError, match="another build"):
+        build_site(options(site_inputs, out, bundles=False))
+    assert not out.exists()
+
+
+def test_serve_refuses_a_missing_site(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["serve", "--dir", str(tmp_path / "none")])
+    assert result.exit_code == 2
+    assert "run `aicr-catalog build` first" in result.stderr
