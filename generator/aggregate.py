@@ -30,7 +30,6 @@ Python loops turn the input records into columns).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
@@ -39,6 +38,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from packaging.version import InvalidVersion
 
 from generator.evidence.model import (
     SCALE_QUALIFICATION_V1,
@@ -49,6 +49,7 @@ from generator.evidence.model import (
 )
 from generator.qualify import Lanes
 from generator.records import DIMENSIONS, RecipeResult
+from generator.validate import CONSTRAINT_NAME, constraint_value_problem, parse_version
 
 CONFIRMED, SINGLE, CONTESTED, FAILING, UNTESTED, PARTIAL = (
     "CONFIRMED",
@@ -88,9 +89,6 @@ _INVALID_CLASSES = {
     FailureClass.PATH_MISMATCH,
 }
 
-_CONSTRAINT_NAME = re.compile(r"^[A-Za-z0-9]+\.[A-Za-z0-9_-]+\.[^\s]+$")
-_CONSTRAINT_VALUE = re.compile(r"^\s*(>=|<=|==|!=|>|<)?\s*\S.*$")
-_UNPINNED = re.compile(r"(^$|latest|[*^~xX]|[<>=]|\|\|| - )")
 
 _KEYS_RUN = ["recipe", "profile", "lane"]
 
@@ -224,8 +222,9 @@ def _recipe_frame(recipes: Sequence[RecipeResult]) -> pd.DataFrame:
 def structural_health(
     recipes: Sequence[RecipeResult], failures: Mapping[str, str] = {}
 ) -> pd.DataFrame:
-    """Health per leaf: fail if it does not resolve or has a malformed constraint; warn if a chart
-    is not pinned to an exact version or no check is declared; coverage counts declared checks."""
+    """Health per leaf, by the rules of `generator.validate.leaf_health` (what `list` and the site
+    show): fail if it does not resolve; warn if a constraint is malformed or a chart is not pinned
+    to a released semantic version; coverage counts the declared checks per phase."""
     rows: list[tuple[Any, ...]] = []
     seen: set[str] = set()
     for r in recipes:
@@ -233,22 +232,25 @@ def structural_health(
             continue
         seen.add(r.name)
         problems: list[str] = []
-        status = "pass"
         for c in r.constraints:
-            if not _CONSTRAINT_NAME.match(c.name) or not _CONSTRAINT_VALUE.match(c.value):
-                problems.append(f"constraint {c.name!r} = {c.value!r} is malformed")
-                status = "fail"
+            if not CONSTRAINT_NAME.match(c.name) or constraint_value_problem(c.value):
+                problems.append(f"constraint {c.name} is malformed")
         for comp in r.components:
-            if comp.type == "Helm" and (comp.version is None or _UNPINNED.search(comp.version)):
-                problems.append(f"chart {comp.name} is not pinned ({comp.version or 'no version'})")
-                status = "warn" if status == "pass" else status
+            if comp.type == "Helm" and comp.repository and not comp.version:
+                problems.append(f"{comp.name} has no pinned chart version")
+            elif comp.version:
+                try:
+                    if parse_version(comp.version).is_prerelease:
+                        problems.append(f"{comp.name} is pinned to a pre-release ({comp.version})")
+                except InvalidVersion:
+                    problems.append(
+                        f"{comp.name} version '{comp.version}' is not a semantic version"
+                    )
         counts = [
             len(r.validation.get(phase, {}).get("checks") or ()) for _, phase in HEALTH_PHASES
         ]
-        if not any(counts):
-            problems.append("no validation check is declared")
-            status = "warn" if status == "pass" else status
         coverage = " ".join(f"{a}:{n}" for (a, _), n in zip(HEALTH_PHASES, counts, strict=True))
+        status = "warn" if problems else "pass"
         rows.append((r.name, status, coverage, *counts, tuple(problems)))
     for name, why in sorted(failures.items()):
         if name not in seen:

@@ -512,19 +512,28 @@ def test_a_pin_bump_reads_not_yet_qualified_until_a_lane_is_rerun() -> None:
     assert set(s.excluded["exclusion"]) == {"stale"}
 
 
-def test_structural_health_pass_warn_fail_and_coverage() -> None:
+def test_structural_health_pass_warn_fail_and_coverage_as_list_shows_them() -> None:
     good = recipe("good", checks=3)
     unpinned = recipe("unpinned", gpu_operator=None)
     malformed = recipe("malformed", constraints=(Constraint("not-a-measurement", ">= 1"),))
+    prerelease = recipe("prerelease", gpu_operator="v26.7.0-rc.1")
     s = aggregate(
-        [good, unpinned, malformed], [], LANES, LADDERS, failures={"broken": "cycle a → b → a"}
+        [good, unpinned, malformed, prerelease],
+        [],
+        LANES,
+        LADDERS,
+        failures={"broken": "cycle a → b → a"},
     )
     health = s.health.set_index("recipe")
     assert health.loc["good", "health"] == "pass"
     assert health.loc["good", "coverage"] == "R:0 D:3 P:0 C:0"
     assert health.loc["unpinned", "health"] == "warn"
-    assert health.loc["unpinned", "problems"] == ("chart gpu-operator is not pinned (no version)",)
-    assert health.loc["malformed", "health"] == "fail"
+    assert health.loc["unpinned", "problems"] == ("gpu-operator has no pinned chart version",)
+    assert health.loc["malformed", "health"] == "warn"
+    assert health.loc["malformed", "problems"] == ("constraint not-a-measurement is malformed",)
+    assert health.loc["prerelease", "problems"] == (
+        "gpu-operator is pinned to a pre-release (v26.7.0-rc.1)",
+    )
     assert health.loc["broken", "health"] == "fail"
     assert health.loc["broken", "problems"] == ("does not resolve: cycle a → b → a",)
 
@@ -767,3 +776,20 @@ def test_samples_generate_replaces_only_sample_bundles(tmp_path: Path) -> None:
     assert res.exit_code == 0 and "27 written, 1 removed" in res.stderr
     assert not old_sample.exists() and real.exists()
     assert CliRunner().invoke(main, [*args, "--check"]).exit_code == 0
+
+
+def test_status_health_agrees_with_validate_leaf_health() -> None:
+    from generator.load import load_catalog
+    from generator.resolve import resolve
+    from generator.validate import leaf_health
+
+    catalog, _ = load_catalog(REPO / "catalog")
+    leaves = catalog.leaves()
+    s = aggregate([resolve(catalog, leaf) for leaf in leaves], [], LANES, LADDERS)
+    mine = {r.recipe: (r.health, r.coverage, r.problems) for r in s.health.itertuples()}
+    theirs = {
+        leaf: (h.health, h.coverage_text(), h.reasons)
+        for leaf in leaves
+        for h in [leaf_health(catalog, leaf)]
+    }
+    assert mine == theirs
