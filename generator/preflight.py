@@ -11,24 +11,33 @@ Each finding has an owner (`catalog`: a defect in the resolved configuration; `i
 external prerequisite the catalog detects and never changes) and a result (pass | fail | skipped |
 unavailable). Missing data is `unavailable`, never `pass`.
 
-Expressions are a small subset of Python, parsed with `ast` and evaluated by a whitelist walker
-(never `eval`): literals, names, arithmetic, comparisons, `and`/`or`/`not`, `a if c else b`, lists,
-and the functions in `FUNCTIONS`.
+The expressions checks are written in live in `generator/checkexpr.py`.
 """
 
 from __future__ import annotations
 
 import ast
 import json
-import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import lru_cache
 from typing import Any, assert_never
 
 from generator import schemas
+from generator.checkexpr import (
+    ExprError,
+    NotApplicable,
+    Scope,
+    Unavailable,
+    Unset,
+    as_number,
+    compare,
+    compile_expr,
+    evaluate_expr,
+    expr_names,
+    truth,
+)
 from generator.errors import Diagnostic, ValidationError
 from generator.records import Catalog, Constraint, Document, RecipeResult, ScaleProfile
 from generator.snapshot import Snapshot, split_path
@@ -77,6 +86,9 @@ _CONSTRAINT_AREAS: tuple[tuple[str, str], ...] = (
 _DEFAULT_CONSTRAINT_AREA = "node-pools"  # OS release, kernel, GPU, SystemD: the node image
 
 OPERATORS: tuple[str, ...] = (">=", "<=", ">", "<", "==", "!=", "in", "not-in", "between")
+
+# Names every expression may use besides the constants of checks.yaml.
+BUILTIN_NAMES: tuple[str, ...] = ("nodes", "profile_min", "profile_max")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -179,426 +191,6 @@ class PreflightReport:
         if blocking:
             return 3
         return 0
-
-
-# ---------------------------------------------------------------------------------------------
-# Expressions
-
-
-class ExprError(Exception):
-    """An expression that cannot be parsed or evaluated."""
-
-
-class _Unavailable(Exception):
-    def __init__(self, what: str) -> None:
-        super().__init__(what)
-        self.what = what
-
-
-class _NotApplicable(Exception):
-    pass
-
-
-class _Unset(Exception):
-    pass
-
-
-_MISSING = object()
-
-_BINOPS: Mapping[type[ast.operator], Callable[[Any, Any], Any]] = {
-    ast.Add: lambda a, b: a + b,
-    ast.Sub: lambda a, b: a - b,
-    ast.Mult: lambda a, b: a * b,
-    ast.Div: lambda a, b: a / b,
-    ast.FloorDiv: lambda a, b: a // b,
-    ast.Mod: lambda a, b: a % b,
-}
-_CMPOPS: Mapping[type[ast.cmpop], str] = {
-    ast.Eq: "==",
-    ast.NotEq: "!=",
-    ast.Lt: "<",
-    ast.LtE: "<=",
-    ast.Gt: ">",
-    ast.GtE: ">=",
-    ast.In: "in",
-    ast.NotIn: "not-in",
-}
-_ALLOWED_NODES = (
-    ast.Expression, ast.Constant, ast.Name, ast.Load, ast.List, ast.Tuple, ast.BinOp,
-    ast.UnaryOp, ast.USub, ast.UAdd, ast.Not, ast.BoolOp, ast.And, ast.Or, ast.Compare,
-    ast.IfExp, ast.Call, *_BINOPS, *_CMPOPS,
-)  # fmt: skip
-
-# Names every expression may use besides the constants of checks.yaml.
-BUILTIN_NAMES: tuple[str, ...] = ("nodes", "profile_min", "profile_max")
-
-_QUANTITY = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGTPE]i?|[kmgtpe]|[KMGTPE]?B)?\s*$")
-_BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
-_DECIMAL = {"k": 1, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
-_PROM_BYTES = {"B": 0, "KB": 1, "MB": 2, "GB": 3, "TB": 4, "PB": 5, "EB": 6}  # base 1024
-_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d|w|y)")
-_DURATION_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
-_VERSION = re.compile(r"^v?([0-9]+(?:\.[0-9]+)*)")
-
-
-def _num(x: Any) -> int | float:
-    if isinstance(x, bool):
-        raise ExprError(f"expected a number, got {x!r}")
-    if isinstance(x, int | float):
-        return x
-    if isinstance(x, str):
-        try:
-            f = float(x.strip())
-        except ValueError:
-            raise ExprError(f"expected a number, got {x!r}") from None
-        return int(f) if f.is_integer() and "." not in x else f
-    raise ExprError(f"expected a number, got {x!r}")
-
-
-def to_bytes(q: Any) -> int:
-    """A Kubernetes quantity (`64Gi`, `500M`) or Prometheus size (`45GB`, base 1024) in bytes."""
-    if isinstance(q, int | float) and not isinstance(q, bool):
-        return int(q)
-    m = _QUANTITY.match(str(q))
-    if not m:
-        raise ExprError(f"{q!r} is not a quantity")
-    n, unit = float(m.group(1)), m.group(2) or ""
-    if unit in _BINARY:
-        return int(n * 1024 ** _BINARY[unit])
-    if unit in _PROM_BYTES:
-        return int(n * 1024 ** _PROM_BYTES[unit])
-    if unit in _DECIMAL:
-        return int(n * 1000 ** _DECIMAL[unit])
-    if unit == "":
-        return int(n)
-    raise ExprError(f"{q!r} has an unknown unit")  # pragma: no cover - regex limits units
-
-
-def to_seconds(d: Any) -> float:
-    """A duration (`30s`, `5m`, `1h30m`, `5d`) in seconds; a bare number is seconds."""
-    if isinstance(d, int | float) and not isinstance(d, bool):
-        return float(d)
-    text = str(d).strip()
-    pos, total = 0, 0.0
-    for m in _DURATION.finditer(text):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _DURATION_S[m.group(2)]
-        pos = m.end()
-    if pos != len(text) or not text:
-        raise ExprError(f"{d!r} is not a duration")
-    return total
-
-
-def to_cpu(q: Any) -> float:
-    """A Kubernetes CPU quantity (`500m`, `2`) in cores."""
-    if isinstance(q, int | float) and not isinstance(q, bool):
-        return float(q)
-    text = str(q).strip()
-    if text.endswith("m"):
-        return _num(text[:-1]) / 1000
-    return float(_num(text))
-
-
-def to_version(x: Any) -> tuple[int, ...]:
-    """The numeric release of a version (`v1.33.5-eks-3025e55` -> (1, 33, 5))."""
-    m = _VERSION.match(str(x).strip())
-    if not m:
-        raise ExprError(f"{x!r} is not a version")
-    return tuple(int(p) for p in m.group(1).split("."))
-
-
-def to_count(x: Any, total: Any) -> int:
-    """An int-or-percent (Kubernetes `maxUnavailable`) as a node count; percentages round up."""
-    if isinstance(x, str) and x.strip().endswith("%"):
-        pct = _num(x.strip()[:-1])
-        return math.ceil(_num(total) * pct / 100)
-    n = _num(x)
-    if not isinstance(n, int):
-        raise ExprError(f"{x!r} is not a whole number or percentage")
-    return n
-
-
-@lru_cache(maxsize=1024)
-def compile_expr(text: str) -> ast.Expression:
-    """Parse `text`; raises ExprError naming the construct that is not allowed."""
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError as e:
-        raise ExprError(f"invalid expression {text!r}: {e.msg}") from None
-    for node in ast.walk(tree):
-        if not isinstance(node, _ALLOWED_NODES):
-            raise ExprError(f"{type(node).__name__} is not allowed in expression {text!r}")
-        if isinstance(node, ast.Call):
-            if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
-                raise ExprError(f"unknown function in expression {text!r}")
-            if node.keywords:
-                raise ExprError(f"keyword arguments are not allowed in expression {text!r}")
-    return tree
-
-
-def expr_names(text: str) -> set[str]:
-    """Free names used by an expression (function names excluded)."""
-    tree = compile_expr(text)
-    funcs = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in funcs}
-
-
-@dataclass(frozen=True, slots=True)
-class _Env:
-    result: RecipeResult
-    profile: ScaleProfile
-    snapshot: Snapshot
-    checkset: CheckSet
-    nodes: int | None
-
-
-def _lookup_path(values: Any, path: str) -> Any:
-    cur = values
-    for part in path.split("."):
-        if not isinstance(cur, Mapping) or part not in cur:
-            return _MISSING
-        cur = cur[part]
-    return _MISSING if cur is None else cur
-
-
-def _name(env: _Env, name: str) -> Any:
-    if name == "nodes":
-        if env.nodes is None:
-            raise _Unavailable("K8s.nodes.gpu")
-        return env.nodes
-    if name == "profile_min":
-        return env.profile.nodes_min
-    if name == "profile_max":
-        return env.profile.nodes_max
-    if name in env.checkset.constants:
-        return env.checkset.constants[name]
-    raise ExprError(f"unknown name {name!r}")
-
-
-def _call(env: _Env, node: ast.Call) -> Any:
-    assert isinstance(node.func, ast.Name)
-    fname = node.func.id
-    if fname == "v":  # lazy default: v(component, path[, default])
-        if len(node.args) not in (2, 3):
-            raise ExprError("v() takes a component, a path and an optional default")
-        comp, path = _eval(env, node.args[0]), _eval(env, node.args[1])
-        rc = env.result.component(str(comp))
-        if rc is None:
-            raise _NotApplicable(f"the recipe does not deploy {comp}")
-        found = _lookup_path(rc.values, str(path))
-        if found is not _MISSING:
-            return found
-        if len(node.args) == 3:
-            return _eval(env, node.args[2])
-        raise _Unset(f"{comp} does not set {path}")
-    if fname == "lookup":  # lazy default: lookup(table, key[, default])
-        if len(node.args) not in (2, 3):
-            raise ExprError("lookup() takes a table, a key and an optional default")
-        table, key = _eval(env, node.args[0]), _eval(env, node.args[1])
-        rows = env.checkset.tables.get(str(table))
-        if rows is None:
-            raise ExprError(f"unknown table {table!r}")
-        if str(key) in rows:
-            return rows[str(key)]
-        if len(node.args) == 3:
-            return _eval(env, node.args[2])
-        raise ExprError(f"table {table!r} has no row {key!r}")
-    args = [_eval(env, a) for a in node.args]
-    return FUNCTIONS[fname](env, *args)
-
-
-def _m(env: _Env, path: Any) -> Any:
-    value = env.snapshot.get(str(path))
-    if value is None:
-        raise _Unavailable(str(path))
-    return value
-
-
-def _criteria(env: _Env, dim: Any) -> str:
-    value = env.result.criteria.get(str(dim))
-    return value if value is not None else "any"
-
-
-def _fn(f: Callable[..., Any]) -> Callable[..., Any]:
-    def wrapped(env: _Env, *args: Any) -> Any:
-        try:
-            return f(*args)
-        except (TypeError, ValueError, ZeroDivisionError, OverflowError) as e:
-            raise ExprError(str(e)) from None
-
-    return wrapped
-
-
-FUNCTIONS: Mapping[str, Callable[..., Any]] = {
-    "m": _m,
-    "has": lambda env, path: env.snapshot.has(str(path)),
-    "v": lambda env, *a: None,  # handled lazily in _call
-    "lookup": lambda env, *a: None,  # handled lazily in _call
-    "component": lambda env, name: env.result.component(str(name)) is not None,
-    "criteria": _criteria,
-    "count": _fn(to_count),
-    "bytes": _fn(to_bytes),
-    "seconds": _fn(to_seconds),
-    "cpu": _fn(to_cpu),
-    "version": _fn(to_version),
-    "major": _fn(lambda x: to_version(x)[0]),
-    "ceil": _fn(lambda x: math.ceil(_num(x))),
-    "floor": _fn(lambda x: math.floor(_num(x))),
-    "sqrt": _fn(lambda x: math.sqrt(_num(x))),
-    "int": _fn(lambda x: int(_num(x))),
-    "min": _fn(lambda *xs: min(_num(x) for x in xs)),
-    "max": _fn(lambda *xs: max(_num(x) for x in xs)),
-}
-
-
-def _eval(env: _Env, node: ast.AST) -> Any:
-    if isinstance(node, ast.Expression):
-        return _eval(env, node.body)
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name):
-        return _name(env, node.id)
-    if isinstance(node, ast.List | ast.Tuple):
-        return [_eval(env, e) for e in node.elts]
-    if isinstance(node, ast.BinOp):
-        a, b = _eval(env, node.left), _eval(env, node.right)
-        if isinstance(node.op, ast.Add) and isinstance(a, str) and isinstance(b, str):
-            return a + b
-        try:
-            return _BINOPS[type(node.op)](_num(a), _num(b))
-        except ZeroDivisionError:
-            raise ExprError("division by zero") from None
-    if isinstance(node, ast.UnaryOp):
-        x = _eval(env, node.operand)
-        if isinstance(node.op, ast.Not):
-            return not _truth(x)
-        return -_num(x) if isinstance(node.op, ast.USub) else _num(x)
-    if isinstance(node, ast.BoolOp):
-        if isinstance(node.op, ast.And):
-            return all(_truth(_eval(env, v)) for v in node.values)
-        return any(_truth(_eval(env, v)) for v in node.values)
-    if isinstance(node, ast.Compare):
-        left = _eval(env, node.left)
-        for op, right_node in zip(node.ops, node.comparators, strict=True):
-            right = _eval(env, right_node)
-            if not compare(left, _CMPOPS[type(op)], right):
-                return False
-            left = right
-        return True
-    if isinstance(node, ast.IfExp):
-        return _eval(env, node.body if _truth(_eval(env, node.test)) else node.orelse)
-    if isinstance(node, ast.Call):
-        return _call(env, node)
-    raise ExprError(f"{type(node).__name__} is not allowed")  # pragma: no cover
-
-
-def _truth(x: Any) -> bool:
-    if isinstance(x, str):
-        return x.strip().lower() not in ("", "false", "0", "no")
-    return bool(x)
-
-
-# ---------------------------------------------------------------------------------------------
-# Comparison
-
-
-def _as_bool(x: Any) -> bool | None:
-    if isinstance(x, bool):
-        return x
-    if isinstance(x, str) and x.strip().lower() in ("true", "false"):
-        return x.strip().lower() == "true"
-    return None
-
-
-def _as_number(x: Any) -> int | float | None:
-    if isinstance(x, bool):
-        return None
-    if isinstance(x, int | float):
-        return x
-    if isinstance(x, str):
-        try:
-            return float(x.strip())
-        except ValueError:
-            return None
-    return None
-
-
-def _as_version(x: Any) -> tuple[int, ...] | None:
-    if isinstance(x, tuple):
-        return x
-    if isinstance(x, list) and all(isinstance(p, int) for p in x):
-        return tuple(x)
-    if isinstance(x, str) and _VERSION.match(x.strip()):
-        return to_version(x)
-    if isinstance(x, int | float) and not isinstance(x, bool):
-        return to_version(repr(x))
-    return None
-
-
-_VERSION_TEXT = re.compile(r"^(v[0-9]+|v?[0-9]+(\.[0-9]+)+)([-+.].*)?$")
-
-
-def _is_version(x: Any) -> bool:
-    """A tuple, or text that reads as a version (`v1`, `1.33`, `v1.33.5-eks-3025e55`)."""
-    return isinstance(x, tuple) or (isinstance(x, str) and bool(_VERSION_TEXT.match(x.strip())))
-
-
-def _pad(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    n = max(len(a), len(b))
-    return a + (0,) * (n - len(a)), b + (0,) * (n - len(b))
-
-
-def compare(observed: Any, op: str, expected: Any) -> bool:
-    """`observed op expected` with typed coercion: booleans, numbers, versions, then strings.
-
-    Raises ExprError when the two sides cannot be compared with `op`.
-    """
-    if op in ("in", "not-in"):
-        if not isinstance(expected, list | tuple):
-            raise ExprError(f"'{op}' needs a list, got {expected!r}")
-        found = any(compare(observed, "==", e) for e in expected)
-        return found if op == "in" else not found
-    if op == "between":
-        if not isinstance(expected, list | tuple) or len(expected) != 2:
-            raise ExprError(f"'between' needs [low, high], got {expected!r}")
-        return compare(observed, ">=", expected[0]) and compare(observed, "<=", expected[1])
-    ba, bb = _as_bool(observed), _as_bool(expected)
-    if isinstance(observed, bool) or isinstance(expected, bool):
-        if ba is None or bb is None or op not in ("==", "!="):
-            raise ExprError(f"cannot compare {observed!r} {op} {expected!r}")
-        return (ba == bb) if op == "==" else (ba != bb)
-    key_a: Any
-    key_b: Any
-    if _is_version(observed) or _is_version(expected):
-        va, vb = _as_version(observed), _as_version(expected)
-        if va is not None and vb is not None:
-            key_a, key_b = _pad(va, vb)
-        elif op in ("==", "!="):
-            key_a, key_b = str(observed), str(expected)
-        else:
-            raise ExprError(f"cannot order {observed!r} and {expected!r}")
-    else:
-        na, nb = _as_number(observed), _as_number(expected)
-        if na is not None and nb is not None:
-            key_a, key_b = na, nb
-        elif op in ("==", "!="):
-            key_a, key_b = str(observed), str(expected)
-        else:
-            raise ExprError(f"cannot order {observed!r} and {expected!r}")
-    if op == "==":
-        return bool(key_a == key_b)
-    if op == "!=":
-        return bool(key_a != key_b)
-    if op == ">=":
-        return bool(key_a >= key_b)
-    if op == "<=":
-        return bool(key_a <= key_b)
-    if op == ">":
-        return bool(key_a > key_b)
-    if op == "<":
-        return bool(key_a < key_b)
-    raise ExprError(f"unknown operator {op!r}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -850,28 +442,26 @@ def _static_expected(check: Check) -> str:
     return f"{check.operator} {check.expected}"
 
 
-def evaluate(check: Check, env: _Env) -> Finding:
+def evaluate(check: Check, scope: Scope) -> Finding:
     """One check against one environment. Never raises for data problems."""
-    if check.component and env.result.component(check.component) is None:
+    if check.component and check.component not in scope.components:
         return _finding(check, Result.SKIPPED, None, _static_expected(check),
                         f"the recipe does not deploy {check.component}")  # fmt: skip
     stage = "when"
     try:
-        if check.when is not None and not _truth(_eval(env, compile_expr(check.when))):
+        if check.when is not None and not truth(evaluate_expr(check.when, scope)):
             return _finding(check, Result.SKIPPED, None, _static_expected(check),
                             f"does not apply: {check.when}")  # fmt: skip
         stage = "observed"
-        observed = _eval(env, compile_expr(check.observed))
+        observed = evaluate_expr(check.observed, scope)
         stage = "expected"
-        expected = (
-            check.value if check.expected is None else _eval(env, compile_expr(check.expected))
-        )
-    except _Unavailable as e:
+        expected = check.value if check.expected is None else evaluate_expr(check.expected, scope)
+    except Unavailable as e:
         return _finding(check, Result.UNAVAILABLE, None, _static_expected(check),
                         f"the snapshot has no reading {e.what}; missing data is never a pass")  # fmt: skip
-    except _NotApplicable as e:
+    except NotApplicable as e:
         return _finding(check, Result.SKIPPED, None, _static_expected(check), str(e))
-    except _Unset as e:
+    except Unset as e:
         return _finding(check, Result.FAIL, None, _static_expected(check),
                         f"{e}: the resolved configuration has no value to check")  # fmt: skip
     except ExprError as e:
@@ -880,7 +470,7 @@ def evaluate(check: Check, env: _Env) -> Finding:
                         f"cannot evaluate {stage}: {e}")  # fmt: skip
     expected_text = _expected_text(check.operator, expected, check.unit)
     if check.fail_when_zero and any(
-        _as_number(x) == 0 for x in (observed, expected) if not isinstance(x, bool)
+        as_number(x) == 0 for x in (observed, expected) if not isinstance(x, bool)
     ):
         return _finding(check, Result.FAIL, observed, expected_text,
                         "a count of 0 fails: nothing was scheduled where it must run")  # fmt: skip
@@ -897,8 +487,31 @@ def evaluate(check: Check, env: _Env) -> Finding:
 
 def _observed_nodes(snapshot: Snapshot) -> int | None:
     value = snapshot.get("K8s.nodes.gpu")
-    n = _as_number(value) if value is not None else None
+    n = as_number(value) if value is not None else None
     return int(n) if n is not None and float(n).is_integer() else None
+
+
+def scope_for(
+    result: RecipeResult,
+    profile: ScaleProfile,
+    checks: CheckSet,
+    snapshot: Snapshot,
+    nodes: int | None,
+) -> Scope:
+    """What check expressions see: readings, resolved values, criteria, names and tables."""
+    declared = nodes if nodes is not None else _observed_nodes(snapshot)
+    names: dict[str, Any] = dict(checks.constants)
+    names.update(profile_min=profile.nodes_min, profile_max=profile.nodes_max)
+    if declared is not None:
+        names["nodes"] = declared
+    return Scope(
+        readings=snapshot.readings,
+        components={c.name: c.values for c in result.components},
+        criteria={d: v for d, v in result.criteria.to_json().items()},
+        names=names,
+        tables=checks.tables,
+        name_sources={"nodes": "K8s.nodes.gpu"},
+    )
 
 
 def preflight(
@@ -914,9 +527,8 @@ def preflight(
     snapshot's `K8s.nodes.gpu`.
     """
     observed_nodes = _observed_nodes(snapshot)
-    env = _Env(result=result, profile=profile, snapshot=snapshot, checkset=checks,
-               nodes=nodes if nodes is not None else observed_nodes)  # fmt: skip
-    findings = tuple(evaluate(c, env) for c in all_checks(result, profile, checks))
+    scope = scope_for(result, profile, checks, snapshot, nodes)
+    findings = tuple(evaluate(c, scope) for c in all_checks(result, profile, checks))
     return PreflightReport(
         recipe=result.name,
         digest=result.digest,

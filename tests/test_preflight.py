@@ -10,11 +10,19 @@ import jsonschema
 import pytest
 
 from generator import schemas
+from generator.checkexpr import (
+    ExprError,
+    compare,
+    compile_expr,
+    to_bytes,
+    to_count,
+    to_cpu,
+    to_seconds,
+)
 from generator.errors import ValidationError
 from generator.preflight import (
     Check,
     CheckSet,
-    ExprError,
     Finding,
     Format,
     Owner,
@@ -23,16 +31,10 @@ from generator.preflight import (
     Source,
     all_checks,
     checkset_from,
-    compare,
-    compile_expr,
     constraint_check,
     preflight,
     render,
     report_json,
-    to_bytes,
-    to_count,
-    to_cpu,
-    to_seconds,
 )
 from generator.records import (
     Constraint,

@@ -13,12 +13,12 @@ import pytest
 import yaml
 
 from generator import schemas
+from generator.checkexpr import compile_expr
 from generator.load import load_catalog
 from generator.preflight import (
     NON_OWNED_AREAS,
     Owner,
     checkset_from,
-    compile_expr,
     constraint_check,
     measurement_paths,
     profile_checks,
