@@ -56,7 +56,8 @@ def compare_schemas(subject: str, old: Any, new: Any, path: str = "$") -> Iterat
     if ot is None and nt is not None:
         yield Break(subject, path, "tightened-type", f"any type → {sorted(nt)}")
     if "enum" in old:
-        removed = [v for v in old["enum"] if v not in new.get("enum", old["enum"])]
+        kept = new.get("enum", old["enum"]) or []
+        removed = [v for v in old["enum"] if v not in kept]
         for v in removed:
             yield Break(subject, path, "removed-enum", f"enum value {json.dumps(v)} removed")
     elif "enum" in new:

@@ -461,8 +461,8 @@ def resolve(
         values[n] = v
     # the scale profile's owned values
     owned = {(ov.component, ov.path): ov for ov in scale.owned_values if ov.component in refs}
-    for (comp, path), ov in sorted(owned.items()):
-        values[comp] = set_path(values[comp], path, ov.value)
+    for (owner, path), ov in sorted(owned.items()):
+        values[owner] = set_path(values[owner], path, ov.value)
     # user overrides, never contradicting an owned value
     for o in overrides:
         comp = _canonical_component(catalog, o.component) or (

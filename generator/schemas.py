@@ -56,7 +56,8 @@ def check(doc: Document, name: str, data: Any = None) -> tuple[Diagnostic, ...]:
         err = _best(err)
         path = err.json_path
         if err.validator == "additionalProperties" and isinstance(err.instance, dict):
-            allowed = set(err.schema.get("properties", {}))
+            sch = err.schema if isinstance(err.schema, dict) else {}
+            allowed = set(sch.get("properties", {}))
             extras = sorted(k for k in err.instance if k not in allowed)
             for key in extras:
                 line, col = doc.locate(f"{path}.{key}")

@@ -197,7 +197,7 @@ def parse_yaml(
         ) from e
     nodes = [n for n in nodes if n is not None]
     builder = _Builder(rel)
-    start = yaml.Mark(rel, 0, 0, 0, None, None)
+    start = yaml.Mark(rel, 0, 0, 0, "", 0)
     if multi:
         data: Any = [builder.build(n, f"$[{i}]", 1, n.start_mark) for i, n in enumerate(nodes)]
         builder.lines.setdefault("$", (1, 1))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -24,7 +25,7 @@ def command(catalog_path: Path, fmt: str) -> None:
     Performance, Conformance. Exit codes: 0 listed, 1 the catalog does not load, 2 usage.
     """
     catalog = open_catalog(catalog_path)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for leaf in catalog.leaves():
         h = leaf_health(catalog, leaf)
         crit = catalog.overlays[leaf].criteria

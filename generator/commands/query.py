@@ -10,6 +10,7 @@ import click
 from generator.canonical import dump_yaml
 from generator.commands.common import (
     EXIT_USAGE,
+    F,
     catalog_option,
     criteria_from,
     criteria_options,
@@ -33,7 +34,7 @@ def parse_overrides(sets: tuple[str, ...], set_files: tuple[str, ...]) -> tuple[
         fail(e.message, EXIT_USAGE)
 
 
-def scale_options(f):  # type: ignore[no-untyped-def]
+def scale_options(f: F) -> F:
     f = click.option(
         "--nodes",
         type=click.IntRange(min=1),
@@ -50,7 +51,7 @@ def scale_options(f):  # type: ignore[no-untyped-def]
     return f
 
 
-def override_options(f):  # type: ignore[no-untyped-def]
+def override_options(f: F) -> F:
     f = click.option(
         "--set-file",
         "set_files",
@@ -68,8 +69,8 @@ def override_options(f):  # type: ignore[no-untyped-def]
     return f
 
 
-def _query(**kw):  # type: ignore[no-untyped-def]
-    @click.command(**kw)
+def _query(name: str, help_text: str | None = None) -> click.Command:
+    @click.command(name, help=help_text)
     @click.option("--recipe", default=None, help="A leaf recipe name (instead of criteria).")
     @criteria_options
     @scale_options
@@ -127,7 +128,5 @@ def _query(**kw):  # type: ignore[no-untyped-def]
     return command
 
 
-command = _query(name="query")
-resolve_command = _query(
-    name="resolve", help="Alias of `query`: resolve criteria or a recipe name."
-)
+command = _query("query")
+resolve_command = _query("resolve", "Alias of `query`: resolve criteria or a recipe name.")
