@@ -496,7 +496,8 @@ def _check_reasons(lanes: Lanes, lane: Lane, criteria: Criteria, run: RunResults
     for phase in lane.phases:
         if phase not in run.phases:
             reasons.append(f"phase {phase}: no results ({phase}{CTRF_SUFFIX} is missing)")
-    for s in lanes.required_scenarios(lane, criteria):
+    required = lanes.required_scenarios(lane, criteria)
+    for s in required:
         reported = [c for c in run.phases.get(s.phase, ()) if c.name == s.id]
         if s.phase in run.phases and not reported:
             reasons.append(f"{s.phase}/{s.id}: not executed (absent from the report)")
@@ -511,10 +512,13 @@ def _check_reasons(lanes: Lanes, lane: Lane, criteria: Criteria, run: RunResults
                 reasons.append(f"{where}: status '{c.status}' counts as a failure")
             elif not c.targets:
                 reasons.append(f"{where}: ran on 0 targets")
+    wanted = {(s.phase, s.id) for s in required}
     for phase, checks in sorted(run.phases.items()):
-        for c in checks:
-            if lanes.scenario(c.name) is None and c.status not in ("passed", "skipped", "pending"):
-                reasons.append(f"{phase}/{c.name}: {c.status} (not a lane scenario, still counted)")
+        for c in checks:  # a failure anywhere in the run fails it, required or not
+            if (phase, c.name) not in wanted and c.status not in ("passed", "skipped", "pending"):
+                reasons.append(
+                    f"{phase}/{c.name}: {c.status} (not required by the lane, still counted)"
+                )
     return reasons
 
 

@@ -326,6 +326,29 @@ def test_slurm_scenarios_are_not_required_of_other_platforms(lanes: Lanes) -> No
     assert "KPI slurm-job-success: not measured" in result.reasons
 
 
+def test_a_failure_outside_the_required_checks_still_fails_the_run(lanes: Lanes) -> None:
+    run = load_run("lane-36-pass", lanes)
+    from dataclasses import replace
+
+    from generator.qualify import RawCheck
+
+    extra = (
+        RawCheck(
+            "api-throttling", "failed", 36, "429 storm"
+        ),  # a scenario lane-36 does not require
+        RawCheck("nccl-smoke", "other", 36),  # not a lane scenario at all
+        RawCheck("gpu-burn", "skipped", None),  # skipped extras do not matter
+    )
+    phases = {**run.phases, "conformance": run.phases["conformance"] + extra}
+    result = qualify(
+        lanes, "lane-36", fixture_recipe(), LADDER, replace(run, phases=phases), attested_at=WHEN
+    )
+    assert result.reasons == (
+        "conformance/api-throttling: failed (not required by the lane, still counted)",
+        "conformance/nccl-smoke: other (not required by the lane, still counted)",
+    )
+
+
 def test_unknown_lanes_and_lanes_off_the_ladder_are_usage_errors(lanes: Lanes) -> None:
     run = load_run("lane-36-pass", lanes)
     with pytest.raises(UsageError, match="unknown lane 'lane-4608'"):
