@@ -652,7 +652,7 @@ def render_text(report: PreflightReport) -> str:
             f"observed {obs}, expected {f.expected}"
         )
         if f.result in (Result.FAIL, Result.UNAVAILABLE):
-            if f.message:
+            if f.message and f.message != f"observed {obs}, expected {f.expected}":
                 lines.append(f"    why: {f.message}")
             lines.append(f"    fix: {f.remediation}")
         elif f.result is Result.SKIPPED and f.message:

@@ -355,7 +355,6 @@ def test_report_text_is_the_whole_transcript() -> None:
         "  snapshot snap.yaml: GPU nodes declared 2304, observed 2304\n"
         "\n"
         "FAIL        infrastructure error   recipe.K8s.server.version  observed v1.33.1, expected >= 1.34\n"
-        "    why: observed v1.33.1, expected >= 1.34\n"
         "    fix: Upgrade to 1.34.\n"
         "UNAVAILABLE infrastructure error   big.dns                    observed -, expected >= ceil(nodes / 128)\n"
         "    why: the snapshot has no reading K8s.dns.replicas; missing data is never a pass\n"

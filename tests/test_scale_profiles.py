@@ -17,6 +17,7 @@ from generator.checkexpr import compile_expr
 from generator.load import load_catalog
 from generator.preflight import (
     NON_OWNED_AREAS,
+    OPERATORS,
     Owner,
     checkset_from,
     constraint_check,
@@ -67,6 +68,7 @@ def test_the_check_definition_is_the_same_in_both_schemas() -> None:
     b = schemas.schema("scale-checks")["$defs"]["check"]
     assert a == b
     assert set(a["properties"]["area"]["enum"]) == set(NON_OWNED_AREAS)
+    assert tuple(a["properties"]["operator"]["enum"]) == OPERATORS
 
 
 def test_standard_is_the_recipe_as_written(catalog: Catalog) -> None:
