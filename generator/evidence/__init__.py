@@ -7,11 +7,13 @@ Modules, in the order data flows:
 - `policy`: catalog/signers.yaml.
 - `trustroot`: public-good (vendored, pinned), demo, or a file.
 - `store`: where evidence files live and reading them.
-- `verify`: `verify_evidence(files, trust_roots=, policy=, current_digests=)`.
+- `verify`: `verify_evidence(files, trust_roots=, policy=, current_digests=)` (pure).
+- `collect`: `verify_paths(paths, catalog_dir=, trust_roots=)`: the whole stage in one call.
 - `report`: text and JSON output.
 - `sign`: keyless (CI) and offline (demo) signing; `testroot`: the offline authority.
 """
 
+from generator.evidence.collect import EvidenceRun, verify_paths
 from generator.evidence.model import (
     Evidence,
     EvidenceFile,
@@ -28,6 +30,7 @@ from generator.evidence.verify import digest_key, verify_evidence, with_current_
 __all__ = [
     "Evidence",
     "EvidenceFile",
+    "EvidenceRun",
     "FailureClass",
     "RejectedEvidence",
     "SignerClass",
@@ -37,5 +40,6 @@ __all__ = [
     "VerifiedEvidence",
     "digest_key",
     "verify_evidence",
+    "verify_paths",
     "with_current_digests",
 ]
