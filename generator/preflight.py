@@ -670,6 +670,11 @@ def render_text(report: PreflightReport) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _escape_annotation(text: str) -> str:
+    """GitHub workflow-command data escaping (%, CR, LF)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
 def render_github(report: PreflightReport) -> str:
     """GitHub Actions workflow annotations, one per failed or unavailable finding."""
     out: list[str] = []
@@ -678,7 +683,7 @@ def render_github(report: PreflightReport) -> str:
             continue
         level = "error" if f.severity == "error" else "warning"
         msg = f"{f.result} ({f.owner}): {f.message or f.description} -- {f.remediation}"
-        out.append(f"::{level} title=preflight {f.id}::{msg.replace(chr(10), ' ')}")
+        out.append(f"::{level} title=preflight {f.id}::{_escape_annotation(msg)}")
     out.append(
         f"::notice title=preflight::exit {report.exit_code}: {_EXIT_MEANING[report.exit_code]}"
     )

@@ -404,6 +404,15 @@ def test_github_format_annotates_only_blocking_findings() -> None:
     ]
 
 
+def test_github_annotations_escape_percent_and_newlines() -> None:
+    c = check(
+        id="pct", observed="count('5%', 100)", operator="<=", value=1, remediation="use 1%\nor less"
+    )
+    out = render(preflight(recipe(), profile(), checkset(c), snapshot(), 100), Format.GITHUB)
+    first = out.splitlines()[0]
+    assert first.startswith("::error title=preflight pct::") and "1%25%0Aor less" in first
+
+
 def test_duplicate_check_ids_across_sources_are_refused() -> None:
     r, p, _, _ = _sample_inputs()
     clash = checkset(check(id="big.dns"))
