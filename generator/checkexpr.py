@@ -65,7 +65,6 @@ _ALLOWED_NODES = (
     ast.IfExp, ast.Call, *_BINOPS, *_CMPOPS,
 )  # fmt: skip
 
-# Names every expression may use besides the constants of checks.yaml.
 _QUANTITY = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGTPE]i?|[kmgtpe]|[KMGTPE]?B)?\s*$")
 _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL = {"k": 1, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}

@@ -541,6 +541,24 @@ def preflight(
     )
 
 
+def catalog_checks(catalog: Catalog) -> tuple[tuple[str | None, Check], ...]:
+    """Every check the catalog defines, for listings (site, docs): (profile name or None for the
+    shared checks of checks.yaml, check), shared first, then by profile and id.
+
+    Raises ValidationError when checks.yaml or a profile's prerequisites are invalid.
+    """
+    doc = catalog.documents.get(CHECKS_FILE)
+    checkset = checkset_from(doc) if doc is not None else CheckSet({}, {}, ())
+    rows: list[tuple[str | None, Check]] = [
+        (None, c) for c in sorted(checkset.checks, key=lambda c: c.id)
+    ]
+    for name, profile in sorted(catalog.profiles.items()):
+        rows.extend(
+            (name, c) for c in sorted(profile_checks(profile, checkset), key=lambda c: c.id)
+        )
+    return tuple(rows)
+
+
 # ---------------------------------------------------------------------------------------------
 # Validation hook (for `aicr-catalog validate`)
 

@@ -326,3 +326,17 @@ def test_scale_diagnostics_requires_the_checks_file(catalog: Catalog) -> None:
     docs = {k: v for k, v in catalog.documents.items() if k != "scale/checks.yaml"}
     (d,) = scale_diagnostics(replace(catalog, documents=docs))
     assert d.rule == "scale.checks-missing"
+
+
+def test_catalog_checks_lists_shared_then_profile_checks(catalog: Catalog) -> None:
+    from generator.preflight import catalog_checks
+
+    rows = catalog_checks(catalog)
+    shared = [c.id for p, c in rows if p is None]
+    assert shared == sorted(shared) and "coredns-replicas" in shared
+    assert [c.id for p, c in rows if p == "nvl72-2304"] == sorted(
+        str(x["id"]) for x in catalog.profiles["nvl72-2304"].prerequisites
+    )
+    assert [p for p, _ in rows] == sorted(
+        [p for p, _ in rows], key=lambda p: (p is not None, p or "")
+    )
