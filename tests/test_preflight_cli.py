@@ -30,6 +30,7 @@ SAMPLES = {
     "gb300-eks-2304-healthy.yaml": (LARGE, 0, set()),
     "gb300-eks-2304-catalog-defect.yaml": (LARGE, 1, {"ds.gpu-driver"}),
     "gb300-eks-2304-infra-defect.yaml": (LARGE, 3, {"coredns-replicas"}),
+    "gb300-eks-2304-mixed-defects.yaml": (LARGE, 1, {"ds.gpu-driver", "coredns-replicas"}),
 }
 OWNERS = {
     "ds.dra-kubelet-plugin": "catalog",
@@ -108,6 +109,18 @@ def test_each_variant_differs_from_its_healthy_cluster_in_one_reading_group(
     changed = {k for k in healthy.keys() | other.keys() if healthy.get(k) != other.get(k)}
     # one defect: one reading, or the desired/ready pair of one daemonset
     assert len({k.rsplit(".", 1)[0] if ".daemonset." in k else k for k in changed}) == 1
+
+
+def test_the_mixed_variant_is_exactly_both_single_defects() -> None:
+    healthy = _readings("gb300-eks-2304-healthy.yaml")
+    mixed = _readings("gb300-eks-2304-mixed-defects.yaml")
+    for variant in ("catalog-defect", "infra-defect"):
+        single = _readings(f"gb300-eks-2304-{variant}.yaml")
+        for k, v in single.items():
+            if healthy[k] != v:
+                assert mixed[k] == v
+    changed = {k for k in healthy if healthy[k] != mixed[k]}
+    assert len(changed) == 3  # the driver daemonset's desired and ready, and CoreDNS replicas
 
 
 def test_the_large_cluster_with_the_standard_profile_is_a_catalog_defect() -> None:
