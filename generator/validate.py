@@ -29,6 +29,7 @@ KNOWN_CRITERIA: dict[str, frozenset[str]] = {
 CONSTRAINT_NAME = re.compile(
     r"^[A-Za-z][A-Za-z0-9]*\.[A-Za-z0-9][A-Za-z0-9_-]*\.[A-Za-z0-9][A-Za-z0-9_.-]*$"
 )
+CHECK_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,127}$")
 OPERATORS = (">=", "<=", "==", "!=", ">", "<")
 PHASE_LETTERS = (
     ("readiness", "R"),
@@ -166,7 +167,11 @@ def check_overlay(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagn
     for phase, raw in ov.validation.items():
         for i, c in enumerate(raw.get("constraints") or ()):
             yield from _constraint(
-                ov, f"$.spec.validation.{phase}.constraints[{i}]", c["name"], str(c["value"])
+                ov,
+                f"$.spec.validation.{phase}.constraints[{i}]",
+                c["name"],
+                str(c["value"]),
+                check_names=True,
             )
     for d in DIMENSIONS:
         v = ov.criteria.get(d)
@@ -182,12 +187,17 @@ def check_overlay(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagn
             )
 
 
-def _constraint(ov: Overlay, jp: str, name: str, value: str) -> Iterator[Diagnostic]:
-    if not CONSTRAINT_NAME.match(name):
+def _constraint(
+    ov: Overlay, jp: str, name: str, value: str, *, check_names: bool = False
+) -> Iterator[Diagnostic]:
+    """A constraint's name and value. In validation phases (`check_names`), a constraint may also
+    be named after the check it parameterises (upstream: `nccl-all-reduce-bw-net`)."""
+    if not CONSTRAINT_NAME.match(name) and not (check_names and CHECK_NAME.match(name)):
+        form = "{Type}.{Subtype}.{Key}" + (" or a check name" if check_names else "")
         yield _d(
             ov,
             f"{jp}.name",
-            f"constraint name '{name}' is not of the form {{Type}}.{{Subtype}}.{{Key}}",
+            f"constraint name '{name}' is not of the form {form}",
             "constraint.name",
         )
     problem = constraint_value_problem(value)
