@@ -9,11 +9,14 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from random import Random
 
 import jsonschema
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from generator.aggregate import (
     CONFIRMED,
@@ -136,7 +139,7 @@ def run(
         for k, t in LANES.required_kpis(spec, r.criteria)
     )
     recipe_digest = digest or r.digest
-    st = Statement(
+    stmt = Statement(
         predicate_type=SCALE_QUALIFICATION_V1,
         recipe=r.name,
         recipe_digest=recipe_digest,
@@ -165,7 +168,7 @@ def run(
     return VerifiedEvidence(
         path=f"evidence/{r.name}/{source}/{n:064x}.sigstore.json",
         statement_digest=f"sha256:{n:064x}",
-        statement=st,
+        statement=stmt,
         signer_identity=identity,
         signer_issuer=ISSUER,
         signer_label=label,
@@ -719,13 +722,13 @@ def test_aggregating_20000_records_over_1000_recipes_takes_under_5_seconds() -> 
         lane = ladder[(i // 1000) % len(ladder)]
         signer = "abc"[(i // 7) % 3]
         t = templates[(lane, signer, "fail" if i % 17 == 0 else "pass")]
-        st = replace(
+        stmt = replace(
             t.statement, recipe=r.name, recipe_digest=r.digest, scale_profile=r.scale_profile
         )
         evidence.append(
             replace(
                 t,
-                statement=st,
+                statement=stmt,
                 path=f"evidence/{r.name}/{t.source}/{i:064x}.sigstore.json",
                 statement_digest=f"sha256:{i:064x}",
             )
@@ -793,3 +796,54 @@ def test_status_health_agrees_with_validate_leaf_health() -> None:
         for h in [leaf_health(catalog, leaf)]
     }
     assert mine == theirs
+
+
+# ---------------------------------------------------------------- properties
+
+_R = recipe()
+_POOL: list[Evidence] = [
+    run(_R, lane, signer, day=day, verdict=verdict, statuses=statuses)
+    for lane in LADDER[:3]
+    for signer in ("a", "b")
+    for day, verdict, statuses in (
+        (1, "pass", {}),
+        (2, "fail", {"node-reboot": "failed"}),
+        (3, "pass", {"steady-state": "skipped"}),
+    )
+]
+_NOISE: list[Evidence] = [
+    run(recipe(gpu_operator="v0.0.1"), "lane-36", "c", digest=recipe(gpu_operator="v0.0.1").digest),
+    RejectedEvidence(
+        path=f"evidence/r1/{'5' * 32}/{'6' * 64}.sigstore.json",
+        klass=FailureClass.SIGNER_NOT_ALLOWED,
+        message="signed by x via y",
+    ),
+]
+_TABLES = ("checks", "phases", "lanes", "recipes", "components", "health")
+
+
+def _tables(s: Status) -> dict[str, pd.DataFrame]:
+    return {name: getattr(s, name) for name in _TABLES}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(range(len(_POOL))), unique=True), st.randoms())
+def test_status_does_not_depend_on_evidence_order(picked: list[int], rnd: Random) -> None:
+    evidence = [_POOL[i] for i in picked]
+    shuffled = list(evidence)
+    rnd.shuffle(shuffled)
+    first, second = _tables(status_of([_R], evidence)), _tables(status_of([_R], shuffled))
+    for name in _TABLES:
+        pd.testing.assert_frame_equal(first[name], second[name], obj=name)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.sampled_from(range(len(_POOL))), unique=True))
+def test_stale_and_rejected_evidence_never_changes_the_counted_status(picked: list[int]) -> None:
+    evidence = [_POOL[i] for i in picked]
+    clean = _tables(status_of([_R], evidence))
+    noisy = _tables(status_of([_R], [*evidence, *_NOISE]))
+    for name in ("checks", "phases", "lanes", "components"):
+        pd.testing.assert_frame_equal(clean[name], noisy[name], obj=name)
+    keep = ["consensus", "ceiling_lane", "ceiling_nodes", "runs", "signers"]
+    pd.testing.assert_frame_equal(clean["recipes"][keep], noisy["recipes"][keep])
