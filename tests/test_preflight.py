@@ -96,9 +96,14 @@ def checkset(*checks: Check, **constants: Any) -> CheckSet:
 
 
 def one(
-    c: Check, result: RecipeResult | None = None, nodes: int | None = None, **readings: Any
+    c: Check,
+    result: RecipeResult | None = None,
+    nodes: int | None = None,
+    readings: Mapping[str, Any] | None = None,
 ) -> Finding:
-    report = preflight(result or recipe(), profile(), checkset(c), snapshot(**readings), nodes)
+    report = preflight(
+        result or recipe(), profile(), checkset(c), snapshot(**(readings or {})), nodes
+    )
     (finding,) = report.findings
     return finding
 
@@ -196,8 +201,8 @@ def test_nodes_without_declaration_or_reading_is_unavailable() -> None:
 
 def test_nodes_defaults_to_the_observed_gpu_nodes_and_the_declaration_wins() -> None:
     c = check(observed="nodes", operator="==", value=72)
-    assert one(c, **{"K8s.nodes.gpu": 72}).result is Result.PASS
-    assert one(c, nodes=144, **{"K8s.nodes.gpu": 72}).result is Result.FAIL
+    assert one(c, readings={"K8s.nodes.gpu": 72}).result is Result.PASS
+    assert one(c, nodes=144, readings={"K8s.nodes.gpu": 72}).result is Result.FAIL
 
 
 def test_daemonset_with_zero_desired_pods_fails() -> None:
@@ -205,11 +210,11 @@ def test_daemonset_with_zero_desired_pods_fails() -> None:
         observed="m('K8s.daemonset.ns/ds.ready')", operator="==",
         expected="m('K8s.daemonset.ns/ds.desired')", fail_when_zero=True,
     )  # fmt: skip
-    zero = one(c, **{"K8s.daemonset.ns/ds.ready": 0, "K8s.daemonset.ns/ds.desired": 0})
+    zero = one(c, readings={"K8s.daemonset.ns/ds.ready": 0, "K8s.daemonset.ns/ds.desired": 0})
     assert zero.result is Result.FAIL and "0" in zero.message
-    ok = one(c, **{"K8s.daemonset.ns/ds.ready": 4, "K8s.daemonset.ns/ds.desired": 4})
+    ok = one(c, readings={"K8s.daemonset.ns/ds.ready": 4, "K8s.daemonset.ns/ds.desired": 4})
     assert ok.result is Result.PASS
-    partial = one(c, **{"K8s.daemonset.ns/ds.ready": 3, "K8s.daemonset.ns/ds.desired": 4})
+    partial = one(c, readings={"K8s.daemonset.ns/ds.ready": 3, "K8s.daemonset.ns/ds.desired": 4})
     assert partial.result is Result.FAIL and partial.observed == 3 and partial.expected == "== 4"
 
 
@@ -246,13 +251,13 @@ def test_lazy_default_reads_the_snapshot_only_when_the_value_is_unset() -> None:
     assert one(c, pinned).result is Result.PASS  # no GPU.smi.driver reading needed
     unpinned = recipe((component("gpu-operator", {}),))
     assert one(c, unpinned).result is Result.UNAVAILABLE
-    assert one(c, unpinned, **{"GPU.smi.driver": "570.1"}).result is Result.FAIL
+    assert one(c, unpinned, readings={"GPU.smi.driver": "570.1"}).result is Result.FAIL
 
 
 def test_evaluation_errors_fail_catalog_checks_and_leave_infrastructure_unavailable() -> None:
-    cat = one(check(observed="bytes(m('X.y.z'))"), **{"X.y.z": "a lot"})
+    cat = one(check(observed="bytes(m('X.y.z'))"), readings={"X.y.z": "a lot"})
     infra = one(check(owner=Owner.INFRASTRUCTURE, area="kubelet", observed="bytes(m('X.y.z'))"),
-                **{"X.y.z": "a lot"})  # fmt: skip
+                readings={"X.y.z": "a lot"})  # fmt: skip
     assert cat.result is Result.FAIL and "a lot" in cat.message
     assert infra.result is Result.UNAVAILABLE
 

@@ -167,7 +167,7 @@ def _values_read_by_checks(catalog: Catalog) -> set[tuple[str, str]]:
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "v":
                     comp, path = n.args[0], n.args[1]
                     assert isinstance(comp, ast.Constant) and isinstance(path, ast.Constant)
-                    read.add((comp.value, path.value))
+                    read.add((str(comp.value), str(path.value)))
     return read
 
 
