@@ -17,6 +17,7 @@ from generator.commands.preflight import command as preflight_command
 from generator.commands.qualify import command as qualify_command
 from generator.commands.samples import command as samples_command
 from generator.commands.status import command as status_command
+from generator.commands.synth import command as synth_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -45,3 +46,8 @@ main.add_command(serve.command)
 main.add_command(qualify_command)
 main.add_command(status_command)
 main.add_command(samples_command)
+main.add_command(synth_command)
+
+
+if __name__ == "__main__":  # python -m generator.cli
+    main()

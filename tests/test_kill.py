@@ -1,0 +1,132 @@
+"""Killing a build at any point leaves the previous site intact, and the next build is correct.
+
+The build writes into a temporary directory beside the output and swaps it in only when complete;
+these tests SIGKILL a real `aicr-catalog build` process at several points of its run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+FRACTIONS = (0.2, 0.5, 0.85)
+
+
+def digests(root: Path) -> dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def build_cmd(catalog: Path, out: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "generator.cli",
+        "build",
+        "--catalog",
+        str(catalog),
+        "--evidence",
+        str(REPO / "evidence"),
+        "-o",
+        str(out),
+        "--no-bundles",
+    ]
+
+
+def run_build(catalog: Path, out: Path) -> float:
+    start = time.monotonic()
+    proc = subprocess.run(
+        build_cmd(catalog, out),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SOURCE_DATE_EPOCH": "1780000000"},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return time.monotonic() - start
+
+
+@pytest.fixture(scope="module")
+def catalogs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    base = tmp_path_factory.mktemp("kill")
+    old, new = base / "old" / "catalog", base / "new" / "catalog"
+    shutil.copytree(REPO / "catalog", old)
+    shutil.copytree(REPO / "catalog", new)
+    values = new / "components" / "slinky-slurm" / "values.yaml"
+    values.write_text(
+        values.read_text() + "\n# changed so that the new site differs\nkillTest: 1\n"
+    )
+    return old, new
+
+
+def test_sigkill_at_any_point_leaves_old_or_complete_new_site(
+    catalogs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    old_cat, new_cat = catalogs
+    expected_new = tmp_path / "reference"
+    duration = run_build(new_cat, expected_new)
+    new_tree = digests(expected_new)
+    out = tmp_path / "site"
+    run_build(old_cat, out)
+    old_tree = digests(out)
+    assert old_tree != new_tree
+    outcomes = []
+    for fraction in FRACTIONS:
+        proc = subprocess.Popen(
+            build_cmd(new_cat, out),
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "SOURCE_DATE_EPOCH": "1780000000"},
+        )
+        time.sleep(duration * fraction)
+        killed = proc.poll() is None
+        if killed:
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        now = digests(out)
+        assert now in (old_tree, new_tree), f"killed at {fraction:.0%}: the site is half-written"
+        outcomes.append("old" if now == old_tree else "new")
+        if now == new_tree:  # the swap had happened: restore the old site for the next kill point
+            shutil.rmtree(out)
+            run_build(old_cat, out)
+    assert "old" in outcomes, f"no kill landed before the swap: {outcomes}"
+    # the next build after kills is complete and correct
+    run_build(new_cat, out)
+    assert digests(out) == new_tree
+    leftovers = [p.name for p in out.parent.iterdir() if p.name.startswith(".site-build-")]
+    assert len(leftovers) <= len(FRACTIONS), leftovers
+
+
+def test_broken_catalog_leaves_previous_site(catalogs: tuple[Path, Path], tmp_path: Path) -> None:
+    old_cat, _ = catalogs
+    out = tmp_path / "site"
+    run_build(old_cat, out)
+    before = digests(out)
+    broken = tmp_path / "broken"
+    shutil.copytree(old_cat, broken)
+    leaf = broken / "overlays" / "gb300-eks-ubuntu-training-slurm.yaml"
+    leaf.write_text(
+        leaf.read_text().replace("base: gb300-eks-ubuntu-training\n", "base: nowhere\n")
+    )
+    proc = subprocess.run(
+        build_cmd(broken, out), cwd=REPO, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 1
+    assert "overlays/gb300-eks-ubuntu-training-slurm.yaml:" in proc.stderr
+    assert "[base.missing]" in proc.stderr
+    assert digests(out) == before
