@@ -62,7 +62,7 @@
     });
     th.append(b); htr.append(th);
   });
-  var wrap = el("div", { class: "aicr-table-wrap" }); wrap.append(table);
+  var wrap = el("div", { class: "aicr-table-wrap", tabindex: "0", role: "region", "aria-label": "Recipes table" }); wrap.append(table);
   root.append(form, status, wrap);
   function update() {
     FACETS.forEach(function (f) {

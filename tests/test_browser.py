@@ -1,0 +1,230 @@
+"""Real-browser acceptance of the site: Debian's Chromium driven by Playwright, the built site
+served on 127.0.0.1 by the test itself. Accessibility through axe-core (axe-playwright-python).
+
+The site is built once per session (`built_site`, shared with tests/test_site.py) from a copy of
+the repository's catalog with a script-injection string planted in one recipe.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.server
+import json
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from tests.test_site import INJECTED_RECIPE, SCRIPT, built_site, site_inputs  # noqa: F401
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SLURM = "gb300-eks-ubuntu-training-slurm"
+WCAG = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="session")
+def server(built_site: Path) -> Iterator[str]:  # noqa: F811
+    handler = functools.partial(_Quiet, directory=str(built_site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    if not CHROMIUM.exists():
+        message = "/usr/bin/chromium is missing (apt-get install chromium)"
+        if os.environ.get("CI"):
+            pytest.fail(f"{message}; browser tests must run under CI")
+        pytest.skip(f"{message}; CI is unset, so the browser tests are skipped")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        yield b
+        b.close()
+
+
+@dataclass
+class Watched:
+    page: object
+    base: str
+    errors: list[str] = field(default_factory=list)
+    outside: list[str] = field(default_factory=list)
+
+
+@pytest.fixture
+def tab(browser: object, server: str) -> Iterator[Watched]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
+    page = context.new_page()
+    w = Watched(page, server)
+    page.on("console", lambda m: m.type == "error" and w.errors.append(m.text))
+    page.on("pageerror", lambda e: w.errors.append(str(e)))
+    page.on("request", lambda r: r.url.startswith(server) or w.outside.append(r.url))
+    yield w
+    context.close()
+
+
+def expected_rows(built_site: Path, **facets: str) -> list[tuple[str, str]]:  # noqa: F811
+    index = json.loads((built_site / "api" / "v1" / "recipes.json").read_text())
+    rows = []
+    for r in index["recipes"]:
+        for p in r["profiles"]:
+            if all(r["criteria"][k] == v for k, v in facets.items()):
+                rows.append((r["name"], p["name"]))
+    return sorted(rows)
+
+
+def table_rows(page: object) -> list[tuple[str, str]]:
+    cells = page.eval_on_selector_all(  # type: ignore[attr-defined]
+        "#aicr-table tbody tr",
+        "rows => rows.map(r => [r.cells[0].textContent, r.cells[6].textContent])",
+    )
+    return sorted((a, b) for a, b in cells)
+
+
+def open_dashboard(w: Watched, query: str = "") -> None:
+    w.page.goto(w.base + "index.html" + query)  # type: ignore[attr-defined]
+    w.page.wait_for_selector("#aicr-table tbody tr")  # type: ignore[attr-defined]
+
+
+def test_dashboard_loads_clean_and_stays_on_127_0_0_1(tab: Watched, built_site: Path) -> None:  # noqa: F811
+    open_dashboard(tab)
+    tab.page.wait_for_load_state("networkidle")  # type: ignore[attr-defined]
+    assert len(table_rows(tab.page)) == len(expected_rows(built_site))
+    assert tab.errors == []
+    assert tab.outside == []
+
+
+def test_facet_filter_gb300_slurm_sets_rows_and_url_and_reload_restores(
+    tab: Watched,
+    built_site: Path,  # noqa: F811
+) -> None:
+    open_dashboard(tab)
+    want = expected_rows(built_site, accelerator="gb300", platform="slurm")
+    assert want and len(want) < len(expected_rows(built_site))
+    tab.page.select_option("#aicr-f-accelerator", "gb300")  # type: ignore[attr-defined]
+    tab.page.select_option("#aicr-f-platform", "slurm")  # type: ignore[attr-defined]
+    assert table_rows(tab.page) == want
+    query = parse_qs(urlsplit(tab.page.url).query)  # type: ignore[attr-defined]
+    assert query == {"accelerator": ["gb300"], "platform": ["slurm"]}
+    label = tab.page.eval_on_selector(  # type: ignore[attr-defined]
+        "#aicr-f-platform", "s => s.options[s.selectedIndex].textContent"
+    )
+    assert label == f"slurm ({len(want)})"
+    tab.page.reload()  # type: ignore[attr-defined]
+    tab.page.wait_for_selector("#aicr-table tbody tr")  # type: ignore[attr-defined]
+    assert table_rows(tab.page) == want
+    assert tab.page.input_value("#aicr-f-accelerator") == "gb300"  # type: ignore[attr-defined]
+    assert tab.page.input_value("#aicr-f-platform") == "slurm"  # type: ignore[attr-defined]
+    assert tab.errors == [] and tab.outside == []
+
+
+def test_search_box_finds_a_recipe_by_name(tab: Watched) -> None:
+    open_dashboard(tab)
+    tab.page.fill("#aicr-q", "eks-ubuntu-training-slu")  # type: ignore[attr-defined]
+    names = {name for name, _ in table_rows(tab.page)}
+    assert names == {"gb200-eks-ubuntu-training-slurm", SLURM, "h100-eks-ubuntu-training-slurm"}
+    assert "q=eks-ubuntu-training-slu" in tab.page.url  # type: ignore[attr-defined]
+    tab.page.click(f"#aicr-table a:text-is('{SLURM}')")  # type: ignore[attr-defined]
+    tab.page.wait_for_url(f"**/recipes/{SLURM}.html")  # type: ignore[attr-defined]
+
+
+def test_filters_are_keyboard_usable_and_columns_sort(tab: Watched) -> None:
+    open_dashboard(tab, "?accelerator=gb300")
+    tab.page.focus("#aicr-q")  # type: ignore[attr-defined]
+    tab.page.keyboard.press("Tab")  # type: ignore[attr-defined]
+    focused = tab.page.evaluate("document.activeElement.id")  # type: ignore[attr-defined]
+    assert focused == "aicr-f-service"
+    tab.page.focus("#aicr-f-accelerator")  # type: ignore[attr-defined]
+    tab.page.keyboard.press("Home")  # type: ignore[attr-defined]
+    assert tab.page.input_value("#aicr-f-accelerator") == ""  # type: ignore[attr-defined]
+    assert "accelerator=" not in tab.page.url  # type: ignore[attr-defined]
+    first = tab.page.text_content("#aicr-table tbody tr td a")  # type: ignore[attr-defined]
+    tab.page.focus("#aicr-table th button[data-sort=name]")  # type: ignore[attr-defined]
+    tab.page.keyboard.press("Enter")  # type: ignore[attr-defined]
+    assert tab.page.get_attribute("#aicr-table th:first-child", "aria-sort") == "descending"  # type: ignore[attr-defined]
+    assert tab.page.text_content("#aicr-table tbody tr td a") != first  # type: ignore[attr-defined]
+
+
+def test_phone_width_has_no_horizontal_scroll(browser: object, server: str) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844})  # type: ignore[attr-defined]
+    page = context.new_page()
+    page.goto(server + "index.html")
+    page.wait_for_selector("#aicr-table tbody tr")
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390
+    context.close()
+
+
+def test_recipe_page_draws_its_ladder_chart(tab: Watched) -> None:
+    tab.page.goto(tab.base + f"recipes/{SLURM}.html")  # type: ignore[attr-defined]
+    chart = f"#chart-{SLURM}-ladder"
+    tab.page.wait_for_selector(f"{chart} .main-svg")  # type: ignore[attr-defined]
+    cells = tab.page.eval_on_selector(  # type: ignore[attr-defined]
+        chart, "d => d.data[0].z.length * d.data[0].z[0].length"
+    )
+    assert cells == 2 * 7  # two profiles × seven lanes
+    assert tab.errors == [] and tab.outside == []
+
+
+def test_download_matches_the_sha256_on_the_page(tab: Watched) -> None:
+    tab.page.goto(tab.base + f"recipes/{SLURM}.html")  # type: ignore[attr-defined]
+    links = tab.page.eval_on_selector_all(  # type: ignore[attr-defined]
+        "a.aicr-download",
+        "as => as.map(a => [a.href, a.closest('tr').querySelector('.aicr-sha256').textContent])",
+    )
+    assert len(links) == 8
+    for href, sha in links[:2] + links[-1:]:
+        body = tab.page.request.get(href).body()  # type: ignore[attr-defined]
+        assert hashlib.sha256(body).hexdigest() == sha
+
+
+def test_planted_injection_stays_inert_text(tab: Watched) -> None:
+    tab.page.goto(tab.base + f"recipes/{INJECTED_RECIPE}.html")  # type: ignore[attr-defined]
+    tab.page.wait_for_load_state("networkidle")  # type: ignore[attr-defined]
+    assert tab.page.evaluate("typeof window.__pwned") == "undefined"  # type: ignore[attr-defined]
+    text = tab.page.inner_text("article")  # type: ignore[attr-defined]
+    assert SCRIPT in text and "<img src=x onerror=" in text and "<img src=y onerror=" in text
+    open_dashboard(tab, "?q=" + INJECTED_RECIPE)
+    assert tab.page.evaluate("typeof window.__pwned") == "undefined"  # type: ignore[attr-defined]
+    assert tab.errors == [] and tab.outside == []
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["index.html", f"recipes/{SLURM}.html", f"evidence/{SLURM}.html"],
+    ids=["dashboard", "recipe", "evidence"],
+)
+def test_no_wcag_a_or_aa_violation(tab: Watched, path: str) -> None:
+    from axe_playwright_python.sync_playwright import Axe
+
+    tab.page.goto(tab.base + path)  # type: ignore[attr-defined]
+    tab.page.wait_for_load_state("networkidle")  # type: ignore[attr-defined]
+    if path == "index.html":
+        tab.page.wait_for_selector("#aicr-table tbody tr")  # type: ignore[attr-defined]
+    results = Axe().run(tab.page, options={"runOnly": {"type": "tag", "values": WCAG}})
+    assert results.violations_count == 0, results.generate_report()
