@@ -674,7 +674,10 @@ def qualify(
 
 
 def attested_at_from(epoch: str | None, run: RunResults, given: str | None) -> str:
-    """attestedAt: --attested-at, else SOURCE_DATE_EPOCH, else the run's finishedAt; never the clock."""
+    """attestedAt: --attested-at, else the run's finishedAt (so that "latest run per signer" means
+    the run that finished last), else SOURCE_DATE_EPOCH; never the wall clock."""
+    if given is None:
+        given = run.finished_at
     if given is None and epoch:
         try:
             seconds = int(epoch)
@@ -682,11 +685,9 @@ def attested_at_from(epoch: str | None, run: RunResults, given: str | None) -> s
             raise UsageError(f"SOURCE_DATE_EPOCH is not an integer: {epoch!r}") from e
         return dt.datetime.fromtimestamp(seconds, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     if given is None:
-        given = run.finished_at
-    if given is None:
         raise UsageError(
-            "no attestation date: pass --attested-at, set SOURCE_DATE_EPOCH, "
-            "or give finishedAt in run.yaml"
+            "no attestation date: pass --attested-at, give finishedAt in run.yaml, "
+            "or set SOURCE_DATE_EPOCH"
         )
     if not _RFC3339.fullmatch(given):
         raise UsageError(f"attestation date {given!r} is not RFC 3339 (2026-12-02T11:00:00Z)")

@@ -362,13 +362,14 @@ def test_unknown_lanes_and_lanes_off_the_ladder_are_usage_errors(lanes: Lanes) -
 
 def test_the_attestation_date_never_comes_from_the_clock(lanes: Lanes) -> None:
     run = load_run("lane-36-pass", lanes)
-    assert attested_at_from(None, run, "2026-01-02T03:04:05Z") == "2026-01-02T03:04:05Z"
-    assert attested_at_from("1764633600", run, None) == "2025-12-02T00:00:00Z"
-    assert attested_at_from(None, run, None) == "2026-11-03T08:00:00Z"  # run.yaml finishedAt
     from dataclasses import replace
 
+    assert attested_at_from("1", run, "2026-01-02T03:04:05Z") == "2026-01-02T03:04:05Z"
+    assert attested_at_from("1", run, None) == "2026-11-03T08:00:00Z"  # run.yaml finishedAt
+    undated = replace(run, finished_at=None)
+    assert attested_at_from("1764633600", undated, None) == "2025-12-02T00:00:00Z"
     with pytest.raises(UsageError, match="no attestation date"):
-        attested_at_from(None, replace(run, finished_at=None), None)
+        attested_at_from(None, undated, None)
     with pytest.raises(UsageError, match="not RFC 3339"):
         attested_at_from(None, run, "yesterday")
 
@@ -444,3 +445,79 @@ def test_qualify_command_writes_the_statement_and_exits_by_verdict(tmp_path: Pat
     )
     assert res.exit_code == 2
     assert "lane 'lane-72' is not on the ladder of scale profile 'standard' (lane-36)" in res.stderr
+
+
+def test_sample_evidence_is_what_qualify_then_evidence_sign_produce(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """samples generate == its raw results → `qualify` → `evidence sign --trust-root demo`."""
+    from generator.samples import SIGNERS
+
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    runner = CliRunner()
+    catalog = str(REPO / "catalog")
+    res = runner.invoke(
+        main,
+        [
+            "samples",
+            "generate",
+            "--catalog",
+            catalog,
+            "--root",
+            str(tmp_path / "gen"),
+            "--raw",
+            str(tmp_path / "raw"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    recipe = "gb300-eks-ubuntu-training-slurm"
+    for lane, signer, day, verdict in (("lane-2304", "lab-b", 29, 0), ("lane-36", "lab-a", 5, 0)):
+        profile = "nvl72-2304" if lane == "lane-2304" else "standard"
+        results = tmp_path / "raw" / recipe / profile / lane / f"{signer}-{day}"
+        statement = tmp_path / f"{lane}.json"
+        res = runner.invoke(
+            main,
+            [
+                "qualify",
+                "--lane",
+                lane,
+                "--recipe",
+                recipe,
+                "--scale-profile",
+                profile,
+                "--results",
+                str(results),
+                "--sample",
+                "--catalog",
+                catalog,
+                "-o",
+                str(statement),
+            ],
+        )
+        assert res.exit_code == verdict, res.output
+        issuer, identity = SIGNERS[signer]
+        res = runner.invoke(
+            main,
+            [
+                "evidence",
+                "sign",
+                str(statement),
+                "--trust-root",
+                "demo",
+                "--identity",
+                identity,
+                "--issuer",
+                issuer,
+                "--into",
+                str(tmp_path / "cli"),
+                "--catalog",
+                catalog,
+            ],
+        )
+        assert res.exit_code == 0, res.output
+    made = sorted(
+        p.relative_to(tmp_path / "cli") for p in (tmp_path / "cli").rglob("*.sigstore.json")
+    )
+    assert len(made) == 2
+    for rel in made:
+        assert (tmp_path / "cli" / rel).read_bytes() == (tmp_path / "gen" / rel).read_bytes()

@@ -68,7 +68,7 @@ def _stop(e: CatalogError, code: int) -> NoReturn:
     "--attested-at",
     default=None,
     metavar="RFC3339",
-    help="Attestation date (default: SOURCE_DATE_EPOCH, else finishedAt in run.yaml).",
+    help="Attestation date (default: finishedAt in run.yaml, else SOURCE_DATE_EPOCH).",
 )
 @click.option("--sample", is_flag=True, help="Mark the statement as sample data.")
 @catalog_option
