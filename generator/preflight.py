@@ -499,11 +499,12 @@ def scope_for(
     nodes: int | None,
 ) -> Scope:
     """What check expressions see: readings, resolved values, criteria, names and tables."""
-    declared = nodes if nodes is not None else _observed_nodes(snapshot)
+    sizes = [n for n in (nodes, _observed_nodes(snapshot)) if n is not None]
     names: dict[str, Any] = dict(checks.constants)
     names.update(profile_min=profile.nodes_min, profile_max=profile.nodes_max)
-    if declared is not None:
-        names["nodes"] = declared
+    if sizes:
+        # the larger of the declared and the observed GPU nodes: sizing checks never understate
+        names["nodes"] = max(sizes)
     return Scope(
         readings=snapshot.readings,
         components={c.name: c.values for c in result.components},
@@ -523,8 +524,9 @@ def preflight(
 ) -> PreflightReport:
     """Evaluate every check of (recipe, profile, shared checks) against `snapshot`.
 
-    `nodes` is the GPU-node count the user declared (`--nodes`); without it, expressions use the
-    snapshot's `K8s.nodes.gpu`.
+    `nodes` is the GPU-node count the user declared (`--nodes`). Expressions size their checks
+    with the larger of it and the snapshot's `K8s.nodes.gpu`, so a declaration below the observed
+    cluster cannot hide a sizing defect.
     """
     observed_nodes = _observed_nodes(snapshot)
     scope = scope_for(result, profile, checks, snapshot, nodes)

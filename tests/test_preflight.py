@@ -199,10 +199,13 @@ def test_nodes_without_declaration_or_reading_is_unavailable() -> None:
     assert f.result is Result.UNAVAILABLE and "K8s.nodes.gpu" in f.message
 
 
-def test_nodes_defaults_to_the_observed_gpu_nodes_and_the_declaration_wins() -> None:
+def test_nodes_is_the_larger_of_declared_and_observed() -> None:
     c = check(observed="nodes", operator="==", value=72)
     assert one(c, readings={"K8s.nodes.gpu": 72}).result is Result.PASS
-    assert one(c, nodes=144, readings={"K8s.nodes.gpu": 72}).result is Result.FAIL
+    assert one(c, nodes=72).result is Result.PASS
+    assert one(c, nodes=36, readings={"K8s.nodes.gpu": 72}).result is Result.PASS
+    grow = one(c, nodes=144, readings={"K8s.nodes.gpu": 72})
+    assert grow.result is Result.FAIL and grow.observed == 144
 
 
 def test_daemonset_with_zero_desired_pods_fails() -> None:
