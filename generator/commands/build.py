@@ -43,6 +43,11 @@ from generator.site.build import DEFAULT_DEPLOYERS, BuildOptions, build_site
 @click.option(
     "--no-bundles", is_flag=True, help="Skip rendering bundle downloads (a faster preview)."
 )
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Render every bundle afresh instead of reusing unchanged archives from .cache/bundles/.",
+)
 def command(
     catalog_path: Path,
     evidence_path: Path,
@@ -50,6 +55,7 @@ def command(
     trust_root: str,
     strict: bool,
     no_bundles: bool,
+    no_cache: bool,
 ) -> None:
     """Build the static site into OUT (default site/): dashboard, recipe, evidence and scale pages,
     the JSON API under api/v1/, badges and bundle downloads.
@@ -66,6 +72,7 @@ def command(
         strict=strict,
         deployers=DEFAULT_DEPLOYERS,
         bundles=not no_bundles,
+        cache_dir=None if no_cache else out.absolute().parent / ".cache" / "bundles",
     )
     try:
         report = build_site(options)

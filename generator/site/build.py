@@ -9,6 +9,7 @@ what failed and where. A lock file keeps two builds of the same output from runn
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
 import logging
 import os
@@ -53,6 +54,7 @@ class BuildOptions:
     strict: bool = False
     deployers: tuple[str, ...] = DEFAULT_DEPLOYERS
     bundles: bool = True
+    cache_dir: Path | None = None  # bundle archive cache; None renders everything afresh
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +137,7 @@ def gather(options: BuildOptions, epoch: int) -> SiteData:
 
     all_results = tuple(r for rs in resolved.values() for r in rs)
     downloads, note = (
-        stages.render_bundles(catalog, all_results, options.deployers, epoch)
+        stages.render_bundles(catalog, all_results, options.deployers, epoch, options.cache_dir)
         if options.bundles
         else ({}, StageNote("render", "bundles were not requested for this build (--no-bundles)."))
     )
@@ -347,8 +349,30 @@ def build_lock(out: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+_RENAME_EXCHANGE = 2  # linux/fs.h
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically exchange two paths (Linux renameat2 RENAME_EXCHANGE); False if unsupported."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd = -100
+    rc = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE)
+    return bool(rc == 0)
+
+
 def swap_in(new: Path, out: Path) -> None:
-    """Replace `out` with the finished tree `new` (same file system: two renames)."""
+    """Replace `out` with the finished tree `new` (same file system).
+
+    With an existing `out` the two directories are exchanged in one atomic step, so a reader (or
+    a kill) sees either the old or the new site, never neither; then the old tree is removed.
+    """
+    if out.exists() and _exchange(new, out):
+        shutil.rmtree(new)  # `new` now holds the previous site
+        return
     old = out.parent / f".{out.name}.old"
     if old.exists():
         shutil.rmtree(old)
@@ -359,12 +383,24 @@ def swap_in(new: Path, out: Path) -> None:
         shutil.rmtree(old)
 
 
+def _remove_leftovers(out: Path) -> None:
+    """Temporary trees of builds that were killed before they finished (we hold the lock)."""
+    for p in sorted(out.parent.glob(f".{out.name}-build-*")):
+        shutil.rmtree(p, ignore_errors=True)
+    old = out.parent / f".{out.name}.old"
+    if old.exists() and not out.exists():
+        os.replace(old, out)  # killed between the two renames of the fallback swap
+    elif old.exists():
+        shutil.rmtree(old, ignore_errors=True)
+
+
 def build_site(options: BuildOptions) -> BuildReport:
     """Build the whole site into `options.out`. Raises CatalogError; then `out` is unchanged."""
     out = options.out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     epoch = source_date_epoch(options.source_date_epoch, REPO)
     with build_lock(out):
+        _remove_leftovers(out)
         site = gather(options, epoch)
         work = Path(tempfile.mkdtemp(prefix=f".{out.name}-build-", dir=out.parent))
         try:

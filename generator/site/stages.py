@@ -148,13 +148,22 @@ def lanes(catalog: Catalog) -> tuple[Lane, ...]:
 
 
 def render_bundles(
-    catalog: Catalog, results: Sequence[RecipeResult], deployers: Sequence[str], epoch: int = 0
+    catalog: Catalog,
+    results: Sequence[RecipeResult],
+    deployers: Sequence[str],
+    epoch: int = 0,
+    cache_dir: Path | None = None,
 ) -> tuple[dict[tuple[str, str], tuple[Download, ...]], StageNote | None]:
-    """Every leaf × profile × deployer as a reproducible archive (mtime = SOURCE_DATE_EPOCH)."""
+    """Every leaf × profile × deployer as a reproducible archive (mtime = SOURCE_DATE_EPOCH).
+
+    With `cache_dir`, an archive whose inputs (recipe digest, deployer, renderer) are unchanged
+    is read from the render stage's content-addressed cache instead of being rendered again.
+    """
     render = optional_stage("generator.render")
     if render is None:
         return {}, StageNote("render", "the bundle stage is not available in this build.")
     from generator.commands.bundle import read_manifests
+    from generator.render.cache import cached_archive
 
     out: dict[tuple[str, str], tuple[Download, ...]] = {}
     problems: list[Diagnostic] = []
@@ -163,9 +172,8 @@ def render_bundles(
         try:
             manifests = read_manifests(catalog, result)
             for deployer in deployers:
-                tree = render.render_bundle(result, deployer, manifests)
                 name = render.archive_name(result, deployer)
-                data = render.archive_bytes(tree, name.removesuffix(".tar.gz"), mtime=epoch)
+                data = cached_archive(result, deployer, manifests, cache_dir=cache_dir, mtime=epoch)
                 items.append(
                     Download(
                         deployer=deployer,
