@@ -88,7 +88,8 @@ _DEFAULT_CONSTRAINT_AREA = "node-pools"  # OS release, kernel, GPU, SystemD: the
 OPERATORS: tuple[str, ...] = (">=", "<=", ">", "<", "==", "!=", "in", "not-in", "between")
 
 # Names every expression may use besides the constants of checks.yaml.
-BUILTIN_NAMES: tuple[str, ...] = ("nodes", "profile_min", "profile_max")
+# `declared_nodes` is --nodes, 0 when not given.
+BUILTIN_NAMES: tuple[str, ...] = ("nodes", "declared_nodes", "profile_min", "profile_max")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -501,7 +502,9 @@ def scope_for(
     """What check expressions see: readings, resolved values, criteria, names and tables."""
     sizes = [n for n in (nodes, _observed_nodes(snapshot)) if n is not None]
     names: dict[str, Any] = dict(checks.constants)
-    names.update(profile_min=profile.nodes_min, profile_max=profile.nodes_max)
+    names.update(
+        profile_min=profile.nodes_min, profile_max=profile.nodes_max, declared_nodes=nodes or 0
+    )
     if sizes:
         # the larger of the declared and the observed GPU nodes: sizing checks never understate
         names["nodes"] = max(sizes)

@@ -206,6 +206,9 @@ def test_nodes_is_the_larger_of_declared_and_observed() -> None:
     assert one(c, nodes=36, readings={"K8s.nodes.gpu": 72}).result is Result.PASS
     grow = one(c, nodes=144, readings={"K8s.nodes.gpu": 72})
     assert grow.result is Result.FAIL and grow.observed == 144
+    declared = check(observed="declared_nodes", operator="==", value=36)
+    assert one(declared, nodes=36, readings={"K8s.nodes.gpu": 72}).result is Result.PASS
+    assert one(declared, readings={"K8s.nodes.gpu": 36}).observed == 0
 
 
 def test_daemonset_with_zero_desired_pods_fails() -> None:
