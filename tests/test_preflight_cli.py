@@ -91,7 +91,7 @@ def test_large_healthy_cluster_runs_every_check() -> None:
     doc = json.loads(res.stdout)
     assert doc["summary"]["skipped"] == 0
     assert {f["source"] for f in doc["findings"]} == {"recipe", "profile", "catalog"}
-    assert doc["scaleProfile"] == {"name": "nvl72-2304", "version": "1.0.0"}
+    assert doc["scaleProfile"] == {"name": "nvl72-2304", "version": "1.1.0"}
     assert doc["nodes"] == {"declared": 2304, "observed": 2304}
 
 

@@ -38,6 +38,7 @@ class Cluster:
     backlog: int
     zero_daemonsets: tuple[str, ...] = ()
     k8s_version: str = "v1.34.2-eks-b3126f4"
+    slurm_nodeset: bool = False  # a Slinky NodeSet in DaemonSet mode on every GPU node
 
 
 SMALL = Cluster(
@@ -50,7 +51,7 @@ LARGE = Cluster(
     name="gb300-eks-2304", nodes_total=2340, gpu_nodes=2304, cliques=128, tier="4xl",
     apf_concurrency=2400, dns_replicas=24, kube_proxy="nftables", services=1450,
     conntrack_max=1048576, mirror=True, subnet_free_ips=40000, ds_pods_per_gpu_node=22,
-    backlog=8192,
+    backlog=8192, slurm_nodeset=True,
 )  # fmt: skip
 
 
@@ -84,6 +85,9 @@ def snapshot(c: Cluster) -> dict[str, Any]:
         ("network", {"subnet-free-ips": c.subnet_free_ips}),
         ("daemonset", ds_data),
     ]  # fmt: skip
+    if c.slurm_nodeset:
+        k8s.append(("nodeset", {"slurm/slurm-worker-slinky.desired": gpu,
+                                "slurm/slurm-worker-slinky.ready": gpu}))  # fmt: skip
     return {
         "apiVersion": "aicr.run/v1",
         "kind": "Snapshot",

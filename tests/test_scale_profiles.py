@@ -136,7 +136,7 @@ REQUIRED = {
         "prometheus.prometheusSpec.storageSpec.volumeClaimTemplate.spec.resources.requests.storage",
     ),
     ("kube-prometheus-stack", "kube-state-metrics.autosharding.enabled"),
-    ("slinky-slurm", "nodesets.slinky.replicas"),
+    ("slinky-slurm", "nodesets.slinky.scalingMode"),
     ("slinky-slurm", "controller.extraConfMap.TreeWidth"),
     ("slinky-slurm", "controller.extraConfMap.SlurmdTimeout"),
 }
@@ -153,7 +153,10 @@ def test_large_profile_owns_every_setting_the_issue_lists(catalog: Catalog) -> N
     assert owned[("gpu-operator", "driver.upgradePolicy.maxParallelUpgrades")] == rack
     assert owned[("gpu-operator", "driver.upgradePolicy.maxUnavailable")] == rack
     assert owned[("nodewright-operator", "tuning.interruptionBudget.count")] == rack
-    assert owned[("slinky-slurm", "nodesets.slinky.replicas")] == 2304
+    assert owned[("slinky-slurm", "nodesets.slinky.scalingMode")] == "DaemonSet"
+    # a value that must equal the node count cannot be owned (it would be right at one size of
+    # the band only); the nodeset follows the nodes through its scaling mode instead
+    assert ("slinky-slurm", "nodesets.slinky.replicas") not in owned
 
 
 def _values_read_by_checks(catalog: Catalog) -> set[tuple[str, str]]:
@@ -192,7 +195,7 @@ def test_every_measurement_the_checks_read_is_documented(catalog: Catalog) -> No
     for p in catalog.profiles.values():
         checks.extend(profile_checks(p, cs))
     documented = set(scale_measurement_keys())
-    pattern = re.compile(r"^K8s\.daemonset\.[a-z0-9-]+/[a-z0-9-]+\.(desired|ready)$")
+    pattern = re.compile(r"^K8s\.(daemonset|nodeset)\.[a-z0-9-]+/[a-z0-9-]+\.(desired|ready)$")
     undocumented = [
         p for p in measurement_paths(checks) if p not in documented and not pattern.match(p)
     ]
