@@ -473,3 +473,37 @@ def test_isolation_reports_payload_time_and_memory() -> None:
     assert out.payload == {"size": 64 * 1024 * 1024} and out.error is None and out.died is None
     assert 0 <= out.elapsed < 2
     assert out.grown >= 60 * 1024 * 1024
+
+
+_LINE = re.compile(
+    r"^(?P<path>[^\n]+?)(?::(?P<line>\d+):(?P<col>\d+))?: (?P<jp>\$[^ ]*): (?:warning: )?"
+    r"(?P<msg>.+) \[(?P<rule>[a-z]+\.[A-Za-z-]+)\]$"
+)
+_SUMMARY = re.compile(
+    r"^validate catalog: (ok( \(\d+ warning\(s\)\))?|\d+ error\(s\), \d+ warning\(s\) in \d+ file\(s\))$"
+)
+
+
+@pytest.mark.parametrize("case", _case_dirs(), ids=lambda c: f"{c.parent.name}/{c.name}")
+def test_case_folder_is_documented_and_expectation_well_formed(case: Path) -> None:
+    """Every case says what it tests; every text expectation is diagnostics + one summary line."""
+    assert (case / "about.txt").is_file(), "each case needs an about.txt"
+    if _lines(case / "args.txt") or _lines(case / "command.txt"):
+        return  # other formats and commands have their own shapes
+    *diags, summary = (case / "expected.txt").read_text(encoding="utf-8").splitlines()
+    assert _SUMMARY.match(summary), summary
+    for line in diags:
+        m = _LINE.match(line)
+        assert m, f"not one diagnostic per line: {line!r}"
+        assert not m["path"].startswith("/"), "paths are catalog-relative"
+        assert m["line"] is None or int(m["line"]) >= 1
+    assert diags == sorted(diags, key=_sort_key), "diagnostics are sorted by file, line, column"
+    errors = sum(1 for d in diags if ": warning: " not in d)
+    if errors:
+        assert summary.startswith(f"validate catalog: {errors} error(s)")
+
+
+def _sort_key(line: str) -> tuple[str, int, int]:
+    m = _LINE.match(line)
+    assert m
+    return m["path"], int(m["line"] or 0), int(m["col"] or 0)
