@@ -58,6 +58,7 @@ KNOWN_ENTRIES = frozenset(
         "args.txt",  # extra `validate` arguments (shell words)
         "command.txt",  # the command instead of `validate catalog` (shell words)
         "expected.txt",  # the exact stdout
+        "stderr.txt",  # the exact stderr (optional; cases of other commands use it)
         "exit.txt",  # the exact exit code
         "bug.txt",  # a known validator bug: the case is a strict xfail until it is fixed
     }
@@ -304,6 +305,7 @@ def run_case(case: Path, workdir: Path) -> Outcome:
         exc = result.exception
         return {
             "stdout": result.stdout,
+            "stderr": result.stderr,
             "output": result.output,
             "exit_code": result.exit_code,
             # the only exception allowed out of the command is its own sys.exit
@@ -341,10 +343,15 @@ def test_case(case: Path, tmp_path: Path, update_goldens: bool) -> None:
     )
 
     expected_path, exit_path = case / "expected.txt", case / "exit.txt"
+    stderr_path = case / "stderr.txt"
     if update_goldens and not (case / "bug.txt").exists():
         expected_path.write_text(result["stdout"], encoding="utf-8")
         exit_path.write_text(f"{result['exit_code']}\n", encoding="utf-8")
+        if (case / "command.txt").is_file() or stderr_path.is_file():
+            stderr_path.write_text(result["stderr"], encoding="utf-8")
     assert result["stdout"] == expected_path.read_text(encoding="utf-8")
+    if stderr_path.is_file():
+        assert result["stderr"] == stderr_path.read_text(encoding="utf-8")
     assert result["exit_code"] == int(exit_path.read_text(encoding="utf-8").strip())
 
 
