@@ -445,3 +445,34 @@ def test_serve_refuses_a_missing_site(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["serve", "--dir", str(tmp_path / "none")])
     assert result.exit_code == 2
     assert "run `aicr-catalog build` first" in result.stderr
+
+
+def test_printed_bundle_command_reproduces_the_download(
+    built_site: Path, site_inputs: Inputs, tmp_path: Path
+) -> None:
+    import html as html_mod
+    import shlex
+
+    page = html_mod.unescape(
+        (built_site / "recipes" / "gb300-eks-ubuntu-training-slurm.html").read_text()
+    )
+    line = next(
+        ln
+        for ln in page.splitlines()
+        if "aicr-catalog bundle" in ln and "nvl72-2304" in ln and "--deployer helm " in ln
+    )
+    env_part, _, command = line.partition(" aicr-catalog ")
+    assert env_part == f"SOURCE_DATE_EPOCH={EPOCH}"
+    args = shlex.split(command)
+    out = tmp_path / "out"
+    args[args.index("-o") + 1] = str(out)
+    result = CliRunner().invoke(
+        main, [*args, "--catalog", str(site_inputs.catalog)], env={"SOURCE_DATE_EPOCH": str(EPOCH)}
+    )
+    assert result.exit_code == 0, result.output
+    (archive,) = out.glob("*.tar.gz")
+    detail = load(built_site, "api/v1/recipes/gb300-eks-ubuntu-training-slurm.json")
+    published = {
+        d["url"].rsplit("/", 1)[-1]: d["sha256"] for p in detail["profiles"] for d in p["downloads"]
+    }
+    assert hashlib.sha256(archive.read_bytes()).hexdigest() == published[archive.name]

@@ -134,7 +134,8 @@ def kpi_figure(recipe: RecipeView) -> dict[str, Any] | None:
         data.append(
             {
                 "type": "scatter",
-                "mode": "lines+markers",
+                "mode": "markers",
+                "marker": {"size": 8, "opacity": 0.8},
                 "name": kpi_id,
                 "x": [p[0] for p in pts],
                 "y": [p[1] for p in pts],
@@ -142,14 +143,20 @@ def kpi_figure(recipe: RecipeView) -> dict[str, Any] | None:
                 "hovertemplate": "%{x} nodes: %{text}<extra>" + kpi_id + "</extra>",
             }
         )
+    ticks = sorted({x for trace in data for x in trace["x"]})
     return {
         "data": data,
         "layout": {
             "title": {"text": "KPI value relative to its threshold, by node count"},
             "font": {**_FONT, "color": "#1f2328"},
-            "height": 380,
-            "margin": {"l": 60, "r": 10, "t": 40, "b": 60},
-            "xaxis": {"title": {"text": "observed nodes"}, "type": "log"},
+            "height": 460,
+            "margin": {"l": 60, "r": 10, "t": 40, "b": 40},
+            "xaxis": {
+                "title": {"text": "observed nodes"},
+                "type": "log",
+                "tickvals": ticks,
+                "ticktext": [f"{t:,}" for t in ticks],
+            },
             "yaxis": {"title": {"text": "value / threshold"}},
             "shapes": [
                 {
@@ -162,7 +169,7 @@ def kpi_figure(recipe: RecipeView) -> dict[str, Any] | None:
                     "line": {"dash": "dash", "color": "#57606a"},
                 }
             ],
-            "legend": {"orientation": "h", "y": -0.3},
+            "legend": {"orientation": "h", "y": -0.25, "yanchor": "top"},
             "paper_bgcolor": "rgba(0,0,0,0)",
             "plot_bgcolor": "rgba(0,0,0,0)",
         },

@@ -139,6 +139,7 @@ def recipe_page(recipe: RecipeView, site: SiteData) -> str:
         sample=has_sample(recipe.evidence),
         render_note=render_note,
         epoch=site.source_date_epoch,
+        trust_root=site.trust_root,
     )
 
 

@@ -413,5 +413,21 @@ def aggregate(
     return Aggregated(statuses, comps, _sorted_runs(runs)), None
 
 
+_STATE_ORDER = {"verified": 0, "stale": 1, "rejected": 2}
+
+
 def _sorted_runs(runs: Sequence[EvidenceRun]) -> tuple[EvidenceRun, ...]:
-    return tuple(sorted(runs, key=lambda e: (e.recipe, e.profile, e.lane_nodes or 0, e.path)))
+    """Per recipe: counted runs first, then stale, then rejected; each by profile and lane."""
+    return tuple(
+        sorted(
+            runs,
+            key=lambda e: (
+                e.recipe,
+                _STATE_ORDER.get(e.state, 3),
+                e.profile,
+                e.lane_nodes or 0,
+                e.attested_at,
+                e.path,
+            ),
+        )
+    )
