@@ -439,3 +439,24 @@ def test_upstream_layout_through_the_cli(upstream: Path, monkeypatch: pytest.Mon
     )
     assert queried.exit_code == 0, queried.output
     assert '"name": "gb300-eks-ubuntu-training-slurm"' in queried.stdout
+
+
+def test_a_catalog_reached_through_a_symlink_is_not_an_escape(tree: Path) -> None:
+    """The root itself may be a link (a checkout mounted elsewhere): links inside it stay inside."""
+    (tree / "components" / "nfd" / "values-copy.yaml").symlink_to("values.yaml")
+    alias = tree.parent / "catalog-link"
+    alias.symlink_to(tree, target_is_directory=True)
+    catalog, diags = load_catalog(alias)
+    assert diags == ()
+    assert "components/nfd/values-copy.yaml" in catalog.files
+    assert validate_catalog(catalog, load_diagnostics=diags) == ()
+
+
+def test_loading_is_independent_of_where_the_tree_lives(tree: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "deeper" / "copy"
+    shutil.copytree(tree, elsewhere)
+    first, _ = load_catalog(tree)
+    second, _ = load_catalog(elsewhere)
+    assert first.overlays == second.overlays
+    assert first.files == second.files
+    assert first.registry == second.registry
