@@ -254,6 +254,9 @@ def test_public_good_root_counts_no_sample_evidence(site_inputs: Inputs, tmp_pat
     assert {p["consensus"] for r in index["recipes"] for p in r["profiles"]} == {"UNTESTED"}
     runs = load(out, "api/v1/evidence.json")["evidence"]
     assert runs and all(not e["counted"] for e in runs)
+    scale = (out / "scale.html").read_text()
+    assert '<span class="aicr-chip aicr-untested">UNTESTED</span> None of the' in scale
+    assert "data-chart" not in scale and "plotly.min.js" not in scale
 
 
 def test_downloads_exist_with_the_published_sha256(built_site: Path) -> None:
@@ -372,6 +375,7 @@ def test_scale_page_has_ladder_heatmap_prerequisites_and_contract(
     for lane in load(built_site, "api/v1/lanes.json")["lanes"]:
         assert f'id="lane-{lane["name"]}"' in page
     assert 'id="owner-infrastructure"' in page
+    assert "&lt;span" not in page and "&amp;lt;" not in page and "&amp;#" not in page
     contract = site_inputs.docs / "scale-contract.md"
     if contract.is_file():
         first = next(

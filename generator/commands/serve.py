@@ -33,8 +33,8 @@ def command(site_dir: Path, port: int) -> None:
         http.server.SimpleHTTPRequestHandler, directory=str(site_dir.resolve())
     )
     with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as httpd:
-        host, bound = httpd.server_address[:2]
-        click.echo(f"serving {site_dir}/ on http://{host}:{bound}/ (Ctrl-C to stop)", err=True)
+        bound = httpd.server_address[1]
+        click.echo(f"serving {site_dir}/ on http://127.0.0.1:{bound}/ (Ctrl-C to stop)", err=True)
         try:
             httpd.serve_forever()
         except KeyboardInterrupt:

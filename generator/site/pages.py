@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import click
+from markupsafe import Markup
 
 from generator.records import ScaleProfile
 from generator.site.charts import (
@@ -280,14 +281,16 @@ def scale_page(site: SiteData, contract_markdown: str | None) -> str:
             f"({total - len(rows)} more have none and are UNTESTED at every lane).",
         )
     else:
-        heatmap = render("pages/_untested.html.j2", total=total)
+        heatmap = Markup(render("pages/_untested.html.j2", total=total))  # our own escaped HTML
     contract = None
     if contract_markdown is not None:
-        contract = _demote_headings(_strip_front_matter_and_title(contract_markdown))
+        # The project's own documentation (docs/scale-contract.md), included as Markdown.
+        contract = Markup(_demote_headings(_strip_front_matter_and_title(contract_markdown)))
     return render(
         "pages/scale.md.j2",
         lanes=lanes_ctx,
         heatmap=heatmap,
+        has_chart=bool(site.lanes and rows),
         profiles=site.profiles,
         prerequisites=_prerequisites(site.profiles),
         contract=contract,

@@ -336,10 +336,10 @@ def aggregate(
     agg = optional_stage("generator.aggregate")
     doc = catalog.documents.get("scale/lanes.yaml")
     if agg is None or doc is None:
-        runs = tuple(
+        plain = [
             _run_from(r, verified.raw.get(r.path, b""), verified.trust_root)
             for r in verified.records
-        )
+        ]
         note = None
         if verified.records:
             note = StageNote(
@@ -347,7 +347,7 @@ def aggregate(
                 "the status stage is not available in this build: consensus and ceilings show "
                 "UNTESTED.",
             )
-        return Aggregated({}, {}, _sorted_runs(runs)), note
+        return Aggregated({}, {}, _sorted_runs(plain)), note
     from generator.qualify import parse_lanes
 
     lanes_ = parse_lanes(doc)
@@ -355,7 +355,7 @@ def aggregate(
     status = agg.aggregate(results, verified.records, lanes_, ladders, demo=verified.demo)
 
     # evidence runs, judged: counted, or why not
-    runs = []
+    runs: list[EvidenceRun] = []
     judged = {int(row.idx): row for row in status.runs.itertuples(index=False)}
     stale_lanes: set[tuple[str, str, str]] = set()
     for i, rec in enumerate(verified.records):
