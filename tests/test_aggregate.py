@@ -847,3 +847,38 @@ def test_stale_and_rejected_evidence_never_changes_the_counted_status(picked: li
         pd.testing.assert_frame_equal(clean[name], noisy[name], obj=name)
     keep = ["consensus", "ceiling_lane", "ceiling_nodes", "runs", "signers"]
     pd.testing.assert_frame_equal(clean["recipes"][keep], noisy["recipes"][keep])
+
+
+def test_status_of_every_recipe_is_a_table_with_sample_marks(
+    status_cli: Callable[..., tuple[int, str]],
+) -> None:
+    code, text = status_cli("--trust-root", "demo")
+    assert code == 0
+    lines = text.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("recipe "))
+    assert lines[header].split() == [
+        "recipe",
+        "profile",
+        "health",
+        "coverage",
+        "consensus",
+        "ceiling",
+        "runs",
+        "signers",
+        "excluded",
+    ]
+    row = next(
+        line
+        for line in lines
+        if line.startswith("gb300-eks-ubuntu-training-slurm ") and " nvl72-2304 " in line
+    )
+    assert row.split()[7:] == ["CONFIRMED", "lane-2304", "14", "2", "2", "SAMPLE"]
+    untested = next(line for line in lines if line.startswith("h100-eks-ubuntu-training-slurm "))
+    assert untested.split()[7:] == [
+        "UNTESTED",
+        "-",
+        "0",
+        "0",
+        "0",
+    ]  # no SAMPLE mark: nothing counted
+    assert any(line.startswith("consensus over distinct verified signers") for line in lines)

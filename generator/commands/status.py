@@ -100,6 +100,13 @@ def _ceiling(r: dict[str, Any]) -> str:
     return text
 
 
+LEGEND = (
+    "consensus over distinct verified signers, latest run each: CONFIRMED ≥2 pass and none fail; "
+    "SINGLE 1 pass; CONTESTED pass and fail; FAILING fail only; UNTESTED no run; PARTIAL some "
+    "required checks untested. ceiling: the largest lane that, with every rung below it, is qualified."
+)
+
+
 def render_text(doc: dict[str, Any], detail: bool) -> str:
     lines: list[str] = []
     sample = "SAMPLE " if doc["sample"] else ""
@@ -128,6 +135,7 @@ def render_text(doc: dict[str, Any], detail: bool) -> str:
         failing = [h for h in doc["health"] if h["status"] != "pass"]
         for h in failing:
             lines.append(f"health {h['status']}: {h['recipe']}: " + "; ".join(h["problems"]))
+        lines += ["", LEGEND, ""]
     for r in doc["recipes"] if detail else ():
         lines.append(f"{r['recipe']} × {r['profile']} {r['profileVersion']}  {r['digest']}")
         lines.append(f"  health     {r['health'] or '-'}  {r['coverage'] or ''}")
