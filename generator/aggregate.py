@@ -688,7 +688,7 @@ def _none(v: Any) -> Any:
     return v
 
 
-def _run_json(r: Mapping[str, Any]) -> dict[str, Any]:
+def _run_json(r: Mapping[Any, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "path": r["path"],
         "signer": r["signer_label"] or None,
@@ -704,7 +704,7 @@ def _run_json(r: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _excluded_json(r: Mapping[str, Any]) -> dict[str, Any]:
+def _excluded_json(r: Mapping[Any, Any]) -> dict[str, Any]:
     message = r["message"] or {
         STALE: "recipe digest is not the current one (the recipe changed since the run)",
         STALE_CRITERIA: "run judged against other lane criteria than the current ones",
