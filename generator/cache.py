@@ -275,3 +275,144 @@ def digests_of(paths: Iterable[tuple[str, bytes]]) -> list[str]:
 
 
 __all__ = ["Cache", "CacheStats", "digest", "fingerprint", "machine_key", "tree_digest"]
+
+
+# --- stage hooks --------------------------------------------------------------------------------
+
+VERIFY_STAGE = "verify"
+
+
+def verify_cached(
+    files: Any,
+    *,
+    trust_root: Any,
+    policy: Any,
+    current_digests: Any,
+    cache: Cache,
+    jobs: int | None = None,
+) -> tuple[Any, ...]:
+    """`generator.evidence.verify.verify_evidence`, verifying only files the cache has not seen.
+
+    A record depends on the file (its path and bytes), the trust root, the signer policy and the
+    verifier's code; it is cached as verified *before* staleness is judged (no current digests),
+    and `with_current_digests` then judges every record against this build's recipes, so a
+    changed recipe never needs a re-verification. Entries are authenticated (HMAC with this
+    machine's key): a cached "verified" cannot be planted by writing to `.cache/`.
+    """
+    from generator.evidence import verify
+
+    fp = fingerprint("evidence", "records.py", "canonical.py")
+    policy_digest = hashlib.sha256(repr(policy).encode()).hexdigest()
+    keys = [
+        cache.key(
+            VERIFY_STAGE,
+            fp,
+            f.path,
+            hashlib.sha256(f.data).hexdigest(),
+            trust_root.sha256,
+            policy_digest,
+        )
+        for f in files
+    ]
+    records: list[Any] = [cache.get_object(VERIFY_STAGE, k, fp) for k in keys]
+    todo = [i for i, r in enumerate(records) if r is None or r.path != files[i].path]
+    if todo:
+        fresh = verify.verify_evidence(
+            [files[i] for i in todo],
+            trust_roots=trust_root,
+            policy=policy,
+            current_digests={},
+            jobs=jobs,
+        )
+        for i, record in zip(todo, fresh, strict=True):
+            records[i] = record
+            cache.put_object(VERIFY_STAGE, keys[i], fp, record)
+    return verify.with_current_digests(records, current_digests)
+
+
+BUILD_STAGE = "build"
+
+
+def _versions(*dists: str) -> list[str]:
+    from importlib import metadata
+
+    out = []
+    for d in dists:
+        try:
+            out.append(f"{d}=={metadata.version(d)}")
+        except metadata.PackageNotFoundError:
+            out.append(f"{d}==absent")
+    return out
+
+
+def build_key(inputs: Any, epoch: int, templates: Path) -> str:
+    """Digest of everything a site build reads: the catalog, evidence, docs, templates and
+    mkdocs.yml trees, the trust root file, the build options, the epoch, the generator's whole
+    source and the versions of the engines it calls (mkdocs, its theme, plotly, sigstore)."""
+    from generator.evidence.trustroot import trust_root_path
+
+    root_file = trust_root_path(inputs.trust_root, Path(inputs.catalog))
+    options = {
+        "strict": inputs.strict,
+        "deployers": list(inputs.deployers),
+        "bundles": inputs.bundles,
+        "trust_root": inputs.trust_root,
+        "epoch": epoch,
+    }
+    return digest(
+        BUILD_STAGE,
+        fingerprint(),
+        json.dumps(options, sort_keys=True),
+        *_versions("mkdocs", "mkdocs-material", "plotly", "sigstore", "jinja2", "pandas"),
+        tree_digest(Path(inputs.catalog)),
+        tree_digest(Path(inputs.evidence), (".sigstore.json",)),
+        tree_digest(Path(inputs.docs)),
+        tree_digest(templates),
+        Path(inputs.config).read_bytes() if Path(inputs.config).is_file() else b"",
+        root_file.read_bytes() if root_file.is_file() else b"",
+    )
+
+
+def unchanged_build(cache: Cache, out: Path, key: str) -> dict[str, Any] | None:
+    """The report of the build recorded under `key`, if `out` is still exactly what it wrote."""
+    if not cache.enabled or not out.is_dir():
+        return None
+    fp = fingerprint()
+    stored = cache.get(BUILD_STAGE, digest(str(out.resolve())), fp)
+    if stored is None:
+        return None
+    try:
+        doc = json.loads(stored)
+    except ValueError:
+        return None
+    if doc.get("key") != key or doc.get("listing") != tree_listing(out):
+        return None
+    report: dict[str, Any] = doc["report"]
+    return report
+
+
+def record_build(cache: Cache, out: Path, key: str, report: dict[str, Any]) -> None:
+    """Remember that `out` is the build of `key` (with its file listing, to notice edits)."""
+    doc = {"key": key, "listing": tree_listing(out), "report": report}
+    cache.put(
+        BUILD_STAGE,
+        digest(str(out.resolve())),
+        fingerprint(),
+        json.dumps(doc, sort_keys=True).encode(),
+    )
+
+
+def parallel_map(fn: Any, items: list[Any], jobs: int | None, threshold: int = 16) -> list[Any]:
+    """`[fn(x) for x in items]` over `jobs` processes (default: every core), in order.
+
+    Small inputs (fewer than `threshold` items) and `jobs=1` run in this process: a pool's
+    start-up would cost more than it saves. `fn` must be a module-level function.
+    """
+    workers = min(jobs or os.cpu_count() or 1, len(items))
+    if workers <= 1 or len(items) < threshold:
+        return [fn(x) for x in items]
+    from concurrent.futures import ProcessPoolExecutor
+
+    chunk = max(1, len(items) // (workers * 8))
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(fn, items, chunksize=chunk))

@@ -46,7 +46,14 @@ from generator.site.build import DEFAULT_DEPLOYERS, BuildOptions, build_site
 @click.option(
     "--no-cache",
     is_flag=True,
-    help="Render every bundle afresh instead of reusing unchanged archives from .cache/bundles/.",
+    help="Build from scratch: reuse nothing from .cache/ (bundles, verified evidence, the last "
+    "build).",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes for evidence verification and bundle rendering (default: every core).",
 )
 def command(
     catalog_path: Path,
@@ -56,6 +63,7 @@ def command(
     strict: bool,
     no_bundles: bool,
     no_cache: bool,
+    jobs: int | None,
 ) -> None:
     """Build the static site into OUT (default site/): dashboard, recipe, evidence and scale pages,
     the JSON API under api/v1/, badges and bundle downloads.
@@ -73,6 +81,7 @@ def command(
         deployers=DEFAULT_DEPLOYERS,
         bundles=not no_bundles,
         cache_dir=None if no_cache else out.absolute().parent / ".cache" / "bundles",
+        jobs=jobs,
     )
     try:
         report = build_site(options)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import fcntl
 import logging
 import os
@@ -25,6 +26,7 @@ from typing import Any
 import yaml
 
 from generator import __version__
+from generator.cache import Cache, build_key, record_build, unchanged_build
 from generator.errors import CatalogError, Diagnostic, SiteError
 from generator.site import api, badges, pages, stages
 from generator.site.model import (
@@ -55,6 +57,7 @@ class BuildOptions:
     deployers: tuple[str, ...] = DEFAULT_DEPLOYERS
     bundles: bool = True
     cache_dir: Path | None = None  # bundle archive cache; None renders everything afresh
+    jobs: int | None = None  # processes for verification and rendering (default: every core)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +124,11 @@ def _profile_view(
     )
 
 
+def _cache(options: BuildOptions) -> Cache | None:
+    """The build cache (`.cache/` beside the bundle cache), or None under --no-cache."""
+    return Cache(options.cache_dir.parent) if options.cache_dir is not None else None
+
+
 def gather(options: BuildOptions, epoch: int) -> SiteData:
     """Run every stage and collect what the site shows. Raises CatalogError on bad input."""
     catalog = stages.load_and_validate(options.catalog, strict=options.strict)
@@ -137,14 +145,21 @@ def gather(options: BuildOptions, epoch: int) -> SiteData:
 
     all_results = tuple(r for rs in resolved.values() for r in rs)
     downloads, note = (
-        stages.render_bundles(catalog, all_results, options.deployers, epoch, options.cache_dir)
+        stages.render_bundles(
+            catalog, all_results, options.deployers, epoch, options.cache_dir, jobs=options.jobs
+        )
         if options.bundles
         else ({}, StageNote("render", "bundles were not requested for this build (--no-bundles)."))
     )
     if note:
         notes.append(note)
     verified, note = stages.verify_evidence(
-        catalog, options.evidence, all_results, options.trust_root
+        catalog,
+        options.evidence,
+        all_results,
+        options.trust_root,
+        jobs=options.jobs,
+        cache=_cache(options),
     )
     if note:
         notes.append(note)
@@ -401,6 +416,12 @@ def build_site(options: BuildOptions) -> BuildReport:
     epoch = source_date_epoch(options.source_date_epoch, REPO)
     with build_lock(out):
         _remove_leftovers(out)
+        cache = _cache(options)
+        key = build_key(options, epoch, TEMPLATES) if cache is not None else ""
+        done = unchanged_build(cache, out, key) if cache is not None else None
+        if done is not None:  # same inputs, same generator, site untouched: nothing to do
+            notes = tuple(StageNote(**n) for n in done.pop("notes"))
+            return BuildReport(**done, notes=notes)
         site = gather(options, epoch)
         work = Path(tempfile.mkdtemp(prefix=f".{out.name}-build-", dir=out.parent))
         try:
@@ -418,15 +439,18 @@ def build_site(options: BuildOptions) -> BuildReport:
             swap_in(site_dir, out)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-    return BuildReport(
-        out=str(options.out),
-        recipes=len(site.recipes),
-        rows=sum(len(r.profiles) for r in site.recipes),
-        evidence=len(site.evidence),
-        pages=len(generated),
-        files=files,
-        notes=site.notes,
-    )
+        report = BuildReport(
+            out=str(options.out),
+            recipes=len(site.recipes),
+            rows=sum(len(r.profiles) for r in site.recipes),
+            evidence=len(site.evidence),
+            pages=len(generated),
+            files=files,
+            notes=site.notes,
+        )
+        if cache is not None:
+            record_build(cache, out, key, dataclasses.asdict(report))
+    return report
 
 
 __all__ = ["BuildOptions", "BuildReport", "CatalogError", "build_site", "gather"]

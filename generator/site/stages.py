@@ -153,45 +153,67 @@ def render_bundles(
     deployers: Sequence[str],
     epoch: int = 0,
     cache_dir: Path | None = None,
+    jobs: int | None = None,
 ) -> tuple[dict[tuple[str, str], tuple[Download, ...]], StageNote | None]:
     """Every leaf × profile × deployer as a reproducible archive (mtime = SOURCE_DATE_EPOCH).
 
     With `cache_dir`, an archive whose inputs (recipe digest, deployer, renderer) are unchanged
     is read from the render stage's content-addressed cache instead of being rendered again.
+    Recipes are rendered in `jobs` processes (default: every core).
     """
     render = optional_stage("generator.render")
     if render is None:
         return {}, StageNote("render", "the bundle stage is not available in this build.")
+    from generator.cache import parallel_map
     from generator.commands.bundle import read_manifests
-    from generator.render.cache import cached_archive
 
     out: dict[tuple[str, str], tuple[Download, ...]] = {}
     problems: list[Diagnostic] = []
+    tasks = []
     for result in results:
-        items = []
         try:
             manifests = read_manifests(catalog, result)
-            for deployer in deployers:
-                name = render.archive_name(result, deployer)
-                data = cached_archive(result, deployer, manifests, cache_dir=cache_dir, mtime=epoch)
-                items.append(
-                    Download(
-                        deployer=deployer,
-                        profile=result.scale_profile,
-                        file=f"downloads/{result.name}/{name}",
-                        sha256=hashlib.sha256(data).hexdigest(),
-                        size=len(data),
-                        content=data,
-                    )
-                )
         except CatalogError as e:
-            problems.extend(e.diagnostics)
-            if not e.diagnostics:
-                problems.append(Diagnostic(result.name, 0, 0, "$", e.message, "render"))
-        out[(result.name, result.scale_profile)] = tuple(items)
+            problems.extend(
+                e.diagnostics or [Diagnostic(result.name, 0, 0, "$", e.message, "render")]
+            )
+            out[(result.name, result.scale_profile)] = ()
+            continue
+        tasks.append((result, manifests, tuple(deployers), epoch, cache_dir))
+    for task, (items, diags) in zip(tasks, parallel_map(_render_one, tasks, jobs), strict=True):
+        out[(task[0].name, task[0].scale_profile)] = items
+        problems.extend(diags)
     if problems:
         raise RenderError("some bundles could not be rendered", problems)
     return out, None
+
+
+def _render_one(
+    task: tuple[RecipeResult, Mapping[str, bytes], tuple[str, ...], int, Path | None],
+) -> tuple[tuple[Download, ...], tuple[Diagnostic, ...]]:
+    """One recipe × profile in every deployer (a process-pool task: module-level, picklable)."""
+    from generator.render import archive_name
+    from generator.render.cache import cached_archive
+
+    result, manifests, deployers, epoch, cache_dir = task
+    items = []
+    try:
+        for deployer in deployers:
+            name = archive_name(result, deployer)
+            data = cached_archive(result, deployer, manifests, cache_dir=cache_dir, mtime=epoch)
+            items.append(
+                Download(
+                    deployer=deployer,
+                    profile=result.scale_profile,
+                    file=f"downloads/{result.name}/{name}",
+                    sha256=hashlib.sha256(data).hexdigest(),
+                    size=len(data),
+                    content=data,
+                )
+            )
+    except CatalogError as e:
+        return (), tuple(e.diagnostics or [Diagnostic(result.name, 0, 0, "$", e.message, "render")])
+    return tuple(items), ()
 
 
 # --- verify -----------------------------------------------------------------------------------
@@ -273,9 +295,19 @@ class Verified:
 
 
 def verify_evidence(
-    catalog: Catalog, evidence_dir: Path, results: Sequence[RecipeResult], trust_root: str
+    catalog: Catalog,
+    evidence_dir: Path,
+    results: Sequence[RecipeResult],
+    trust_root: str,
+    *,
+    jobs: int | None = None,
+    cache: Any = None,
 ) -> tuple[Verified, StageNote | None]:
-    """Verify every evidence file offline against the chosen trust root and the signer policy."""
+    """Verify every evidence file offline against the chosen trust root and the signer policy.
+
+    `jobs` processes (default: every core); with a `generator.cache.Cache`, only files whose
+    (path, bytes, trust root, policy) it has not seen are verified again.
+    """
     empty = Verified((), {}, trust_root, trust_root == "demo")
     if not evidence_dir.is_dir() or not any(evidence_dir.rglob("*.sigstore.json")):
         return empty, None
@@ -290,9 +322,16 @@ def verify_evidence(
     policy = read_policy(Path(catalog.root) / "signers.yaml", "signers.yaml")
     files = read_files([evidence_dir], base=evidence_dir.parent)
     current = {verify.digest_key(r.name, r.scale_profile): r.digest for r in results}
-    records = verify.verify_evidence(
-        files, trust_roots=root, policy=policy, current_digests=current
-    )
+    if cache is not None:
+        from generator.cache import verify_cached
+
+        records = verify_cached(
+            files, trust_root=root, policy=policy, current_digests=current, cache=cache, jobs=jobs
+        )
+    else:
+        records = verify.verify_evidence(
+            files, trust_roots=root, policy=policy, current_digests=current, jobs=jobs
+        )
     return Verified(tuple(records), {f.path: f.data for f in files}, root.name, root.demo), None
 
 
