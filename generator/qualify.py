@@ -37,9 +37,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from generator import __version__, schemas
-from generator.errors import Diagnostic, LoadError, UsageError, ValidationError
+from generator.errors import (
+    CatalogError,
+    Diagnostic,
+    LoadError,
+    UsageError,
+    ValidationError,
+    sort_diagnostics,
+)
 from generator.evidence.statement import build_statement
-from generator.records import DIMENSIONS, Criteria, Document, RecipeResult
+from generator.records import DIMENSIONS, Criteria, Document, RecipeResult, ScaleProfile
 from generator.yamlio import parse_yaml
 
 LANES_FILE = "scale/lanes.yaml"
@@ -703,3 +710,65 @@ def lanes_of(documents: Mapping[str, Document]) -> Lanes:
             [Diagnostic(LANES_FILE, 0, 0, "$", "file is missing", "lanes.missing")],
         )
     return parse_lanes(doc)
+
+
+def check_lanes(
+    documents: Mapping[str, Document], profiles: Mapping[str, ScaleProfile]
+) -> tuple[Diagnostic, ...]:
+    """Every problem of lanes.yaml and of the profiles' ladders, located (for `validate`).
+
+    lanes.yaml: its schema and cross-references (see `parse_lanes`). Each profile's
+    `spec.ladder`: every lane exists, in ascending order, none above the profile's band.
+    """
+    try:
+        lanes = lanes_of(documents)
+    except CatalogError as e:
+        return e.diagnostics
+    out: list[Diagnostic] = []
+    order = {ln.name: i for i, ln in enumerate(lanes.lanes)}
+    for profile in profiles.values():
+        doc = profile.doc
+        rel = doc.rel if doc is not None else f"scale/profiles/{profile.name}.yaml"
+        previous = -1
+        for i, name in enumerate(profile.ladder):
+            path = f"$.spec.ladder[{i}]"
+            line, col = doc.locate(path) if doc is not None else (0, 0)
+            lane = lanes.lane(name)
+            if lane is None:
+                known = ", ".join(ln.name for ln in lanes.lanes)
+                out.append(
+                    Diagnostic(
+                        rel,
+                        line,
+                        col,
+                        path,
+                        f"unknown lane '{name}'; lanes: {known}",
+                        "ladder.unknown-lane",
+                    )
+                )
+                continue
+            if order[name] <= previous:
+                out.append(
+                    Diagnostic(
+                        rel,
+                        line,
+                        col,
+                        path,
+                        f"ladder must climb: '{name}' comes after a larger lane",
+                        "ladder.order",
+                    )
+                )
+            previous = max(previous, order[name])
+            if lane.nodes > profile.nodes_max:
+                out.append(
+                    Diagnostic(
+                        rel,
+                        line,
+                        col,
+                        path,
+                        f"'{name}' needs {lane.nodes} nodes, above the profile's band "
+                        f"({profile.nodes_min}–{profile.nodes_max})",
+                        "ladder.above-band",
+                    )
+                )
+    return sort_diagnostics(out)

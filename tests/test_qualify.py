@@ -521,3 +521,39 @@ def test_sample_evidence_is_what_qualify_then_evidence_sign_produce(
     assert len(made) == 2
     for rel in made:
         assert (tmp_path / "cli" / rel).read_bytes() == (tmp_path / "gen" / rel).read_bytes()
+
+
+def test_check_lanes_locates_ladder_problems_in_the_profile() -> None:
+    from dataclasses import replace
+
+    from generator.qualify import check_lanes
+
+    catalog, _ = load_catalog(REPO / "catalog")
+    assert check_lanes(catalog.documents, catalog.profiles) == ()
+    std = catalog.profiles["standard"]
+    broken = replace(std, ladder=("lane-72", "lane-36", "lane-4608"))
+    diags = check_lanes(catalog.documents, {"standard": broken})
+    assert sorted((d.path, d.json_path, d.rule, d.message) for d in diags) == [
+        (
+            "scale/profiles/standard.yaml",
+            "$.spec.ladder[0]",
+            "ladder.above-band",
+            "'lane-72' needs 72 nodes, above the profile's band (1–36)",
+        ),
+        (
+            "scale/profiles/standard.yaml",
+            "$.spec.ladder[1]",
+            "ladder.order",
+            "ladder must climb: 'lane-36' comes after a larger lane",
+        ),
+        (
+            "scale/profiles/standard.yaml",
+            "$.spec.ladder[2]",
+            "ladder.unknown-lane",
+            "unknown lane 'lane-4608'; lanes: " + ", ".join(LADDER),
+        ),
+    ]
+    assert all(d.line > 0 for d in diags)
+    missing = {k: v for k, v in catalog.documents.items() if k != "scale/lanes.yaml"}
+    (d,) = check_lanes(missing, catalog.profiles)
+    assert (d.path, d.rule) == ("scale/lanes.yaml", "lanes.missing")
