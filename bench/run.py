@@ -1,0 +1,534 @@
+"""The build benchmark: synthetic catalogs of increasing size, per-stage cost, overhead over mkdocs.
+
+    .venv/bin/python -m bench.run [--sizes 100:2000,1000:20000] [--jobs N]     (or `make bench`)
+
+For each size (leaf recipes : evidence files) it
+
+1. makes the synthetic catalog with `generator.synth` (kept under `.cache/bench/` and reused while
+   the generator and the seed are unchanged: synthesis is not what is measured);
+2. runs the build's stages one after another in this process, with the build's own functions —
+   load, validate, resolve, render, verify, aggregate, pages (Markdown, JSON and charts
+   generated and written), mkdocs — recording per stage wall seconds, CPU seconds (this process
+   and its worker processes) and peak memory (resident set of this process and every descendant,
+   sampled every 20 ms);
+3. runs the whole `aicr-catalog build` cold (empty cache) as a subprocess, then again unchanged
+   (no-change rebuild), then after adding one evidence file, and `aicr-catalog validate`;
+4. runs a plain `mkdocs build` (same theme, no plugins beyond search) of as many trivial pages as
+   the build generated, and reports the whole build's ratio to it.
+
+Results go to `bench/results/<recipes>x<evidence>.json` (no timestamps) and a table to stdout.
+Timings depend on the machine and its load: the JSON records the CPU count and load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent  # the code measured (a snapshot, see main)
+HOME = Path(os.environ.get("AICR_BENCH_HOME") or REPO)  # the checkout results are written to
+RESULTS = HOME / "bench" / "results"
+WORK = HOME / ".cache" / "bench"
+BIN = Path(sys.executable).parent
+SEED = 1
+SIZES = ((100, 2000), (1000, 20000))
+TARGETS = {
+    "cold_build_s": 90.0,
+    "ratio_to_mkdocs": 2.0,
+    "peak_mb": 2048.0,
+    "no_change_rebuild_s": 5.0,
+    "one_evidence_rebuild_s": 20.0,
+    "validate_s": 5.0,
+}
+
+
+# --- measuring ----------------------------------------------------------------------------------
+
+
+def _rss_tree_kb(root: int) -> int:
+    """Resident set (kB) of `root` and all its descendants, from /proc."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(entry.name)
+        children.setdefault(int(fields[1]), []).append(pid)
+        rss[pid] = int(fields[21]) * (resource.getpagesize() // 1024)
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo.extend(children.get(pid, ()))
+    return total
+
+
+class PeakSampler:
+    """Samples the RSS of a process tree in a thread; `peak_mb` since the last `reset()`."""
+
+    def __init__(self, pid: int, interval: float = 0.02) -> None:
+        self.pid, self.interval = pid, interval
+        self.peak_kb = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak_kb = max(self.peak_kb, _rss_tree_kb(self.pid))
+            self._stop.wait(self.interval)
+
+    def reset(self) -> None:
+        self.peak_kb = _rss_tree_kb(self.pid)
+
+    @property
+    def peak_mb(self) -> float:
+        return round(self.peak_kb / 1024, 1)
+
+    def __enter__(self) -> PeakSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@dataclass
+class Stage:
+    name: str
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    peak_mb: float = 0.0
+    note: str = ""
+
+
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+@contextmanager
+def measure(stage: Stage, sampler: PeakSampler) -> Iterator[None]:
+    sampler.reset()
+    wall, cpu = time.perf_counter(), _cpu()
+    yield
+    stage.wall_s = round(time.perf_counter() - wall, 2)
+    stage.cpu_s = round(_cpu() - cpu, 2)
+    stage.peak_mb = max(sampler.peak_mb, round(_rss_tree_kb(os.getpid()) / 1024, 1))
+    print(
+        f"  {stage.name}: {stage.wall_s} s wall, {stage.cpu_s} s CPU, {stage.peak_mb} MB",
+        flush=True,
+    )
+
+
+@dataclass
+class Run:
+    """One subprocess: wall and CPU seconds, peak RSS of its largest process (ru_maxrss)."""
+
+    command: str
+    wall_s: float
+    cpu_s: float
+    peak_mb: float
+    exit: int
+    stdout_tail: str = ""
+
+
+def run_process(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> Run:
+    """Run a command: wall seconds, CPU seconds of it and its children (wait4's rusage) and the
+    peak resident set of its process tree (sampled from /proc: wait4's ru_maxrss would count
+    the memory the child shared with this process before exec)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        args,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    assert proc.stdout is not None
+    with PeakSampler(proc.pid, interval=0.05) as sampler:
+        out = proc.stdout.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - start
+    return Run(
+        command=" ".join(Path(a).name if i == 0 else a for i, a in enumerate(args)),
+        wall_s=round(wall, 2),
+        cpu_s=round(usage.ru_utime + usage.ru_stime, 2),
+        peak_mb=sampler.peak_mb,
+        exit=proc.returncode,
+        stdout_tail=out.decode("utf-8", "replace")[-600:],
+    )
+
+
+# --- the synthetic catalog ------------------------------------------------------------------------
+
+
+def synthetic(recipes: int, evidence: int, jobs: int | None) -> Path:
+    """The synthetic catalog of this size, made once per generator fingerprint."""
+    from generator.cache import fingerprint
+    from generator.synth import SynthOptions, synthesize
+
+    out = WORK / f"synth-{recipes}x{evidence}"
+    stamp = out / ".bench-stamp"
+    want = f"{fingerprint('synth.py', 'samples.py', 'qualify.py', 'evidence')} {SEED}\n"
+    if stamp.is_file() and stamp.read_text() == want:
+        return out
+    if out.exists():
+        shutil.rmtree(out)
+    t = time.perf_counter()
+    synthesize(SynthOptions(recipes, evidence, SEED, jobs), out)
+    print(
+        f"  synthesized {recipes} recipes / {evidence} evidence in {time.perf_counter() - t:.0f} s"
+    )
+    stamp.write_text(want)
+    return out
+
+
+# --- the stages, in process ---------------------------------------------------------------------
+
+
+def stages_in_process(synth: Path, out: Path, jobs: int | None) -> tuple[list[Stage], int]:
+    """Each stage of the site build, measured; returns the stages and the generated page count."""
+    from generator.load import load_catalog
+    from generator.site import build as site_build
+    from generator.site import stages as st
+    from generator.validate import validate_catalog
+
+    options = site_build.BuildOptions(
+        catalog=synth / "catalog",
+        evidence=synth / "evidence",
+        out=out,
+        trust_root=str(synth / "trust" / "synth-root.json"),
+        source_date_epoch=0,
+    )
+    names = ("load", "validate", "resolve", "render", "verify", "aggregate", "pages", "mkdocs")
+    result = {n: Stage(n) for n in names}
+    pages = 0
+    with PeakSampler(os.getpid()) as sampler:
+        with measure(result["load"], sampler):
+            catalog, load_diags = load_catalog(options.catalog)
+        with measure(result["validate"], sampler):
+            diags = validate_catalog(catalog, load_diagnostics=load_diags)
+        errors = [d for d in diags if d.severity.name == "ERROR"]
+        if errors:
+            raise SystemExit(f"synthetic catalog does not validate: {errors[0].format()}")
+        with measure(result["resolve"], sampler):
+            resolved = {leaf: st.resolve_leaf(catalog, leaf)[0] for leaf in catalog.leaves()}
+            results = tuple(r for rs in resolved.values() for r in rs)
+        result["resolve"].note = f"{len(results)} recipe x profile"
+        with measure(result["render"], sampler):
+            kwargs = _jobs_kwarg(st.render_bundles, jobs)
+            downloads, _ = st.render_bundles(
+                catalog, results, site_build.DEFAULT_DEPLOYERS, 0, **kwargs
+            )
+        result["render"].note = f"{sum(len(v) for v in downloads.values())} archives"
+        with measure(result["verify"], sampler):
+            kwargs = _jobs_kwarg(st.verify_evidence, jobs)
+            verified, _ = st.verify_evidence(
+                catalog, options.evidence, results, options.trust_root, **kwargs
+            )
+        result["verify"].note = f"{len(verified.records)} files"
+        with measure(result["aggregate"], sampler):
+            st.aggregate(catalog, results, verified)
+        # the site's own gather gives SiteData (verification is memoized in this process;
+        # bundles are left out here, they were measured above)
+        site = site_build.gather(replace(site_build_options(options, jobs), bundles=False), 0)
+        work = out.parent / f".{out.name}-bench"
+        shutil.rmtree(work, ignore_errors=True)
+        with measure(result["pages"], sampler):
+            generated = site_build.generated_docs(site, options)
+            site_build._write(work / "docs", site_build.static_docs(options))
+            site_build._write(work / "docs", generated)
+            config = site_build.mkdocs_config(options.config, work / "docs", work / "site")
+            import yaml
+
+            (work / "mkdocs.yml").write_text(yaml.safe_dump(config, sort_keys=True))
+        pages = sum(1 for p in (work / "docs").rglob("*.md"))
+        result["pages"].note = f"{len(generated)} generated files, {pages} pages"
+        with measure(result["mkdocs"], sampler):
+            site_build.run_mkdocs(work / "mkdocs.yml", 0)
+        shutil.rmtree(work, ignore_errors=True)
+    return [result[n] for n in names], pages
+
+
+def _jobs_kwarg(fn: Callable[..., Any], jobs: int | None) -> dict[str, Any]:
+    """Pass `jobs` to a stage adapter only if it takes one (it did not always)."""
+    import inspect
+
+    return {"jobs": jobs} if "jobs" in inspect.signature(fn).parameters else {}
+
+
+def site_build_options(options: Any, jobs: int | None) -> Any:
+    from dataclasses import fields, replace
+
+    if jobs is not None and "jobs" in {f.name for f in fields(options)}:
+        return replace(options, jobs=jobs)
+    return options
+
+
+# --- plain mkdocs -------------------------------------------------------------------------------
+
+
+def plain_mkdocs(pages: int, where: Path) -> Run:
+    """`mkdocs build` of `pages` trivial pages with the same theme: the page engine's own cost."""
+    shutil.rmtree(where, ignore_errors=True)
+    docs = where / "docs"
+    docs.mkdir(parents=True)
+    (docs / "index.md").write_text("# Index\n\nTrivial pages for the benchmark.\n")
+    for i in range(1, pages):
+        sub = docs / f"p{i // 500:02d}"
+        sub.mkdir(exist_ok=True)
+        (sub / f"page{i:05d}.md").write_text(f"# Page {i}\n\nA trivial page, number {i}.\n")
+    (where / "mkdocs.yml").write_text(
+        "site_name: plain\ntheme:\n  name: material\n  font: false\nuse_directory_urls: false\n"
+    )
+    run = run_process([str(BIN / "mkdocs"), "build", "-q"], where)
+    shutil.rmtree(where, ignore_errors=True)
+    return run
+
+
+# --- whole builds -------------------------------------------------------------------------------
+
+
+def whole_builds(synth: Path, jobs: int | None) -> dict[str, Run]:
+    """Cold build, no-change rebuild, one added evidence file, validate — as users run them."""
+    out = WORK / f"site-{synth.name}"
+    cache = out.parent / ".cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    shutil.rmtree(out, ignore_errors=True)
+    base = [
+        str(BIN / "aicr-catalog"),
+        "build",
+        "--catalog",
+        str(synth / "catalog"),
+        "--evidence",
+        str(synth / "evidence"),
+        "--trust-root",
+        str(synth / "trust" / "synth-root.json"),
+        "-o",
+        str(out),
+    ]
+    help_text = subprocess.run(
+        [str(BIN / "aicr-catalog"), "build", "--help"], capture_output=True, text=True
+    ).stdout
+    if jobs is not None and "--jobs" in help_text:
+        base += ["--jobs", str(jobs)]
+    env = {"SOURCE_DATE_EPOCH": "0"}
+    runs: dict[str, Run] = {}
+
+    def run(name: str, args: list[str]) -> None:
+        runs[name] = r = run_process(args, REPO, env)
+        print(
+            f"  {name}: {r.wall_s} s wall, {r.cpu_s} s CPU, {r.peak_mb} MB, exit {r.exit}",
+            flush=True,
+        )
+
+    run("cold_build", base)
+    run("no_change_rebuild", base)
+    added = add_one_evidence(synth)
+    try:
+        run("one_evidence_rebuild", base)
+    finally:
+        added.unlink()
+    if "--no-cache" in help_text:
+        run("no_cache_build", [*base, "--no-cache"])
+    run("validate", [str(BIN / "aicr-catalog"), "validate", "--catalog", str(synth / "catalog")])
+    recipes_json = out / "api" / "v1" / "recipes.json"
+    if recipes_json.is_file():
+        import gzip
+
+        data = recipes_json.read_bytes()
+        runs["recipes_json"] = Run(
+            "api/v1/recipes.json",
+            0,
+            0,
+            round(len(gzip.compress(data, 9)) / 1024, 1),
+            0,
+            f"{len(data)} bytes, {round(len(gzip.compress(data, 9)) / 1024, 1)} KiB gzip",
+        )
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(cache, ignore_errors=True)
+    return runs
+
+
+def add_one_evidence(synth: Path) -> Path:
+    """Sign one more run (as a lab would add one) into the synthetic evidence; returns its path."""
+    from generator.synth import N_SIGNERS, PlannedRun, _init, _sign, leaves, signer_identity
+
+    _init(str(synth / "catalog"), SEED)
+    leaf = leaves(int(synth.name.split("-")[1].split("x")[0]))[0].name
+    rel, bundle = _sign(
+        PlannedRun(leaf, "standard", "lane-36", signer_identity(N_SIGNERS), 999, "pass")
+    )
+    path = synth / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(bundle)
+    return path
+
+
+# --- report -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    recipes: int
+    evidence: int
+    machine: dict[str, Any]
+    stages: list[Stage]
+    pages: int
+    builds: dict[str, Run]
+    mkdocs_plain: Run
+    ratio_to_mkdocs: float
+    targets: dict[str, Any] = field(default_factory=dict)
+
+
+def judge(result: Result) -> dict[str, Any]:
+    b = result.builds
+    seen = {
+        "cold_build_s": b["cold_build"].wall_s,
+        "ratio_to_mkdocs": result.ratio_to_mkdocs,
+        "peak_mb": max(b["cold_build"].peak_mb, max(s.peak_mb for s in result.stages)),
+        "no_change_rebuild_s": b["no_change_rebuild"].wall_s,
+        "one_evidence_rebuild_s": b["one_evidence_rebuild"].wall_s,
+        "validate_s": b["validate"].wall_s,
+    }
+    return {k: {"target": TARGETS[k], "seen": v, "met": v <= TARGETS[k]} for k, v in seen.items()}
+
+
+def table(result: Result) -> str:
+    lines = [
+        f"## {result.recipes} recipes x 2 profiles, {result.evidence} evidence files "
+        f"({result.pages} pages)",
+        "",
+        "| stage | wall s | CPU s | peak MB | note |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+    for s in result.stages:
+        lines.append(f"| {s.name} | {s.wall_s} | {s.cpu_s} | {s.peak_mb} | {s.note} |")
+    lines += [
+        "",
+        "| run | wall s | CPU s | peak MB | exit |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for name, r in result.builds.items():
+        if name != "recipes_json":
+            lines.append(f"| {name} | {r.wall_s} | {r.cpu_s} | {r.peak_mb} | {r.exit} |")
+    p = result.mkdocs_plain
+    lines.append(
+        f"| plain mkdocs ({result.pages} trivial pages) | {p.wall_s} | {p.cpu_s} | {p.peak_mb} | {p.exit} |"
+    )
+    lines += ["", f"whole build / plain mkdocs: **{result.ratio_to_mkdocs}x**"]
+    if "recipes_json" in result.builds:
+        lines.append(f"recipes.json: {result.builds['recipes_json'].stdout_tail}")
+    lines += ["", "| target | limit | seen | met |", "| --- | ---: | ---: | --- |"]
+    for k, v in result.targets.items():
+        lines.append(f"| {k} | {v['target']} | {v['seen']} | {'yes' if v['met'] else 'NO'} |")
+    return "\n".join(lines)
+
+
+def bench(recipes: int, evidence: int, jobs: int | None = None) -> Result:
+    print(f"\n== {recipes} recipes / {evidence} evidence", flush=True)
+    synth = synthetic(recipes, evidence, jobs)
+    stages, pages = stages_in_process(synth, WORK / f"stages-{synth.name}", jobs)
+    print("  stages measured", flush=True)
+    builds = whole_builds(synth, jobs)
+    print("  whole builds measured", flush=True)
+    plain = plain_mkdocs(pages, WORK / "plain-mkdocs")
+    cold = builds["cold_build"]
+    ratio = round(cold.wall_s / plain.wall_s, 2) if plain.wall_s else 0.0
+    load1, load5, _ = os.getloadavg()
+    result = Result(
+        recipes=recipes,
+        evidence=evidence,
+        machine={
+            "commit": (REPO / "COMMIT").read_text().strip() if (REPO / "COMMIT").is_file() else "",
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "load_average_1m_5m_at_end": [round(load1, 2), round(load5, 2)],
+            "jobs": jobs,
+        },
+        stages=stages,
+        pages=pages,
+        builds=builds,
+        mkdocs_plain=plain,
+        ratio_to_mkdocs=ratio,
+    )
+    result.targets = judge(result)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    doc = asdict(result)
+    for r in doc["builds"].values():
+        r.pop("stdout_tail", None) if r["command"] != "api/v1/recipes.json" else None
+    doc["mkdocs_plain"].pop("stdout_tail", None)
+    (RESULTS / f"{recipes}x{evidence}.json").write_text(
+        json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    )
+    return result
+
+
+def parse_sizes(text: str) -> tuple[tuple[int, int], ...]:
+    return tuple(tuple(int(x) for x in part.split(":")) for part in text.split(",") if part)  # type: ignore[misc]
+
+
+def snapshot(rev: str) -> Path:
+    """The committed tree of `rev`, extracted under .cache/bench/src-<commit>: what is measured
+    does not change while other work goes on in the checkout."""
+    commit = subprocess.run(
+        ["git", "-C", str(HOME), "rev-parse", rev], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    where = WORK / f"src-{commit[:12]}"
+    if not (where / "generator").is_dir():
+        shutil.rmtree(where, ignore_errors=True)
+        where.mkdir(parents=True)
+        archive = subprocess.run(
+            ["git", "-C", str(HOME), "archive", commit], capture_output=True, check=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(where)], input=archive, check=True)
+    (where / "COMMIT").write_text(commit + "\n")
+    return where
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default=os.environ.get("AICR_BENCH_SIZES", ""))
+    parser.add_argument("--jobs", type=int, default=None)
+    parser.add_argument(
+        "--rev",
+        default=os.environ.get("AICR_BENCH_REV", "HEAD"),
+        help="commit to measure (a snapshot of it); 'worktree' measures the checkout as it is",
+    )
+    args = parser.parse_args(argv)
+    if args.rev != "worktree" and "AICR_BENCH_HOME" not in os.environ:
+        src = snapshot(args.rev)
+        env = {**os.environ, "AICR_BENCH_HOME": str(HOME), "PYTHONPATH": str(src)}
+        cmd = [sys.executable, "-m", "bench.run", "--rev", "worktree", "--sizes", args.sizes]
+        if args.jobs is not None:
+            cmd += ["--jobs", str(args.jobs)]
+        print(f"measuring commit {(src / 'COMMIT').read_text().strip()} (snapshot {src})")
+        return subprocess.run(cmd, cwd=src, env=env, check=False).returncode
+    sizes = parse_sizes(args.sizes) if args.sizes else SIZES
+    for recipes, evidence in sizes:
+        print(table(bench(recipes, evidence, args.jobs)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
