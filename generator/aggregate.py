@@ -59,8 +59,9 @@ CONFIRMED, SINGLE, CONTESTED, FAILING, UNTESTED, PARTIAL = (
     "UNTESTED",
     "PARTIAL",
 )
-# Worst first: a roll-up shows the first state of this order that any of its rows has (with
-# UNTESTED/PARTIAL handled as described in the module docstring).
+# Worst first, for display. A roll-up is FAILING if any row is, else CONTESTED if any row is,
+# else UNTESTED if every row is, else PARTIAL if any row is UNTESTED or PARTIAL, else SINGLE if
+# any row is, else CONFIRMED (see `rollup`).
 STATE_ORDER: tuple[str, ...] = (FAILING, CONTESTED, PARTIAL, UNTESTED, SINGLE, CONFIRMED)
 QUALIFYING = (CONFIRMED, SINGLE)
 
