@@ -30,7 +30,7 @@ Python loops turn the input records into columns).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from operator import attrgetter
@@ -96,7 +96,10 @@ _KEYS_RUN = ["recipe", "profile", "lane"]
 
 @dataclass(frozen=True, slots=True)
 class Status:
-    """Every status table. DataFrames are sorted and indexed 0..n-1; treat them as read-only."""
+    """Every status table. DataFrames are sorted and indexed 0..n-1; treat them as read-only.
+
+    `demo`: a demo trust root was in use, so sample evidence may be counted (and is marked).
+    """
 
     health: pd.DataFrame  # recipe, health, coverage, R, D, P, C, problems
     runs: pd.DataFrame  # every evidence record, counted or not, with why
@@ -316,6 +319,7 @@ def _run_rows(evidence: Sequence[Evidence]) -> pd.DataFrame:
                 st.predicate_type if st else "",
                 tuple(st.reasons) if st else (),
                 zero,
+                e.trust_root or "",
             )
         )
     cols = [
@@ -344,6 +348,7 @@ def _run_rows(evidence: Sequence[Evidence]) -> pd.DataFrame:
         "predicate_type",
         "reasons",
         "zero_targets",
+        "trust_root",
     ]
     frame = pd.DataFrame.from_records(rows, columns=cols)
     if rows:
@@ -355,7 +360,11 @@ def _run_rows(evidence: Sequence[Evidence]) -> pd.DataFrame:
 
 
 def _judge_runs(
-    runs: pd.DataFrame, rec: pd.DataFrame, lane_df: pd.DataFrame, demo: bool
+    runs: pd.DataFrame,
+    rec: pd.DataFrame,
+    lane_df: pd.DataFrame,
+    demo: bool,
+    demo_roots: Collection[str],
 ) -> pd.DataFrame:
     """Add current digest, exclusion (why not counted), counted, latest, effective verdict."""
     runs = runs.merge(
@@ -374,7 +383,7 @@ def _judge_runs(
             ~runs["verified"] & cls.eq(str(FailureClass.STALE)),
             ~runs["verified"],
             runs["stale_flag"] | digest_stale,
-            runs["sample"] & (not demo),
+            runs["sample"] & ~(runs["trust_root"].isin(list(demo_roots)) | demo),
             scale & runs["lane_rank"].isna(),
             scale & (runs["criteria_version"] != runs["criteria_current"]),
         ],
@@ -517,20 +526,23 @@ def aggregate(
     ladders: Mapping[str, Sequence[str]],
     *,
     demo: bool = False,
+    demo_roots: Collection[str] = (),
     failures: Mapping[str, str] = {},
 ) -> Status:
     """The status tables.
 
     `recipes`: the current resolved recipes, one per (leaf, profile) to report on.
     `evidence`: verification records (any order). `ladders`: profile name → its lanes.
-    `demo`: the evidence was verified with the demo trust root (sample evidence counts only then).
+    `demo`: the evidence was verified with the demo trust root only, so sample evidence counts;
+    `demo_roots`: with several trust roots, the names of the demo ones — a sample record counts
+    only if a demo root verified it.
     `failures`: leaf → why it does not resolve (structural health).
     """
     lane_df, req_df = _lane_frames(lanes)
     rec = _recipe_frame(recipes)
     health = structural_health(recipes, failures)
 
-    runs = _judge_runs(_run_rows(evidence), rec, lane_df, demo)
+    runs = _judge_runs(_run_rows(evidence), rec, lane_df, demo, demo_roots)
     latest = runs[runs["latest"]]
 
     # the ladder rows of every recipe × profile
@@ -636,7 +648,7 @@ def aggregate(
         lanes=lane_state,
         recipes=summary,
         components=components,
-        demo=demo,
+        demo=demo or bool(demo_roots),
     )
 
 

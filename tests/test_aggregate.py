@@ -882,3 +882,34 @@ def test_status_of_every_recipe_is_a_table_with_sample_marks(
         "0",
     ]  # no SAMPLE mark: nothing counted
     assert any(line.startswith("consensus over distinct verified signers") for line in lines)
+
+
+def test_with_several_roots_a_sample_counts_only_if_a_demo_root_verified_it() -> None:
+    r = recipe(profile=STANDARD)
+    by_demo = replace(run(r, "lane-36", "a", sample=True), trust_root="demo")
+    by_other = replace(run(r, "lane-36", "b", sample=True), trust_root="public-good")
+    real = replace(run(r, "lane-36", "c"), trust_root="public-good")
+    s = aggregate([r], [by_demo, by_other, real], LANES, LADDERS, demo_roots={"demo"})
+    assert s.demo is True
+    assert summary(s, STANDARD)[["consensus", "signers", "sample"]].tolist() == [CONFIRMED, 2, True]
+    (excluded,) = s.excluded.itertuples()
+    assert (excluded.signer_label, excluded.exclusion) == ("Lab B", "sample-outside-demo")
+
+
+def test_status_accepts_several_trust_roots(status_cli: Callable[..., tuple[int, str]]) -> None:
+    code, out = status_cli(
+        "gb300-eks-ubuntu-training-slurm",
+        "--scale-profile",
+        LARGE,
+        "--trust-root",
+        "public-good",
+        "--trust-root",
+        "demo",
+        "--format",
+        "json",
+    )
+    assert code == 0
+    doc = json.loads(out)
+    jsonschema.validate(doc, STATUS_SCHEMA)
+    assert doc["trustRoot"] == "public-good, demo" and doc["sample"] is True
+    assert doc["recipes"][0]["ceiling"] == {"lane": "lane-2304", "nodes": 2304}

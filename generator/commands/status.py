@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -64,19 +65,23 @@ def _resolve_all(
 
 
 def gather(
-    catalog_path: Path, evidence_dir: Path, recipe: str | None, profile: str | None, trust: str
+    catalog_path: Path,
+    evidence_dir: Path,
+    recipe: str | None,
+    profile: str | None,
+    trust: Sequence[str],
 ) -> tuple[Status, Lanes, str]:
     """Resolve, read and verify evidence, aggregate: the whole status pipeline for the CLI."""
     catalog = open_catalog(catalog_path)
     lanes = lanes_of(catalog.documents)
     recipes, failures = _resolve_all(catalog, recipe, profile, evidence_dir)
-    root = load_trust_root(trust, catalog_path)
+    roots = tuple(load_trust_root(spec, catalog_path) for spec in (trust or (PUBLIC_GOOD,)))
     policy = read_policy(catalog_path / "signers.yaml", "signers.yaml")
     where = evidence_dir / recipe if recipe else evidence_dir
     files = read_files([where]) if where.is_dir() else ()
     current = {digest_key(r.name, r.scale_profile): r.digest for r in recipes}
     records: tuple[Evidence, ...] = verify_evidence(
-        files, trust_roots=root, policy=policy, current_digests=current
+        files, trust_roots=roots, policy=policy, current_digests=current
     )
     if profile:  # keep what this profile's status is about (and unreadable files, shown)
         records = tuple(
@@ -85,8 +90,9 @@ def gather(
             if r.statement is None or (r.statement.scale_profile or "standard") == profile
         )
     ladders = {name: p.ladder for name, p in catalog.profiles.items()}
-    status = aggregate(recipes, records, lanes, ladders, demo=root.demo, failures=failures)
-    return status, lanes, root.name
+    demo_roots = {r.name for r in roots if r.demo}
+    status = aggregate(recipes, records, lanes, ladders, demo_roots=demo_roots, failures=failures)
+    return status, lanes, ", ".join(r.name for r in roots)
 
 
 # ---------------------------------------------------------------- text reporter
@@ -205,10 +211,10 @@ def render_text(doc: dict[str, Any], detail: bool) -> str:
 @click.option(
     "--trust-root",
     "trust",
-    default=PUBLIC_GOOD,
-    show_default=True,
+    multiple=True,
     metavar="public-good|demo|FILE",
-    help="Trust root to verify evidence with; sample evidence counts only under demo.",
+    help="Trust root to verify evidence with (default public-good; repeatable, as for "
+    "`evidence verify`). Sample evidence counts only when a demo root verified it.",
 )
 @click.option(
     "--evidence",
@@ -225,7 +231,7 @@ def render_text(doc: dict[str, Any], detail: bool) -> str:
 def command(
     recipe: str | None,
     profile: str | None,
-    trust: str,
+    trust: tuple[str, ...],
     evidence_dir: Path,
     fmt: str,
     catalog_path: Path,
