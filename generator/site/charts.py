@@ -179,7 +179,7 @@ def kpi_figure(recipe: RecipeView) -> dict[str, Any] | None:
 def chart_html(div_id: str, figure: dict[str, Any], caption: str) -> Markup:
     """The figure as one line of HTML: a `<figure>` holding the chart div and its caption."""
     return Markup(
-        '<figure class="aicr-figure">'
+        '<figure class="aicr-figure" data-search-exclude>'
         f'<div class="aicr-chart" id="{escape(div_id)}" data-chart>'
         f"<template>{script_json(figure)}</template></div>"
         f"<figcaption>{escape(caption)}</figcaption></figure>"

@@ -299,19 +299,25 @@ def scale_page(site: SiteData, contract_markdown: str | None) -> str:
 
 
 def components_page(site: SiteData) -> str:
-    comps = [
-        {
-            "name": c.name,
-            "chart": c.chart,
-            "repository": c.repository,
-            "version": c.version,
-            "qualified_lane": c.qualified_lane,
-            "qualified_profile": c.qualified_profile,
-            "recipes": c.recipes,
-            "recipe_links": [(n, slug(n)) for n in c.recipes],
-        }
-        for c in site.components
-    ]
+    seen: set[str] = set()
+    comps = []
+    for c in site.components:
+        # the first (lowest-sorting) version of a component owns the plain anchor
+        anchor = c.name if c.name not in seen else f"{c.name}-{slug(c.version or 'unpinned')}"
+        seen.add(c.name)
+        comps.append(
+            {
+                "anchor": anchor,
+                "name": c.name,
+                "chart": c.chart,
+                "repository": c.repository,
+                "version": c.version,
+                "qualified_lane": c.qualified_lane,
+                "qualified_profile": c.qualified_profile,
+                "recipes": c.recipes,
+                "recipe_links": [(n, slug(n)) for n in c.recipes],
+            }
+        )
     return render("pages/components.md.j2", components=comps)
 
 
