@@ -11,6 +11,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 
+def printable(text: str) -> str:
+    """`text` with every non-printable character (controls, newlines, bidi and zero-width marks)
+    written as its Python escape, so a file name or value cannot forge or reorder output lines."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
 class Severity(StrEnum):
     ERROR = "error"
     WARNING = "warning"
@@ -33,11 +41,13 @@ class Diagnostic:
     severity: Severity = Severity.ERROR
 
     def format(self) -> str:
-        where = self.path
+        where = printable(self.path)
         if self.line:
             where = f"{where}:{self.line}:{self.col}"
         prefix = "" if self.severity is Severity.ERROR else "warning: "
-        return f"{where}: {self.json_path}: {prefix}{self.message} [{self.rule}]"
+        return (
+            f"{where}: {printable(self.json_path)}: {prefix}{printable(self.message)} [{self.rule}]"
+        )
 
     def to_json(self) -> dict[str, object]:
         return {

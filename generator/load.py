@@ -30,7 +30,7 @@ from generator.records import (
     RegistryComponent,
     ScaleProfile,
 )
-from generator.yamlio import parse_yaml
+from generator.yamlio import MAX_FILE_BYTES, parse_yaml
 
 AICR_API_VERSIONS: tuple[str, ...] = (
     "aicr.run/v1beta1",
@@ -56,23 +56,18 @@ def read_file(root: Path, path: Path) -> tuple[bytes | None, tuple[Diagnostic, .
         return None, (
             Diagnostic(rel, 0, 0, "$", f"cannot read file: {e.strerror}", "file.unreadable"),
         )
-    if path.is_symlink():
-        real = Path(os.path.realpath(path))
-        if not real.is_relative_to(Path(os.path.realpath(root))):
-            return None, (
-                Diagnostic(
-                    rel,
-                    0,
-                    0,
-                    "$",
-                    "symbolic link points outside the catalog",
-                    "file.symlink-escape",
-                ),
-            )
+    real = Path(os.path.realpath(path))
+    if not real.is_relative_to(Path(os.path.realpath(root))):
+        msg = "symbolic link points outside the catalog"
+        return None, (Diagnostic(rel, 0, 0, "$", msg, "file.symlink-escape"),)
     if not stat.S_ISREG(st.st_mode):
         return None, (Diagnostic(rel, 0, 0, "$", "not a regular file", "file.not-regular"),)
+    if st.st_size > MAX_FILE_BYTES:
+        msg = f"file is {st.st_size} bytes; the limit is {MAX_FILE_BYTES} bytes"
+        return None, (Diagnostic(rel, 0, 0, "$", msg, "yaml.too-large"),)
     try:
-        return path.read_bytes(), ()
+        with path.open("rb") as fh:
+            return fh.read(MAX_FILE_BYTES + 1), ()
     except OSError as e:
         return None, (
             Diagnostic(rel, 0, 0, "$", f"cannot read file: {e.strerror}", "file.unreadable"),
@@ -272,6 +267,15 @@ def profile_from(doc: Document) -> ScaleProfile:
     )
 
 
+def _dir_escapes(root: Path, directory: Path) -> Diagnostic | None:
+    """A diagnostic when a catalog directory is a link leading outside the catalog."""
+    real = Path(os.path.realpath(directory))
+    if directory.is_dir() and not real.is_relative_to(Path(os.path.realpath(root))):
+        msg = "symbolic link points outside the catalog"
+        return Diagnostic(_rel(root, directory), 0, 0, "$", msg, "file.symlink-escape")
+    return None
+
+
 def _yaml_files(directory: Path) -> list[Path]:
     if not directory.is_dir():
         return []
@@ -341,44 +345,44 @@ def load_catalog(root: Path) -> tuple[Catalog, tuple[Diagnostic, ...]]:
         ("overlays", "RecipeMetadata", overlays),
         ("mixins", "RecipeMixin", mixins),
     ):
+        escape = _dir_escapes(root, root / sub)
+        if escape is not None:
+            diags.append(escape)
+            continue
+        parsed: list[tuple[str, Path, Overlay]] = []
         for path in _yaml_files(root / sub):
             doc = _kind_doc(root, path, kind, AICR_API_VERSIONS, kind, diags)
             stem = path.name.rsplit(".", 1)[0]
             if doc is None:
                 unloadable.add(stem)
                 continue
-            item = overlay_from(doc)
+            parsed.append((stem, path, overlay_from(doc)))
+        # the file whose name matches metadata.name keeps the name; the others are the duplicates
+        parsed.sort(key=lambda t: (t[2].name != t[0], t[1].name))
+        for stem, path, item in parsed:
+            doc = item.doc
             if item.name != stem:
                 line, col = doc.locate("$.metadata.name")
+                msg = f"metadata.name '{item.name}' does not match the file name '{path.name}'"
                 diags.append(
-                    Diagnostic(
-                        doc.rel,
-                        line,
-                        col,
-                        "$.metadata.name",
-                        f"metadata.name '{item.name}' does not match the file name '{path.name}'",
-                        "overlay.name-mismatch",
-                    )
+                    Diagnostic(doc.rel, line, col, "$.metadata.name", msg, "overlay.name-mismatch")
                 )
             if item.name in target or item.name in unloadable:
                 line, col = doc.locate("$.metadata.name")
                 other = target[item.name].doc.rel if item.name in target else "another file"
+                msg = f"{kind} '{item.name}' is already defined in {other}"
                 diags.append(
-                    Diagnostic(
-                        doc.rel,
-                        line,
-                        col,
-                        "$.metadata.name",
-                        f"{kind} '{item.name}' is already defined in {other}",
-                        "overlay.duplicate-name",
-                    )
+                    Diagnostic(doc.rel, line, col, "$.metadata.name", msg, "overlay.duplicate-name")
                 )
                 continue
             target[item.name] = item
 
     files: dict[str, Document] = {}
     comp_dir = root / "components"
-    if comp_dir.is_dir():
+    comp_escape = _dir_escapes(root, comp_dir)
+    if comp_escape is not None:
+        diags.append(comp_escape)
+    elif comp_dir.is_dir():
         for dirpath, dirnames, filenames in os.walk(comp_dir):
             dirnames.sort()
             for fname in sorted(filenames):
@@ -392,7 +396,10 @@ def load_catalog(root: Path) -> tuple[Catalog, tuple[Diagnostic, ...]]:
                     files[doc.rel] = doc
 
     profiles: dict[str, ScaleProfile] = {}
-    for path in _yaml_files(root / "scale" / "profiles"):
+    prof_escape = _dir_escapes(root, root / "scale" / "profiles")
+    if prof_escape is not None:
+        diags.append(prof_escape)
+    for path in [] if prof_escape else _yaml_files(root / "scale" / "profiles"):
         doc = _kind_doc(root, path, "ScaleProfile", CATALOG_API_VERSIONS, "scale-profile", diags)
         if doc is not None:
             prof = profile_from(doc)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 
-from generator.errors import Diagnostic, Severity
+from generator.errors import Diagnostic, Severity, printable
 
 
 def _counts(diags: Sequence[Diagnostic]) -> tuple[int, int]:
@@ -37,7 +37,8 @@ def as_json(diags: Sequence[Diagnostic], subject: str) -> str:
 
 
 def _escape_data(s: str) -> str:
-    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """GitHub's workflow-command escaping, then any other non-printable character escaped."""
+    return printable(s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def _escape_prop(s: str) -> str:
@@ -67,8 +68,8 @@ def markdown_summary(diags: Sequence[Diagnostic], subject: str) -> str:
     if diags:
         out += ["| file | line | rule | message |", "| --- | --- | --- | --- |"]
         for d in diags:
-            msg = f"{d.json_path}: {d.message}".replace("|", "\\|")
-            out.append(f"| `{d.path}` | {d.line or ''} | `{d.rule}` | {msg} |")
+            msg = printable(f"{d.json_path}: {d.message}").replace("|", "\\|")
+            out.append(f"| `{printable(d.path)}` | {d.line or ''} | `{d.rule}` | {msg} |")
     return "\n".join(out) + "\n"
 
 

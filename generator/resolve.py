@@ -50,28 +50,27 @@ def matches(recipe: Criteria, query: Criteria) -> bool:
 
 
 def chain(catalog: Catalog, name: str) -> tuple[Overlay, ...]:
-    """The base chain of overlay `name`, root first. Raises on a missing base or a cycle."""
+    """The base chain of overlay `name`, root first. Raises on a missing base or a cycle.
+
+    A cycle is located at `name` only when `name` is part of it: overlays that merely sit below
+    a cycle raise without a diagnostic of their own (no knock-on noise).
+    """
     out: list[Overlay] = []
     seen: list[str] = []
+    seen_set: set[str] = set()
     current: str | None = name
     while current is not None:
-        if current in seen:
-            cycle = " → ".join([*seen[seen.index(current) :], current])
-            ov = catalog.overlays[name]
-            line, col = ov.doc.locate("$.spec.base")
-            raise ResolveError(
-                f"base chain of '{name}' has a cycle: {cycle}",
-                [
-                    Diagnostic(
-                        ov.doc.rel,
-                        line,
-                        col,
-                        "$.spec.base",
-                        f"base chain has a cycle: {cycle}",
-                        "base.cycle",
-                    )
-                ],
-            )
+        if current in seen_set:
+            members = seen[seen.index(current) :]
+            cycle = " → ".join([*members, current])
+            diags = []
+            if name in members:
+                ov = catalog.overlays[name]
+                line, col = ov.doc.locate("$.spec.base")
+                msg = f"base chain has a cycle: {cycle}"
+                diags.append(Diagnostic(ov.doc.rel, line, col, "$.spec.base", msg, "base.cycle"))
+            raise ResolveError(f"base chain of '{name}' has a cycle: {cycle}", diags)
+        seen_set.add(current)
         seen.append(current)
         overlay = catalog.overlays.get(current)
         if overlay is None:

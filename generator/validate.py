@@ -29,6 +29,9 @@ KNOWN_CRITERIA: dict[str, frozenset[str]] = {
 CONSTRAINT_NAME = re.compile(
     r"^[A-Za-z][A-Za-z0-9]*\.[A-Za-z0-9][A-Za-z0-9_-]*\.[A-Za-z0-9][A-Za-z0-9_.-]*$"
 )
+SAFE_SOURCE = re.compile(r"^(https?|oci)://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~%+/-]*)?$")
+SAFE_VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+_-]{0,127}$")
+SAFE_CHART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,252}$")
 CHECK_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,127}$")
 OPERATORS = (">=", "<=", "==", "!=", ">", "<")
 PHASE_LETTERS = (
@@ -141,6 +144,13 @@ def check_overlay(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagn
                 f"Helm component '{ref.name}' names a source but pins no version",
                 "helm.unpinned",
             )
+        for field, value, pattern, what in (
+            ("source", ref.source, SAFE_SOURCE, "a plain URL"),
+            ("version", ref.version, SAFE_VERSION, "a version"),
+            ("chart", ref.chart, SAFE_CHART, "a plain chart name"),
+        ):
+            if value is not None and not pattern.match(value):
+                yield _d(ov, f"{jp}.{field}", f"{value!r} is not {what}", "component.unsafe-value")
         files = [(f"{jp}.valuesFile", ref.values_file)] if ref.values_file else []
         files += [(f"{jp}.manifestFiles[{k}]", f) for k, f in enumerate(ref.manifest_files)]
         files += [(f"{jp}.preManifestFiles[{k}]", f) for k, f in enumerate(ref.pre_manifest_files)]
@@ -161,6 +171,16 @@ def check_overlay(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagn
                     f"{jp}.dependencyRefs[{k}]",
                     f"component '{ref.name}' depends on itself",
                     "dependency.cycle",
+                )
+    for phase, raw in ov.validation.items():
+        for i, check in enumerate(raw.get("checks") or ()):
+            bad = sorted({f"U+{ord(ch):04X}" for ch in str(check) if not ch.isprintable()})
+            if bad:
+                yield _d(
+                    ov,
+                    f"$.spec.validation.{phase}.checks[{i}]",
+                    f"{check!r} contains invisible or control characters ({', '.join(bad)})",
+                    "name.unsafe-character",
                 )
     for i, c in enumerate(ov.constraints):
         yield from _constraint(ov, f"$.spec.constraints[{i}]", c.name, c.value)
@@ -242,6 +262,30 @@ def _chain_broken(catalog: Catalog, leaf: str) -> bool:
     return False
 
 
+def check_scale_data(catalog: Catalog) -> Iterator[Diagnostic]:
+    """The project's own kinds: scale profiles, lanes, shared checks and the signer policy."""
+    from generator.evidence.policy import policy_from
+    from generator.load import CATALOG_API_VERSIONS, check_header
+    from generator.preflight import scale_diagnostics
+    from generator.qualify import check_lanes
+
+    for _name, prof in sorted(catalog.profiles.items()):
+        if prof.nodes_min > prof.nodes_max and prof.doc is not None:
+            line, col = prof.doc.locate("$.spec.nodes")
+            msg = f"nodes.min {prof.nodes_min} is greater than nodes.max {prof.nodes_max}"
+            yield Diagnostic(prof.doc.rel, line, col, "$.spec.nodes", msg, "profile.nodes")
+    lanes = catalog.documents.get("scale/lanes.yaml")
+    if lanes is not None:
+        head = check_header(lanes, "QualificationLanes", CATALOG_API_VERSIONS)
+        yield from head if head else check_lanes(catalog.documents, catalog.profiles)
+    signers = catalog.documents.get("signers.yaml")
+    if signers is not None:
+        head = check_header(signers, "SignerPolicy", ("aicr.run/v1",))
+        yield from head if head else policy_from(signers)[1]
+    if "scale/checks.yaml" in catalog.documents:
+        yield from scale_diagnostics(catalog)
+
+
 def validate_catalog(
     catalog: Catalog, strict: bool = False, load_diagnostics: Iterable[Diagnostic] = ()
 ) -> tuple[Diagnostic, ...]:
@@ -256,6 +300,7 @@ def validate_catalog(
                 "overlays/base.yaml", 0, 0, "$", "the catalog has no base overlay", "base.missing"
             )
         )
+    out.extend(check_scale_data(catalog))
     if not any(d.severity is Severity.ERROR for d in out):
         out.extend(check_leaves(catalog))
     if strict:

@@ -22,6 +22,10 @@ from generator.records import Document
 MAX_FILE_BYTES = 1024 * 1024  # 1 MiB: no recipe, values or evidence file comes near it
 MAX_NODES = 200_000  # nodes visited while expanding one document (alias bombs end here)
 MAX_DEPTH = 64  # nesting depth of collections
+MAX_INT_DIGITS = 4300  # Python's own int-from-string limit
+MAX_SAFE_INT = (
+    2**53 - 1
+)  # beyond this JSON (and RFC 8785 digests) cannot represent an integer exactly
 
 # libyaml's composer when PyYAML was built with it (same nodes and marks, several times faster)
 _LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -154,10 +158,64 @@ class _Builder:
             raise self.fail(node, f"tag {node.tag} is not allowed", "yaml.tag", path)
         if node.tag == _T + "timestamp":
             return str(node.value)
+        if node.tag == _T + "int":
+            digits = sum(c.isdigit() for c in node.value)
+            if digits > MAX_INT_DIGITS:
+                raise self.fail(
+                    node,
+                    f"integer of {digits} digits; the limit is {MAX_INT_DIGITS}",
+                    "yaml.number",
+                    path,
+                )
         value = self.constructor.construct_object(node)
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INT:
+            raise self.fail(
+                node,
+                f"integer {value} is outside the range JSON represents exactly (±{MAX_SAFE_INT})",
+                "yaml.number",
+                path,
+            )
         if isinstance(value, float) and not math.isfinite(value):
             raise self.fail(node, f"non-finite number {node.value!r}", "yaml.non-finite", path)
         return value
+
+
+def _position(text: str, index: int) -> tuple[int, int]:
+    """1-based (line, column) of a character index."""
+    line = text.count("\n", 0, index) + 1
+    return line, index - (text.rfind("\n", 0, index) + 1) + 1
+
+
+def _flow_depth_exceeded(text: str) -> tuple[int, int] | None:
+    """Where flow-collection nesting first exceeds MAX_DEPTH (outside quotes and comments), if it does.
+
+    A cheap over-approximation is enough: it only chooses the composer; the depth limit itself is
+    enforced on the composed nodes.
+    """
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return None
+    depth, quote, i, n = 0, "", 0, len(text)
+    while i < n:
+        ch = text[i]
+        if quote:
+            if ch == "\\" and quote == '"':
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#" and (i == 0 or text[i - 1] in " \t\n"):
+            nl = text.find("\n", i)
+            i = n if nl < 0 else nl
+            continue
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return _position(text, i)
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+        i += 1
+    return None
 
 
 def parse_yaml(
@@ -174,8 +232,19 @@ def parse_yaml(
     else:
         sha = hashlib.sha256(raw.encode("utf-8")).hexdigest()
         text = raw
+    deep_at = _flow_depth_exceeded(text)
+    # libyaml's composer recurses in C: a deeply nested flow collection would overflow the C stack
+    # (a segfault no handler catches), so such text goes to the pure-Python composer, whose
+    # recursion ends in a catchable RecursionError.
+    loader = yaml.SafeLoader if deep_at is not None else _LOADER
     try:
-        nodes = list(yaml.compose_all(text, Loader=_LOADER))
+        nodes = list(yaml.compose_all(text, Loader=loader))
+    except yaml.reader.ReaderError as e:
+        line, col = _position(text, e.position)
+        msg = f"unacceptable character #x{e.character:04x}: control characters are not allowed"
+        raise LoadError(
+            f"{rel}: {msg}", [Diagnostic(rel, line, col, "$", msg, "yaml.parse")]
+        ) from e
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         msg = " ".join(p for p in (e.context, e.problem) if p) or "invalid YAML"
@@ -185,13 +254,15 @@ def parse_yaml(
                 msg += " (a tab character: YAML indentation must use spaces)"
         raise LoadError(f"{rel}: {msg}", [_diag(rel, mark, msg, "yaml.parse")]) from e
     except yaml.YAMLError as e:
-        raise LoadError(f"{rel}: {e}", [Diagnostic(rel, 0, 0, "$", str(e), "yaml.parse")]) from e
+        msg = " ".join(str(e).split())
+        raise LoadError(f"{rel}: {msg}", [Diagnostic(rel, 0, 0, "$", msg, "yaml.parse")]) from e
     except RecursionError as e:
+        line, col = deep_at if deep_at is not None else (0, 0)
         raise LoadError(
             f"{rel}: nesting too deep",
             [
                 Diagnostic(
-                    rel, 0, 0, "$", f"nesting deeper than {MAX_DEPTH} levels", "yaml.too-deep"
+                    rel, line, col, "$", f"nesting deeper than {MAX_DEPTH} levels", "yaml.too-deep"
                 )
             ],
         ) from e

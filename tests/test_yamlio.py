@@ -258,7 +258,7 @@ _keys = st.text(_chars, min_size=0, max_size=8)
 _scalars = (
     st.none()
     | st.booleans()
-    | st.integers(min_value=-(2**63), max_value=2**63)
+    | st.integers(min_value=-(2**53 - 1), max_value=2**53 - 1)  # the JSON-exact range
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(_chars, max_size=12)
 )
