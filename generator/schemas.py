@@ -43,6 +43,11 @@ def _best(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
 def _message(error: jsonschema.ValidationError) -> str:
     if error.validator == "additionalProperties":
         return error.message.replace("Additional properties are not allowed", "unknown field(s)")
+    if error.validator == "not":
+        forbidden = error.validator_value
+        if isinstance(forbidden, dict) and list(forbidden) == ["required"]:
+            return f"must not set all of: {', '.join(forbidden['required'])}"
+        return "matches a form the schema forbids"
     if error.validator == "required":
         return error.message.replace("is a required property", "is required")
     return error.message
