@@ -38,7 +38,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from packaging.version import InvalidVersion
 
 from generator.evidence.model import (
     SCALE_QUALIFICATION_V1,
@@ -49,7 +48,7 @@ from generator.evidence.model import (
 )
 from generator.qualify import Lanes
 from generator.records import DIMENSIONS, RecipeResult
-from generator.validate import CONSTRAINT_NAME, constraint_value_problem, parse_version
+from generator.validate import health_of
 
 CONFIRMED, SINGLE, CONTESTED, FAILING, UNTESTED, PARTIAL = (
     "CONFIRMED",
@@ -235,27 +234,9 @@ def structural_health(
         if r.name in seen:
             continue
         seen.add(r.name)
-        problems: list[str] = []
-        for c in r.constraints:
-            if not CONSTRAINT_NAME.match(c.name) or constraint_value_problem(c.value):
-                problems.append(f"constraint {c.name} is malformed")
-        for comp in r.components:
-            if comp.type == "Helm" and comp.repository and not comp.version:
-                problems.append(f"{comp.name} has no pinned chart version")
-            elif comp.version:
-                try:
-                    if parse_version(comp.version).is_prerelease:
-                        problems.append(f"{comp.name} is pinned to a pre-release ({comp.version})")
-                except InvalidVersion:
-                    problems.append(
-                        f"{comp.name} version '{comp.version}' is not a semantic version"
-                    )
-        counts = [
-            len(r.validation.get(phase, {}).get("checks") or ()) for _, phase in HEALTH_PHASES
-        ]
-        coverage = " ".join(f"{a}:{n}" for (a, _), n in zip(HEALTH_PHASES, counts, strict=True))
-        status = "warn" if problems else "pass"
-        rows.append((r.name, status, coverage, *counts, tuple(problems)))
+        h = health_of(r)
+        counts = [h.coverage[phase] for _, phase in HEALTH_PHASES]
+        rows.append((r.name, h.health, h.coverage_text(), *counts, h.reasons))
     for name, why in sorted(failures.items()):
         if name not in seen:
             rows.append(

@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 from packaging.version import InvalidVersion, Version
 
 from generator.errors import Diagnostic, ResolveError, ScaleError, Severity, sort_diagnostics
-from generator.records import DIMENSIONS, Catalog, ComponentRef, Overlay
+from generator.records import DIMENSIONS, Catalog, ComponentRef, Overlay, RecipeResult
 from generator.resolve import chain, resolve
 
 KNOWN_CRITERIA: dict[str, frozenset[str]] = {
@@ -325,6 +325,12 @@ def leaf_health(catalog: Catalog, leaf: str) -> LeafHealth:
         r = resolve(catalog, leaf)
     except (ResolveError, ScaleError) as e:
         return LeafHealth(leaf, "fail", {p: 0 for p, _ in PHASE_LETTERS}, (e.message,))
+    return health_of(r)
+
+
+def health_of(r: RecipeResult) -> LeafHealth:
+    """Structural health of a resolved recipe (pass | warn); the one rule set `list`, `status`
+    and the site share."""
     reasons: list[str] = []
     for c in r.constraints:
         if not CONSTRAINT_NAME.match(c.name) or constraint_value_problem(c.value):
@@ -339,4 +345,4 @@ def leaf_health(catalog: Catalog, leaf: str) -> LeafHealth:
             except InvalidVersion:
                 reasons.append(f"{comp.name} version '{comp.version}' is not a semantic version")
     coverage = {p: len(r.validation.get(p, {}).get("checks") or ()) for p, _ in PHASE_LETTERS}
-    return LeafHealth(leaf, "warn" if reasons else "pass", coverage, tuple(reasons))
+    return LeafHealth(r.name, "warn" if reasons else "pass", coverage, tuple(reasons))
