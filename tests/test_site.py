@@ -480,3 +480,15 @@ def test_printed_bundle_command_reproduces_the_download(
         d["url"].rsplit("/", 1)[-1]: d["sha256"] for p in detail["profiles"] for d in p["downloads"]
     }
     assert hashlib.sha256(archive.read_bytes()).hexdigest() == published[archive.name]
+
+
+def test_search_index_holds_pages_not_data(built_site: Path) -> None:
+    index = json.loads((built_site / "search" / "search_index.json").read_text())
+    locations = {d["location"].split("#", 1)[0] for d in index["docs"]}
+    assert f"recipes/{INJECTED_RECIPE}.html" in locations and "cli.html" in locations
+    assert not any(
+        loc.startswith("evidence/") and loc != "evidence/index.html" for loc in locations
+    )
+    text = json.dumps(index)
+    detail = load(built_site, "api/v1/recipes/gb300-eks-ubuntu-training-slurm.json")
+    assert detail["profiles"][0]["downloads"][0]["sha256"] not in text  # tables stay out

@@ -12,7 +12,9 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import os
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -147,6 +149,22 @@ def lanes(catalog: Catalog) -> tuple[Lane, ...]:
 # --- render -----------------------------------------------------------------------------------
 
 
+_PARALLEL_RENDER = 24  # archives to build before a process pool pays for itself
+
+
+def _render_one(
+    job: tuple[RecipeResult, str, Mapping[str, bytes], int, Path | None],
+) -> tuple[bytes | None, str, tuple[Diagnostic, ...]]:
+    """One archive (in a worker process): (bytes, "", ()) or (None, message, diagnostics)."""
+    from generator.render.cache import cached_archive
+
+    result, deployer, manifests, epoch, cache_dir = job
+    try:
+        return cached_archive(result, deployer, manifests, cache_dir=cache_dir, mtime=epoch), "", ()
+    except CatalogError as e:
+        return None, e.message, e.diagnostics
+
+
 def render_bundles(
     catalog: Catalog,
     results: Sequence[RecipeResult],
@@ -159,61 +177,47 @@ def render_bundles(
 
     With `cache_dir`, an archive whose inputs (recipe digest, deployer, renderer) are unchanged
     is read from the render stage's content-addressed cache instead of being rendered again.
-    Recipes are rendered in `jobs` processes (default: every core).
+    Archives not in the cache are rendered on every core (`jobs`, default all).
     """
     render = optional_stage("generator.render")
     if render is None:
         return {}, StageNote("render", "the bundle stage is not available in this build.")
-    from generator.cache import parallel_map
     from generator.commands.bundle import read_manifests
 
-    out: dict[tuple[str, str], tuple[Download, ...]] = {}
     problems: list[Diagnostic] = []
-    tasks = []
+    work: list[tuple[RecipeResult, str, Mapping[str, bytes], int, Path | None]] = []
     for result in results:
         try:
             manifests = read_manifests(catalog, result)
         except CatalogError as e:
-            problems.extend(
-                e.diagnostics or [Diagnostic(result.name, 0, 0, "$", e.message, "render")]
-            )
-            out[(result.name, result.scale_profile)] = ()
+            problems.extend(e.diagnostics)
             continue
-        tasks.append((result, manifests, tuple(deployers), epoch, cache_dir))
-    for task, (items, diags) in zip(tasks, parallel_map(_render_one, tasks, jobs), strict=True):
-        out[(task[0].name, task[0].scale_profile)] = items
-        problems.extend(diags)
+        work.extend((result, d, manifests, epoch, cache_dir) for d in deployers)
+    workers = min(jobs or os.cpu_count() or 1, len(work))
+    if workers > 1 and len(work) >= _PARALLEL_RENDER:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            done = list(pool.map(_render_one, work, chunksize=max(1, len(work) // (workers * 4))))
+    else:
+        done = [_render_one(job) for job in work]
+    out: dict[tuple[str, str], list[Download]] = {(r.name, r.scale_profile): [] for r in results}
+    for (result, deployer, _, _, _), (data, message, diags) in zip(work, done, strict=True):
+        if data is None:
+            problems.extend(diags or (Diagnostic(result.name, 0, 0, "$", message, "render"),))
+            continue
+        name = render.archive_name(result, deployer)
+        out[(result.name, result.scale_profile)].append(
+            Download(
+                deployer=deployer,
+                profile=result.scale_profile,
+                file=f"downloads/{result.name}/{name}",
+                sha256=hashlib.sha256(data).hexdigest(),
+                size=len(data),
+                content=data,
+            )
+        )
     if problems:
         raise RenderError("some bundles could not be rendered", problems)
-    return out, None
-
-
-def _render_one(
-    task: tuple[RecipeResult, Mapping[str, bytes], tuple[str, ...], int, Path | None],
-) -> tuple[tuple[Download, ...], tuple[Diagnostic, ...]]:
-    """One recipe × profile in every deployer (a process-pool task: module-level, picklable)."""
-    from generator.render import archive_name
-    from generator.render.cache import cached_archive
-
-    result, manifests, deployers, epoch, cache_dir = task
-    items = []
-    try:
-        for deployer in deployers:
-            name = archive_name(result, deployer)
-            data = cached_archive(result, deployer, manifests, cache_dir=cache_dir, mtime=epoch)
-            items.append(
-                Download(
-                    deployer=deployer,
-                    profile=result.scale_profile,
-                    file=f"downloads/{result.name}/{name}",
-                    sha256=hashlib.sha256(data).hexdigest(),
-                    size=len(data),
-                    content=data,
-                )
-            )
-    except CatalogError as e:
-        return (), tuple(e.diagnostics or [Diagnostic(result.name, 0, 0, "$", e.message, "render")])
-    return tuple(items), ()
+    return {k: tuple(v) for k, v in out.items()}, None
 
 
 # --- verify -----------------------------------------------------------------------------------
