@@ -492,3 +492,28 @@ def test_search_index_holds_pages_not_data(built_site: Path) -> None:
     text = json.dumps(index)
     detail = load(built_site, "api/v1/recipes/gb300-eks-ubuntu-training-slurm.json")
     assert detail["profiles"][0]["downloads"][0]["sha256"] not in text  # tables stay out
+
+
+def test_serve_serves_the_built_site_on_loopback(built_site: Path) -> None:
+    import subprocess
+    import sys
+    import urllib.request
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "generator.cli", "serve", "--dir", str(built_site), "--port", "0"],
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert match, line
+        with urllib.request.urlopen(f"http://127.0.0.1:{match.group(1)}/index.html") as resp:
+            assert resp.read() == (built_site / "index.html").read_bytes()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        if proc.stderr is not None:
+            proc.stderr.close()
