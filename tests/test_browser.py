@@ -228,3 +228,31 @@ def test_no_wcag_a_or_aa_violation(tab: Watched, path: str) -> None:
         tab.page.wait_for_selector("#aicr-table tbody tr")  # type: ignore[attr-defined]
     results = Axe().run(tab.page, options={"runOnly": {"type": "tag", "values": WCAG}})
     assert results.violations_count == 0, results.generate_report()
+
+
+def test_charts_draw_when_the_page_is_opened_from_disk(browser: object, built_site: Path) -> None:  # noqa: F811
+    context = browser.new_context()  # type: ignore[attr-defined]
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto((built_site / "recipes" / f"{SLURM}.html").as_uri())
+    page.wait_for_selector(f"#chart-{SLURM}-ladder .main-svg")
+    # From disk only the theme's site search is unavailable (its worker needs HTTP); the
+    # offline plugin that would fix it adds a script from unpkg.com, which the site refuses.
+    assert [e for e in errors if "search" not in e] == []
+    context.close()
+
+
+def test_dashboard_marks_rows_backed_by_sample_evidence(tab: Watched, built_site: Path) -> None:  # noqa: F811
+    index = json.loads((built_site / "api" / "v1" / "recipes.json").read_text())
+    sample = sorted(
+        (r["name"], p["name"]) for r in index["recipes"] if r["sample"] for p in r["profiles"]
+    )
+    assert sample
+    open_dashboard(tab)
+    marked = tab.page.eval_on_selector_all(  # type: ignore[attr-defined]
+        "#aicr-table tbody tr",
+        "rows => rows.filter(r => r.querySelector('.aicr-sample'))"
+        ".map(r => [r.cells[0].textContent, r.cells[6].textContent])",
+    )
+    assert sorted((a, b) for a, b in marked) == sample

@@ -81,6 +81,7 @@
       COLS.slice(1).forEach(function (c) {
         var cell = el("td", { "data-label": c[1] }), v = c[0] === "ceilingNodes" ? r.ceilingText : r[c[0]] || "—";
         if (c[0] === "health" || c[0] === "consensus") cell.append(el("span", { class: "aicr-chip aicr-" + String(v).toLowerCase() }, v));
+        if (c[0] === "consensus" && r.sample) cell.append(" ", el("span", { class: "aicr-chip aicr-sample", title: "sample evidence: demo data, qualifies nothing" }, "SAMPLE"));
         else cell.textContent = v;
         tr.append(cell);
       });
@@ -104,7 +105,7 @@
           accelerator: rec.criteria.accelerator, os: rec.criteria.os, intent: rec.criteria.intent,
           platform: rec.criteria.platform, profile: p.name, health: rec.health, consensus: p.consensus,
           ceilingNodes: p.ceilingNodes, ceilingText: p.ceiling ? p.ceiling + " (" + p.ceilingNodes + " nodes)" : "none",
-          last: p.lastEvidence || "" });
+          last: p.lastEvidence || "", sample: rec.sample });
       });
     });
     update();
