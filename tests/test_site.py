@@ -24,6 +24,7 @@ import referencing
 from click.testing import CliRunner
 
 from generator.cli import main
+from generator.commands.build import cli_reference
 from generator.errors import SiteError
 from generator.site import charts
 from generator.site.build import BuildOptions, build_lock, build_site
@@ -83,6 +84,7 @@ def options(inputs: Inputs, out: Path, **kw: object) -> BuildOptions:
         out=out,
         trust_root="demo",
         source_date_epoch=EPOCH,
+        cli_reference=cli_reference(main),
         **kw,  # type: ignore[arg-type]
     )
 
@@ -362,8 +364,12 @@ def strings(obj: object) -> set[str]:
 
 def test_cli_reference_is_generated_from_the_cli(built_site: Path) -> None:
     page = (built_site / "cli.html").read_text()
+    paths = [c.path for c in cli_reference(main)]
+    assert "aicr-catalog evidence verify" in paths and "aicr-catalog build" in paths
     for name in main.list_commands(None):  # type: ignore[arg-type]
-        assert f"aicr-catalog {name}" in page
+        assert f"aicr-catalog {name}" in paths
+    for path in paths:
+        assert f">{path}</h2>" in page or f">{path}<a" in page, path
     assert "Build the static site into OUT" in page
 
 

@@ -10,6 +10,25 @@ import click
 from generator.commands.common import catalog_option, report_error
 from generator.errors import CatalogError
 from generator.site.build import DEFAULT_DEPLOYERS, BuildOptions, build_site
+from generator.site.pages import CommandHelp
+
+
+def cli_reference(
+    cmd: click.Command,
+    path: tuple[str, ...] = ("aicr-catalog",),
+    parent: click.Context | None = None,
+) -> tuple[CommandHelp, ...]:
+    """Every command's `--help`, depth first in name order, at a fixed width (deterministic)."""
+    ctx = click.Context(
+        cmd, info_name=path[-1], parent=parent, terminal_width=100, max_content_width=100
+    )
+    out = [CommandHelp(" ".join(path), cmd.get_help(ctx).rstrip())]
+    if isinstance(cmd, click.Group):
+        for name in sorted(cmd.list_commands(ctx)):
+            sub = cmd.get_command(ctx, name)
+            if sub is not None and not sub.hidden:
+                out.extend(cli_reference(sub, (*path, name), ctx))
+    return tuple(out)
 
 
 @click.command("build")

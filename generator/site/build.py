@@ -57,6 +57,8 @@ class BuildOptions:
     deployers: tuple[str, ...] = DEFAULT_DEPLOYERS
     bundles: bool = True
     cache_dir: Path | None = None  # bundle archive cache; None renders everything afresh
+    # the CLI reference page: every command's help, produced by the CLI (commands/build.py)
+    cli_reference: tuple[pages.CommandHelp, ...] = ()
     jobs: int | None = None  # processes for verification and rendering (default: every core)
 
 
@@ -279,11 +281,9 @@ def plotly_js() -> bytes:
 
 
 def generated_docs(site: SiteData, options: BuildOptions) -> dict[str, str]:
-    from generator.cli import main
-
     contract_path = options.docs / "scale-contract.md"
     contract = contract_path.read_text(encoding="utf-8") if contract_path.is_file() else None
-    return pages.all_pages(site, contract, main)
+    return pages.all_pages(site, contract, options.cli_reference)
 
 
 def published_files(site: SiteData) -> dict[str, bytes]:

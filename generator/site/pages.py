@@ -9,11 +9,10 @@ file says is shown as text and never interpreted. The output is engine-neutral M
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import click
 from markupsafe import Markup
 
 from generator.records import ScaleProfile
@@ -322,39 +321,28 @@ def components_page(site: SiteData) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class _Command:
+class CommandHelp:
+    """One command of the CLI reference: its full path and its `--help` text."""
+
     path: str
     help: str
 
 
-def _walk(
-    cmd: click.Command, path: tuple[str, ...], parent: click.Context | None
-) -> list[_Command]:
-    ctx = click.Context(
-        cmd, info_name=path[-1], parent=parent, terminal_width=100, max_content_width=100
-    )
-    out = [_Command(" ".join(path), cmd.get_help(ctx).rstrip())]
-    if isinstance(cmd, click.Group):
-        for name in sorted(cmd.list_commands(ctx)):
-            sub = cmd.get_command(ctx, name)
-            if sub is not None and not sub.hidden:
-                out += _walk(sub, (*path, name), ctx)
-    return out
+def cli_page(commands: Sequence[CommandHelp]) -> str:
+    """The CLI reference, from the help texts the CLI itself produced (see commands/build.py)."""
+    return render("pages/cli.md.j2", commands=commands)
 
 
-def cli_page(main: click.Command) -> str:
-    """The CLI reference, generated from the click application itself."""
-    return render("pages/cli.md.j2", commands=_walk(main, ("aicr-catalog",), None))
-
-
-def all_pages(site: SiteData, contract_markdown: str | None, main: click.Command) -> dict[str, str]:
+def all_pages(
+    site: SiteData, contract_markdown: str | None, commands: Sequence[CommandHelp]
+) -> dict[str, str]:
     """Every generated page: docs-relative path -> Markdown text."""
     pages = {
         "index.md": dashboard_page(site),
         "scale.md": scale_page(site, contract_markdown),
         "components.md": components_page(site),
         "evidence/index.md": evidence_index(site),
-        "cli.md": cli_page(main),
+        "cli.md": cli_page(commands),
     }
     for r in site.recipes:
         pages[f"recipes/{slug(r.name)}.md"] = recipe_page(r, site)
