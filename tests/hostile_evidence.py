@@ -1,0 +1,315 @@
+"""The signed inputs of the hostile evidence cases (`tests/cases/hostile/evidence-*/`).
+
+Each evidence case is a folder of the case corpus (format: tests/cases/README.md) run through
+`aicr-catalog evidence verify`. Its signed bundles cannot be written by hand, so this module
+describes every case as data and writes the folders' input files:
+
+    .venv/bin/python -m tests.hostile_evidence      # (re)write the inputs of every case
+
+Signing is deterministic (RFC 6979 ECDSA, keys and serials derived from a fixed seed, a fixed
+signing time), so the same code writes the same bytes: `tests/test_hostile_evidence.py`
+regenerates every case into a temporary directory and fails unless the committed files are
+byte-identical. The expectations (`expected.txt`, `stderr.txt`, `exit.txt`) are not written
+here: they come from the real CLI (`pytest tests/test_cases.py --update-goldens`), reviewed, or,
+for a case recording a bug, by hand with a `bug.txt`.
+
+Layout inside a case's catalog (the minimal catalog plus):
+
+    catalog/signers.yaml                  allows IDENTITY via ISSUER
+    catalog/trust/hostile-root.json       the private test authority's trusted_root.json
+    catalog/evidence/<recipe>/<source>/<sha256-of-statement>.sigstore.json
+
+Evidence sits inside the case's catalog so that the runner's `symlinks.txt`, `fifos.txt` and
+`generate.yaml` (catalog-relative) can place links, pipes and huge files among it; the verifier
+compares only the last four path segments, so the location under `catalog/` changes nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from generator.evidence import testroot
+from generator.evidence.statement import build_statement
+from generator.evidence.store import evidence_path
+from generator.load import load_catalog
+from generator.resolve import resolve
+from tests import evidence_fixtures as fx
+
+CASES = Path(__file__).resolve().parent / "cases"
+HOSTILE = CASES / "hostile"
+MINIMAL = CASES / "minimal"
+
+AUTHORITY_NAME = "hostile"
+ROOT_FILE = "trust/hostile-root.json"
+ISSUER = fx.ISSUER
+IDENTITY = fx.IDENTITY
+FOREIGN_ISSUER = "https://oidc.attacker.example"
+RECIPE = "h100-eks-ubuntu-training"
+OTHER_RECIPE = "gb300-eks-ubuntu-training-slurm"
+PROFILE = {"name": "standard", "version": "1.0.0"}
+# A digest the recipe had before some change: any digest other than the current one.
+OLDER_DIGEST = "sha256:" + "0123456789abcdef" * 4
+VERIFY = (
+    "evidence verify catalog/evidence --catalog catalog --trust-root catalog/" + ROOT_FILE + "\n"
+)
+
+SIGNERS_YAML = f"""\
+apiVersion: aicr.run/v1
+kind: SignerPolicy
+signers:
+  - label: Example lab
+    class: partner
+    issuer: {ISSUER}
+    identity: {IDENTITY}
+"""
+
+
+def authority() -> testroot.Authority:
+    return testroot.make_authority(AUTHORITY_NAME, b"tests hostile evidence")
+
+
+def current_digest(recipe: str) -> str:
+    """The digest `recipe` (standard profile) has in the minimal catalog."""
+    catalog, _ = load_catalog(MINIMAL)
+    return resolve(catalog, recipe, profile="standard").digest
+
+
+def statement(recipe: str, digest: str, **changes: Any) -> bytes:
+    pred = fx.predicate(recipe={"name": recipe, "digest": digest}, scaleProfile=PROFILE, **changes)
+    return build_statement(pred)
+
+
+def sign(payload: bytes, *, issuer: str = ISSUER, **kw: Any) -> bytes:
+    return fx.sign(authority(), payload, identity=IDENTITY, issuer=issuer, **kw)
+
+
+def stored_at(payload: bytes, *, recipe: str | None = None, issuer: str = ISSUER) -> str:
+    """The catalog-relative path where a bundle of `payload` belongs (or would, for `recipe`)."""
+    name = recipe or json.loads(payload)["predicate"]["recipe"]["name"]
+    return evidence_path(name, issuer, IDENTITY, payload)
+
+
+def edit_bundle(bundle: bytes, change: Any) -> bytes:
+    """The bundle with `change(doc)` applied to its JSON document, written as sign_dsse does."""
+    doc = json.loads(bundle)
+    change(doc)
+    return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """The inputs of one case folder; `files` are catalog-relative."""
+
+    name: str
+    about: str
+    files: Mapping[str, bytes] = field(default_factory=dict)
+    command: str = VERIFY
+    symlinks: str = ""
+    fifos: str = ""
+    generate: str = ""
+
+    def outputs(self) -> dict[str, bytes]:
+        """Every file this module writes into the case folder, by folder-relative path."""
+        base = {
+            "catalog/signers.yaml": SIGNERS_YAML.encode(),
+            f"catalog/{ROOT_FILE}": testroot.trusted_root_json(authority()),
+        }
+        out = {
+            "about.txt": self.about.strip().encode() + b"\n",
+            "command.txt": self.command.encode(),
+        }
+        out.update(base)
+        out.update({f"catalog/{rel}": data for rel, data in self.files.items()})
+        for name, text in (
+            ("symlinks.txt", self.symlinks),
+            ("fifos.txt", self.fifos),
+            ("generate.yaml", self.generate),
+        ):
+            if text:
+                out[name] = text.encode()
+        return out
+
+
+def cases() -> tuple[Case, ...]:
+    """Every evidence case, sorted by name."""
+    digest = current_digest(RECIPE)
+    good = statement(RECIPE, digest)
+    good_bundle = sign(good)
+    at = stored_at(good)
+
+    other = statement(OTHER_RECIPE, current_digest(OTHER_RECIPE))
+    older = statement(RECIPE, OLDER_DIGEST)
+    foreign = sign(good, issuer=FOREIGN_ISSUER)
+    wrong_type = "application/vnd.dsse.envelope.v1+json"
+
+    def swap_type(doc: dict[str, Any]) -> None:
+        doc["dsseEnvelope"]["payloadType"] = "application/json"
+
+    def drop_envelope(doc: dict[str, Any]) -> None:
+        del doc["dsseEnvelope"]
+
+    def garbage_payload(doc: dict[str, Any]) -> None:
+        doc["dsseEnvelope"]["payload"] = "!!not*base64~~" + doc["dsseEnvelope"]["payload"][14:]
+
+    def wrong_recipe_in_payload(doc: dict[str, Any]) -> None:
+        doc["dsseEnvelope"]["payload"] = base64.b64encode(statement(OTHER_RECIPE, digest)).decode()
+
+    name_of_other = stored_at(statement(RECIPE, digest, verdict="pass", reasons=[]))
+    nested = f"{at.rsplit('/', 4)[0]}/mirror/{at}"
+    return tuple(
+        sorted(
+            (
+                Case(
+                    "evidence-control-verified",
+                    "The control of the evidence cases: a bundle signed by the allowed signer over "
+                    "a statement for the recipe's current digest, at its proper path, verifies "
+                    "(exit 0). Every other evidence-* case changes one thing of this setup.",
+                    {at: good_bundle},
+                ),
+                Case(
+                    "evidence-replay-other-recipe",
+                    f"Replay: a valid signature over a statement for another recipe "
+                    f"({OTHER_RECIPE}, its current digest) copied under this recipe's directory "
+                    f"({RECIPE}). The signature verifies, but the file's location is recomputed "
+                    "from the signed statement: path-mismatch, not counted for either recipe.",
+                    {stored_at(other, recipe=RECIPE): sign(other)},
+                ),
+                Case(
+                    "evidence-replay-older-digest",
+                    "Replay of an older run: a valid signature over a statement for this recipe "
+                    "at a digest it no longer has, stored at its proper path. It verifies but is "
+                    "stale (shown, not counted), and the command exits 1.",
+                    {stored_at(older): sign(older)},
+                ),
+                Case(
+                    "evidence-issuer-not-allowed",
+                    f"The certificate's identity is the allowed one, but its OIDC issuer "
+                    f"({FOREIGN_ISSUER}) is not the one signers.yaml pairs it with: "
+                    "signer-not-allowed (identity and issuer are matched together).",
+                    {stored_at(good, issuer=FOREIGN_ISSUER): foreign},
+                ),
+                Case(
+                    "evidence-payload-type-swapped",
+                    "The DSSE payloadType was changed after signing (in-toto -> application/json). "
+                    "DSSE signs the type with the payload (PAE), so the signature no longer "
+                    "verifies: signature-invalid.",
+                    {at: edit_bundle(good_bundle, swap_type)},
+                ),
+                Case(
+                    "evidence-payload-type-signed-other",
+                    f"A valid signature whose DSSE payloadType is {wrong_type!r}, not in-toto: "
+                    "the signature verifies but the payload is not an in-toto statement, so it "
+                    "is rejected as payload-type.",
+                    {at: sign(good, payload_type=wrong_type)},
+                ),
+                Case(
+                    "evidence-payload-swapped",
+                    "The DSSE payload was replaced after signing by a statement for another "
+                    "recipe (the signature and the transparency log entry cover the original): "
+                    "rejected, signature or log evidence does not verify.",
+                    {at: edit_bundle(good_bundle, wrong_recipe_in_payload)},
+                ),
+                Case(
+                    "evidence-truncated",
+                    "The bundle is cut off after its first 1,000 bytes (an interrupted "
+                    "download or commit): malformed-bundle, not JSON.",
+                    {at: good_bundle[:1000]},
+                ),
+                Case(
+                    "evidence-corrupted-json",
+                    "The bundle's JSON is corrupted in the middle (a brace replaced by junk "
+                    "bytes that are not UTF-8): malformed-bundle.",
+                    {at: good_bundle.replace(b'"tlogEntries": [', b'"tlogEntries": \xff\xfe[', 1)},
+                ),
+                Case(
+                    "evidence-no-dsse-envelope",
+                    "The bundle's dsseEnvelope was removed (verification material only): it "
+                    "carries no statement at all: malformed-bundle.",
+                    {at: edit_bundle(good_bundle, drop_envelope)},
+                ),
+                Case(
+                    "evidence-payload-base64-garbage",
+                    "The DSSE payload is not base64 (its first characters replaced by "
+                    "punctuation): malformed-bundle, without a traceback from the decoder.",
+                    {at: edit_bundle(good_bundle, garbage_payload)},
+                ),
+                Case(
+                    "evidence-path-mismatch-name",
+                    "A valid bundle in the right recipe and signer directory, under a file name "
+                    "that is the digest of another statement: its name does not match its "
+                    "content, so it is rejected as path-mismatch.",
+                    {name_of_other: good_bundle},
+                ),
+                Case(
+                    "evidence-duplicate-content-renamed",
+                    "Two evidence files with the same content: one at its proper path, a copy "
+                    "under another name in the same directory. Both are reported; the proper one "
+                    "verifies and the copy is a path-mismatch, so the run counts once.",
+                    {
+                        at: good_bundle,
+                        at.replace(".sigstore.json", "-copy.sigstore.json"): good_bundle,
+                    },
+                ),
+                Case(
+                    "evidence-duplicate-content-nested",
+                    "Two evidence files with the same content, the second in a nested "
+                    "mirror/evidence/<recipe>/<source>/ tree: the path check compares only the "
+                    "last four segments, so both verify. The verification reports both (it is a "
+                    "list of files); counting them as two runs would be wrong, which "
+                    "tests/test_hostile_evidence.py checks in `status`.",
+                    {at: good_bundle, nested: good_bundle},
+                ),
+                Case(
+                    "evidence-symlink-leaving-repository",
+                    "An evidence file that is a symbolic link to /etc/passwd, outside the "
+                    "repository. Following it reads (and a site build would publish under "
+                    "evidence/raw/) a file that is not part of the repository; it must be refused "
+                    "without being read, as the catalog loader refuses links leaving the catalog.",
+                    {},
+                    symlinks=f"{at} -> /etc/passwd\n",
+                ),
+                Case(
+                    "evidence-fifo",
+                    "An evidence file that is a named pipe. Searching the directory must not "
+                    "block on it, nor silently skip it: a file named *.sigstore.json that is not "
+                    "a regular file is an error naming it.",
+                    {},
+                    fifos=f"{at}\n",
+                ),
+                Case(
+                    "evidence-oversized",
+                    "An evidence file of 4 GiB (sparse): a real bundle is a few kilobytes. It "
+                    "must be refused by its size before it is read, as catalog files are "
+                    "(yamlio.MAX_FILE_BYTES, 1 MiB, whose comment names evidence files too), "
+                    "not read into memory.",
+                    {},
+                    generate=f"files:\n  - path: {at}\n    size: 4294967296\n    parts:\n"
+                    '      - text: "{"\n',
+                ),
+            ),
+            key=lambda c: c.name,
+        )
+    )
+
+
+def write(root: Path = HOSTILE) -> list[Path]:
+    """Write every case's inputs under `root`; returns the files written."""
+    written = []
+    for case in cases():
+        for rel, data in sorted(case.outputs().items()):
+            path = root / case.name / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            written.append(path)
+    return written
+
+
+if __name__ == "__main__":  # pragma: no cover - a maintenance command
+    files = write(Path(sys.argv[1]) if len(sys.argv) > 1 else HOSTILE)
+    print(f"wrote {len(files)} files of {len(cases())} cases")
