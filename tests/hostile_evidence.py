@@ -120,10 +120,9 @@ class Case:
             "catalog/signers.yaml": SIGNERS_YAML.encode(),
             f"catalog/{ROOT_FILE}": testroot.trusted_root_json(authority()),
         }
-        out = {
-            "about.txt": self.about.strip().encode() + b"\n",
-            "command.txt": self.command.encode(),
-        }
+        out = {"about.txt": self.about.strip().encode() + b"\n"}
+        if self.command:  # none: the runner's default, `validate catalog`
+            out["command.txt"] = self.command.encode()
         out.update(base)
         out.update({f"catalog/{rel}": data for rel, data in self.files.items()})
         for name, text in (
@@ -162,7 +161,7 @@ def cases() -> tuple[Case, ...]:
 
     name_of_other = stored_at(statement(RECIPE, digest, verdict="pass", reasons=[]))
     nested = f"{at.rsplit('/', 4)[0]}/mirror/{at}"
-    return tuple(
+    evidence = tuple(
         sorted(
             (
                 Case(
@@ -296,12 +295,205 @@ def cases() -> tuple[Case, ...]:
             key=lambda c: c.name,
         )
     )
+    return (*evidence, page_case())
+
+
+# ---------------------------------------------------------------- page injection
+
+# Strings that would be live markup, template syntax or shell if any page, template or script
+# interpreted catalog or evidence text instead of escaping it.
+INJECTIONS = (
+    "<script>alert(1)</script>",
+    '"><img src=x onerror=alert(1)>',
+    "{{ 7*7 }}",
+    "$(id)",
+)
+PAGE_CASE = "page-script-injection"
+
+
+def injected(field: str) -> str:
+    """The text placed in `field`: a marker naming the field, then every injection string."""
+    return f"XSS-{field} " + " ".join(INJECTIONS)
+
+
+def _yq(text: str) -> str:
+    """`text` as a single-quoted YAML scalar."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+# Recipe text fields that reach pages, by marker: (catalog file, its text).
+PAGE_SIGNER_LABEL = injected("signer-label")
+PAGE_IDENTITY = (
+    "https://github.com/example-lab/aicr-runs/.github/workflows/"
+    + injected("signer-identity").replace(" ", "%20")
+    + "@refs/heads/main"
+)
+PAGE_CATALOG: dict[str, str] = {
+    "overlays/base.yaml": f"""\
+kind: RecipeMetadata
+apiVersion: aicr.run/v1beta1
+metadata:
+  name: base
+spec:
+  constraints:
+    - name: K8s.server.version
+      value: ">= 1.32"
+      severity: error
+      description: {_yq(injected("constraint-description"))}
+      remediation: {_yq(injected("constraint-remediation"))}
+  componentRefs:
+    - name: cert-manager
+      type: Helm
+      valuesFile: components/cert-manager/values.yaml
+    - name: nfd
+      type: Helm
+      valuesFile: components/nfd/values.yaml
+    - name: gpu-operator
+      type: Helm
+      valuesFile: components/gpu-operator/values.yaml
+      dependencyRefs:
+        - nfd
+        - cert-manager
+  validation:
+    readiness:
+      checks:
+        - gpu-nodes-ready
+    deployment:
+      constraints:
+        - name: Deployment.gpu-operator.ready
+          value: {_yq(injected("phase-constraint-value"))}
+          description: {_yq(injected("phase-constraint-description"))}
+          remediation: {_yq(injected("phase-constraint-remediation"))}
+""",
+    "overlays/h100-eks-ubuntu-training.yaml": f"""\
+kind: RecipeMetadata
+apiVersion: aicr.run/v1beta1
+metadata:
+  name: h100-eks-ubuntu-training
+spec:
+  base: eks-training
+  criteria:
+    service: eks
+    accelerator: h100
+    os: ubuntu
+    intent: training
+  constraints:
+    - name: K8s.server.version
+      value: ">= 1.33"
+      description: {_yq(injected("leaf-constraint-description"))}
+      remediation: {_yq(injected("leaf-constraint-remediation"))}
+  componentRefs:
+    - name: gpu-operator
+      overrides:
+        mig:
+          strategy: single
+""",
+    "components/gpu-operator/values.yaml": f"""\
+driver:
+  enabled: true
+  note: {_yq(injected("values-string"))}
+toolkit:
+  enabled: true
+nfd:
+  enabled: false
+""",
+}
+PAGE_DISPLAY_NAME = injected("component-display-name")
+
+
+def _page_catalog(root: Path) -> Path:
+    """The page case's catalog (minimal + PAGE_CATALOG + display name) under `root`."""
+    import shutil
+
+    catalog = root / "catalog"
+    shutil.copytree(MINIMAL, catalog)
+    for rel, text in PAGE_CATALOG.items():
+        (catalog / rel).write_text(text, encoding="utf-8")
+    registry = (catalog / "registry.yaml").read_text(encoding="utf-8")
+    registry = registry.replace(
+        "displayName: NVIDIA GPU Operator", f"displayName: {_yq(PAGE_DISPLAY_NAME)}", 1
+    )
+    (catalog / "registry.yaml").write_text(registry, encoding="utf-8")
+    return catalog
+
+
+def page_case() -> Case:
+    """A catalog and a verified evidence run with INJECTIONS in every text field that reaches
+    a page; `tests/test_hostile_pages.py` builds the site from it."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        catalog_dir = _page_catalog(Path(tmp))
+        catalog, _ = load_catalog(catalog_dir)
+        digest = resolve(catalog, RECIPE, profile="standard").digest
+        files = {rel: (catalog_dir / rel).read_bytes() for rel in (*PAGE_CATALOG, "registry.yaml")}
+    pred = fx.predicate(
+        recipe={"name": RECIPE, "digest": digest},
+        scaleProfile=PROFILE,
+        componentVersions={"gpu-operator": injected("component-version")},
+        phases={
+            "deployment": {
+                "checks": [
+                    {
+                        "name": injected("check-name"),
+                        "status": "passed",
+                        "targets": 144,
+                        "message": injected("check-message"),
+                    }
+                ]
+            },
+            "conformance": {"checks": []},
+            "performance": {"checks": []},
+        },
+        kpis=[
+            {
+                "id": injected("kpi-id"),
+                "value": 350.5,
+                "unit": injected("kpi-unit"),
+                "threshold": {"operator": ">=", "value": 380},
+                "status": "failed",
+            }
+        ],
+        reasons=[injected("verdict-reason")],
+        generator={"name": injected("generator-name"), "version": "0.1.0"},
+    )
+    payload = build_statement(pred)
+    bundle = fx.sign(authority(), payload, identity=PAGE_IDENTITY, issuer=ISSUER)
+    files[evidence_path(RECIPE, ISSUER, PAGE_IDENTITY, payload)] = bundle
+    signers = f"""\
+apiVersion: aicr.run/v1
+kind: SignerPolicy
+signers:
+  - label: {_yq(PAGE_SIGNER_LABEL)}
+    class: partner
+    issuer: {ISSUER}
+    identity: {_yq(PAGE_IDENTITY)}
+"""
+    files["signers.yaml"] = signers.encode()
+    return Case(
+        PAGE_CASE,
+        "Script, markup, template and shell injection strings ("
+        + ", ".join(INJECTIONS)
+        + ") in every text field of a recipe and of a verified evidence statement that reaches a "
+        "page: constraint description and remediation, a phase constraint's value, "
+        "description and remediation, a values string, a component's display name, and in the "
+        "evidence check names and messages, KPI id and unit, verdict reason, component version, "
+        "generator name, signer label and certificate identity. validate accepts them (they are "
+        "text, not names); tests/test_hostile_pages.py builds the site from this case and "
+        "asserts every one appears only escaped.",
+        files,
+        command="",
+    )
 
 
 def write(root: Path = HOSTILE) -> list[Path]:
     """Write every case's inputs under `root`; returns the files written."""
+    import shutil
+
     written = []
     for case in cases():
+        # the case's catalog/ is entirely generated: stale bundles of an older run must go
+        shutil.rmtree(root / case.name / "catalog", ignore_errors=True)
         for rel, data in sorted(case.outputs().items()):
             path = root / case.name / rel
             path.parent.mkdir(parents=True, exist_ok=True)
