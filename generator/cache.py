@@ -274,9 +274,6 @@ def digests_of(paths: Iterable[tuple[str, bytes]]) -> list[str]:
     return [f"{p}\0{hashlib.sha256(b).hexdigest()}" for p, b in paths]
 
 
-__all__ = ["Cache", "CacheStats", "digest", "fingerprint", "machine_key", "tree_digest"]
-
-
 # --- stage hooks --------------------------------------------------------------------------------
 
 VERIFY_STAGE = "verify"
@@ -402,17 +399,15 @@ def record_build(cache: Cache, out: Path, key: str, report: dict[str, Any]) -> N
     )
 
 
-def parallel_map(fn: Any, items: list[Any], jobs: int | None, threshold: int = 16) -> list[Any]:
-    """`[fn(x) for x in items]` over `jobs` processes (default: every core), in order.
-
-    Small inputs (fewer than `threshold` items) and `jobs=1` run in this process: a pool's
-    start-up would cost more than it saves. `fn` must be a module-level function.
-    """
-    workers = min(jobs or os.cpu_count() or 1, len(items))
-    if workers <= 1 or len(items) < threshold:
-        return [fn(x) for x in items]
-    from concurrent.futures import ProcessPoolExecutor
-
-    chunk = max(1, len(items) // (workers * 8))
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(fn, items, chunksize=chunk))
+__all__ = [
+    "Cache",
+    "CacheStats",
+    "build_key",
+    "digest",
+    "fingerprint",
+    "machine_key",
+    "record_build",
+    "tree_digest",
+    "unchanged_build",
+    "verify_cached",
+]

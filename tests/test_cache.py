@@ -129,3 +129,182 @@ def test_tree_digest_sees_content_and_names(tmp_path: Path) -> None:
 def test_fingerprint_covers_the_named_sources() -> None:
     assert fingerprint("evidence") != fingerprint("render")
     assert fingerprint("evidence") == fingerprint("evidence")
+
+
+# --- the stage hooks: verification and whole builds ------------------------------------------------
+
+from generator.evidence.policy import read_policy  # noqa: E402
+from generator.evidence.store import read_files  # noqa: E402
+from generator.evidence.trustroot import load_trust_root  # noqa: E402
+from generator.evidence.verify import verify_evidence  # noqa: E402
+from generator.synth import SynthOptions, synthesize  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("synth")
+    synthesize(SynthOptions(4, 12, seed=5, jobs=1), out)
+    return out
+
+
+def _inputs(synth: Path):
+    root = load_trust_root(str(synth / "trust" / "synth-root.json"))
+    policy = read_policy(synth / "catalog" / "signers.yaml", "signers.yaml")
+    return root, policy
+
+
+def test_verify_cached_verifies_only_what_it_has_not_seen(synth: Path, tmp_path: Path) -> None:
+    from generator.cache import verify_cached
+
+    root, policy = _inputs(synth)
+    files = read_files([synth / "evidence"], base=synth)
+    current = {"nothing@standard": "sha256:0"}
+    expected = verify_evidence(
+        files, trust_roots=root, policy=policy, current_digests=current, jobs=1
+    )
+
+    first = Cache(tmp_path / "c", secret=b"s" * 32)
+    got = verify_cached(
+        files, trust_root=root, policy=policy, current_digests=current, cache=first, jobs=1
+    )
+    assert got == expected
+    assert first.stats.misses == {"verify": len(files)} and first.stats.hits == {}
+
+    again = Cache(tmp_path / "c", secret=b"s" * 32)
+    assert (
+        verify_cached(
+            files, trust_root=root, policy=policy, current_digests=current, cache=again, jobs=1
+        )
+        == expected
+    )
+    assert again.stats.hits == {"verify": len(files)} and again.stats.misses == {}
+
+    # one entry corrupted: detected, that one file verified again, same records
+    entry = next((tmp_path / "c" / "verify").rglob("*"), None)
+    entries = [p for p in (tmp_path / "c" / "verify").rglob("*") if p.is_file()]
+    assert entry is not None and len(entries) == len(files)
+    raw = entries[0].read_bytes()
+    entries[0].write_bytes(raw[:-1] + bytes([raw[-1] ^ 0xFF]))
+    third = Cache(tmp_path / "c", secret=b"s" * 32)
+    assert (
+        verify_cached(
+            files, trust_root=root, policy=policy, current_digests=current, cache=third, jobs=1
+        )
+        == expected
+    )
+    assert third.stats.rejected == {"verify": 1}
+    assert third.stats.misses == {"verify": 1}
+
+
+def test_verify_cached_judges_staleness_against_this_builds_recipes(
+    synth: Path, tmp_path: Path
+) -> None:
+    from generator.cache import verify_cached
+    from generator.evidence.model import VerifiedEvidence
+
+    root, policy = _inputs(synth)
+    files = read_files([synth / "evidence"], base=synth)
+    cache = Cache(tmp_path / "c", secret=b"s" * 32)
+    stale_all = verify_cached(
+        files, trust_root=root, policy=policy, current_digests={}, cache=cache, jobs=1
+    )
+    verified = [r for r in stale_all if isinstance(r, VerifiedEvidence)]
+    assert verified and all(r.stale for r in verified)
+    current = {
+        f"{r.statement.recipe}@{r.statement.scale_profile or 'standard'}": r.statement.recipe_digest
+        for r in verified
+    }
+    fresh = verify_cached(
+        files, trust_root=root, policy=policy, current_digests=current, cache=cache, jobs=1
+    )
+    assert not any(r.stale for r in fresh if isinstance(r, VerifiedEvidence))
+    assert cache.stats.misses == {"verify": len(files)}  # the second call verified nothing
+
+
+def test_a_new_evidence_file_is_the_only_one_verified(synth: Path, tmp_path: Path) -> None:
+    from generator.cache import verify_cached
+
+    root, policy = _inputs(synth)
+    files = read_files([synth / "evidence"], base=synth)
+    cache = Cache(tmp_path / "c", secret=b"s" * 32)
+    verify_cached(files[:-1], trust_root=root, policy=policy, current_digests={}, cache=cache)
+    later = Cache(tmp_path / "c", secret=b"s" * 32)
+    verify_cached(files, trust_root=root, policy=policy, current_digests={}, cache=later)
+    assert later.stats.misses == {"verify": 1}
+    assert later.stats.hits == {"verify": len(files) - 1}
+
+
+def test_build_skip_needs_the_same_key_and_an_untouched_output(tmp_path: Path) -> None:
+    from generator.cache import record_build, unchanged_build
+
+    out = tmp_path / "site"
+    out.mkdir()
+    (out / "index.html").write_text("built")
+    cache = Cache(tmp_path / ".cache", secret=b"s" * 32)
+    report = {"out": "site", "pages": 3, "notes": []}
+    record_build(cache, out, "key-1", report)
+    assert unchanged_build(cache, out, "key-1") == report
+    assert unchanged_build(cache, out, "key-2") is None  # inputs changed
+    (out / "index.html").write_text("edited by hand")
+    assert unchanged_build(cache, out, "key-1") is None  # output changed
+    assert unchanged_build(Cache(tmp_path / ".cache", enabled=False), out, "key-1") is None
+
+
+def test_build_key_sees_catalog_evidence_and_options(synth: Path, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from generator.cache import build_key
+    from generator.site.build import TEMPLATES, BuildOptions
+
+    options = BuildOptions(
+        catalog=synth / "catalog",
+        evidence=synth / "evidence",
+        out=tmp_path / "site",
+        trust_root=str(synth / "trust" / "synth-root.json"),
+    )
+    key = build_key(options, 0, TEMPLATES)
+    assert build_key(options, 0, TEMPLATES) == key
+    assert build_key(options, 1, TEMPLATES) != key
+    assert build_key(replace(options, strict=True), 0, TEMPLATES) != key
+    assert build_key(replace(options, bundles=False), 0, TEMPLATES) != key
+    extra = synth / "evidence" / "x" / "y" / "z.sigstore.json"
+    extra.parent.mkdir(parents=True)
+    extra.write_bytes(b"{}")
+    try:
+        assert build_key(options, 0, TEMPLATES) != key
+    finally:
+        extra.unlink()
+    assert build_key(options, 0, TEMPLATES) == key
+
+
+def test_no_change_rebuild_is_skipped_and_no_cache_builds_again(
+    synth: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from generator.site.build import BuildOptions, build_site
+
+    monkeypatch.setenv("AICR_CATALOG_CACHE_KEY", str(tmp_path / "key"))
+    out = tmp_path / "site"
+    options = BuildOptions(
+        catalog=synth / "catalog",
+        evidence=synth / "evidence",
+        out=out,
+        trust_root=str(synth / "trust" / "synth-root.json"),
+        source_date_epoch=0,
+        bundles=False,
+        cache_dir=tmp_path / ".cache" / "bundles",
+        jobs=1,
+    )
+    first = build_site(options)
+    stamp = (out / "index.html").stat().st_mtime_ns
+    second = build_site(options)
+    assert second == first
+    assert (out / "index.html").stat().st_mtime_ns == stamp  # nothing was rewritten
+    third = build_site(BuildOptions(**{**_fields(options), "cache_dir": None}))
+    assert third == first
+    assert (out / "index.html").stat().st_mtime_ns != stamp  # built from scratch
+
+
+def _fields(options: object) -> dict[str, object]:
+    from dataclasses import fields
+
+    return {f.name: getattr(options, f.name) for f in fields(options)}  # type: ignore[arg-type]
