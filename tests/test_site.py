@@ -523,3 +523,9 @@ def test_serve_serves_the_built_site_on_loopback(built_site: Path) -> None:
         proc.wait(timeout=10)
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+def test_api_documentation_names_every_published_schema() -> None:
+    doc = (REPO / "docs" / "api.md").read_text()
+    for schema in sorted(SCHEMAS.glob("*.schema.json")):
+        assert f"`{schema.name}`" in doc, schema.name
