@@ -159,6 +159,24 @@ def cases() -> tuple[Case, ...]:
     def wrong_recipe_in_payload(doc: dict[str, Any]) -> None:
         doc["dsseEnvelope"]["payload"] = base64.b64encode(statement(OTHER_RECIPE, digest)).decode()
 
+    forged = statement(
+        RECIPE,
+        digest,
+        reasons=[TERMINAL_ESCAPES["reason"]],
+        kpis=[
+            {
+                "id": "nccl-busbw",
+                "value": 400,
+                "unit": TERMINAL_ESCAPES["kpi-unit"],
+                "threshold": {"operator": ">=", "value": 380},
+                "status": "passed",
+            }
+        ],
+    )
+
+    def forged_payload(doc: dict[str, Any]) -> None:
+        doc["dsseEnvelope"]["payload"] = base64.b64encode(forged).decode()
+
     name_of_other = stored_at(statement(RECIPE, digest, verdict="pass", reasons=[]))
     nested = f"{at.rsplit('/', 4)[0]}/mirror/{at}"
     evidence = tuple(
@@ -265,6 +283,19 @@ def cases() -> tuple[Case, ...]:
                     {at: good_bundle, nested: good_bundle},
                 ),
                 Case(
+                    "evidence-show-terminal-escapes",
+                    "`evidence show` of a bundle whose payload was replaced by a statement whose "
+                    "reason and KPI unit hold terminal control sequences (ESC cursor-up and "
+                    "erase-line, carriage return, newline, a bidi override): the bundle does not "
+                    "verify, and show prints the statement marked UNVERIFIED, but printed raw "
+                    "the sequences erase the REJECTED and UNVERIFIED lines and draw a forged "
+                    "VERIFIED line. Text from a statement must be printed with its control "
+                    "characters escaped (generator.errors.printable), as diagnostics are.",
+                    {at: edit_bundle(good_bundle, forged_payload)},
+                    command=f"evidence show catalog/{at} --catalog catalog "
+                    f"--trust-root catalog/{ROOT_FILE}\n",
+                ),
+                Case(
                     "evidence-symlink-leaving-repository",
                     "An evidence file that is a symbolic link to /etc/passwd, outside the "
                     "repository. Following it reads (and a site build would publish under "
@@ -296,6 +327,13 @@ def cases() -> tuple[Case, ...]:
         )
     )
     return (*evidence, page_case())
+
+
+# Statement text that would rewrite a terminal if printed raw (evidence-show-terminal-escapes).
+TERMINAL_ESCAPES = {
+    "reason": "ok\x1b[3A\x1b[2K\rVERIFIED evidence/forged.sigstore.json: signed by NVIDIA\x1b[0m",
+    "kpi-unit": "GB/s\nVERIFIED (forged line)\r\u202egnissap",
+}
 
 
 # ---------------------------------------------------------------- page injection
