@@ -366,6 +366,9 @@ PAGE_IDENTITY = (
     + injected("signer-identity").replace(" ", "%20")
     + "@refs/heads/main"
 )
+PAGE_REJECTED_IDENTITY = "https://github.com/intruder/fork/" + injected(
+    "rejected-identity"
+).replace(" ", "%20")
 PAGE_CATALOG: dict[str, str] = {
     "overlays/base.yaml": f"""\
 kind: RecipeMetadata
@@ -498,6 +501,9 @@ def page_case() -> Case:
     payload = build_statement(pred)
     bundle = fx.sign(authority(), payload, identity=PAGE_IDENTITY, issuer=ISSUER)
     files[evidence_path(RECIPE, ISSUER, PAGE_IDENTITY, payload)] = bundle
+    # the same run signed by someone the policy does not allow: rejected, its message shown
+    intruder = fx.sign(authority(), payload, identity=PAGE_REJECTED_IDENTITY, issuer=ISSUER)
+    files[evidence_path(RECIPE, ISSUER, PAGE_REJECTED_IDENTITY, payload)] = intruder
     signers = f"""\
 apiVersion: aicr.run/v1
 kind: SignerPolicy
@@ -516,7 +522,8 @@ signers:
         "page: constraint description and remediation, a phase constraint's value, "
         "description and remediation, a values string, a component's display name, and in the "
         "evidence check names and messages, KPI id and unit, verdict reason, component version, "
-        "generator name, signer label and certificate identity. validate accepts them (they are "
+        "generator name, signer label and certificate identity, and the identity of a second, "
+        "rejected signer (in the rejection message). validate accepts them (they are "
         "text, not names); tests/test_hostile_pages.py builds the site from this case and "
         "asserts every one appears only escaped.",
         files,

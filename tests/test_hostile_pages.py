@@ -47,6 +47,7 @@ ON_PAGES = {
     "signer-label": "evidence/h100-eks-ubuntu-training.html",
     "signer-identity": "evidence/index.html",
     "leaf-constraint-remediation": "recipes/h100-eks-ubuntu-training.html",
+    "rejected-identity": "evidence/h100-eks-ubuntu-training.html",
 }
 # Fields published in the JSON API only (as JSON strings).
 IN_API = {
@@ -140,14 +141,19 @@ def _strings(node: Any) -> Iterator[str]:
 
 
 def test_the_case_validates_and_its_evidence_verifies(tmp_path: Path) -> None:
-    """The injections are text validate accepts, and the run is verified, so pages show it."""
+    """The injections are text validate accepts; one run verifies (so pages show its statement)
+    and the intruder's copy is rejected (so pages show its rejection message)."""
     build_case(CASE, tmp_path)
     assert (_run(tmp_path, "validate", "catalog", "--strict").exit_code, "ok") == (0, "ok")
     verify = _run(
         tmp_path, "evidence", "verify", "catalog/evidence", "--catalog", "catalog",
         "--trust-root", ROOT,
     )  # fmt: skip
-    assert verify.exit_code == 0 and verify.stdout.startswith("VERIFIED "), verify.output
+    lines = verify.stdout.splitlines()
+    assert verify.exit_code == 1, verify.output
+    assert [line.split(" ")[0] for line in lines[:2]] == ["REJECTED", "VERIFIED"]
+    assert lines[0].endswith("[signer-not-allowed]")
+    assert lines[2] == "2 file(s): 1 verified, 0 stale, 1 rejected (0 sample)"
 
 
 def test_no_live_markup_anywhere(site: Path) -> None:
