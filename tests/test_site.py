@@ -529,3 +529,18 @@ def test_api_documentation_names_every_published_schema() -> None:
     doc = (REPO / "docs" / "api.md").read_text()
     for schema in sorted(SCHEMAS.glob("*.schema.json")):
         assert f"`{schema.name}`" in doc, schema.name
+
+
+def test_health_and_coverage_match_the_list_command(built_site: Path, site_inputs: Inputs) -> None:
+    result = CliRunner().invoke(
+        main, ["list", "--catalog", str(site_inputs.catalog), "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    listed = {
+        r["name"]: (r["health"], r["coverageText"]) for r in json.loads(result.stdout)["recipes"]
+    }
+    shown = {
+        r["name"]: (r["health"], r["coverage"])
+        for r in load(built_site, "api/v1/recipes.json")["recipes"]
+    }
+    assert shown == listed

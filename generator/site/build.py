@@ -176,7 +176,7 @@ def gather(options: BuildOptions, epoch: int) -> SiteData:
     recipes = []
     for leaf, results in resolved.items():
         runs = tuple(by_recipe.get(leaf, ()))
-        health, coverage = stages.structural_health(catalog, leaf)
+        health, coverage = stages.structural_health(results)
         views = tuple(
             _profile_view(
                 r,

@@ -92,11 +92,14 @@ def recipe_document(result: RecipeResult) -> Mapping[str, Any]:
     return doc(result)
 
 
-def structural_health(catalog: Catalog, leaf: str) -> tuple[str, str]:
-    """(pass | warn | fail, `R:n D:n P:n C:n`) as `aicr-catalog list` reports them."""
-    from generator.validate import leaf_health
+def structural_health(results: Sequence[RecipeResult]) -> tuple[str, str]:
+    """(pass | warn | fail, `R:n D:n P:n C:n`) by the rules `aicr-catalog list` uses, from the
+    leaf's resolution at its first profile (no second resolution); fail when it did not resolve."""
+    from generator.validate import health_of
 
-    h = leaf_health(catalog, leaf)
+    if not results:
+        return "fail", "R:0 D:0 P:0 C:0"
+    h = health_of(results[0])
     return h.health, h.coverage_text()
 
 
