@@ -77,16 +77,16 @@ def site_inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:
 
 
 def options(inputs: Inputs, out: Path, **kw: object) -> BuildOptions:
-    return BuildOptions(
-        catalog=inputs.catalog,
-        evidence=inputs.evidence,
-        docs=inputs.docs,
-        out=out,
-        trust_root="demo",
-        source_date_epoch=EPOCH,
-        cli_reference=cli_reference(main),
-        **kw,  # type: ignore[arg-type]
-    )
+    given: dict[str, object] = {
+        "catalog": inputs.catalog,
+        "evidence": inputs.evidence,
+        "docs": inputs.docs,
+        "out": out,
+        "trust_root": "demo",
+        "source_date_epoch": EPOCH,
+        "cli_reference": cli_reference(main),
+    }
+    return BuildOptions(**{**given, **kw})  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="session")
@@ -544,3 +544,20 @@ def test_health_and_coverage_match_the_list_command(built_site: Path, site_input
         for r in load(built_site, "api/v1/recipes.json")["recipes"]
     }
     assert shown == listed
+
+
+def test_a_strict_mkdocs_warning_fails_the_build_and_keeps_the_site(
+    site_inputs: Inputs, tmp_path: Path
+) -> None:
+    docs = tmp_path / "docs"
+    shutil.copytree(site_inputs.docs, docs)
+    (docs / "contributing.md").write_text("# Contributing\n\nSee [the guide](no-such-page.md).\n")
+    out = tmp_path / "site"
+    out.mkdir()
+    (out / "index.html").write_text("previous site")
+    with pytest.raises(SiteError) as info:
+        build_site(options(site_inputs, out, docs=docs, bundles=False))
+    text = info.value.diagnostics_text()
+    assert "contributing.md" in text and "no-such-page.md" in text
+    assert [p.name for p in out.iterdir()] == ["index.html"]
+    assert not list(tmp_path.glob(".site-build-*"))  # the temporary tree is gone too
