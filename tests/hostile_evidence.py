@@ -59,6 +59,8 @@ VERIFY = (
     "evidence verify catalog/evidence --catalog catalog --trust-root catalog/" + ROOT_FILE + "\n"
 )
 
+HUGE_INTEGER = "7" * 5000
+DEMO_KEYS = "trust/demo/DEMO-PRIVATE-KEYS.json"
 SIGNERS_YAML = f"""\
 apiVersion: aicr.run/v1
 kind: SignerPolicy
@@ -135,6 +137,21 @@ class Case:
         return out
 
 
+def upstream_statement(recipe_name: str, digest_hex: str) -> bytes:
+    """An upstream AICR recipe-evidence/v1 statement (its recipe name is not pattern-checked)."""
+    doc = {
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": [{"name": "recipe", "digest": {"sha256": digest_hex}}],
+        "predicateType": "https://aicr.run/recipe-evidence/v1",
+        "predicate": {
+            "recipe": {"name": recipe_name, "digest": digest_hex},
+            "attestedAt": "2026-11-30T10:00:00Z",
+            "phases": {"deployment": {"passed": 3, "failed": 0, "skipped": 0}},
+        },
+    }
+    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+
+
 def cases() -> tuple[Case, ...]:
     """Every evidence case, sorted by name."""
     digest = current_digest(RECIPE)
@@ -177,6 +194,21 @@ def cases() -> tuple[Case, ...]:
     def forged_payload(doc: dict[str, Any]) -> None:
         doc["dsseEnvelope"]["payload"] = base64.b64encode(forged).decode()
 
+    def huge_log_index(doc: dict[str, Any]) -> None:
+        doc["verificationMaterial"]["tlogEntries"][0]["logIndex"] = HUGE_INTEGER
+
+    def garbage_certificate(doc: dict[str, Any]) -> None:
+        raw = base64.b64encode(b"\x30\x82\x67\x58not a certificate").decode()
+        doc["verificationMaterial"]["certificate"]["rawBytes"] = raw
+
+    def no_log_entry(doc: dict[str, Any]) -> None:
+        doc["verificationMaterial"]["tlogEntries"] = []
+
+    unknown = statement("no-such-recipe", digest)
+    traversal = upstream_statement("../outside/pwned", digest.removeprefix("sha256:"))
+    huge_bundle = edit_bundle(good_bundle, huge_log_index).replace(
+        f'"{HUGE_INTEGER}"'.encode(), HUGE_INTEGER.encode()
+    )
     name_of_other = stored_at(statement(RECIPE, digest, verdict="pass", reasons=[]))
     nested = f"{at.rsplit('/', 4)[0]}/mirror/{at}"
     evidence = tuple(
@@ -296,6 +328,65 @@ def cases() -> tuple[Case, ...]:
                     f"--trust-root catalog/{ROOT_FILE}\n",
                 ),
                 Case(
+                    "evidence-json-huge-integer",
+                    "The bundle's logIndex is a JSON integer of 5,000 digits. Python's json "
+                    "refuses integers beyond 4,300 digits with a ValueError (not a "
+                    "JSONDecodeError), which must be reported as a malformed bundle, not escape.",
+                    {at: huge_bundle},
+                ),
+                Case(
+                    "evidence-json-deep-nesting",
+                    "The file is 100,000 nested JSON arrays (200 kB): the JSON decoder's "
+                    "recursion limit is reported as a malformed bundle, without a crash.",
+                    {},
+                    generate=f"files:\n  - path: {at}\n    parts:\n"
+                    '      - text: "["\n        times: 100000\n'
+                    '      - text: "]"\n        times: 100000\n',
+                ),
+                Case(
+                    "evidence-json-not-an-object",
+                    "The file is valid JSON but a list, not a bundle object: malformed-bundle.",
+                    {at: b"[]\n"},
+                ),
+                Case(
+                    "evidence-empty-file",
+                    "The evidence file is empty (zero bytes): malformed-bundle, not JSON.",
+                    {at: b""},
+                ),
+                Case(
+                    "evidence-certificate-garbage",
+                    "The bundle's certificate rawBytes are valid base64 of bytes that are not "
+                    "DER: malformed-bundle, with the parser's reason.",
+                    {at: edit_bundle(good_bundle, garbage_certificate)},
+                ),
+                Case(
+                    "evidence-no-log-entry",
+                    "The bundle's transparency log entries were removed (nothing proves when, or "
+                    "that, it was logged): malformed-bundle.",
+                    {at: edit_bundle(good_bundle, no_log_entry)},
+                ),
+                Case(
+                    "evidence-unknown-recipe",
+                    "A valid signature over a statement for a recipe the catalog does not have, "
+                    "stored at its proper path: it verifies but is stale (no current digest to "
+                    "match: 'recipe not found'), shown and not counted.",
+                    {stored_at(unknown): sign(unknown)},
+                ),
+                Case(
+                    "evidence-sign-recipe-traversal",
+                    "`evidence sign` of an upstream recipe-evidence/v1 statement whose recipe "
+                    "name is '../outside/pwned' (upstream predicates do not pattern-check the "
+                    "name). The default output path is built from the name, so the bundle is "
+                    "written outside evidence/ (here to ../outside/, beside the catalog). A "
+                    "recipe name that is not a safe path segment must be refused.",
+                    {
+                        "statement.json": traversal,
+                        DEMO_KEYS: testroot.private_keys_json(authority()),
+                    },
+                    command="evidence sign catalog/statement.json --trust-root demo "
+                    "--catalog catalog\n",
+                ),
+                Case(
                     "evidence-symlink-leaving-repository",
                     "An evidence file that is a symbolic link to /etc/passwd, outside the "
                     "repository. Following it reads (and a site build would publish under "
@@ -326,7 +417,7 @@ def cases() -> tuple[Case, ...]:
             key=lambda c: c.name,
         )
     )
-    return (*evidence, page_case())
+    return (*evidence, page_case(), upstream_name_case())
 
 
 # Statement text that would rewrite a terminal if printed raw (evidence-show-terminal-escapes).
@@ -347,6 +438,7 @@ INJECTIONS = (
     "$(id)",
 )
 PAGE_CASE = "page-script-injection"
+UPSTREAM_NAME_CASE = "page-upstream-recipe-name"
 
 
 def injected(field: str) -> str:
@@ -528,6 +620,21 @@ signers:
         "asserts every one appears only escaped.",
         files,
         command="",
+    )
+
+
+def upstream_name_case() -> Case:
+    """An upstream statement whose recipe name is markup, signed by the allowed signer."""
+    payload = upstream_statement(injected("upstream-recipe-name"), "ab" * 32)
+    where = evidence_path(RECIPE, ISSUER, IDENTITY, payload)
+    return Case(
+        UPSTREAM_NAME_CASE,
+        "An upstream recipe-evidence/v1 statement, signed by the allowed signer, whose recipe "
+        "name is markup (" + ", ".join(INJECTIONS) + "), stored under a real recipe. The "
+        "verifier rejects it (path-mismatch) but keeps its statement, and the site gives it an "
+        "evidence page titled with that name: tests/test_hostile_pages.py builds the site from "
+        "this case and checks that the name is never live markup.",
+        {where: sign(payload)},
     )
 
 

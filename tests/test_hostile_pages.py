@@ -239,3 +239,20 @@ def test_evidence_link_leaving_the_repository_is_not_published(tmp_path: Path) -
         if p.is_file() and b"TOP-SECRET-TOKEN" in p.read_bytes()
     ]
     assert published == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: site_templates/pages/evidence.md.j2 puts the statement's recipe name in the "
+    "page's front-matter title (JSON-escaped only); mkdocs-material writes page.title into "
+    "<title> and the header unescaped, so the name is live markup (upstream predicates accept "
+    "any name; see tests/cases/hostile/evidence-sign-recipe-traversal/bug.txt)",
+)
+def test_upstream_recipe_name_is_not_live_markup(tmp_path: Path) -> None:
+    build_case(he.HOSTILE / he.UPSTREAM_NAME_CASE, tmp_path)
+    site = _build(tmp_path, "catalog/evidence")
+    assert any("XSS-upstream-recipe-name" in text for _, text in _files(site, (".html",)))
+    found = [
+        (rel, live) for rel, text in _files(site, MARKUP_SUFFIXES) for live in LIVE if live in text
+    ]
+    assert found == []
