@@ -558,6 +558,6 @@ def test_a_strict_mkdocs_warning_fails_the_build_and_keeps_the_site(
     with pytest.raises(SiteError) as info:
         build_site(options(site_inputs, out, docs=docs, bundles=False))
     text = info.value.diagnostics_text()
-    assert "contributing.md" in text and "no-such-page.md" in text
+    assert re.search(r"^docs/contributing\.md: \$: .*no-such-page\.md", text, re.M), text
     assert [p.name for p in out.iterdir()] == ["index.html"]
     assert not list(tmp_path.glob(".site-build-*"))  # the temporary tree is gone too

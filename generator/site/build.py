@@ -14,6 +14,7 @@ import dataclasses
 import fcntl
 import logging
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -322,6 +323,16 @@ def _env(name: str, value: str) -> Iterator[None]:
             os.environ[name] = old
 
 
+_DOC_FILE = re.compile(r"Doc file '([^']+)'")
+
+
+def _mkdocs_diagnostic(message: str) -> Diagnostic:
+    """A mkdocs warning, located at the page it names (`docs/<page>`) when it names one."""
+    found = _DOC_FILE.search(message)
+    path = f"docs/{found.group(1)}" if found else "mkdocs.yml"
+    return Diagnostic(path, 0, 0, "$", message, "site.mkdocs")
+
+
 def run_mkdocs(config_file: Path, epoch: int) -> None:
     """`mkdocs build --strict` in-process; warnings become located diagnostics of a SiteError."""
     from mkdocs.commands.build import build
@@ -340,7 +351,7 @@ def run_mkdocs(config_file: Path, epoch: int) -> None:
             finally:
                 cfg.plugins.on_shutdown()
     except (MkDocsException, SystemExit) as e:
-        diags = [Diagnostic("mkdocs", 0, 0, "$", m, "site.mkdocs") for m in handler.messages]
+        diags = [_mkdocs_diagnostic(m) for m in handler.messages]
         raise SiteError(f"mkdocs build --strict failed: {e}", diags) from e
     finally:
         logger.removeHandler(handler)
