@@ -97,6 +97,7 @@ def evidence_record(e: EvidenceRun) -> dict[str, Any]:
         "reasons": list(e.reasons),
         "recipeDigest": e.recipe_digest or None,
         "bundleDigest": e.bundle_digest or None,
+        "componentVersions": dict(sorted(e.component_versions.items())),
         "attestedAt": e.attested_at or None,
         "signer": {
             "identity": e.signer_identity or None,
