@@ -218,8 +218,8 @@ def test_planted_injection_stays_inert_text(tab: Watched) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    ["index.html", f"recipes/{SLURM}.html", f"evidence/{SLURM}.html"],
-    ids=["dashboard", "recipe", "evidence"],
+    ["index.html", f"recipes/{SLURM}.html", f"evidence/{SLURM}.html", "scale.html"],
+    ids=["dashboard", "recipe", "evidence", "scale"],
 )
 def test_no_wcag_a_or_aa_violation(tab: Watched, path: str) -> None:
     from axe_playwright_python.sync_playwright import Axe
@@ -258,3 +258,14 @@ def test_dashboard_marks_rows_backed_by_sample_evidence(tab: Watched, built_site
         ".map(r => [r.cells[0].textContent, r.cells[6].textContent])",
     )
     assert sorted((a, b) for a, b in marked) == sample
+
+
+def test_every_top_page_loads_clean(tab: Watched) -> None:
+    pages = ["scale.html", "components.html", "evidence/index.html", "cli.html", "api.html"]
+    pages += ["contributing.html", "releasing.html", "scale-contract.html", "404.html"]
+    for path in pages:
+        response = tab.page.goto(tab.base + path)  # type: ignore[attr-defined]
+        assert response is not None and response.ok, path
+        tab.page.wait_for_load_state("networkidle")  # type: ignore[attr-defined]
+    assert tab.page.locator("div[data-chart] .main-svg").count() == 0  # 404 has no chart  # type: ignore[attr-defined]
+    assert tab.errors == [] and tab.outside == []
