@@ -13,6 +13,11 @@ byte-identical. The expectations (`expected.txt`, `stderr.txt`, `exit.txt`) are 
 here: they come from the real CLI (`pytest tests/test_cases.py --update-goldens`), reviewed, or,
 for a case recording a bug, by hand with a `bug.txt`.
 
+The bytes depend on `tests/evidence_fixtures.py` (the base predicate, signing time),
+`generator/evidence/testroot.py` and the minimal catalog's recipe digests: a change to any of them
+shows as a failing regeneration test. Then rerun this module, refresh the expectations with
+`pytest tests/test_cases.py -k "evidence- or page-" --update-goldens` and review both diffs.
+
 Layout inside a case's catalog (the minimal catalog plus):
 
     catalog/signers.yaml                  allows IDENTITY via ISSUER
