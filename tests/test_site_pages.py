@@ -1,0 +1,253 @@
+"""Page and JSON generation from hand-made records (no catalog, no mkdocs): golden files.
+
+`tests/golden/site/` holds the generated Markdown and JSON of a small `SiteData` built here;
+refresh with `pytest tests/test_site_pages.py --update-goldens` and review the diff.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generator.cli import main
+from generator.commands.build import cli_reference
+from generator.records import (
+    Constraint,
+    Criteria,
+    OwnedValue,
+    RecipeResult,
+    ResolvedComponent,
+    ScaleProfile,
+)
+from generator.site import api, badges, pages
+from generator.site.model import (
+    Check,
+    ComponentUse,
+    Download,
+    EvidenceRun,
+    Kpi,
+    Lane,
+    LaneStatus,
+    ProfileView,
+    RecipeView,
+    SiteData,
+)
+from tests.conftest import REPO
+
+GOLDEN = REPO / "tests" / "golden" / "site"
+DIGEST = "sha256:" + "ab" * 32
+
+
+def component(name: str, order: int, deps: tuple[str, ...] = ()) -> ResolvedComponent:
+    return ResolvedComponent(
+        name=name,
+        type="Helm",
+        repository="https://charts.example.invalid",
+        chart=name,
+        version="1.2.3",
+        namespace=f"{name}-ns",
+        values={"replicas": 1},
+        manifest_files=(),
+        pre_manifest_files=(),
+        dependency_refs=deps,
+        order=order,
+        depth=len(deps),
+        values_files=(),
+    )
+
+
+def result(profile: str) -> RecipeResult:
+    return RecipeResult(
+        name="demo-recipe",
+        criteria=Criteria("eks", "gb300", "ubuntu", "training", "slurm"),
+        applied_overlays=("base", "eks", "demo-recipe"),
+        mixins=("os-ubuntu",),
+        constraints=(
+            Constraint("K8s.server.version", ">= 1.33", "error", "Upgrade <now> & retry"),
+        ),
+        components=(component("cert-manager", 0), component("gpu-operator", 1, ("cert-manager",))),
+        validation={"deployment": {"checks": ["operator-health"], "timeout": "10m"}},
+        scale_profile=profile,
+        scale_profile_version="1.0.0",
+        overrides=(),
+        digest=DIGEST,
+    )
+
+
+def run(lane: str, nodes: int, signer: str, verdict: str) -> EvidenceRun:
+    return EvidenceRun(
+        id=f"{nodes:04d}{signer}".ljust(64, "0"),
+        path=f"evidence/demo-recipe/{'1' * 32}/{nodes:04d}{signer}.sigstore.json",
+        recipe="demo-recipe",
+        state="verified",
+        reason="",
+        failure_class="",
+        sample=True,
+        predicate_type="https://aicr.run/scale-qualification/v1",
+        profile="big",
+        profile_version="1.0.0",
+        lane=lane,
+        lane_nodes=nodes,
+        observed_nodes=nodes,
+        observed_gpus=nodes * 4,
+        verdict=verdict,
+        reasons=() if verdict == "pass" else ("install too slow",),
+        recipe_digest=DIGEST,
+        bundle_digest="sha256:" + "cd" * 32,
+        attested_at=f"2026-11-{nodes // 36:02d}T00:00:00Z",
+        signer_identity=f"{signer}@demo.invalid",
+        signer_issuer="https://oidc.demo.invalid",
+        signer_class="first-party",
+        signer_label=f"Lab {signer}",
+        trust_root="demo",
+        tlog_index=nodes,
+        integrated_time="2026-11-01T00:00:00Z",
+        checks=(Check("deployment", "initial-deploy", "passed", nodes, ""),),
+        kpis=(Kpi("install-to-gpu-ready", 900.0, "s", "<=", 1800.0, "passed"),),
+        component_versions={"gpu-operator": "1.2.3"},
+        raw=b"{}",
+    )
+
+
+def site() -> SiteData:
+    lanes = (
+        Lane("lane-36", 36, 144, "1.0.0", {"kpis": [], "scenarios": ["initial-deploy"]}),
+        Lane("lane-72", 72, 288, "1.0.0", {"kpis": [], "scenarios": ["initial-deploy"]}),
+    )
+    profiles = (
+        ScaleProfile(
+            "big",
+            "1.0.0",
+            37,
+            2304,
+            "Large.",
+            (),
+            (OwnedValue("gpu-operator", "a.b", 3, "why <3>"),),
+            ({"id": "k8s-version", "owner": "infrastructure", "expected": ">= 1.33"},),
+            ("lane-36", "lane-72"),
+            None,
+        ),
+        ScaleProfile("standard", "1.0.0", 1, 36, "As written.", (), (), (), ("lane-36",), None),
+    )
+    runs = (run("lane-36", 36, "a", "pass"), run("lane-72", 72, "a", "fail"))
+    views = []
+    for name in ("standard", "big"):
+        r = result(name)
+        status = (
+            (LaneStatus("lane-36", 36, "pass", 1), LaneStatus("lane-72", 72, "fail", 1))
+            if name == "big"
+            else ()
+        )
+        views.append(
+            ProfileView(
+                profile=name,
+                profile_version="1.0.0",
+                result=r,
+                document={"apiVersion": "aicr.run/v1", "kind": "RecipeResult"},
+                consensus="FAILING" if name == "big" else "UNTESTED",
+                ceiling="lane-36" if name == "big" else "",
+                ceiling_nodes=36 if name == "big" else 0,
+                lanes=status,
+                last_evidence="2026-11-02" if name == "big" else "",
+                downloads=(
+                    Download(
+                        "helm",
+                        name,
+                        f"downloads/demo-recipe/demo-recipe-{name}-helm.tar.gz",
+                        "ef" * 32,
+                        10,
+                        b"0123456789",
+                    ),
+                ),
+            )
+        )
+    recipe = RecipeView(
+        name="demo-recipe",
+        criteria=result("standard").criteria,
+        health="pass",
+        coverage="R:0 D:1 P:0 C:0",
+        chain=("base", "eks", "demo-recipe"),
+        profiles=tuple(views),
+        evidence=runs,
+    )
+    return SiteData(
+        recipes=(recipe,),
+        evidence=runs,
+        lanes=lanes,
+        profiles=profiles,
+        components=(
+            ComponentUse(
+                "gpu-operator",
+                "gpu-operator",
+                "https://charts.example.invalid",
+                "1.2.3",
+                ("demo-recipe",),
+                "lane-36",
+                "big",
+            ),
+        ),
+        deployers=("helm",),
+        generated_at="2026-01-01T00:00:00Z",
+        source_date_epoch=1767225600,
+        generator_version="0.1.0",
+        notes=(),
+        trust_root="demo",
+    )
+
+
+def outputs() -> dict[str, str]:
+    s = site()
+    generated = pages.all_pages(s, "# Contract\n\n## Why\n\nBecause.\n", cli_reference(main)[:1])
+    out = {k: v for k, v in generated.items() if k != "cli.md"}
+    for rel, data in {**api.api_files(s), **badges.badge_files(s)}.items():
+        if not rel.startswith("api/v1/schemas/"):
+            out[rel] = data.decode()
+    return out
+
+
+def test_generated_pages_and_json_match_the_goldens(update_goldens: bool) -> None:
+    got = outputs()
+    if update_goldens:
+        for rel, text in got.items():
+            path = GOLDEN / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+    want = {
+        p.relative_to(GOLDEN).as_posix(): p.read_text(encoding="utf-8")
+        for p in GOLDEN.rglob("*")
+        if p.is_file()
+    }
+    assert sorted(got) == sorted(want)
+    for rel in sorted(got):
+        assert got[rel] == want[rel], (
+            f"{rel} differs from tests/golden/site/{rel} (--update-goldens)"
+        )
+
+
+def test_generation_is_a_pure_function() -> None:
+    assert outputs() == outputs()
+
+
+def test_html_special_characters_from_records_are_escaped() -> None:
+    page = pages.recipe_page(site().recipes[0], site())
+    assert "Upgrade &lt;now&gt; &amp; retry" in page and "<now>" not in page
+    assert "why &lt;3&gt;" in page
+
+
+def test_badge_json_carries_the_dates() -> None:
+    s = site()
+    record = json.loads(badges.badge_files(s)["badges/demo-recipe/big.json"])
+    assert record["generatedAt"] == "2026-01-01T00:00:00Z"
+    assert record["attestedAt"] == "2026-11-02T00:00:00Z"
+    assert record["consensus"] == "FAILING" and record["ceilingNodes"] == 36
+    assert record["sample"] is True
+
+
+@pytest.mark.parametrize("name, expected", [("ok-name.1", "ok-name.1"), ("Bad/Name", None)])
+def test_slug_keeps_safe_names_and_hashes_others(name: str, expected: str | None) -> None:
+    got = pages.slug(name)
+    if expected is not None:
+        assert got == expected
+    else:
+        assert got.startswith("r-") and len(got) == 18 and "/" not in got
