@@ -30,6 +30,7 @@ import os
 import pickle
 import secrets
 import tempfile
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,21 +65,44 @@ def digest(*parts: str | bytes) -> str:
     return h.hexdigest()
 
 
-def tree_digest(root: Path, suffixes: tuple[str, ...] = ()) -> str:
-    """sha256 over every regular file under `root` (relative path + bytes), sorted; "" if absent."""
+def tree_digest(
+    root: Path, suffixes: tuple[str, ...] = (), memo: dict[str, list[Any]] | None = None
+) -> str:
+    """sha256 over every regular file under `root` (relative path + content digest), sorted;
+    "" if absent.
+
+    With `memo` (relative path -> [size, mtime_ns, inode, sha256], updated in place), a file
+    whose size, mtime and inode are unchanged is not read again, as git's index does; files
+    modified in the last two seconds are always read (a write within the clock's granularity
+    could otherwise go unseen).
+    """
     if not root.exists():
         return ""
-    h = hashlib.sha256()
-    files: list[tuple[str, Path]] = []
+    files: list[tuple[str, str]] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         for name in filenames:
             if not suffixes or name.endswith(suffixes):
-                path = Path(dirpath) / name
-                files.append((path.relative_to(root).as_posix(), path))
-    for rel, path in sorted(files):
-        data = path.read_bytes()
-        h.update(f"{rel}\0{len(data)}\0".encode() + data)
+                path = os.path.join(dirpath, name)
+                files.append((os.path.relpath(path, root).replace(os.sep, "/"), path))
+    files.sort()
+    recent = time.time_ns() - 2_000_000_000
+    h = hashlib.sha256()
+    seen: dict[str, list[Any]] = {}
+    for rel, path in files:
+        st = os.stat(path)
+        stamp = [st.st_size, st.st_mtime_ns, st.st_ino]
+        old = memo.get(rel) if memo is not None else None
+        if old is not None and old[:3] == stamp and st.st_mtime_ns < recent:
+            sha = str(old[3])
+        else:
+            with open(path, "rb") as fh:
+                sha = hashlib.sha256(fh.read()).hexdigest()
+        seen[rel] = [*stamp, sha]
+        h.update(f"{rel}\0{sha}\n".encode())
+    if memo is not None:
+        memo.clear()
+        memo.update(seen)
     return h.hexdigest()
 
 
@@ -342,10 +366,13 @@ def _versions(*dists: str) -> list[str]:
     return out
 
 
-def build_key(inputs: Any, epoch: int, templates: Path) -> str:
+def build_key(inputs: Any, epoch: int, templates: Path, cache: Cache | None = None) -> str:
     """Digest of everything a site build reads: the catalog, evidence, docs, templates and
     mkdocs.yml trees, the trust root file, the build options, the epoch, the generator's whole
-    source and the versions of the engines it calls (mkdocs, its theme, plotly, sigstore)."""
+    source and the versions of the engines it calls (mkdocs, its theme, plotly, sigstore).
+
+    With a cache, the content digests of unchanged evidence and catalog files (same size, mtime
+    and inode) are taken from the previous build instead of reading every file again."""
     from generator.evidence.trustroot import trust_root_path
 
     root_file = trust_root_path(inputs.trust_root, Path(inputs.catalog))
@@ -356,18 +383,41 @@ def build_key(inputs: Any, epoch: int, templates: Path) -> str:
         "trust_root": inputs.trust_root,
         "epoch": epoch,
     }
+    evidence = _memo_digest(cache, Path(inputs.evidence), (".sigstore.json",))
+    catalog = _memo_digest(cache, Path(inputs.catalog), ())
     return digest(
         BUILD_STAGE,
         fingerprint(),
         json.dumps(options, sort_keys=True),
         *_versions("mkdocs", "mkdocs-material", "plotly", "sigstore", "jinja2", "pandas"),
-        tree_digest(Path(inputs.catalog)),
-        tree_digest(Path(inputs.evidence), (".sigstore.json",)),
+        catalog,
+        evidence,
         tree_digest(Path(inputs.docs)),
         tree_digest(templates),
         Path(inputs.config).read_bytes() if Path(inputs.config).is_file() else b"",
         root_file.read_bytes() if root_file.is_file() else b"",
     )
+
+
+MEMO_STAGE = "stat"
+
+
+def _memo_digest(cache: Cache | None, root: Path, suffixes: tuple[str, ...]) -> str:
+    """`tree_digest` of `root` with its stat memo kept in the cache (one entry per directory)."""
+    if cache is None or not cache.enabled:
+        return tree_digest(root, suffixes)
+    key, fp = digest(MEMO_STAGE, str(root.resolve()), *suffixes), fingerprint("cache.py")
+    raw = cache.get(MEMO_STAGE, key, fp)
+    try:
+        memo = json.loads(raw) if raw is not None else {}
+    except ValueError:
+        memo = {}
+    memo = memo if isinstance(memo, dict) else {}
+    before = dict(memo)
+    result = tree_digest(root, suffixes, memo)
+    if memo != before:
+        cache.put(MEMO_STAGE, key, fp, json.dumps(memo, separators=(",", ":")).encode())
+    return result
 
 
 def unchanged_build(cache: Cache, out: Path, key: str) -> dict[str, Any] | None:

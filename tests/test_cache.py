@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -308,3 +309,25 @@ def _fields(options: object) -> dict[str, object]:
     from dataclasses import fields
 
     return {f.name: getattr(options, f.name) for f in fields(options)}  # type: ignore[arg-type]
+
+
+def test_tree_digest_memo_skips_unchanged_files_and_sees_changes(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    root.mkdir()
+    for i in range(3):
+        (root / f"f{i}").write_text(str(i))
+    old = time.time() - 60
+    for p in root.iterdir():
+        os.utime(p, (old, old))
+    memo: dict[str, list[object]] = {}
+    plain = tree_digest(root)
+    assert tree_digest(root, (), memo) == plain and set(memo) == {"f0", "f1", "f2"}
+    # a memo that lies about a file whose stat is unchanged is believed (that is the point) ...
+    memo["f0"][3] = "0" * 64
+    assert tree_digest(root, (), memo) != plain
+    # ... but any change of size, mtime or inode makes it read the file again
+    (root / "f0").write_text("0")
+    os.utime(root / "f0", (old + 1, old + 1))
+    assert tree_digest(root, (), memo) == plain
+    (root / "f1").write_text("changed")
+    assert tree_digest(root, (), memo) == tree_digest(root) != plain

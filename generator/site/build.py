@@ -428,7 +428,7 @@ def build_site(options: BuildOptions) -> BuildReport:
     with build_lock(out):
         _remove_leftovers(out)
         cache = _cache(options)
-        key = build_key(options, epoch, TEMPLATES) if cache is not None else ""
+        key = build_key(options, epoch, TEMPLATES, cache) if cache is not None else ""
         done = unchanged_build(cache, out, key) if cache is not None else None
         if done is not None:  # same inputs, same generator, site untouched: nothing to do
             notes = tuple(StageNote(**n) for n in done.pop("notes"))
