@@ -230,3 +230,37 @@ def test_upstream_without_a_recipe_fails_its_schema() -> None:
     err = _error(_upstream(RECIPE_EVIDENCE_V3, recipe={"name": "x"}))
     assert err.klass is FailureClass.PREDICATE_SCHEMA
     assert "$.predicate.recipe: 'digest' is a required property" in err.message
+
+
+UNSAFE_NAMES = ["../outside/pwned", "a/b", "..", "A", "x" * 64, "a_b", "<script>"]
+
+
+@pytest.mark.parametrize("name", UNSAFE_NAMES)
+@pytest.mark.parametrize("predicate_type", [RECIPE_EVIDENCE_V1, RECIPE_EVIDENCE_V3])
+def test_an_upstream_recipe_name_must_be_a_safe_path_segment(
+    predicate_type: str, name: str
+) -> None:
+    """The name is joined into evidence/<recipe>/...: `..` or `/` would leave the tree."""
+    recipe = {"name": name, "digest": "a" * 64}
+    err = _error(_upstream(predicate_type, recipe=recipe))
+    assert err.klass is FailureClass.PREDICATE_SCHEMA
+    assert err.message == (
+        f"predicate fails the {predicate_type} schema: "
+        f"$.predicate.recipe.name: {name!r} is not a safe path segment"
+    )
+
+
+@pytest.mark.parametrize("name", UNSAFE_NAMES)
+def test_our_recipe_name_must_be_a_safe_path_segment(name: str) -> None:
+    pred = fx.predicate()
+    pred["recipe"] = {**pred["recipe"], "name": name}
+    err = _error(fx.statement(pred))
+    assert err.klass is FailureClass.PREDICATE_SCHEMA
+    assert f"$.predicate.recipe.name: {name!r} is not a safe path segment" in err.message
+
+
+def test_a_payload_with_a_huge_integer_is_not_json() -> None:
+    payload = b'{"_type": ' + b"1" * 5000 + b"}"
+    err = _error(payload)
+    assert err.klass is FailureClass.PAYLOAD_TYPE
+    assert "Exceeds the limit (4300 digits)" in err.message

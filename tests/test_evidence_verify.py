@@ -464,3 +464,31 @@ def _good_bundle(authority, payload: bytes) -> bytes:  # type: ignore[no-untyped
     if payload not in _GOOD:
         _GOOD[payload] = fx.sign(authority, payload)
     return _GOOD[payload]
+
+
+def test_a_bundle_with_a_huge_integer_is_malformed_not_an_exception(root) -> None:  # type: ignore[no-untyped-def]
+    """Python refuses integers of more than 4,300 digits with a ValueError (no JSONDecodeError)."""
+    data = b'{"mediaType": "x", "logIndex": ' + b"7" * 5000 + b"}"
+    (record,) = _verify([EvidenceFile("evidence/a/b/c.sigstore.json", data)], root)
+    assert record.klass is FailureClass.MALFORMED_BUNDLE
+    assert record.message.startswith(
+        "not a Sigstore bundle: not JSON (Exceeds the limit (4300 digits)"
+    )
+
+
+def test_the_location_is_compared_exactly_not_the_path_shown(authority, root) -> None:  # type: ignore[no-untyped-def]
+    payload = fx.statement()
+    good = fx.placed(fx.sign(authority, payload), payload)
+    right = good.path
+    here = EvidenceFile(f"catalog/{right}", good.data, location=right)
+    nested = EvidenceFile(f"catalog/evidence/mirror/{right}", good.data, f"evidence/mirror/{right}")
+    shown_only = EvidenceFile(f"/abs/checkout/{right}", good.data)  # no location: path compared
+    records = _verify([here, nested, shown_only], root)
+    assert [str(r.klass) if r.klass else "verified" for r in records] == [
+        "verified",
+        "path-mismatch",
+        "path-mismatch",
+    ]
+    assert records[1].message == (
+        f"file is at evidence/mirror/{right} but its content belongs at {right}"
+    )

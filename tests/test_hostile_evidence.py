@@ -82,11 +82,6 @@ def test_cases_are_distinct_attacks() -> None:
 # ---------------------------------------------------------------- a FIFO named explicitly
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: `evidence verify <fifo>` blocks forever in read_bytes() "
-    "(see tests/cases/hostile/evidence-fifo/bug.txt)",
-)
 def test_explicit_fifo_does_not_block(tmp_path: Path) -> None:
     build_case(he.HOSTILE / "evidence-control-verified", tmp_path)
     fifo = tmp_path / "catalog" / "evidence" / "pipe.sigstore.json"
@@ -158,13 +153,16 @@ def _status(repo: Path) -> dict[str, Any]:
 
 
 def test_verify_reports_both_copies(duplicated: Path) -> None:
-    """The verifier lists files: both copies are reported, each verified (same statement)."""
+    """The verifier lists files: both copies are reported (same statement); the nested copy is
+    not where its content belongs below the evidence root given, so it is a path-mismatch."""
     result = _cli(
         duplicated, "evidence", "verify", "evidence", "--catalog", "catalog", "--format", "json"
     )
     doc = json.loads(result.stdout)
-    assert doc["summary"]["verified"] == 2
+    assert (doc["summary"]["verified"], doc["summary"]["rejected"]) == (1, 1)
     assert len({r["statementDigest"] for r in doc["results"]}) == 1
+    (copy,) = (r for r in doc["results"] if r["status"] == "rejected")
+    assert (copy["path"].startswith("evidence/mirror/"), copy["class"]) == (True, "path-mismatch")
 
 
 def test_status_counts_the_signer_once(duplicated: Path) -> None:
@@ -172,10 +170,5 @@ def test_status_counts_the_signer_once(duplicated: Path) -> None:
     assert (row["signers"], row["consensus"]) == (1, "SINGLE")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: status counts one statement stored twice (evidence/… and a nested "
-    "…/mirror/evidence/… copy, which passes the last-four-segments path check) as two runs",
-)
 def test_status_counts_a_duplicated_statement_once(duplicated: Path) -> None:
     assert _status(duplicated)["runs"] == 1

@@ -212,11 +212,6 @@ def test_field_reaches_the_api_as_a_json_string(site: Path, field: str) -> None:
     assert he.injected(field) in set(_strings(doc))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: evidence files that are links leaving the repository are read and published "
-    "under evidence/raw/ (see tests/cases/hostile/evidence-symlink-leaving-repository/bug.txt)",
-)
 def test_evidence_link_leaving_the_repository_is_not_published(tmp_path: Path) -> None:
     secret = tmp_path / "secret" / "token.txt"
     secret.parent.mkdir()
@@ -241,13 +236,6 @@ def test_evidence_link_leaving_the_repository_is_not_published(tmp_path: Path) -
     assert published == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: site_templates/pages/evidence.md.j2 puts the statement's recipe name in the "
-    "page's front-matter title (JSON-escaped only); mkdocs-material writes page.title into "
-    "<title> and the header unescaped, so the name is live markup (upstream predicates accept "
-    "any name; see tests/cases/hostile/evidence-sign-recipe-traversal/bug.txt)",
-)
 def test_upstream_recipe_name_is_not_live_markup(tmp_path: Path) -> None:
     build_case(he.HOSTILE / he.UPSTREAM_NAME_CASE, tmp_path)
     site = _build(tmp_path, "catalog/evidence")

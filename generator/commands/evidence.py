@@ -18,7 +18,7 @@ from generator.commands.common import (
     open_catalog,
     report_error,
 )
-from generator.errors import CatalogError, UsageError
+from generator.errors import CatalogError, UsageError, printable
 from generator.evidence import report
 from generator.evidence.collect import EvidenceRun, verify_paths
 from generator.evidence.model import (
@@ -217,7 +217,7 @@ def sign_command(
     try:
         statement = parse_statement(IN_TOTO_PAYLOAD_TYPE, data)
     except StatementError as e:
-        fail(f"{statement_file}: {e.message} [{e.klass}]", EXIT_DATA)
+        fail(printable(f"{statement_file}: {e.message} [{e.klass}]"), EXIT_DATA)
     try:
         if trust_root == DEMO:
             bundle = sign_offline(

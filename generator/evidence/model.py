@@ -167,10 +167,16 @@ class TrustRoot:
 
 @dataclass(frozen=True, slots=True)
 class EvidenceFile:
-    """One evidence file as read from disk. `path` is relative to the repository (POSIX)."""
+    """One evidence file as read from disk. `path` is relative to the repository (POSIX).
+
+    `location` is where the file is stored, `evidence/<...>` below the evidence root it was
+    found under (see `store.read_files`): the verifier compares it, exactly, with the path the
+    statement belongs at. None: `path` itself is compared.
+    """
 
     path: str
     data: bytes
+    location: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from generator.errors import printable
 from generator.evidence.model import (
     Evidence,
     RejectedEvidence,
@@ -88,8 +89,9 @@ def verification_json(records: Sequence[Evidence], roots: Sequence[TrustRoot]) -
 
 
 def record_text(r: Evidence) -> str:
+    """One record for people, on one line (two when stale); every character printable."""
     if isinstance(r, RejectedEvidence):
-        return f"REJECTED {r.path}: {r.message} [{r.klass}]"
+        return printable(f"REJECTED {r.path}: {r.message} [{r.klass}]")
     st = r.statement
     what = f"recipe {st.recipe}"
     if st.scale_profile:
@@ -104,9 +106,9 @@ def record_text(r: Evidence) -> str:
         where += f" at {_time(r.integrated_time)}"
     flags = " [SAMPLE]" if r.sample else ""
     head = "STALE   " if r.stale else "VERIFIED"
-    line = f"{head} {r.path}: {what}; signed by {who}; {where}{flags}"
+    line = printable(f"{head} {r.path}: {what}; signed by {who}; {where}{flags}")
     if r.stale:
-        line += f"\n         {r.message} [stale]"
+        line += f"\n         {printable(r.message)} [stale]"
     return line
 
 
@@ -162,4 +164,5 @@ def statement_text(st: Statement) -> str:
             out.append(
                 f"  [{state}] {k.id}: {k.value:g} {k.unit} (threshold {k.operator} {k.threshold:g})"
             )
-    return "\n".join(out) + "\n"
+    # one line each: statement text (names, reasons, messages, units) cannot add or rewrite lines
+    return "\n".join(printable(line) for line in out) + "\n"

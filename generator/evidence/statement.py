@@ -32,6 +32,7 @@ from generator.evidence.model import (
     Kpi,
     Statement,
 )
+from generator.evidence.store import NAME_RE, is_safe_name
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "catalog" / "schemas"
 PREDICATE_SCHEMA_FILE = "scale-qualification-v1.schema.json"
@@ -58,7 +59,8 @@ UPSTREAM_SCHEMA: dict[str, Any] = {
             "type": "object",
             "required": ["name", "digest"],
             "properties": {
-                "name": {"type": "string", "minLength": 1},
+                # a path segment of evidence/<recipe>/...: the catalog's name pattern
+                "name": {"type": "string", "pattern": NAME_RE},
                 "digest": {"type": "string", "pattern": _DIGEST},
             },
         },
@@ -155,8 +157,24 @@ def _validator(kind: str) -> jsonschema.protocols.Validator:
 def schema_errors(kind: str, instance: Any, prefix: str) -> tuple[str, ...]:
     """Every schema error as `$.json.path: message`, sorted; empty when valid."""
     errors = _validator(kind).iter_errors(instance)
-    found = sorted({(f"{prefix}{e.json_path[1:]}", e.message) for e in errors})
+    found = sorted({(f"{prefix}{e.json_path[1:]}", _message(e)) for e in errors})
     return tuple(f"{path}: {message}" for path, message in found)
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    name_pattern = error.validator_value == NAME_RE or error.json_path == "$.recipe.name"
+    if error.validator == "pattern" and name_pattern:
+        return f"{error.instance!r} is not a safe path segment"
+    return error.message
+
+
+def _recipe_name_problem(predicate: Mapping[str, Any]) -> tuple[str, ...]:
+    """The recipe name must be a safe path segment in every predicate type (it is joined into
+    the storage path): checked here whatever the predicate's own schema allows."""
+    name = predicate["recipe"]["name"]
+    if is_safe_name(name):
+        return ()
+    return (f"$.predicate.recipe.name: {name!r} is not a safe path segment",)
 
 
 def normalize_digest(digest: str) -> str:
@@ -172,7 +190,7 @@ def parse_statement(payload_type: str, payload: bytes) -> Statement:
         )
     try:
         doc = json.loads(payload)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (ValueError, RecursionError) as e:  # incl. JSONDecodeError, Unicode, int digits
         raise StatementError(FailureClass.PAYLOAD_TYPE, f"DSSE payload is not JSON: {e}") from e
     if not isinstance(doc, dict) or doc.get("_type") not in STATEMENT_TYPES:
         seen = doc.get("_type") if isinstance(doc, dict) else type(doc).__name__
@@ -191,6 +209,8 @@ def parse_statement(payload_type: str, payload: bytes) -> Statement:
     if not problems:
         kind = "predicate" if predicate_type == SCALE_QUALIFICATION_V1 else "upstream"
         problems = schema_errors(kind, doc["predicate"], "$.predicate")
+    if not problems:
+        problems = _recipe_name_problem(doc["predicate"])
     if not problems and predicate_type in (RECIPE_EVIDENCE_V1, RECIPE_EVIDENCE_V2):
         has_profile = "profile" in doc["predicate"]
         if predicate_type == RECIPE_EVIDENCE_V1 and has_profile:

@@ -9,15 +9,23 @@ statement, and a file anywhere else is a `path-mismatch`.
 from __future__ import annotations
 
 import hashlib
+import os
+import re
+import stat
 from collections.abc import Iterable
-from pathlib import Path, PurePosixPath
+from dataclasses import dataclass
+from pathlib import Path
 
 from generator.errors import Diagnostic, LoadError
 from generator.evidence.model import EvidenceFile
+from generator.yamlio import MAX_FILE_BYTES
 
 EVIDENCE_DIR = "evidence"
 SUFFIX = ".sigstore.json"
 SOURCE_LENGTH = 32
+# The catalog's name pattern (catalog/schemas/*.schema.json): a recipe name is a path segment.
+NAME_RE = "^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$"
+NAME_PATTERN = re.compile(NAME_RE)
 
 
 def source_id(issuer: str, identity: str) -> str:
@@ -26,55 +34,182 @@ def source_id(issuer: str, identity: str) -> str:
 
 
 def evidence_path(recipe: str, issuer: str, identity: str, statement: bytes) -> str:
-    """Where a bundle of `statement`, signed by (issuer, identity), must be stored."""
+    """Where a bundle of `statement`, signed by (issuer, identity), must be stored.
+
+    Raises ValueError for a recipe name that is not a safe path segment (`..`, `/`, ...).
+    """
     digest = hashlib.sha256(statement).hexdigest()
-    return f"{EVIDENCE_DIR}/{recipe}/{source_id(issuer, identity)}/{digest}{SUFFIX}"
+    return (
+        f"{EVIDENCE_DIR}/{check_recipe_name(recipe)}/{source_id(issuer, identity)}/{digest}{SUFFIX}"
+    )
+
+
+def check_recipe_name(recipe: str) -> str:
+    """`recipe` if it is a safe path segment (the catalog's name pattern), else ValueError."""
+    if not is_safe_name(recipe):
+        raise ValueError(f"{recipe!r} is not a safe path segment")
+    return recipe
+
+
+def is_safe_name(name: str) -> bool:
+    """True for a catalog name: lower-case letters, digits, '.' and '-', at most 63 characters."""
+    return NAME_PATTERN.fullmatch(name) is not None
 
 
 def path_problem(path: str, expected: str) -> str | None:
-    """None if `path` ends with the expected `evidence/...` location, else why not.
+    """None if `path` (relative to the directory holding the evidence root) is `expected`.
 
-    `path` may be absolute or relative to anything: only its last four segments are compared,
-    so a checkout in any directory verifies the same.
+    The comparison is exact: a copy of a bundle elsewhere under the evidence root (say
+    `evidence/mirror/evidence/<recipe>/...`) is at the wrong place, so one statement cannot be
+    counted twice.
     """
-    got = PurePosixPath(path.replace("\\", "/")).parts[-4:]
-    want = PurePosixPath(expected).parts
-    if tuple(got) == tuple(want):
+    if path == expected:
         return None
-    return f"file is at {'/'.join(got)} but its content belongs at {expected}"
+    return f"file is at {path} but its content belongs at {expected}"
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A file to read: where it is, the directory it must stay in, and its stored location."""
+
+    path: Path
+    root: Path  # its real path must be inside this directory (links may not leave it)
+    location: str  # the path the location check compares: `evidence/...` under an evidence root
+
+
+def _found(path: Path, given: Path) -> Found:
+    """`path` (found under, or equal to, the argument `given`) with its root and location.
+
+    The evidence root of a directory argument is the argument when it is named `evidence`;
+    else the nearest ancestor named `evidence` that the layout allows (the argument is
+    `evidence/<recipe>` or `evidence/<recipe>/<source>`); else its `evidence/` subdirectory
+    (the argument is a repository root) for the files in it; else the argument itself. A file named
+    explicitly is judged against the nearest `evidence` folder above it, else the folder three
+    levels up. The location is `evidence/` + the path below the root, so a copy nested deeper
+    in the tree (`evidence/mirror/evidence/...`) is misplaced.
+    """
+    absolute = Path(os.path.abspath(path))
+    start = Path(os.path.abspath(given))
+    if start == absolute:  # a file named explicitly
+        above = start.parents[:3]
+        candidates = (*above, above[-1])
+    else:
+        # ancestors before the child: below `evidence/<recipe>`, a nested `evidence/` folder
+        # is a copy (never the root), or it would be counted again when one recipe is read
+        candidates = (start, *start.parents[:2], start / EVIDENCE_DIR, start)
+    named = [r for r in candidates[:-1] if r.name == EVIDENCE_DIR and absolute.is_relative_to(r)]
+    root = named[0] if named else candidates[-1]
+    return Found(path, root, f"{EVIDENCE_DIR}/{absolute.relative_to(root).as_posix()}")
+
+
+def _search(directory: Path) -> list[Path]:
+    """Every `*.sigstore.json` below `directory` that is not a directory (links not followed
+    into directories; pipes, sockets and links are listed, to be judged when read)."""
+    out: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(directory):
+        dirnames.sort()
+        names = filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        out.extend(Path(dirpath, n) for n in names if n.endswith(SUFFIX))
+    return out
+
+
+def _discover(paths: Iterable[Path]) -> dict[Path, Found]:
+    found: dict[Path, Found] = {}
+    for p in paths:
+        if p.is_dir():
+            for q in _search(p):
+                found.setdefault(q, _found(q, p))
+        else:
+            found.setdefault(p, _found(p, p))
+    return dict(sorted(found.items()))
 
 
 def discover(paths: Iterable[Path]) -> tuple[Path, ...]:
-    """The evidence files named by `paths` (files as given; directories searched), sorted."""
-    found: set[Path] = set()
-    for p in paths:
-        if p.is_dir():
-            found.update(q for q in p.rglob(f"*{SUFFIX}") if q.is_file())
-        else:
-            found.add(p)
-    return tuple(sorted(found))
+    """The evidence files named by `paths` (files as given; directories searched), sorted.
+
+    Every `*.sigstore.json` that is not a directory is listed, regular or not: `read_files`
+    refuses the others by name rather than skipping them silently.
+    """
+    return tuple(_discover(paths))
 
 
 def display_path(path: Path, base: Path | None = None) -> str:
-    """A POSIX path relative to `base` (default: the working directory) when inside it."""
-    base = (base or Path.cwd()).resolve()
-    resolved = path.resolve()
+    """A POSIX path relative to `base` (default: the working directory) when inside it.
+
+    Only the link-free (absolute, normalized) path is used, never the link's target: a link
+    is shown where it is.
+    """
+    base = Path(os.path.abspath(base or Path.cwd()))
+    absolute = Path(os.path.abspath(path))
     try:
-        return resolved.relative_to(base).as_posix()
+        return absolute.relative_to(base).as_posix()
     except ValueError:
         return path.as_posix()
 
 
+def _problem(shown: str, message: str, rule: str) -> Diagnostic:
+    return Diagnostic(shown, 0, 0, "$", message, rule)
+
+
+def read_one(found: Found, shown: str) -> tuple[bytes | None, Diagnostic | None]:
+    """The bytes of one evidence file, or why it is refused: a link leaving its root, not a
+    regular file (never opened, so a pipe cannot block), larger than MAX_FILE_BYTES (never
+    read beyond the limit), or unreadable."""
+    real = os.path.realpath(found.path)
+    if not Path(real).is_relative_to(os.path.realpath(found.root)):
+        return None, _problem(
+            shown, "symbolic link points outside the evidence directory", "file.symlink-escape"
+        )
+    try:
+        st = os.stat(found.path)
+    except OSError as e:
+        return None, _problem(shown, f"cannot read: {e.strerror}", "io")
+    if not stat.S_ISREG(st.st_mode):
+        return None, _problem(shown, "not a regular file", "file.not-regular")
+    if st.st_size > MAX_FILE_BYTES:
+        return None, _too_large(shown, st.st_size)
+    try:
+        # O_NONBLOCK: if the file was swapped for a pipe since the stat, opening cannot block
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as e:
+        return None, _problem(shown, f"cannot read: {e.strerror}", "io")
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return None, _problem(shown, "not a regular file", "file.not-regular")
+        try:
+            data = fh.read(MAX_FILE_BYTES + 1)
+        except OSError as e:
+            return None, _problem(shown, f"cannot read: {e.strerror}", "io")
+    if len(data) > MAX_FILE_BYTES:
+        return None, _too_large(shown, max(st.st_size, len(data)))
+    return data, None
+
+
+def _too_large(shown: str, size: int) -> Diagnostic:
+    return _problem(
+        shown, f"file is {size} bytes; the limit is {MAX_FILE_BYTES} bytes", "file.too-large"
+    )
+
+
 def read_files(paths: Iterable[Path], base: Path | None = None) -> tuple[EvidenceFile, ...]:
-    """Read every evidence file; an unreadable one is a LoadError naming all of them."""
+    """Read every evidence file; files that cannot be read are a LoadError naming all of them.
+
+    `path` of each record is relative to `base` (default: the working directory); `location`
+    is what the verifier compares with the statement's storage path: `evidence/...` below the
+    nearest directory named `evidence` among the argument and its ancestors, else the path
+    below the argument (a repository root), so `evidence/` must be directly under it.
+    """
     files: list[EvidenceFile] = []
     problems: list[Diagnostic] = []
-    for p in discover(paths):
+    for p, found in _discover(paths).items():
         shown = display_path(p, base)
-        try:
-            files.append(EvidenceFile(path=shown, data=p.read_bytes()))
-        except OSError as e:
-            problems.append(Diagnostic(shown, 0, 0, "$", f"cannot read: {e.strerror}", "io"))
+        data, problem = read_one(found, shown)
+        if problem is not None:
+            problems.append(problem)
+        else:
+            assert data is not None
+            files.append(EvidenceFile(path=shown, data=data, location=found.location))
     if problems:
         raise LoadError("evidence files could not be read", problems)
     return tuple(files)

@@ -231,10 +231,13 @@ def _log_position(doc: Mapping[str, Any]) -> tuple[int | None, int | None]:
     entry = entries[0]
     index = entry.get("logIndex", entry.get("log_index"))
     time = entry.get("integratedTime", entry.get("integrated_time"))
-    return (
-        int(index) if index is not None else None,
-        int(time) if time not in (None, "", "0", 0) else None,
-    )
+    try:
+        return (
+            int(index) if index is not None else None,
+            int(time) if time not in (None, "", "0", 0) else None,
+        )
+    except (ValueError, TypeError):  # not a number (Bundle.from_json normally refuses it)
+        return None, None
 
 
 def check_signature(
@@ -243,7 +246,7 @@ def check_signature(
     """Parse the bundle and run sigstore's `verify_dsse` against each root until one accepts."""
     try:
         doc = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+    except (ValueError, RecursionError) as e:  # incl. JSONDecodeError, Unicode, int digits
         return SignatureCheck(
             FailureClass.MALFORMED_BUNDLE, f"not a Sigstore bundle: not JSON ({e})"
         )
@@ -365,7 +368,8 @@ def verify_one(
         return RejectedEvidence(klass=klass, message=message, **seen)  # type: ignore[arg-type]
     if check_paths:
         expected = evidence_path(statement.recipe, sig.issuer, sig.identity, sig.payload)
-        problem = path_problem(file.path, expected)
+        stored = file.location if file.location is not None else file.path
+        problem = path_problem(stored, expected)
         if problem is not None:
             return RejectedEvidence(
                 klass=FailureClass.PATH_MISMATCH,
