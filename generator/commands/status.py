@@ -12,7 +12,7 @@ import click
 
 from generator.aggregate import Status, aggregate, status_document
 from generator.commands.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, catalog_option, open_catalog
-from generator.errors import CatalogError, ResolveError, ScaleError, UsageError
+from generator.errors import CatalogError, ResolveError, ScaleError, UsageError, printable
 from generator.evidence.model import Evidence
 from generator.evidence.policy import read_policy
 from generator.evidence.store import read_files
@@ -197,7 +197,7 @@ def render_text(doc: dict[str, Any], detail: bool) -> str:
                 else "not yet qualified at scale"
             )
             lines.append(f"  {c['component']:28} {c['version']:18} {where}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable(line) for line in lines) + "\n"  # statement text: one line each
 
 
 @click.command("status")
