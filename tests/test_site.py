@@ -229,7 +229,7 @@ def test_sample_evidence_is_marked_sample_wherever_shown(built_site: Path) -> No
         assert "Sample evidence — not a real qualification" in page
         for e in sample:
             if e["recipe"] == recipe:
-                section = page.split(f'id="run-{e["id"][:16]}"', 1)[1].split("</section>", 1)[0]
+                section = page.split(f'id="run-{e["id"]}"', 1)[1].split("</section>", 1)[0]
                 assert chip in section and "demo root (sample)" in section
 
 

@@ -7,6 +7,8 @@ refresh with `pytest tests/test_site_pages.py --update-goldens` and review the d
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -77,7 +79,8 @@ def result(profile: str) -> RecipeResult:
 
 def run(lane: str, nodes: int, signer: str, verdict: str) -> EvidenceRun:
     return EvidenceRun(
-        id=f"{nodes:04d}{signer}".ljust(64, "0"),
+        id=f"{nodes:016x}-{len(signer):08x}",
+        statement_digest="sha256:" + f"{nodes:x}".ljust(64, "0"),
         path=f"evidence/demo-recipe/{'1' * 32}/{nodes:04d}{signer}.sigstore.json",
         recipe="demo-recipe",
         state="verified",
@@ -251,3 +254,58 @@ def test_slug_keeps_safe_names_and_hashes_others(name: str, expected: str | None
         assert got == expected
     else:
         assert got.startswith("r-") and len(got) == 18 and "/" not in got
+
+
+def test_front_matter_title_is_html_escaped_for_the_theme() -> None:
+    import yaml
+
+    s = site()
+    hostile = replace(s.recipes[0], name='<img src=x onerror="alert(1)">')
+    page = pages.recipe_page(hostile, s)
+    front = yaml.safe_load(page.split("---\n", 2)[1])
+    assert front["title"] == "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;"
+    assert "<img src=x" not in page
+
+
+def test_copies_of_one_statement_get_distinct_ids_and_anchors() -> None:
+    from generator.evidence.model import FailureClass, RejectedEvidence
+    from generator.site.stages import _run_from
+
+    digest = "sha256:" + "12" * 32
+    a, b = (
+        _run_from(
+            RejectedEvidence(
+                path=p, klass=FailureClass.SIGNER_NOT_ALLOWED, message="m", statement_digest=digest
+            ),
+            b"{}",
+            "demo",
+        )
+        for p in (
+            f"evidence/r/{'a' * 32}/{'12' * 32}.sigstore.json",
+            f"evidence/r/{'b' * 32}/{'12' * 32}.sigstore.json",
+        )
+    )
+    assert a.id != b.id and a.id.startswith("1212121212121212-") and a.short == "121212121212"
+    unreadable = _run_from(
+        RejectedEvidence(
+            path="evidence/r/x/y.sigstore.json", klass=FailureClass.MALFORMED_BUNDLE, message="m"
+        ),
+        b"",
+        "demo",
+    )
+    assert unreadable.id.startswith("file-")
+
+
+def test_a_linked_evidence_file_is_not_published(tmp_path: Path) -> None:
+    from generator.site.stages import _stays_inside
+
+    evidence = tmp_path / "evidence"
+    (evidence / "r" / "s").mkdir(parents=True)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("secret")
+    (evidence / "r" / "s" / "ok.sigstore.json").write_text("{}")
+    (evidence / "r" / "s" / "leak.sigstore.json").symlink_to(secret)
+    inside = evidence.resolve()
+    assert _stays_inside(evidence / "r" / "s" / "ok.sigstore.json", inside)
+    assert not _stays_inside(evidence / "r" / "s" / "leak.sigstore.json", inside)
+    assert not _stays_inside(evidence / "r" / "s" / "missing.sigstore.json", inside)

@@ -80,10 +80,11 @@ def evidence_record(e: EvidenceRun) -> dict[str, Any]:
     s = slug(e.recipe)
     return {
         "id": e.id,
+        "statementDigest": e.statement_digest or None,
         "recipe": e.recipe,
         "path": e.path,
-        "url": f"evidence/{s}.html#run-{e.id[:16]}",
-        "raw": e.path.replace("evidence/", "evidence/raw/", 1),
+        "url": f"evidence/{s}.html#run-{e.id}",
+        "raw": e.path.replace("evidence/", "evidence/raw/", 1) if e.raw else None,
         "state": e.state,
         "counted": e.counted,
         "reason": e.reason or None,

@@ -297,7 +297,8 @@ def published_files(site: SiteData) -> dict[str, bytes]:
             for d in p.downloads:
                 files[d.file] = d.content
     for e in site.evidence:
-        files[e.path.replace("evidence/", "evidence/raw/", 1)] = e.raw
+        if e.raw:
+            files[e.path.replace("evidence/", "evidence/raw/", 1)] = e.raw
     return files
 
 

@@ -7,7 +7,9 @@ the other contexts a value can land in:
 
 - `md`: inline Markdown text (HTML-escaped, then Markdown punctuation backslash-escaped);
 - `url_part`: one path segment or query value of a URL (percent-encoded);
-- `script_json`: JSON placed inside `<script>` or `<template>` (no `<`, `>`, `&`, U+2028/9 raw).
+- `script_json`: JSON placed inside `<script>` or `<template>` (no `<`, `>`, `&`, U+2028/9 raw);
+- `title`: a front-matter page title (HTML-escaped, then a YAML string: the theme does not
+  escape titles).
 """
 
 from __future__ import annotations
@@ -54,6 +56,12 @@ def script_json(value: object) -> Markup:
     return Markup(text)
 
 
+def front_matter_title(value: object) -> Markup:
+    """A page title for YAML front matter: HTML-escaped first, because the theme writes the
+    title into `<title>` and the page header without escaping; then a JSON (YAML) string."""
+    return script_json(str(escape(str(value))))
+
+
 def json_pretty(value: object) -> str:
     """Pretty, sorted JSON for display in a code block (the caller's autoescape applies)."""
     return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False)
@@ -78,6 +86,7 @@ def environment(root: Path = TEMPLATES) -> jinja2.Environment:
         md=md_inline,
         url_part=url_part,
         script_json=script_json,
+        title=front_matter_title,
         json_pretty=json_pretty,
         dash=_dash,
     )

@@ -50,7 +50,8 @@ class Kpi:
 class EvidenceRun:
     """One evidence file, verified or not, as shown on the site."""
 
-    id: str  # stable: the statement digest hex (the file name without its suffix)
+    id: str  # stable and unique: <statement digest hex[:16]>-<sha256(path) hex[:8]>
+    statement_digest: str  # "sha256:<hex>" of the statement, "" when unreadable
     path: str  # evidence/<recipe>/<source>/<digest>.sigstore.json (repository-relative)
     recipe: str
     state: str  # verified | stale | rejected
@@ -79,11 +80,16 @@ class EvidenceRun:
     checks: tuple[Check, ...]
     kpis: tuple[Kpi, ...]
     component_versions: Mapping[str, str]
-    raw: bytes  # the .sigstore.json file as committed
+    raw: bytes  # the .sigstore.json file as committed; b"" when it is not published
 
     @property
     def counted(self) -> bool:
         return self.state == "verified"
+
+    @property
+    def short(self) -> str:
+        """The run's short name on pages: the first 12 hex of its statement digest."""
+        return (self.statement_digest.removeprefix("sha256:") or self.id)[:12]
 
 
 @dataclass(frozen=True, slots=True)

@@ -233,15 +233,21 @@ def _iso(seconds: int | None) -> str:
 
 
 def _run_from(record: Any, raw: bytes, trust_root: str) -> EvidenceRun:
+    """The site's view of one verification record (`VerifiedEvidence | RejectedEvidence`)."""
+    from generator.evidence.model import VerifiedEvidence
+
     st = getattr(record, "statement", None)
-    verified = not hasattr(record, "klass") or record.__class__.__name__ == "VerifiedEvidence"
+    verified = isinstance(record, VerifiedEvidence)
     stale = bool(getattr(record, "stale", False))
     if verified:
         state, reason, klass = ("stale", record.message, "stale") if stale else ("verified", "", "")
     else:
         state, reason, klass = "rejected", record.message, str(record.klass)
     digest = getattr(record, "statement_digest", None) or ""
-    file_id = record.path.rsplit("/", 1)[-1].removesuffix(".sigstore.json")
+    # two files may hold the same statement (a copy under another signer's directory): the key
+    # adds the path so ids, anchors and links stay unique and stable
+    key = digest.removeprefix("sha256:")[:16] or "file"  # "file": no readable statement
+    key = f"{key}-{hashlib.sha256(record.path.encode()).hexdigest()[:8]}"
     checks = tuple(
         Check(phase, c.name, c.status, c.targets, c.message)
         for phase, cs in (st.phases.items() if st else ())
@@ -254,7 +260,8 @@ def _run_from(record: Any, raw: bytes, trust_root: str) -> EvidenceRun:
     rule_label = getattr(record, "signer_label", "") or ""
     rule_class = getattr(record, "signer_class", "") or ""
     return EvidenceRun(
-        id=(digest.removeprefix("sha256:") or file_id),
+        id=key,
+        statement_digest=digest,
         path=record.path,
         recipe=(st.recipe if st else record.path.split("/")[1] if "/" in record.path else ""),
         state=state,
@@ -339,7 +346,21 @@ def verify_evidence(
         records = verify.verify_evidence(
             files, trust_roots=root, policy=policy, current_digests=current, jobs=jobs
         )
-    return Verified(tuple(records), {f.path: f.data for f in files}, root.name, root.demo), None
+    inside = evidence_dir.resolve()
+    raw = {
+        f.path: f.data
+        for f in files
+        if _stays_inside(evidence_dir.parent / f.path, inside)  # never publish what a link reads
+    }
+    return Verified(tuple(records), raw, root.name, root.demo), None
+
+
+def _stays_inside(path: Path, directory: Path) -> bool:
+    """The file is inside `directory` and no link on its way leads elsewhere."""
+    try:
+        return path.resolve(strict=True).is_relative_to(directory) and not path.is_symlink()
+    except OSError:
+        return False
 
 
 # --- aggregate --------------------------------------------------------------------------------
