@@ -269,3 +269,17 @@ def test_every_top_page_loads_clean(tab: Watched) -> None:
         tab.page.wait_for_load_state("networkidle")  # type: ignore[attr-defined]
     assert tab.page.locator("div[data-chart] .main-svg").count() == 0  # 404 has no chart  # type: ignore[attr-defined]
     assert tab.errors == [] and tab.outside == []
+
+
+def test_health_and_consensus_cells_are_status_chips(tab: Watched) -> None:
+    open_dashboard(tab)
+    chips = tab.page.eval_on_selector_all(  # type: ignore[attr-defined]
+        "#aicr-table tbody tr",
+        "rows => rows.map(r => [r.cells[7].querySelector('.aicr-chip')?.textContent,"
+        " r.cells[8].querySelector('.aicr-chip')?.textContent])",
+    )
+    assert chips and all(h in ("pass", "warn", "fail") for h, _ in chips)
+    assert all(
+        c in ("CONFIRMED", "SINGLE", "CONTESTED", "FAILING", "PARTIAL", "UNTESTED")
+        for _, c in chips
+    )

@@ -81,8 +81,8 @@
       COLS.slice(1).forEach(function (c) {
         var cell = el("td", { "data-label": c[1] }), v = c[0] === "ceilingNodes" ? r.ceilingText : r[c[0]] || "—";
         if (c[0] === "health" || c[0] === "consensus") cell.append(el("span", { class: "aicr-chip aicr-" + String(v).toLowerCase() }, v));
-        if (c[0] === "consensus" && r.sample) cell.append(" ", el("span", { class: "aicr-chip aicr-sample", title: "sample evidence: demo data, qualifies nothing" }, "SAMPLE"));
         else cell.textContent = v;
+        if (c[0] === "consensus" && r.sample) cell.append(" ", el("span", { class: "aicr-chip aicr-sample", title: "sample evidence: demo data, qualifies nothing" }, "SAMPLE"));
         tr.append(cell);
       });
       return tr;
