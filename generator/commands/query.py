@@ -24,13 +24,14 @@ from generator.resolve import recipe_document, resolve
 
 
 def parse_overrides(sets: tuple[str, ...], set_files: tuple[str, ...]) -> tuple[Override, ...]:
-    if not sets and not set_files:
-        return ()
-    from generator.overrides import parse_set, parse_set_file  # the bundle stage owns the syntax
+    """The overrides as `bundle` reads them (one syntax, one order: --set-file, then --set)."""
+    from generator.overrides import parse_overrides as parse
 
     try:
-        return tuple([*(parse_set(s) for s in sets), *(parse_set_file(s) for s in set_files)])
+        return parse(sets, set_files)
     except CatalogError as e:
+        if e.diagnostics:
+            click.echo(e.diagnostics_text(), err=True)
         fail(e.message, EXIT_USAGE)
 
 
