@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -50,7 +52,9 @@ def test_keys_depend_on_every_input_and_the_fingerprint(cache: Cache) -> None:
         lambda raw: raw[: len(MAGIC)] + b"{not json\n" + b"payload",
     ],
 )
-def test_corrupted_entry_is_detected_deleted_and_recomputed(cache: Cache, damage) -> None:
+def test_corrupted_entry_is_detected_deleted_and_recomputed(
+    cache: Cache, damage: Callable[[bytes], bytes]
+) -> None:
     key = cache.key("render", FP, "x")
     cache.put("render", key, FP, b"payload" * 10)
     path = cache.path("render", key)
@@ -134,6 +138,7 @@ def test_fingerprint_covers_the_named_sources() -> None:
 
 # --- the stage hooks: verification and whole builds ------------------------------------------------
 
+from generator.evidence.model import SignerPolicy, TrustRoot  # noqa: E402
 from generator.evidence.policy import read_policy  # noqa: E402
 from generator.evidence.store import read_files  # noqa: E402
 from generator.evidence.trustroot import load_trust_root  # noqa: E402
@@ -148,7 +153,7 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def _inputs(synth: Path):
+def _inputs(synth: Path) -> tuple[TrustRoot, SignerPolicy]:
     root = load_trust_root(str(synth / "trust" / "synth-root.json"))
     policy = read_policy(synth / "catalog" / "signers.yaml", "signers.yaml")
     return root, policy
@@ -252,7 +257,6 @@ def test_build_skip_needs_the_same_key_and_an_untouched_output(tmp_path: Path) -
 
 
 def test_build_key_sees_catalog_evidence_and_options(synth: Path, tmp_path: Path) -> None:
-    from dataclasses import replace
 
     from generator.cache import build_key
     from generator.site.build import TEMPLATES, BuildOptions
@@ -300,15 +304,9 @@ def test_no_change_rebuild_is_skipped_and_no_cache_builds_again(
     second = build_site(options)
     assert second == first
     assert (out / "index.html").stat().st_mtime_ns == stamp  # nothing was rewritten
-    third = build_site(BuildOptions(**{**_fields(options), "cache_dir": None}))
+    third = build_site(replace(options, cache_dir=None))
     assert third == first
     assert (out / "index.html").stat().st_mtime_ns != stamp  # built from scratch
-
-
-def _fields(options: object) -> dict[str, object]:
-    from dataclasses import fields
-
-    return {f.name: getattr(options, f.name) for f in fields(options)}  # type: ignore[arg-type]
 
 
 def test_tree_digest_memo_skips_unchanged_files_and_sees_changes(tmp_path: Path) -> None:
