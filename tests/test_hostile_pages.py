@@ -246,13 +246,6 @@ def test_upstream_recipe_name_is_not_live_markup(tmp_path: Path) -> None:
     assert found == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: two evidence files of the same statement (here: the allowed signer's run and an "
-    "intruder's copy, both named <sha256-of-statement>.sigstore.json) get the same API id, the "
-    "same #run-<id> anchor and duplicate HTML ids, so the rejected copy's link shows the "
-    "verified run",
-)
 def test_evidence_ids_and_anchors_are_unique(site: Path) -> None:
     entries = json.loads((site / "api/v1/evidence.json").read_text(encoding="utf-8"))["evidence"]
     assert len(entries) == 2
