@@ -350,3 +350,15 @@ def test_help_documents_exit_codes_and_keyless_limits() -> None:
         assert code == 0 and "Exit codes:" in out, sub
     _, out, _ = run(Path.cwd(), "evidence", "sign", "--help")
     assert "cannot run offline" in out
+
+
+def test_sign_refuses_a_pipe_or_an_oversized_statement_without_reading_it(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.json")  # reading it would block until a writer comes
+    with (tmp_path / "big.json").open("wb") as fh:
+        fh.truncate(2 * 1024 * 1024)
+    for name, why in [
+        ("pipe.json", "not a regular file [file.not-regular]"),
+        ("big.json", "file is 2097152 bytes; the limit is 1048576 bytes [file.too-large]"),
+    ]:
+        args = ("evidence", "sign", name, "--trust-root", "demo", "--catalog", str(CATALOG))
+        assert run(tmp_path, *args) == (2, "", f"error: {name}: {why}\n")

@@ -213,7 +213,7 @@ def sign_command(
 
     Exit codes: 0 signed; 1 the statement is not valid evidence; 2 usage or signing unavailable.
     """
-    data = statement_file.read_bytes()
+    data = _read_statement(statement_file)
     try:
         statement = parse_statement(IN_TOTO_PAYLOAD_TYPE, data)
     except StatementError as e:
@@ -233,6 +233,18 @@ def sign_command(
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(bundle)
     click.echo(str(target))
+
+
+def _read_statement(path: Path) -> bytes:
+    """The statement file's bytes: a regular file within the size limit (a pipe would block)."""
+    from generator.evidence.store import Found, read_one
+
+    shown = printable(str(path))
+    data, problem = read_one(Found(path, Path("/"), path.name), shown)
+    if problem is not None:
+        fail(f"{shown}: {problem.message} [{problem.rule}]", EXIT_USAGE)
+    assert data is not None
+    return data
 
 
 def _signer_of(doc: dict) -> tuple[str, str]:  # type: ignore[type-arg]  # pragma: no cover
