@@ -30,6 +30,7 @@ from generator import __version__
 from generator.cache import Cache, build_key, record_build, unchanged_build
 from generator.errors import CatalogError, Diagnostic, SiteError
 from generator.site import api, badges, pages, stages
+from generator.site.csp import with_csp
 from generator.site.model import (
     ComponentUse,
     Download,
@@ -445,6 +446,8 @@ def build_site(options: BuildOptions) -> BuildReport:
             config_file = work / "mkdocs.yml"
             config_file.write_text(yaml.safe_dump(config, sort_keys=True), encoding="utf-8")
             run_mkdocs(config_file, epoch)
+            for page in sorted(site_dir.rglob("*.html")):
+                page.write_text(with_csp(page.read_text(encoding="utf-8")), encoding="utf-8")
             published = published_files(site)
             _write(site_dir, published)
             files = sum(1 for p in site_dir.rglob("*") if p.is_file())
