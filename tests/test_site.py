@@ -328,7 +328,7 @@ def test_plotly_is_loaded_only_on_pages_with_charts(built_site: Path) -> None:
     with_plotly = {
         p.relative_to(built_site).as_posix()
         for p in built_site.rglob("*.html")
-        if "plotly.min.js" in p.read_text()
+        if re.search(r'<script src="[^"]*plotly\.min\.js"', p.read_text())
     }
     with_charts = {
         p.relative_to(built_site).as_posix()

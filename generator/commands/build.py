@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -29,6 +30,22 @@ def cli_reference(
             if sub is not None and not sub.hidden:
                 out.extend(cli_reference(sub, (*path, name), ctx))
     return tuple(out)
+
+
+class _Stderr(logging.Handler):
+    """Writes to whatever stderr is at the time (click's test runner swaps it per invocation)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        click.echo(f"build: {record.getMessage()}", err=True)
+
+
+def show_progress() -> None:
+    """Stage progress of the build on stderr (results stay on stdout)."""
+    logger = logging.getLogger("aicr_catalog")
+    if not any(isinstance(h, _Stderr) for h in logger.handlers):
+        logger.addHandler(_Stderr(logging.INFO))
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
 
 
 @click.command("build")
@@ -102,6 +119,7 @@ def command(
         cache_dir=None if no_cache else out.absolute().parent / ".cache" / "bundles",
         jobs=jobs,
     )
+    show_progress()
     try:
         report = build_site(options)
     except CatalogError as e:

@@ -133,9 +133,14 @@ def _cache(options: BuildOptions) -> Cache | None:
     return Cache(options.cache_dir.parent) if options.cache_dir is not None else None
 
 
+PROGRESS = logging.getLogger("aicr_catalog.build")  # the CLI shows it on stderr
+
+
 def gather(options: BuildOptions, epoch: int) -> SiteData:
     """Run every stage and collect what the site shows. Raises CatalogError on bad input."""
+    PROGRESS.info("load + validate %s", options.catalog)
     catalog = stages.load_and_validate(options.catalog, strict=options.strict)
+    PROGRESS.info("resolve %d leaf recipes", len(catalog.leaves()))
     notes: list[StageNote] = []
     resolved: dict[str, tuple[Any, ...]] = {}
     problems: list[Diagnostic] = []
@@ -148,6 +153,12 @@ def gather(options: BuildOptions, epoch: int) -> SiteData:
     lanes = stages.lanes(catalog)
 
     all_results = tuple(r for rs in resolved.values() for r in rs)
+    if options.bundles:
+        PROGRESS.info(
+            "render bundles: %d recipe × profile × %d deployers",
+            len(all_results),
+            len(options.deployers),
+        )
     downloads, note = (
         stages.render_bundles(
             catalog, all_results, options.deployers, epoch, options.cache_dir, jobs=options.jobs
@@ -157,6 +168,7 @@ def gather(options: BuildOptions, epoch: int) -> SiteData:
     )
     if note:
         notes.append(note)
+    PROGRESS.info("verify evidence in %s (trust root %s)", options.evidence, options.trust_root)
     verified, note = stages.verify_evidence(
         catalog,
         options.evidence,
@@ -167,6 +179,7 @@ def gather(options: BuildOptions, epoch: int) -> SiteData:
     )
     if note:
         notes.append(note)
+    PROGRESS.info("aggregate status of %d evidence records", len(verified.records))
     judged, note = stages.aggregate(catalog, all_results, verified)
     if note:
         notes.append(note)
@@ -440,6 +453,7 @@ def build_site(options: BuildOptions) -> BuildReport:
         try:
             docs_dir, site_dir = work / "docs", work / "site"
             generated = generated_docs(site, options)
+            PROGRESS.info("pages: %d generated, then mkdocs build --strict", len(generated))
             _write(docs_dir, static_docs(options))
             _write(docs_dir, generated)
             config = mkdocs_config(options.config, docs_dir, site_dir)
@@ -451,6 +465,7 @@ def build_site(options: BuildOptions) -> BuildReport:
             published = published_files(site)
             _write(site_dir, published)
             files = sum(1 for p in site_dir.rglob("*") if p.is_file())
+            PROGRESS.info("swap the finished site into %s", options.out)
             swap_in(site_dir, out)
         finally:
             shutil.rmtree(work, ignore_errors=True)
