@@ -26,7 +26,8 @@ Layout inside a case's catalog (the minimal catalog plus):
 
 Evidence sits inside the case's catalog so that the runner's `symlinks.txt`, `fifos.txt` and
 `generate.yaml` (catalog-relative) can place links, pipes and huge files among it; the verifier
-compares only the last four path segments, so the location under `catalog/` changes nothing.
+judges a file's place relative to the `evidence/` directory it is found under, so the location of
+that directory inside `catalog/` changes nothing.
 """
 
 from __future__ import annotations
@@ -313,10 +314,9 @@ def cases() -> tuple[Case, ...]:
                 Case(
                     "evidence-duplicate-content-nested",
                     "Two evidence files with the same content, the second in a nested "
-                    "mirror/evidence/<recipe>/<source>/ tree: the path check compares only the "
-                    "last four segments, so both verify. The verification reports both (it is a "
-                    "list of files); counting them as two runs would be wrong, which "
-                    "tests/test_hostile_evidence.py checks in `status`.",
+                    "mirror/evidence/<recipe>/<source>/ tree: the path check is exact below the "
+                    "evidence root, so the copy is a path-mismatch and the run counts once, which "
+                    "tests/test_hostile_evidence.py also checks in `status`.",
                     {at: good_bundle, nested: good_bundle},
                 ),
                 Case(

@@ -266,7 +266,7 @@ def _run_from(record: Any, raw: bytes, trust_root: str) -> EvidenceRun:
         recipe=(st.recipe if st else record.path.split("/")[1] if "/" in record.path else ""),
         state=state,
         reason=reason,
-        failure_class=klass if state == "rejected" else "",
+        failure_class=klass,
         sample=bool(
             getattr(record, "sample", False)
             or (st.sample if st else False)
