@@ -56,7 +56,7 @@ class EvidenceRun:
     recipe: str
     state: str  # verified | stale | rejected
     reason: str  # why rejected/stale ("" when verified)
-    failure_class: str  # verification failure class ("" when verified or stale)
+    failure_class: str  # failure class: "stale", a verification failure, or "" when verified
     sample: bool
     predicate_type: str
     profile: str
