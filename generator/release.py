@@ -38,7 +38,7 @@ SITE_ARCHIVE = "aicr-catalog-site-{version}.tar.gz"
 MANIFEST = "release-manifest.json"
 CHANGELOG = "CHANGELOG.md"
 SUMS = "SHA256SUMS"
-TREE_PATHS = ("catalog", "evidence", "docs", "mkdocs.yml")
+TREE_PATHS = ("catalog", "evidence", "docs", "mkdocs.yml", "CONTRIBUTING.md", "SECURITY.md")
 
 
 @dataclass(frozen=True, slots=True)

@@ -551,13 +551,13 @@ def test_a_strict_mkdocs_warning_fails_the_build_and_keeps_the_site(
 ) -> None:
     docs = tmp_path / "docs"
     shutil.copytree(site_inputs.docs, docs)
-    (docs / "contributing.md").write_text("# Contributing\n\nSee [the guide](no-such-page.md).\n")
+    (docs / "releasing.md").write_text("# Releasing\n\nSee [the guide](no-such-page.md).\n")
     out = tmp_path / "site"
     out.mkdir()
     (out / "index.html").write_text("previous site")
     with pytest.raises(SiteError) as info:
         build_site(options(site_inputs, out, docs=docs, bundles=False))
     text = info.value.diagnostics_text()
-    assert re.search(r"^docs/contributing\.md: \$: .*no-such-page\.md", text, re.M), text
+    assert re.search(r"^docs/releasing\.md: \$: .*no-such-page\.md", text, re.M), text
     assert [p.name for p in out.iterdir()] == ["index.html"]
     assert not list(tmp_path.glob(".site-build-*"))  # the temporary tree is gone too

@@ -278,6 +278,11 @@ def static_docs(options: BuildOptions) -> dict[str, bytes]:
         for path in sorted(options.docs.rglob("*")):
             if path.is_file():
                 files[path.relative_to(options.docs).as_posix()] = path.read_bytes()
+    # the repository's own CONTRIBUTING.md and SECURITY.md are the site's pages of those names
+    # (beside the docs directory, else this checkout's)
+    for name, page in (("CONTRIBUTING.md", "contributing.md"), ("SECURITY.md", "security.md")):
+        source = options.docs.parent / name
+        files[page] = (source if source.is_file() else REPO / name).read_bytes()
     for path in sorted((TEMPLATES / "assets").rglob("*")):
         if path.is_file():
             files["assets/" + path.relative_to(TEMPLATES / "assets").as_posix()] = path.read_bytes()
