@@ -32,8 +32,11 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m pytest -m bench -s -p no:xdist
 
+# After a catalog change: re-sign the sample evidence for the new digests, then rewrite every
+# golden file. Review both as a diff before committing.
 goldens: $(STAMP)
-	$(BIN)/python -m pytest tests --update-goldens -p no:xdist
+	$(BIN)/aicr-catalog samples generate
+	$(BIN)/python -m pytest tests --update-goldens -p no:xdist -m "not bench"
 
 serve: $(STAMP)
 	$(BIN)/aicr-catalog serve
