@@ -254,6 +254,13 @@ def test_build_skip_needs_the_same_key_and_an_untouched_output(tmp_path: Path) -
     (out / "index.html").write_text("edited by hand")
     assert unchanged_build(cache, out, "key-1") is None  # output changed
     assert unchanged_build(Cache(tmp_path / ".cache", enabled=False), out, "key-1") is None
+    (out / "index.html").write_text("built")
+    record_build(cache, out, "key-1", report)
+    os.utime(out / "index.html", ns=(1, 1))
+    record_build(cache, out, "key-1", report)
+    assert unchanged_build(cache, out, "key-1") == report
+    # the same entry read with another machine's key (planted or restored): not trusted
+    assert unchanged_build(Cache(tmp_path / ".cache", secret=b"x" * 32), out, "key-1") is None
 
 
 def test_build_key_sees_catalog_evidence_and_options(synth: Path, tmp_path: Path) -> None:
