@@ -6,18 +6,65 @@ Exit codes (every command): 0 ok, 1 bad data or a failed check, 2 usage. `prefli
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, MutableMapping
+
 import click
 
 from generator import __version__
-from generator.commands import build, compat, diff, list_cmd, query, release, serve, validate
-from generator.commands.bundle import command as bundle_command
-from generator.commands.evidence import command as evidence_command
-from generator.commands.pins import command as pins_command
-from generator.commands.preflight import command as preflight_command
-from generator.commands.qualify import command as qualify_command
-from generator.commands.samples import command as samples_command
-from generator.commands.status import command as status_command
-from generator.commands.synth import command as synth_command
+
+# name -> "module:attribute" of the click command. Commands are imported when used, so
+# `validate` does not pay for pandas, sigstore and plotly (the site, status and evidence stages).
+COMMANDS: dict[str, str] = {
+    "validate": "generator.commands.validate:command",
+    "query": "generator.commands.query:command",
+    "resolve": "generator.commands.query:resolve_command",
+    "list": "generator.commands.list_cmd:command",
+    "diff": "generator.commands.diff:command",
+    "compat": "generator.commands.compat:command",
+    "release": "generator.commands.release:command",
+    "bundle": "generator.commands.bundle:command",
+    "pins": "generator.commands.pins:command",
+    "evidence": "generator.commands.evidence:command",
+    "preflight": "generator.commands.preflight:command",
+    "build": "generator.commands.build:command",
+    "serve": "generator.commands.serve:command",
+    "qualify": "generator.commands.qualify:command",
+    "status": "generator.commands.status:command",
+    "samples": "generator.commands.samples:command",
+    "synth": "generator.commands.synth:command",
+}
+
+
+class LazyCommands(MutableMapping[str, click.Command]):
+    """The group's command table, importing each command module on first use."""
+
+    def __init__(self, spec: dict[str, str]) -> None:
+        self._spec = dict(spec)
+        self._loaded: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._loaded:
+            if name not in self._spec:
+                raise KeyError(name)
+            module, attr = self._spec[name].split(":")
+            command = getattr(importlib.import_module(module), attr)
+            assert isinstance(command, click.Command), self._spec[name]
+            self._loaded[name] = command
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        self._spec.pop(name, None)
+        del self._loaded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted({*self._spec, *self._loaded}))
+
+    def __len__(self) -> int:
+        return len({*self._spec, *self._loaded})
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -30,23 +77,7 @@ def main() -> None:
     """
 
 
-main.add_command(validate.command)
-main.add_command(query.command)
-main.add_command(query.resolve_command)
-main.add_command(list_cmd.command)
-main.add_command(diff.command)
-main.add_command(compat.command)
-main.add_command(release.command)
-main.add_command(bundle_command)
-main.add_command(pins_command)
-main.add_command(evidence_command)
-main.add_command(preflight_command)
-main.add_command(build.command)
-main.add_command(serve.command)
-main.add_command(qualify_command)
-main.add_command(status_command)
-main.add_command(samples_command)
-main.add_command(synth_command)
+main.commands = LazyCommands(COMMANDS)
 
 
 if __name__ == "__main__":  # python -m generator.cli
