@@ -42,6 +42,10 @@ def test_corrupt_cache_entry_is_rebuilt(tmp_path: Path) -> None:
     (entry,) = tmp_path.glob("*.tar.gz")
     entry.write_bytes(b"garbage")
     assert cached_archive(r, "argocd", MANIFESTS, cache_dir=tmp_path) == good
+    # a corrupted body behind a valid gzip header is caught by the checksum too
+    entry.write_bytes(good[:10] + bytes([good[10] ^ 0xFF]) + good[11:])
+    assert cached_archive(r, "argocd", MANIFESTS, cache_dir=tmp_path) == good
+    assert entry.read_bytes() == good
 
 
 def test_key_depends_on_every_input() -> None:

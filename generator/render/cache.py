@@ -68,18 +68,21 @@ def cached_archive(
             render_bundle(result, deployer, manifests, target=tgt), name, mtime=mtime
         )
     path = Path(cache_dir) / f"{render_key(result, deployer, tgt, mtime)}-{name}.tar.gz"
-    if path.is_file():
+    sums = path.with_name(path.name + ".sha256")
+    if path.is_file() and sums.is_file():
         data = path.read_bytes()
-        if data[:2] == b"\x1f\x8b":
+        # a corrupted or planted entry does not match the checksum written with it: rebuild it
+        if hashlib.sha256(data).hexdigest() == sums.read_text(encoding="ascii").strip():
             return data
     data = archive_bytes(render_bundle(result, deployer, manifests, target=tgt), name, mtime=mtime)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    for target_path, content in ((path, data), (sums, hashlib.sha256(data).hexdigest().encode())):
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(content)
+            os.replace(tmp, target_path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
     return data
