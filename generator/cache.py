@@ -329,6 +329,7 @@ def verify_cached(
             VERIFY_STAGE,
             fp,
             f.path,
+            f.location or "",  # the path check judges the location below the evidence root
             hashlib.sha256(f.data).hexdigest(),
             trust_root.sha256,
             policy_digest,
