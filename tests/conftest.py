@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,3 +53,31 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every test runs with sockets limited to 127.0.0.1 / ::1 / unix sockets."""
     monkeypatch.setattr(socket.socket, "connect", _loopback_only)
     yield
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """Debian's Chromium through Playwright, one per test session (one definition: Playwright's
+    sync API allows a single instance per thread). Skips only when CI is unset."""
+    if not CHROMIUM.exists():
+        message = "/usr/bin/chromium is missing (apt-get install chromium)"
+        if os.environ.get("CI"):
+            pytest.fail(f"{message}; browser tests must run under CI")
+        pytest.skip(f"{message}; CI is unset, so the browser tests are skipped")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()

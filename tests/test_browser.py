@@ -11,7 +11,6 @@ import functools
 import hashlib
 import http.server
 import json
-import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -24,15 +23,6 @@ from tests.test_site import INJECTED_RECIPE, SCRIPT, built_site, site_inputs  # 
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 SLURM = "gb300-eks-ubuntu-training-slurm"
 WCAG = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 
@@ -51,21 +41,6 @@ def server(built_site: Path) -> Iterator[str]:  # noqa: F811
     yield f"http://127.0.0.1:{httpd.server_address[1]}/"
     httpd.shutdown()
     httpd.server_close()
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[object]:
-    if not CHROMIUM.exists():
-        message = "/usr/bin/chromium is missing (apt-get install chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(f"{message}; browser tests must run under CI")
-        pytest.skip(f"{message}; CI is unset, so the browser tests are skipped")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
-        yield b
-        b.close()
 
 
 @dataclass

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from generator.site.csp import policy, with_csp
-from tests.test_browser import browser, server  # noqa: F401
+from tests.test_browser import server  # noqa: F401
 from tests.test_site import built_site, site_inputs  # noqa: F401
 
 PAGE = """<html><head><title>t</title></head><body>

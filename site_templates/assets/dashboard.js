@@ -10,6 +10,8 @@
   if (!root || root.dataset.ready === "1") return;
   root.dataset.ready = "1";
   var rows = [], state = {};
+  // Rows drawn at once: the table stays fast at thousands of rows; "Show more" draws the next page.
+  var PAGE = 200, limit = PAGE;
   function el(tag, attrs, text) {
     var e = document.createElement(tag);
     Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
@@ -63,8 +65,12 @@
     th.append(b); htr.append(th);
   });
   var wrap = el("div", { class: "aicr-table-wrap", tabindex: "0", role: "region", "aria-label": "Recipes table" }); wrap.append(table);
-  root.append(form, status, wrap);
+  var more = el("button", { type: "button", class: "md-button", id: "aicr-more", hidden: "" }, "Show more");
+  more.addEventListener("click", function () { limit += PAGE; draw(); });
+  root.append(form, status, wrap, more);
+  var shown = [];
   function update() {
+    limit = PAGE;
     FACETS.forEach(function (f) {
       var counts = {}, s = selects[f], total = 0;
       rows.forEach(function (r) { if (matches(r, f)) { counts[r[f]] = (counts[r[f]] || 0) + 1; total++; } });
@@ -73,9 +79,18 @@
       Object.keys(counts).sort().forEach(function (v) { s.append(el("option", { value: v }, v + " (" + counts[v] + ")")); });
       s.value = state[f];
     });
-    var shown = rows.filter(function (r) { return matches(r, null); }), k = state.sort, d = state.dir === "asc" ? 1 : -1;
+    var k = state.sort, d = state.dir === "asc" ? 1 : -1;
+    shown = rows.filter(function (r) { return matches(r, null); });
     shown.sort(function (a, b) { return (a[k] < b[k] ? -d : a[k] > b[k] ? d : 0) || (a.key < b.key ? -1 : 1); });
-    tbody.replaceChildren.apply(tbody, shown.map(function (r) {
+    htr.querySelectorAll("th").forEach(function (th, i) {
+      th.setAttribute("aria-sort", COLS[i][0] === k ? (d > 0 ? "ascending" : "descending") : "none");
+    });
+    draw();
+    writeUrl();
+  }
+  function draw() {
+    var page = shown.slice(0, limit);
+    tbody.replaceChildren.apply(tbody, page.map(function (r) {
       var tr = el("tr"), a = el("a", { href: r.url }, r.name), td = el("td", { "data-label": "Recipe" });
       td.append(a); tr.append(td);
       COLS.slice(1).forEach(function (c) {
@@ -87,11 +102,10 @@
       });
       return tr;
     }));
-    htr.querySelectorAll("th").forEach(function (th, i) {
-      th.setAttribute("aria-sort", COLS[i][0] === k ? (d > 0 ? "ascending" : "descending") : "none");
-    });
-    status.textContent = shown.length + " of " + rows.length + " rows";
-    writeUrl();
+    status.textContent = shown.length + " of " + rows.length + " rows" +
+      (page.length < shown.length ? " (first " + page.length + " shown)" : "");
+    more.hidden = page.length >= shown.length;
+    more.textContent = "Show " + Math.min(PAGE, shown.length - page.length) + " more of " + (shown.length - page.length);
   }
   readUrl(); search.value = state.q;
   status.textContent = "Loading recipes…";
