@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from generator import __version__
+from generator.atomic import write_atomic
 
 MAGIC = b"AICR-CACHE 1\n"
 DEFAULT_DIR = Path(".cache")
@@ -246,16 +247,7 @@ class Cache:
         if authenticated:
             header["mac"] = self._mac(bare, payload)
         data = MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + payload
-        path = self.path(stage, key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(self.path(stage, key), data)
 
     # --- objects (authenticated pickles)
     def get_object(self, stage: str, key: str, fingerprint_: str) -> Any | None:

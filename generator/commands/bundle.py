@@ -3,12 +3,11 @@ checks a bundle against its checksums.txt."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import click
 
+from generator.atomic import write_atomic
 from generator.commands.common import (
     EXIT_DATA,
     EXIT_USAGE,
@@ -95,16 +94,7 @@ def _query(recipe: str | None, crit: Criteria) -> str | Criteria:
 
 
 def _write_archive(data: bytes, out_dir: Path, name: str) -> Path:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=out_dir)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out_dir / name)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(out_dir / name, data, mode=0o644)
     return out_dir / name
 
 

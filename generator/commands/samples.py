@@ -5,14 +5,13 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import NoReturn
 
 import click
 
+from generator.atomic import write_atomic
 from generator.commands.common import EXIT_DATA, EXIT_OK, catalog_option, open_catalog
 from generator.errors import CatalogError
 from generator.evidence.sign import demo_authority
@@ -37,12 +36,7 @@ def is_sample_bundle(data: bytes) -> bool:
         return False
 
 
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+_write = write_atomic
 
 
 def build(catalog_path: Path) -> tuple[SampleEvidence, ...]:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -19,6 +17,7 @@ from pathlib import Path
 import requests
 import urllib3
 
+from generator.atomic import write_atomic
 from generator.pins.model import Problem, ProblemKind
 
 DEFAULT_TIMEOUT = 10.0
@@ -88,15 +87,7 @@ class ETagCache:
         _atomic_write(meta_path, json.dumps(meta, sort_keys=True).encode())
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+_atomic_write = write_atomic
 
 
 @dataclass

@@ -13,7 +13,6 @@ current now and would be stale after the bump.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import tempfile
@@ -27,6 +26,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError as RuamelError
 
 from generator import diff
+from generator.atomic import write_atomic
 from generator.errors import CatalogError, Diagnostic, UsageError
 from generator.pins.collect import canonical_component
 from generator.pins.model import PinLocation
@@ -277,16 +277,7 @@ def plan_write(
 def apply_write(root: Path, plan: WritePlan) -> None:
     """Replace the one file atomically, keeping its permissions."""
     target = root / plan.place.location.path
-    mode = target.stat().st_mode & 0o7777
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(plan.text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(target, plan.text.encode("utf-8"), mode=target.stat().st_mode & 0o7777)
 
 
 def plan_to_json(plan: WritePlan, *, written: bool) -> dict[str, object]:

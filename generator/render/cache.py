@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 from generator import __version__
+from generator.atomic import write_atomic
 from generator.records import RecipeResult
 from generator.render.common import TEMPLATES, Deployer, GitOpsTarget, deployer_of
 
@@ -75,14 +74,6 @@ def cached_archive(
         if hashlib.sha256(data).hexdigest() == sums.read_text(encoding="ascii").strip():
             return data
     data = archive_bytes(render_bundle(result, deployer, manifests, target=tgt), name, mtime=mtime)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    for target_path, content in ((path, data), (sums, hashlib.sha256(data).hexdigest().encode())):
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(content)
-            os.replace(tmp, target_path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+    write_atomic(path, data)
+    write_atomic(sums, hashlib.sha256(data).hexdigest().encode())
     return data
