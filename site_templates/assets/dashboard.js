@@ -11,7 +11,7 @@
   root.dataset.ready = "1";
   var rows = [], state = {};
   // Rows drawn at once: the table stays fast at thousands of rows; "Show more" draws the next page.
-  var PAGE = 200, limit = PAGE;
+  var PAGE = 100, limit = PAGE;
   function el(tag, attrs, text) {
     var e = document.createElement(tag);
     Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
@@ -30,10 +30,6 @@
     if (state.sort !== "name" || state.dir !== "asc") { p.set("sort", state.sort); p.set("dir", state.dir); }
     var qs = p.toString();
     history.replaceState(null, "", location.pathname + (qs ? "?" + qs : "") + location.hash);
-  }
-  function matches(r, skip) {
-    if (state.q && r.name.toLowerCase().indexOf(state.q.toLowerCase()) < 0) return false;
-    return FACETS.every(function (f) { return f === skip || !state[f] || r[f] === state[f]; });
   }
   var search = el("input", { type: "search", id: "aicr-q", placeholder: "e.g. gb300-eks", autocomplete: "off" });
   var form = el("form", { class: "aicr-controls", role: "search", "aria-label": "Filter recipes" });
@@ -71,16 +67,33 @@
   var shown = [];
   function update() {
     limit = PAGE;
+    // One pass over the rows: a row that fails no facet counts for every facet and is shown; a
+    // row that fails exactly one facet counts only for that facet (its options ignore themselves).
+    var counts = {}, totals = {}, q = state.q ? state.q.toLowerCase() : "";
+    FACETS.forEach(function (f) { counts[f] = {}; totals[f] = 0; });
+    shown = [];
+    rows.forEach(function (r) {
+      if (q && r.name.toLowerCase().indexOf(q) < 0) return;
+      var failed = null, fails = 0;
+      for (var i = 0; i < FACETS.length && fails < 2; i++) {
+        var f = FACETS[i];
+        if (state[f] && r[f] !== state[f]) { failed = f; fails++; }
+      }
+      if (fails === 0) {
+        shown.push(r);
+        FACETS.forEach(function (f) { counts[f][r[f]] = (counts[f][r[f]] || 0) + 1; totals[f]++; });
+      } else if (fails === 1) {
+        counts[failed][r[failed]] = (counts[failed][r[failed]] || 0) + 1; totals[failed]++;
+      }
+    });
     FACETS.forEach(function (f) {
-      var counts = {}, s = selects[f], total = 0;
-      rows.forEach(function (r) { if (matches(r, f)) { counts[r[f]] = (counts[r[f]] || 0) + 1; total++; } });
-      if (state[f] && !(state[f] in counts)) counts[state[f]] = 0;
-      s.replaceChildren(el("option", { value: "" }, "all (" + total + ")"));
-      Object.keys(counts).sort().forEach(function (v) { s.append(el("option", { value: v }, v + " (" + counts[v] + ")")); });
+      var s = selects[f], c = counts[f];
+      if (state[f] && !(state[f] in c)) c[state[f]] = 0;
+      s.replaceChildren(el("option", { value: "" }, "all (" + totals[f] + ")"));
+      Object.keys(c).sort().forEach(function (v) { s.append(el("option", { value: v }, v + " (" + c[v] + ")")); });
       s.value = state[f];
     });
     var k = state.sort, d = state.dir === "asc" ? 1 : -1;
-    shown = rows.filter(function (r) { return matches(r, null); });
     shown.sort(function (a, b) { return (a[k] < b[k] ? -d : a[k] > b[k] ? d : 0) || (a.key < b.key ? -1 : 1); });
     htr.querySelectorAll("th").forEach(function (th, i) {
       th.setAttribute("aria-sort", COLS[i][0] === k ? (d > 0 ? "ascending" : "descending") : "none");
