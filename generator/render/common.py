@@ -8,6 +8,7 @@ writers (`write_bundle`, `archive_bytes`) are the only code that touches the fil
 from __future__ import annotations
 
 import hashlib
+import pickle
 import re
 import shlex
 from collections.abc import Mapping, Sequence
@@ -120,8 +121,44 @@ def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _represent_str)
 
 
+# Memo of `to_yaml` per process. The same documents are dumped again and again: `recipe.yaml` for
+# each of the four deployers, a component's `values.yaml` for three of them, and components shared
+# by many recipes. The key is sha256 over the object's pickle, which records every value with its
+# exact type (1, 1.0, True and "1" all differ; so do a str and a str subclass), plus the options;
+# equal pickles mean equal inputs, so a hit returns exactly what `yaml.dump` would. Only successful
+# dumps are kept; the memo is emptied when it grows past _MEMO_LIMIT characters.
+_MEMO: dict[tuple[bool, bytes], str] = {}
+_MEMO_LIMIT = 32 << 20
+_memo_chars = 0
+
+
+def _memo_key(obj: Any, sort_keys: bool) -> tuple[bool, bytes] | None:
+    try:
+        data = pickle.dumps(obj, protocol=5)
+    except (pickle.PicklingError, TypeError, AttributeError, ValueError, RecursionError):
+        return None  # not plain data: dump it uncached (yaml.dump reports what it cannot write)
+    return sort_keys, hashlib.sha256(data).digest()
+
+
 def to_yaml(obj: Any, *, sort_keys: bool = False) -> str:
     """Block-style YAML, UTF-8 safe, no aliases, stable for identical input."""
+    global _memo_chars
+    key = _memo_key(obj, sort_keys)
+    if key is not None:
+        hit = _MEMO.get(key)
+        if hit is not None:
+            return hit
+    text = _dump(obj, sort_keys)
+    if key is not None:
+        if _memo_chars + len(text) > _MEMO_LIMIT:
+            _MEMO.clear()
+            _memo_chars = 0
+        _MEMO[key] = text
+        _memo_chars += len(text)
+    return text
+
+
+def _dump(obj: Any, sort_keys: bool) -> str:
     text: str = yaml.dump(
         obj,
         Dumper=_Dumper,
