@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import difflib
 import heapq
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -98,9 +99,45 @@ def _ancestors(catalog: Catalog, name: str) -> set[str]:
     return {o.name for o in chain(catalog, name)[:-1]}
 
 
+# The overlays of the catalogs resolved last, indexed by criteria: id(catalog.overlays) -> (its
+# overlays, criteria values -> [(position, overlay)]). Checked against the mapping's current
+# overlays on every use (a quick comparison of object identities), so it never serves an index of
+# anything but exactly these overlays.
+_IndexEntry = tuple[list[Overlay], dict[tuple[str | None, ...], list[tuple[int, Overlay]]]]
+_INDEXES: dict[int, _IndexEntry] = {}
+_INDEXES_KEPT = 4
+
+
+def _criteria_index(
+    overlays: Mapping[str, Overlay],
+) -> dict[tuple[str | None, ...], list[tuple[int, Overlay]]]:
+    values = list(overlays.values())
+    entry = _INDEXES.get(id(overlays))
+    if entry is not None and entry[0] == values:
+        return entry[1]
+    index: dict[tuple[str | None, ...], list[tuple[int, Overlay]]] = {}
+    for i, o in enumerate(values):
+        index.setdefault(tuple(v for _, v in o.criteria.items()), []).append((i, o))
+    _INDEXES.pop(id(overlays), None)
+    while len(_INDEXES) >= _INDEXES_KEPT:
+        del _INDEXES[next(iter(_INDEXES))]
+    _INDEXES[id(overlays)] = (values, index)
+    return index
+
+
+def _matching(catalog: Catalog, query: Criteria) -> list[Overlay]:
+    """The overlays whose criteria match `query`, in catalog order: those whose every dimension
+    is the wildcard or the query's value, looked up by criteria (at most 2**5 of them) rather
+    than by comparing the query with every overlay."""
+    index = _criteria_index(catalog.overlays)
+    options = [(None,) if q is None else (None, q) for _, q in query.items()]
+    found = [hit for key in itertools.product(*options) for hit in index.get(key, ())]
+    return [o for _, o in sorted(found, key=lambda hit: hit[0])]
+
+
 def select(catalog: Catalog, query: Criteria) -> tuple[Overlay, ...]:
     """Overlays applied for `query`, in merge order (base first)."""
-    matched = [o for o in catalog.overlays.values() if matches(o.criteria, query)]
+    matched = _matching(catalog, query)
     ancestors: set[str] = set()
     for o in matched:
         ancestors |= _ancestors(catalog, o.name)
@@ -138,14 +175,46 @@ def format_criteria(c: Criteria) -> str:
 # ---------------------------------------------------------------- merging
 
 
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+def _deepcopy(obj: Any, memo: dict[int, Any] | None = None) -> Any:
+    """`copy.deepcopy`, quicker on the plain dicts, lists and scalars values are made of.
+
+    The same result: plain dicts and lists are copied through the same memo (an object reached
+    twice is copied once, as deepcopy does), scalars are shared, anything else goes to deepcopy.
+    """
+    t = type(obj)
+    if t in _ATOMS:
+        return obj
+    if memo is None:
+        memo = {}
+    if t is dict:
+        y = memo.get(id(obj))
+        if y is None:
+            y = memo[id(obj)] = {}
+            for k, v in obj.items():
+                y[k if type(k) in _ATOMS else _deepcopy(k, memo)] = (
+                    v if type(v) in _ATOMS else _deepcopy(v, memo)
+                )
+        return y
+    if t is list:
+        y = memo.get(id(obj))
+        if y is None:
+            y = memo[id(obj)] = []
+            y.extend(v if type(v) in _ATOMS else _deepcopy(v, memo) for v in obj)
+        return y
+    return copy.deepcopy(obj, memo)
+
+
 def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     """Recursive merge: mappings merge, anything else (lists included) is replaced by `over`."""
-    out = copy.deepcopy(dict(base))
+    out: dict[str, Any] = _deepcopy(dict(base))
     for k, v in over.items():
         if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
             out[k] = deep_merge(out[k], v)
         else:
-            out[k] = copy.deepcopy(v)
+            out[k] = _deepcopy(v)
     return out
 
 
@@ -215,7 +284,7 @@ class _Acc:
                         keyed.update({c["name"]: c for c in value})
                         cur["constraints"] = list(keyed.values())
                 else:
-                    cur[key] = copy.deepcopy(value)
+                    cur[key] = _deepcopy(value)
 
 
 # ---------------------------------------------------------------- dotted paths
@@ -234,7 +303,15 @@ def set_path(values: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     """A copy of `values` with `path` set (intermediate mappings created)."""
     if path == "":
         return deep_merge(values, value) if isinstance(value, Mapping) else values
-    out = copy.deepcopy(values)
+    return _set_path_in_place(_deepcopy(values), path, value)
+
+
+def _set_path_in_place(out: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    """`set_path` on values this resolution owns (made by it, shared with nothing): `set_path`
+    without its copy, which would be isomorphic to them (a deep copy keeps shared objects
+    shared), so the result is the same."""
+    if path == "":
+        return deep_merge(out, value) if isinstance(value, Mapping) else out
     cur = out
     parts = path.split(".")
     for part in parts[:-1]:
@@ -247,7 +324,7 @@ def set_path(values: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     if isinstance(value, Mapping) and isinstance(cur.get(last), Mapping):
         cur[last] = deep_merge(cur[last], value)
     else:
-        cur[last] = copy.deepcopy(value)
+        cur[last] = _deepcopy(value)
     return out
 
 
@@ -374,17 +451,19 @@ def _chart_name(chart: str | None, repository: str | None, fallback: str) -> str
     return chart
 
 
-def _values_of(catalog: Catalog, rel: str | None) -> dict[str, Any]:
-    if rel is None:
-        return {}
-    doc = catalog.files.get(rel)
-    if doc is None:
-        raise ResolveError(f"values file '{rel}' is not in the catalog")
-    if doc.data is None:
-        return {}
-    if not isinstance(doc.data, dict):
-        raise ResolveError(f"values file '{rel}' does not hold a mapping")
-    return copy.deepcopy(doc.data)
+def _values_of(
+    catalog: Catalog, rel: str | None, overrides: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """A new copy of the values file `rel` with `overrides` merged in (one copy, not two)."""
+    data: Any = {}
+    if rel is not None:
+        doc = catalog.files.get(rel)
+        if doc is None:
+            raise ResolveError(f"values file '{rel}' is not in the catalog")
+        if doc.data is not None and not isinstance(doc.data, dict):
+            raise ResolveError(f"values file '{rel}' does not hold a mapping")
+        data = doc.data if doc.data is not None else {}
+    return deep_merge(data, overrides) if overrides else _deepcopy(data)
 
 
 def _file_digest(catalog: Catalog, rel: str) -> str:
@@ -454,14 +533,11 @@ def resolve(
     disabled = {n for n, r in acc.refs.items() if r.enabled is False}
     values: dict[str, dict[str, Any]] = {}
     for n, r in refs.items():
-        v = _values_of(catalog, r.values_file)
-        if r.overrides:
-            v = deep_merge(v, r.overrides)
-        values[n] = v
-    # the scale profile's owned values
+        values[n] = _values_of(catalog, r.values_file, r.overrides)
+    # the scale profile's owned values (set in place: these values are this resolution's own)
     owned = {(ov.component, ov.path): ov for ov in scale.owned_values if ov.component in refs}
     for (owner, path), ov in sorted(owned.items()):
-        values[owner] = set_path(values[owner], path, ov.value)
+        values[owner] = _set_path_in_place(values[owner], path, ov.value)
     # user overrides, never contradicting an owned value
     for o in overrides:
         comp = _canonical_component(catalog, o.component) or (
