@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+import numbers
+import re
+from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -154,8 +156,169 @@ def _validator(kind: str) -> jsonschema.protocols.Validator:
     return validator
 
 
+# --- a fast yes/no check for the schemas above ------------------------------------------------
+#
+# jsonschema walks every node through generic machinery (about 1 ms per statement, more than the
+# whole signature check). The schemas here use a small set of keywords, so each is compiled once
+# into plain Python predicates that answer only "valid?". The answer is used in one direction
+# only: "valid" skips jsonschema (which would have found no error); "not valid" hands the
+# statement to jsonschema, whose errors are what is reported. So the predicates must never accept
+# what jsonschema rejects; they follow jsonschema's keyword functions (jsonschema/_keywords.py)
+# and its draft 2020-12 type checker exactly, and a schema using any other keyword (or a `$ref`
+# that was not inlined, or a non-string enum/const) gets no fast check at all.
+
+_Check = Callable[[Any], bool]
+_ANNOTATIONS = frozenset({"$schema", "$id", "title", "description", "$comment", "examples"})
+
+
+def _is_integer(x: Any) -> bool:
+    """jsonschema's draft 6+ "integer": an int that is not a bool, or an integral float."""
+    if isinstance(x, bool):
+        return False
+    return isinstance(x, int) or (isinstance(x, float) and x.is_integer())
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, numbers.Number) and not isinstance(x, bool)
+
+
+_TYPES: dict[str, _Check] = {
+    "array": lambda x: isinstance(x, list),
+    "boolean": lambda x: isinstance(x, bool),
+    "integer": _is_integer,
+    "null": lambda x: x is None,
+    "number": _is_number,
+    "object": lambda x: isinstance(x, dict),
+    "string": lambda x: isinstance(x, str),
+}
+
+
+class _Unsupported(Exception):
+    """The schema uses something the fast check does not model: use jsonschema alone."""
+
+
+def _all(checks: list[_Check]) -> _Check:
+    if not checks:
+        return lambda x: True
+    if len(checks) == 1:
+        return checks[0]
+    return lambda x: all(check(x) for check in checks)
+
+
+def _compile_schema(schema: Any) -> _Check:
+    """A predicate that is True only for instances `schema` accepts (raises _Unsupported)."""
+    if schema is True:
+        return lambda x: True
+    if schema is False:
+        return lambda x: False
+    if not isinstance(schema, dict):
+        raise _Unsupported(f"schema {schema!r}")
+    checks: list[_Check] = []
+    for key, value in schema.items():
+        if key in _ANNOTATIONS or key in ("then", "else"):  # then/else: with "if"
+            continue
+        checks.append(_compile_keyword(key, value, schema))
+    return _all(checks)
+
+
+def _strings(value: Any) -> frozenset[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _Unsupported(f"non-string values {value!r}")
+    return frozenset(value)
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Unsupported(f"non-integer bound {value!r}")
+    return value
+
+
+def _compile_keyword(key: str, value: Any, schema: Mapping[str, Any]) -> _Check:
+    if key == "type":
+        names = [value] if isinstance(value, str) else value
+        if not isinstance(names, list) or not names or any(n not in _TYPES for n in names):
+            raise _Unsupported(f"type {value!r}")
+        tests = [_TYPES[n] for n in names]
+        return tests[0] if len(tests) == 1 else (lambda x: any(t(x) for t in tests))
+    if key == "enum":
+        allowed = _strings(value)
+        return lambda x: isinstance(x, str) and x in allowed
+    if key == "const":
+        if not isinstance(value, str):
+            raise _Unsupported(f"const {value!r}")
+        return lambda x: isinstance(x, str) and x == value
+    if key == "required":
+        names = tuple(_strings(value)) if value else ()
+        return lambda x: not isinstance(x, dict) or all(n in x for n in names)
+    if key == "properties":
+        if not isinstance(value, dict):
+            raise _Unsupported("properties")
+        props = tuple((name, _compile_schema(sub)) for name, sub in value.items())
+        return lambda x: (
+            not isinstance(x, dict) or all(check(x[name]) for name, check in props if name in x)
+        )
+    if key == "additionalProperties":
+        if "patternProperties" in schema:
+            raise _Unsupported("patternProperties")
+        known = frozenset(schema.get("properties", {}))
+        if value is False:
+            return lambda x: not isinstance(x, dict) or all(k in known for k in x)
+        extra = _compile_schema(value)
+        return lambda x: (
+            not isinstance(x, dict) or all(extra(v) for k, v in x.items() if k not in known)
+        )
+    if key == "propertyNames":
+        names_ok = _compile_schema(value)
+        return lambda x: not isinstance(x, dict) or all(names_ok(k) for k in x)
+    if key == "items":
+        if "prefixItems" in schema:
+            raise _Unsupported("prefixItems")
+        item = _compile_schema(value)
+        return lambda x: not isinstance(x, list) or all(item(v) for v in x)
+    if key == "minItems":
+        least = _count(value)
+        return lambda x: not isinstance(x, list) or len(x) >= least
+    if key == "minLength":
+        shortest = _count(value)
+        return lambda x: not isinstance(x, str) or len(x) >= shortest
+    if key == "maxLength":
+        longest = _count(value)
+        return lambda x: not isinstance(x, str) or len(x) <= longest
+    if key == "minimum":
+        if not _is_number(value):
+            raise _Unsupported(f"minimum {value!r}")
+        return lambda x: not _is_number(x) or not x < value
+    if key == "pattern":
+        if not isinstance(value, str):
+            raise _Unsupported(f"pattern {value!r}")
+        search = re.compile(value).search  # jsonschema: re.search(pattern, instance)
+        return lambda x: not isinstance(x, str) or search(x) is not None
+    if key == "allOf":
+        if not isinstance(value, list):
+            raise _Unsupported("allOf")
+        return _all([_compile_schema(sub) for sub in value])
+    if key == "if":
+        condition = _compile_schema(value)
+        then = _compile_schema(schema.get("then", True))
+        otherwise = _compile_schema(schema.get("else", True))
+        return lambda x: then(x) if condition(x) else otherwise(x)
+    raise _Unsupported(f"keyword {key!r}")
+
+
+@cache
+def _fast_check(kind: str) -> _Check | None:
+    """The compiled yes/no check of one of our schemas, or None when it cannot be compiled."""
+    try:
+        return _compile_schema(_validator(kind).schema)
+    except _Unsupported:
+        return None
+
+
 def schema_errors(kind: str, instance: Any, prefix: str) -> tuple[str, ...]:
     """Every schema error as `$.json.path: message`, sorted; empty when valid."""
+    fast = _fast_check(kind)
+    if fast is not None and fast(instance):
+        return ()
     errors = _validator(kind).iter_errors(instance)
     found = sorted({(f"{prefix}{e.json_path[1:]}", _message(e)) for e in errors})
     return tuple(f"{path}: {message}" for path, message in found)
@@ -183,6 +346,25 @@ def normalize_digest(digest: str) -> str:
 
 def parse_statement(payload_type: str, payload: bytes) -> Statement:
     """The evidence statement in a verified DSSE payload; raises StatementError."""
+    return _statement(_checked_document(payload_type, payload))
+
+
+def statement_of_checked(payload: bytes) -> Statement:
+    """The Statement of a payload that `parse_statement` has already accepted, without checking it
+    again: for the verifier's process pool, whose workers check each statement and send back only
+    the payload bytes (a pickled Statement costs more to send than these bytes cost to read).
+    Never call it on bytes that `parse_statement` has not accepted in this run.
+    """
+    return _statement(json.loads(payload))
+
+
+def check_statement(payload_type: str, payload: bytes) -> None:
+    """Every check of `parse_statement` without building the record; raises StatementError."""
+    _checked_document(payload_type, payload)
+
+
+def _checked_document(payload_type: str, payload: bytes) -> dict[str, Any]:
+    """The statement document after every check of `parse_statement`; raises StatementError."""
     if payload_type != IN_TOTO_PAYLOAD_TYPE:
         raise StatementError(
             FailureClass.PAYLOAD_TYPE,
@@ -228,6 +410,12 @@ def parse_statement(payload_type: str, payload: bytes) -> Statement:
             FailureClass.PREDICATE_SCHEMA,
             f"predicate fails the {predicate_type} schema: " + "; ".join(problems),
         )
+    return doc
+
+
+def _statement(doc: Mapping[str, Any]) -> Statement:
+    """The record of a checked statement document."""
+    predicate_type = doc["predicateType"]
     subjects = tuple(
         (str(s.get("name", "")), dict(sorted(s["digest"].items()))) for s in doc["subject"]
     )

@@ -37,6 +37,7 @@ from typing import Any
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.x509.oid import ObjectIdentifier
+from sigstore._internal.trust import CTKeyring, KeyringPurpose, RekorKeyring
 from sigstore.errors import CertValidationError, Error, VerificationError
 from sigstore.models import Bundle, TrustedRoot
 from sigstore.verify import Verifier
@@ -52,7 +53,12 @@ from generator.evidence.model import (
     TrustRoot,
     VerifiedEvidence,
 )
-from generator.evidence.statement import StatementError, parse_statement
+from generator.evidence.statement import (
+    StatementError,
+    check_statement,
+    parse_statement,
+    statement_of_checked,
+)
 from generator.evidence.store import evidence_path, path_problem, source_id
 
 _OID_ISSUER_V1 = ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
@@ -164,7 +170,9 @@ class SignatureCheck:
 
 
 _VERIFIERS: dict[str, Verifier] = {}
-_MEMO: dict[tuple[str, tuple[str, ...], SignerPolicy], SignatureCheck] = {}
+# (trust roots' digests, policy) -> bundle digest -> check. Two levels, so that the policy (a
+# frozen dataclass whose hash is recomputed at each use) is hashed once per call, not per file.
+_MEMO: dict[tuple[tuple[str, ...], SignerPolicy], dict[str, SignatureCheck]] = {}
 
 _TLOG_MARKERS = (
     "failed to verify SCT",
@@ -179,6 +187,46 @@ _TLOG_MARKERS = (
 )
 
 
+class _KeyringsOnce(TrustedRoot):
+    """sigstore's TrustedRoot, building each verification keyring once instead of per bundle.
+
+    `rekor_keyring`/`ct_keyring` rebuild a `Keyring` (parsing every key) on each call, and
+    `verify_dsse` asks for them for every bundle. With `KeyringPurpose.VERIFY` the keyring holds
+    every key whose validity period has started (expired keys included: a bundle is judged at
+    its own signing time), so once no key starts in the future it can no longer change and is
+    kept. A keyring with a key that is not yet valid is rebuilt at every call, as sigstore does.
+    """
+
+    def __init__(self, root: TrustedRoot) -> None:
+        super().__init__(root._inner)
+        self._rekor: RekorKeyring | None = None
+        self._ct: CTKeyring | None = None
+
+    def _settled(self, tlogs: Sequence[Any]) -> bool:
+        now = datetime.now(UTC)
+        return all(not t.public_key.valid_for or t.public_key.valid_for.start <= now for t in tlogs)
+
+    def rekor_keyring(self, purpose: KeyringPurpose) -> RekorKeyring:
+        if purpose is not KeyringPurpose.VERIFY:
+            return super().rekor_keyring(purpose)
+        if self._rekor is None:
+            keyring = super().rekor_keyring(purpose)
+            if not self._settled(self._inner.tlogs):
+                return keyring
+            self._rekor = keyring
+        return self._rekor
+
+    def ct_keyring(self, purpose: KeyringPurpose) -> CTKeyring:
+        if purpose is not KeyringPurpose.VERIFY:
+            return super().ct_keyring(purpose)
+        if self._ct is None:
+            keyring = super().ct_keyring(purpose)
+            if not self._settled(self._inner.ctlogs):
+                return keyring
+            self._ct = keyring
+        return self._ct
+
+
 def _verifier(root: TrustRoot) -> Verifier:
     """One Verifier per trust root per process, built from the file that was pinned."""
     verifier = _VERIFIERS.get(root.sha256)
@@ -188,7 +236,7 @@ def _verifier(root: TrustRoot) -> Verifier:
                 raise VerificationError(
                     f"trust root {root.name} changed on disk since it was loaded"
                 )
-        verifier = Verifier(trusted_root=TrustedRoot.from_file(root.path))
+        verifier = Verifier(trusted_root=_KeyringsOnce(TrustedRoot.from_file(root.path)))
         _VERIFIERS[root.sha256] = verifier
     return verifier
 
@@ -244,6 +292,14 @@ def check_signature(
     data: bytes, trust_roots: Sequence[TrustRoot], policy: SignerPolicy
 ) -> SignatureCheck:
     """Parse the bundle and run sigstore's `verify_dsse` against each root until one accepts."""
+    return _check_signature(data, trust_roots, policy, build=True)
+
+
+def _check_signature(
+    data: bytes, trust_roots: Sequence[TrustRoot], policy: SignerPolicy, *, build: bool
+) -> SignatureCheck:
+    """`check_signature`; with `build=False` an accepted statement is checked but not built
+    (`statement` and `statement_error` both None: see `_complete`)."""
     try:
         doc = json.loads(data)
     except (ValueError, RecursionError) as e:  # incl. JSONDecodeError, Unicode, int digits
@@ -272,10 +328,15 @@ def check_signature(
         except (Error, ValueError, OSError, x509.ExtensionNotFound, UnsupportedAlgorithm) as e:
             failures.append(_classify(e, cert, integrated_time, root))
             continue
+        statement: Statement | None = None
+        problem: tuple[FailureClass, str] | None = None
         try:
-            statement, problem = parse_statement(payload_type, payload), None
+            if build:
+                statement = parse_statement(payload_type, payload)
+            else:
+                check_statement(payload_type, payload)
         except StatementError as e:
-            statement, problem = None, (e.klass, e.message)
+            problem = (e.klass, e.message)
         return SignatureCheck(
             klass=None,
             message="verified",
@@ -416,12 +477,27 @@ def _init_worker(trust_roots: tuple[TrustRoot, ...], policy: SignerPolicy) -> No
 
 
 def _check_chunk(chunk: list[bytes]) -> list[SignatureCheck]:
+    """Checks of one chunk, as small as they can be sent back: an accepted statement travels as
+    its payload bytes (already in the check) and is built again by `_complete` in the parent;
+    unpickling a Statement costs several times what building it from those bytes does."""
     roots, policy = _WORKER["roots"], _WORKER["policy"]
-    return [check_signature(data, roots, policy) for data in chunk]
+    return [_check_signature(data, roots, policy, build=False) for data in chunk]
 
 
-def _chunks(items: list[bytes], n: int) -> Iterable[list[bytes]]:
-    size = max(1, -(-len(items) // n))
+def _complete(check: SignatureCheck) -> SignatureCheck:
+    """A check from a worker with the Statement of its accepted payload built again."""
+    if check.klass is None and check.statement is None and check.statement_error is None:
+        return replace(check, statement=statement_of_checked(check.payload))
+    return check
+
+
+# Chunks small enough that the two processes finish together (the last chunk handed out decides
+# when the pool is done), large enough that sending them costs little.
+CHUNK_MIN, CHUNK_MAX = 16, 128
+
+
+def _chunks(items: list[bytes], workers: int) -> Iterable[list[bytes]]:
+    size = min(CHUNK_MAX, max(CHUNK_MIN, len(items) // (workers * 8) or 1))
     for i in range(0, len(items), size):
         yield items[i : i + size]
 
@@ -448,11 +524,11 @@ def verify_evidence(
     roots = (trust_roots,) if isinstance(trust_roots, TrustRoot) else tuple(trust_roots)
     if not roots:
         raise ValueError("verify_evidence needs at least one trust root")
-    root_key = tuple(r.sha256 for r in roots)
-    keys = [(hashlib.sha256(f.data).hexdigest(), root_key, policy) for f in files]
-    todo: dict[tuple[str, tuple[str, ...], SignerPolicy], bytes] = {}
+    memo = _MEMO.setdefault((tuple(r.sha256 for r in roots), policy), {})
+    keys = [hashlib.sha256(f.data).hexdigest() for f in files]
+    todo: dict[str, bytes] = {}
     for key, f in zip(keys, files, strict=True):
-        if key not in _MEMO:
+        if key not in memo:
             todo.setdefault(key, f.data)
     if todo:
         pending = list(todo.items())
@@ -465,11 +541,13 @@ def verify_evidence(
                 max_workers=workers, initializer=_init_worker, initargs=(roots, policy)
             ) as pool:
                 checks = [
-                    c for part in pool.map(_check_chunk, _chunks(datas, workers * 4)) for c in part
+                    _complete(c)
+                    for part in pool.map(_check_chunk, _chunks(datas, workers))
+                    for c in part
                 ]
         for (key, _), check in zip(pending, checks, strict=True):
-            _MEMO[key] = check
+            memo[key] = check
     return tuple(
-        verify_one(f, _MEMO[key], roots, current_digests, check_paths)
+        verify_one(f, memo[key], roots, current_digests, check_paths)
         for key, f in zip(keys, files, strict=True)
     )
