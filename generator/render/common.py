@@ -106,11 +106,61 @@ class Rendered:
 _BaseDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
+_STR_TAG = "tag:yaml.org,2002:str"
+_INT_TAG = "tag:yaml.org,2002:int"
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_NULL_TAG = "tag:yaml.org,2002:null"
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+
+
 class _Dumper(_BaseDumper):  # type: ignore[misc,valid-type]
-    """Safe dumper (libyaml when present) that never writes anchors or aliases."""
+    """Safe dumper (libyaml when present) that never writes anchors or aliases.
+
+    `represent_data` builds the nodes of plain data (dict, list, str, int, bool, None) directly:
+    the same nodes `SafeRepresenter` builds for them (with `_represent_str` for strings), without
+    its per-node alias bookkeeping and representer lookup, which cost more than the emitter.
+    Every other type, and every dump with a default style or without a default flow style, goes
+    through the registered representers.
+    """
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
+
+    def represent_data(self, data: Any) -> yaml.Node:
+        if self.default_style is not None or self.default_flow_style is None:
+            plain: yaml.Node = super().represent_data(data)
+            return plain
+        flow = self.default_flow_style
+        sort_keys = self.sort_keys
+        scalar, mapping, sequence = yaml.ScalarNode, yaml.MappingNode, yaml.SequenceNode
+        other = super().represent_data
+
+        def node(x: Any) -> yaml.Node:
+            t = type(x)
+            if t is str:
+                style = "|" if "\n" in x and not x.endswith(" ") else None
+                return scalar(_STR_TAG, x, style=style)
+            if t is dict:
+                items = list(x.items())
+                if sort_keys:
+                    try:
+                        items = sorted(items)
+                    except TypeError:
+                        pass
+                return mapping(_MAP_TAG, [(node(k), node(v)) for k, v in items], flow_style=flow)
+            if t is list:
+                return sequence(_SEQ_TAG, [node(v) for v in x], flow_style=flow)
+            if t is int:
+                return scalar(_INT_TAG, str(x))
+            if t is bool:
+                return scalar(_BOOL_TAG, "true" if x else "false")
+            if x is None:
+                return scalar(_NULL_TAG, "null")
+            built: yaml.Node = other(x)  # its children come back here through represent_data
+            return built
+
+        return node(data)
 
 
 def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
