@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import jinja2
 import yaml
@@ -124,8 +124,29 @@ class _Dumper(_BaseDumper):  # type: ignore[misc,valid-type]
     through the registered representers.
     """
 
+    # tag of each plain scalar the emitter has asked about (`resolve` below), per process
+    _implicit_tags: ClassVar[dict[str, str]] = {}
+
     def ignore_aliases(self, data: Any) -> bool:
         return True
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: Any) -> str:
+        """The tag a scalar would resolve to, memoized: the emitter asks twice for every scalar,
+        and without path resolvers the answer depends on the text alone (`implicit[1]` only
+        matters after a path resolver has run). Everything else goes to the resolver."""
+        if kind is not yaml.ScalarNode or self.yaml_path_resolvers:
+            resolved: str = super().resolve(kind, value, implicit)
+            return resolved
+        if not implicit[0]:
+            return str(self.DEFAULT_SCALAR_TAG)
+        memo = self._implicit_tags
+        tag = memo.get(value)
+        if tag is None:
+            tag = super().resolve(kind, value, implicit)
+            if len(memo) >= 100_000:
+                memo.clear()
+            memo[value] = tag
+        return tag
 
     def represent_data(self, data: Any) -> yaml.Node:
         if self.default_style is not None or self.default_flow_style is None:
