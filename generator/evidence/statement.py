@@ -202,7 +202,15 @@ def _all(checks: list[_Check]) -> _Check:
         return lambda x: True
     if len(checks) == 1:
         return checks[0]
-    return lambda x: all(check(x) for check in checks)
+    every = tuple(checks)
+
+    def check_all(x: Any) -> bool:
+        for check in every:
+            if not check(x):
+                return False
+        return True
+
+    return check_all
 
 
 def _compile_schema(schema: Any) -> _Check:
@@ -213,12 +221,94 @@ def _compile_schema(schema: Any) -> _Check:
         return lambda x: False
     if not isinstance(schema, dict):
         raise _Unsupported(f"schema {schema!r}")
+    leaf = _compile_leaf(schema)
+    if leaf is not None:
+        return leaf
     checks: list[_Check] = []
+    fused = _compile_object(schema)
+    if fused is not None:
+        checks.append(fused)
     for key, value in schema.items():
         if key in _ANNOTATIONS or key in ("then", "else"):  # then/else: with "if"
             continue
+        if fused is not None and key in _OBJECT_KEYS:
+            continue
         checks.append(_compile_keyword(key, value, schema))
     return _all(checks)
+
+
+_OBJECT_KEYS = frozenset({"type", "required", "properties", "additionalProperties"})
+
+
+def _compile_object(schema: Mapping[str, Any]) -> _Check | None:
+    """`type: object` with `required`, `properties` and `additionalProperties` in one pass over
+    the object's members (each member is judged by its property's schema, or by
+    `additionalProperties` when no property names it: there is no `patternProperties`)."""
+    if schema.get("type") != "object" or "patternProperties" in schema:
+        return None
+    required = tuple(_strings(schema.get("required", [])))
+    raw = schema.get("properties", {})
+    if not isinstance(raw, dict):
+        raise _Unsupported("properties")
+    props = {name: _compile_schema(sub) for name, sub in raw.items()}
+    extra = schema.get("additionalProperties", True)
+    closed = extra is False
+    other = None if extra is True or closed else _compile_schema(extra)
+
+    def check_object(x: Any) -> bool:
+        if not isinstance(x, dict):
+            return False
+        for name in required:
+            if name not in x:
+                return False
+        for key, value in x.items():
+            check = props.get(key)
+            if check is None:
+                if closed or (other is not None and not other(value)):
+                    return False
+            elif not check(value):
+                return False
+        return True
+
+    return check_object
+
+
+_STRING_KEYS = frozenset({"type", "minLength", "maxLength", "pattern"})
+_NUMBER_KEYS = frozenset({"type", "minimum"})
+
+
+def _compile_leaf(schema: Mapping[str, Any]) -> _Check | None:
+    """One function for the commonest leaves (a string with bounds and a pattern, an integer or
+    number with a minimum): the same tests as the keyword functions, without a call for each."""
+    keys = frozenset(schema) - _ANNOTATIONS
+    kind = schema.get("type")
+    if kind == "string" and keys <= _STRING_KEYS:
+        shortest = _count(schema.get("minLength", 0))
+        longest = _count(schema["maxLength"]) if "maxLength" in schema else None
+        pattern = schema.get("pattern")
+        if pattern is not None and not isinstance(pattern, str):
+            raise _Unsupported(f"pattern {pattern!r}")
+        search = re.compile(pattern).search if pattern is not None else None
+
+        def check_string(x: Any) -> bool:
+            if not isinstance(x, str) or len(x) < shortest:
+                return False
+            if longest is not None and len(x) > longest:
+                return False
+            return search is None or search(x) is not None
+
+        return check_string
+    if kind in ("integer", "number") and keys <= _NUMBER_KEYS:
+        least = schema.get("minimum")
+        if least is not None and not _is_number(least):
+            raise _Unsupported(f"minimum {least!r}")
+        is_kind = _TYPES[kind]
+
+        def check_number(x: Any) -> bool:
+            return is_kind(x) and (least is None or not x < least)
+
+        return check_number
+    return None
 
 
 def _strings(value: Any) -> frozenset[str]:
@@ -254,9 +344,15 @@ def _compile_keyword(key: str, value: Any, schema: Mapping[str, Any]) -> _Check:
         if not isinstance(value, dict):
             raise _Unsupported("properties")
         props = tuple((name, _compile_schema(sub)) for name, sub in value.items())
-        return lambda x: (
-            not isinstance(x, dict) or all(check(x[name]) for name, check in props if name in x)
-        )
+
+        def check_properties(x: Any) -> bool:
+            if isinstance(x, dict):
+                for name, check in props:
+                    if name in x and not check(x[name]):
+                        return False
+            return True
+
+        return check_properties
     if key == "additionalProperties":
         if "patternProperties" in schema:
             raise _Unsupported("patternProperties")
@@ -264,9 +360,15 @@ def _compile_keyword(key: str, value: Any, schema: Mapping[str, Any]) -> _Check:
         if value is False:
             return lambda x: not isinstance(x, dict) or all(k in known for k in x)
         extra = _compile_schema(value)
-        return lambda x: (
-            not isinstance(x, dict) or all(extra(v) for k, v in x.items() if k not in known)
-        )
+
+        def check_additional(x: Any) -> bool:
+            if isinstance(x, dict):
+                for k, v in x.items():
+                    if k not in known and not extra(v):
+                        return False
+            return True
+
+        return check_additional
     if key == "propertyNames":
         names_ok = _compile_schema(value)
         return lambda x: not isinstance(x, dict) or all(names_ok(k) for k in x)
@@ -274,7 +376,15 @@ def _compile_keyword(key: str, value: Any, schema: Mapping[str, Any]) -> _Check:
         if "prefixItems" in schema:
             raise _Unsupported("prefixItems")
         item = _compile_schema(value)
-        return lambda x: not isinstance(x, list) or all(item(v) for v in x)
+
+        def check_items(x: Any) -> bool:
+            if isinstance(x, list):
+                for v in x:
+                    if not item(v):
+                        return False
+            return True
+
+        return check_items
     if key == "minItems":
         least = _count(value)
         return lambda x: not isinstance(x, list) or len(x) >= least

@@ -130,13 +130,24 @@ class SignerNotAllowed(VerificationError):
 class _AllowlistPolicy:
     """A sigstore `VerificationPolicy` backed by `SignerPolicy` (fails closed when empty)."""
 
-    def __init__(self, policy: SignerPolicy, trust_root: str) -> None:
+    def __init__(
+        self,
+        policy: SignerPolicy,
+        trust_root: str,
+        read: tuple[x509.Certificate, str, str] | None = None,
+    ) -> None:
         self.policy = policy
         self.trust_root = trust_root
         self.matched: SignerRule | None = None
+        # (certificate, identity, issuer) already read by the caller: reused only for that very
+        # certificate object, so a different certificate is always read afresh
+        self.read = read
 
     def verify(self, cert: x509.Certificate) -> None:
-        identity, issuer = cert_identity(cert), cert_issuer(cert)
+        if self.read is not None and cert is self.read[0]:
+            identity, issuer = self.read[1], self.read[2]
+        else:
+            identity, issuer = cert_identity(cert), cert_issuer(cert)
         rule = self.policy.match(identity, issuer, self.trust_root)
         if rule is None:
             raise SignerNotAllowed(
@@ -322,7 +333,7 @@ def _check_signature(
     log_index, integrated_time = _log_position(doc)
     failures: list[tuple[FailureClass, str]] = []
     for root in trust_roots:
-        hook = _AllowlistPolicy(policy, root.name)
+        hook = _AllowlistPolicy(policy, root.name, (cert, identity, issuer))
         try:
             payload_type, payload = _verifier(root).verify_dsse(bundle, hook)
         except (Error, ValueError, OSError, x509.ExtensionNotFound, UnsupportedAlgorithm) as e:
