@@ -96,10 +96,20 @@ def test_archive_of_a_large_file_is_what_tarfile_writes() -> None:
 # --- YAML ---------------------------------------------------------------------------------------
 
 
+class _StockDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """The dumper as it was before the fast paths: PyYAML's own representer and resolver."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+_StockDumper.add_representer(str, common._represent_str)
+
+
 def _plain_dump(obj: Any, sort_keys: bool) -> str:
     text: str = yaml.dump(
         obj,
-        Dumper=common._Dumper,
+        Dumper=_StockDumper,
         sort_keys=sort_keys,
         default_flow_style=False,
         allow_unicode=True,
@@ -226,3 +236,14 @@ def test_to_yaml_of_dates_and_mixed_keys() -> None:
     }
     for sort_keys in (False, True):
         assert to_yaml(obj, sort_keys=sort_keys) == _plain_dump(obj, sort_keys)
+
+
+def test_resolver_memo_keeps_quoting_what_would_read_back_as_another_type() -> None:
+    common._Dumper._implicit_tags.clear()
+    tricky = ["yes", "1", "1.5", "null", "~", "", "2024-01-01", "true", "<<", "=", "plain"]
+    obj = {t: [t, {t: t}] for t in tricky}
+    first = to_yaml(obj)
+    common._MEMO.clear()  # dump again, now with every tag from the resolver memo
+    assert to_yaml(obj) == first == _plain_dump(obj, False)
+    assert yaml.safe_load(first) == obj
+    assert set(common._Dumper._implicit_tags) >= set(tricky) - {""}
