@@ -500,6 +500,21 @@ def test_search_index_holds_pages_not_data(built_site: Path) -> None:
     assert detail["profiles"][0]["downloads"][0]["sha256"] not in text  # tables stay out
 
 
+def test_data_blocks_are_back_in_place_in_every_page(built_site: Path) -> None:
+    """The tables lifted out of the Markdown (generator.site.islands) are in the built pages,
+    inside the article, and no placeholder is left anywhere."""
+    for page in built_site.rglob("*.html"):
+        assert "aicr:island" not in page.read_text(encoding="utf-8"), page
+    recipe = (built_site / "recipes" / "gb300-eks-ubuntu-training-slurm.html").read_text()
+    article = recipe[recipe.index("<article") : recipe.index("</article>")]
+    detail = load(built_site, "api/v1/recipes/gb300-eks-ubuntu-training-slurm.json")
+    assert detail["profiles"][0]["downloads"][0]["sha256"] in article
+    order = [article.index(f'id="{h}"') for h in ("scale-profiles-and-status", "components")]
+    assert order[0] < article.index("Consensus and scale ceiling") < order[1]
+    runs = (built_site / "evidence" / "index.html").read_text()
+    assert runs.count('<tr><td><a href="../recipes/') >= 1
+
+
 def test_serve_serves_the_built_site_on_loopback(built_site: Path) -> None:
     import subprocess
     import sys

@@ -29,7 +29,7 @@ import yaml
 from generator import __version__
 from generator.cache import Cache, build_key, record_build, unchanged_build
 from generator.errors import CatalogError, Diagnostic, SiteError
-from generator.site import api, badges, pages, stages
+from generator.site import api, badges, islands, pages, stages
 from generator.site.csp import with_csp
 from generator.site.model import (
     ComponentUse,
@@ -321,6 +321,29 @@ def published_files(site: SiteData) -> dict[str, bytes]:
     return files
 
 
+def lift_islands(
+    generated: Mapping[str, str],
+) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
+    """Each page's Markdown skeleton and its data blocks (see `generator.site.islands`)."""
+    skeletons: dict[str, str] = {}
+    blocks: dict[str, tuple[str, ...]] = {}
+    for rel, text in generated.items():
+        skeletons[rel], found = islands.lift(text)
+        if found:
+            blocks[rel.removesuffix(".md") + ".html"] = found
+    return skeletons, blocks
+
+
+def finish_pages(site_dir: Path, blocks: Mapping[str, tuple[str, ...]]) -> None:
+    """Put the data blocks back into the built pages and add the Content-Security-Policy."""
+    for page in sorted(site_dir.rglob("*.html")):
+        rel = page.relative_to(site_dir).as_posix()
+        html = page.read_text(encoding="utf-8")
+        if rel in blocks:
+            html = islands.sink(html, blocks[rel], rel)
+        page.write_text(with_csp(html), encoding="utf-8")
+
+
 class _Collect(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
@@ -459,14 +482,14 @@ def build_site(options: BuildOptions) -> BuildReport:
             docs_dir, site_dir = work / "docs", work / "site"
             generated = generated_docs(site, options)
             PROGRESS.info("pages: %d generated, then mkdocs build --strict", len(generated))
+            skeletons, blocks = lift_islands(generated)
             _write(docs_dir, static_docs(options))
-            _write(docs_dir, generated)
+            _write(docs_dir, skeletons)
             config = mkdocs_config(options.config, docs_dir, site_dir)
             config_file = work / "mkdocs.yml"
             config_file.write_text(yaml.safe_dump(config, sort_keys=True), encoding="utf-8")
             run_mkdocs(config_file, epoch)
-            for page in sorted(site_dir.rglob("*.html")):
-                page.write_text(with_csp(page.read_text(encoding="utf-8")), encoding="utf-8")
+            finish_pages(site_dir, blocks)
             published = published_files(site)
             _write(site_dir, published)
             files = sum(1 for p in site_dir.rglob("*") if p.is_file())
