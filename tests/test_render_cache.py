@@ -67,21 +67,3 @@ def test_no_cache_dir_renders_directly() -> None:
     assert cached_archive(r, "helm", MANIFESTS, cache_dir=None) == archive_bytes(
         render_bundle(r, "helm", MANIFESTS), "sample-recipe-standard-helm"
     )
-
-
-def test_cached_archives_renders_each_deployer_and_reports_failures(tmp_path: Path) -> None:
-    import pickle
-
-    from generator.render.cache import ArchiveOutcome, cached_archives
-
-    r = sample_result()
-    got = cached_archives(r, ("helm", "bogus", "flux"), MANIFESTS, cache_dir=None, mtime=7)
-    assert [o.deployer for o in got] == ["helm", "bogus", "flux"]
-    assert got[0] == ArchiveOutcome(
-        "helm", cached_archive(r, "helm", MANIFESTS, cache_dir=None, mtime=7)
-    )
-    assert got[2].data == cached_archive(r, "flux", MANIFESTS, cache_dir=None, mtime=7)
-    assert got[1].data is None and "unknown deployer 'bogus'" in got[1].message
-    assert pickle.loads(pickle.dumps(got)) == got  # what a process pool sends back
-    cached = cached_archives(r, ("helm",), MANIFESTS, cache_dir=tmp_path, mtime=7)
-    assert cached == got[:1] and len(list(tmp_path.glob("*.tar.gz"))) == 1

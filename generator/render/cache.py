@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 
 from generator import __version__
 from generator.atomic import write_atomic
-from generator.errors import CatalogError, Diagnostic
 from generator.records import RecipeResult
 from generator.render.common import TEMPLATES, Deployer, GitOpsTarget, deployer_of
 
@@ -79,38 +77,3 @@ def cached_archive(
     write_atomic(path, data)
     write_atomic(sums, hashlib.sha256(data).hexdigest().encode())
     return data
-
-
-@dataclass(frozen=True, slots=True)
-class ArchiveOutcome:
-    """One deployer's archive from `cached_archives`: its bytes, or why there are none."""
-
-    deployer: str
-    data: bytes | None  # None: the bundle could not be rendered (message and diagnostics say why)
-    message: str = ""
-    diagnostics: tuple[Diagnostic, ...] = ()
-
-
-def cached_archives(
-    result: RecipeResult,
-    deployers: Sequence[Deployer | str],
-    manifests: Mapping[str, bytes],
-    *,
-    cache_dir: Path | None,
-    target: GitOpsTarget | None = None,
-    mtime: int = 0,
-) -> tuple[ArchiveOutcome, ...]:
-    """`cached_archive` for each of `deployers`, in order, as one unit of work: a process pool
-    then ships the recipe (and its manifests) to a worker once instead of once per deployer.
-    A deployer that cannot render is reported in its outcome and does not stop the others."""
-    out: list[ArchiveOutcome] = []
-    for d in deployers:
-        try:
-            data = cached_archive(
-                result, d, manifests, cache_dir=cache_dir, target=target, mtime=mtime
-            )
-        except CatalogError as e:
-            out.append(ArchiveOutcome(str(d), None, e.message, tuple(e.diagnostics)))
-            continue
-        out.append(ArchiveOutcome(str(d), data))
-    return tuple(out)
