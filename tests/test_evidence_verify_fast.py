@@ -427,3 +427,22 @@ def test_the_policy_hook_reads_any_other_certificate_afresh(authority) -> None: 
         fx.IDENTITY,
         fx.ISSUER,
     )
+
+
+def test_the_cycle_collector_is_paused_only_while_records_are_built() -> None:
+    import gc
+
+    assert gc.isenabled()
+    with verify_mod._cyclic_gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), verify_mod._cyclic_gc_paused():
+        raise RuntimeError("a failure inside")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with verify_mod._cyclic_gc_paused():
+            pass
+        assert not gc.isenabled()  # left as it was found
+    finally:
+        gc.enable()

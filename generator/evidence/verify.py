@@ -25,11 +25,13 @@ disk: a writable cache of verification results would be a way around verificatio
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -513,6 +515,26 @@ def _chunks(items: list[bytes], workers: int) -> Iterable[list[bytes]]:
         yield items[i : i + size]
 
 
+@contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Pause Python's cycle collector while many long-lived records are built.
+
+    Every collection of the oldest generation walks every object alive, and building 20,000
+    statements (a few hundred objects each) sets off collections whose walks grow with the
+    records already built: a third of the parent's time at catalog scale. What is built here
+    (statements from JSON, frozen dataclasses) holds no reference cycles, so nothing waits for
+    the collector; it runs again, as it was, as soon as the block ends. The pool's workers are
+    already forked when it starts and keep their own collector.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def verify_evidence(
     files: Sequence[EvidenceFile],
     *,
@@ -551,14 +573,13 @@ def verify_evidence(
             with ProcessPoolExecutor(
                 max_workers=workers, initializer=_init_worker, initargs=(roots, policy)
             ) as pool:
-                checks = [
-                    _complete(c)
-                    for part in pool.map(_check_chunk, _chunks(datas, workers))
-                    for c in part
-                ]
+                parts = pool.map(_check_chunk, _chunks(datas, workers))
+                with _cyclic_gc_paused():
+                    checks = [_complete(c) for part in parts for c in part]
         for (key, _), check in zip(pending, checks, strict=True):
             memo[key] = check
-    return tuple(
-        verify_one(f, memo[key], roots, current_digests, check_paths)
-        for key, f in zip(keys, files, strict=True)
-    )
+    with _cyclic_gc_paused():
+        return tuple(
+            verify_one(f, memo[key], roots, current_digests, check_paths)
+            for key, f in zip(keys, files, strict=True)
+        )
