@@ -21,6 +21,12 @@ process pool (`jobs`, default: every core). The result of the cryptographic chec
 against one trust root is memoized in memory by content digest, so verifying an unchanged file
 again in the same process costs a dictionary lookup. The memo is deliberately never written to
 disk: a writable cache of verification results would be a way around verification.
+
+What is the same for every file is done once per process, never skipped: one `Verifier` per
+trust root, whose verification keyrings are built once (`_KeyringsOnce`), and one compiled
+check per statement schema (see `generator.evidence.statement`). Workers send back small
+results: an accepted statement travels as its payload bytes and is built again in the parent
+(`_complete`), which costs less than unpickling it.
 """
 
 from __future__ import annotations
