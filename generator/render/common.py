@@ -444,6 +444,9 @@ def _env() -> jinja2.Environment:
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
+        # templates are read once per process (as `renderer_fingerprint` hashes them once), not
+        # stat()ed again on every one of the thousands of files a build renders
+        auto_reload=False,
     )
     env.filters["sh"] = _sh
     return env
