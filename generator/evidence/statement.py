@@ -179,6 +179,9 @@ def _is_integer(x: Any) -> bool:
 
 
 def _is_number(x: Any) -> bool:
+    """jsonschema's "number": any numbers.Number but a bool (an exact int or float: at once)."""
+    if type(x) is float or type(x) is int:
+        return True
     return isinstance(x, numbers.Number) and not isinstance(x, bool)
 
 
