@@ -128,15 +128,18 @@ def state_of(passed: pd.Series, failed: pd.Series) -> np.ndarray:
 
 def rollup(df: pd.DataFrame, keys: list[str], column: str = "state") -> pd.DataFrame:
     """Worst-first roll-up of `column` over `keys`, PARTIAL when only some rows are untested."""
-    s = df[column]
+    # compared as a plain object array: the string column's own `eq` costs a pass over its
+    # missing-value mask each time (the states are never missing)
+    s = df[column].to_numpy(dtype=object)
     flags = pd.DataFrame(
         {
-            "failing": s.eq(FAILING),
-            "contested": s.eq(CONTESTED),
-            "untested": s.eq(UNTESTED),
-            "partial": s.eq(PARTIAL),
-            "single": s.eq(SINGLE),
-        }
+            "failing": s == FAILING,
+            "contested": s == CONTESTED,
+            "untested": s == UNTESTED,
+            "partial": s == PARTIAL,
+            "single": s == SINGLE,
+        },
+        index=df.index,
     )
     for k in keys:
         flags[k] = df[k].to_numpy()
@@ -420,16 +423,44 @@ def _judge_runs(
 # ---------------------------------------------------------------- consensus
 
 
+class _Codes(dict[Any, int]):
+    """Value → integer code, a new code for each value not seen before (first seen, first code)."""
+
+    def __missing__(self, key: Any) -> int:
+        code = self[key] = len(self)
+        return code
+
+
+def _categorical(codes: _Codes, at: Sequence[int]) -> pd.Categorical:
+    """`pd.Categorical(values)` of the values whose codes are `at`: the categories sorted, and
+    values counted once each instead of hashed per row."""
+    values = list(codes)
+    if not values or not all(type(v) is str for v in values):
+        inverse = {code: v for v, code in codes.items()}
+        return pd.Categorical([inverse[i] for i in at])
+    categories = sorted(values)
+    rank = np.empty(len(values), dtype=np.int64)
+    rank[[codes[v] for v in categories]] = np.arange(len(categories))
+    return pd.Categorical.from_codes(rank[np.asarray(at, dtype=np.int64)], categories=categories)
+
+
 def _check_rows(evidence: Sequence[Evidence], latest: pd.DataFrame, lanes: Lanes) -> pd.DataFrame:
     """One row per check/KPI result of each latest counted run: scope, signer_id, phase, check,
     fail. Skipped, pending and unjudged KPIs are dropped, and so is a "pass" on zero targets.
 
-    This loop (over the records' checks) is the only per-row Python on the hot path."""
+    This loop (over the records' checks) is the only per-row Python on the hot path: it turns
+    phase, check and status into integer codes as it goes, each distinct value looked at once."""
     kpi_phase = {k.id: k.phase for k in lanes.kpis}
+    phases, checks, statuses = _Codes(), _Codes(), _Codes()
+    phase_code, check_code, status_code = (
+        phases.__getitem__,
+        checks.__getitem__,
+        statuses.__getitem__,
+    )
     at: list[int] = []
-    phase: list[str] = []
-    check: list[str] = []
-    status: list[str | None] = []
+    phase: list[int] = []
+    check: list[int] = []
+    status: list[int] = []
     targets: list[int | None] = []
     name_of, status_of_, targets_of, id_of = (
         attrgetter("name"),
@@ -443,29 +474,33 @@ def _check_rows(evidence: Sequence[Evidence], latest: pd.DataFrame, lanes: Lanes
         for ph, cs in st.phases.items():
             n = len(cs)
             at.extend(repeat(pos, n))
-            phase.extend(repeat(ph, n))
-            check.extend(map(name_of, cs))
-            status.extend(map(status_of_, cs))
+            phase.extend(repeat(phase_code(ph), n))
+            check.extend(map(check_code, map(name_of, cs)))
+            status.extend(map(status_code, map(status_of_, cs)))
             targets.extend(map(targets_of, cs))
         ks = st.kpis
         n = len(ks)
         at.extend(repeat(pos, n))
-        phase.extend([kpi_phase.get(k, "performance") for k in map(id_of, ks)])
-        check.extend(map("kpi:".__add__, map(id_of, ks)))
-        status.extend(map(status_of_, ks))
+        phase.extend(phase_code(kpi_phase.get(k, "performance")) for k in map(id_of, ks))
+        check.extend(map(check_code, map("kpi:".__add__, map(id_of, ks))))
+        status.extend(map(status_code, map(status_of_, ks)))
         targets.extend(repeat(None, n))
     where = np.asarray(at, dtype=np.int64)
-    states = pd.Categorical(status)
     zero = np.asarray(targets, dtype=object) == 0
-    passed = np.asarray(states == "passed")
-    not_run = np.asarray(states.isin(["skipped", "pending", "proposed"])) | pd.isna(states)
+    # per distinct status: "passed", or not run (skipped, pending, proposed, absent)
+    by_code = list(statuses)
+    status_at = np.asarray(status, dtype=np.int64)
+    passed = np.asarray([v == "passed" for v in by_code], dtype=bool)[status_at]
+    not_run = np.asarray(
+        [v in ("skipped", "pending", "proposed") or bool(pd.isna(v)) for v in by_code], dtype=bool
+    )[status_at]
     keep = ~not_run & ~(passed & zero)
     return pd.DataFrame(
         {
             "scope": latest["scope"].to_numpy()[where][keep],
             "signer_id": latest["signer_id"].to_numpy()[where][keep],
-            "phase": pd.Categorical(phase)[keep],
-            "check": pd.Categorical(check)[keep],
+            "phase": _categorical(phases, phase)[keep],
+            "check": _categorical(checks, check)[keep],
             "fail": ~passed[keep],  # failed, other, anything unknown
         }
     )
