@@ -441,7 +441,8 @@ def _categorical(codes: _Codes, at: Sequence[int]) -> pd.Categorical:
     categories = sorted(values)
     rank = np.empty(len(values), dtype=np.int64)
     rank[[codes[v] for v in categories]] = np.arange(len(categories))
-    return pd.Categorical.from_codes(rank[np.asarray(at, dtype=np.int64)], categories=categories)
+    dtype = pd.CategoricalDtype(categories)
+    return pd.Categorical.from_codes(rank[np.asarray(at, dtype=np.int64)], dtype=dtype)
 
 
 def _check_rows(evidence: Sequence[Evidence], latest: pd.DataFrame, lanes: Lanes) -> pd.DataFrame:
