@@ -259,6 +259,20 @@ class Cache:
             data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
             self.put(stage, key, fingerprint_, data, authenticated=True)
 
+    def sweep(self, stage: str, keep: Iterable[str]) -> int:
+        """Delete the entries of `stage` not in `keep` (the keys the build just used); returns
+        how many. For stages whose every entry a build reads or rewrites (pages, the page
+        engine's output), so the cache does not grow with each changed catalog."""
+        if not self.enabled:
+            return 0
+        wanted = set(keep)
+        removed = 0
+        for path in sorted((self.root / stage).glob("??/*")):
+            if path.is_file() and path.name not in wanted and not path.name.startswith("."):
+                path.unlink(missing_ok=True)
+                removed += 1
+        return removed
+
 
 def _header(key: str, stage: str, fingerprint_: str, payload: bytes) -> bytes:
     doc = {
@@ -359,13 +373,14 @@ def _versions(*dists: str) -> list[str]:
     return out
 
 
-def build_key(inputs: Any, epoch: int, templates: Path, cache: Cache | None = None) -> str:
-    """Digest of everything a site build reads: the catalog, evidence, docs, templates and
-    mkdocs.yml trees, the trust root file, the build options, the epoch, the generator's whole
-    source and the versions of the engines it calls (mkdocs, its theme, plotly, sigstore).
+def inputs_key(inputs: Any, epoch: int, templates: Path, cache: Cache | None = None) -> str:
+    """Digest of everything a site build reads except the evidence tree: the catalog, docs,
+    templates and mkdocs.yml trees, the trust root file, the build options, the epoch, the
+    generator's whole source and the versions of the engines it calls (mkdocs, its theme,
+    plotly, sigstore). Pages that depend on no evidence file are keyed by this alone.
 
-    With a cache, the content digests of unchanged evidence and catalog files (same size, mtime
-    and inode) are taken from the previous build instead of reading every file again."""
+    With a cache, the content digests of unchanged catalog files (same size, mtime and inode)
+    are taken from the previous build instead of reading every file again."""
     from generator.evidence.trustroot import trust_root_path
 
     root_file = trust_root_path(inputs.trust_root, Path(inputs.catalog))
@@ -376,20 +391,28 @@ def build_key(inputs: Any, epoch: int, templates: Path, cache: Cache | None = No
         "trust_root": inputs.trust_root,
         "epoch": epoch,
     }
-    evidence = _memo_digest(cache, Path(inputs.evidence), (".sigstore.json",))
     catalog = _memo_digest(cache, Path(inputs.catalog), ())
     return digest(
-        BUILD_STAGE,
+        "inputs",
         fingerprint(),
         json.dumps(options, sort_keys=True),
         *_versions("mkdocs", "mkdocs-material", "plotly", "sigstore", "jinja2", "pandas"),
         catalog,
-        evidence,
         tree_digest(Path(inputs.docs)),
         tree_digest(templates),
         Path(inputs.config).read_bytes() if Path(inputs.config).is_file() else b"",
         root_file.read_bytes() if root_file.is_file() else b"",
     )
+
+
+def build_key(
+    inputs: Any, epoch: int, templates: Path, cache: Cache | None = None, *, without: str = ""
+) -> str:
+    """Digest of everything a site build reads: `inputs_key` (pass it as `without` when it is
+    already known) and the evidence tree (stat-memoized like the catalog)."""
+    base = without or inputs_key(inputs, epoch, templates, cache)
+    evidence = _memo_digest(cache, Path(inputs.evidence), (".sigstore.json",))
+    return digest(BUILD_STAGE, base, evidence)
 
 
 MEMO_STAGE = "stat"
@@ -449,6 +472,7 @@ __all__ = [
     "build_key",
     "digest",
     "fingerprint",
+    "inputs_key",
     "machine_key",
     "record_build",
     "tree_digest",

@@ -12,13 +12,17 @@ import contextlib
 import ctypes
 import dataclasses
 import fcntl
+import hashlib
+import json
 import logging
+import multiprocessing
 import os
 import re
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,7 +31,15 @@ from typing import Any
 import yaml
 
 from generator import __version__
-from generator.cache import Cache, build_key, record_build, unchanged_build
+from generator.cache import (
+    Cache,
+    build_key,
+    fingerprint,
+    inputs_key,
+    record_build,
+    tree_digest,
+    unchanged_build,
+)
 from generator.errors import CatalogError, Diagnostic, SiteError
 from generator.site import api, badges, islands, pages, stages
 from generator.site.csp import with_csp
@@ -73,6 +85,8 @@ class BuildReport:
     pages: int
     files: int
     notes: tuple[StageNote, ...]
+    pages_rendered: int = 0  # pages rendered by this build (the others came from the cache)
+    engine_reused: bool = False  # mkdocs' output for the same Markdown came from the cache
 
 
 # --- time ---------------------------------------------------------------------------------------
@@ -300,10 +314,141 @@ def plotly_js() -> bytes:
     return (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes()
 
 
-def generated_docs(site: SiteData, options: BuildOptions) -> dict[str, str]:
+def _contract(options: BuildOptions) -> str | None:
     contract_path = options.docs / "scale-contract.md"
-    contract = contract_path.read_text(encoding="utf-8") if contract_path.is_file() else None
-    return pages.all_pages(site, contract, options.cli_reference)
+    return contract_path.read_text(encoding="utf-8") if contract_path.is_file() else None
+
+
+def generated_docs(site: SiteData, options: BuildOptions) -> dict[str, str]:
+    return pages.all_pages(site, _contract(options), options.cli_reference)
+
+
+# --- pages: rendered on every core, reused when their inputs are unchanged ----------------------
+
+PAGES_STAGE = "pages"
+ENGINE_STAGE = "mkdocs"
+_PARALLEL_PAGES = 64  # below this many pages to render, a process pool costs more than it saves
+_PLAN: tuple[pages.PagePlan, ...] = ()  # the plan a forked page worker renders from
+
+
+def _render_planned(index: int) -> tuple[str, tuple[str, ...]]:
+    return islands.lift(_PLAN[index].render())
+
+
+def _run_key(run: EvidenceRun) -> str:
+    """What one run shown on a page is made from: its file (path and bytes) and its verdict."""
+    return f"{run.path}\0{run.id}\0{run.state}\0{hashlib.sha256(run.raw).hexdigest()}"
+
+
+@dataclass(frozen=True, slots=True)
+class Pages:
+    """The generated pages, lifted: Markdown skeletons (docs-relative .md) and the data blocks
+    of each built page (site-relative .html); `keys` are the cache entries they came from."""
+
+    skeletons: Mapping[str, str]
+    blocks: Mapping[str, tuple[str, ...]]
+    keys: tuple[str, ...]
+    rendered: int
+
+
+def make_pages(
+    site: SiteData, options: BuildOptions, cache: Cache | None = None, base_key: str = ""
+) -> Pages:
+    """Render every page (site-wide pages always; a recipe's pages only when the cache has no
+    entry for the build's evidence-independent inputs `base_key` plus the page's own runs)."""
+    global _PLAN
+    plan = pages.page_plan(site, _contract(options), options.cli_reference)
+    use_cache = cache is not None and cache.enabled and bool(base_key)
+    fp = fingerprint("site")
+    shared = json.dumps(
+        [site.trust_root, [dataclasses.asdict(n) for n in site.notes]], sort_keys=True
+    )
+    done: dict[int, tuple[str, tuple[str, ...]]] = {}
+    keys: dict[int, str] = {}
+    for i, page in enumerate(plan):
+        if not use_cache or page.runs is None:
+            continue
+        assert cache is not None
+        keys[i] = cache.key(
+            PAGES_STAGE,
+            fp,
+            base_key,
+            shared,
+            page.kind,
+            page.name,
+            page.rel,
+            *(_run_key(r) for r in page.runs),
+        )
+        hit = cache.get(PAGES_STAGE, keys[i], fp, authenticated=True)
+        entry = json.loads(hit) if hit is not None else None
+        if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str):
+            done[i] = (entry[0], tuple(str(b) for b in entry[1]))
+    todo = [i for i in range(len(plan)) if i not in done]
+    workers = min(options.jobs or os.cpu_count() or 1, len(todo))
+    if workers > 1 and len(todo) >= _PARALLEL_PAGES:
+        _PLAN = plan
+        try:
+            with ProcessPoolExecutor(
+                max_workers=workers, mp_context=multiprocessing.get_context("fork")
+            ) as pool:
+                fresh = list(pool.map(_render_planned, todo, chunksize=16))
+        finally:
+            _PLAN = ()
+    else:
+        fresh = [islands.lift(plan[i].render()) for i in todo]
+    for i, lifted in zip(todo, fresh, strict=True):
+        done[i] = lifted
+        if i in keys:
+            assert cache is not None
+            payload = json.dumps([lifted[0], list(lifted[1])]).encode("utf-8")
+            cache.put(PAGES_STAGE, keys[i], fp, payload, authenticated=True)
+    skeletons: dict[str, str] = {}
+    blocks: dict[str, tuple[str, ...]] = {}
+    for i, page in enumerate(plan):
+        skeleton, found = done[i]
+        skeletons[page.rel] = skeleton
+        if found:
+            blocks[page.rel.removesuffix(".md") + ".html"] = found
+    return Pages(skeletons, blocks, tuple(sorted(keys.values())), len(todo))
+
+
+def site_files(site_dir: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(site_dir).as_posix(): p.read_bytes()
+        for p in sorted(site_dir.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _portable(config_file: Path, work: Path) -> bytes:
+    """The mkdocs configuration without the build's temporary directory in it."""
+    return config_file.read_bytes().replace(str(work).encode(), b"<work>")
+
+
+def run_engine(
+    config_file: Path, docs_dir: Path, site_dir: Path, epoch: int, cache: Cache | None, base: str
+) -> tuple[str, bool]:
+    """`mkdocs build --strict`, or its output for the very same docs tree from the cache.
+
+    The Markdown skeletons hold no evidence data (it is in the islands), so a build that only
+    added evidence usually finds the engine's output of the previous build. Returns the cache
+    key and whether the output came from the cache."""
+    if cache is None or not cache.enabled or not base:
+        run_mkdocs(config_file, epoch)
+        return "", False
+    fp = fingerprint("site")
+    work = config_file.parent
+    key = cache.key(
+        ENGINE_STAGE, fp, base, tree_digest(docs_dir), _portable(config_file, work), str(epoch)
+    )
+    files = cache.get_object(ENGINE_STAGE, key, fp)
+    if isinstance(files, dict):
+        PROGRESS.info("mkdocs: the same %d pages were built before; output reused", len(files))
+        _write(site_dir, files)
+        return key, True
+    run_mkdocs(config_file, epoch)
+    cache.put_object(ENGINE_STAGE, key, fp, site_files(site_dir))
+    return key, False
 
 
 def published_files(site: SiteData) -> dict[str, bytes]:
@@ -319,19 +464,6 @@ def published_files(site: SiteData) -> dict[str, bytes]:
         if e.raw:
             files[e.path.replace("evidence/", "evidence/raw/", 1)] = e.raw
     return files
-
-
-def lift_islands(
-    generated: Mapping[str, str],
-) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
-    """Each page's Markdown skeleton and its data blocks (see `generator.site.islands`)."""
-    skeletons: dict[str, str] = {}
-    blocks: dict[str, tuple[str, ...]] = {}
-    for rel, text in generated.items():
-        skeletons[rel], found = islands.lift(text)
-        if found:
-            blocks[rel.removesuffix(".md") + ".html"] = found
-    return skeletons, blocks
 
 
 def finish_pages(site_dir: Path, blocks: Mapping[str, tuple[str, ...]]) -> None:
@@ -471,7 +603,8 @@ def build_site(options: BuildOptions) -> BuildReport:
     with build_lock(out):
         _remove_leftovers(out)
         cache = _cache(options)
-        key = build_key(options, epoch, TEMPLATES, cache) if cache is not None else ""
+        base = inputs_key(options, epoch, TEMPLATES, cache) if cache is not None else ""
+        key = build_key(options, epoch, TEMPLATES, cache, without=base) if cache else ""
         done = unchanged_build(cache, out, key) if cache is not None else None
         if done is not None:  # same inputs, same generator, site untouched: nothing to do
             notes = tuple(StageNote(**n) for n in done.pop("notes"))
@@ -480,16 +613,23 @@ def build_site(options: BuildOptions) -> BuildReport:
         work = Path(tempfile.mkdtemp(prefix=f".{out.name}-build-", dir=out.parent))
         try:
             docs_dir, site_dir = work / "docs", work / "site"
-            generated = generated_docs(site, options)
-            PROGRESS.info("pages: %d generated, then mkdocs build --strict", len(generated))
-            skeletons, blocks = lift_islands(generated)
+            made = make_pages(site, options, cache, base)
+            generated = made.skeletons
+            PROGRESS.info(
+                "pages: %d generated (%d rendered, %d reused), then mkdocs build --strict",
+                len(generated),
+                made.rendered,
+                len(generated) - made.rendered,
+            )
             _write(docs_dir, static_docs(options))
-            _write(docs_dir, skeletons)
+            _write(docs_dir, generated)
             config = mkdocs_config(options.config, docs_dir, site_dir)
             config_file = work / "mkdocs.yml"
             config_file.write_text(yaml.safe_dump(config, sort_keys=True), encoding="utf-8")
-            run_mkdocs(config_file, epoch)
-            finish_pages(site_dir, blocks)
+            engine_key, engine_reused = run_engine(
+                config_file, docs_dir, site_dir, epoch, cache, base
+            )
+            finish_pages(site_dir, made.blocks)
             published = published_files(site)
             _write(site_dir, published)
             files = sum(1 for p in site_dir.rglob("*") if p.is_file())
@@ -505,9 +645,14 @@ def build_site(options: BuildOptions) -> BuildReport:
             pages=len(generated),
             files=files,
             notes=site.notes,
+            pages_rendered=made.rendered,
+            engine_reused=engine_reused,
         )
         if cache is not None:
             record_build(cache, out, key, dataclasses.asdict(report))
+            # entries of earlier inputs are never read again: keep the cache from growing
+            cache.sweep(PAGES_STAGE, made.keys)
+            cache.sweep(ENGINE_STAGE, (engine_key,) if engine_key else ())
     return report
 
 

@@ -9,7 +9,7 @@ file says is shown as text and never interpreted. The output is engine-neutral M
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -333,25 +333,72 @@ def cli_page(commands: Sequence[CommandHelp]) -> str:
     return render("pages/cli.md.j2", commands=commands)
 
 
-def all_pages(
+@dataclass(frozen=True, slots=True)
+class PagePlan:
+    """One generated page: where it goes, what it depends on, and how to render it.
+
+    `runs` is None for a page made from the whole site (always rendered); otherwise the page
+    is a function of the build's evidence-independent inputs and exactly these runs, which is
+    what lets the build reuse it when none of them changed."""
+
+    rel: str
+    kind: str
+    name: str
+    runs: tuple[EvidenceRun, ...] | None
+    render: Callable[[], str]
+
+
+def page_plan(
     site: SiteData, contract_markdown: str | None, commands: Sequence[CommandHelp]
-) -> dict[str, str]:
-    """Every generated page: docs-relative path -> Markdown text."""
-    pages = {
-        "index.md": dashboard_page(site),
-        "scale.md": scale_page(site, contract_markdown),
-        "components.md": components_page(site),
-        "evidence/index.md": evidence_index(site),
-        "cli.md": cli_page(commands),
-    }
+) -> tuple[PagePlan, ...]:
+    """Every generated page, in a stable order: the site-wide pages, then per recipe its page
+    and its evidence page, then evidence pages of names that are not current leaves."""
+    plan = [
+        PagePlan("index.md", "site", "index", None, lambda: dashboard_page(site)),
+        PagePlan("scale.md", "site", "scale", None, lambda: scale_page(site, contract_markdown)),
+        PagePlan("components.md", "site", "components", None, lambda: components_page(site)),
+        PagePlan("evidence/index.md", "site", "evidence", None, lambda: evidence_index(site)),
+        PagePlan("cli.md", "site", "cli", None, lambda: cli_page(commands)),
+    ]
     for r in site.recipes:
-        pages[f"recipes/{slug(r.name)}.md"] = recipe_page(r, site)
-        pages[f"evidence/{slug(r.name)}.md"] = evidence_page(r.name, r.evidence, site, True)
+        plan.append(
+            PagePlan(
+                f"recipes/{slug(r.name)}.md",
+                "recipe",
+                r.name,
+                r.evidence,
+                lambda r=r: recipe_page(r, site),  # type: ignore[misc]
+            )
+        )
+        plan.append(
+            PagePlan(
+                f"evidence/{slug(r.name)}.md",
+                "evidence",
+                r.name,
+                r.evidence,
+                lambda r=r: evidence_page(r.name, r.evidence, site, True),  # type: ignore[misc]
+            )
+        )
     known = {r.name for r in site.recipes}
     orphans: dict[str, list[EvidenceRun]] = {}
     for e in site.evidence:
         if e.recipe not in known:
             orphans.setdefault(e.recipe, []).append(e)
     for name, runs in sorted(orphans.items()):
-        pages[f"evidence/{slug(name)}.md"] = evidence_page(name, tuple(runs), site, False)
-    return pages
+        plan.append(
+            PagePlan(
+                f"evidence/{slug(name)}.md",
+                "orphan",
+                name,
+                tuple(runs),
+                lambda name=name, runs=tuple(runs): evidence_page(name, runs, site, False),  # type: ignore[misc]
+            )
+        )
+    return tuple(plan)
+
+
+def all_pages(
+    site: SiteData, contract_markdown: str | None, commands: Sequence[CommandHelp]
+) -> dict[str, str]:
+    """Every generated page: docs-relative path -> Markdown text."""
+    return {p.rel: p.render() for p in page_plan(site, contract_markdown, commands)}

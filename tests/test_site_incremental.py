@@ -1,0 +1,122 @@
+"""Incremental site builds: one added evidence file re-renders only the pages it touches, reuses
+mkdocs' output, and still gives exactly the bytes of a build from scratch; bad cache entries are
+recomputed, never published."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from generator.cache import MAGIC
+from generator.site.build import ENGINE_STAGE, PAGES_STAGE, BuildOptions, build_site
+from tests.conftest import CATALOG, REPO
+
+EPOCH = 1767225600
+
+
+def digests(root: Path) -> dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture
+def inputs(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A copy of the catalog and the sample evidence, with one evidence file held back."""
+    if not any((REPO / "evidence").rglob("*.sigstore.json")):
+        pytest.skip("the repository has no sample evidence")
+    shutil.copytree(CATALOG, tmp_path / "catalog")
+    shutil.copytree(REPO / "evidence", tmp_path / "evidence")
+    held = sorted((tmp_path / "evidence").rglob("*.sigstore.json"))[0]
+    shutil.move(held, tmp_path / "held.sigstore.json")
+    return tmp_path / "catalog", tmp_path / "evidence", held
+
+
+def opts(catalog: Path, evidence: Path, out: Path, cached: bool = True) -> BuildOptions:
+    return BuildOptions(
+        catalog=catalog,
+        evidence=evidence,
+        out=out,
+        trust_root="demo",
+        source_date_epoch=EPOCH,
+        cache_dir=out.parent / ".cache" / "bundles" if cached else None,
+    )
+
+
+def test_one_added_evidence_file_renders_two_pages_and_matches_a_fresh_build(
+    inputs: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    catalog, evidence, held = inputs
+    out = tmp_path / "b" / "site"
+    first = build_site(opts(catalog, evidence, out))
+    assert first.pages_rendered == first.pages and not first.engine_reused
+    shutil.move(tmp_path / "held.sigstore.json", held)  # a lab adds one run
+
+    second = build_site(opts(catalog, evidence, out))
+    # the recipe's page and its evidence page, plus the five site-wide pages
+    assert second.pages_rendered == 2 + 5, second
+    assert second.engine_reused  # no page's Markdown skeleton changed
+    assert second.evidence == first.evidence + 1
+
+    fresh = tmp_path / "fresh" / "site"
+    build_site(opts(catalog, evidence, fresh, cached=False))
+    assert digests(out) == digests(fresh)
+    recipe = held.relative_to(evidence).parts[0]
+    page = (out / "evidence" / f"{recipe}.html").read_text()
+    assert held.name.split(".")[0][:16] in page  # the new run is on its recipe's page
+
+
+def _entries(cache: Path, stage: str) -> list[Path]:
+    return sorted(p for p in (cache / stage).glob("??/*") if p.is_file())
+
+
+def test_corrupt_and_planted_entries_are_recomputed(
+    inputs: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    catalog, evidence, held = inputs
+    out = tmp_path / "b" / "site"
+    build_site(opts(catalog, evidence, out))
+    cache = out.parent / ".cache"
+    pages = _entries(cache, PAGES_STAGE)
+    engine = _entries(cache, ENGINE_STAGE)
+    assert len(pages) >= 2 and len(engine) == 1
+
+    # corrupt one page entry (truncated), plant another: a valid header without this machine's
+    # HMAC, over a page that would run a script
+    pages[0].write_bytes(pages[0].read_bytes()[:-10])
+    raw = pages[1].read_bytes()
+    header = json.loads(raw[len(MAGIC) : raw.index(b"\n", len(MAGIC))])
+    payload = json.dumps(["# x\n", ["<script>window.__pwned=1</script>"]]).encode()
+    header["sha256"] = hashlib.sha256(payload).hexdigest()
+    pages[1].write_bytes(MAGIC + json.dumps(header).encode() + b"\n" + payload)
+    engine[0].write_bytes(b"garbage")
+
+    shutil.move(tmp_path / "held.sigstore.json", held)  # so the build is not skipped
+    report = build_site(opts(catalog, evidence, out))
+    assert report.pages_rendered >= 5 + 2 and not report.engine_reused
+    fresh = tmp_path / "fresh" / "site"
+    build_site(opts(catalog, evidence, fresh, cached=False))
+    assert digests(out) == digests(fresh)
+    assert not any("__pwned" in p.read_text() for p in out.rglob("*.html"))
+
+
+def test_entries_of_earlier_inputs_are_swept(
+    inputs: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    catalog, evidence, held = inputs
+    out = tmp_path / "b" / "site"
+    build_site(opts(catalog, evidence, out))
+    cache = out.parent / ".cache"
+    before = set(_entries(cache, PAGES_STAGE))
+    shutil.move(tmp_path / "held.sigstore.json", held)
+    build_site(opts(catalog, evidence, out))
+    after = set(_entries(cache, PAGES_STAGE))
+    # the touched recipe's two page entries were replaced; nothing accumulates
+    assert len(after) == len(before) and len(after - before) == 2
+    assert len(_entries(cache, ENGINE_STAGE)) == 1
