@@ -1,0 +1,104 @@
+"""Aggregate at scale: the coded check rows and the roll-up give exactly what the plain forms gave."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from generator.aggregate import (
+    CONFIRMED,
+    CONTESTED,
+    FAILING,
+    PARTIAL,
+    SINGLE,
+    UNTESTED,
+    _categorical,
+    _Codes,
+    rollup,
+)
+
+
+def _coded(values: list[Any]) -> pd.Categorical:
+    codes = _Codes()
+    at = [codes[v] for v in values]
+    return _categorical(codes, at)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["b", "a", "kpi:x", "Z", "é", "passed", "a b"]), max_size=30))
+def test_coded_categorical_is_the_categorical_of_the_values(values: list[str]) -> None:
+    got, want = _coded(values), pd.Categorical(values)
+    assert got.dtype == want.dtype
+    assert list(got.categories) == list(want.categories)
+    np.testing.assert_array_equal(got.codes, want.codes)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[], ["passed", None, "failed", None], [3, 1, 2], ["a", 1]],
+    ids=["empty", "missing", "not-strings", "mixed"],
+)
+def test_coded_categorical_falls_back_for_what_is_not_plain_strings(values: list[Any]) -> None:
+    got, want = _coded(values), pd.Categorical(values)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got.codes, want.codes)
+
+
+def _rollup_by_series(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """`rollup` as it was (the string column's own `eq`), for comparison."""
+    s = df["state"]
+    flags = pd.DataFrame(
+        {
+            "failing": s.eq(FAILING),
+            "contested": s.eq(CONTESTED),
+            "untested": s.eq(UNTESTED),
+            "partial": s.eq(PARTIAL),
+            "single": s.eq(SINGLE),
+        }
+    )
+    for k in keys:
+        flags[k] = df[k].to_numpy()
+    g = flags.groupby(keys, sort=True, observed=True).agg(
+        failing=("failing", "any"),
+        contested=("contested", "any"),
+        any_untested=("untested", "any"),
+        all_untested=("untested", "all"),
+        partial=("partial", "any"),
+        single=("single", "any"),
+    )
+    state = np.select(
+        [
+            g["failing"],
+            g["contested"],
+            g["all_untested"],
+            g["any_untested"] | g["partial"],
+            g["single"],
+        ],
+        [FAILING, CONTESTED, UNTESTED, PARTIAL, SINGLE],
+        default=CONFIRMED,
+    )
+    return pd.DataFrame({"state": state}, index=g.index).reset_index()
+
+
+_STATES = [FAILING, CONTESTED, UNTESTED, PARTIAL, SINGLE, CONFIRMED]
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.sampled_from(["x", "y"]), st.sampled_from(_STATES)),
+        min_size=1,
+        max_size=40,
+    ),
+    st.integers(0, 5),
+)
+def test_rollup_is_what_it_was(rows: list[tuple[int, str, str]], start: int) -> None:
+    df = pd.DataFrame(rows, columns=["scope", "phase", "state"])
+    df.index = df.index + start  # an index that is not 0..n-1
+    for keys in (["scope"], ["scope", "phase"]):
+        pd.testing.assert_frame_equal(rollup(df, keys), _rollup_by_series(df, keys))
