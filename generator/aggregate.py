@@ -753,6 +753,20 @@ def _excluded_json(r: Mapping[Any, Any]) -> dict[str, Any]:
     }
 
 
+def run_verdicts(status: Status) -> dict[int, tuple[str, str]]:
+    """Evidence record index (`idx`, its position in the `evidence` given) → (exclusion,
+    downgraded) as strings: why a run is not counted ("" when counted) and why a claimed pass
+    does not pass its lane ("" when it does). Two columns read at once, for callers that would
+    otherwise walk every column of every run row by row."""
+    runs = status.runs
+    idx = runs["idx"].tolist()
+    exclusion = runs["exclusion"].tolist()
+    downgraded = runs["downgraded"].tolist() if "downgraded" in runs else [""] * len(idx)
+    return {
+        int(i): (str(e), str(d or "")) for i, e, d in zip(idx, exclusion, downgraded, strict=True)
+    }
+
+
 def status_document(
     status: Status, lanes: Lanes, trust_root: str, *, detail: bool = False
 ) -> dict[str, Any]:

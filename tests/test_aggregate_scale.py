@@ -102,3 +102,33 @@ def test_rollup_is_what_it_was(rows: list[tuple[int, str, str]], start: int) -> 
     df.index = df.index + start  # an index that is not 0..n-1
     for keys in (["scope"], ["scope", "phase"]):
         pd.testing.assert_frame_equal(rollup(df, keys), _rollup_by_series(df, keys))
+
+
+def test_run_verdicts_are_the_runs_table_read_row_by_row() -> None:
+    from generator.aggregate import run_verdicts
+    from generator.evidence.model import FailureClass, RejectedEvidence
+    from tests.test_aggregate import STANDARD, recipe, run, status_of
+
+    r = recipe()
+    rejected = RejectedEvidence(
+        path=f"evidence/r1/{'1' * 32}/{'2' * 64}.sigstore.json",
+        klass=FailureClass.SIGNER_NOT_ALLOWED,
+        message="signed by x via y; allowed: nobody",
+    )
+    evidence = [
+        run(r, "lane-36"),
+        run(r, "lane-72", observed=54),  # claims pass, undersized: downgraded
+        rejected,
+        run(r, "lane-36", "b", sample=True),  # sample outside the demo root
+        run(recipe(profile=STANDARD), "lane-36", digest="sha256:" + "9" * 64),  # stale
+    ]
+    s = status_of([r, recipe(profile=STANDARD)], evidence)
+    by_rows = {
+        int(row.idx): (str(row.exclusion), str(getattr(row, "downgraded", "") or ""))
+        for row in s.runs.itertuples(index=False)
+    }
+    got = run_verdicts(s)
+    assert got == by_rows
+    assert sorted(got) == list(range(len(evidence)))
+    assert got[1] == ("", "claims pass but observed fewer nodes than the lane")
+    assert {e for e, _ in got.values()} == {"", "unallowlisted", "sample-outside-demo", "stale"}
