@@ -26,21 +26,30 @@ def _float_is_plain(f: float) -> bool:
         return False
 
 
-def _plain(obj: Any) -> bool:
+def _plain(obj: Any, *, strings: bool = False) -> bool:
     """Whether `json` writes `obj` byte for byte as RFC 8785 does: exact dict/list/tuple/str/int/
     bool/None (and floats Python prints the JCS way), string keys within the Basic Multilingual
-    Plane (where code point order is UTF-16 order), integers within ±(2**53 - 1)."""
+    Plane (where code point order is UTF-16 order), integers within ±(2**53 - 1).
+
+    `strings`: also whether every string encodes as UTF-8 (no unpaired surrogates), which
+    `canonical_json` otherwise learns only when it encodes."""
     stack = [obj]
     pop, push = stack.pop, stack.extend
     budget = _CONTAINERS  # a structure that contains itself is not plain (rfc8785 says why)
     while stack:
         o = pop()
         t = type(o)
-        if t is str or o is None or t is bool:
+        if t is str:
+            if strings and not o.isascii() and not _encodes(o):
+                return False
+            continue
+        if o is None or t is bool:
             continue
         if t is dict:
             for k in o:
-                if type(k) is not str or (not k.isascii() and max(k) > "\uffff"):
+                if type(k) is not str or (
+                    not k.isascii() and (max(k) > "\uffff" or (strings and not _encodes(k)))
+                ):
                     return False
             push(o.values())
             budget -= 1
@@ -58,6 +67,21 @@ def _plain(obj: Any) -> bool:
         if budget < 0:
             return False
     return True
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def check_canonical(obj: Any) -> None:
+    """Raise what `canonical_json(obj)` raises, if anything, without writing the bytes (for
+    callers that need to know the object has a canonical form, not what it is)."""
+    if not _plain(obj, strings=True):
+        canonical_json(obj)
 
 
 def canonical_json(obj: Any) -> bytes:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from generator.canonical import sha256_digest
+from generator.canonical import check_canonical, sha256_digest
 from generator.errors import Diagnostic, ResolveError, ScaleError
 from generator.records import (
     DIMENSIONS,
@@ -492,6 +492,26 @@ def resolve(
     nodes: int | None = None,
 ) -> RecipeResult:
     """Resolve a leaf name or criteria into a concrete recipe. Raises ResolveError / ScaleError."""
+    return _resolve(catalog, query, profile, overrides, nodes, digest=True)
+
+
+def check_resolves(
+    catalog: Catalog, query: Criteria | str, *, profile: str = DEFAULT_PROFILE
+) -> None:
+    """Raise what `resolve` raises, if anything, without computing the recipe's digest: for
+    `validate`, which asks whether a recipe resolves, not what its digest is."""
+    _resolve(catalog, query, profile, (), None, digest=False)
+
+
+def _resolve(
+    catalog: Catalog,
+    query: Criteria | str,
+    profile: str,
+    overrides: Sequence[Override],
+    nodes: int | None,
+    *,
+    digest: bool,
+) -> RecipeResult:
     criteria, wanted = _query_of(catalog, query)
     applied = select(catalog, criteria)
     if wanted is not None and wanted not in {o.name for o in applied}:
@@ -631,6 +651,9 @@ def resolve(
             for p in sorted({*c.values_files, *c.manifest_files, *c.pre_manifest_files})
         },
     )
+    if not digest:
+        check_canonical(_document(result, with_digest=False))  # what the digest would raise
+        return result
     return replace(result, digest=sha256_digest(_document(result, with_digest=False)))
 
 

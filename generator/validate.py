@@ -17,7 +17,7 @@ from packaging.version import InvalidVersion, Version
 
 from generator.errors import Diagnostic, ResolveError, ScaleError, Severity, sort_diagnostics
 from generator.records import DIMENSIONS, Catalog, ComponentRef, Overlay, RecipeResult
-from generator.resolve import chain, resolve
+from generator.resolve import chain, check_resolves, resolve
 
 KNOWN_CRITERIA: dict[str, frozenset[str]] = {
     "service": frozenset("eks gke aks oke ocp kind lke bcm metal3 generic k0s rke2".split()),
@@ -246,7 +246,7 @@ def check_leaves(catalog: Catalog) -> Iterator[Diagnostic]:
     for leaf in catalog.leaves():
         ov = catalog.overlays[leaf]
         try:
-            resolve(catalog, leaf)
+            check_resolves(catalog, leaf)
         except (ResolveError, ScaleError) as e:
             if e.diagnostics:
                 yield from e.diagnostics

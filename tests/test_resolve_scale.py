@@ -19,10 +19,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generator import resolve as resolve_mod
-from generator.canonical import canonical_json
+from generator.canonical import canonical_json, check_canonical
+from generator.errors import CatalogError
 from generator.load import load_catalog
 from generator.records import DIMENSIONS, Catalog, Criteria, Overlay
-from generator.resolve import _deepcopy, chain, matches, resolve, select, set_path
+from generator.resolve import (
+    _deepcopy,
+    chain,
+    check_resolves,
+    matches,
+    resolve,
+    select,
+    set_path,
+)
 from tests.conftest import CATALOG
 
 
@@ -233,3 +242,38 @@ def test_resolution_never_shares_values_with_the_catalog(catalog: Catalog) -> No
         r = resolve(catalog, "gb300-eks-ubuntu-training-slurm", profile=profile)
         ids = set().union(*(_containers(c.values) for c in r.components))
         assert ids and not ids & catalog_ids
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json)
+def test_check_canonical_raises_what_canonical_json_raises(obj: Any) -> None:
+    want = _outcome(canonical_json, obj)
+    got = _outcome(check_canonical, obj)
+    assert got == (want if isinstance(want, type) else None)
+
+
+def test_check_resolves_raises_what_resolve_raises(catalog: Catalog) -> None:
+    leaf = "gb300-eks-ubuntu-training-slurm"
+    assert check_resolves(catalog, leaf) is None
+    for profile in ("standard", "nvl72-2304", "no-such-profile"):
+        assert _outcome_of(lambda p=profile: check_resolves(catalog, leaf, profile=p)) == (
+            _outcome_of(lambda p=profile: resolve(catalog, leaf, profile=p), result=None)
+        )
+    # a values file whose data has no canonical form: both raise rfc8785's error
+    r = resolve(catalog, leaf)
+    rel = next(c.values_files[0] for c in r.components if c.values_files)
+    doc = catalog.files[rel]
+    broken = replace(doc, data={**doc.data, "huge": 2**60})
+    cat = replace(catalog, files={**catalog.files, rel: broken})
+    with pytest.raises(rfc8785.IntegerDomainError):
+        resolve(cat, leaf)
+    with pytest.raises(rfc8785.IntegerDomainError):
+        check_resolves(cat, leaf)
+
+
+def _outcome_of(f: Any, result: Any = None) -> Any:
+    try:
+        f()
+    except CatalogError as e:
+        return (type(e), e.message, e.diagnostics)
+    return result
