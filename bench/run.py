@@ -58,8 +58,22 @@ TARGETS = {
 # --- measuring ----------------------------------------------------------------------------------
 
 
+def _pss_kb(pid: int) -> int | None:
+    """Proportional set size (kB) of `pid`: its private pages plus its share of shared ones."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
 def _rss_tree_kb(root: int) -> int:
-    """Resident set (kB) of `root` and all its descendants, from /proc."""
+    """Memory (kB) of `root` and all its descendants, from /proc: the sum of their proportional
+    set sizes, so pages a forked worker shares with its parent are counted once, not once per
+    process (a sum of RSS would count them twice); RSS where smaps_rollup is unreadable."""
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
     for entry in os.scandir("/proc"):
@@ -76,7 +90,8 @@ def _rss_tree_kb(root: int) -> int:
     total, todo = 0, [root]
     while todo:
         pid = todo.pop()
-        total += rss.get(pid, 0)
+        pss = _pss_kb(pid)
+        total += pss if pss is not None else rss.get(pid, 0)
         todo.extend(children.get(pid, ()))
     return total
 
@@ -84,7 +99,7 @@ def _rss_tree_kb(root: int) -> int:
 class PeakSampler:
     """Samples the RSS of a process tree in a thread; `peak_mb` since the last `reset()`."""
 
-    def __init__(self, pid: int, interval: float = 0.02) -> None:
+    def __init__(self, pid: int, interval: float = 0.05) -> None:
         self.pid, self.interval = pid, interval
         self.peak_kb = 0
         self._stop = threading.Event()
