@@ -143,9 +143,10 @@ class _Dumper(_BaseDumper):  # type: ignore[misc,valid-type]
         tag = memo.get(value)
         if tag is None:
             tag = super().resolve(kind, value, implicit)
-            if len(memo) >= 100_000:
-                memo.clear()
-            memo[value] = tag
+            if len(value) <= 256:  # keys, names, numbers: what repeats; long texts would pile up
+                if len(memo) >= 100_000:
+                    memo.clear()
+                memo[value] = tag
         return tag
 
     def represent_data(self, data: Any) -> yaml.Node:
