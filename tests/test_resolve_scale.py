@@ -136,15 +136,17 @@ _scalars = st.one_of(
     st.text(max_size=6),
     st.sampled_from(["\x00\x1f\x7f", '"\\/', "\u2028\u2029", "\ud800", "é€😀"]),
 )
-_json = st.recursive(
-    _scalars,
-    lambda inner: st.one_of(
+
+
+def _containers_of(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(
         st.lists(inner, max_size=4),
         st.tuples(inner, inner),
         st.dictionaries(_keys, inner, max_size=4),
-    ),
-    max_leaves=20,
-)
+    )
+
+
+_json = st.recursive(_scalars, _containers_of, max_leaves=20)
 
 
 def _outcome(f: Any, obj: Any) -> Any:
