@@ -130,3 +130,37 @@ def test_broken_catalog_leaves_previous_site(catalogs: tuple[Path, Path], tmp_pa
     assert "overlays/gb300-eks-ubuntu-training-slurm.yaml:" in proc.stderr
     assert "[base.missing]" in proc.stderr
     assert digests(out) == before
+
+
+def test_a_forked_worker_does_not_keep_the_lock_of_a_killed_build(tmp_path: Path) -> None:
+    """Worker processes are forked while the build holds its lock; when the build is killed,
+    a worker still running must not keep the lock (the next build would be refused)."""
+    import sys
+
+    from generator.site.build import build_lock
+
+    out = tmp_path / "site"
+    script = (
+        "import os, time\n"
+        "from pathlib import Path\n"
+        "from generator.site.build import build_lock\n"
+        f"with build_lock(Path({str(out)!r})):\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        time.sleep(60)\n"
+        "        os._exit(0)\n"
+        "    print(pid, flush=True)\n"
+        "    time.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    worker = int(proc.stdout.readline())
+    proc.stdout.close()
+    try:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        os.kill(worker, 0)  # the worker outlives the build
+        with build_lock(out):  # and the lock is free
+            pass
+    finally:
+        os.kill(worker, signal.SIGKILL)

@@ -532,6 +532,28 @@ def run_mkdocs(config_file: Path, epoch: int) -> None:
         logger.removeHandler(handler)
 
 
+_HELD_LOCKS: set[int] = set()  # descriptors of the build locks this process holds
+
+
+def _drop_inherited_locks() -> None:
+    """In a forked worker: close the inherited descriptors of the parent's build locks.
+
+    A flock belongs to the open file, which a fork shares: a worker still holding the
+    descriptor would keep the lock after its parent was killed, and refuse the next build.
+    The descriptor is pointed at /dev/null rather than closed, so its number stays taken."""
+    if not _HELD_LOCKS:
+        return
+    null = os.open(os.devnull, os.O_RDONLY)
+    for fd in tuple(_HELD_LOCKS):
+        with contextlib.suppress(OSError):
+            os.dup2(null, fd)  # the number stays taken: nothing else can be closed by mistake
+    os.close(null)
+    _HELD_LOCKS.clear()
+
+
+os.register_at_fork(after_in_child=_drop_inherited_locks)
+
+
 @contextlib.contextmanager
 def build_lock(out: Path) -> Iterator[None]:
     """An exclusive lock per output directory; a second build fails at once instead of racing."""
@@ -544,9 +566,11 @@ def build_lock(out: Path) -> Iterator[None]:
             raise SiteError(
                 f"another build of {out.name}/ is running; try again when it ends"
             ) from e
+        _HELD_LOCKS.add(fh.fileno())
         try:
             yield
         finally:
+            _HELD_LOCKS.discard(fh.fileno())
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
