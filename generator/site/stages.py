@@ -220,6 +220,11 @@ def render_bundles(
         )
     if problems:
         raise RenderError("some bundles could not be rendered", problems)
+    if cache_dir is not None:  # keep the archives of this build only
+        from generator.render.cache import entry_name, sweep
+
+        target = render.GitOpsTarget()
+        sweep(cache_dir, {entry_name(r, d, target, epoch) for r, d, _, _, _ in work})
     return {k: tuple(v) for k, v in out.items()}, None
 
 
