@@ -120,3 +120,21 @@ def test_entries_of_earlier_inputs_are_swept(
     # the touched recipe's two page entries were replaced; nothing accumulates
     assert len(after) == len(before) and len(after - before) == 2
     assert len(_entries(cache, ENGINE_STAGE)) == 1
+
+
+def test_collector_is_paused_inside_and_restored_after() -> None:
+    import gc
+
+    from generator.site.build import collector_paused
+
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # left as it was found
+    finally:
+        gc.enable()

@@ -8,7 +8,7 @@ the files (`api/v1/schemas/`).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -207,16 +207,18 @@ def evidence_index(site: SiteData) -> dict[str, Any]:
     }
 
 
+def iter_api_files(site: SiteData) -> Iterator[tuple[str, bytes]]:
+    """Every file of the JSON API as (site-relative path, bytes), one at a time."""
+    yield "api/v1/recipes.json", dumps(recipes_index(site))
+    yield "api/v1/evidence.json", dumps(evidence_index(site))
+    yield "api/v1/lanes.json", dumps(lanes_index(site))
+    yield "api/v1/profiles.json", dumps(profiles_index(site))
+    for r in site.recipes:
+        yield f"api/v1/recipes/{slug(r.name)}.json", dumps(recipe_detail(r, site))
+    for schema in sorted(SCHEMAS.glob("*.schema.json")):
+        yield f"api/v1/schemas/{schema.name}", schema.read_bytes()
+
+
 def api_files(site: SiteData) -> dict[str, bytes]:
     """Every file of the JSON API, site-relative path -> bytes."""
-    files = {
-        "api/v1/recipes.json": dumps(recipes_index(site)),
-        "api/v1/evidence.json": dumps(evidence_index(site)),
-        "api/v1/lanes.json": dumps(lanes_index(site)),
-        "api/v1/profiles.json": dumps(profiles_index(site)),
-    }
-    for r in site.recipes:
-        files[f"api/v1/recipes/{slug(r.name)}.json"] = dumps(recipe_detail(r, site))
-    for schema in sorted(SCHEMAS.glob("*.schema.json")):
-        files[f"api/v1/schemas/{schema.name}"] = schema.read_bytes()
-    return files
+    return dict(iter_api_files(site))

@@ -428,13 +428,13 @@ def aggregate(
 
     # evidence runs, judged: counted, or why not
     runs: list[EvidenceRun] = []
-    judged = {int(row.idx): row for row in status.runs.itertuples(index=False)}
+    judged = agg.run_verdicts(status)
     stale_lanes: set[tuple[str, str, str]] = set()
     for i, rec in enumerate(verified.records):
         run = _run_from(rec, verified.raw.get(rec.path, b""), verified.trust_root)
-        row = judged.get(i)
-        if row is not None:
-            exclusion = str(row.exclusion)
+        verdict = judged.get(i)
+        if verdict is not None:
+            exclusion, downgraded = verdict
             if exclusion in ("stale", "stale-criteria"):
                 run = replace(run, state="stale", reason=run.reason or _EXCLUSION_TEXT[exclusion])
                 stale_lanes.add((run.recipe, run.profile or "standard", run.lane))
@@ -446,7 +446,6 @@ def aggregate(
                     reason=reason,
                     failure_class=run.failure_class or exclusion,
                 )
-            downgraded = str(getattr(row, "downgraded", "") or "")
             if downgraded and run.state == "verified":
                 run = replace(run, reason=downgraded)
         runs.append(run)
