@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import shutil
 from pathlib import Path
 
@@ -50,15 +51,20 @@ def opts(catalog: Path, evidence: Path, out: Path, cached: bool = True) -> Build
 
 
 def test_one_added_evidence_file_renders_two_pages_and_matches_a_fresh_build(
-    inputs: tuple[Path, Path, Path], tmp_path: Path
+    inputs: tuple[Path, Path, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     catalog, evidence, held = inputs
     out = tmp_path / "b" / "site"
+    caplog.set_level(logging.INFO, logger="aicr_catalog.build")
     first = build_site(opts(catalog, evidence, out))
     assert first.pages_rendered == first.pages and not first.engine_reused
+    assert "load + validate" in caplog.text
     shutil.move(tmp_path / "held.sigstore.json", held)  # a lab adds one run
 
+    caplog.clear()
     second = build_site(opts(catalog, evidence, out))
+    # the catalog did not change: it is not loaded, validated and resolved again
+    assert "catalog unchanged" in caplog.text and "load + validate" not in caplog.text
     # the recipe's page and its evidence page, plus the five site-wide pages
     assert second.pages_rendered == 2 + 5, second
     assert second.engine_reused  # no page's Markdown skeleton changed
@@ -138,3 +144,17 @@ def test_collector_is_paused_inside_and_restored_after() -> None:
         assert not gc.isenabled()  # left as it was found
     finally:
         gc.enable()
+
+
+def test_a_catalog_change_is_loaded_validated_and_resolved_again(
+    inputs: tuple[Path, Path, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    catalog, evidence, _ = inputs
+    out = tmp_path / "b" / "site"
+    build_site(opts(catalog, evidence, out))
+    registry = catalog / "registry.yaml"
+    registry.write_text(registry.read_text() + "\n# a comment changes the file\n")
+    caplog.set_level(logging.INFO, logger="aicr_catalog.build")
+    build_site(opts(catalog, evidence, out))
+    assert "load + validate" in caplog.text and "catalog unchanged" not in caplog.text
+    assert len(_entries(out.parent / ".cache", "catalog")) == 1  # the old entry swept

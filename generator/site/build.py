@@ -151,12 +151,25 @@ def _cache(options: BuildOptions) -> Cache | None:
 PROGRESS = logging.getLogger("aicr_catalog.build")  # the CLI shows it on stderr
 
 
-def gather(options: BuildOptions, epoch: int) -> SiteData:
-    """Run every stage and collect what the site shows. Raises CatalogError on bad input."""
+CATALOG_STAGE = "catalog"
+
+
+def _catalog_stage(
+    options: BuildOptions, cache: Cache | None, base: str
+) -> tuple[Any, dict[str, tuple[Any, ...]], tuple[Any, ...], str]:
+    """Load, validate and resolve the catalog, or take the result for the very same inputs
+    (`base`: the catalog tree, options and generator) from the cache. Returns the catalog,
+    the results per leaf, the lanes and the cache key used."""
+    fp = fingerprint()
+    key = cache.key(CATALOG_STAGE, fp, base) if cache is not None and base else ""
+    if key and cache is not None:
+        hit = cache.get_object(CATALOG_STAGE, key, fp)
+        if isinstance(hit, tuple) and len(hit) == 3:
+            PROGRESS.info("catalog unchanged since the last build: validated and resolved then")
+            return (*hit, key)
     PROGRESS.info("load + validate %s", options.catalog)
     catalog = stages.load_and_validate(options.catalog, strict=options.strict)
     PROGRESS.info("resolve %d leaf recipes", len(catalog.leaves()))
-    notes: list[StageNote] = []
     resolved: dict[str, tuple[Any, ...]] = {}
     problems: list[Diagnostic] = []
     for leaf in catalog.leaves():
@@ -166,6 +179,20 @@ def gather(options: BuildOptions, epoch: int) -> SiteData:
     if problems:
         raise SiteError("some recipes do not resolve", problems)
     lanes = stages.lanes(catalog)
+    if key and cache is not None:
+        cache.put_object(CATALOG_STAGE, key, fp, (catalog, resolved, lanes))
+    return catalog, resolved, lanes, key
+
+
+def gather(
+    options: BuildOptions, epoch: int, cache: Cache | None = None, base: str = ""
+) -> SiteData:
+    """Run every stage and collect what the site shows. Raises CatalogError on bad input.
+
+    With `cache` and the build's evidence-independent input key `base`, an unchanged catalog
+    is not loaded, validated and resolved again."""
+    catalog, resolved, lanes, _ = _catalog_stage(options, cache, base)
+    notes: list[StageNote] = []
 
     all_results = tuple(r for rs in resolved.values() for r in rs)
     if options.bundles:
@@ -672,6 +699,7 @@ def build_site(options: BuildOptions) -> BuildReport:
             # entries of earlier inputs are never read again: keep the cache from growing
             cache.sweep(PAGES_STAGE, page_keys)
             cache.sweep(ENGINE_STAGE, (engine_key,) if engine_key else ())
+            cache.sweep(CATALOG_STAGE, (cache.key(CATALOG_STAGE, fingerprint(), base),))
     return report
 
 
@@ -681,7 +709,7 @@ def _build(
     """The build proper (under the lock): gather, pages, mkdocs, publish, swap. Returns the
     report and the cache keys of the pages and of the page engine's output it used."""
     with collector_paused():  # not around mkdocs: it makes cyclic garbage on every page
-        site = gather(options, epoch)
+        site = gather(options, epoch, cache, base)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}-build-", dir=out.parent))
     try:
         docs_dir, site_dir = work / "docs", work / "site"
