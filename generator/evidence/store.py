@@ -151,12 +151,15 @@ def _problem(shown: str, message: str, rule: str) -> Diagnostic:
     return Diagnostic(shown, 0, 0, "$", message, rule)
 
 
-def read_one(found: Found, shown: str) -> tuple[bytes | None, Diagnostic | None]:
+def read_one(
+    found: Found, shown: str, real_root: str | None = None
+) -> tuple[bytes | None, Diagnostic | None]:
     """The bytes of one evidence file, or why it is refused: a link leaving its root, not a
     regular file (never opened, so a pipe cannot block), larger than MAX_FILE_BYTES (never
-    read beyond the limit), or unreadable."""
+    read beyond the limit), or unreadable. `real_root` is `realpath(found.root)` when the
+    caller has it already (one root serves thousands of files)."""
     real = os.path.realpath(found.path)
-    if not Path(real).is_relative_to(os.path.realpath(found.root)):
+    if not Path(real).is_relative_to(real_root or os.path.realpath(found.root)):
         return None, _problem(
             shown, "symbolic link points outside the evidence directory", "file.symlink-escape"
         )
@@ -202,9 +205,12 @@ def read_files(paths: Iterable[Path], base: Path | None = None) -> tuple[Evidenc
     """
     files: list[EvidenceFile] = []
     problems: list[Diagnostic] = []
+    real_roots: dict[Path, str] = {}
     for p, found in _discover(paths).items():
         shown = display_path(p, base)
-        data, problem = read_one(found, shown)
+        if found.root not in real_roots:
+            real_roots[found.root] = os.path.realpath(found.root)
+        data, problem = read_one(found, shown, real_roots[found.root])
         if problem is not None:
             problems.append(problem)
         else:
