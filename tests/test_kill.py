@@ -147,6 +147,7 @@ def test_a_forked_worker_does_not_keep_the_lock_of_a_killed_build(tmp_path: Path
         f"with build_lock(Path({str(out)!r})):\n"
         "    pid = os.fork()\n"
         "    if pid == 0:\n"
+        "        print('worker running', flush=True)\n"
         "        time.sleep(60)\n"
         "        os._exit(0)\n"
         "    print(pid, flush=True)\n"
@@ -154,8 +155,11 @@ def test_a_forked_worker_does_not_keep_the_lock_of_a_killed_build(tmp_path: Path
     )
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE)
     assert proc.stdout is not None
-    worker = int(proc.stdout.readline())
+    # the worker's line says it runs (its fork handlers are done); the other is its pid
+    lines = sorted(proc.stdout.readline().decode().strip() for _ in range(2))
     proc.stdout.close()
+    worker = int(lines[0])
+    assert lines[1] == "worker running"
     try:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()

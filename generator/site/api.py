@@ -84,7 +84,7 @@ def evidence_record(e: EvidenceRun) -> dict[str, Any]:
         "recipe": e.recipe,
         "path": e.path,
         "url": f"evidence/{s}.html#run-{e.id}",
-        "raw": e.path.replace("evidence/", "evidence/raw/", 1) if e.raw else None,
+        "raw": e.raw_file if e.raw else None,
         "state": e.state,
         "counted": e.counted,
         "reason": e.reason or None,

@@ -489,9 +489,15 @@ def iter_published(site: SiteData) -> Iterator[tuple[str, bytes]]:
         for p in r.profiles:
             for d in p.downloads:
                 yield d.file, d.content
+    published: dict[str, str] = {}
     for e in site.evidence:
         if e.raw:
-            yield e.path.replace("evidence/", "evidence/raw/", 1), e.raw
+            if e.raw_file in published:  # never let one file silently replace another
+                raise SiteError(
+                    f"{e.path} and {published[e.raw_file]} would both be published as {e.raw_file}"
+                )
+            published[e.raw_file] = e.path
+            yield e.raw_file, e.raw
 
 
 def published_files(site: SiteData) -> dict[str, bytes]:

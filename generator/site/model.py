@@ -87,6 +87,13 @@ class EvidenceRun:
         return self.state == "verified"
 
     @property
+    def raw_file(self) -> str:
+        """Where the site publishes the file: `evidence/raw/<id>.sigstore.json`, one flat
+        directory (a directory per recipe and lab, as in the repository, would be thousands of
+        directories to create and delete on every build)."""
+        return f"evidence/raw/{self.id}.sigstore.json"
+
+    @property
     def short(self) -> str:
         """The run's short name on pages: the first 12 hex of its statement digest."""
         return (self.statement_digest.removeprefix("sha256:") or self.id)[:12]
