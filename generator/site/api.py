@@ -125,7 +125,11 @@ def evidence_record(e: EvidenceRun) -> dict[str, Any]:
     }
 
 
-def recipe_detail(recipe: RecipeView, site: SiteData) -> dict[str, Any]:
+def recipe_detail(
+    recipe: RecipeView, site: SiteData, records: Mapping[str, dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """One recipe's API document; `records` are the evidence records by run id when the
+    caller made them already (for evidence.json)."""
     profiles = []
     for p in recipe.profiles:
         profiles.append(
@@ -143,7 +147,10 @@ def recipe_detail(recipe: RecipeView, site: SiteData) -> dict[str, Any]:
         **{k: v for k, v in _recipe_summary(recipe).items() if k != "profiles"},
         "appliedOverlays": list(recipe.chain),
         "profiles": profiles,
-        "evidence": [evidence_record(e) for e in recipe.evidence],
+        "evidence": [
+            records[e.id] if records is not None and e.id in records else evidence_record(e)
+            for e in recipe.evidence
+        ],
     }
 
 
@@ -199,22 +206,28 @@ def lanes_index(site: SiteData) -> dict[str, Any]:
     }
 
 
-def evidence_index(site: SiteData) -> dict[str, Any]:
+def evidence_index(
+    site: SiteData, records: Mapping[str, dict[str, Any]] | None = None
+) -> dict[str, Any]:
     return {
         **_header(site, "EvidenceIndex"),
         "sample": any(e.sample for e in site.evidence),
-        "evidence": [evidence_record(e) for e in site.evidence],
+        "evidence": [
+            records[e.id] if records is not None and e.id in records else evidence_record(e)
+            for e in site.evidence
+        ],
     }
 
 
 def iter_api_files(site: SiteData) -> Iterator[tuple[str, bytes]]:
     """Every file of the JSON API as (site-relative path, bytes), one at a time."""
+    records = {e.id: evidence_record(e) for e in site.evidence}  # each made once, used twice
     yield "api/v1/recipes.json", dumps(recipes_index(site))
-    yield "api/v1/evidence.json", dumps(evidence_index(site))
+    yield "api/v1/evidence.json", dumps(evidence_index(site, records))
     yield "api/v1/lanes.json", dumps(lanes_index(site))
     yield "api/v1/profiles.json", dumps(profiles_index(site))
     for r in site.recipes:
-        yield f"api/v1/recipes/{slug(r.name)}.json", dumps(recipe_detail(r, site))
+        yield f"api/v1/recipes/{slug(r.name)}.json", dumps(recipe_detail(r, site, records))
     for schema in sorted(SCHEMAS.glob("*.schema.json")):
         yield f"api/v1/schemas/{schema.name}", schema.read_bytes()
 
