@@ -714,7 +714,8 @@ def _build(
 ) -> tuple[BuildReport, tuple[str, ...], str]:
     """The build proper (under the lock): gather, pages, mkdocs, publish, swap. Returns the
     report and the cache keys of the pages and of the page engine's output it used."""
-    with collector_paused():  # not around mkdocs: it makes cyclic garbage on every page
+    # the collector is paused everywhere but around mkdocs, which makes cyclic garbage per page
+    with collector_paused():
         site = gather(options, epoch, cache, base)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}-build-", dir=out.parent))
     try:
@@ -734,10 +735,11 @@ def _build(
         config_file = work / "mkdocs.yml"
         config_file.write_text(yaml.safe_dump(config, sort_keys=True), encoding="utf-8")
         engine_key, engine_reused = run_engine(config_file, docs_dir, site_dir, epoch, cache, base)
-        finish_pages(site_dir, made.blocks)
-        rendered, page_keys = made.rendered, made.keys
-        del made  # the data blocks are in the pages now
-        _write_each(site_dir, iter_published(site))
+        with collector_paused():
+            finish_pages(site_dir, made.blocks)
+            rendered, page_keys = made.rendered, made.keys
+            del made  # the data blocks are in the pages now
+            _write_each(site_dir, iter_published(site))
         files = sum(1 for p in site_dir.rglob("*") if p.is_file())
         PROGRESS.info("swap the finished site into %s", options.out)
         swap_in(site_dir, out)
