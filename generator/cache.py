@@ -288,14 +288,15 @@ def _header(key: str, stage: str, fingerprint_: str, payload: bytes) -> bytes:
 
 
 def tree_listing(root: Path) -> list[list[Any]]:
-    """[relative path, size, mtime_ns] of every file under `root`, sorted: cheap to compare."""
+    """[relative path, size, mtime_ns, inode] of every file under `root`, sorted: cheap to
+    compare, and enough to tell a file was replaced or rewritten since it was listed."""
     out: list[list[Any]] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         for name in filenames:
             st = os.stat(os.path.join(dirpath, name))
             rel = os.path.relpath(os.path.join(dirpath, name), root)
-            out.append([rel.replace(os.sep, "/"), st.st_size, st.st_mtime_ns])
+            out.append([rel.replace(os.sep, "/"), st.st_size, st.st_mtime_ns, st.st_ino])
     return sorted(out)
 
 
@@ -454,9 +455,16 @@ def unchanged_build(cache: Cache, out: Path, key: str) -> dict[str, Any] | None:
     return report
 
 
-def record_build(cache: Cache, out: Path, key: str, report: dict[str, Any]) -> None:
-    """Remember that `out` is the build of `key` (with its file listing, to notice edits)."""
-    doc = {"key": key, "listing": tree_listing(out), "report": report}
+def record_build(
+    cache: Cache,
+    out: Path,
+    key: str,
+    report: dict[str, Any],
+    sums: dict[str, str] | None = None,
+) -> None:
+    """Remember that `out` is the build of `key` (with its file listing, to notice edits, and
+    the sha256 of the files the build published, so the next build can reuse them)."""
+    doc = {"key": key, "listing": tree_listing(out), "report": report, "sha256": sums or {}}
     cache.put(
         BUILD_STAGE,
         digest(str(out.resolve())),
@@ -464,6 +472,28 @@ def record_build(cache: Cache, out: Path, key: str, report: dict[str, Any]) -> N
         json.dumps(doc, sort_keys=True).encode(),
         authenticated=True,  # a planted entry must not make a build skip
     )
+
+
+def previous_files(cache: Cache, out: Path) -> dict[str, tuple[int, int, int, str]]:
+    """What the last recorded build of `out` published: relative path -> (size, mtime_ns,
+    inode, sha256) as recorded. A file whose stat still matches holds those bytes (the record
+    is authenticated, so the list cannot be planted); anything else is unknown."""
+    if not cache.enabled or not out.is_dir():
+        return {}
+    stored = cache.get(BUILD_STAGE, digest(str(out.resolve())), fingerprint(), authenticated=True)
+    try:
+        doc = json.loads(stored) if stored is not None else {}
+    except ValueError:
+        return {}
+    sums = doc.get("sha256") if isinstance(doc, dict) else None
+    listing = doc.get("listing") if isinstance(doc, dict) else None
+    if not isinstance(sums, dict) or not isinstance(listing, list):
+        return {}
+    out_files: dict[str, tuple[int, int, int, str]] = {}
+    for entry in listing:
+        if isinstance(entry, list) and len(entry) == 4 and isinstance(sums.get(entry[0]), str):
+            out_files[entry[0]] = (int(entry[1]), int(entry[2]), int(entry[3]), sums[entry[0]])
+    return out_files
 
 
 __all__ = [
@@ -474,6 +504,7 @@ __all__ = [
     "fingerprint",
     "inputs_key",
     "machine_key",
+    "previous_files",
     "record_build",
     "tree_digest",
     "unchanged_build",

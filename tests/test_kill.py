@@ -147,17 +147,26 @@ def test_a_forked_worker_does_not_keep_the_lock_of_a_killed_build(tmp_path: Path
         f"with build_lock(Path({str(out)!r})):\n"
         "    pid = os.fork()\n"
         "    if pid == 0:\n"
-        "        print('worker running', flush=True)\n"
+        "        os.write(1, b'worker running\\n')\n"
         "        time.sleep(60)\n"
         "        os._exit(0)\n"
-        "    print(pid, flush=True)\n"
+        "    os.write(1, f'{pid}\\n'.encode())\n"
         "    time.sleep(60)\n"
     )
-    proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE)
-    assert proc.stdout is not None
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
     # the worker's line says it runs (its fork handlers are done); the other is its pid
     lines = sorted(proc.stdout.readline().decode().strip() for _ in range(2))
     proc.stdout.close()
+    if "" in lines:  # the script failed: say why
+        proc.wait()
+        pytest.fail(f"exit {proc.returncode}, lines {lines}: {proc.stderr.read().decode()}")
+    proc.stderr.close()
     worker = int(lines[0])
     assert lines[1] == "worker running"
     try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import shutil
 from pathlib import Path
 
@@ -61,10 +62,18 @@ def test_one_added_evidence_file_renders_two_pages_and_matches_a_fresh_build(
     assert "load + validate" in caplog.text
     shutil.move(tmp_path / "held.sigstore.json", held)  # a lab adds one run
 
+    # someone edits a published file of the previous site in place (same size)
+    api = out / "api" / "v1" / "lanes.json"
+    api.write_bytes(api.read_bytes().replace(b"lane-36", b"lane-XX"))
+
     caplog.clear()
     second = build_site(opts(catalog, evidence, out))
     # the catalog did not change: it is not loaded, validated and resolved again
     assert "catalog unchanged" in caplog.text and "load + validate" not in caplog.text
+    # files whose bytes the previous build published are linked, not written again
+    linked = re.search(r"(\d+) files unchanged since the last build: linked", caplog.text)
+    assert linked and int(linked.group(1)) > first.files // 2, caplog.text
+    assert b"lane-XX" not in (out / "api" / "v1" / "lanes.json").read_bytes()
     # the recipe's page and its evidence page, plus the five site-wide pages
     assert second.pages_rendered == 2 + 5, second
     assert second.engine_reused  # no page's Markdown skeleton changed

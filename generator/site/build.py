@@ -20,6 +20,7 @@ import multiprocessing
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
@@ -37,6 +38,7 @@ from generator.cache import (
     build_key,
     fingerprint,
     inputs_key,
+    previous_files,
     record_build,
     tree_digest,
     unchanged_build,
@@ -504,24 +506,69 @@ def published_files(site: SiteData) -> dict[str, bytes]:
     return dict(iter_published(site))
 
 
-def _write_each(root: Path, files: Iterable[tuple[str, bytes]]) -> None:
-    made: set[Path] = set()
-    for rel, data in files:
-        path = root / rel
-        if path.parent not in made:
+class Publisher:
+    """Writes the finished files of a build into its new tree; a file whose bytes the previous
+    build of the same output already published (same path, same sha256, and that file still
+    as recorded: size, mtime and inode) is hard-linked from the previous tree instead of
+    written again. The previous tree is never modified; every file of the new tree is a new
+    name, so nothing is written through a link. Not a record: it collects the sha256 sums."""
+
+    def __init__(
+        self,
+        root: Path,
+        previous: Path | None = None,
+        known: Mapping[str, tuple[int, int, int, str]] | None = None,
+    ) -> None:
+        self.root = root
+        self.previous = previous
+        self.known = known or {}
+        self.sums: dict[str, str] = {}
+        self.linked = 0
+        self._dirs: set[Path] = set()
+
+    def put(self, rel: str, data: bytes) -> None:
+        path = self.root / rel
+        if path.parent not in self._dirs:
             path.parent.mkdir(parents=True, exist_ok=True)
-            made.add(path.parent)
+            self._dirs.add(path.parent)
+        sha = hashlib.sha256(data).hexdigest()
+        self.sums[rel] = sha
+        path.unlink(missing_ok=True)  # e.g. a page the engine wrote before its blocks went in
+        if self._link(rel, path, sha, len(data)):
+            return
         path.write_bytes(data)
 
+    def _link(self, rel: str, path: Path, sha: str, size: int) -> bool:
+        old = self.known.get(rel)
+        if self.previous is None or old is None or old[3] != sha or old[0] != size:
+            return False
+        source = self.previous / rel
+        try:
+            st = os.lstat(source)
+            if (st.st_size, st.st_mtime_ns, st.st_ino) != old[:3] or not stat.S_ISREG(st.st_mode):
+                return False
+            os.link(source, path)
+        except OSError:
+            return False
+        self.linked += 1
+        return True
 
-def finish_pages(site_dir: Path, blocks: Mapping[str, tuple[str, ...]]) -> None:
+    def put_all(self, files: Iterable[tuple[str, bytes]]) -> None:
+        for rel, data in files:
+            self.put(rel, data)
+
+
+def finish_pages(
+    site_dir: Path, blocks: Mapping[str, tuple[str, ...]], publisher: Publisher | None = None
+) -> None:
     """Put the data blocks back into the built pages and add the Content-Security-Policy."""
+    put = publisher or Publisher(site_dir)
     for page in sorted(site_dir.rglob("*.html")):
         rel = page.relative_to(site_dir).as_posix()
         html = page.read_text(encoding="utf-8")
         if rel in blocks:
             html = islands.sink(html, blocks[rel], rel)
-        page.write_text(with_csp(html), encoding="utf-8")
+        put.put(rel, with_csp(html).encode("utf-8"))
 
 
 class _Collect(logging.Handler):
@@ -699,9 +746,9 @@ def build_site(options: BuildOptions) -> BuildReport:
         if done is not None:  # same inputs, same generator, site untouched: nothing to do
             notes = tuple(StageNote(**n) for n in done.pop("notes"))
             return BuildReport(**done, notes=notes)
-        report, page_keys, engine_key = _build(options, out, epoch, cache, base)
+        report, page_keys, engine_key, sums = _build(options, out, epoch, cache, base)
         if cache is not None:
-            record_build(cache, out, key, dataclasses.asdict(report))
+            record_build(cache, out, key, dataclasses.asdict(report), sums)
             # entries of earlier inputs are never read again: keep the cache from growing
             cache.sweep(PAGES_STAGE, page_keys)
             cache.sweep(ENGINE_STAGE, (engine_key,) if engine_key else ())
@@ -711,9 +758,10 @@ def build_site(options: BuildOptions) -> BuildReport:
 
 def _build(
     options: BuildOptions, out: Path, epoch: int, cache: Cache | None, base: str
-) -> tuple[BuildReport, tuple[str, ...], str]:
+) -> tuple[BuildReport, tuple[str, ...], str, dict[str, str]]:
     """The build proper (under the lock): gather, pages, mkdocs, publish, swap. Returns the
-    report and the cache keys of the pages and of the page engine's output it used."""
+    report, the cache keys of the pages and of the page engine's output it used, and the
+    sha256 of every file it published."""
     # the collector is paused everywhere but around mkdocs, which makes cyclic garbage per page
     with collector_paused():
         site = gather(options, epoch, cache, base)
@@ -736,10 +784,14 @@ def _build(
         config_file.write_text(yaml.safe_dump(config, sort_keys=True), encoding="utf-8")
         engine_key, engine_reused = run_engine(config_file, docs_dir, site_dir, epoch, cache, base)
         with collector_paused():
-            finish_pages(site_dir, made.blocks)
+            known = previous_files(cache, out) if cache is not None else {}
+            publisher = Publisher(site_dir, out if known else None, known)
+            finish_pages(site_dir, made.blocks, publisher)
             rendered, page_keys = made.rendered, made.keys
             del made  # the data blocks are in the pages now
-            _write_each(site_dir, iter_published(site))
+            publisher.put_all(iter_published(site))
+            if publisher.linked:
+                PROGRESS.info("%d files unchanged since the last build: linked", publisher.linked)
         files = sum(1 for p in site_dir.rglob("*") if p.is_file())
         PROGRESS.info("swap the finished site into %s", options.out)
         swap_in(site_dir, out)
@@ -756,7 +808,7 @@ def _build(
         pages_rendered=rendered,
         engine_reused=engine_reused,
     )
-    return report, page_keys, engine_key
+    return report, page_keys, engine_key, publisher.sums
 
 
 __all__ = ["BuildOptions", "BuildReport", "CatalogError", "build_site", "gather"]
