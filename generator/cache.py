@@ -291,12 +291,13 @@ def tree_listing(root: Path) -> list[list[Any]]:
     """[relative path, size, mtime_ns, inode] of every file under `root`, sorted: cheap to
     compare, and enough to tell a file was replaced or rewritten since it was listed."""
     out: list[list[Any]] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
+    top = os.fspath(root)
+    for dirpath, _dirnames, filenames in os.walk(top):
+        below = os.path.relpath(dirpath, top)
+        prefix = "" if below == "." else below.replace(os.sep, "/") + "/"
         for name in filenames:
             st = os.stat(os.path.join(dirpath, name))
-            rel = os.path.relpath(os.path.join(dirpath, name), root)
-            out.append([rel.replace(os.sep, "/"), st.st_size, st.st_mtime_ns, st.st_ino])
+            out.append([prefix + name, st.st_size, st.st_mtime_ns, st.st_ino])
     return sorted(out)
 
 

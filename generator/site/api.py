@@ -8,7 +8,7 @@ the files (`api/v1/schemas/`).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -219,15 +219,25 @@ def evidence_index(
     }
 
 
-def iter_api_files(site: SiteData) -> Iterator[tuple[str, bytes]]:
-    """Every file of the JSON API as (site-relative path, bytes), one at a time."""
+Reuse = Callable[[RecipeView, Callable[[], bytes]], bytes]
+
+
+def iter_api_files(site: SiteData, reuse: Reuse | None = None) -> Iterator[tuple[str, bytes]]:
+    """Every file of the JSON API as (site-relative path, bytes), one at a time.
+
+    `reuse(recipe, make)` may return a recipe's document from an earlier build instead of
+    calling `make` (the build's cache does, when the recipe's inputs are unchanged)."""
     records = {e.id: evidence_record(e) for e in site.evidence}  # each made once, used twice
     yield "api/v1/recipes.json", dumps(recipes_index(site))
     yield "api/v1/evidence.json", dumps(evidence_index(site, records))
     yield "api/v1/lanes.json", dumps(lanes_index(site))
     yield "api/v1/profiles.json", dumps(profiles_index(site))
     for r in site.recipes:
-        yield f"api/v1/recipes/{slug(r.name)}.json", dumps(recipe_detail(r, site, records))
+
+        def make(r: RecipeView = r) -> bytes:
+            return dumps(recipe_detail(r, site, records))
+
+        yield f"api/v1/recipes/{slug(r.name)}.json", reuse(r, make) if reuse else make()
     for schema in sorted(SCHEMAS.glob("*.schema.json")):
         yield f"api/v1/schemas/{schema.name}", schema.read_bytes()
 

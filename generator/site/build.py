@@ -23,7 +23,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -370,6 +370,45 @@ def _run_key(run: EvidenceRun) -> str:
     return f"{run.path}\0{run.id}\0{run.state}\0{hashlib.sha256(run.raw).hexdigest()}"
 
 
+def _page_key(
+    cache: Cache,
+    site: SiteData,
+    base_key: str,
+    kind: str,
+    name: str,
+    rel: str,
+    runs: tuple[EvidenceRun, ...],
+) -> str:
+    """The cache key of a file made from one recipe's data: the build's evidence-independent
+    inputs, the site-wide facts a recipe's files show (trust root, stage notes) and its runs."""
+    shared = json.dumps(
+        [site.trust_root, [dataclasses.asdict(n) for n in site.notes]], sort_keys=True
+    )
+    parts = (base_key, shared, kind, name, rel, *(_run_key(r) for r in runs))
+    return cache.key(PAGES_STAGE, fingerprint("site"), *parts)
+
+
+def api_reuse(cache: Cache | None, site: SiteData, base_key: str, keys: list[str]) -> api.Reuse:
+    """The JSON API's per-recipe documents from the cache when the recipe's inputs are
+    unchanged (same key as its pages, kind "api"); the keys used are appended to `keys`."""
+
+    def reuse(recipe: RecipeView, make: Callable[[], bytes]) -> bytes:
+        if cache is None or not cache.enabled or not base_key:
+            return make()
+        rel = f"api/v1/recipes/{pages.slug(recipe.name)}.json"
+        key = _page_key(cache, site, base_key, "api", recipe.name, rel, recipe.evidence)
+        keys.append(key)
+        fp = fingerprint("site")
+        hit = cache.get(PAGES_STAGE, key, fp, authenticated=True)
+        if hit is not None:
+            return hit
+        data = make()
+        cache.put(PAGES_STAGE, key, fp, data, authenticated=True)
+        return data
+
+    return reuse
+
+
 @dataclass(frozen=True, slots=True)
 class Pages:
     """The generated pages, lifted: Markdown skeletons (docs-relative .md) and the data blocks
@@ -390,25 +429,13 @@ def make_pages(
     plan = pages.page_plan(site, _contract(options), options.cli_reference)
     use_cache = cache is not None and cache.enabled and bool(base_key)
     fp = fingerprint("site")
-    shared = json.dumps(
-        [site.trust_root, [dataclasses.asdict(n) for n in site.notes]], sort_keys=True
-    )
     done: dict[int, tuple[str, tuple[str, ...]]] = {}
     keys: dict[int, str] = {}
     for i, page in enumerate(plan):
         if not use_cache or page.runs is None:
             continue
         assert cache is not None
-        keys[i] = cache.key(
-            PAGES_STAGE,
-            fp,
-            base_key,
-            shared,
-            page.kind,
-            page.name,
-            page.rel,
-            *(_run_key(r) for r in page.runs),
-        )
+        keys[i] = _page_key(cache, site, base_key, page.kind, page.name, page.rel, page.runs)
         hit = cache.get(PAGES_STAGE, keys[i], fp, authenticated=True)
         entry = json.loads(hit) if hit is not None else None
         if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str):
@@ -481,11 +508,11 @@ def run_engine(
     return key, False
 
 
-def iter_published(site: SiteData) -> Iterator[tuple[str, bytes]]:
+def iter_published(site: SiteData, reuse: api.Reuse | None = None) -> Iterator[tuple[str, bytes]]:
     """Files served as they are (no page around them): API, badges, bundles, raw evidence;
     one at a time, so the largest (the API) is never all in memory at once."""
     yield "assets/plotly.min.js", plotly_js()
-    yield from api.iter_api_files(site)
+    yield from api.iter_api_files(site, reuse)
     yield from sorted(badges.badge_files(site).items())
     for r in site.recipes:
         for p in r.profiles:
@@ -789,10 +816,12 @@ def _build(
             finish_pages(site_dir, made.blocks, publisher)
             rendered, page_keys = made.rendered, made.keys
             del made  # the data blocks are in the pages now
-            publisher.put_all(iter_published(site))
+            api_keys: list[str] = []
+            publisher.put_all(iter_published(site, api_reuse(cache, site, base, api_keys)))
+            page_keys = (*page_keys, *api_keys)
             if publisher.linked:
                 PROGRESS.info("%d files unchanged since the last build: linked", publisher.linked)
-        files = sum(1 for p in site_dir.rglob("*") if p.is_file())
+        files = sum(len(names) for _, _, names in os.walk(site_dir))
         PROGRESS.info("swap the finished site into %s", options.out)
         swap_in(site_dir, out)
     finally:
