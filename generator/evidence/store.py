@@ -77,7 +77,23 @@ class Found:
     location: str  # the path the location check compares: `evidence/...` under an evidence root
 
 
-def _found(path: Path, given: Path) -> Found:
+def _candidates(given: Path, absolute: Path) -> tuple[Path, ...]:
+    """The folders that may be the evidence root of a file below the argument `given` (the
+    last one is the fallback)."""
+    start = Path(os.path.abspath(given))
+    if start == absolute:  # a file named explicitly
+        above = start.parents[:3]
+        return (*above, above[-1])
+    # ancestors before the child: below `evidence/<recipe>`, a nested `evidence/` folder
+    # is a copy (never the root), or it would be counted again when one recipe is read
+    return (start, *start.parents[:2], start / EVIDENCE_DIR, start)
+
+
+def _inside(absolute: str, folder: str) -> bool:
+    return absolute == folder or absolute.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _found(path: Path, given: Path, memo: dict[Path, tuple[Path, ...]] | None = None) -> Found:
     """`path` (found under, or equal to, the argument `given`) with its root and location.
 
     The evidence root of a directory argument is the argument when it is named `evidence`;
@@ -88,18 +104,21 @@ def _found(path: Path, given: Path) -> Found:
     levels up. The location is `evidence/` + the path below the root, so a copy nested deeper
     in the tree (`evidence/mirror/evidence/...`) is misplaced.
     """
-    absolute = Path(os.path.abspath(path))
-    start = Path(os.path.abspath(given))
-    if start == absolute:  # a file named explicitly
-        above = start.parents[:3]
-        candidates = (*above, above[-1])
+    absolute = os.path.abspath(path)
+    if memo is not None and path != given:  # a directory argument: the same candidates
+        if given not in memo:
+            memo[given] = _candidates(given, Path(absolute))
+        candidates = memo[given]
     else:
-        # ancestors before the child: below `evidence/<recipe>`, a nested `evidence/` folder
-        # is a copy (never the root), or it would be counted again when one recipe is read
-        candidates = (start, *start.parents[:2], start / EVIDENCE_DIR, start)
-    named = [r for r in candidates[:-1] if r.name == EVIDENCE_DIR and absolute.is_relative_to(r)]
+        candidates = _candidates(given, Path(absolute))
+    named = [r for r in candidates[:-1] if r.name == EVIDENCE_DIR and _inside(absolute, str(r))]
     root = named[0] if named else candidates[-1]
-    return Found(path, root, f"{EVIDENCE_DIR}/{absolute.relative_to(root).as_posix()}")
+    folder = str(root)
+    if _inside(absolute, folder) and absolute != folder:
+        below = absolute[len(folder.rstrip(os.sep)) + 1 :].replace(os.sep, "/")
+    else:
+        below = Path(absolute).relative_to(root).as_posix()
+    return Found(path, root, f"{EVIDENCE_DIR}/{below}")
 
 
 def _search(directory: Path) -> list[Path]:
@@ -115,10 +134,12 @@ def _search(directory: Path) -> list[Path]:
 
 def _discover(paths: Iterable[Path]) -> dict[Path, Found]:
     found: dict[Path, Found] = {}
+    memo: dict[Path, tuple[Path, ...]] = {}
     for p in paths:
         if p.is_dir():
             for q in _search(p):
-                found.setdefault(q, _found(q, p))
+                if q not in found:
+                    found[q] = _found(q, p, memo)
         else:
             found.setdefault(p, _found(p, p))
     return dict(sorted(found.items()))
