@@ -177,6 +177,7 @@ class EvidenceFile:
     path: str
     data: bytes
     location: str | None = None
+    real: str = ""  # the file's real path (links resolved) when it was read from disk
 
 
 @dataclass(frozen=True, slots=True)

@@ -175,39 +175,50 @@ def _problem(shown: str, message: str, rule: str) -> Diagnostic:
 def read_one(
     found: Found, shown: str, real_root: str | None = None
 ) -> tuple[bytes | None, Diagnostic | None]:
+    data, problem, _ = read_real(found, shown, real_root)
+    return data, problem
+
+
+def read_real(
+    found: Found, shown: str, real_root: str | None = None
+) -> tuple[bytes | None, Diagnostic | None, str]:
     """The bytes of one evidence file, or why it is refused: a link leaving its root, not a
     regular file (never opened, so a pipe cannot block), larger than MAX_FILE_BYTES (never
     read beyond the limit), or unreadable. `real_root` is `realpath(found.root)` when the
     caller has it already (one root serves thousands of files)."""
     real = os.path.realpath(found.path)
     if not Path(real).is_relative_to(real_root or os.path.realpath(found.root)):
-        return None, _problem(
-            shown, "symbolic link points outside the evidence directory", "file.symlink-escape"
+        return (
+            None,
+            _problem(
+                shown, "symbolic link points outside the evidence directory", "file.symlink-escape"
+            ),
+            real,
         )
     try:
         st = os.stat(found.path)
     except OSError as e:
-        return None, _problem(shown, f"cannot read: {e.strerror}", "io")
+        return None, _problem(shown, f"cannot read: {e.strerror}", "io"), real
     if not stat.S_ISREG(st.st_mode):
-        return None, _problem(shown, "not a regular file", "file.not-regular")
+        return None, _problem(shown, "not a regular file", "file.not-regular"), real
     if st.st_size > MAX_FILE_BYTES:
-        return None, _too_large(shown, st.st_size)
+        return None, _too_large(shown, st.st_size), real
     try:
         # O_NONBLOCK: if the file was swapped for a pipe since the stat, opening cannot block
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except OSError as e:
-        return None, _problem(shown, f"cannot read: {e.strerror}", "io")
+        return None, _problem(shown, f"cannot read: {e.strerror}", "io"), real
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
         if not stat.S_ISREG(st.st_mode):
-            return None, _problem(shown, "not a regular file", "file.not-regular")
+            return None, _problem(shown, "not a regular file", "file.not-regular"), real
         try:
             data = fh.read(MAX_FILE_BYTES + 1)
         except OSError as e:
-            return None, _problem(shown, f"cannot read: {e.strerror}", "io")
+            return None, _problem(shown, f"cannot read: {e.strerror}", "io"), real
     if len(data) > MAX_FILE_BYTES:
-        return None, _too_large(shown, max(st.st_size, len(data)))
-    return data, None
+        return None, _too_large(shown, max(st.st_size, len(data))), real
+    return data, None, real
 
 
 def _too_large(shown: str, size: int) -> Diagnostic:
@@ -231,12 +242,12 @@ def read_files(paths: Iterable[Path], base: Path | None = None) -> tuple[Evidenc
         shown = display_path(p, base)
         if found.root not in real_roots:
             real_roots[found.root] = os.path.realpath(found.root)
-        data, problem = read_one(found, shown, real_roots[found.root])
+        data, problem, real = read_real(found, shown, real_roots[found.root])
         if problem is not None:
             problems.append(problem)
         else:
             assert data is not None
-            files.append(EvidenceFile(path=shown, data=data, location=found.location))
+            files.append(EvidenceFile(path=shown, data=data, location=found.location, real=real))
     if problems:
         raise LoadError("evidence files could not be read", problems)
     return tuple(files)

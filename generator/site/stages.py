@@ -355,15 +355,18 @@ def verify_evidence(
     raw = {
         f.path: f.data
         for f in files
-        if _stays_inside(evidence_dir.parent / f.path, inside)  # never publish what a link reads
+        # never publish what a link reads
+        if _stays_inside(evidence_dir.parent / f.path, inside, f.real)
     }
     return Verified(tuple(records), raw, root.name, root.demo), None
 
 
-def _stays_inside(path: Path, directory: Path) -> bool:
-    """The file is inside `directory` and no link on its way leads elsewhere."""
+def _stays_inside(path: Path, directory: Path, real: str = "") -> bool:
+    """The file is inside `directory` and is not itself a link (links on its way may only lead
+    inside). `real` is its real path when the reader resolved it already."""
     try:
-        return path.resolve(strict=True).is_relative_to(directory) and not path.is_symlink()
+        resolved = Path(real) if real else path.resolve(strict=True)
+        return resolved.is_relative_to(directory) and not path.is_symlink()
     except OSError:
         return False
 
