@@ -9,8 +9,9 @@ For each size (leaf recipes : evidence files) it
 2. runs the build's stages one after another in this process, with the build's own functions —
    load, validate, resolve, render, verify, aggregate, pages (Markdown, JSON and charts
    generated and written), mkdocs — recording per stage wall seconds, CPU seconds (this process
-   and its worker processes) and peak memory (resident set of this process and every descendant,
-   sampled every 20 ms);
+   and its worker processes) and peak memory (the proportional set size summed over this process
+   and every descendant, so pages a forked worker shares with its parent count once; sampled
+   every 50 ms);
 3. runs the whole `aicr-catalog build` cold (empty cache) as a subprocess, then again unchanged
    (no-change rebuild), then after adding one evidence file, and `aicr-catalog validate`;
 4. runs a plain `mkdocs build` (same theme, no plugins beyond search) of as many trivial pages as
