@@ -168,3 +168,19 @@ def test_a_catalog_change_is_loaded_validated_and_resolved_again(
     build_site(opts(catalog, evidence, out))
     assert "load + validate" in caplog.text and "catalog unchanged" not in caplog.text
     assert len(_entries(out.parent / ".cache", "catalog")) == 1  # the old entry swept
+
+
+def test_pages_rendered_by_worker_processes_are_the_same(
+    inputs: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    from dataclasses import replace
+
+    from generator.site.build import gather, make_pages
+
+    catalog, evidence, _ = inputs
+    options = replace(opts(catalog, evidence, tmp_path / "site", cached=False), bundles=False)
+    site = gather(options, EPOCH)
+    one = make_pages(site, replace(options, jobs=1))
+    two = make_pages(site, replace(options, jobs=2))  # 80+ pages: a pool of two workers
+    assert one.rendered == two.rendered == len(one.skeletons) > 64
+    assert one.skeletons == two.skeletons and one.blocks == two.blocks

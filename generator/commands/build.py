@@ -89,7 +89,9 @@ def show_progress() -> None:
     "--jobs",
     type=click.IntRange(min=1),
     default=None,
-    help="Processes for evidence verification and bundle rendering (default: every core).",
+    help="Processes for evidence verification and bundle rendering (default: every core); "
+    "given explicitly, page generation uses them too (faster, about 500 MB more memory per "
+    "process at 1,000 recipes).",
 )
 def command(
     catalog_path: Path,
