@@ -431,7 +431,10 @@ def judge(result: Result) -> dict[str, Any]:
     seen = {
         "cold_build_s": b["cold_build"].wall_s,
         "ratio_to_mkdocs": result.ratio_to_mkdocs,
-        "peak_mb": max(b["cold_build"].peak_mb, max(s.peak_mb for s in result.stages)),
+        # the build as users run it; the in-process stage figures above hold more than a build
+        # does (each stage's output is kept for the next measurement, and the site data is
+        # gathered a second time for the page stages), so they are shown, not judged
+        "peak_mb": b["cold_build"].peak_mb,
         "no_change_rebuild_s": b["no_change_rebuild"].wall_s,
         "one_evidence_rebuild_s": b["one_evidence_rebuild"].wall_s,
         "validate_s": b["validate"].wall_s,
