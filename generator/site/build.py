@@ -489,15 +489,16 @@ def _portable(config_file: Path, work: Path) -> bytes:
 
 def run_engine(
     config_file: Path, docs_dir: Path, site_dir: Path, epoch: int, cache: Cache | None, base: str
-) -> tuple[str, bool]:
-    """`mkdocs build --strict`, or its output for the very same docs tree from the cache.
+) -> tuple[str, dict[str, bytes] | None]:
+    """`mkdocs build --strict` into `site_dir`, or its output for the very same docs tree from
+    the cache (then returned, not written: the caller publishes it).
 
     The Markdown skeletons hold no evidence data (it is in the islands), so a build that only
     added evidence usually finds the engine's output of the previous build. Returns the cache
-    key and whether the output came from the cache."""
+    key and the reused output (None when mkdocs ran)."""
     if cache is None or not cache.enabled or not base:
         run_mkdocs(config_file, epoch)
-        return "", False
+        return "", None
     fp = fingerprint("site")
     work = config_file.parent
     key = cache.key(
@@ -506,11 +507,10 @@ def run_engine(
     files = cache.get_object(ENGINE_STAGE, key, fp)
     if isinstance(files, dict):
         PROGRESS.info("mkdocs: the same %d pages were built before; output reused", len(files))
-        _write(site_dir, files)
-        return key, True
+        return key, files
     run_mkdocs(config_file, epoch)
     cache.put_object(ENGINE_STAGE, key, fp, site_files(site_dir))
-    return key, False
+    return key, None
 
 
 def iter_published(site: SiteData, reuse: api.Reuse | None = None) -> Iterator[tuple[str, bytes]]:
@@ -591,13 +591,28 @@ class Publisher:
 
 
 def finish_pages(
-    site_dir: Path, blocks: Mapping[str, tuple[str, ...]], publisher: Publisher | None = None
+    site_dir: Path,
+    blocks: Mapping[str, tuple[str, ...]],
+    publisher: Publisher | None = None,
+    engine: Mapping[str, bytes] | None = None,
 ) -> None:
-    """Put the data blocks back into the built pages and add the Content-Security-Policy."""
+    """Put the data blocks back into the built pages and add the Content-Security-Policy.
+
+    The pages are those mkdocs wrote into `site_dir`, or, when its output was reused, those of
+    `engine` (whose other files are published as they are)."""
     put = publisher or Publisher(site_dir)
-    for page in sorted(site_dir.rglob("*.html")):
-        rel = page.relative_to(site_dir).as_posix()
-        html = page.read_text(encoding="utf-8")
+    if engine is None:
+        built = {
+            p.relative_to(site_dir).as_posix(): p.read_bytes()
+            for p in sorted(site_dir.rglob("*.html"))
+        }
+    else:
+        put.put_all(
+            (rel, data) for rel, data in sorted(engine.items()) if not rel.endswith(".html")
+        )
+        built = {rel: data for rel, data in engine.items() if rel.endswith(".html")}
+    for rel in sorted(built):
+        html = built[rel].decode("utf-8")
         if rel in blocks:
             html = islands.sink(html, blocks[rel], rel)
         put.put(rel, with_csp(html).encode("utf-8"))
@@ -814,11 +829,13 @@ def _build(
         config = mkdocs_config(options.config, docs_dir, site_dir)
         config_file = work / "mkdocs.yml"
         config_file.write_text(yaml.safe_dump(config, sort_keys=True), encoding="utf-8")
-        engine_key, engine_reused = run_engine(config_file, docs_dir, site_dir, epoch, cache, base)
+        engine_key, engine = run_engine(config_file, docs_dir, site_dir, epoch, cache, base)
+        engine_reused = engine is not None
         with collector_paused():
             known = previous_files(cache, out) if cache is not None else {}
             publisher = Publisher(site_dir, out if known else None, known)
-            finish_pages(site_dir, made.blocks, publisher)
+            finish_pages(site_dir, made.blocks, publisher, engine)
+            del engine
             rendered, page_keys = made.rendered, made.keys
             del made  # the data blocks are in the pages now
             api_keys: list[str] = []
