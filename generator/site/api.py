@@ -8,7 +8,7 @@ the files (`api/v1/schemas/`).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -219,17 +219,74 @@ def evidence_index(
     }
 
 
-Reuse = Callable[[RecipeView, Callable[[], bytes]], bytes]
+# reuse(recipe, part, make): `part` ("detail" or "runs") of a recipe's API output from an
+# earlier build, else `make()`
+Reuse = Callable[[RecipeView, str, Callable[[], bytes]], bytes]
+_SPLICE = "aicr:evidence-records"  # stands for the record list in evidence.json's header
+
+
+class _Records(dict[str, dict[str, Any]]):
+    """Evidence records by run id, each made the first time it is asked for."""
+
+    def __init__(self, runs: Iterable[EvidenceRun]) -> None:
+        super().__init__()
+        self.runs = {e.id: e for e in runs}
+
+    def __missing__(self, key: str) -> dict[str, Any]:
+        record = self[key] = evidence_record(self.runs[key])
+        return record
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.runs
+
+
+def _runs_json(runs: Iterable[EvidenceRun], records: Mapping[str, dict[str, Any]]) -> bytes:
+    """The records of `runs` as the JSON array `dumps` writes inside a document."""
+    return dumps([records[e.id] for e in runs]).rstrip(b"\n")
+
+
+def evidence_file(
+    site: SiteData, records: Mapping[str, dict[str, Any]], reuse: Reuse | None = None
+) -> bytes:
+    """api/v1/evidence.json. Its runs are grouped by recipe (site order), so the record list
+    is each recipe's list joined, and a recipe's list can come from an earlier build: the
+    bytes are those of `dumps(evidence_index(site))` (the C encoder writes an array as its
+    items joined by commas)."""
+    by_name = {r.name: r for r in site.recipes}
+    chunks: list[bytes] = []
+    i, runs = 0, site.evidence
+    while i < len(runs):
+        j = i
+        while j < len(runs) and runs[j].recipe == runs[i].recipe:
+            j += 1
+        recipe = by_name.get(runs[i].recipe)
+        group = runs[i:j]
+        if recipe is not None and reuse is not None and tuple(recipe.evidence) == tuple(group):
+
+            def make(group: Sequence[EvidenceRun] = group) -> bytes:
+                return _runs_json(group, records)
+
+            chunk = reuse(recipe, "runs", make)
+        else:
+            chunk = _runs_json(group, records)
+        chunks.append(chunk[1:-1])  # the array's items
+        i = j
+    sample = any(e.sample for e in site.evidence)
+    head = dumps({**_header(site, "EvidenceIndex"), "sample": sample, "evidence": _SPLICE})
+    marker = json.dumps(_SPLICE).encode()
+    assert head.count(marker) == 1
+    return head.replace(marker, b"[" + b",".join(c for c in chunks if c) + b"]")
 
 
 def iter_api_files(site: SiteData, reuse: Reuse | None = None) -> Iterator[tuple[str, bytes]]:
     """Every file of the JSON API as (site-relative path, bytes), one at a time.
 
-    `reuse(recipe, make)` may return a recipe's document from an earlier build instead of
-    calling `make` (the build's cache does, when the recipe's inputs are unchanged)."""
-    records = {e.id: evidence_record(e) for e in site.evidence}  # each made once, used twice
+    `reuse(recipe, part, make)` may return part of a recipe's output from an earlier build
+    instead of calling `make` (the build's cache does, when the recipe's inputs are unchanged).
+    """
+    records = _Records(site.evidence)  # each made once if at all, used by both files
     yield "api/v1/recipes.json", dumps(recipes_index(site))
-    yield "api/v1/evidence.json", dumps(evidence_index(site, records))
+    yield "api/v1/evidence.json", evidence_file(site, records, reuse)
     yield "api/v1/lanes.json", dumps(lanes_index(site))
     yield "api/v1/profiles.json", dumps(profiles_index(site))
     for r in site.recipes:
@@ -237,7 +294,7 @@ def iter_api_files(site: SiteData, reuse: Reuse | None = None) -> Iterator[tuple
         def make(r: RecipeView = r) -> bytes:
             return dumps(recipe_detail(r, site, records))
 
-        yield f"api/v1/recipes/{slug(r.name)}.json", reuse(r, make) if reuse else make()
+        yield f"api/v1/recipes/{slug(r.name)}.json", reuse(r, "detail", make) if reuse else make()
     for schema in sorted(SCHEMAS.glob("*.schema.json")):
         yield f"api/v1/schemas/{schema.name}", schema.read_bytes()
 

@@ -394,11 +394,11 @@ def api_reuse(cache: Cache | None, site: SiteData, base_key: str, keys: list[str
     """The JSON API's per-recipe documents from the cache when the recipe's inputs are
     unchanged (same key as its pages, kind "api"); the keys used are appended to `keys`."""
 
-    def reuse(recipe: RecipeView, make: Callable[[], bytes]) -> bytes:
+    def reuse(recipe: RecipeView, part: str, make: Callable[[], bytes]) -> bytes:
         if cache is None or not cache.enabled or not base_key:
             return make()
-        rel = f"api/v1/recipes/{pages.slug(recipe.name)}.json"
-        key = _page_key(cache, site, base_key, "api", recipe.name, rel, recipe.evidence)
+        rel = f"api/v1/recipes/{pages.slug(recipe.name)}.json#{part}"
+        key = _page_key(cache, site, base_key, f"api-{part}", recipe.name, rel, recipe.evidence)
         keys.append(key)
         fp = fingerprint("site")
         hit = cache.get(PAGES_STAGE, key, fp, authenticated=True)
