@@ -137,13 +137,13 @@ def test_a_forked_worker_does_not_keep_the_lock_of_a_killed_build(tmp_path: Path
     a worker still running must not keep the lock (the next build would be refused)."""
     import sys
 
-    from generator.site.build import build_lock
+    from generator.site.outdir import build_lock
 
     out = tmp_path / "site"
     script = (
         "import os, time\n"
         "from pathlib import Path\n"
-        "from generator.site.build import build_lock\n"
+        "from generator.site.outdir import build_lock\n"
         f"with build_lock(Path({str(out)!r})):\n"
         "    pid = os.fork()\n"
         "    if pid == 0:\n"

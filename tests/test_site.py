@@ -27,8 +27,9 @@ from generator.cli import main
 from generator.commands.build import cli_reference
 from generator.errors import SiteError
 from generator.site import charts
-from generator.site.build import BuildOptions, build_lock, build_site
+from generator.site.build import BuildOptions, build_site
 from generator.site.jinja import md_inline, script_json, url_part
+from generator.site.outdir import build_lock
 from tests.conftest import CATALOG, REPO
 
 EPOCH = 1767225600  # 2026-01-01T00:00:00Z

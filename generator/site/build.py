@@ -9,9 +9,7 @@ what failed and where. A lock file keeps two builds of the same output from runn
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
-import fcntl
 import gc
 import hashlib
 import json
@@ -20,10 +18,9 @@ import multiprocessing
 import os
 import re
 import shutil
-import stat
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -55,6 +52,8 @@ from generator.site.model import (
     SiteData,
     StageNote,
 )
+from generator.site.outdir import build_lock, remove_leftovers, swap_in
+from generator.site.publish import Publisher
 
 REPO = Path(__file__).resolve().parent.parent.parent
 TEMPLATES = REPO / "site_templates"
@@ -538,58 +537,6 @@ def published_files(site: SiteData) -> dict[str, bytes]:
     return dict(iter_published(site))
 
 
-class Publisher:
-    """Writes the finished files of a build into its new tree; a file whose bytes the previous
-    build of the same output already published (same path, same sha256, and that file still
-    as recorded: size, mtime and inode) is hard-linked from the previous tree instead of
-    written again. The previous tree is never modified; every file of the new tree is a new
-    name, so nothing is written through a link. Not a record: it collects the sha256 sums."""
-
-    def __init__(
-        self,
-        root: Path,
-        previous: Path | None = None,
-        known: Mapping[str, tuple[int, int, int, str]] | None = None,
-    ) -> None:
-        self.root = root
-        self.previous = previous
-        self.known = known or {}
-        self.sums: dict[str, str] = {}
-        self.linked = 0
-        self._dirs: set[Path] = set()
-
-    def put(self, rel: str, data: bytes) -> None:
-        path = self.root / rel
-        if path.parent not in self._dirs:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._dirs.add(path.parent)
-        sha = hashlib.sha256(data).hexdigest()
-        self.sums[rel] = sha
-        path.unlink(missing_ok=True)  # e.g. a page the engine wrote before its blocks went in
-        if self._link(rel, path, sha, len(data)):
-            return
-        path.write_bytes(data)
-
-    def _link(self, rel: str, path: Path, sha: str, size: int) -> bool:
-        old = self.known.get(rel)
-        if self.previous is None or old is None or old[3] != sha or old[0] != size:
-            return False
-        source = self.previous / rel
-        try:
-            st = os.lstat(source)
-            if (st.st_size, st.st_mtime_ns, st.st_ino) != old[:3] or not stat.S_ISREG(st.st_mode):
-                return False
-            os.link(source, path)
-        except OSError:
-            return False
-        self.linked += 1
-        return True
-
-    def put_all(self, files: Iterable[tuple[str, bytes]]) -> None:
-        for rel, data in files:
-            self.put(rel, data)
-
-
 def finish_pages(
     site_dir: Path,
     blocks: Mapping[str, tuple[str, ...]],
@@ -674,93 +621,6 @@ def run_mkdocs(config_file: Path, epoch: int) -> None:
         logger.removeHandler(handler)
 
 
-_HELD_LOCKS: set[int] = set()  # descriptors of the build locks this process holds
-
-
-def _drop_inherited_locks() -> None:
-    """In a forked worker: close the inherited descriptors of the parent's build locks.
-
-    A flock belongs to the open file, which a fork shares: a worker still holding the
-    descriptor would keep the lock after its parent was killed, and refuse the next build.
-    The descriptor is pointed at /dev/null rather than closed, so its number stays taken."""
-    if not _HELD_LOCKS:
-        return
-    null = os.open(os.devnull, os.O_RDONLY)
-    for fd in tuple(_HELD_LOCKS):
-        with contextlib.suppress(OSError):
-            os.dup2(null, fd)  # the number stays taken: nothing else can be closed by mistake
-    os.close(null)
-    _HELD_LOCKS.clear()
-
-
-os.register_at_fork(after_in_child=_drop_inherited_locks)
-
-
-@contextlib.contextmanager
-def build_lock(out: Path) -> Iterator[None]:
-    """An exclusive lock per output directory; a second build fails at once instead of racing."""
-    lock_dir = out.parent / ".cache"
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    with open(lock_dir / f"{out.name}.build.lock", "w") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as e:
-            raise SiteError(
-                f"another build of {out.name}/ is running; try again when it ends"
-            ) from e
-        _HELD_LOCKS.add(fh.fileno())
-        try:
-            yield
-        finally:
-            _HELD_LOCKS.discard(fh.fileno())
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-_RENAME_EXCHANGE = 2  # linux/fs.h
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Atomically exchange two paths (Linux renameat2 RENAME_EXCHANGE); False if unsupported."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        renameat2 = libc.renameat2
-    except (OSError, AttributeError):
-        return False
-    at_fdcwd = -100
-    rc = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE)
-    return bool(rc == 0)
-
-
-def swap_in(new: Path, out: Path) -> None:
-    """Replace `out` with the finished tree `new` (same file system).
-
-    With an existing `out` the two directories are exchanged in one atomic step, so a reader (or
-    a kill) sees either the old or the new site, never neither; then the old tree is removed.
-    """
-    if out.exists() and _exchange(new, out):
-        shutil.rmtree(new)  # `new` now holds the previous site
-        return
-    old = out.parent / f".{out.name}.old"
-    if old.exists():
-        shutil.rmtree(old)
-    if out.exists():
-        os.replace(out, old)
-    os.replace(new, out)
-    if old.exists():
-        shutil.rmtree(old)
-
-
-def _remove_leftovers(out: Path) -> None:
-    """Temporary trees of builds that were killed before they finished (we hold the lock)."""
-    for p in sorted(out.parent.glob(f".{out.name}-build-*")):
-        shutil.rmtree(p, ignore_errors=True)
-    old = out.parent / f".{out.name}.old"
-    if old.exists() and not out.exists():
-        os.replace(old, out)  # killed between the two renames of the fallback swap
-    elif old.exists():
-        shutil.rmtree(old, ignore_errors=True)
-
-
 @contextlib.contextmanager
 def collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off while the build creates its data.
@@ -785,7 +645,7 @@ def build_site(options: BuildOptions) -> BuildReport:
     out.parent.mkdir(parents=True, exist_ok=True)
     epoch = source_date_epoch(options.source_date_epoch, REPO)
     with build_lock(out):
-        _remove_leftovers(out)
+        remove_leftovers(out)
         cache = _cache(options)
         base = inputs_key(options, epoch, TEMPLATES, cache) if cache is not None else ""
         key = build_key(options, epoch, TEMPLATES, cache, without=base) if cache else ""

@@ -1,0 +1,104 @@
+"""The output directory: one build at a time (a lock), and the finished tree swapped in whole.
+
+A build writes its site into a temporary sibling tree and `swap_in` exchanges it with the
+output directory in one atomic step, so a reader (or a kill) sees the old site or the new one,
+never neither and never a mix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+from generator.errors import SiteError
+
+_HELD_LOCKS: set[int] = set()  # descriptors of the build locks this process holds
+
+
+def _drop_inherited_locks() -> None:
+    """In a forked worker: close the inherited descriptors of the parent's build locks.
+
+    A flock belongs to the open file, which a fork shares: a worker still holding the
+    descriptor would keep the lock after its parent was killed, and refuse the next build.
+    The descriptor is pointed at /dev/null rather than closed, so its number stays taken."""
+    if not _HELD_LOCKS:
+        return
+    null = os.open(os.devnull, os.O_RDONLY)
+    for fd in tuple(_HELD_LOCKS):
+        with contextlib.suppress(OSError):
+            os.dup2(null, fd)  # the number stays taken: nothing else can be closed by mistake
+    os.close(null)
+    _HELD_LOCKS.clear()
+
+
+os.register_at_fork(after_in_child=_drop_inherited_locks)
+
+
+@contextlib.contextmanager
+def build_lock(out: Path) -> Iterator[None]:
+    """An exclusive lock per output directory; a second build fails at once instead of racing."""
+    lock_dir = out.parent / ".cache"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with open(lock_dir / f"{out.name}.build.lock", "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as e:
+            raise SiteError(
+                f"another build of {out.name}/ is running; try again when it ends"
+            ) from e
+        _HELD_LOCKS.add(fh.fileno())
+        try:
+            yield
+        finally:
+            _HELD_LOCKS.discard(fh.fileno())
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+_RENAME_EXCHANGE = 2  # linux/fs.h
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically exchange two paths (Linux renameat2 RENAME_EXCHANGE); False if unsupported."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd = -100
+    rc = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE)
+    return bool(rc == 0)
+
+
+def swap_in(new: Path, out: Path) -> None:
+    """Replace `out` with the finished tree `new` (same file system).
+
+    With an existing `out` the two directories are exchanged in one atomic step, so a reader (or
+    a kill) sees either the old or the new site, never neither; then the old tree is removed.
+    """
+    if out.exists() and _exchange(new, out):
+        shutil.rmtree(new)  # `new` now holds the previous site
+        return
+    old = out.parent / f".{out.name}.old"
+    if old.exists():
+        shutil.rmtree(old)
+    if out.exists():
+        os.replace(out, old)
+    os.replace(new, out)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+def remove_leftovers(out: Path) -> None:
+    """Temporary trees of builds that were killed before they finished (we hold the lock)."""
+    for p in sorted(out.parent.glob(f".{out.name}-build-*")):
+        shutil.rmtree(p, ignore_errors=True)
+    old = out.parent / f".{out.name}.old"
+    if old.exists() and not out.exists():
+        os.replace(old, out)  # killed between the two renames of the fallback swap
+    elif old.exists():
+        shutil.rmtree(old, ignore_errors=True)
