@@ -32,6 +32,7 @@ from generator.diff import compare, materialize, snapshot, to_markdown
 from generator.errors import ReleaseError
 from generator.render.archive import archive_bytes
 from generator.render.common import MODE_FILE, BundleFile
+from generator.site.outdir import swap_in
 
 VERSION_RE = re.compile(r"^v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
 SITE_ARCHIVE = "aicr-catalog-site-{version}.tar.gz"
@@ -277,13 +278,7 @@ def release(
             target = staged / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-        old = out.parent / f".{out.name}.old"
-        if old.exists():
-            shutil.rmtree(old)
-        if out.exists():
-            os.replace(out, old)
-        os.replace(staged, out)
-        shutil.rmtree(old, ignore_errors=True)
+        swap_in(staged, out)  # the previous release directory stays whole until then
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return ReleaseReport(version, commit, previous, tuple(sorted(files)))

@@ -366,40 +366,44 @@ def _render_planned(index: int) -> tuple[str, tuple[str, ...]]:
     return islands.lift(_PLAN[index].render())
 
 
-def _run_key(run: EvidenceRun) -> str:
-    """What one run shown on a page is made from: its file (path and bytes) and its verdict."""
-    return f"{run.path}\0{run.id}\0{run.state}\0{hashlib.sha256(run.raw).hexdigest()}"
+class RecipeKeys:
+    """Cache keys of the files made from one recipe's data (its pages, its API documents): the
+    build's evidence-independent inputs, the site-wide facts those files show (trust root,
+    stage notes) and the recipe's runs, each run by its file (path, bytes) and its verdict.
+    One per build: a run's digest is computed once however many files show it. Not a record:
+    it memoizes."""
+
+    def __init__(self, cache: Cache, site: SiteData, base_key: str) -> None:
+        self.cache, self.base_key = cache, base_key
+        self.fp = fingerprint("site")
+        self.shared = json.dumps(
+            [site.trust_root, [dataclasses.asdict(n) for n in site.notes]], sort_keys=True
+        )
+        self._runs: dict[int, str] = {}  # by object identity: the build holds every run alive
+
+    def _run(self, run: EvidenceRun) -> str:
+        found = self._runs.get(id(run))
+        if found is None:
+            sha = hashlib.sha256(run.raw).hexdigest()
+            found = self._runs[id(run)] = f"{run.path}\0{run.id}\0{run.state}\0{sha}"
+        return found
+
+    def key(self, kind: str, name: str, rel: str, runs: tuple[EvidenceRun, ...]) -> str:
+        parts = (self.base_key, self.shared, kind, name, rel, *(self._run(r) for r in runs))
+        return self.cache.key(PAGES_STAGE, self.fp, *parts)
 
 
-def _page_key(
-    cache: Cache,
-    site: SiteData,
-    base_key: str,
-    kind: str,
-    name: str,
-    rel: str,
-    runs: tuple[EvidenceRun, ...],
-) -> str:
-    """The cache key of a file made from one recipe's data: the build's evidence-independent
-    inputs, the site-wide facts a recipe's files show (trust root, stage notes) and its runs."""
-    shared = json.dumps(
-        [site.trust_root, [dataclasses.asdict(n) for n in site.notes]], sort_keys=True
-    )
-    parts = (base_key, shared, kind, name, rel, *(_run_key(r) for r in runs))
-    return cache.key(PAGES_STAGE, fingerprint("site"), *parts)
-
-
-def api_reuse(cache: Cache | None, site: SiteData, base_key: str, keys: list[str]) -> api.Reuse:
-    """The JSON API's per-recipe documents from the cache when the recipe's inputs are
-    unchanged (same key as its pages, kind "api"); the keys used are appended to `keys`."""
+def api_reuse(recipe_keys: RecipeKeys | None, used: list[str]) -> api.Reuse:
+    """The JSON API's per-recipe parts from the cache when the recipe's inputs are unchanged
+    (keyed like its pages, kind "api-<part>"); the keys used are appended to `used`."""
 
     def reuse(recipe: RecipeView, part: str, make: Callable[[], bytes]) -> bytes:
-        if cache is None or not cache.enabled or not base_key:
+        if recipe_keys is None:
             return make()
+        cache, fp = recipe_keys.cache, recipe_keys.fp
         rel = f"api/v1/recipes/{pages.slug(recipe.name)}.json#{part}"
-        key = _page_key(cache, site, base_key, f"api-{part}", recipe.name, rel, recipe.evidence)
-        keys.append(key)
-        fp = fingerprint("site")
+        key = recipe_keys.key(f"api-{part}", recipe.name, rel, recipe.evidence)
+        used.append(key)
         hit = cache.get(PAGES_STAGE, key, fp, authenticated=True)
         if hit is not None:
             return hit
@@ -422,22 +426,19 @@ class Pages:
 
 
 def make_pages(
-    site: SiteData, options: BuildOptions, cache: Cache | None = None, base_key: str = ""
+    site: SiteData, options: BuildOptions, recipe_keys: RecipeKeys | None = None
 ) -> Pages:
-    """Render every page (site-wide pages always; a recipe's pages only when the cache has no
-    entry for the build's evidence-independent inputs `base_key` plus the page's own runs)."""
+    """Render every page (site-wide pages always; with `recipe_keys`, a recipe's pages only
+    when the cache has no entry for them)."""
     global _PLAN
     plan = pages.page_plan(site, _contract(options), options.cli_reference)
-    use_cache = cache is not None and cache.enabled and bool(base_key)
-    fp = fingerprint("site")
     done: dict[int, tuple[str, tuple[str, ...]]] = {}
     keys: dict[int, str] = {}
     for i, page in enumerate(plan):
-        if not use_cache or page.runs is None:
+        if recipe_keys is None or page.runs is None:
             continue
-        assert cache is not None
-        keys[i] = _page_key(cache, site, base_key, page.kind, page.name, page.rel, page.runs)
-        hit = cache.get(PAGES_STAGE, keys[i], fp, authenticated=True)
+        keys[i] = recipe_keys.key(page.kind, page.name, page.rel, page.runs)
+        hit = recipe_keys.cache.get(PAGES_STAGE, keys[i], recipe_keys.fp, authenticated=True)
         entry = json.loads(hit) if hit is not None else None
         if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str):
             done[i] = (entry[0], tuple(str(b) for b in entry[1]))
@@ -459,10 +460,9 @@ def make_pages(
         fresh = [islands.lift(plan[i].render()) for i in todo]
     for i, lifted in zip(todo, fresh, strict=True):
         done[i] = lifted
-        if i in keys:
-            assert cache is not None
+        if i in keys and recipe_keys is not None:
             payload = json.dumps([lifted[0], list(lifted[1])]).encode("utf-8")
-            cache.put(PAGES_STAGE, keys[i], fp, payload, authenticated=True)
+            recipe_keys.cache.put(PAGES_STAGE, keys[i], recipe_keys.fp, payload, authenticated=True)
     skeletons: dict[str, str] = {}
     blocks: dict[str, tuple[str, ...]] = {}
     for i, page in enumerate(plan):
@@ -675,8 +675,10 @@ def _build(
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}-build-", dir=out.parent))
     try:
         docs_dir, site_dir = work / "docs", work / "site"
+        use = cache is not None and cache.enabled and bool(base)
+        recipe_keys = RecipeKeys(cache, site, base) if use and cache is not None else None
         with collector_paused():
-            made = make_pages(site, options, cache, base)
+            made = make_pages(site, options, recipe_keys)
         generated = made.skeletons
         PROGRESS.info(
             "pages: %d generated (%d rendered, %d reused), then mkdocs build --strict",
@@ -699,7 +701,7 @@ def _build(
             rendered, page_keys = made.rendered, made.keys
             del made  # the data blocks are in the pages now
             api_keys: list[str] = []
-            publisher.put_all(iter_published(site, api_reuse(cache, site, base, api_keys)))
+            publisher.put_all(iter_published(site, api_reuse(recipe_keys, api_keys)))
             page_keys = (*page_keys, *api_keys)
             if publisher.linked:
                 PROGRESS.info("%d files unchanged since the last build: linked", publisher.linked)
