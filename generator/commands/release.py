@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from generator.commands.common import EXIT_DATA
 from generator.diff import repo_root
 from generator.errors import CatalogError
 from generator.release import release
@@ -54,7 +53,7 @@ def command(version: str, previous: str | None, out: Path, trust_root: str) -> N
         )
     except CatalogError as e:
         click.echo(f"error: {e.message}", err=True)
-        sys.exit(EXIT_DATA)
+        sys.exit(e.exit_code)
     click.echo(
         f"released {report.version} at {report.commit[:12]} into {out}/: {len(report.files)} files"
         + (f" (changelog against {report.previous})" if report.previous else " (first release)")
