@@ -32,11 +32,12 @@ from generator.render.common import (
     GitOpsTarget,
     Rendered,
     bundle_info,
+    chart_reference,
     check_paths,
     check_renderable,
     checksums_text,
-    component_dir,
     deployer_of,
+    has_chart,
     header_comment,
     render_template,
     yaml_bytes,
@@ -89,16 +90,21 @@ def _command(result: RecipeResult, deployer: Deployer, target: GitOpsTarget) -> 
 def _readme(
     result: RecipeResult, deployer: Deployer, rendered: Rendered, target: GitOpsTarget
 ) -> bytes:
-    comps = [
-        {
-            "name": c.name,
-            "chart": c.chart,
-            "version": c.version,
-            "namespace": c.namespace,
-            "dir": component_dir(c),
-        }
-        for c in result.components
-    ]
+    by_name = {c.name: c for c in result.components}
+    comps = []
+    for r in rendered.releases:
+        c = by_name[r.component]
+        local = r.name != c.name or not has_chart(c)
+        comps.append(
+            {
+                "release": r.name,
+                "component": c.name,
+                "chart": "local chart (manifests)" if local else chart_reference(c),
+                "version": "" if local else c.version,
+                "namespace": c.namespace,
+                "dir": r.path,
+            }
+        )
     return render_template(
         "README.md.j2",
         recipe=result.name,
@@ -117,7 +123,7 @@ def _readme(
             {
                 str(c.repository).removeprefix("oci://")
                 for c in result.components
-                if c.chart is not None and str(c.repository or "").startswith("oci://")
+                if has_chart(c) and str(c.repository or "").startswith("oci://")
             }
         ),
     )
