@@ -75,9 +75,13 @@ def _settings(deployer: Deployer, target: GitOpsTarget) -> dict[str, Any]:
     return {}
 
 
-def _command(result: RecipeResult, deployer: Deployer, target: GitOpsTarget) -> str:
-    parts = [GENERATOR_NAME, "bundle", "--recipe", result.name, "--deployer", str(deployer)]
-    parts += ["--scale-profile", result.scale_profile]
+def _command(
+    result: RecipeResult, deployer: Deployer, target: GitOpsTarget, recipe_file: str | None
+) -> str:
+    recipe = recipe_file if recipe_file is not None else result.name
+    parts = [GENERATOR_NAME, "bundle", "--recipe", recipe, "--deployer", str(deployer)]
+    if recipe_file is None:  # a RecipeResult file's values are final: no scale profile
+        parts += ["--scale-profile", result.scale_profile]
     for o in result.overrides:
         parts += o.origin.split(" ", 1) if o.origin.startswith("--") else ["--set", o.origin]
     if deployer in (Deployer.ARGOCD, Deployer.FLUX) and target != GitOpsTarget():
@@ -88,7 +92,11 @@ def _command(result: RecipeResult, deployer: Deployer, target: GitOpsTarget) -> 
 
 
 def _readme(
-    result: RecipeResult, deployer: Deployer, rendered: Rendered, target: GitOpsTarget
+    result: RecipeResult,
+    deployer: Deployer,
+    rendered: Rendered,
+    target: GitOpsTarget,
+    recipe_file: str | None,
 ) -> bytes:
     by_name = {c.name: c for c in result.components}
     comps = []
@@ -111,7 +119,7 @@ def _readme(
         deployer=str(deployer),
         generator=GENERATOR_NAME,
         generator_version=__version__,
-        command=_command(result, deployer, target),
+        command=_command(result, deployer, target, recipe_file),
         digest=result.digest,
         profile=result.scale_profile,
         profile_version=result.scale_profile_version,
@@ -135,10 +143,13 @@ def render_bundle(
     manifests: Mapping[str, bytes] | None = None,
     *,
     target: GitOpsTarget | None = None,
+    recipe_file: str | None = None,
 ) -> BundleTree:
     """The complete bundle of `result` for `deployer` as path -> file. Pure and deterministic.
 
     `manifests` maps each catalog-relative manifest path the recipe names to its raw bytes.
+    `recipe_file` is the RecipeResult file `result` was read from, if any (for the README's
+    regenerate command).
     Raises RenderError (with every problem found) when the recipe cannot be expressed.
     """
     from generator.resolve import recipe_document
@@ -152,7 +163,7 @@ def render_bundle(
         if fixed in files:
             raise RenderError(f"deployer {dep} wrote the reserved file {fixed}")
     header = header_comment(result)
-    files["README.md"] = BundleFile(_readme(result, dep, rendered, tgt))
+    files["README.md"] = BundleFile(_readme(result, dep, rendered, tgt, recipe_file))
     files[RECIPE_FILE] = BundleFile(
         yaml_bytes(recipe_document(result), sort_keys=True, header=header)
     )
