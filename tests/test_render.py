@@ -341,6 +341,16 @@ def test_manifest_name_collisions_and_helm_partials_fail_closed() -> None:
     assert [d.rule for d in e.value.diagnostics] == ["render.manifest-name"]
 
 
+def test_a_component_without_namespace_fails_closed() -> None:
+    r = sample_result()
+    comps = list(r.components)
+    comps[3] = replace(comps[3], namespace="")
+    with pytest.raises(RenderError) as e:
+        render_bundle(replace(r, components=tuple(comps)), "helm", MANIFESTS)
+    (d,) = e.value.diagnostics
+    assert d.rule == "render.no-namespace" and "component tuning has no namespace" in d.message
+
+
 def test_injected_release_colliding_with_a_component_fails_closed() -> None:
     r = sample_result()
     comps = list(r.components)

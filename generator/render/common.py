@@ -312,7 +312,19 @@ def _identity_problems(result: RecipeResult) -> list[Diagnostic]:
         where = f"$.components[{c.order}]"
         if not _DNS_LABEL.match(c.name):
             bad(where, "component name", c.name, "a DNS label")
-        if not _DNS_LABEL.match(c.namespace):
+        if not c.namespace:
+            diags.append(
+                Diagnostic(
+                    RECIPE_FILE,
+                    0,
+                    0,
+                    where,
+                    f"component {c.name} has no namespace: each of its Helm releases needs one "
+                    "(the recipe's namespace, or the registry's default for the component)",
+                    "render.no-namespace",
+                )
+            )
+        elif not _DNS_LABEL.match(c.namespace):
             bad(where, f"namespace of {c.name}", c.namespace, "a DNS label")
         for field_name, field_value in (
             ("chart", c.chart),
