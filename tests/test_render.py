@@ -341,6 +341,20 @@ def test_manifest_name_collisions_and_helm_partials_fail_closed() -> None:
     assert [d.rule for d in e.value.diagnostics] == ["render.manifest-name"]
 
 
+def test_a_component_without_chart_and_only_pre_manifests_is_its_pre_chart() -> None:
+    r = sample_result()
+    comps = list(r.components)
+    comps[3] = replace(
+        comps[3],
+        pre_manifest_files=("components/tuning/manifests/tuning.yaml",),
+        manifest_files=(),
+    )
+    tree = render_bundle(replace(r, components=tuple(comps)), "helmfile", MANIFESTS)
+    rel = [x["name"] for x in one(tree, "helmfile.yaml")["releases"]]
+    assert rel[-1] == "tuning-pre" and "tuning" not in rel
+    assert tree["006-tuning-pre/templates/tuning.yaml"].data == TUNING
+
+
 def test_a_component_without_namespace_fails_closed() -> None:
     r = sample_result()
     comps = list(r.components)
