@@ -245,3 +245,34 @@ def test_helm_renders_nothing_when_the_values_turn_a_manifest_off(
     result = upstream_result(tree, gpu_values={"driver": {"version": "580.82.07"}})
     write_bundle(render_bundle(result, Deployer.HELM, manifests_of(tree)), out)
     assert _helm_render(out / "002-gpu-operator-post", "gpu-operator-post", "gpu-operator") == []
+
+
+@pytest.mark.parametrize("deployer", [Deployer.ARGOCD, Deployer.FLUX, Deployer.HELMFILE])
+def test_upstream_bundle_documents_match_the_schemas_and_published_crds(
+    shared_dir: Path, deployer: Deployer
+) -> None:
+    from tests.test_render_schemas import KIND_SCHEMA, _crd_validators, validator
+
+    tree = _tree(shared_dir)
+    bundle = render_bundle(upstream_result(tree), deployer, manifests_of(tree))
+    crds = _crd_validators(str(shared_dir))
+    checked = 0
+    for path, f in bundle.items():
+        if not path.endswith(".yaml") or "/templates/" in path:
+            continue
+        if path in ("recipe.yaml", "bundle-info.yaml") or path.endswith(
+            ("values.yaml", "Chart.yaml")
+        ):
+            continue
+        for doc in yaml.safe_load_all(f.data):
+            if path == "helmfile.yaml":
+                errors = list(validator("deployers/helmfile.schema.json").iter_errors(doc))
+                assert errors == [], path
+                checked += 1
+                continue
+            key = (doc["apiVersion"], doc["kind"])
+            assert list(validator(KIND_SCHEMA[key]).iter_errors(doc)) == [], path
+            if key in crds:
+                assert list(crds[key].iter_errors(doc)) == [], path
+            checked += 1
+    assert checked >= (1 if deployer is Deployer.HELMFILE else 6)
