@@ -11,6 +11,7 @@ that part is skipped elsewhere.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -231,7 +232,10 @@ def test_helm_renders_the_local_charts_with_the_components_values(
     sky = _by_kind(
         _helm_render(out / "006-skyhook-customizations", "skyhook-customizations", "skyhook")
     )
-    assert [k for k, _ in sky] == ["Skyhook"]
+    marker = (
+        [("ConfigMap", "skyhook-customizations-aicr-sync")] if deployer is Deployer.ARGOCD else []
+    )
+    assert sorted(sky) == sorted([("Skyhook", "tuning"), *marker])
 
 
 def test_helm_renders_nothing_when_the_values_turn_a_manifest_off(
@@ -276,3 +280,36 @@ def test_upstream_bundle_documents_match_the_schemas_and_published_crds(
                 assert list(crds[key].iter_errors(doc)) == [], path
             checked += 1
     assert checked >= (1 if deployer is Deployer.HELMFILE else 6)
+
+
+def test_argocd_local_charts_with_hooks_get_a_sync_marker(shared_dir: Path) -> None:
+    """skyhook-customizations' only object is a helm.sh/hook: Argo CD would never auto-sync it.
+    Its chart (and kgateway-post's) gets a ConfigMap that changes with the chart; charts without
+    hooks get none, and the other deployers, whose Helm runs hooks itself, never do."""
+    tree = _tree(shared_dir)
+    result = upstream_result(tree)
+    bundle = render_bundle(result, Deployer.ARGOCD, manifests_of(tree))
+    markers = sorted(p for p in bundle if p.endswith("/templates/aicr-sync-marker.yaml"))
+    assert markers == [
+        "004-kgateway-post/templates/aicr-sync-marker.yaml",
+        "006-skyhook-customizations/templates/aicr-sync-marker.yaml",
+    ]
+    marker = yaml.safe_load(bundle[markers[1]].data)
+    assert marker["kind"] == "ConfigMap" and marker["metadata"] == {
+        "name": "skyhook-customizations-aicr-sync",
+        "namespace": "skyhook",
+        "labels": {"app.kubernetes.io/managed-by": "aicr-catalog"},
+    }
+    digest = marker["data"]["chart-sha256"]
+    assert len(digest) == 64
+    # new values: a new digest, hence an out-of-sync Application and a sync that runs the hooks
+    comps = list(result.components)
+    comps[3] = replace(comps[3], values={"enabled": True, "tuning": {"x": 1}})
+    again = render_bundle(
+        replace(result, components=tuple(comps)), Deployer.ARGOCD, manifests_of(tree)
+    )
+    assert yaml.safe_load(again[markers[1]].data)["data"]["chart-sha256"] != digest
+    assert again[markers[0]].data == bundle[markers[0]].data
+    for deployer in (Deployer.HELM, Deployer.HELMFILE, Deployer.FLUX):
+        other = render_bundle(result, deployer, manifests_of(tree))
+        assert not [p for p in other if p.endswith("aicr-sync-marker.yaml")]
