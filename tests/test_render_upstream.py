@@ -300,6 +300,8 @@ def test_argocd_local_charts_with_hooks_get_a_sync_marker(shared_dir: Path) -> N
         "namespace": "skyhook",
         "labels": {"app.kubernetes.io/managed-by": "aicr-catalog"},
     }
+    readme = bundle["README.md"].data.decode()
+    assert "(`004-kgateway-post`, `006-skyhook-customizations`) therefore carry" in readme
     digest = marker["data"]["chart-sha256"]
     assert len(digest) == 64
     # new values: a new digest, hence an out-of-sync Application and a sync that runs the hooks

@@ -21,6 +21,7 @@ from generator.errors import RenderError
 from generator.records import RecipeResult
 from generator.render import argocd, flux, helm, helmfile
 from generator.render.archive import archive_bytes, archive_name
+from generator.render.argocd import SYNC_MARKER
 from generator.render.common import (
     BUNDLE_INFO,
     CHECKSUMS,
@@ -127,6 +128,9 @@ def _readme(
         overrides=[o.origin for o in result.overrides],
         components=comps,
         gitops={"repo_url": target.repo_url, "revision": target.revision, "path": target.path},
+        sync_markers=sorted(
+            p.split("/", 1)[0] for p in rendered.files if p.endswith(f"/templates/{SYNC_MARKER}")
+        ),
         oci_registries=sorted(
             {
                 str(c.repository).removeprefix("oci://")
