@@ -2,15 +2,15 @@
 Helm templates (`{{- $gpuOp := index .Values "gpu-operator" }}`), shipped unchanged as local charts
 whose values.yaml holds the component's values under its name, so Helm finds them.
 
-The chart structure and values wiring are checked without Helm. When the `helm_python` module
-(Helm's Go SDK behind ctypes, PyPI `helm-python-sdk`) is importable, every local chart is also
-rendered by Helm itself and the objects are asserted; it is not a dependency of the project, so
-that part is skipped elsewhere.
+The chart structure and values wiring are checked without Helm, and every local chart is also
+rendered by Helm itself (`helm lint` and `helm template` of a real Helm binary, the `helm`
+fixture: `.ci/get-helm` installs it in CI) and the objects are asserted.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -184,16 +184,30 @@ def test_upstream_manifests_become_local_charts_wired_to_their_values(
 # --- rendered by Helm itself ------------------------------------------------------------------
 
 
-def _helm_render(chart_dir: Path, release: str, namespace: str) -> list[dict[str, Any]]:
-    helm = pytest.importorskip("helm_python")
-    chart = helm.Chart.load(str(chart_dir))
-    report = helm.lint(str(chart_dir), namespace=namespace)
-    assert report["errors"] == [], report
-    out = chart.render(name=release, namespace=namespace, is_install=True)
-    docs: list[dict[str, Any]] = []
-    for path in sorted(out):
-        docs += [d for d in yaml.safe_load_all(out[path]) if d]
-    return docs
+def _helm_render(helm: Path, chart_dir: Path, release: str, namespace: str) -> list[dict[str, Any]]:
+    """The objects `helm template` renders from a bundle's local chart (after `helm lint`)."""
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(chart_dir.parent),
+        "HELM_CACHE_HOME": "/nonexistent",
+    }
+    lint = subprocess.run(
+        [str(helm), "lint", str(chart_dir), "--namespace", namespace],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    out = subprocess.run(
+        [str(helm), "template", release, str(chart_dir), "--namespace", namespace],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    return [d for d in yaml.safe_load_all(out.stdout) if d]
 
 
 def _by_kind(docs: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -202,14 +216,15 @@ def _by_kind(docs: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]
 
 @pytest.mark.parametrize("deployer", [Deployer.HELM, Deployer.ARGOCD, Deployer.FLUX])
 def test_helm_renders_the_local_charts_with_the_components_values(
-    shared_dir: Path, tmp_path: Path, deployer: Deployer
+    shared_dir: Path, tmp_path: Path, deployer: Deployer, helm: Path
 ) -> None:
-    pytest.importorskip("helm_python")
     tree = _tree(shared_dir)
     out = tmp_path / "b"
     write_bundle(render_bundle(upstream_result(tree), deployer, manifests_of(tree)), out)
 
-    gpu = _by_kind(_helm_render(out / "002-gpu-operator-post", "gpu-operator-post", "gpu-operator"))
+    gpu = _by_kind(
+        _helm_render(helm, out / "002-gpu-operator-post", "gpu-operator-post", "gpu-operator")
+    )
     assert set(gpu) == {("ConfigMap", "dcgm-exporter"), ("ConfigMap", "gb200-params")}
     dcgm = gpu[("ConfigMap", "dcgm-exporter")]
     assert dcgm["metadata"]["namespace"] == "gpu-operator"  # .Release.Namespace
@@ -218,19 +233,21 @@ def test_helm_renders_the_local_charts_with_the_components_values(
     assert "DCGM_FI_DEV_SM_CLOCK" in dcgm["data"]["dcgm-metrics.csv"]
     assert gpu[("ConfigMap", "gb200-params")]["metadata"]["namespace"] == "gpu-operator"
 
-    kgw = _by_kind(_helm_render(out / "004-kgateway-post", "kgateway-post", "kgateway-system"))
+    kgw = _by_kind(
+        _helm_render(helm, out / "004-kgateway-post", "kgateway-post", "kgateway-system")
+    )
     params = kgw[("GatewayParameters", "system-proxy")]
     assert params["spec"]["kube"]["podTemplate"]["nodeSelector"] == {"nodeGroup": "system"}
 
     # manifest-only, objects declaring kube-system: the release namespace does not move them
-    tcpxo = _helm_render(out / "005-gke-nccl-tcpxo", "gke-nccl-tcpxo", "kube-system")
+    tcpxo = _helm_render(helm, out / "005-gke-nccl-tcpxo", "gke-nccl-tcpxo", "kube-system")
     assert {(d["kind"], d["metadata"]["namespace"]) for d in tcpxo} == {
         ("DaemonSet", "kube-system")
     }
     assert len(tcpxo) == 2
 
     sky = _by_kind(
-        _helm_render(out / "006-skyhook-customizations", "skyhook-customizations", "skyhook")
+        _helm_render(helm, out / "006-skyhook-customizations", "skyhook-customizations", "skyhook")
     )
     marker = (
         [("ConfigMap", "skyhook-customizations-aicr-sync")] if deployer is Deployer.ARGOCD else []
@@ -239,16 +256,17 @@ def test_helm_renders_the_local_charts_with_the_components_values(
 
 
 def test_helm_renders_nothing_when_the_values_turn_a_manifest_off(
-    shared_dir: Path, tmp_path: Path
+    shared_dir: Path, tmp_path: Path, helm: Path
 ) -> None:
     """The templates are conditional on the component's values: without `dcgmExporter.config`
     and `driver.kernelModuleConfig` the gpu-operator-post chart renders no object at all."""
-    pytest.importorskip("helm_python")
     tree = _tree(shared_dir)
     out = tmp_path / "b"
     result = upstream_result(tree, gpu_values={"driver": {"version": "580.82.07"}})
     write_bundle(render_bundle(result, Deployer.HELM, manifests_of(tree)), out)
-    assert _helm_render(out / "002-gpu-operator-post", "gpu-operator-post", "gpu-operator") == []
+    assert (
+        _helm_render(helm, out / "002-gpu-operator-post", "gpu-operator-post", "gpu-operator") == []
+    )
 
 
 @pytest.mark.parametrize("deployer", [Deployer.ARGOCD, Deployer.FLUX, Deployer.HELMFILE])
