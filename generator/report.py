@@ -58,12 +58,12 @@ def repository_root(start: Path) -> Path | None:
 
 
 def repository_path(rel: str, base: Path | None) -> str:
-    """`rel` (relative to `base`) as GitHub resolves an annotation's `file=`: from the root of the
-    repository holding `base` (else from the current directory, GitHub's workspace)."""
-    if base is None or rel.startswith("/"):
-        return rel
-    full = base.resolve() / rel
-    root = repository_root(base) or Path.cwd().resolve()
+    """`rel` (relative to `base`, default the current directory; or absolute) as GitHub resolves
+    an annotation's `file=`: from the root of the repository holding the file (else from the
+    current directory, GitHub's workspace)."""
+    full = Path(rel) if Path(rel).is_absolute() else (base or Path.cwd()).resolve() / rel
+    full = Path(os.path.normpath(full))
+    root = repository_root(full.parent) or Path.cwd().resolve()
     try:
         return full.relative_to(root).as_posix()
     except ValueError:

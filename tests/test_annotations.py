@@ -103,3 +103,71 @@ def test_markdown_summary_is_inert() -> None:
     assert row.startswith("| ``overlays/`x`.yaml`` | 1 | `r` | ")
     assert "<img" not in md and "](" not in md and "**b" not in md
     assert len(re.split(r"(?<!\\)\|", row)) == 6  # four cells, no cell added by the message
+
+
+ANY_FILE = re.compile(r"^::(?:error|warning|notice) file=([^,:]+)", re.M)
+
+
+@pytest.mark.parametrize(
+    ("cwd", "snapshot", "catalog"),
+    [
+        ("", "catalog/scale/snapshots/gb300-eks-36-infra-defect.yaml", "catalog"),
+        ("catalog/scale", "snapshots/gb300-eks-36-infra-defect.yaml", ".."),
+        ("/", "ABS", "ABS"),
+    ],
+)
+def test_preflight_annotations_name_the_snapshot_from_the_repository_root(
+    cwd: str, snapshot: str, catalog: str
+) -> None:
+    from tests.conftest import REPO
+
+    where = Path(cwd) if cwd.startswith("/") else REPO / cwd
+    snap = str(REPO / "catalog/scale/snapshots/gb300-eks-36-infra-defect.yaml")
+    code, out = run_in(
+        where,
+        "preflight",
+        "--recipe",
+        "gb300-eks-ubuntu-training",
+        "--snapshot",
+        snap if snapshot == "ABS" else snapshot,
+        "--catalog",
+        str(CATALOG) if catalog == "ABS" else catalog,
+        "--format",
+        "github",
+    )
+    assert code == 3, out
+    files = ANY_FILE.findall(out)
+    assert len(files) >= 2 and set(files) == {
+        "catalog/scale/snapshots/gb300-eks-36-infra-defect.yaml"
+    }
+    assert all((REPO / f).is_file() for f in files)
+
+
+@pytest.mark.parametrize("cwd", ["", "evidence", "/"])
+def test_evidence_verify_annotations_name_repository_paths(cwd: str) -> None:
+    from tests.conftest import REPO
+
+    where = Path(cwd) if cwd.startswith("/") else REPO / cwd
+    target = REPO / "evidence/gb300-eks-ubuntu-inference-dynamo"
+    arg = {"": "evidence/gb300-eks-ubuntu-inference-dynamo", "evidence": target.name}.get(
+        cwd, str(target)
+    )
+    # the sample evidence is signed by the demo root: under public-good every file is rejected
+    code, out = run_in(
+        where,
+        "evidence",
+        "verify",
+        arg,
+        "--catalog",
+        str(CATALOG),
+        "--format",
+        "github",
+        "--jobs",
+        "1",
+    )
+    assert code == 1, out
+    files = ANY_FILE.findall(out)
+    assert files
+    for f in files:
+        assert f.startswith("evidence/gb300-eks-ubuntu-inference-dynamo/"), f
+        assert (REPO / f).is_file(), f
