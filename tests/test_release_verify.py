@@ -188,8 +188,8 @@ def published(
     arguments it was given: (workspace, gh argv)."""
     ws = tmp_path_factory.mktemp("workspace")
     shutil.copytree(made, ws / "dist")
-    (ws / "docs").mkdir()
-    shutil.copy(REPO / "docs/release-notes-template.md", ws / "docs")
+    (ws / ".github").mkdir()
+    shutil.copy(REPO / ".github/release-notes-template.md", ws / ".github")
     manifest = (ws / "dist/release-manifest.json").read_bytes()
     (ws / "dist" / SIGNATURE).write_bytes(sign_blob(authority, manifest))
     stub = ws / "bin"

@@ -187,7 +187,7 @@ def test_evidence_pull_requests_are_opened_with_an_app_token() -> None:
 
 
 def test_release_notes_template_says_how_to_verify() -> None:
-    text = (REPO / "docs/release-notes-template.md").read_text()
+    text = (REPO / ".github/release-notes-template.md").read_text()
     assert "aicr-catalog release verify" in text and "@VERSION@" in text
     assert "https://token.actions.githubusercontent.com" in text
     assert ".github/workflows/release.yml@refs/tags/@VERSION@" in text
