@@ -408,7 +408,8 @@ def to_json(impact: Impact) -> dict[str, Any]:
                 "headDigest": r.head_digest,
                 "reasons": list(r.reasons),
                 "bundlesChanged": list(r.bundles),
-                "values": [{"path": v.path, "old": v.old, "new": v.new} for v in r.values],
+                # old/new are the JSON values; a key is missing where the value is absent
+                "values": [_value_json(v) for v in r.values],
             }
             for r in impact.recipes
         ],
@@ -427,6 +428,15 @@ def to_json(impact: Impact) -> dict[str, Any]:
             "madeStale": list(impact.evidence_stale),
         },
     }
+
+
+def _value_json(v: ValueChange) -> dict[str, Any]:
+    out: dict[str, Any] = {"path": v.path}
+    if v.old != ABSENT:
+        out["old"] = json.loads(v.old)
+    if v.new != ABSENT:
+        out["new"] = json.loads(v.new)
+    return out
 
 
 def to_text(impact: Impact) -> str:

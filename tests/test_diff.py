@@ -91,8 +91,8 @@ def test_values_file_change_names_exactly_its_users_in_all_formats(repo: Path) -
     # every format shows the changed value itself, old → new
     path = "components.slinky-slurm.values.testOnlyKey"
     for r in got.values():
-        values = {v["path"]: (v["old"], v["new"]) for v in r["values"]}  # type: ignore[attr-defined]
-        assert values[path] == ("(absent)", "1")
+        values = {v["path"]: v for v in r["values"]}  # type: ignore[attr-defined]
+        assert values[path] == {"path": path, "new": 1}  # no "old": it was absent
     assert f"    {path}: (absent) → 1" in text
     code, md = diff(repo, "HEAD~1", "HEAD", "--format", "markdown", "--no-bundles")
     assert md.startswith("### Catalog impact: `HEAD~1` → `HEAD`")
@@ -213,7 +213,7 @@ def test_changed_values_show_old_and_new_and_markdown_is_inert(repo: Path) -> No
     assert got
     for r in got.values():
         vals = {v["path"]: (v["old"], v["new"]) for v in r["values"]}  # type: ignore[attr-defined]
-        assert vals["components.slinky-slurm.values.image.tag"] == ('"1.0"', json.dumps(hostile))
+        assert vals["components.slinky-slurm.values.image.tag"] == ("1.0", hostile)
     code, md = diff(repo, "HEAD~1", "HEAD", "--format", "markdown", "--no-bundles")
     assert code == 0
     # the value sits in a code span fenced by two backticks (it holds one), pipe escaped
