@@ -30,7 +30,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from generator import __version__
+from generator import __version__, markdown
 from generator.diff import compare, materialize, snapshot, to_markdown
 from generator.errors import ReleaseError
 from generator.render.archive import archive_bytes
@@ -201,9 +201,11 @@ def _changelog(
         for r in manifest["recipes"]:
             o = old.get((r["name"], r["scaleProfile"]["name"]))
             if o and (o["consensus"], o["ceiling"]) != (r["consensus"], r["ceiling"]):
+                md = markdown.text
                 moved.append(
-                    f"| `{r['name']}` | {r['scaleProfile']['name']} | {o['consensus']} → {r['consensus']} | "
-                    f"{o['ceiling'] or '-'} → {r['ceiling'] or '-'} |"
+                    f"| {markdown.code(r['name'])} | {md(r['scaleProfile']['name'])} "
+                    f"| {md(o['consensus'])} → {md(r['consensus'])} "
+                    f"| {md(o['ceiling'] or '-')} → {md(r['ceiling'] or '-')} |"
                 )
         if moved:
             lines += [
