@@ -262,10 +262,15 @@ def verify_release(
     # 2. the manifest's signature
     manifest_doc: dict[str, Any] = {}
     manifest_bytes: bytes | None = None
+    parsed = False
     try:
         manifest_bytes = _read_doc(directory / MANIFEST)
         loaded = json.loads(manifest_bytes)
-        manifest_doc = loaded if isinstance(loaded, dict) else {}
+        if isinstance(loaded, dict):
+            manifest_doc = loaded
+            parsed = True
+        else:
+            problems.append(_problem(MANIFEST, "not a JSON object", "release.manifest"))
     except _Unreadable as e:
         problems.append(_problem(MANIFEST, f"{MANIFEST} {e}", "release.manifest"))
     except (ValueError, RecursionError):
@@ -292,7 +297,7 @@ def verify_release(
                 )
 
     # 3. what the signed manifest anchors
-    if manifest_doc:
+    if parsed:
         if not isinstance(stated, str) or not _VERSION.fullmatch(stated):
             problems.append(_problem(MANIFEST, "states no version", "release.manifest"))
         elif want_version != stated:
