@@ -425,3 +425,22 @@ def test_library_api_reports_what_it_checked(release_dir: Path, root_file: Path)
     assert report.ok and report.version == VERSION and report.identity == IDENTITY
     assert "release-manifest.json" in report.verified_assets
     assert SIGNATURE in report.verified_assets
+
+
+@pytest.mark.parametrize("doc", [b"{}\n", b"[]\n", b"not json"])
+def test_an_empty_or_malformed_manifest_is_refused(release_dir: Path, doc: bytes) -> None:
+    (release_dir / "release-manifest.json").write_bytes(doc)
+    lines = [
+        ln
+        for ln in (release_dir / "SHA256SUMS").read_text().splitlines()
+        if not ln.endswith("  release-manifest.json")
+    ]
+    lines.append(f"{hashlib.sha256(doc).hexdigest()}  release-manifest.json")
+    (release_dir / "SHA256SUMS").write_text("\n".join(lines) + "\n")
+    report = verify_release(
+        release_dir, load_trust_root(str(REPO / "catalog/trust/demo/trusted_root.json"))
+    )
+    rules = {(d.path, d.rule) for d in report.problems}
+    assert not report.ok
+    assert ("release-manifest.json", "release.manifest") in rules
+    assert ("release-manifest.json.sigstore.json", "release.signature") in rules
