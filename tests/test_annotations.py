@@ -171,3 +171,22 @@ def test_evidence_verify_annotations_name_repository_paths(cwd: str) -> None:
     for f in files:
         assert f.startswith("evidence/gb300-eks-ubuntu-inference-dynamo/"), f
         assert (REPO / f).is_file(), f
+
+
+def test_validate_summary_of_hostile_file_names_is_inert(repo: Path, tmp_path: Path) -> None:
+    """A file name with backticks and markup cannot leave its code span in the job summary."""
+    markdown_it = pytest.importorskip("markdown_it")
+    name = "x` <img src=y onerror=alert(1)> [l](javascript:alert(2)) `.yaml"
+    (repo / "catalog/overlays" / name).write_text("kind: [unclosed\n")
+    summary = tmp_path / "summary.md"
+    code, _ = run_in(repo, "validate", "catalog", "--format", "github", "--summary", str(summary))
+    assert code == 1
+    text = summary.read_text()
+    html = markdown_it.MarkdownIt("commonmark").enable("table").render(text)
+    assert "<img" not in html and "<a " not in html
+    row = next(r for r in html.split("<tr>") if "onerror" in r)
+    assert row.count("<td>") == 4
+    assert (
+        "<code>overlays/x` &lt;img src=y onerror=alert(1)&gt; [l](javascript:alert(2)) `.yaml</code>"
+        in row
+    )
