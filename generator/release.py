@@ -33,6 +33,7 @@ from packaging.version import Version
 from generator import __version__, markdown
 from generator.diff import compare, materialize, snapshot, to_markdown
 from generator.errors import ReleaseError
+from generator.outputs import OutputKind, check_output_dir
 from generator.render.archive import archive_bytes
 from generator.render.common import MODE_FILE, BundleFile, Deployer
 from generator.site.outdir import swap_in
@@ -243,6 +244,7 @@ def release(
     previous: str | None = None,
     trust_root: str = "public-good",
 ) -> ReleaseReport:
+    check_output_dir(out, OutputKind.RELEASE)
     commit, previous = check_preconditions(repo, version, previous, trust_root)
     epoch = int(
         os.environ.get("SOURCE_DATE_EPOCH")

@@ -19,6 +19,7 @@ from generator.commands.common import (
     report_error,
 )
 from generator.errors import CatalogError, Diagnostic, RenderError
+from generator.outputs import OutputKind, check_output_dir
 from generator.overrides import parse_overrides
 from generator.records import Catalog, Criteria, RecipeResult
 from generator.render import (
@@ -220,6 +221,11 @@ def command(
     except CatalogError as e:
         click.echo(e.diagnostics_text(), err=True)
         fail(e.message, EXIT_USAGE)
+    if not archive:
+        try:  # before any work: a refused output directory is a usage error
+            check_output_dir(out, OutputKind.BUNDLE, (catalog_path,))
+        except CatalogError as e:
+            report_error(e)
     catalog = open_catalog(catalog_path)
     target = GitOpsTarget(repo_url, revision, repo_path)
     try:
@@ -233,7 +239,7 @@ def command(
                 f"{result.scale_profile} {result.scale_profile_version}, {result.digest})"
             )
         else:
-            write_bundle(tree, out)
+            write_bundle(tree, out, (catalog_path,))
             click.echo(
                 f"wrote {out}/ ({len(tree)} files, {deployer}, {result.name}, "
                 f"{result.scale_profile} {result.scale_profile_version}, {result.digest})"

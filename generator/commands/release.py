@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from generator.commands.common import EXIT_DATA
 from generator.commands.release_verify import verify_command
 from generator.diff import repo_root
 from generator.errors import CatalogError
@@ -61,7 +60,7 @@ def command(
         )
     except CatalogError as e:
         click.echo(f"error: {e.message}", err=True)
-        sys.exit(EXIT_DATA)
+        sys.exit(e.exit_code)
     click.echo(
         f"released {report.version} at {report.commit[:12]} into {out}/: {len(report.files)} files"
         + (f" (changelog against {report.previous})" if report.previous else " (first release)")

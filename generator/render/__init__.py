@@ -12,12 +12,13 @@ import os
 import shlex
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, assert_never
 
 from generator import __version__
 from generator.errors import RenderError
+from generator.outputs import OutputKind, check_output_dir
 from generator.records import RecipeResult
 from generator.render import argocd, flux, helm, helmfile
 from generator.render.archive import archive_bytes, archive_name
@@ -157,15 +158,15 @@ def render_bundle(
     return {p: files[p] for p in sorted(files)}
 
 
-def write_bundle(tree: BundleTree, out_dir: Path) -> None:
+def write_bundle(tree: BundleTree, out_dir: Path, inputs: Iterable[Path] = ()) -> None:
     """Write `tree` to `out_dir`, replacing it atomically: build in a sibling temporary directory,
-    then swap it in, so a failure leaves the previous bundle intact."""
+    then swap it in, so a failure leaves the previous bundle intact. `out_dir` must be missing,
+    empty or a previous bundle, and outside `inputs` (generator/outputs.py)."""
     check_paths(tuple(tree))
     out_dir = Path(out_dir)
+    check_output_dir(out_dir, OutputKind.BUNDLE, inputs)
     parent = out_dir.absolute().parent
     parent.mkdir(parents=True, exist_ok=True)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise RenderError(f"{out_dir} exists and is not a directory")
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=parent))
     try:
         for rel in sorted(tree):
