@@ -7,13 +7,13 @@ from __future__ import annotations
 import html
 import re
 
+import markdown_it
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generator import markdown
 
-markdown_it = pytest.importorskip("markdown_it")
 MD = markdown_it.MarkdownIt("commonmark").enable("table")
 
 HOSTILE = [
