@@ -516,7 +516,7 @@ _BOOL_TEXT = {
 }
 
 
-def _enabled_override(o: Override) -> bool | None:
+def enabled_override(o: Override) -> bool | None:
     """The state a `--set component:enabled=VALUE` asks for (None: not such an override)."""
     if o.path != "enabled":
         return None
@@ -628,7 +628,7 @@ def _resolve(
             raise ResolveError(
                 f"override {o.origin}: component '{comp}' is not part of recipe '{name}'"
             )
-        state = _enabled_override(o)
+        state = enabled_override(o)
         if state is not None:
             wanted_state[comp] = state
         else:
@@ -804,6 +804,11 @@ def _document(r: RecipeResult, *, with_digest: bool) -> dict[str, Any]:
             ],
         },
     }
+
+
+def document_without_digest(result: RecipeResult) -> dict[str, Any]:
+    """The canonical document the digest is the sha256 of."""
+    return _document(result, with_digest=False)
 
 
 def recipe_document(result: RecipeResult) -> dict[str, Any]:
