@@ -204,9 +204,16 @@ class Catalog:
     defaulted: tuple[str, ...] = ()
 
     def leaves(self) -> tuple[str, ...]:
-        """Overlay names that no other overlay uses as its base (excluding `base`), sorted."""
+        """Overlay names that no other overlay uses as its base (excluding `base`, and overlays
+        without criteria, which no query applies), sorted."""
         parents = {o.base for o in self.overlays.values() if o.base}
-        return tuple(sorted(n for n in self.overlays if n not in parents and n != "base"))
+        return tuple(
+            sorted(
+                n
+                for n, o in self.overlays.items()
+                if n not in parents and n != "base" and o.has_criteria
+            )
+        )
 
 
 @dataclass(frozen=True, slots=True)

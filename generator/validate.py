@@ -28,7 +28,14 @@ from generator.resolve import chain, check_resolves, resolve
 
 # upstream's `ParseConstraintPath`: {Type}.{Subtype}.{Key}, split on the first two dots, the Key
 # being the rest (`OS.sysctl./proc/sys/kernel/osrelease`)
-CONSTRAINT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]*\.[A-Za-z0-9][A-Za-z0-9_-]*\.[^\s.][^\s]*$")
+_CONSTRAINT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]*\.[A-Za-z0-9][A-Za-z0-9_-]*\.\S+$")
+
+
+def constraint_name_ok(name: str) -> bool:
+    """`{Type}.{Subtype}.{Key}`, the Key any printable text without spaces."""
+    return bool(_CONSTRAINT_NAME.match(name)) and name.isprintable()
+
+
 # upstream's measurement types (pkg/measurement), the Types a recipe constraint can read
 MEASUREMENT_TYPES = ("K8s", "GPU", "OS", "SystemD", "NodeTopology")
 SAFE_SOURCE = re.compile(r"^(https?|oci)://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~%+/-]*)?$")
@@ -187,7 +194,7 @@ def check_overlay(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagn
     for i, c in enumerate(ov.constraints):
         yield from _constraint(ov, f"$.spec.constraints[{i}]", c.name, c.value)
         kind = c.name.split(".", 1)[0]
-        if CONSTRAINT_NAME.match(c.name) and kind not in MEASUREMENT_TYPES:
+        if constraint_name_ok(c.name) and kind not in MEASUREMENT_TYPES:
             yield _d(
                 ov,
                 f"$.spec.constraints[{i}].name",
@@ -265,7 +272,7 @@ def _constraint(
 ) -> Iterator[Diagnostic]:
     """A constraint's name and value. In validation phases (`check_names`), a constraint may also
     be named after the check it parameterises (upstream: `nccl-all-reduce-bw-net`)."""
-    if not CONSTRAINT_NAME.match(name) and not (check_names and CHECK_NAME.match(name)):
+    if not constraint_name_ok(name) and not (check_names and CHECK_NAME.match(name)):
         form = "{Type}.{Subtype}.{Key}" + (" or a check name" if check_names else "")
         yield _d(
             ov,
@@ -386,7 +393,7 @@ def health_of(r: RecipeResult) -> LeafHealth:
     and the site share."""
     reasons: list[str] = []
     for c in r.constraints:
-        if not CONSTRAINT_NAME.match(c.name) or constraint_value_problem(c.value):
+        if not constraint_name_ok(c.name) or constraint_value_problem(c.value):
             reasons.append(f"constraint {c.name} is malformed")
     for comp in r.components:
         if comp.type == "Helm" and comp.repository and not comp.version:
