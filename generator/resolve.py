@@ -295,6 +295,20 @@ def get_path(values: Mapping[str, Any], path: str) -> tuple[bool, Any]:
     return True, cur
 
 
+def _non_mapping_prefix(values: Mapping[str, Any], path: str) -> str | None:
+    """The first proper prefix of dotted `path` that holds something other than a mapping (a
+    `--set` through it would have to replace it), or None."""
+    cur: Any = values
+    parts = path.split(".") if path else []
+    for i, part in enumerate(parts[:-1]):
+        if not isinstance(cur, Mapping) or part not in cur:
+            return None
+        cur = cur[part]
+        if cur is not None and not isinstance(cur, Mapping):
+            return ".".join(parts[: i + 1])
+    return None
+
+
 def set_path(values: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     """A copy of `values` with `path` set (intermediate mappings created)."""
     if path == "":
@@ -648,6 +662,12 @@ def _resolve(
         if comp in disabled:
             raise ResolveError(
                 f"override {o.origin}: component '{comp}' is disabled in recipe '{name}'"
+            )
+        blocked = _non_mapping_prefix(values[comp], o.path)
+        if blocked:
+            raise ResolveError(
+                f"override {o.origin}: '{blocked}' of component '{comp}' is not a mapping, so "
+                f"'{o.path}' cannot be set inside it"
             )
         new = set_path(values[comp], o.path, o.value)
         for (oc, opath), ov in sorted(owned.items()):
