@@ -719,6 +719,8 @@ def test_validate_and_list_through_the_cli(recipes: Path) -> None:
     assert out.exit_code == 0, out.output
     assert out.stdout.endswith(": ok\n")
     assert out.stderr.count("built-in defaults") == 1
+    assert "6 manifest(s) are Helm templates" in out.stderr
+    assert "components/gpu-operator/manifests/dcgm-exporter.yaml" in out.stderr
     listed = runner.invoke(main, ["list", "--catalog", str(recipes)])
     assert listed.exit_code == 0, listed.output
     assert "h100-eks-ubuntu-training-kubeflow" in listed.stdout

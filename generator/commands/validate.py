@@ -62,6 +62,15 @@ def command(
         click.echo(e.diagnostics_text(), err=True)
         sys.exit(EXIT_DATA)
     announce_defaults(catalog)
+    templates = [rel for rel, m in catalog.manifests.items() if m.kind == "template"]
+    if templates:
+        plain = len(catalog.manifests) - len(templates)
+        click.echo(
+            f"note: {len(templates)} manifest(s) are Helm templates, rendered by Helm with the "
+            f"component's values at deploy time and checked here without Helm (actions closed, "
+            f"blocks balanced, YAML once masked): {', '.join(templates)}; {plain} plain YAML",
+            err=True,
+        )
     diags = validate_catalog(catalog, strict=strict, load_diagnostics=load_diags)
     subject = f"validate {root}"
     click.echo(REPORTERS[fmt](diags, subject), nl=False)
