@@ -692,8 +692,8 @@ def _resolve(
                 [_dep_diag(catalog, acc, n, unknown[0], msg, "dependency.unknown")],
             )
     try:
-        # upstream checks the order of every declared component, then leaves the disabled out
-        deployment_order({n: r.dependency_refs for n, r in acc.refs.items()})
+        # upstream orders every declared component, then leaves the disabled out of the order
+        full_order, _ = deployment_order({n: r.dependency_refs for n, r in acc.refs.items()})
     except ValueError as e:
         cycle = str(e).split(" → ")
         msg = f"dependency cycle: {e}"
@@ -703,7 +703,8 @@ def _resolve(
         ) from e
     for n, r in refs.items():
         deps[n] = tuple(d for d in r.dependency_refs if d in refs)
-    order, depth = deployment_order(deps)
+    _, depth = deployment_order(deps)
+    order = tuple(n for n in full_order if n in refs)
 
     components = []
     for i, n in enumerate(order):

@@ -816,6 +816,8 @@ components:
     helm: {defaultRepository: oci://registry.example.com/charts, defaultChart: beta}
   - name: gamma
     displayName: gamma
+  - name: delta
+    displayName: delta
 """,
     "overlays/base.yaml": _H
     + """metadata: {name: base}
@@ -886,6 +888,10 @@ spec:
   componentRefs:
     - name: beta
       overrides: {enabled: false}
+    # delta waits for the disabled beta: upstream orders every declared component, then
+    # leaves the disabled out, so delta still comes after gamma (not first among the ready)
+    - name: delta
+      dependencyRefs: [beta]
 """,
     # no criteria: never matched (only ever applied as another overlay's base)
     "overlays/orphan.yaml": _H
@@ -945,4 +951,4 @@ def test_merge_rules_on_a_small_tree(tmp_path: Path) -> None:
     assert "orphan" not in r.applied_overlays
     h100 = resolve(cat, Criteria(service="eks", accelerator="h100"))
     assert h100.component("beta") is None and h100.disabled == ("beta",)
-    assert [c.name for c in h100.components] == ["alpha", "gamma"]
+    assert [c.name for c in h100.components] == ["alpha", "gamma", "delta"]
