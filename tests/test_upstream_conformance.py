@@ -952,3 +952,13 @@ def test_merge_rules_on_a_small_tree(tmp_path: Path) -> None:
     h100 = resolve(cat, Criteria(service="eks", accelerator="h100"))
     assert h100.component("beta") is None and h100.disabled == ("beta",)
     assert [c.name for c in h100.components] == ["alpha", "gamma", "delta"]
+
+
+def test_evidence_verify_on_a_tree_without_signers(recipes: Path) -> None:
+    """The built-in signer policy of a tree without signers.yaml allows nobody (fail closed)."""
+    evidence = Path(__file__).resolve().parent.parent / "evidence"
+    some = sorted(p for p in evidence.iterdir() if p.is_dir())[0]
+    out = CliRunner().invoke(main, ["evidence", "verify", "--catalog", str(recipes), str(some)])
+    assert out.exit_code == 1, out.output
+    assert out.stderr.count("has no signers.yaml") == 1
+    assert "0 verified" in out.stdout and "Traceback" not in out.output
