@@ -1,7 +1,10 @@
 """Stage 1, load: read every catalog file into located documents and typed records.
 
 Reads the AICR recipe-data layout (`registry.yaml`, `overlays/`, `mixins/`, `components/`) plus the
-project's own kinds (`scale/`, `signers.yaml`, `criteria.yaml`). Each file is parsed safely
+project's own kinds (`scale/`, `signers.yaml`, `criteria.yaml`); a tree without the project's own
+files (upstream AICR's `recipes/`) gets built-in defaults, listed in `Catalog.defaulted`. Files that
+are not recipe data (`data.go`, READMEs, upstream's `checks/` and `validators/`) are not read, as
+upstream skips them. Manifests are kept as bytes and classified (`generator.manifests`). Each file is parsed safely
 (`yamlio`), its header checked, and its schema validated here at the boundary, so records built from
 it can be trusted by later stages. Problems are collected, never raised one at a time.
 """
@@ -16,6 +19,7 @@ from typing import Any
 
 from generator import schemas
 from generator.errors import Diagnostic, LoadError
+from generator.manifests import check_manifest
 from generator.records import (
     DIMENSIONS,
     WILDCARD,
@@ -24,6 +28,7 @@ from generator.records import (
     Constraint,
     Criteria,
     Document,
+    ManifestFile,
     Overlay,
     OwnedValue,
     Registry,
@@ -150,12 +155,26 @@ def check_header(doc: Document, kind: str, accepted: Iterable[str]) -> tuple[Dia
 
 
 def _criteria(raw: Any) -> Criteria:
+    """Criteria as written: upstream compares overlay values verbatim (no case folding)."""
     raw = raw if isinstance(raw, dict) else {}
     values: dict[str, str | None] = {}
     for d in DIMENSIONS:
         v = raw.get(d)
         values[d] = None if v in (None, "", WILDCARD) else str(v)
     return Criteria(**values)
+
+
+def upstream_specificity(raw: Any) -> int:
+    """upstream's `Criteria.Specificity()` of criteria loaded from YAML: a dimension counts unless
+    its value is the literal `any` (an absent one is "" there, which counts); nodes count when set."""
+    raw = raw if isinstance(raw, dict) else {}
+    score = sum(1 for d in DIMENSIONS if raw.get(d) != WILDCARD)
+    return score + (1 if _nodes(raw) else 0)
+
+
+def _nodes(raw: Any) -> int:
+    n = raw.get("nodes") if isinstance(raw, dict) else None
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
 
 
 def _constraints(raw: Any) -> tuple[Constraint, ...]:
@@ -165,6 +184,7 @@ def _constraints(raw: Any) -> tuple[Constraint, ...]:
             value=str(c["value"]).lower() if isinstance(c["value"], bool) else str(c["value"]),
             severity=c.get("severity"),
             remediation=c.get("remediation"),
+            unit=c.get("unit"),
         )
         for c in raw or ()
     )
@@ -200,17 +220,21 @@ def overlay_from(doc: Document) -> Overlay:
     name = data["metadata"]["name"]
     if data["kind"] == "RecipeMetadata" and name != "base" and not base:
         base = "base"  # upstream: an empty base means the root overlay
+    raw_criteria = spec.get("criteria")
     return Overlay(
         kind=data["kind"],
         api_version=data["apiVersion"],
         name=name,
         base=base or None,
-        criteria=_criteria(spec.get("criteria")),
+        criteria=_criteria(raw_criteria),
         mixins=tuple(spec.get("mixins") or ()),
         constraints=_constraints(spec.get("constraints")),
         component_refs=_component_refs(spec.get("componentRefs"), "$.spec.componentRefs"),
         validation={k: v for k, v in sorted((spec.get("validation") or {}).items())},
         doc=doc,
+        has_criteria=isinstance(raw_criteria, dict),
+        upstream_specificity=upstream_specificity(raw_criteria),
+        nodes=_nodes(raw_criteria),
     )
 
 
@@ -229,7 +253,11 @@ def registry_from(doc: Document) -> Registry:
                 repository=helm.get("defaultRepository") or None,
                 chart=helm.get("defaultChart") or None,
                 version=str(version) if version is not None else None,
-                namespace=helm.get("defaultNamespace") or None,
+                # v0.11.1 states a manifest-only component's namespace under `manifest:`; current
+                # upstream moved it to `helm.defaultNamespace` (docs/upstream-compatibility.md)
+                namespace=helm.get("defaultNamespace")
+                or (c.get("manifest") or {}).get("defaultNamespace")
+                or None,
                 kind=kind,
                 json_path=f"$.components[{i}]",
             ),
@@ -378,6 +406,7 @@ def load_catalog(root: Path) -> tuple[Catalog, tuple[Diagnostic, ...]]:
             target[item.name] = item
 
     files: dict[str, Document] = {}
+    manifests: dict[str, ManifestFile] = {}
     comp_dir = root / "components"
     comp_escape = _dir_escapes(root, comp_dir)
     if comp_escape is not None:
@@ -389,8 +418,17 @@ def load_catalog(root: Path) -> tuple[Catalog, tuple[Diagnostic, ...]]:
                 if not fname.endswith(YAML_SUFFIXES):
                     continue
                 path = Path(dirpath) / fname
-                multi = "manifests" in path.relative_to(comp_dir).parts
-                doc, d = parse_file(root, path, multi=multi, allow_empty=True)
+                if "manifests" in path.relative_to(comp_dir).parts:
+                    # a Helm template or plain YAML: its bytes are kept, never understood
+                    raw, d = read_file(root, path)
+                    diags.extend(d)
+                    if raw is not None:
+                        info, mdoc, d = check_manifest(raw, _rel(root, path))
+                        diags.extend(d)
+                        manifests[info.rel] = info
+                        files[mdoc.rel] = mdoc
+                    continue
+                doc, d = parse_file(root, path, allow_empty=True)
                 diags.extend(d)
                 if doc is not None:
                     files[doc.rel] = doc
@@ -437,5 +475,14 @@ def load_catalog(root: Path) -> tuple[Catalog, tuple[Diagnostic, ...]]:
         extra_criteria=extra,
         documents=documents,
         unloadable=frozenset(unloadable),
+        manifests=dict(sorted(manifests.items())),
+        defaulted=tuple(
+            rel
+            for rel, present in (
+                ("signers.yaml", (root / "signers.yaml").exists()),
+                ("scale/", (root / "scale").is_dir()),
+            )
+            if not present
+        ),
     )
     return catalog, tuple(diags)

@@ -72,6 +72,7 @@ class Constraint:
     value: str
     severity: str | None = None
     remediation: str | None = None
+    unit: str | None = None  # upstream: the unit of a numeric constraint (e.g. GB/s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +110,29 @@ class Overlay:
     # phase name -> raw phase mapping (checks, constraints, timeout, ...)
     validation: Mapping[str, Mapping[str, Any]]
     doc: Document
+    # False when the document has no `spec.criteria`: upstream never matches such an overlay
+    # (it is applied only as the base of another); `criteria` is then all wildcards.
+    has_criteria: bool = True
+    # upstream's Criteria.Specificity() of the criteria as written: every dimension whose value
+    # is not the literal `any` counts, an absent one included (so `{intent: any}` scores 4 and
+    # `{service: eks}` 5); upstream applies matching overlays in ascending order of it.
+    upstream_specificity: int = 0
+    # upstream's `criteria.nodes` (0 = any): an overlay with nodes set matches only a query for
+    # exactly that many nodes
+    nodes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestFile:
+    """A `components/<name>/manifests/*` file: its bytes are kept as they are, never understood.
+
+    `kind` is `template` when the file holds Helm template actions (`{{ … }}`), rendered by Helm
+    with the component's values at deploy time, else `plain` (Kubernetes YAML as it is).
+    """
+
+    rel: str
+    kind: str  # "plain" | "template"
+    sha256: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,11 +197,23 @@ class Catalog:
     documents: Mapping[str, Document] = field(default_factory=dict)
     # names of overlays/mixins whose file exists but could not be loaded (to avoid knock-on errors)
     unloadable: frozenset[str] = frozenset()
+    # catalog-relative path -> kind of every manifest (`components/*/manifests/*`)
+    manifests: Mapping[str, ManifestFile] = field(default_factory=dict)
+    # the project's own files this tree lacks (signers.yaml, scale/), replaced by built-in
+    # defaults: an upstream AICR tree has none of them
+    defaulted: tuple[str, ...] = ()
 
     def leaves(self) -> tuple[str, ...]:
-        """Overlay names that no other overlay uses as its base (excluding `base`), sorted."""
+        """Overlay names that no other overlay uses as its base (excluding `base`, and overlays
+        without criteria, which no query applies), sorted."""
         parents = {o.base for o in self.overlays.values() if o.base}
-        return tuple(sorted(n for n in self.overlays if n not in parents and n != "base"))
+        return tuple(
+            sorted(
+                n
+                for n, o in self.overlays.items()
+                if n not in parents and n != "base" and o.has_criteria
+            )
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +241,10 @@ class ResolvedComponent:
     order: int  # 0-based position in the deployment order
     depth: int  # dependency depth (0 = no dependencies): Argo CD sync wave
     values_files: tuple[str, ...]  # the values files that contributed, in merge order
+    # the recipe's `valuesFile` and merged `overrides` as upstream's RecipeResult carries them
+    # (values = base values.yaml -> valuesFile -> overrides); None when the recipe names none
+    values_file: str | None = None
+    overrides: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +264,10 @@ class RecipeResult:
     digest: str  # "sha256:<hex>" of the canonical form without the digest itself
     # sha256 hex of every catalog file the recipe uses (values and manifests), by catalog-relative path
     file_digests: Mapping[str, str] = field(default_factory=dict)
+    # components the recipe declares but leaves out (`enabled: false` in overrides or `--set`)
+    disabled: tuple[str, ...] = ()
+    # what the user should know about how the query was answered (not part of the digest)
+    notes: tuple[str, ...] = ()
 
     def component(self, name: str) -> ResolvedComponent | None:
         for c in self.components:

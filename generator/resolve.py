@@ -1,10 +1,16 @@
 """Stage 3, resolve: a query (criteria or a leaf name) + scale profile + user overrides → RecipeResult.
 
-Upstream AICR's query semantics: a recipe's wildcard matches any query value, a query's wildcard
-matches only recipe wildcards; of the matching overlays keep those that are not `base` ancestors of
-another match; merge the base seed, then each kept leaf's chain root-to-leaf in ascending
-specificity, then mixins, then registry defaults. This project then applies the selected scale
-profile's owned values and finally the user's overrides, which may not contradict an owned value.
+Upstream AICR's rules (`pkg/recipe/metadata_store.go`, `metadata.go`, `adapter.go`): a recipe's
+wildcard matches any query value, a query's wildcard matches only recipe wildcards, an overlay
+without criteria never matches; the matching overlays are taken in ascending upstream specificity
+and each is applied with its `base` chain, root first, every overlay once, after `base`. Fields
+merge as upstream merges them (constraints and componentRefs by name; scalar fields: the later
+non-empty one; `overrides`: top-level keys replaced; `dependencyRefs`: replaced; `manifestFiles`:
+appended; validation phases: replaced whole), then mixins, then registry defaults. A component's
+values are `components/<name>/values.yaml` → its `valuesFile` → its `overrides`. This project then
+applies the selected scale profile's owned values and finally the user's `--set` overrides, which
+may not contradict an owned value. `enabled: false` (in overrides or `--set`) leaves a component
+out of the recipe and its order.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from generator.canonical import check_canonical, sha256_digest
+from generator.criteria import check_known
 from generator.errors import Diagnostic, ResolveError, ScaleError
 from generator.records import (
     DIMENSIONS,
@@ -95,10 +102,6 @@ def chain(catalog: Catalog, name: str) -> tuple[Overlay, ...]:
     return tuple(reversed(out))
 
 
-def _ancestors(catalog: Catalog, name: str) -> set[str]:
-    return {o.name for o in chain(catalog, name)[:-1]}
-
-
 # The overlays of the catalogs resolved last, indexed by criteria: id(catalog.overlays) -> (its
 # overlays, criteria values -> [(position, overlay)]). Checked against the mapping's current
 # overlays on every use (a quick comparison of object identities), so it never serves an index of
@@ -128,30 +131,35 @@ def _criteria_index(
 def _matching(catalog: Catalog, query: Criteria) -> list[Overlay]:
     """The overlays whose criteria match `query`, in catalog order: those whose every dimension
     is the wildcard or the query's value, looked up by criteria (at most 2**5 of them) rather
-    than by comparing the query with every overlay."""
+    than by comparing the query with every overlay. Upstream never matches an overlay without
+    criteria, nor one stating `criteria.nodes` (queries here carry no node count)."""
     index = _criteria_index(catalog.overlays)
     options = [(None,) if q is None else (None, q) for _, q in query.items()]
     found = [hit for key in itertools.product(*options) for hit in index.get(key, ())]
-    return [o for _, o in sorted(found, key=lambda hit: hit[0])]
+    return [
+        o
+        for _, o in sorted(found, key=lambda hit: hit[0])
+        if o.has_criteria and not o.nodes and o.name != "base"
+    ]
 
 
 def select(catalog: Catalog, query: Criteria) -> tuple[Overlay, ...]:
-    """Overlays applied for `query`, in merge order (base first)."""
-    matched = _matching(catalog, query)
-    ancestors: set[str] = set()
-    for o in matched:
-        ancestors |= _ancestors(catalog, o.name)
-    leaves = sorted(
-        (o for o in matched if o.name not in ancestors),
-        key=lambda o: (o.criteria.specificity(), o.name),
+    """Overlays applied for `query`, in merge order (base first).
+
+    As upstream: the matching overlays sorted by upstream specificity, ascending (ties, which
+    upstream leaves to Go's map order, broken by the number of stated dimensions, then name),
+    each followed by its base chain root first, every overlay applied once."""
+    matched = sorted(
+        _matching(catalog, query),
+        key=lambda o: (o.upstream_specificity, o.criteria.specificity(), o.name),
     )
     order: list[Overlay] = []
     applied: set[str] = set()
     if "base" in catalog.overlays:
         order.append(catalog.overlays["base"])
         applied.add("base")
-    for leaf in leaves:
-        for o in chain(catalog, leaf.name):
+    for overlay in matched:
+        for o in chain(catalog, overlay.name):
             if o.name not in applied:
                 applied.add(o.name)
                 order.append(o)
@@ -236,18 +244,18 @@ class _Acc:
     dep_origin: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
 
     def add_ref(self, ref: ComponentRef, rel: str) -> None:
+        """Merge one componentRefs entry as upstream's `mergeComponentRef` does."""
         prev = self.refs.get(ref.name)
         for k, dep in enumerate(ref.dependency_refs):
-            self.dep_origin.setdefault(
-                (ref.name, dep), (rel, f"{ref.json_path}.dependencyRefs[{k}]")
-            )
+            self.dep_origin[(ref.name, dep)] = (rel, f"{ref.json_path}.dependencyRefs[{k}]")
         self.origin[ref.name] = rel  # the file of the latest declaration, for diagnostics
         if prev is None:
             self.refs[ref.name] = ref
             return
         overrides: Mapping[str, Any] | None = prev.overrides
         if ref.overrides:
-            overrides = deep_merge(prev.overrides or {}, ref.overrides)
+            # upstream: maps.Copy, so a top-level key replaces the earlier one whole
+            overrides = {**(prev.overrides or {}), **ref.overrides}
         self.refs[ref.name] = ComponentRef(
             name=ref.name,
             type=ref.type or prev.type,
@@ -259,7 +267,8 @@ class _Acc:
             overrides=overrides,
             manifest_files=_union(prev.manifest_files, ref.manifest_files),
             pre_manifest_files=_union(prev.pre_manifest_files, ref.pre_manifest_files),
-            dependency_refs=_union(prev.dependency_refs, ref.dependency_refs),
+            # upstream: a non-empty list replaces the earlier one
+            dependency_refs=ref.dependency_refs or prev.dependency_refs,
             enabled=ref.enabled if ref.enabled is not None else prev.enabled,
             json_path=ref.json_path,
         )
@@ -270,21 +279,8 @@ class _Acc:
         for ref in overlay.component_refs:
             self.add_ref(ref, overlay.doc.rel)
         for phase, raw in overlay.validation.items():
-            cur = self.validation.setdefault(phase, {})
-            for key, value in raw.items():
-                if key == "checks":
-                    cur["checks"] = (
-                        [] if value == [] else list(_union(cur.get("checks", []), value))
-                    )
-                elif key == "constraints":
-                    if value == []:
-                        cur["constraints"] = []
-                    else:
-                        keyed = {c["name"]: c for c in cur.get("constraints", [])}
-                        keyed.update({c["name"]: c for c in value})
-                        cur["constraints"] = list(keyed.values())
-                else:
-                    cur[key] = _deepcopy(value)
+            # upstream: a phase an overlay states replaces the earlier one whole
+            self.validation[phase] = _deepcopy(dict(raw))
 
 
 # ---------------------------------------------------------------- dotted paths
@@ -297,6 +293,20 @@ def get_path(values: Mapping[str, Any], path: str) -> tuple[bool, Any]:
             return False, None
         cur = cur[part]
     return True, cur
+
+
+def _non_mapping_prefix(values: Mapping[str, Any], path: str) -> str | None:
+    """The first proper prefix of dotted `path` that holds something other than a mapping (a
+    `--set` through it would have to replace it), or None."""
+    cur: Any = values
+    parts = path.split(".") if path else []
+    for i, part in enumerate(parts[:-1]):
+        if not isinstance(cur, Mapping) or part not in cur:
+            return None
+        cur = cur[part]
+        if cur is not None and not isinstance(cur, Mapping):
+            return ".".join(parts[: i + 1])
+    return None
 
 
 def set_path(values: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
@@ -443,27 +453,56 @@ def _canonical_component(catalog: Catalog, name: str) -> str | None:
     return None
 
 
-def _chart_name(chart: str | None, repository: str | None, fallback: str) -> str:
+def registry_chart(chart: str | None) -> str | None:
+    """upstream's `ApplyRegistryDefaults`: a registry `defaultChart` loses its repository prefix
+    (`nvidia/gpu-operator` -> `gpu-operator`), whatever the repository; a chart an overlay
+    names is kept as written."""
     if not chart:
-        return fallback
-    if "/" in chart and repository and not repository.startswith("oci://"):
-        return chart.rsplit("/", 1)[1]  # a Helm repo alias prefix such as nvidia/gpu-operator
-    return chart
+        return None
+    return chart.rsplit("/", 1)[-1]
 
 
-def _values_of(
-    catalog: Catalog, rel: str | None, overrides: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    """A new copy of the values file `rel` with `overrides` merged in (one copy, not two)."""
-    data: Any = {}
-    if rel is not None:
-        doc = catalog.files.get(rel)
-        if doc is None:
+def base_values_file(component: str) -> str:
+    """The component's base values file, the first layer of its values (upstream)."""
+    return f"components/{component}/values.yaml"
+
+
+def _file_mapping(catalog: Catalog, rel: str, *, required: bool) -> dict[str, Any] | None:
+    doc = catalog.files.get(rel)
+    if doc is None:
+        if required:
             raise ResolveError(f"values file '{rel}' is not in the catalog")
-        if doc.data is not None and not isinstance(doc.data, dict):
-            raise ResolveError(f"values file '{rel}' does not hold a mapping")
-        data = doc.data if doc.data is not None else {}
-    return deep_merge(data, overrides) if overrides else _deepcopy(data)
+        return None
+    if doc.data is not None and not isinstance(doc.data, dict):
+        raise ResolveError(f"values file '{rel}' does not hold a mapping")
+    return doc.data if doc.data is not None else {}
+
+
+def component_values(
+    catalog: Catalog,
+    name: str,
+    values_file: str | None,
+    overrides: Mapping[str, Any] | None,
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """A new copy of a component's values, and the files that contributed, as upstream's
+    `GetValuesForComponent` builds them: with a `valuesFile`, the component's base
+    `components/<name>/values.yaml` (when it exists and is not the valuesFile itself), then the
+    valuesFile; then the `overrides`. Without a valuesFile only the overrides count."""
+    data: dict[str, Any] = {}
+    used: list[str] = []
+    if values_file is not None:
+        base_rel = base_values_file(name)
+        if values_file != base_rel:
+            base = _file_mapping(catalog, base_rel, required=False)
+            if base is not None:
+                data = _deepcopy(base)
+                used.append(base_rel)
+        layer = _file_mapping(catalog, values_file, required=True) or {}
+        data = deep_merge(data, layer) if used else _deepcopy(layer)
+        used.append(values_file)
+    if overrides:
+        data = deep_merge(data, overrides)
+    return data, tuple(used)
 
 
 def _file_digest(catalog: Catalog, rel: str) -> str:
@@ -473,6 +512,7 @@ def _file_digest(catalog: Catalog, rel: str) -> str:
 
 def _query_of(catalog: Catalog, query: Criteria | str) -> tuple[Criteria, str | None]:
     if isinstance(query, Criteria):
+        check_known(query, catalog.extra_criteria)
         return query, None
     if query in catalog.overlays and query != "base":
         return catalog.overlays[query].criteria, query
@@ -483,6 +523,37 @@ def _query_of(catalog: Catalog, query: Criteria | str) -> tuple[Criteria, str | 
     raise ResolveError(f"no recipe named '{query}'{hint}")
 
 
+# upstream's strconv.ParseBool, which `--set component:enabled=…` goes through
+_BOOL_TEXT = {
+    **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
+    **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
+}
+
+
+def enabled_override(o: Override) -> bool | None:
+    """The state a `--set component:enabled=VALUE` asks for (None: not such an override)."""
+    if o.path != "enabled":
+        return None
+    if isinstance(o.value, bool):
+        return o.value
+    text = str(o.value)
+    if text not in _BOOL_TEXT:
+        raise ResolveError(
+            f"override {o.origin}: 'enabled' takes true or false (as upstream parses it), "
+            f"got {text!r}"
+        )
+    return _BOOL_TEXT[text]
+
+
+def ref_enabled(ref: ComponentRef) -> bool:
+    """upstream's `ComponentRef.IsEnabled`: `overrides.enabled: false` disables a component (a
+    non-boolean value leaves it enabled); this project's `enabled: false` field does too."""
+    if ref.enabled is False:
+        return False
+    flag = (ref.overrides or {}).get("enabled", True)
+    return flag is not False
+
+
 def resolve(
     catalog: Catalog,
     query: Criteria | str,
@@ -491,7 +562,8 @@ def resolve(
     overrides: Sequence[Override] = (),
     nodes: int | None = None,
 ) -> RecipeResult:
-    """Resolve a leaf name or criteria into a concrete recipe. Raises ResolveError / ScaleError."""
+    """Resolve a leaf name or criteria into a concrete recipe. Raises ResolveError / ScaleError,
+    and UsageError for a criteria value no set knows (exit 2, as upstream's invalid request)."""
     return _resolve(catalog, query, profile, overrides, nodes, digest=True)
 
 
@@ -501,6 +573,15 @@ def check_resolves(
     """Raise what `resolve` raises, if anything, without computing the recipe's digest: for
     `validate`, which asks whether a recipe resolves, not what its digest is."""
     _resolve(catalog, query, profile, (), None, digest=False)
+
+
+def unhonoured(criteria: Criteria, applied: Sequence[Overlay]) -> tuple[str, ...]:
+    """The query's stated dimensions no applied overlay states (upstream answers regardless)."""
+    return tuple(
+        f"{d}={q}"
+        for d, q in criteria.items()
+        if q is not None and not any(o.criteria.get(d) == q for o in applied)
+    )
 
 
 def _resolve(
@@ -518,17 +599,16 @@ def _resolve(
         raise ResolveError(
             f"recipe '{wanted}' is shadowed by another overlay with the same criteria"
         )
-    unhonoured = [
-        f"{d}={q}"
-        for d, q in criteria.items()
-        if q is not None and not any(o.criteria.get(d) == q for o in applied)
-    ]
-    if unhonoured:
+    notes: list[str] = []
+    missing_dims = unhonoured(criteria, applied)
+    if missing_dims:
+        # upstream answers with the overlays that match; it does not refuse the query
         options = completions(catalog, criteria)
         listed = "; ".join(options) if options else "none"
-        raise ResolveError(
-            f"no overlay honours {', '.join(unhonoured)} for the query {format_criteria(criteria)}; "
-            f"valid completions: {listed}"
+        notes.append(
+            f"no overlay states {', '.join(missing_dims)}: the recipe is built from the "
+            f"overlays that match ({', '.join(o.name for o in applied) or 'none'}), as upstream "
+            f"does; complete recipes for these criteria: {listed}"
         )
     chosen = max(
         (o for o in applied if o.name != "base"),
@@ -549,29 +629,45 @@ def _resolve(
 
     scale = select_profile(catalog, profile, criteria, nodes)
 
-    refs = {n: r for n, r in acc.refs.items() if r.enabled is not False}
-    disabled = {n for n, r in acc.refs.items() if r.enabled is False}
-    values: dict[str, dict[str, Any]] = {}
-    for n, r in refs.items():
-        values[n] = _values_of(catalog, r.values_file, r.overrides)
-    # the scale profile's owned values (set in place: these values are this resolution's own)
-    owned = {(ov.component, ov.path): ov for ov in scale.owned_values if ov.component in refs}
-    for (owner, path), ov in sorted(owned.items()):
-        values[owner] = _set_path_in_place(values[owner], path, ov.value)
-    # user overrides, never contradicting an owned value
+    # enabled: the user's `--set component:enabled=…` wins over the recipe's (upstream)
+    wanted_state: dict[str, bool] = {}
+    value_overrides: list[tuple[str, Override]] = []
     for o in overrides:
         comp = _canonical_component(catalog, o.component) or (
             o.component if o.component in acc.refs else None
         )
         if comp is None:
             raise ResolveError(f"override {o.origin}: unknown component '{o.component}'")
+        if comp not in acc.refs:
+            raise ResolveError(
+                f"override {o.origin}: component '{comp}' is not part of recipe '{name}'"
+            )
+        state = enabled_override(o)
+        if state is not None:
+            wanted_state[comp] = state
+        else:
+            value_overrides.append((comp, o))
+    refs = {n: r for n, r in acc.refs.items() if wanted_state.get(n, ref_enabled(r))}
+    disabled = {n for n in acc.refs if n not in refs}
+    values: dict[str, dict[str, Any]] = {}
+    used_files: dict[str, tuple[str, ...]] = {}
+    for n, r in refs.items():
+        values[n], used_files[n] = component_values(catalog, n, r.values_file, r.overrides)
+    # the scale profile's owned values (set in place: these values are this resolution's own)
+    owned = {(ov.component, ov.path): ov for ov in scale.owned_values if ov.component in refs}
+    for (owner, path), ov in sorted(owned.items()):
+        values[owner] = _set_path_in_place(values[owner], path, ov.value)
+    # user overrides, never contradicting an owned value
+    for comp, o in value_overrides:
         if comp in disabled:
             raise ResolveError(
                 f"override {o.origin}: component '{comp}' is disabled in recipe '{name}'"
             )
-        if comp not in refs:
+        blocked = _non_mapping_prefix(values[comp], o.path)
+        if blocked:
             raise ResolveError(
-                f"override {o.origin}: component '{comp}' is not part of recipe '{name}'"
+                f"override {o.origin}: '{blocked}' of component '{comp}' is not a mapping, so "
+                f"'{o.path}' cannot be set inside it"
             )
         new = set_path(values[comp], o.path, o.value)
         for (oc, opath), ov in sorted(owned.items()):
@@ -587,20 +683,17 @@ def _resolve(
         values[comp] = new
 
     deps: dict[str, tuple[str, ...]] = {}
-    for n, r in refs.items():
-        missing = [d for d in r.dependency_refs if d not in refs]
-        if missing:
-            why = " (it is disabled)" if missing[0] in disabled else ""
-            msg = (
-                f"component '{n}' depends on '{missing[0]}', which the recipe does not declare{why}"
-            )
+    for n, r in acc.refs.items():
+        unknown = [d for d in r.dependency_refs if d not in acc.refs]
+        if unknown:
+            msg = f"component '{n}' depends on '{unknown[0]}', which the recipe does not declare"
             raise ResolveError(
                 f"recipe '{name}': {msg}",
-                [_dep_diag(catalog, acc, n, missing[0], msg, "dependency.unknown")],
+                [_dep_diag(catalog, acc, n, unknown[0], msg, "dependency.unknown")],
             )
-        deps[n] = r.dependency_refs
     try:
-        order, depth = deployment_order(deps)
+        # upstream orders every declared component, then leaves the disabled out of the order
+        full_order, _ = deployment_order({n: r.dependency_refs for n, r in acc.refs.items()})
     except ValueError as e:
         cycle = str(e).split(" → ")
         msg = f"dependency cycle: {e}"
@@ -608,29 +701,34 @@ def _resolve(
             f"recipe '{name}': {msg}",
             [_dep_diag(catalog, acc, cycle[0], cycle[1], msg, "dependency.cycle")],
         ) from e
+    for n, r in refs.items():
+        deps[n] = tuple(d for d in r.dependency_refs if d in refs)
+    _, depth = deployment_order(deps)
+    order = tuple(n for n in full_order if n in refs)
 
     components = []
     for i, n in enumerate(order):
         r = refs[n]
         reg = catalog.registry.components.get(n)
         repo = r.source or (reg.repository if reg else None)
+        chart = r.chart or registry_chart(reg.chart if reg else None)
         components.append(
             ResolvedComponent(
                 name=n,
                 type=r.type or (reg.kind if reg else "Helm"),
                 repository=repo,
-                chart=_chart_name(r.chart or (reg.chart if reg else None), repo, n)
-                if repo
-                else None,
+                chart=(chart or n) if repo else None,
                 version=r.version or (reg.version if reg else None),
-                namespace=r.namespace or (reg.namespace if reg and reg.namespace else n),
+                namespace=r.namespace or (reg.namespace if reg and reg.namespace else ""),
                 values=values[n],
                 manifest_files=r.manifest_files,
                 pre_manifest_files=r.pre_manifest_files,
-                dependency_refs=tuple(sorted(r.dependency_refs)),
+                dependency_refs=tuple(sorted(deps[n])),
                 order=i,
                 depth=depth[n],
-                values_files=(r.values_file,) if r.values_file else (),
+                values_files=used_files[n],
+                values_file=r.values_file,
+                overrides=r.overrides,
             )
         )
     result = RecipeResult(
@@ -650,6 +748,8 @@ def _resolve(
             for c in components
             for p in sorted({*c.values_files, *c.manifest_files, *c.pre_manifest_files})
         },
+        disabled=tuple(sorted(disabled)),
+        notes=tuple(notes),
     )
     if not digest:
         check_canonical(_document(result, with_digest=False))  # what the digest would raise
@@ -725,6 +825,11 @@ def _document(r: RecipeResult, *, with_digest: bool) -> dict[str, Any]:
             ],
         },
     }
+
+
+def document_without_digest(result: RecipeResult) -> dict[str, Any]:
+    """The canonical document the digest is the sha256 of."""
+    return _document(result, with_digest=False)
 
 
 def recipe_document(result: RecipeResult) -> dict[str, Any]:

@@ -15,20 +15,29 @@ from pathlib import Path, PurePosixPath
 
 from packaging.version import InvalidVersion, Version
 
-from generator.errors import Diagnostic, ResolveError, ScaleError, Severity, sort_diagnostics
-from generator.records import DIMENSIONS, Catalog, ComponentRef, Overlay, RecipeResult
+from generator.criteria import KNOWN_CRITERIA, normalise
+from generator.errors import (
+    Diagnostic,
+    ResolveError,
+    ScaleError,
+    Severity,
+    sort_diagnostics,
+)
+from generator.records import DIMENSIONS, WILDCARD, Catalog, ComponentRef, Overlay, RecipeResult
 from generator.resolve import chain, check_resolves, resolve
 
-KNOWN_CRITERIA: dict[str, frozenset[str]] = {
-    "service": frozenset("eks gke aks oke ocp kind lke bcm metal3 generic k0s rke2".split()),
-    "accelerator": frozenset("h100 h200 gb200 gb300 b200 a100 l40 l40s rtx-pro-6000 vr200".split()),
-    "os": frozenset("ubuntu rhel cos amazonlinux ol talos sles".split()),
-    "intent": frozenset("training inference".split()),
-    "platform": frozenset("dynamo kubeflow nim runai slurm".split()),
-}
-CONSTRAINT_NAME = re.compile(
-    r"^[A-Za-z][A-Za-z0-9]*\.[A-Za-z0-9][A-Za-z0-9_-]*\.[A-Za-z0-9][A-Za-z0-9_.-]*$"
-)
+# upstream's `ParseConstraintPath`: {Type}.{Subtype}.{Key}, split on the first two dots, the Key
+# being the rest (`OS.sysctl./proc/sys/kernel/osrelease`)
+_CONSTRAINT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]*\.[A-Za-z0-9][A-Za-z0-9_-]*\.\S+$")
+
+
+def constraint_name_ok(name: str) -> bool:
+    """`{Type}.{Subtype}.{Key}`, the Key any printable text without spaces."""
+    return bool(_CONSTRAINT_NAME.match(name)) and name.isprintable()
+
+
+# upstream's measurement types (pkg/measurement), the Types a recipe constraint can read
+MEASUREMENT_TYPES = ("K8s", "GPU", "OS", "SystemD", "NodeTopology")
 SAFE_SOURCE = re.compile(r"^(https?|oci)://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~%+/-]*)?$")
 SAFE_VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+_-]{0,127}$")
 SAFE_CHART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,252}$")
@@ -184,6 +193,17 @@ def check_overlay(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagn
                 )
     for i, c in enumerate(ov.constraints):
         yield from _constraint(ov, f"$.spec.constraints[{i}]", c.name, c.value)
+        kind = c.name.split(".", 1)[0]
+        if constraint_name_ok(c.name) and kind not in MEASUREMENT_TYPES:
+            yield _d(
+                ov,
+                f"$.spec.constraints[{i}].name",
+                f"constraint type '{kind}' is not an upstream measurement type "
+                f"({', '.join(MEASUREMENT_TYPES)}): upstream cannot evaluate it against a snapshot "
+                "(ParseConstraintPath)",
+                "constraint.type",
+                Severity.WARNING,
+            )
     for phase, raw in ov.validation.items():
         for i, c in enumerate(raw.get("constraints") or ()):
             yield from _constraint(
@@ -193,11 +213,51 @@ def check_overlay(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagn
                 str(c["value"]),
                 check_names=True,
             )
+    yield from _criteria_checks(catalog, ov, strict)
+
+
+def _criteria_checks(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagnostic]:
+    sev = Severity.ERROR if strict else Severity.WARNING
+    if ov.kind == "RecipeMetadata" and ov.name != "base" and not ov.has_criteria:
+        used_as_base = any(o.base == ov.name for o in catalog.overlays.values())
+        if not used_as_base:
+            yield _d(
+                ov,
+                "$.spec",
+                "overlay has no criteria, so no query ever applies it and no overlay uses it "
+                "as its base (upstream: FindMatchingOverlays skips overlays without criteria)",
+                "criteria.missing",
+                sev,
+            )
+    if ov.nodes:
+        yield _d(
+            ov,
+            "$.spec.criteria.nodes",
+            f"criteria.nodes {ov.nodes}: upstream applies this overlay only to "
+            f"`aicr recipe --nodes {ov.nodes}`; here --nodes is advisory (scale profiles choose "
+            "scale settings), so no query applies it",
+            "criteria.nodes",
+            Severity.WARNING,
+        )
+    raw = (ov.doc.data.get("spec") or {}).get("criteria") if isinstance(ov.doc.data, dict) else None
     for d in DIMENSIONS:
         v = ov.criteria.get(d)
+        if v is None:
+            continue
+        written = raw.get(d) if isinstance(raw, dict) else v
+        canonical = normalise(d, str(written))
+        if canonical != v:
+            yield _d(
+                ov,
+                f"$.spec.criteria.{d}",
+                f"{d} '{v}' is not written as upstream parses queries ('{canonical or WILDCARD}'), "
+                "and upstream compares overlay criteria as written: no query matches it",
+                "criteria.not-canonical",
+                sev,
+            )
+            continue
         known = KNOWN_CRITERIA[d] | set(catalog.extra_criteria.get(d, ()))
-        if v is not None and v not in known:
-            sev = Severity.ERROR if strict else Severity.WARNING
+        if v not in known:
             yield _d(
                 ov,
                 f"$.spec.criteria.{d}",
@@ -212,7 +272,7 @@ def _constraint(
 ) -> Iterator[Diagnostic]:
     """A constraint's name and value. In validation phases (`check_names`), a constraint may also
     be named after the check it parameterises (upstream: `nccl-all-reduce-bw-net`)."""
-    if not CONSTRAINT_NAME.match(name) and not (check_names and CHECK_NAME.match(name)):
+    if not constraint_name_ok(name) and not (check_names and CHECK_NAME.match(name)):
         form = "{Type}.{Subtype}.{Key}" + (" or a check name" if check_names else "")
         yield _d(
             ov,
@@ -333,7 +393,7 @@ def health_of(r: RecipeResult) -> LeafHealth:
     and the site share."""
     reasons: list[str] = []
     for c in r.constraints:
-        if not CONSTRAINT_NAME.match(c.name) or constraint_value_problem(c.value):
+        if not constraint_name_ok(c.name) or constraint_value_problem(c.value):
             reasons.append(f"constraint {c.name} is malformed")
     for comp in r.components:
         if comp.type == "Helm" and comp.repository and not comp.version:

@@ -50,11 +50,13 @@ def test_wildcards_are_asymmetric() -> None:
     )  # the query's wildcard matches only wildcards
 
 
-def test_unhonoured_dimension_names_valid_completions(catalog: Catalog) -> None:
-    with pytest.raises(ResolveError) as e:
-        resolve(catalog, Criteria(service="eks", accelerator="gb300", platform="nim"))
-    assert "no overlay honours accelerator=gb300, platform=nim for the query" in e.value.message
-    assert "valid completions: none" in e.value.message
+def test_unhonoured_dimension_is_answered_as_upstream_with_a_note(catalog: Catalog) -> None:
+    # upstream answers with the overlays that match; the note names what no overlay states
+    r = resolve(catalog, Criteria(service="eks", accelerator="gb300", platform="nim"))
+    assert r.applied_overlays == ("base", "eks")
+    assert len(r.notes) == 1
+    assert "no overlay states accelerator=gb300, platform=nim" in r.notes[0]
+    assert "complete recipes for these criteria: none" in r.notes[0]
     # a query that stops above the leaves is answered by the intermediate overlay
     r = resolve(
         catalog, Criteria(service="eks", accelerator="gb300", os="ubuntu", intent="training")

@@ -9,6 +9,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
+from generator.criteria import normalise_criteria
 from generator.errors import CatalogError, Severity
 from generator.load import load_catalog
 from generator.records import Catalog, Criteria
@@ -29,18 +30,28 @@ def catalog_option(f: F) -> F:
 
 
 def criteria_options(f: F) -> F:
+    """--service, --accelerator (alias --gpu, as upstream), --os, --intent, --platform."""
     for dim in reversed(("service", "accelerator", "os", "intent", "platform")):
+        names = (f"--{dim}", "--gpu") if dim == "accelerator" else (f"--{dim}",)
+        extra = " --gpu is an alias, as upstream." if dim == "accelerator" else ""
         f = click.option(
-            f"--{dim}",
+            *names,
+            dim,
             default=None,
             metavar="VALUE",
-            help=f"Criteria: {dim} ('any' or omitted = wildcard).",
+            help=(
+                f"Criteria: {dim} ('any' or omitted = wildcard; case-insensitive, upstream's "
+                f"aliases accepted).{extra}"
+            ),
         )(f)
     return f
 
 
 def criteria_from(**kw: str | None) -> Criteria:
-    return Criteria(**{k: (None if v in (None, "", "any") else v) for k, v in kw.items()})
+    """Query criteria normalised as upstream parses them (trim, case folding, aliases such as
+    `self-managed` = any service and `al2023` = amazonlinux). Whether each value is known is
+    checked by `resolve`, against the catalog's sets (invalid -> exit 2)."""
+    return normalise_criteria(kw)
 
 
 def fail(message: str, code: int = EXIT_DATA) -> NoReturn:
@@ -49,10 +60,22 @@ def fail(message: str, code: int = EXIT_DATA) -> NoReturn:
 
 
 def report_error(e: CatalogError) -> NoReturn:
+    """Print a pipeline error; exit 2 for invalid input (UsageError), else 1."""
     click.echo(e.diagnostics_text() if e.diagnostics else f"error: {e.message}", err=True)
     if e.diagnostics:
         click.echo(f"error: {e.message}", err=True)
     sys.exit(e.exit_code)
+
+
+def announce_defaults(catalog: Catalog) -> None:
+    """Say once, on stderr, which of the project's own files the tree lacks (an upstream tree)."""
+    if catalog.defaulted:
+        click.echo(
+            f"note: {catalog.root} has no {', '.join(catalog.defaulted)} (this project's own "
+            "files; an upstream AICR tree has none): using built-in defaults (the scale profile "
+            "'standard' only, no qualification lanes)",
+            err=True,
+        )
 
 
 def open_catalog(path: Path) -> Catalog:
@@ -73,4 +96,5 @@ def open_catalog(path: Path) -> Catalog:
         fail(
             f"the catalog at '{path}' has {len(errors)} load error(s); run `aicr-catalog validate` for all"
         )
+    announce_defaults(catalog)
     return catalog

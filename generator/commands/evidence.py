@@ -49,6 +49,12 @@ def _run(
 ) -> EvidenceRun:
     if not catalog_path.is_dir():
         fail(f"catalog directory '{catalog_path}' not found; pass --catalog PATH", EXIT_USAGE)
+    if not (catalog_path / "signers.yaml").exists():
+        click.echo(
+            f"note: {catalog_path} has no signers.yaml (this project's own file; an upstream "
+            "AICR tree has none): the built-in signer policy allows nobody",
+            err=True,
+        )
     try:
         return verify_paths(
             paths, catalog_dir=catalog_path, trust_roots=trust_roots or (PUBLIC_GOOD,), jobs=jobs

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from generator.aicr_format import dump_recipe_result
 from generator.canonical import dump_yaml
 from generator.commands.common import (
     EXIT_USAGE,
@@ -78,7 +79,14 @@ def _query(name: str, help_text: str | None = None) -> click.Command:
     @override_options
     @catalog_option
     @click.option(
-        "--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True
+        "--format",
+        "fmt",
+        type=click.Choice(["yaml", "json", "aicr"]),
+        default="yaml",
+        show_default=True,
+        help="yaml/json: this project's RecipeResult (aicr.run/v1, with digest and values); "
+        "aicr: upstream AICR's RecipeResult (aicr.nvidia.com/v1alpha1), as `aicr recipe` "
+        "writes it.",
     )
     def command(
         recipe: str | None,
@@ -97,10 +105,13 @@ def _query(name: str, help_text: str | None = None) -> click.Command:
         """Resolve criteria (or --recipe NAME) into a concrete recipe and print it.
 
         Upstream AICR query semantics: an overlay's wildcard matches any query value; a query's
-        wildcard matches only overlay wildcards. Every stated criterion must be honoured by an
-        applied overlay, else the error lists the valid completions.
+        wildcard matches only overlay wildcards. Values are case-insensitive and take upstream's
+        aliases (--gpu for --accelerator, self-managed, al2023). A criterion no overlay states is
+        answered as upstream answers it (from the overlays that match), with a note on stderr
+        listing the complete recipes for those criteria.
 
-        Exit codes: 0 resolved, 1 no recipe / bad data / rejected override, 2 usage.
+        Exit codes: 0 resolved, 1 no recipe / bad data / rejected override, 2 usage (an invalid
+        criteria value included).
         """
         crit = criteria_from(
             service=service, accelerator=accelerator, os=os, intent=intent, platform=platform
@@ -120,6 +131,11 @@ def _query(name: str, help_text: str | None = None) -> click.Command:
             )
         except CatalogError as e:
             report_error(e)
+        for note in result.notes:
+            click.echo(f"note: {note}", err=True)
+        if fmt == "aicr":
+            click.echo(dump_recipe_result(result, catalog), nl=False)
+            return
         doc = recipe_document(result)
         if fmt == "json":
             click.echo(json.dumps(doc, indent=2, sort_keys=True))

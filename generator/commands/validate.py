@@ -8,7 +8,13 @@ from pathlib import Path
 
 import click
 
-from generator.commands.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, catalog_option
+from generator.commands.common import (
+    EXIT_DATA,
+    EXIT_OK,
+    EXIT_USAGE,
+    announce_defaults,
+    catalog_option,
+)
 from generator.errors import CatalogError, Severity
 from generator.load import load_catalog
 from generator.report import REPORTERS, markdown_summary
@@ -55,6 +61,16 @@ def command(
     except CatalogError as e:
         click.echo(e.diagnostics_text(), err=True)
         sys.exit(EXIT_DATA)
+    announce_defaults(catalog)
+    templates = [rel for rel, m in catalog.manifests.items() if m.kind == "template"]
+    if templates:
+        plain = len(catalog.manifests) - len(templates)
+        click.echo(
+            f"note: {len(templates)} manifest(s) are Helm templates, rendered by Helm with the "
+            f"component's values at deploy time and checked here without Helm (actions closed, "
+            f"blocks balanced, YAML once masked): {', '.join(templates)}; {plain} plain YAML",
+            err=True,
+        )
     diags = validate_catalog(catalog, strict=strict, load_diagnostics=load_diags)
     subject = f"validate {root}"
     click.echo(REPORTERS[fmt](diags, subject, root), nl=False)

@@ -1,0 +1,445 @@
+"""Upstream AICR's RecipeResult file (`aicr recipe` output), both ways.
+
+The shape is upstream's (`pkg/recipe/metadata.go`, type RecipeResult; examples in upstream's
+`examples/recipes/*.yaml`): `kind: RecipeResult`, `apiVersion: aicr.nvidia.com/v1alpha1`,
+top-level `metadata.appliedOverlays`, `criteria`, `constraints`, `componentRefs` (each with its
+`valuesFile` and `overrides`, not its merged values), `deploymentOrder` and `validation`.
+
+- `recipe_result_document(result, catalog)` / `dump_recipe_result(...)`: this project's resolved
+  recipe written in that shape (`query --format aicr`). The values a reader rebuilds from it
+  (base values.yaml -> valuesFile -> overrides) are the recipe's values exactly: when a scale
+  profile or `--set` changed them, `overrides` carries the whole merged values.
+- `read_recipe_result(path, catalog)`: such a file (ours or upstream's) read back into a
+  `RecipeResult`, the values built as upstream's bundler builds them, `enabled: false` components
+  (in the file's overrides or in `--set`) left out, as upstream's bundler leaves them out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from generator.canonical import sha256_digest
+from generator.criteria import check_known, normalise
+from generator.errors import CatalogError, Diagnostic, LoadError, ResolveError, Severity
+from generator.records import (
+    DIMENSIONS,
+    WILDCARD,
+    Catalog,
+    ComponentRef,
+    Constraint,
+    Criteria,
+    Document,
+    Override,
+    RecipeResult,
+    ResolvedComponent,
+)
+from generator.resolve import (
+    DEFAULT_PROFILE,
+    component_values,
+    deployment_order,
+    document_without_digest,
+    enabled_override,
+    ref_enabled,
+    set_path,
+)
+from generator.yamlio import MAX_FILE_BYTES, parse_yaml
+
+KIND = "RecipeResult"
+API_VERSION = "aicr.nvidia.com/v1alpha1"
+# upstream's field order (struct order), so the file reads as upstream writes it
+_CRITERIA_ORDER = ("service", "accelerator", "intent", "os", "platform")
+_PHASES = ("readiness", "deployment", "performance", "conformance")
+_PHASE_KEYS = ("timeout", "constraints", "checks", "nodeSelection", "infrastructure")
+
+
+# ---------------------------------------------------------------- writing
+
+
+def _constraint(c: Constraint) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": c.name, "value": c.value}
+    for key, val in (("severity", c.severity), ("remediation", c.remediation), ("unit", c.unit)):
+        if val:
+            out[key] = val
+    return out
+
+
+def _written_overrides(c: ResolvedComponent, catalog: Catalog | None) -> Mapping[str, Any] | None:
+    """The overrides that rebuild `c.values` from its files: the recipe's own when they do,
+    else (a scale profile or --set changed the values) the whole values."""
+    if catalog is not None:
+        try:
+            rebuilt, _ = component_values(catalog, c.name, c.values_file, c.overrides)
+        except CatalogError:
+            rebuilt = None
+        if rebuilt == c.values:
+            return c.overrides
+    elif c.overrides is not None and not c.values_file:
+        if dict(c.overrides) == dict(c.values):
+            return c.overrides
+    return c.values if (c.values or c.overrides) else None
+
+
+def _phase(raw: Mapping[str, Any]) -> dict[str, Any]:
+    keys = [k for k in _PHASE_KEYS if k in raw] + sorted(k for k in raw if k not in _PHASE_KEYS)
+    return {k: raw[k] for k in keys}
+
+
+def recipe_result_document(result: RecipeResult, catalog: Catalog | None = None) -> dict[str, Any]:
+    """`result` as upstream's RecipeResult document (`catalog`: the tree it was resolved from,
+    to keep the recipe's own `overrides` where they rebuild its values)."""
+    refs = []
+    for c in sorted(result.components, key=lambda c: c.name):
+        ref: dict[str, Any] = {"name": c.name}
+        if c.namespace:
+            ref["namespace"] = c.namespace
+        if c.chart:
+            ref["chart"] = c.chart
+        ref["type"] = c.type
+        ref["source"] = c.repository or ""
+        if c.version:
+            ref["version"] = c.version
+        if c.values_file:
+            ref["valuesFile"] = c.values_file
+        overrides = _written_overrides(c, catalog)
+        if overrides:
+            ref["overrides"] = dict(overrides)
+        if c.dependency_refs:
+            ref["dependencyRefs"] = list(c.dependency_refs)
+        if c.manifest_files:
+            ref["manifestFiles"] = list(c.manifest_files)
+        if c.pre_manifest_files:  # this project's field: upstream ignores it
+            ref["preManifestFiles"] = list(c.pre_manifest_files)
+        refs.append(ref)
+    doc: dict[str, Any] = {
+        "kind": KIND,
+        "apiVersion": API_VERSION,
+        "metadata": {"appliedOverlays": list(result.applied_overlays)},
+        "criteria": {d: result.criteria.get(d) or WILDCARD for d in _CRITERIA_ORDER},
+    }
+    if result.constraints:
+        doc["constraints"] = [_constraint(c) for c in result.constraints]
+    doc["componentRefs"] = refs
+    doc["deploymentOrder"] = [c.name for c in result.components]
+    phases = [p for p in _PHASES if p in result.validation] + sorted(
+        p for p in result.validation if p not in _PHASES
+    )
+    if phases:
+        doc["validation"] = {p: _phase(result.validation[p]) for p in phases}
+    return doc
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def dump_recipe_result(result: RecipeResult, catalog: Catalog | None = None) -> str:
+    """The YAML text of `recipe_result_document`, keys in upstream's order."""
+    return yaml.dump(
+        recipe_result_document(result, catalog),
+        Dumper=_Dumper,
+        sort_keys=False,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=100,
+    )
+
+
+# ---------------------------------------------------------------- reading
+
+
+def _fail(doc: Document, json_path: str, message: str, rule: str) -> LoadError:
+    line, col = doc.locate(json_path)
+    return LoadError(
+        f"{doc.rel}: {message}", [Diagnostic(doc.rel, line, col, json_path, message, rule)]
+    )
+
+
+def _str_list(doc: Document, raw: Any, json_path: str) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+        raise _fail(doc, json_path, "expected a list of strings", "recipe-result.field")
+    return tuple(raw)
+
+
+def _criteria(doc: Document, raw: Any) -> Criteria:
+    if raw is None:
+        return Criteria()
+    if not isinstance(raw, dict):
+        raise _fail(doc, "$.criteria", "criteria must be a mapping", "recipe-result.field")
+    values: dict[str, str | None] = {}
+    for d in DIMENSIONS:
+        v = raw.get(d)
+        if v is not None and not isinstance(v, str):
+            raise _fail(doc, f"$.criteria.{d}", f"{d} must be a string", "recipe-result.field")
+        values[d] = normalise(d, v)
+    return Criteria(**values)
+
+
+def _enabled_by_set(overrides: Sequence[Override], name: str) -> bool | None:
+    state: bool | None = None
+    for o in overrides:
+        if o.component == name:
+            s = enabled_override(o)
+            state = s if s is not None else state
+    return state
+
+
+def recipe_result_from(
+    doc: Document,
+    catalog: Catalog | None = None,
+    overrides: Sequence[Override] = (),
+) -> tuple[RecipeResult, tuple[Diagnostic, ...]]:
+    """A parsed RecipeResult document as a `RecipeResult`, and the warnings about it.
+
+    Values: `components/<name>/values.yaml` -> `valuesFile` -> `overrides` (read from `catalog`,
+    the recipe tree the file came from), then `overrides` (`--set`, by component name); a
+    component whose `enabled` is false (file overrides, or `--set NAME:enabled=false`, which
+    wins) is left out, as upstream's bundler does. Raises LoadError for a malformed file,
+    ResolveError when a values file is missing or the order contradicts the dependencies."""
+    data = doc.data
+    warnings: list[Diagnostic] = []
+    if not isinstance(data, dict):
+        raise _fail(doc, "$", "expected a RecipeResult mapping", "recipe-result.kind")
+    if data.get("kind") != KIND:
+        raise _fail(
+            doc, "$.kind", f"kind is {data.get('kind')!r}, expected {KIND!r}", "recipe-result.kind"
+        )
+    if data.get("apiVersion") != API_VERSION:
+        raise _fail(
+            doc,
+            "$.apiVersion",
+            f"apiVersion is {data.get('apiVersion')!r}, expected {API_VERSION!r} (upstream AICR)",
+            "recipe-result.api-version",
+        )
+    meta = data.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise _fail(doc, "$.metadata", "metadata must be a mapping", "recipe-result.field")
+    applied = _str_list(doc, meta.get("appliedOverlays"), "$.metadata.appliedOverlays")
+    criteria = _criteria(doc, data.get("criteria"))
+    try:
+        check_known(criteria, catalog.extra_criteria if catalog else None)
+    except CatalogError as e:
+        raise _fail(doc, "$.criteria", e.message, "criteria.invalid") from e
+
+    constraints: dict[str, Constraint] = {}
+    for i, c in enumerate(data.get("constraints") or ()):
+        jp = f"$.constraints[{i}]"
+        if not isinstance(c, dict) or not isinstance(c.get("name"), str) or "value" not in c:
+            raise _fail(doc, jp, "a constraint needs a name and a value", "recipe-result.field")
+        value = c["value"]
+        constraints[c["name"]] = Constraint(
+            name=c["name"],
+            value=str(value).lower() if isinstance(value, bool) else str(value),
+            severity=c.get("severity") or None,
+            remediation=c.get("remediation") or None,
+            unit=c.get("unit") or None,
+        )
+
+    raw_refs = data.get("componentRefs") or ()
+    if not isinstance(raw_refs, list):
+        raise _fail(doc, "$.componentRefs", "componentRefs must be a list", "recipe-result.field")
+    refs: dict[str, dict[str, Any]] = {}
+    for i, r in enumerate(raw_refs):
+        jp = f"$.componentRefs[{i}]"
+        if not isinstance(r, dict) or not isinstance(r.get("name"), str):
+            raise _fail(doc, jp, "a componentRef needs a name", "recipe-result.field")
+        if r["name"] in refs:
+            raise _fail(
+                doc, f"{jp}.name", f"component '{r['name']}' is listed twice", "recipe-result.field"
+            )
+        if r.get("overrides") is not None and not isinstance(r["overrides"], dict):
+            raise _fail(
+                doc, f"{jp}.overrides", "overrides must be a mapping", "recipe-result.field"
+            )
+        refs[r["name"]] = {**r, "_jp": jp}
+
+    strangers = {o.component for o in overrides} - set(refs)
+    if strangers:
+        raise ResolveError(
+            f"override for {', '.join(sorted(strangers))}: not a component of {doc.rel}"
+        )
+
+    enabled: dict[str, dict[str, Any]] = {}
+    for name, r in refs.items():
+        state = _enabled_by_set(overrides, name)
+        if state is None:
+            state = ref_enabled(ComponentRef(name=name, overrides=r.get("overrides")))
+        if state:
+            enabled[name] = r
+
+    deps: dict[str, tuple[str, ...]] = {}
+    for name, r in enabled.items():
+        listed = _str_list(doc, r.get("dependencyRefs"), f"{r['_jp']}.dependencyRefs")
+        unknown = [d for d in listed if d not in refs]
+        if unknown:
+            raise _fail(
+                doc,
+                f"{r['_jp']}.dependencyRefs",
+                f"component '{name}' depends on '{unknown[0]}', which the recipe does not declare",
+                "dependency.unknown",
+            )
+        deps[name] = tuple(d for d in listed if d in enabled)
+    try:
+        _, depth = deployment_order(deps)
+    except ValueError as e:
+        raise _fail(doc, "$.componentRefs", f"dependency cycle: {e}", "dependency.cycle") from e
+
+    file_order = _str_list(doc, data.get("deploymentOrder"), "$.deploymentOrder")
+    for i, n in enumerate(file_order):
+        if n not in refs:
+            line, col = doc.locate(f"$.deploymentOrder[{i}]")
+            warnings.append(
+                Diagnostic(
+                    doc.rel,
+                    line,
+                    col,
+                    f"$.deploymentOrder[{i}]",
+                    f"'{n}' is in deploymentOrder but not in componentRefs: ignored",
+                    "recipe-result.order",
+                    Severity.WARNING,
+                )
+            )
+    order = [n for n in dict.fromkeys(file_order) if n in enabled]
+    order += sorted(n for n in enabled if n not in order)
+    position = {n: i for i, n in enumerate(order)}
+    for n in order:
+        for d in deps[n]:
+            if position[d] > position[n]:
+                raise _fail(
+                    doc,
+                    "$.deploymentOrder",
+                    f"deploymentOrder puts '{n}' before its dependency '{d}'",
+                    "recipe-result.order",
+                )
+
+    components = []
+    file_digests: dict[str, str] = {}
+    for i, n in enumerate(order):
+        r = enabled[n]
+        values_file = r.get("valuesFile") or None
+        ref_overrides = r.get("overrides") or None
+        if values_file is not None and catalog is None:
+            raise _fail(
+                doc,
+                f"{r['_jp']}.valuesFile",
+                f"'{values_file}' is read from the recipe tree this recipe came from: give it "
+                "(--catalog)",
+                "recipe-result.values-file",
+            )
+        if catalog is not None:
+            try:
+                values, used = component_values(catalog, n, values_file, ref_overrides)
+            except ResolveError as e:
+                raise _fail(
+                    doc, f"{r['_jp']}.valuesFile", e.message, "recipe-result.values-file"
+                ) from e
+        else:
+            values, used = dict(ref_overrides or {}), ()
+        for o in overrides:
+            if o.component == n and o.path != "enabled":
+                values = set_path(values, o.path, o.value)
+        manifests = _str_list(doc, r.get("manifestFiles"), f"{r['_jp']}.manifestFiles")
+        pre = _str_list(doc, r.get("preManifestFiles"), f"{r['_jp']}.preManifestFiles")
+        if catalog is not None:
+            for k, rel in [(f"manifestFiles[{k}]", m) for k, m in enumerate(manifests)] + [
+                (f"preManifestFiles[{k}]", m) for k, m in enumerate(pre)
+            ]:
+                if rel not in catalog.files:
+                    raise _fail(
+                        doc,
+                        f"{r['_jp']}.{k}",
+                        f"manifest '{rel}' is not in the recipe tree",
+                        "recipe-result.manifest-missing",
+                    )
+        for rel in (*used, *manifests, *pre):
+            found = catalog.files.get(rel) if catalog is not None else None
+            file_digests[rel] = found.sha256 if found is not None else ""
+        source = r.get("source") or None
+        components.append(
+            ResolvedComponent(
+                name=n,
+                type=str(r.get("type") or "Helm"),
+                repository=source,
+                chart=(str(r.get("chart") or n)) if source else None,
+                version=str(r["version"]) if r.get("version") else None,
+                namespace=str(r.get("namespace") or ""),
+                values=values,
+                manifest_files=manifests,
+                pre_manifest_files=pre,
+                dependency_refs=tuple(sorted(deps[n])),
+                order=i,
+                depth=depth[n],
+                values_files=used,
+                values_file=values_file,
+                overrides=ref_overrides,
+            )
+        )
+    validation = data.get("validation") or {}
+    if not isinstance(validation, dict) or not all(
+        isinstance(v, dict) for v in validation.values()
+    ):
+        raise _fail(
+            doc, "$.validation", "validation must map phases to mappings", "recipe-result.field"
+        )
+    result = RecipeResult(
+        name=applied[-1] if applied else Path(doc.rel).stem,
+        criteria=criteria,
+        applied_overlays=applied,
+        mixins=(),
+        constraints=tuple(constraints[k] for k in sorted(constraints)),
+        components=tuple(components),
+        validation={k: validation[k] for k in sorted(validation)},
+        scale_profile=DEFAULT_PROFILE,
+        scale_profile_version="0.0.0",
+        overrides=tuple(overrides),
+        digest="",
+        file_digests=dict(sorted(file_digests.items())),
+        disabled=tuple(sorted(set(refs) - set(enabled))),
+    )
+    result = replace(result, digest=sha256_digest(document_without_digest(result)))
+    return result, tuple(warnings)
+
+
+def read_recipe_result(
+    path: Path | str,
+    catalog: Catalog | None = None,
+    overrides: Sequence[Override] = (),
+) -> RecipeResult:
+    """Read an upstream RecipeResult file (`aicr recipe -o recipe.yaml`, or `query --format
+    aicr`) into a `RecipeResult`; see `recipe_result_from`. `catalog` is the recipe tree the
+    file's `valuesFile`s live in (required when it names any). Raises LoadError (unreadable or
+    malformed file), ResolveError (missing values file, bad order, unknown --set component)."""
+    return load_recipe_result(path, catalog, overrides)[0]
+
+
+def load_recipe_result(
+    path: Path | str,
+    catalog: Catalog | None = None,
+    overrides: Sequence[Override] = (),
+) -> tuple[RecipeResult, tuple[Diagnostic, ...]]:
+    """`read_recipe_result`, and the warnings about the file (e.g. a deploymentOrder entry that
+    names no component, as upstream's own examples have), for the caller to print."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as e:
+        msg = f"cannot read {p.name}: {e.strerror or e}"
+        raise LoadError(msg, [Diagnostic(str(p), 0, 0, "$", msg, "file.unreadable")]) from e
+    if len(raw) > MAX_FILE_BYTES:
+        msg = f"file is {len(raw)} bytes; the limit is {MAX_FILE_BYTES} bytes"
+        raise LoadError(msg, [Diagnostic(str(p), 0, 0, "$", msg, "yaml.too-large")])
+    return recipe_result_from(parse_yaml(raw, str(p)), catalog, overrides)

@@ -1,0 +1,83 @@
+"""Criteria values: the known sets, and query values normalised as upstream AICR parses them.
+
+Upstream (`pkg/recipe/criteria.go`, `Parse<Dimension>Type`) trims and case-folds every value
+given in a query, maps a few aliases (`self-managed`, `self`, `vanilla` -> any service; `al2`,
+`al2023` -> amazonlinux), treats an empty value and `any` as the wildcard, and rejects anything
+else as invalid input. This project knows more values than upstream's enums (see DESIGN.md
+section 4); a catalog may declare more in its `criteria.yaml`.
+
+Overlay criteria are not normalised (upstream compares them as written); `validate` warns when
+one is not in its canonical form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from generator.errors import Diagnostic, UsageError
+from generator.records import DIMENSIONS, WILDCARD, Criteria
+
+# upstream v0.11.1's enums (GetCriteria<Dimension>Types)
+UPSTREAM_VALUES: dict[str, frozenset[str]] = {
+    "service": frozenset("aks eks gke kind oke".split()),
+    "accelerator": frozenset("a100 b200 gb200 h100 l40".split()),
+    "os": frozenset("amazonlinux cos rhel ubuntu".split()),
+    "intent": frozenset("inference training".split()),
+    "platform": frozenset("dynamo kubeflow".split()),
+}
+
+# this project's known values: upstream's and more (DESIGN.md section 4)
+KNOWN_CRITERIA: dict[str, frozenset[str]] = {
+    "service": frozenset("eks gke aks oke ocp kind lke bcm metal3 generic k0s rke2".split()),
+    "accelerator": frozenset("h100 h200 gb200 gb300 b200 a100 l40 l40s rtx-pro-6000 vr200".split()),
+    "os": frozenset("ubuntu rhel cos amazonlinux ol talos sles".split()),
+    "intent": frozenset("training inference".split()),
+    "platform": frozenset("dynamo kubeflow nim runai slurm".split()),
+}
+
+# upstream's aliases; None is the wildcard
+ALIASES: dict[str, dict[str, str | None]] = {
+    "service": {"self-managed": None, "self": None, "vanilla": None},
+    "os": {"al2": "amazonlinux", "al2023": "amazonlinux"},
+}
+
+
+def normalise(dim: str, value: str | None) -> str | None:
+    """A query value as upstream parses it (trimmed, case-folded, aliased); None = wildcard.
+    Says nothing about whether the value is known: see `check_known`."""
+    if value is None:
+        return None
+    v = value.strip().lower()
+    if v in ("", WILDCARD):
+        return None
+    aliases = ALIASES.get(dim, {})
+    if v in aliases:
+        return aliases[v]
+    return v
+
+
+def normalise_criteria(values: Mapping[str, str | None]) -> Criteria:
+    return Criteria(**{d: normalise(d, values.get(d)) for d in DIMENSIONS})
+
+
+def known_values(dim: str, extra: Mapping[str, Sequence[str]] | None = None) -> frozenset[str]:
+    return KNOWN_CRITERIA[dim] | frozenset((extra or {}).get(dim, ()))
+
+
+def check_known(criteria: Criteria, extra: Mapping[str, Sequence[str]] | None = None) -> None:
+    """Raise UsageError (exit 2, as upstream's invalid-request) for a value no set knows."""
+    diags: list[Diagnostic] = []
+    messages: list[str] = []
+    for dim, value in criteria.items():
+        if value is None:
+            continue
+        known = known_values(dim, extra)
+        if value not in known:
+            msg = (
+                f"invalid {dim} '{value}'; known: {', '.join(sorted(known))}"
+                f" (or any; a catalog extends the sets in criteria.yaml)"
+            )
+            messages.append(msg)
+            diags.append(Diagnostic(f"--{dim}", 0, 0, "$", msg, "criteria.invalid"))
+    if diags:
+        raise UsageError("; ".join(messages), diags)
