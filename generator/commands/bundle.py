@@ -3,12 +3,12 @@ checks a bundle against its checksums.txt."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from pathlib import Path
 
 import click
 
+from generator.aicr_format import load_recipe_result
 from generator.atomic import write_atomic
 from generator.commands.common import (
     EXIT_DATA,
@@ -88,21 +88,11 @@ def read_recipe_file(path: Path, catalog: Catalog, overrides: Sequence[Override]
     """An upstream RecipeResult file (`aicr recipe` output, or `query --format aicr`) as a
     resolved recipe, its values built from `catalog` as upstream's bundler builds them; the
     reader's warnings go to stderr."""
-    try:
-        # generator.aicr_format (the RecipeResult reader) is developed beside this command and
-        # imported when it is there; until then a file is refused, never guessed at.
-        module = importlib.import_module("generator.aicr_format")
-        load = module.load_recipe_result
-    except (ImportError, AttributeError):
-        fail(f"--recipe {path}: this build cannot read RecipeResult files", EXIT_DATA)
     if not path.is_file():
         fail(f"--recipe {path}: no such file", EXIT_USAGE)
-    loaded = load(path, catalog, tuple(overrides))
-    result, warnings = loaded
+    result, warnings = load_recipe_result(path, catalog, tuple(overrides))
     for w in warnings:
         click.echo(w.format(), err=True)
-    if not isinstance(result, RecipeResult):
-        fail(f"--recipe {path}: the reader returned no recipe", EXIT_DATA)
     return result
 
 
