@@ -171,7 +171,10 @@ def _catalog_stage(
             PROGRESS.info("catalog unchanged since the last build: validated and resolved then")
             return (*hit, key)
     PROGRESS.info("load + validate %s", options.catalog)
-    catalog = stages.load_and_validate(options.catalog, strict=options.strict)
+    # an absolute root: the cached catalog is read again (manifests, signers, trust root) by
+    # builds from other working directories
+    root = Path(os.path.abspath(options.catalog))
+    catalog = stages.load_and_validate(root, strict=options.strict)
     PROGRESS.info("resolve %d leaf recipes", len(catalog.leaves()))
     resolved: dict[str, tuple[Any, ...]] = {}
     problems: list[Diagnostic] = []
