@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from generator import names
 from generator.errors import Diagnostic, LoadError, UsageError
 from generator.records import Override
 
@@ -37,9 +38,9 @@ def typed_scalar(text: str) -> bool | int | float | str:
         return True
     if text == "false":
         return False
-    if _INT.match(text):
+    if names.valid(_INT, text):
         return int(text)
-    if _FLOAT.match(text):
+    if names.valid(_FLOAT, text):
         return float(text)
     return text
 
@@ -56,10 +57,10 @@ def _split(option: str, text: str, *, allow_root: bool) -> tuple[str, str, str]:
         component, path = left, ""
     else:
         raise _usage(origin, f"expected COMPONENT:PATH=VALUE, got {text!r}", "override.syntax")
-    if not _COMPONENT.match(component):
+    if not names.valid(_COMPONENT, component):
         raise _usage(origin, f"invalid component name {component!r}", "override.component")
     if path or not allow_root:
-        bad = [s for s in path.split(".") if not _PATH_SEGMENT.match(s)]
+        bad = [s for s in path.split(".") if not names.valid(_PATH_SEGMENT, s)]
         if bad:
             raise _usage(
                 origin,

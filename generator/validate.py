@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 
 from packaging.version import InvalidVersion, Version
 
+from generator import names
 from generator.errors import Diagnostic, ResolveError, ScaleError, Severity, sort_diagnostics
 from generator.records import DIMENSIONS, Catalog, ComponentRef, Overlay, RecipeResult
 from generator.resolve import chain, check_resolves, resolve
@@ -149,7 +150,7 @@ def check_overlay(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagn
             ("version", ref.version, SAFE_VERSION, "a version"),
             ("chart", ref.chart, SAFE_CHART, "a plain chart name"),
         ):
-            if value is not None and not pattern.match(value):
+            if value is not None and not names.valid(pattern, value):
                 yield _d(ov, f"{jp}.{field}", f"{value!r} is not {what}", "component.unsafe-value")
         files = [(f"{jp}.valuesFile", ref.values_file)] if ref.values_file else []
         files += [(f"{jp}.manifestFiles[{k}]", f) for k, f in enumerate(ref.manifest_files)]
@@ -212,7 +213,9 @@ def _constraint(
 ) -> Iterator[Diagnostic]:
     """A constraint's name and value. In validation phases (`check_names`), a constraint may also
     be named after the check it parameterises (upstream: `nccl-all-reduce-bw-net`)."""
-    if not CONSTRAINT_NAME.match(name) and not (check_names and CHECK_NAME.match(name)):
+    if not names.valid(CONSTRAINT_NAME, name) and not (
+        check_names and names.valid(CHECK_NAME, name)
+    ):
         form = "{Type}.{Subtype}.{Key}" + (" or a check name" if check_names else "")
         yield _d(
             ov,
@@ -333,7 +336,7 @@ def health_of(r: RecipeResult) -> LeafHealth:
     and the site share."""
     reasons: list[str] = []
     for c in r.constraints:
-        if not CONSTRAINT_NAME.match(c.name) or constraint_value_problem(c.value):
+        if not names.valid(CONSTRAINT_NAME, c.name) or constraint_value_problem(c.value):
             reasons.append(f"constraint {c.name} is malformed")
     for comp in r.components:
         if comp.type == "Helm" and comp.repository and not comp.version:

@@ -27,7 +27,7 @@ SCHEMA = "signers"
 
 _META = set(".^$*+?{}[]|()")
 _URI_PREFIX = re.compile(r"^[a-z][a-z0-9+.-]*://[^/]+/[^/]+/[^/]+/")
-_EMAIL_SUFFIX = re.compile(r"@(?:[A-Za-z0-9-]+\\\.)+[A-Za-z]{2,}\$$")
+_EMAIL_SUFFIX = re.compile(r"@(?:[A-Za-z0-9-]+\\\.)+[A-Za-z]{2,}\$\Z")
 # Identities no pattern in the policy may match: someone else's repository, workflow or mailbox.
 FOREIGN_PROBES: tuple[str, ...] = (
     "",

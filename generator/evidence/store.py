@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator import safeio
+from generator import names, safeio
 from generator.errors import Diagnostic, LoadError
 from generator.evidence.model import EvidenceFile
 from generator.yamlio import MAX_FILE_BYTES
@@ -53,7 +53,7 @@ def check_recipe_name(recipe: str) -> str:
 
 def is_safe_name(name: str) -> bool:
     """True for a catalog name: lower-case letters, digits, '.' and '-', at most 63 characters."""
-    return NAME_PATTERN.fullmatch(name) is not None
+    return names.valid(NAME_PATTERN, name)
 
 
 def path_problem(path: str, expected: str) -> str | None:

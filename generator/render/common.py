@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import jinja2
 import yaml
 
-from generator import __version__
+from generator import __version__, names
 from generator.errors import Diagnostic, RenderError
 from generator.records import Override, RecipeResult, ResolvedComponent
 
@@ -306,26 +306,26 @@ def _identity_problems(result: RecipeResult) -> list[Diagnostic]:
             )
         )
 
-    if not _RECIPE_NAME.match(result.name):
+    if not names.valid(_RECIPE_NAME, result.name):
         bad("$.metadata.name", "recipe name", result.name, "a lower-case DNS name")
     for what, value in (
         ("scale profile", result.scale_profile),
         ("scale profile version", result.scale_profile_version),
     ):
-        if not _TOKEN.match(value):
+        if not names.valid(_TOKEN, value):
             bad("$.metadata.scaleProfile", what, value, "a plain token")
     for c in result.components:
         where = f"$.components[{c.order}]"
-        if not _DNS_LABEL.match(c.name):
+        if not names.valid(_DNS_LABEL, c.name):
             bad(where, "component name", c.name, "a DNS label")
-        if not _DNS_LABEL.match(c.namespace):
+        if not names.valid(_DNS_LABEL, c.namespace):
             bad(where, f"namespace of {c.name}", c.namespace, "a DNS label")
         for field_name, field_value in (
             ("chart", c.chart),
             ("version", c.version),
             ("repository", c.repository),
         ):
-            if field_value is not None and not _TOKEN.match(field_value):
+            if field_value is not None and not names.valid(_TOKEN, field_value):
                 bad(where, f"{field_name} of {c.name}", field_value, "a plain token")
     return diags
 
