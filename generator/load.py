@@ -261,9 +261,9 @@ def _dir_escapes(root: Path, directory: Path) -> Diagnostic | None:
 def _yaml_files(directory: Path) -> list[Path]:
     if not directory.is_dir():
         return []
-    return sorted(
-        p for p in directory.iterdir() if p.name.endswith(YAML_SUFFIXES) and not p.is_dir()
-    )
+    # a directory named like a YAML file is listed too: read_file refuses it by name ("not a
+    # regular file"), instead of the recipe of that name silently disappearing
+    return sorted(p for p in directory.iterdir() if p.name.endswith(YAML_SUFFIXES))
 
 
 def _kind_doc(

@@ -13,6 +13,11 @@ from __future__ import annotations
 import functools
 import re
 
+# what reaches file paths, YAML keys, shell words and comments of a bundle (the renderer refuses
+# anything else; `validate` checks the registry's strings with the same patterns)
+TOKEN = re.compile(r"[A-Za-z0-9._+:/@~-]+")  # chart, version, repository
+DNS_LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")  # component name, namespace
+
 
 def valid(pattern: re.Pattern[str], value: object) -> bool:
     """True when `value` is a string that `pattern` matches entirely (`fullmatch`)."""
@@ -61,4 +66,4 @@ def schema_search(pattern: str, value: str) -> bool:
     return schema_regex(pattern).search(value) is not None
 
 
-__all__ = ["schema_regex", "schema_search", "valid"]
+__all__ = ["DNS_LABEL", "TOKEN", "schema_regex", "schema_search", "valid"]

@@ -23,7 +23,7 @@ import os
 import stat
 from pathlib import Path
 
-from generator.errors import Diagnostic
+from generator.errors import Diagnostic, LoadError
 
 # size caps by kind of file, in bytes
 YAML_BYTES = 1024 * 1024  # catalog YAML and evidence bundles (yamlio.MAX_FILE_BYTES)
@@ -41,11 +41,18 @@ def cap_for(name: str) -> int:
     return OTHER_BYTES
 
 
-class Refusal(Exception):
-    """Why a file was not read: a rule id and a message that names nothing outside the tree."""
+class Refusal(LoadError):
+    """Why a file was not read: a rule id and a message that names nothing outside the tree.
 
-    def __init__(self, rule: str, message: str) -> None:
-        super().__init__(message)
+    A LoadError, so a refusal no caller turns into its own diagnostic still ends as a located
+    error (the path as it was given) and exit 1, never a traceback."""
+
+    def __init__(self, rule: str, message: str, path: Path | str = "") -> None:
+        shown = os.fspath(path)
+        super().__init__(
+            f"{shown}: {message}" if shown else message,
+            [Diagnostic(shown, 0, 0, "$", message, rule)] if shown else [],
+        )
         self.rule = rule
         self.message = message
 
@@ -77,15 +84,15 @@ def check(
     real = os.path.realpath(path)
     if root is not None or real_root is not None:
         if not _inside(real, real_root or os.path.realpath(root or ".")):
-            raise Refusal(ESCAPE, f"symbolic link points outside {where}")
+            raise Refusal(ESCAPE, f"symbolic link points outside {where}", path)
     try:
         st = os.stat(path)
     except OSError as e:
-        raise Refusal(UNREADABLE, f"cannot read file: {e.strerror}") from None
+        raise Refusal(UNREADABLE, f"cannot read file: {e.strerror}", path) from None
     if not stat.S_ISREG(st.st_mode):
-        raise Refusal(NOT_REGULAR, "not a regular file")
+        raise Refusal(NOT_REGULAR, "not a regular file", path)
     if st.st_size > limit:
-        raise Refusal(TOO_LARGE, f"file is {st.st_size} bytes; the limit is {limit} bytes")
+        raise Refusal(TOO_LARGE, f"file is {st.st_size} bytes; the limit is {limit} bytes", path)
     return real, st
 
 
@@ -103,11 +110,11 @@ def read(
     try:
         fd = os.open(real, flags | getattr(os, "O_NOCTTY", 0))
     except OSError as e:
-        raise Refusal(UNREADABLE, f"cannot read file: {e.strerror}") from None
+        raise Refusal(UNREADABLE, f"cannot read file: {e.strerror}", path) from None
     with os.fdopen(fd, "rb", buffering=0) as fh:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):  # swapped since the stat
-            raise Refusal(NOT_REGULAR, "not a regular file")
+            raise Refusal(NOT_REGULAR, "not a regular file", path)
         chunks: list[bytes] = []
         size = 0
         try:
@@ -118,9 +125,9 @@ def read(
                 chunks.append(chunk)
                 size += len(chunk)
         except OSError as e:
-            raise Refusal(UNREADABLE, f"cannot read file: {e.strerror}") from None
+            raise Refusal(UNREADABLE, f"cannot read file: {e.strerror}", path) from None
     if size > limit:
-        raise Refusal(TOO_LARGE, f"file is larger than the limit of {limit} bytes")
+        raise Refusal(TOO_LARGE, f"file is larger than the limit of {limit} bytes", path)
     return b"".join(chunks)
 
 

@@ -228,6 +228,27 @@ def _constraint(
         yield _d(ov, f"{jp}.value", problem, "constraint.value")
 
 
+def check_registry(catalog: Catalog) -> Iterator[Diagnostic]:
+    """The registry's defaults that reach a bundle (chart, version, repository, namespace), by
+    the renderer's own patterns (`names.TOKEN`, `names.DNS_LABEL`): what `bundle` and `build`
+    would refuse is reported here, where it is written."""
+    doc = catalog.registry.doc
+    if doc is None:
+        return
+    for comp in catalog.registry.components.values():
+        for key, value, pattern, what in (
+            ("defaultRepository", comp.repository, names.TOKEN, "a plain repository URL"),
+            ("defaultChart", comp.chart, names.TOKEN, "a plain chart name"),
+            ("defaultVersion", comp.version, names.TOKEN, "a plain version"),
+            ("defaultNamespace", comp.namespace, names.DNS_LABEL, "a DNS label"),
+        ):
+            if value is not None and not names.valid(pattern, value):
+                jp = f"{comp.json_path}.helm.{key}"
+                line, col = doc.locate(jp)
+                msg = f"{value!r} is not {what}: bundles would refuse it"
+                yield Diagnostic(doc.rel, line, col, jp, msg, "component.unsafe-value")
+
+
 def check_ambiguity(catalog: Catalog) -> Iterator[Diagnostic]:
     by_criteria: dict[tuple[tuple[str, str | None], ...], list[Overlay]] = {}
     for ov in catalog.overlays.values():
@@ -297,6 +318,7 @@ def validate_catalog(
     for ov in (*catalog.overlays.values(), *catalog.mixins.values()):
         out.extend(check_overlay(catalog, ov, strict))
     out.extend(check_ambiguity(catalog))
+    out.extend(check_registry(catalog))
     if "base" not in catalog.overlays and "base" not in catalog.unloadable and catalog.overlays:
         out.append(
             Diagnostic(

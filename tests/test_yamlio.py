@@ -247,13 +247,21 @@ def test_aliases_within_the_bound_are_accepted() -> None:
     [
         "- " * 50_000 + "x\n",  # compact block sequences: one line
         "note: don't\nk: " + "[" * 50_000 + "\n",  # an apostrophe in a plain scalar
-        'k: ["]]]", \'}}\', ' + "[" * 5000 + "\n",
+        "k: [\"]]]\", '}}', " + "[" * 5000 + "\n",
         "a: |\n  [[[[\nb: " + "{a: " * 5000 + "\n",
         "".join(f"{' ' * i}- \n" for i in range(3000)),
         "? " * 3000 + "x\n",
         "[" + "a: [" * 3000 + "\n",
     ],
-    ids=["compact-seq", "apostrophe", "quoted-closers", "block-scalar", "indented", "keys", "pairs"],
+    ids=[
+        "compact-seq",
+        "apostrophe",
+        "quoted-closers",
+        "block-scalar",
+        "indented",
+        "keys",
+        "pairs",
+    ],
 )
 def test_deep_nesting_of_every_kind_is_refused_without_recursing(text: str) -> None:
     # the composer would recurse once per level in C (a segfault at ~50,000 levels); the

@@ -290,9 +290,9 @@ def has_chart(c: ResolvedComponent) -> bool:
     return c.chart is not None and c.type.lower() == "helm"
 
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+_DNS_LABEL = names.DNS_LABEL
 _RECIPE_NAME = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,198}[a-z0-9])?$")
-_TOKEN = re.compile(r"^[A-Za-z0-9._+:/@~-]+$")  # chart, version, repository: no spaces or quotes
+_TOKEN = names.TOKEN  # chart, version, repository: no spaces or quotes
 
 
 def _identity_problems(result: RecipeResult) -> list[Diagnostic]:
