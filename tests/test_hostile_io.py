@@ -483,3 +483,30 @@ def test_cached_catalog_stage_keeps_an_absolute_root(
     # and from B, B's own relative catalog is another key: never A's entry
     third = _options(Path("catalog"), Path("evidence"), tmp_path / "site")
     assert inputs_key(third, 0, REPO / "site_templates", cache) != key
+
+
+def test_a_write_failure_in_a_render_worker_reaches_the_command_as_an_os_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The render workers (forked processes) write the bundle cache: their EFBIG/ENOSPC comes
+    back to the build as the OSError it is (errno kept), which the command group reports."""
+    import generator.site.stages as stages
+    from generator.load import load_catalog
+
+    catalog, _ = load_catalog(MINIMAL)
+    results = [r for leaf in catalog.leaves() for r in stages.resolve_leaf(catalog, leaf)[0]]
+    monkeypatch.setattr(stages, "_PARALLEL_RENDER", 1)
+
+    def run() -> dict[str, Any]:
+        import resource
+        import signal
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+        try:
+            stages.render_bundles(catalog, results, ("helm", "flux"), 0, tmp_path / "c", jobs=2)
+        except OSError as e:
+            return {"errno": e.errno, "type": type(e).__name__}
+        return {"errno": None}
+
+    assert isolated(run)["errno"] == errno.EFBIG
