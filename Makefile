@@ -24,10 +24,13 @@ site: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -m "not bench"
 
+# zizmor audits the GitHub workflows offline, with its default and its pedantic persona.
 lint: $(STAMP)
 	$(BIN)/ruff check generator tests
 	$(BIN)/ruff format --check generator tests
 	$(BIN)/mypy
+	$(BIN)/zizmor --offline --no-progress .github/workflows
+	$(BIN)/zizmor --offline --no-progress --persona pedantic .github/workflows
 
 bench: $(STAMP)
 	$(BIN)/python -m pytest -m bench -s -p no:xdist

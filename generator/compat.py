@@ -1,9 +1,22 @@
-"""Compatibility gate: published JSON Schemas and bundle layouts against committed baselines.
+"""Compatibility gate: published JSON Schemas, bundle layouts and the CLI against baselines.
 
-A breaking change — a removed (or renamed) field or path, a tightened type, a new required field,
-a removed enum value, a closed object — fails unless the major version changed or the break is
-acknowledged in `catalog/schemas/compat-exceptions.yaml`. An acknowledgement that matches no
-current break is stale and fails too. Additive optional fields pass.
+Every published schema must be valid against the metaschema it declares (2020-12 by default);
+an invalid one always fails. A breaking change fails unless the major version changed or the
+break is acknowledged in `catalog/schemas/compat-exceptions.yaml`; an acknowledgement that
+matches no current break is stale and fails too. docs/compatibility.md is the policy.
+
+What breaks depends on who reads a schema (`ROLES`):
+- every schema: a removed (or renamed) field, definition or schema;
+- what the tool *reads* (input, both): a tightened type, a new required field, a removed enum
+  value, a closed object, a tighter bound or pattern: documents valid before stop validating;
+- what the tool *writes* (output, both): a loosening: a field dropped from `required`, a widened
+  type, an added enum value, a removed const, an opened object, a looser bound or pattern:
+  consumers of the output meet values they were promised never to see.
+- bundle layouts: a path no longer produced;
+- the CLI (`baselines/cli.json`, generated from the click tree): a removed or renamed command,
+  option, option name or argument, a changed default or type, a removed choice, a new required
+  option or argument, a changed set of documented exit codes.
+Additive changes pass: a new optional field, command or option.
 """
 
 from __future__ import annotations
@@ -20,7 +33,39 @@ import yaml
 BASELINE_DIR = "baselines"
 MANIFEST = "manifest.json"
 LAYOUTS = "bundle-layouts.json"
+CLI = "cli.json"
 EXCEPTIONS = "compat-exceptions.yaml"
+
+INPUT, OUTPUT, BOTH = "input", "output", "both"
+# Who reads each published schema: the tool (input), consumers of what it writes (output), or
+# both. A schema missing here is treated as both, the strictest.
+ROLES: dict[str, str] = {
+    "ComponentRegistry.schema.json": INPUT,
+    "CriteriaValues.schema.json": INPUT,
+    "RecipeMetadata.schema.json": INPUT,
+    "RecipeMixin.schema.json": INPUT,
+    "lanes.schema.json": INPUT,
+    "scale-checks.schema.json": INPUT,
+    "scale-profile.schema.json": INPUT,
+    "signers.schema.json": INPUT,
+    "RecipeResult.schema.json": OUTPUT,
+    "api/": OUTPUT,
+    "bundle-info.schema.json": OUTPUT,
+    "deployers/": OUTPUT,
+    "evidence-verification.schema.json": OUTPUT,
+    "pins-report.schema.json": OUTPUT,
+    "preflight-report.schema.json": OUTPUT,
+    "status.schema.json": OUTPUT,
+    "scale-qualification-v1.schema.json": BOTH,
+    "snapshot.schema.json": BOTH,
+}
+
+
+def role_of(subject: str) -> str:
+    for key, role in ROLES.items():
+        if subject == key or (key.endswith("/") and subject.startswith(key)):
+            return role
+    return BOTH
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -44,12 +89,55 @@ def _types(s: Mapping[str, Any]) -> set[str] | None:
     return {t} if isinstance(t, str) else set(t)
 
 
-def compare_schemas(subject: str, old: Any, new: Any, path: str = "$") -> Iterator[Break]:
-    """Every breaking difference from `old` to `new` (both JSON Schemas)."""
+def compare_schemas(
+    subject: str, old: Any, new: Any, path: str = "$", role: str = INPUT
+) -> Iterator[Break]:
+    """Every breaking difference from `old` to `new` (both JSON Schemas) for a schema of `role`."""
     if not isinstance(old, dict) or not isinstance(new, dict):
         if old != new and isinstance(old, dict):
             yield Break(subject, path, "replaced", "schema replaced by a boolean")
         return
+    if role in (INPUT, BOTH):
+        yield from _tightenings(subject, old, new, path)
+    if role in (OUTPUT, BOTH):
+        yield from _loosenings(subject, old, new, path)
+    oprops, nprops = old.get("properties", {}), new.get("properties", {})
+    for name in sorted(oprops):
+        if name not in nprops:
+            yield Break(
+                subject,
+                f"{path}.properties.{name}",
+                "removed-field",
+                f"field '{name}' removed or renamed",
+            )
+        else:
+            yield from compare_schemas(
+                subject, oprops[name], nprops[name], f"{path}.properties.{name}", role
+            )
+    for key in ("items", "additionalProperties", "contains"):
+        if isinstance(old.get(key), dict) and isinstance(new.get(key), dict):
+            yield from compare_schemas(subject, old[key], new[key], f"{path}.{key}", role)
+    for key in ("$defs", "definitions", "patternProperties"):
+        odefs, ndefs = old.get(key, {}), new.get(key, {})
+        for name in sorted(odefs):
+            if name not in ndefs:
+                yield Break(
+                    subject, f"{path}.{key}.{name}", "removed-field", f"definition '{name}' removed"
+                )
+            else:
+                yield from compare_schemas(
+                    subject, odefs[name], ndefs[name], f"{path}.{key}.{name}", role
+                )
+
+
+_LOWER = ("minLength", "minItems", "minimum", "minProperties", "exclusiveMinimum")
+_UPPER = ("maxLength", "maxItems", "maximum", "maxProperties", "exclusiveMaximum")
+
+
+def _tightenings(
+    subject: str, old: dict[str, Any], new: dict[str, Any], path: str
+) -> Iterator[Break]:
+    """What stops a document that validated before from validating (breaks what is read)."""
     ot, nt = _types(old), _types(new)
     if ot is not None and nt is not None and not ot <= nt:
         yield Break(subject, path, "tightened-type", f"type {sorted(ot)} → {sorted(nt)}")
@@ -71,48 +159,88 @@ def compare_schemas(subject: str, old: Any, new: Any, path: str = "$") -> Iterat
         )
     for req in sorted(set(new.get("required", ())) - set(old.get("required", ()))):
         yield Break(subject, path, "new-required", f"field '{req}' is now required")
-    oprops, nprops = old.get("properties", {}), new.get("properties", {})
-    for name in sorted(oprops):
-        if name not in nprops:
-            yield Break(
-                subject,
-                f"{path}.properties.{name}",
-                "removed-field",
-                f"field '{name}' removed or renamed",
-            )
-        else:
-            yield from compare_schemas(
-                subject, oprops[name], nprops[name], f"{path}.properties.{name}"
-            )
     if (
         old.get("additionalProperties", True) is not False
         and new.get("additionalProperties", True) is False
     ):
         yield Break(subject, path, "closed-object", "additional properties are no longer allowed")
-    for key in ("items", "additionalProperties", "contains"):
-        if isinstance(old.get(key), dict) and isinstance(new.get(key), dict):
-            yield from compare_schemas(subject, old[key], new[key], f"{path}.{key}")
-    for key in ("$defs", "definitions", "patternProperties"):
-        odefs, ndefs = old.get(key, {}), new.get(key, {})
-        for name in sorted(odefs):
-            if name not in ndefs:
-                yield Break(
-                    subject, f"{path}.{key}.{name}", "removed-field", f"definition '{name}' removed"
-                )
-            else:
-                yield from compare_schemas(
-                    subject, odefs[name], ndefs[name], f"{path}.{key}.{name}"
-                )
-    for key in ("minLength", "minItems", "minimum", "minProperties"):
+    for key in _LOWER:
         if key in new and (key not in old or new[key] > old[key]):
             yield Break(subject, path, "tightened-type", f"{key} {old.get(key)} → {new[key]}")
-    for key in ("maxLength", "maxItems", "maximum", "maxProperties"):
+    for key in _UPPER:
         if key in new and (key not in old or new[key] < old[key]):
             yield Break(subject, path, "tightened-type", f"{key} {old.get(key)} → {new[key]}")
     if new.get("pattern") != old.get("pattern") and "pattern" in new:
         yield Break(
             subject, path, "tightened-type", f"pattern {old.get('pattern')!r} → {new['pattern']!r}"
         )
+
+
+def _loosenings(
+    subject: str, old: dict[str, Any], new: dict[str, Any], path: str
+) -> Iterator[Break]:
+    """What lets an output carry a value its consumers were promised never to see."""
+    ot, nt = _types(old), _types(new)
+    if ot is not None and nt is None:
+        yield Break(subject, path, "widened-type", f"type {sorted(ot)} → any type")
+    elif ot is not None and nt is not None and not nt <= ot:
+        yield Break(subject, path, "widened-type", f"type {sorted(ot)} → {sorted(nt)}")
+    if "enum" in old:
+        if "enum" not in new:
+            yield Break(subject, path, "added-enum", "the enum no longer restricts the values")
+        else:
+            for v in new["enum"]:
+                if v not in old["enum"]:
+                    yield Break(subject, path, "added-enum", f"enum value {json.dumps(v)} added")
+    if "const" in old and "const" not in new and "enum" not in new:
+        yield Break(subject, path, "widened-type", f"const {json.dumps(old['const'])} removed")
+    nprops = new.get("properties", {})
+    for req in sorted(set(old.get("required", ())) - set(new.get("required", ()))):
+        if req in nprops or req not in old.get("properties", {}):
+            yield Break(subject, path, "dropped-required", f"field '{req}' is no longer required")
+    if (
+        old.get("additionalProperties", True) is False
+        and new.get("additionalProperties", True) is not False
+    ):
+        yield Break(subject, path, "opened-object", "additional properties are now allowed")
+    for key in _LOWER:
+        if key in old and (key not in new or new[key] < old[key]):
+            yield Break(subject, path, "loosened-bound", f"{key} {old[key]} → {new.get(key)}")
+    for key in _UPPER:
+        if key in old and (key not in new or new[key] > old[key]):
+            yield Break(subject, path, "loosened-bound", f"{key} {old[key]} → {new.get(key)}")
+    if "pattern" in old and new.get("pattern") != old["pattern"]:
+        yield Break(
+            subject, path, "loosened-bound", f"pattern {old['pattern']!r} → {new.get('pattern')!r}"
+        )
+
+
+def meta_validate(subject: str, doc: Any) -> Iterator[Break]:
+    """Every error of `doc` against the metaschema it declares (2020-12 when it declares none)."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.validators import validator_for
+
+    if not isinstance(doc, dict):
+        yield Break(subject, "$", "invalid-schema", "a published schema must be a JSON object")
+        return
+    cls = validator_for(doc, default=Draft202012Validator)
+    if (
+        "$schema" in doc
+        and cls is not Draft202012Validator
+        and doc["$schema"]
+        not in (
+            cls.META_SCHEMA.get("$id"),
+            cls.META_SCHEMA.get("id"),
+        )
+    ):
+        yield Break(
+            subject, "$.$schema", "invalid-schema", f"unknown metaschema {doc['$schema']!r}"
+        )
+    for err in sorted(cls(cls.META_SCHEMA).iter_errors(doc), key=lambda e: list(e.absolute_path)):
+        where = "$" + "".join(
+            f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path
+        )
+        yield Break(subject, where, "invalid-schema", err.message)
 
 
 def compare_layouts(deployer: str, old: list[str], new: list[str]) -> Iterator[Break]:
@@ -170,6 +298,168 @@ def bundle_layouts(catalog_dir: Path) -> dict[str, list[str]]:
     return out
 
 
+# ---------------------------------------------------------------- the command line
+
+
+_EXIT_PARAGRAPH = re.compile(r"Exit codes?\b[^:]*:(.*?)(?:\n\s*\n|$)", re.S | re.I)
+_EXIT_CODE = re.compile(r"(?<![\w.-])(\d)(?=\s+[A-Za-z(])")
+
+
+def exit_codes(help_text: str) -> list[int]:
+    """The exit codes a command's help documents ("Exit codes: 0 ok, 1 …, 2 usage")."""
+    found: set[int] = set()
+    for m in _EXIT_PARAGRAPH.finditer(help_text or ""):
+        found.update(int(c) for c in _EXIT_CODE.findall(m.group(1)))
+    return sorted(found)
+
+
+def _json_default(value: Any) -> Any:
+    if callable(value):
+        return "<computed>"
+    if isinstance(value, Path):
+        return value.as_posix()
+    if isinstance(value, list | tuple):
+        return [_json_default(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+def _param(p: Any) -> dict[str, Any]:
+    info = p.to_info_dict()
+    typ = info.get("type", {})
+    out: dict[str, Any] = {
+        "kind": info["param_type_name"],
+        "type": typ.get("name"),
+        "required": bool(info.get("required")),
+        "nargs": info.get("nargs"),
+        "multiple": bool(info.get("multiple")),
+        "default": _json_default(info.get("default")),
+    }
+    if "choices" in typ:
+        out["choices"] = [str(c) for c in typ["choices"]]
+    if info["param_type_name"] == "option":
+        out["names"] = sorted([*info.get("opts", []), *info.get("secondary_opts", [])])
+        out["isFlag"] = bool(info.get("is_flag"))
+    return out
+
+
+def cli_surface(group: Any, prefix: str = "aicr-catalog") -> dict[str, Any]:
+    """Every command of the click tree: options (by their longest name), positional arguments
+    in order, defaults, types, choices and the documented exit codes."""
+    import click
+
+    out: dict[str, Any] = {}
+
+    def walk(cmd: Any, name: str) -> None:
+        options: dict[str, Any] = {}
+        arguments: list[dict[str, Any]] = []
+        for p in cmd.params:
+            if isinstance(p, click.Argument):
+                arguments.append({"name": p.name, **_param(p)})
+            elif isinstance(p, click.Option):
+                if p.name in ("help",):
+                    continue
+                names = [*p.opts, *p.secondary_opts]
+                key = max(names, key=lambda n: (n.startswith("--"), len(n), n))
+                options[key] = _param(p)
+        out[name] = {
+            "options": dict(sorted(options.items())),
+            "arguments": arguments,
+            "exitCodes": exit_codes(cmd.help or ""),
+            "subcommands": sorted(getattr(cmd, "commands", {}) or {}),
+        }
+        for sub in sorted(getattr(cmd, "commands", {}) or {}):
+            walk(cmd.commands[sub], f"{name} {sub}")
+
+    walk(group, prefix)
+    return dict(sorted(out.items()))
+
+
+def compare_cli(old: Mapping[str, Any], new: Mapping[str, Any]) -> Iterator[Break]:
+    """Every break of the command line from `old` to `new` (both from `cli_surface`)."""
+    subject = "cli"
+    for name in sorted(old):
+        if name not in new:
+            yield Break(subject, name, "removed-command", f"command '{name}' removed or renamed")
+            continue
+        o, n = old[name], new[name]
+        for opt in sorted(o["options"]):
+            if opt not in n["options"]:
+                yield Break(
+                    subject, f"{name} {opt}", "removed-option", f"option {opt} removed or renamed"
+                )
+                continue
+            yield from _compare_param(f"{name} {opt}", o["options"][opt], n["options"][opt])
+        for opt in sorted(set(n["options"]) - set(o["options"])):
+            if n["options"][opt]["required"]:
+                yield Break(
+                    subject, f"{name} {opt}", "new-required", f"new option {opt} is required"
+                )
+        for i, arg in enumerate(o["arguments"]):
+            if i >= len(n["arguments"]):
+                yield Break(
+                    subject,
+                    f"{name} {arg['name'].upper()}",
+                    "removed-argument",
+                    f"argument {arg['name'].upper()} (position {i + 1}) removed",
+                )
+                continue
+            yield from _compare_param(f"{name} {arg['name'].upper()}", arg, n["arguments"][i])
+        for arg in n["arguments"][len(o["arguments"]) :]:
+            if arg["required"]:
+                yield Break(
+                    subject,
+                    f"{name} {arg['name'].upper()}",
+                    "new-required",
+                    f"new argument {arg['name'].upper()} is required",
+                )
+        if o["exitCodes"] != n["exitCodes"]:
+            yield Break(
+                subject,
+                name,
+                "changed-exit-codes",
+                f"documented exit codes {o['exitCodes']} → {n['exitCodes']}",
+            )
+
+
+def _compare_param(where: str, o: Mapping[str, Any], n: Mapping[str, Any]) -> Iterator[Break]:
+    subject = "cli"
+    for alias in sorted(set(o.get("names", ())) - set(n.get("names", ()))):
+        yield Break(subject, where, "removed-option-name", f"option name {alias} removed")
+    if o["default"] != n["default"]:
+        yield Break(
+            subject,
+            where,
+            "changed-default",
+            f"default {json.dumps(o['default'])} → {json.dumps(n['default'])}",
+        )
+    if (o["type"], o["nargs"], o["multiple"], o.get("isFlag")) != (
+        n["type"],
+        n["nargs"],
+        n["multiple"],
+        n.get("isFlag"),
+    ):
+        yield Break(
+            subject,
+            where,
+            "changed-type",
+            f"type {o['type']} (nargs {o['nargs']}, multiple {o['multiple']}) → "
+            f"{n['type']} (nargs {n['nargs']}, multiple {n['multiple']})",
+        )
+    for choice in o.get("choices", ()):
+        if "choices" in n and choice not in n["choices"]:
+            yield Break(subject, where, "removed-choice", f"choice {choice!r} removed")
+    if n["required"] and not o["required"]:
+        yield Break(subject, where, "new-required", "now required")
+
+
+def current_cli() -> dict[str, Any]:
+    from generator.cli import main
+
+    return cli_surface(main)
+
+
 @dataclass(frozen=True, slots=True)
 class CompatReport:
     breaks: tuple[Break, ...]
@@ -177,6 +467,7 @@ class CompatReport:
     stale_acknowledgements: tuple[str, ...]
     baseline_version: str
     current_version: str
+    invalid: tuple[Break, ...] = ()  # schemas invalid against their metaschema: always fail
 
     @property
     def major_changed(self) -> bool:
@@ -184,7 +475,11 @@ class CompatReport:
 
     @property
     def ok(self) -> bool:
-        return (not self.breaks or self.major_changed) and not self.stale_acknowledgements
+        return (
+            (not self.breaks or self.major_changed)
+            and not self.stale_acknowledgements
+            and not self.invalid
+        )
 
 
 def _exceptions(schema_dir: Path) -> list[dict[str, str]]:
@@ -195,17 +490,29 @@ def _exceptions(schema_dir: Path) -> list[dict[str, str]]:
     return list(data.get("acknowledged", []))
 
 
-def check(schema_dir: Path, catalog_dir: Path, current_version: str) -> CompatReport:
+def check(
+    schema_dir: Path,
+    catalog_dir: Path,
+    current_version: str,
+    cli: Mapping[str, Any] | None = None,
+) -> CompatReport:
+    """The gate over `schema_dir` (and its baselines) and `catalog_dir`'s bundle layouts; `cli`
+    is the current command-line surface (default: this program's), checked when a CLI baseline
+    exists."""
     base_dir = schema_dir / BASELINE_DIR
     manifest = json.loads((base_dir / MANIFEST).read_text(encoding="utf-8"))
     found: list[Break] = []
     current = schema_files(schema_dir)
+    invalid = [b for rel, doc in current.items() for b in meta_validate(rel, doc)]
     for rel in manifest["schemas"]:
         old = json.loads((base_dir / rel).read_text(encoding="utf-8"))
         if rel not in current:
             found.append(Break(rel, "$", "removed-schema", "published schema removed"))
             continue
-        found.extend(compare_schemas(rel, old, current[rel]))
+        found.extend(compare_schemas(rel, old, current[rel], role=role_of(rel)))
+    if (base_dir / CLI).exists():
+        old_cli = json.loads((base_dir / CLI).read_text(encoding="utf-8"))
+        found.extend(compare_cli(old_cli, cli if cli is not None else current_cli()))
     old_layouts = json.loads((base_dir / LAYOUTS).read_text(encoding="utf-8"))
     new_layouts = bundle_layouts(catalog_dir)
     for dep, paths in sorted(old_layouts.items()):
@@ -222,13 +529,21 @@ def check(schema_dir: Path, catalog_dir: Path, current_version: str) -> CompatRe
             if (a["subject"], a["path"], a["kind"]) not in live
         )
     )
-    return CompatReport(breaks, acknowledged, stale, manifest["version"], current_version)
+    return CompatReport(
+        breaks, acknowledged, stale, manifest["version"], current_version, tuple(sorted(invalid))
+    )
 
 
-def update_baselines(schema_dir: Path, catalog_dir: Path, version: str) -> tuple[str, ...]:
-    """Rewrite the baselines from the current schemas and layouts (at a release)."""
+def update_baselines(
+    schema_dir: Path, catalog_dir: Path, version: str, cli: Mapping[str, Any] | None = None
+) -> tuple[str, ...]:
+    """Rewrite the baselines from the current schemas, layouts and CLI (at a release). Refuses
+    while a published schema is invalid against its metaschema."""
     base_dir = schema_dir / BASELINE_DIR
     current = schema_files(schema_dir)
+    invalid = [b.format() for rel, doc in current.items() for b in meta_validate(rel, doc)]
+    if invalid:
+        raise ValueError("invalid schemas cannot become baselines: " + "; ".join(invalid))
     written = []
     for rel, doc in current.items():
         target = base_dir / rel
@@ -238,6 +553,10 @@ def update_baselines(schema_dir: Path, catalog_dir: Path, version: str) -> tuple
     (base_dir / LAYOUTS).write_text(
         json.dumps(bundle_layouts(catalog_dir), indent=2, sort_keys=True) + "\n"
     )
+    (base_dir / CLI).write_text(
+        json.dumps(cli if cli is not None else current_cli(), indent=2, sort_keys=True) + "\n",
+        encoding="utf-8",
+    )
     (base_dir / MANIFEST).write_text(
         json.dumps({"version": version, "schemas": sorted(current)}, indent=2) + "\n"
     )
@@ -245,7 +564,8 @@ def update_baselines(schema_dir: Path, catalog_dir: Path, version: str) -> tuple
 
 
 def report_text(r: CompatReport) -> str:
-    lines = [b.format() for b in r.breaks]
+    lines = [f"invalid: {b.format()}" for b in r.invalid]
+    lines += [b.format() for b in r.breaks]
     lines += [f"acknowledged: {b.format()}" for b in r.acknowledged]
     lines += [
         f"stale acknowledgement (no such break any more): {s}" for s in r.stale_acknowledgements
@@ -257,7 +577,90 @@ def report_text(r: CompatReport) -> str:
         )
     verdict = "ok" if r.ok else "FAILED"
     lines.append(
-        f"compat: {verdict} ({len(r.breaks)} unacknowledged break(s), {len(r.acknowledged)} acknowledged, "
+        f"compat: {verdict} ({len(r.invalid)} invalid schema error(s), {len(r.breaks)} "
+        f"unacknowledged break(s), {len(r.acknowledged)} acknowledged, "
         f"{len(r.stale_acknowledgements)} stale acknowledgement(s); baseline {r.baseline_version})"
     )
     return "\n".join(lines) + "\n"
+
+
+def _subject_file(b: Break, schema_dir: Path) -> tuple[str | None, Path | None]:
+    """(path, base) an annotation of `b` names: the schema file, the exceptions file for a
+    stale acknowledgement, the command's module for a CLI break."""
+    if b.subject == "cli":
+        return _command_source(b.path)
+    if b.subject.startswith("bundle-layout:"):
+        return f"{BASELINE_DIR}/{LAYOUTS}", schema_dir
+    return b.subject, schema_dir
+
+
+def _command_source(path: str) -> tuple[str | None, Path | None]:
+    import inspect
+
+    from generator.cli import main
+
+    cmd: Any = main
+    for word in path.split()[1:]:
+        sub = getattr(cmd, "commands", {}).get(word) if hasattr(cmd, "commands") else None
+        if sub is None:
+            break
+        cmd = sub
+    try:
+        source = inspect.getsourcefile(inspect.unwrap(cmd.callback)) if cmd.callback else None
+    except TypeError:
+        source = None
+    if source is None:
+        return None, None
+    return Path(source).name, Path(source).parent
+
+
+def report_github(r: CompatReport, schema_dir: Path) -> str:
+    """GitHub annotations: each names the file to look at, from the repository root."""
+    from generator.report import annotation
+
+    lines = []
+    for b in r.invalid:
+        path, base = _subject_file(b, schema_dir)
+        lines.append(
+            annotation("error", f"{b.path}: {b.detail}", title=b.kind, path=path, base=base)
+        )
+    level = "warning" if r.major_changed else "error"
+    for b in r.breaks:
+        path, base = _subject_file(b, schema_dir)
+        lines.append(
+            annotation(
+                level, f"{b.path}: {b.detail}", title=f"compat {b.kind}", path=path, base=base
+            )
+        )
+    for stale in r.stale_acknowledgements:
+        lines.append(
+            annotation(
+                "error",
+                f"stale acknowledgement (no such break any more): {stale}",
+                title="compat stale-acknowledgement",
+                path=EXCEPTIONS,
+                base=schema_dir,
+            )
+        )
+    lines.append(report_text(r).splitlines()[-1])
+    return "\n".join(lines) + "\n"
+
+
+def report_json(r: CompatReport) -> str:
+    def rows(items: tuple[Break, ...]) -> list[dict[str, str]]:
+        return [
+            {"subject": b.subject, "path": b.path, "kind": b.kind, "detail": b.detail}
+            for b in items
+        ]
+
+    doc = {
+        "ok": r.ok,
+        "baselineVersion": r.baseline_version,
+        "currentVersion": r.current_version,
+        "majorChanged": r.major_changed,
+        "invalid": rows(r.invalid),
+        "breaks": rows(r.breaks),
+        "acknowledged": rows(r.acknowledged),
+        "staleAcknowledgements": list(r.stale_acknowledgements),
+    }
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"

@@ -8,6 +8,7 @@ checking out over the user's tree; HEAD may be the working tree. The comparison 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import json
 import os
@@ -20,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from generator import safeio
-from generator.errors import CatalogError, UsageError
+from generator import markdown, safeio
+from generator.errors import CatalogError, UsageError, printable
 from generator.load import load_catalog
 from generator.records import Catalog, RecipeResult
 from generator.resolve import resolve_all
@@ -46,6 +47,18 @@ class Snapshot:
     manifests: Mapping[str, bytes]
 
 
+ABSENT = "(absent)"
+
+
+@dataclass(frozen=True, slots=True)
+class ValueChange:
+    """One changed value of a resolved recipe: where, and its old and new JSON text."""
+
+    path: str  # e.g. components.gpu-operator.values.driver.version
+    old: str  # JSON of the BASE value, or ABSENT
+    new: str  # JSON of the HEAD value, or ABSENT
+
+
 @dataclass(frozen=True, slots=True)
 class RecipeChange:
     recipe: str
@@ -55,6 +68,7 @@ class RecipeChange:
     head_digest: str | None
     reasons: tuple[str, ...]
     bundles: tuple[str, ...]  # deployers whose bundle bytes change
+    values: tuple[ValueChange, ...] = ()  # every changed value, old → new
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,6 +279,67 @@ def _reasons(base: Snapshot, head: Snapshot, b: RecipeResult, h: RecipeResult) -
     return tuple(dict.fromkeys(reasons)) or ("resolved content changed",)
 
 
+def _plain(obj: Any) -> Any:
+    """A record as plain JSON data (dataclasses, mappings and tuples unwrapped)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Mapping):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+def _view(result: RecipeResult) -> dict[str, Any]:
+    """What a recipe resolves to, keyed so that a change has a readable path: components and
+    constraints by name, everything but the digest itself."""
+    doc = _plain(result)
+    doc.pop("digest", None)
+    doc.pop("file_digests", None)
+    doc["components"] = {c["name"]: c for c in doc["components"]}
+    for c in doc["components"].values():
+        c.pop("name", None)
+    doc["constraints"] = {
+        str(c.get("name", i)): c for i, c in enumerate(doc.get("constraints") or [])
+    }
+    doc["files"] = dict(sorted(result.file_digests.items()))
+    return dict(doc)
+
+
+def _flatten(value: Any, path: str, out: dict[str, Any]) -> None:
+    if isinstance(value, dict) and value:
+        for k in sorted(value):
+            _flatten(value[k], f"{path}.{k}" if path else str(k), out)
+    else:
+        out[path] = value
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
+
+
+def value_changes(old: RecipeResult | None, new: RecipeResult | None) -> tuple[ValueChange, ...]:
+    """Every leaf value that differs between two resolutions of a recipe, old → new."""
+    before: dict[str, Any] = {}
+    after: dict[str, Any] = {}
+    if old is not None:
+        _flatten(_view(old), "", before)
+    if new is not None:
+        _flatten(_view(new), "", after)
+    out = []
+    for path in sorted(set(before) | set(after)):
+        if path in before and path in after and before[path] == after[path]:
+            continue
+        out.append(
+            ValueChange(
+                path,
+                _json_text(before[path]) if path in before else ABSENT,
+                _json_text(after[path]) if path in after else ABSENT,
+            )
+        )
+    return tuple(out)
+
+
 def _bundle_changes(
     base: Snapshot, head: Snapshot, b: RecipeResult, h: RecipeResult
 ) -> tuple[str, ...]:
@@ -320,7 +395,14 @@ def compare(base: Snapshot, head: Snapshot, *, bundles: bool = True) -> Impact:
             deps = _bundle_changes(base, head, b, h) if bundles else ()
             recipes.append(
                 RecipeChange(
-                    key[0], key[1], "changed", b.digest, h.digest, _reasons(base, head, b, h), deps
+                    key[0],
+                    key[1],
+                    "changed",
+                    b.digest,
+                    h.digest,
+                    _reasons(base, head, b, h),
+                    deps,
+                    value_changes(b, h),
                 )
             )
     bp, hp = _pins(base), _pins(head)
@@ -358,6 +440,8 @@ def to_json(impact: Impact) -> dict[str, Any]:
                 "headDigest": r.head_digest,
                 "reasons": list(r.reasons),
                 "bundlesChanged": list(r.bundles),
+                # old/new are the JSON values; a key is missing where the value is absent
+                "values": [_value_json(v) for v in r.values],
             }
             for r in impact.recipes
         ],
@@ -378,6 +462,15 @@ def to_json(impact: Impact) -> dict[str, Any]:
     }
 
 
+def _value_json(v: ValueChange) -> dict[str, Any]:
+    out: dict[str, Any] = {"path": v.path}
+    if v.old != ABSENT:
+        out["old"] = json.loads(v.old)
+    if v.new != ABSENT:
+        out["new"] = json.loads(v.new)
+    return out
+
+
 def to_text(impact: Impact) -> str:
     lines = [f"diff {impact.base}..{impact.head}"]
     if impact.is_empty():
@@ -386,21 +479,28 @@ def to_text(impact: Impact) -> str:
         lines.append(f"recipes ({len(impact.recipes)} changed):")
         for r in impact.recipes:
             lines.append(
-                f"  {r.change} {r.recipe} [{r.profile}]"
+                f"  {r.change} {printable(r.recipe)} [{printable(r.profile)}]"
                 + (
                     f" {_short(r.base_digest)} → {_short(r.head_digest)}"
                     if r.change == "changed"
                     else ""
                 )
             )
-            lines += [f"    - {why}" for why in r.reasons]
+            lines += [f"    - {printable(why)}" for why in r.reasons]
+            lines += [
+                f"    {printable(v.path)}: {printable(v.old)} → {printable(v.new)}"
+                for v in r.values
+            ]
             if r.bundles:
                 lines.append(f"    bundles changed: {', '.join(r.bundles)}")
     if impact.pins:
         lines.append("pins:")
         for p in impact.pins:
             lines.append(
-                f"  {p.change} {p.component}: {', '.join(p.base) or '-'} → {', '.join(p.head) or '-'}"
+                printable(
+                    f"  {p.change} {p.component}: {', '.join(p.base) or '-'} → "
+                    f"{', '.join(p.head) or '-'}"
+                )
             )
     for title, items in (
         ("evidence added", impact.evidence_added),
@@ -409,26 +509,49 @@ def to_text(impact: Impact) -> str:
     ):
         if items:
             lines.append(f"{title}:")
-            lines += [f"  {e}" for e in items]
+            lines += [f"  {printable(e)}" for e in items]
     return "\n".join(lines) + "\n"
 
 
+MARKDOWN_VALUES_PER_RECIPE = 200  # a pull-request comment holds at most 65,536 characters
+
+
 def to_markdown(impact: Impact) -> str:
-    out = [f"### Catalog impact: `{impact.base}` → `{impact.head}`", ""]
+    """The impact as GitHub-flavoured Markdown; every name and value from the revisions goes
+    through `generator.markdown`, so nothing in them can become markup."""
+    md, code = markdown.text, markdown.code
+    out = [f"### Catalog impact: {code(impact.base)} → {code(impact.head)}", ""]
     if impact.is_empty():
         return "\n".join([*out, "No change to resolved recipes, pins or evidence.", ""])
     if impact.recipes:
         out += ["| recipe | profile | change | why | bundles |", "| --- | --- | --- | --- | --- |"]
         for r in impact.recipes:
-            why = "<br>".join(w.replace("|", "\\|") for w in r.reasons)
+            why = "<br>".join(md(w) for w in r.reasons)
             out.append(
-                f"| `{r.recipe}` | {r.profile} | {r.change} | {why} | {', '.join(r.bundles)} |"
+                f"| {code(r.recipe)} | {md(r.profile)} | {md(r.change)} | {why} "
+                f"| {md(', '.join(r.bundles))} |"
             )
         out.append("")
+        valued = [r for r in impact.recipes if r.values]
+        for r in valued:
+            out += [
+                f"**{code(r.recipe)} \\[{md(r.profile)}\\]**: {len(r.values)} value(s) changed",
+                "",
+                "| value | old | new |",
+                "| --- | --- | --- |",
+            ]
+            shown = r.values[:MARKDOWN_VALUES_PER_RECIPE]
+            out += [f"| {code(v.path)} | {code(v.old)} | {code(v.new)} |" for v in shown]
+            if len(r.values) > len(shown):
+                out.append(
+                    f"| … {len(r.values) - len(shown)} more (see `diff --format json`) | | |"
+                )
+            out.append("")
     if impact.pins:
-        out += ["| component | change | base | head |", "| --- | --- | --- | --- |"]
+        out += ["| component | change | old | new |", "| --- | --- | --- | --- |"]
         out += [
-            f"| `{p.component}` | {p.change} | {', '.join(p.base) or '-'} | {', '.join(p.head) or '-'} |"
+            f"| {code(p.component)} | {md(p.change)} | {md(', '.join(p.base) or '-')} "
+            f"| {md(', '.join(p.head) or '-')} |"
             for p in impact.pins
         ]
         out.append("")
@@ -438,7 +561,7 @@ def to_markdown(impact: Impact) -> str:
         ("Evidence made stale", impact.evidence_stale),
     ):
         if items:
-            out += [f"**{title}**", "", *[f"- `{e}`" for e in items], ""]
+            out += [f"**{title}**", "", *[f"- {code(e, table=False)}" for e in items], ""]
     return "\n".join(out)
 
 

@@ -70,6 +70,7 @@ class CatalogError(Exception):
     """Root of every error the pipeline raises on purpose."""
 
     hint = "fix the reported input and run the command again"
+    exit_code = 1  # the CLI's exit status for this error: 1 bad data, 2 usage
 
     def __init__(self, message: str, diagnostics: Iterable[Diagnostic] = ()) -> None:
         super().__init__(message)
@@ -117,3 +118,5 @@ class ReleaseError(CatalogError):
 
 class UsageError(CatalogError):
     """The command was called wrongly (exit 2)."""
+
+    exit_code = 2

@@ -693,22 +693,25 @@ def render_text(report: PreflightReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _escape_annotation(text: str) -> str:
-    """GitHub workflow-command data escaping (%, CR, LF)."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+def render_github(report: PreflightReport, snapshot_file: str | None = None) -> str:
+    """GitHub Actions workflow annotations, one per failed or unavailable finding, on the
+    snapshot file (named from the repository root) when it is given."""
+    from generator.report import annotation
 
-
-def render_github(report: PreflightReport) -> str:
-    """GitHub Actions workflow annotations, one per failed or unavailable finding."""
     out: list[str] = []
     for f in report.findings:
         if f.result not in (Result.FAIL, Result.UNAVAILABLE):
             continue
         level = "error" if f.severity == "error" else "warning"
         msg = f"{f.result} ({f.owner}): {f.message or f.description} -- {f.remediation}"
-        out.append(f"::{level} title=preflight {f.id}::{_escape_annotation(msg)}")
+        out.append(annotation(level, msg, title=f"preflight {f.id}", path=snapshot_file))
     out.append(
-        f"::notice title=preflight::exit {report.exit_code}: {_EXIT_MEANING[report.exit_code]}"
+        annotation(
+            "notice",
+            f"exit {report.exit_code}: {_EXIT_MEANING[report.exit_code]}",
+            title="preflight",
+            path=snapshot_file,
+        )
     )
     return "\n".join(out) + "\n"
 
@@ -719,11 +722,11 @@ class Format(StrEnum):
     GITHUB = "github"
 
 
-def render(report: PreflightReport, fmt: Format) -> str:
+def render(report: PreflightReport, fmt: Format, snapshot_file: str | None = None) -> str:
     if fmt is Format.TEXT:
         return render_text(report)
     if fmt is Format.JSON:
         return render_json(report)
     if fmt is Format.GITHUB:
-        return render_github(report)
+        return render_github(report, snapshot_file)
     assert_never(fmt)

@@ -1,10 +1,13 @@
 """Stage 8, release: a versioned, reproducible set of archives from a clean tree at a tag.
 
 Outputs (into a temporary directory, swapped into place only when complete):
-`bundles/<recipe>-<profile>-<deployer>.tar.gz` for every leaf × profile × deployer, the site as
+`<recipe>-<profile>-<deployer>.tar.gz` for every leaf × profile × deployer, the site as
 `aicr-catalog-site-<version>.tar.gz`, `release-manifest.json` (version, commit, every recipe
 digest, bundle digest, evidence digest, status and scale ceiling), `CHANGELOG.md` against the
-previous release, and `SHA256SUMS` over everything. The same commit and version give
+previous release, and `SHA256SUMS` over everything. Every file sits at the top level under a
+unique name, so the directory is the list of release assets and `SHA256SUMS` names them as they
+are published (the release workflow adds the manifest's Sigstore bundle; `release verify` checks
+the lot: generator/release_verify.py). The same commit and version give
 byte-identical outputs: dates come from the commit, never from the clock.
 
 Refused: a dirty tree, a tag that points elsewhere, a version not greater than the previous one,
@@ -27,11 +30,12 @@ from typing import Any
 
 from packaging.version import Version
 
-from generator import __version__, names
+from generator import __version__, markdown, names
 from generator.diff import compare, materialize, snapshot, to_markdown
 from generator.errors import ReleaseError
+from generator.outputs import OutputKind, check_output_dir
 from generator.render.archive import archive_bytes
-from generator.render.common import MODE_FILE, BundleFile
+from generator.render.common import MODE_FILE, BundleFile, Deployer
 from generator.site.outdir import swap_in
 
 VERSION_RE = re.compile(r"^v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
@@ -39,6 +43,7 @@ SITE_ARCHIVE = "aicr-catalog-site-{version}.tar.gz"
 MANIFEST = "release-manifest.json"
 CHANGELOG = "CHANGELOG.md"
 SUMS = "SHA256SUMS"
+DEPLOYERS = frozenset(str(d) for d in Deployer)
 TREE_PATHS = ("catalog", "evidence", "docs", "mkdocs.yml", "CONTRIBUTING.md", "SECURITY.md")
 
 
@@ -143,9 +148,10 @@ def _manifest(
                     "ceiling": p["ceiling"],
                     "ceilingNodes": p["ceilingNodes"],
                     "bundles": {
-                        name.removeprefix(f"bundles/{prefix}").removesuffix(".tar.gz"): _sha(data)
+                        name.removeprefix(prefix).removesuffix(".tar.gz"): _sha(data)
                         for name, data in sorted(bundles.items())
-                        if name.startswith(f"bundles/{prefix}")
+                        if name.startswith(prefix)
+                        and name.removeprefix(prefix).removesuffix(".tar.gz") in DEPLOYERS
                     },
                 }
             )
@@ -196,9 +202,11 @@ def _changelog(
         for r in manifest["recipes"]:
             o = old.get((r["name"], r["scaleProfile"]["name"]))
             if o and (o["consensus"], o["ceiling"]) != (r["consensus"], r["ceiling"]):
+                md = markdown.text
                 moved.append(
-                    f"| `{r['name']}` | {r['scaleProfile']['name']} | {o['consensus']} → {r['consensus']} | "
-                    f"{o['ceiling'] or '-'} → {r['ceiling'] or '-'} |"
+                    f"| {markdown.code(r['name'])} | {md(r['scaleProfile']['name'])} "
+                    f"| {md(o['consensus'])} → {md(r['consensus'])} "
+                    f"| {md(o['ceiling'] or '-')} → {md(r['ceiling'] or '-')} |"
                 )
         if moved:
             lines += [
@@ -236,6 +244,7 @@ def release(
     previous: str | None = None,
     trust_root: str = "public-good",
 ) -> ReleaseReport:
+    check_output_dir(out, OutputKind.RELEASE)
     commit, previous = check_preconditions(repo, version, previous, trust_root)
     epoch = int(
         os.environ.get("SOURCE_DATE_EPOCH")
@@ -251,16 +260,22 @@ def release(
             site = work / "site"
             _build(tree, site, trust_root, epoch)
         files: dict[str, bytes] = {}
+        bundle_names: set[str] = set()
         for p in sorted((site / "downloads").rglob("*.tar.gz")):
-            files[f"bundles/{p.name}"] = p.read_bytes()
+            if p.name in files:
+                raise ReleaseError(f"two bundle archives are named {p.name}")
+            files[p.name] = p.read_bytes()
+            bundle_names.add(p.name)
         site_file = SITE_ARCHIVE.format(version=version)
+        if site_file in files:
+            raise ReleaseError(f"a bundle archive is named like the site archive {site_file}")
         files[site_file] = _site_archive(site, version, epoch)
         manifest = _manifest(
             version,
             commit,
             epoch,
             site,
-            {k: v for k, v in files.items() if k.startswith("bundles/")},
+            {k: v for k, v in files.items() if k in bundle_names},
             site_file,
             files[site_file],
         )

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
+from generator import markdown
 from generator.errors import Diagnostic, Severity, printable
 
 
@@ -45,16 +48,67 @@ def _escape_prop(s: str) -> str:
     return _escape_data(s).replace(":", "%3A").replace(",", "%2C")
 
 
-def github(diags: Sequence[Diagnostic], subject: str) -> str:
-    """GitHub workflow commands (`::error file=…,line=…,col=…,title=<rule>::message`)."""
+def repository_root(start: Path) -> Path | None:
+    """The nearest directory at or above `start` holding `.git` (a directory or a worktree file)."""
+    here = start.resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+def repository_path(rel: str, base: Path | None) -> str:
+    """`rel` (relative to `base`, default the current directory; or absolute) as GitHub resolves
+    an annotation's `file=`: from the root of the repository holding the file (else from the
+    current directory, GitHub's workspace)."""
+    full = Path(rel) if Path(rel).is_absolute() else (base or Path.cwd()).resolve() / rel
+    full = Path(os.path.normpath(full))
+    root = repository_root(full.parent) or Path.cwd().resolve()
+    try:
+        return full.relative_to(root).as_posix()
+    except ValueError:
+        return Path(os.path.relpath(full, root)).as_posix()
+
+
+def annotation(
+    level: str,
+    message: str,
+    *,
+    title: str,
+    path: str | None = None,
+    base: Path | None = None,
+    line: int = 0,
+    col: int = 0,
+) -> str:
+    """One GitHub workflow command; `path` (relative to `base`) is made repository-relative."""
+    props = []
+    if path:
+        props.append(f"file={_escape_prop(repository_path(path, base))}")
+        if line:
+            props += [f"line={line}", f"col={col}"]
+    props.append(f"title={_escape_prop(title)}")
+    return f"::{level} {','.join(props)}::{_escape_data(message)}"
+
+
+def github(diags: Sequence[Diagnostic], subject: str, base: Path | None = None) -> str:
+    """GitHub workflow commands (`::error file=…,line=…,col=…,title=<rule>::message`).
+
+    Diagnostic paths are relative to `base` (the catalog directory the command was given);
+    `file=` names them from the repository root, where GitHub looks for them."""
     lines = []
     for d in diags:
         level = "error" if d.severity is Severity.ERROR else "warning"
-        props = [f"file={_escape_prop(d.path)}"]
-        if d.line:
-            props += [f"line={d.line}", f"col={d.col}"]
-        props.append(f"title={_escape_prop(d.rule)}")
-        lines.append(f"::{level} {','.join(props)}::{_escape_data(f'{d.json_path}: {d.message}')}")
+        lines.append(
+            annotation(
+                level,
+                f"{d.json_path}: {d.message}",
+                title=d.rule,
+                path=d.path,
+                base=base,
+                line=d.line,
+                col=d.col,
+            )
+        )
     errors, warnings = _counts(diags)
     lines.append(f"{subject}: {errors} error(s), {warnings} warning(s)")
     return "\n".join(lines) + "\n"
@@ -64,17 +118,38 @@ def markdown_summary(diags: Sequence[Diagnostic], subject: str) -> str:
     """A Markdown job summary (for $GITHUB_STEP_SUMMARY)."""
     errors, warnings = _counts(diags)
     status = "passed" if errors == 0 else "failed"
-    out = [f"## {subject}: {status}", "", f"{errors} error(s), {warnings} warning(s).", ""]
+    out = [
+        f"## {markdown.text(subject)}: {status}",
+        "",
+        f"{errors} error(s), {warnings} warning(s).",
+        "",
+    ]
     if diags:
         out += ["| file | line | rule | message |", "| --- | --- | --- | --- |"]
         for d in diags:
-            msg = printable(f"{d.json_path}: {d.message}").replace("|", "\\|")
-            out.append(f"| `{printable(d.path)}` | {d.line or ''} | `{d.rule}` | {msg} |")
+            msg = markdown.text(f"{d.json_path}: {d.message}")
+            out.append(
+                f"| {markdown.code(d.path)} | {d.line or ''} | {markdown.code(d.rule)} | {msg} |"
+            )
     return "\n".join(out) + "\n"
 
 
-REPORTERS: dict[str, Callable[[Sequence[Diagnostic], str], str]] = {
-    "text": text,
-    "json": as_json,
-    "github": github,
+def _github(diags: Sequence[Diagnostic], subject: str, base: Path | None = None) -> str:
+    return github(diags, subject, base)
+
+
+def _text(diags: Sequence[Diagnostic], subject: str, base: Path | None = None) -> str:
+    return text(diags, subject)
+
+
+def _json(diags: Sequence[Diagnostic], subject: str, base: Path | None = None) -> str:
+    return as_json(diags, subject)
+
+
+# Every reporter takes (diagnostics, subject, base): `base` is the directory the diagnostics'
+# paths are relative to (only `github` needs it, to name files from the repository root).
+REPORTERS: dict[str, Callable[[Sequence[Diagnostic], str, Path | None], str]] = {
+    "text": _text,
+    "json": _json,
+    "github": _github,
 }

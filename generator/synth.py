@@ -43,6 +43,7 @@ import yaml
 
 from generator.canonical import dump_yaml
 from generator.errors import Diagnostic, UsageError
+from generator.outputs import SYNTH_MARKER, OutputKind, check_output_dir
 
 PROJECT_CATALOG = Path(__file__).resolve().parent.parent / "catalog"
 TRUST_FILE = "trust/synth-root.json"
@@ -57,7 +58,7 @@ REAL_PLATFORMS = ("slurm", "kubeflow", "dynamo", "nim", "runai")
 SIGNER_CLASSES = ("first-party", "partner", "community")
 N_SIGNERS = 12  # allowlisted synthetic labs; one more signs without being allowlisted
 STALE_PIN = ("gpu-operator", "v25.10.1")  # the pin before a (synthetic) bump: stale evidence
-MARKER = ".aicr-synth"  # synth replaces only directories that carry it
+MARKER = SYNTH_MARKER  # synth replaces only directories that carry it (generator/outputs.py)
 COPIED = ("registry.yaml", "overlays/base.yaml", "scale/lanes.yaml")  # + components/, profiles/
 
 
@@ -565,11 +566,7 @@ def synthesize(options: SynthOptions, out: Path) -> SynthReport:
 
     files = catalog_files(options.recipes, options.source)
     out = Path(out)
-    if out.exists() and any(out.iterdir()) and not (out / MARKER).is_file():
-        raise _usage(
-            f"{out} exists and was not written by `aicr-catalog synth` (no {MARKER}); "
-            "choose an empty or new directory"
-        )
+    check_output_dir(out, OutputKind.SYNTH)
     for sub in ("catalog", "evidence", "trust"):
         if (out / sub).exists():
             shutil.rmtree(out / sub)

@@ -81,3 +81,19 @@ def browser() -> Iterator[object]:
         b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         yield b
         b.close()
+
+
+@pytest.fixture(scope="session")
+def helm() -> Path:
+    """A real `helm` binary (`$AICR_HELM`, `.tools/helm` from `.ci/get-helm`, or PATH) for the
+    tests that render bundles' local charts. Skips only when CI is unset."""
+    import shutil
+
+    for candidate in (os.environ.get("AICR_HELM"), str(REPO / ".tools" / "helm"), "helm"):
+        found = shutil.which(candidate) if candidate else None
+        if found:
+            return Path(found)
+    message = "no helm binary (run .ci/get-helm, or set AICR_HELM)"
+    if os.environ.get("CI"):
+        pytest.fail(f"{message}; the Helm render tests must run under CI")
+    pytest.skip(f"{message}; CI is unset, so the Helm render tests are skipped")

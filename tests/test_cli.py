@@ -63,7 +63,7 @@ def test_validate_reports_errors_with_location_and_exit_1(tmp_path: Path) -> Non
     assert code == 1 and doc["ok"] is False and doc["diagnostics"][0]["rule"] == "base.missing"
     code, out, _ = run("validate", "catalog", "--format", "github", cwd=tmp_path)
     assert out.splitlines()[0] == (
-        f"::error file=overlays/{LEAF}.yaml,line={line},col=3,title=base.missing::$.spec.base: base overlay "
+        f"::error file=catalog/overlays/{LEAF}.yaml,line={line},col=3,title=base.missing::$.spec.base: base overlay "
         "'gb300-eks-ubuntu-trainin' does not exist"
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -159,3 +160,251 @@ def test_repository_is_compatible_with_its_baselines() -> None:
         )
     report = compat.check(SCHEMA_DIR, CATALOG, __version__)
     assert report.ok, compat.report_text(report)
+
+
+# ---------------------------------------------------------------- outputs may not loosen
+
+
+def out_kinds(new: dict[str, Any]) -> list[tuple[str, str]]:
+    return [
+        (b.kind, b.path)
+        for b in compat.compare_schemas("api/x.schema.json", BASE, new, role=compat.OUTPUT)
+    ]
+
+
+def test_output_dropping_a_required_field_breaks() -> None:
+    assert out_kinds(changed(required=[])) == [("dropped-required", "$")]
+
+
+def test_output_widening_a_type_breaks() -> None:
+    assert out_kinds(changed(properties__name={"type": ["string", "null"]})) == [
+        ("widened-type", "$.properties.name")
+    ]
+    assert out_kinds(changed(properties__name={})) == [("widened-type", "$.properties.name")]
+    s = changed()
+    s["properties"]["tags"]["items"] = {"type": ["string", "integer"]}
+    assert out_kinds(s) == [("widened-type", "$.properties.tags.items")]
+
+
+def test_output_adding_an_enum_value_breaks() -> None:
+    assert out_kinds(changed(properties__mode={"enum": ["fast", "safe", "turbo"]})) == [
+        ("added-enum", "$.properties.mode")
+    ]
+
+
+def test_output_opening_an_object_or_loosening_a_bound_breaks() -> None:
+    base = copy.deepcopy(BASE)
+    base["additionalProperties"] = False
+    base["properties"]["name"]["maxLength"] = 10
+    new = copy.deepcopy(base)
+    del new["additionalProperties"]
+    new["properties"]["name"]["maxLength"] = 20
+    got = [(b.kind, b.path) for b in compat.compare_schemas("o", base, new, role=compat.OUTPUT)]
+    assert got == [("opened-object", "$"), ("loosened-bound", "$.properties.name")]
+
+
+def test_output_additions_and_tightening_pass() -> None:
+    s = copy.deepcopy(BASE)
+    s["properties"]["extra"] = {"type": "string"}  # a new optional field
+    s["required"] = ["name", "mode"]  # a stronger promise
+    s["properties"]["mode"]["enum"] = ["fast"]  # fewer values produced
+    assert out_kinds(s) == []
+
+
+def test_input_loosening_passes_and_both_checks_both_ways() -> None:
+    assert kinds(changed(required=[])) == []
+    both = [
+        b.kind
+        for b in compat.compare_schemas(
+            "s", BASE, changed(properties__mode={"enum": ["safe", "new"]}), role=compat.BOTH
+        )
+    ]
+    assert sorted(both) == ["added-enum", "removed-enum"]
+
+
+def test_every_published_schema_has_a_role_and_outputs_are_outputs() -> None:
+    from generator.schemas import SCHEMA_DIR
+
+    for rel in compat.schema_files(SCHEMA_DIR):
+        assert any(rel == k or (k.endswith("/") and rel.startswith(k)) for k in compat.ROLES), (
+            f"{rel}: say in compat.ROLES who reads it"
+        )
+    assert compat.role_of("api/recipe.schema.json") == compat.OUTPUT
+    assert compat.role_of("brand-new.schema.json") == compat.BOTH
+
+
+def test_loosening_an_output_fails_the_gate_unless_acknowledged(tmp_path: Path) -> None:
+    schemas = tmp_path / "schemas"
+    (schemas / "api").mkdir(parents=True)
+    (schemas / "api/thing.schema.json").write_text(json.dumps(BASE))
+    cli = {"aicr-catalog": {"options": {}, "arguments": [], "exitCodes": [0], "subcommands": []}}
+    compat.update_baselines(schemas, CATALOG, "1.0.0", cli=cli)
+    (schemas / "api/thing.schema.json").write_text(json.dumps(changed(required=[])))
+    r = compat.check(schemas, CATALOG, "1.1.0", cli=cli)
+    assert not r.ok
+    assert [b.format() for b in r.breaks] == [
+        "api/thing.schema.json: $: dropped-required: field 'name' is no longer required"
+    ]
+    assert compat.check(schemas, CATALOG, "2.0.0", cli=cli).ok
+
+
+# ---------------------------------------------------------------- schemas are valid schemas
+
+
+def test_every_published_schema_is_valid_against_its_metaschema() -> None:
+    from generator.schemas import SCHEMA_DIR
+
+    docs = compat.schema_files(SCHEMA_DIR)
+    assert "api/recipe.schema.json" in docs and len(docs) > 20
+    problems = [b.format() for rel, doc in docs.items() for b in compat.meta_validate(rel, doc)]
+    assert problems == []
+
+
+def test_an_invalid_schema_fails_the_gate_and_cannot_become_a_baseline(tmp_path: Path) -> None:
+    schemas, catalog = _repo_copy(tmp_path)
+    cli: dict[str, Any] = {}
+    compat.update_baselines(schemas, catalog, "1.0.0", cli=cli)
+    bad = changed(required=["name", "name"])
+    bad["properties"]["count"]["type"] = "integr"
+    (schemas / "thing.schema.json").write_text(json.dumps(bad))
+    r = compat.check(schemas, catalog, "2.0.0", cli=cli)  # not even a major version helps
+    assert not r.ok
+    assert {(b.path, b.kind) for b in r.invalid} == {
+        ("$.required", "invalid-schema"),
+        ("$.properties.count.type", "invalid-schema"),
+    }
+    with pytest.raises(ValueError, match="invalid schemas cannot become baselines"):
+        compat.update_baselines(schemas, catalog, "2.0.0", cli=cli)
+
+
+# ---------------------------------------------------------------- the CLI surface
+
+
+def _renamed(surface: dict[str, Any], command: str, old: str, new: str) -> dict[str, Any]:
+    s = copy.deepcopy(surface)
+    opts = s[command]["options"]
+    spec = opts.pop(old)
+    spec["names"] = [new if n == old else n for n in spec["names"]]
+    opts[new] = spec
+    return s
+
+
+def test_cli_baseline_is_committed_and_current() -> None:
+    from generator.schemas import SCHEMA_DIR
+
+    baseline = json.loads((SCHEMA_DIR / compat.BASELINE_DIR / compat.CLI).read_text())
+    current = compat.current_cli()
+    assert list(compat.compare_cli(baseline, current)) == []
+    for name in ("aicr-catalog bundle", "aicr-catalog evidence verify", "aicr-catalog validate"):
+        assert name in baseline
+    assert baseline["aicr-catalog bundle"]["options"]["--archive"]["isFlag"] is True
+    assert baseline["aicr-catalog preflight"]["exitCodes"] == [0, 1, 2, 3]
+
+
+def test_renaming_an_option_fails_compat() -> None:
+    current = compat.current_cli()
+    new = _renamed(current, "aicr-catalog bundle", "--archive", "--tarball")
+    assert [b.format() for b in compat.compare_cli(current, new)] == [
+        "cli: aicr-catalog bundle --archive: removed-option: option --archive removed or renamed"
+    ]
+
+
+def test_renaming_an_option_in_the_click_tree_fails_the_gate(tmp_path: Path) -> None:
+    """The end-to-end case: the real bundle command with --archive renamed."""
+    import click
+
+    from generator.cli import main
+
+    bundle = main.commands["bundle"]
+    clone = copy.copy(bundle)
+    clone.params = [copy.copy(p) for p in bundle.params]
+    for p in clone.params:
+        if "--archive" in p.opts:
+            p.opts = ["--tarball"]
+    group = click.Group("aicr-catalog", params=main.params, help=main.help)
+    for name in main.commands:
+        group.add_command(clone if name == "bundle" else main.commands[name], name)
+    schemas, catalog = _repo_copy(tmp_path)
+    compat.update_baselines(schemas, catalog, "1.0.0", cli=compat.current_cli())
+    r = compat.check(schemas, catalog, "1.0.1", cli=compat.cli_surface(group))
+    assert not r.ok
+    assert [(b.subject, b.path, b.kind) for b in r.breaks] == [
+        ("cli", "aicr-catalog bundle --archive", "removed-option")
+    ]
+    out = compat.report_github(r, schemas)
+    assert "::error file=generator/commands/bundle.py,title=compat removed-option::" in out
+
+
+@pytest.mark.parametrize(
+    ("edit", "kind"),
+    [
+        (lambda s: s.pop("aicr-catalog diff"), "removed-command"),
+        (
+            lambda s: s["aicr-catalog bundle"]["options"]["--output"]["names"].remove("-o"),
+            "removed-option-name",
+        ),
+        (
+            lambda s: s["aicr-catalog bundle"]["options"]["--deployer"].update(default="flux"),
+            "changed-default",
+        ),
+        (
+            lambda s: s["aicr-catalog bundle"]["options"]["--deployer"]["choices"].remove("flux"),
+            "removed-choice",
+        ),
+        (
+            lambda s: s["aicr-catalog bundle"]["options"]["--nodes"].update(type="text"),
+            "changed-type",
+        ),
+        (lambda s: s["aicr-catalog validate"]["arguments"].clear(), "removed-argument"),
+        (
+            lambda s: s["aicr-catalog validate"]["options"]["--strict"].update(required=True),
+            "new-required",
+        ),
+        (lambda s: s["aicr-catalog preflight"].update(exitCodes=[0, 1, 2]), "changed-exit-codes"),
+    ],
+)
+def test_each_cli_break_is_caught(edit: Any, kind: str) -> None:
+    current = compat.current_cli()
+    new = copy.deepcopy(current)
+    edit(new)
+    assert [b.kind for b in compat.compare_cli(current, new)] == [kind]
+
+
+def test_new_commands_and_optional_options_pass() -> None:
+    current = compat.current_cli()
+    new = copy.deepcopy(current)
+    new["aicr-catalog brand-new"] = copy.deepcopy(current["aicr-catalog list"])
+    new["aicr-catalog list"]["options"]["--extra"] = {
+        **current["aicr-catalog list"]["options"]["--format"],
+        "names": ["--extra"],
+    }
+    assert list(compat.compare_cli(current, new)) == []
+
+
+def test_exit_codes_are_read_from_the_help() -> None:
+    assert compat.exit_codes("Do it.\n\nExit codes: 0 ok, 1 bad data, 2 usage.") == [0, 1, 2]
+    assert compat.exit_codes("Exit codes: 0 verdict pass; 1 verdict fail (x);\n3 infra.") == [
+        0,
+        1,
+        3,
+    ]
+    assert compat.exit_codes("No codes here, 3 things.") == []
+
+
+def test_compat_github_annotations_name_existing_repository_files(tmp_path: Path) -> None:
+    from generator.schemas import SCHEMA_DIR
+    from tests.conftest import REPO
+
+    breaks = (
+        compat.Break("api/recipe.schema.json", "$", "dropped-required", "x"),
+        compat.Break("cli", "aicr-catalog release verify --version", "removed-option", "y"),
+        compat.Break("bundle-layout:helm", "deploy.sh", "removed-path", "z"),
+    )
+    r = compat.CompatReport(breaks, (), (), "0.1.0", "0.1.1")
+    out = compat.report_github(r, SCHEMA_DIR)
+    files = re.findall(r"^::(?:error|warning) file=([^,]+),", out, re.M)
+    assert len(files) == 3
+    for f in files:
+        assert (REPO / f).is_file(), f
+    assert "catalog/schemas/api/recipe.schema.json" in files
+    assert "generator/commands/release_verify.py" in files

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,7 +13,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from generator import markdown
 from generator.cli import main
+from generator.diff import to_markdown
 from generator.evidence.store import evidence_path
 from generator.load import load_catalog
 from generator.resolve import resolve_all
@@ -85,10 +88,17 @@ def test_values_file_change_names_exactly_its_users_in_all_formats(repo: Path) -
     assert code == 0
     assert f"recipes ({len(got)} changed):" in text
     assert "    - values file components/slinky-slurm/values.yaml changed" in text
+    # every format shows the changed value itself, old → new
+    path = "components.slinky-slurm.values.testOnlyKey"
+    for r in got.values():
+        values = {v["path"]: v for v in r["values"]}  # type: ignore[attr-defined]
+        assert values[path] == {"path": path, "new": 1}  # no "old": it was absent
+    assert f"    {path}: (absent) → 1" in text
     code, md = diff(repo, "HEAD~1", "HEAD", "--format", "markdown", "--no-bundles")
     assert md.startswith("### Catalog impact: `HEAD~1` → `HEAD`")
     for leaf, prof in got:
-        assert f"| `{leaf}` | {prof} | changed |" in md
+        assert f"| `{leaf}` | {markdown.text(prof)} | changed |" in md
+    assert f"| `{path}` | `(absent)` | `1` |" in md
 
 
 def test_registry_pin_bump(repo: Path) -> None:
@@ -188,3 +198,48 @@ def test_working_tree_is_head_by_default_and_never_touched(repo: Path) -> None:
 def test_unknown_revision_is_usage_error(repo: Path) -> None:
     code, _ = diff(repo, "no-such-rev", "HEAD")
     assert code == 2
+
+
+def test_changed_values_show_old_and_new_and_markdown_is_inert(repo: Path) -> None:
+    """A hostile registry value and a hostile values key reach the PR comment as text only."""
+    values = repo / "catalog/components/slinky-slurm/values.yaml"
+    before = values.read_text()
+    values.write_text(before + "\nimage: {tag: '1.0'}\n")
+    commit(repo, "base value")
+    hostile = "<img src=x onerror=alert(1)> [click](https://evil.example) `x` | y"
+    values.write_text(before + "\nimage: {tag: " + json.dumps(hostile) + "}\n")
+    commit(repo, "hostile value")
+    got = changed(repo, "--no-bundles")
+    assert got
+    for r in got.values():
+        vals = {v["path"]: (v["old"], v["new"]) for v in r["values"]}  # type: ignore[attr-defined]
+        assert vals["components.slinky-slurm.values.image.tag"] == ("1.0", hostile)
+    code, md = diff(repo, "HEAD~1", "HEAD", "--format", "markdown", "--no-bundles")
+    assert code == 0
+    # the value sits in a code span fenced by two backticks (it holds one), pipe escaped
+    assert '| ``"<img src=x onerror=alert(1)> [click](https://evil.example) `x` \\| y"`` |' in md
+    for line in md.splitlines():
+        if line.startswith("| "):  # every table row keeps its columns
+            cells = [c for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+            assert len(cells) in (3, 4, 5), line
+    outside_code = re.sub(r"(`+).*?\1", "", md)
+    assert "<img" not in outside_code and "](" not in outside_code
+
+
+def test_markdown_escaping_of_names() -> None:
+    from generator.diff import Impact, RecipeChange
+
+    name = "a`b``c<b>x</b>"
+    impact = Impact(
+        "main",
+        "HEAD",
+        (RecipeChange(name, "std|x", "added", None, "sha256:1", ("new",), ()),),
+        (),
+        ("evidence/<script>`.json",),
+        (),
+        (),
+    )
+    md = to_markdown(impact)
+    assert "| ```a`b``c<b>x</b>``` | std\\|x | added |" in md
+    assert "- ```evidence/<script>`.json```" not in md  # one backtick inside: fence of two
+    assert "- ``evidence/<script>`.json``" in md

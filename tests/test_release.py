@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from generator import markdown
 from generator.cli import main
 from tests.conftest import REPO
 
@@ -81,7 +82,8 @@ def test_release_twice_is_byte_identical_and_complete(repo: Path, tmp_path: Path
     listed = {line.split("  ", 1)[1]: line.split("  ", 1)[0] for line in sums}
     assert listed == {k: v for k, v in a.items() if k != "SHA256SUMS"}
     assert "release-manifest.json" in listed and "aicr-catalog-site-v0.1.0.tar.gz" in listed
-    assert any(k.startswith("bundles/gb300-eks-ubuntu-training-slurm-nvl72-2304-") for k in listed)
+    assert any(k.startswith("gb300-eks-ubuntu-training-slurm-nvl72-2304-") for k in listed)
+    assert all("/" not in k for k in listed), "release assets are flat"
 
 
 def test_refusals(repo: Path, tmp_path: Path) -> None:
@@ -125,7 +127,10 @@ def test_changelog_against_previous_release_and_tag_elsewhere(repo: Path, tmp_pa
     log = (tmp_path / "rel" / "CHANGELOG.md").read_text()
     assert log.startswith("# v0.2.0\n")
     assert (
-        "| `gb300-eks-ubuntu-training-slurm` | nvl72-2304 | changed | values file components/slinky-slurm/values.yaml changed |"
+        "| `gb300-eks-ubuntu-training-slurm` | "
+        + markdown.text("nvl72-2304")
+        + " | changed | "
+        + markdown.text("values file components/slinky-slurm/values.yaml changed")
         in log
     )
     assert "h100-eks-ubuntu-inference-dynamo" not in log  # untouched recipes are not listed

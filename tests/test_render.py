@@ -204,16 +204,39 @@ def test_rendering_is_deterministic(deployer: Deployer) -> None:
     assert all(a[p] == b[p] for p in a)
 
 
+FOLDERS = ("001-cert", "002-oci-op", "003-gpu-pre", "004-gpu", "005-gpu-post", "006-tuning")
+LOCAL = {"003-gpu-pre": "gpu", "005-gpu-post": "gpu", "006-tuning": "tuning"}
+
+
+@pytest.mark.parametrize("deployer", DEPLOYERS)
+def test_folders_follow_the_numbered_release_layout(
+    trees: dict[Deployer, Any], deployer: Deployer
+) -> None:
+    tree = trees[deployer]
+    dirs = sorted({p.split("/", 1)[0] for p in tree if "/" in p and p[0].isdigit()})
+    assert tuple(dirs) == FOLDERS
+    info = one(tree, "bundle-info.yaml")
+    assert [(r["name"], r["component"], r["path"]) for r in info["releases"]] == [
+        ("cert", "cert", "001-cert"),
+        ("oci-op", "oci-op", "002-oci-op"),
+        ("gpu-pre", "gpu", "003-gpu-pre"),
+        ("gpu", "gpu", "004-gpu"),
+        ("gpu-post", "gpu", "005-gpu-post"),
+        ("tuning", "tuning", "006-tuning"),
+    ]
+
+
 @pytest.mark.parametrize("deployer", DEPLOYERS)
 def test_values_are_exactly_the_merged_values(
     trees: dict[Deployer, Any], deployer: Deployer
 ) -> None:
     result = sample_result()
     tree = trees[deployer]
+    dirs = {"cert": "001-cert", "oci-op": "002-oci-op", "gpu": "004-gpu"}
     for c in result.components:
         if c.chart is None:
             continue
-        d = f"{c.order + 1:03d}-{c.name}"
+        d = dirs[c.name]
         if deployer is Deployer.FLUX:
             got = one(tree, f"{d}/helmrelease.yaml")["spec"].get("values", {})
         else:
@@ -222,11 +245,27 @@ def test_values_are_exactly_the_merged_values(
 
 
 @pytest.mark.parametrize("deployer", DEPLOYERS)
-def test_manifests_copied_byte_for_byte(trees: dict[Deployer, Any], deployer: Deployer) -> None:
+def test_manifests_become_local_charts_byte_for_byte(
+    trees: dict[Deployer, Any], deployer: Deployer
+) -> None:
     tree = trees[deployer]
-    assert tree["003-gpu/pre-manifests/01-params.yaml"].data == PRE
-    assert tree["003-gpu/manifests/01-after.yaml"].data == POST
-    assert tree["004-tuning/manifests/01-tuning.yaml"].data == TUNING
+    assert tree["003-gpu-pre/templates/params.yaml"].data == PRE
+    assert tree["005-gpu-post/templates/after.yaml"].data == POST
+    assert tree["006-tuning/templates/tuning.yaml"].data == TUNING
+    values = {c.name: dict(c.values) for c in sample_result().components}
+    for d, component in LOCAL.items():
+        chart = one(tree, f"{d}/Chart.yaml")
+        release = d.split("-", 1)[1]
+        assert chart["apiVersion"] == "v2" and chart["name"] == release
+        assert chart["type"] == "application" and chart["version"] == "0.1.0"
+        assert chart["annotations"]["aicr.run/component"] == component
+        # the templates read `index .Values "<component>"`: values nest under the name
+        assert one(tree, f"{d}/values.yaml") == {component: values[component]}
+        assert [p for p in tree if p.startswith(f"{d}/templates/")]
+    # no raw manifest outside a chart's templates/
+    for p, f in tree.items():
+        if f.data in (PRE, POST, TUNING):
+            assert "/templates/" in p, p
 
 
 @pytest.mark.parametrize("deployer", DEPLOYERS)
@@ -235,14 +274,118 @@ def test_no_unsafe_paths(trees: dict[Deployer, Any], deployer: Deployer) -> None
         assert not p.startswith("/") and ".." not in p.split("/")
 
 
+@pytest.mark.parametrize("deployer", DEPLOYERS)
+def test_chart_repository_prefix_is_stripped(deployer: Deployer) -> None:
+    """`nvidia/nvsentinel` from `oci://ghcr.io/nvidia` is `oci://ghcr.io/nvidia/nvsentinel`, and
+    `jetstack/cert-manager` from an HTTP repository is `cert-manager`, as upstream AICR does."""
+    r = sample_result()
+    comps = list(r.components)
+    comps[0] = replace(comps[0], chart="jetstack/cert")
+    comps[1] = replace(
+        comps[1], repository="oci://ghcr.io/nvidia", chart="nvidia/nvsentinel", version="v1.1.0"
+    )
+    tree = render_bundle(replace(r, components=tuple(comps)), deployer, MANIFESTS)
+    text = "\n".join(f.data.decode() for p, f in tree.items() if p != "recipe.yaml")
+    assert "nvidia/nvidia" not in text and "jetstack/" not in text
+    if deployer is Deployer.HELM:
+        assert "helm upgrade --install oci-op oci://ghcr.io/nvidia/nvsentinel" in text
+        assert "helm upgrade --install cert cert \\" in text
+    elif deployer is Deployer.HELMFILE:
+        rel = {x["name"]: x for x in one(tree, "helmfile.yaml")["releases"]}
+        assert rel["oci-op"]["chart"] == "ghcr-io-nvidia/nvsentinel"
+        assert rel["cert"]["chart"] == "charts-example-com-stable/cert"
+    elif deployer is Deployer.ARGOCD:
+        src = one(tree, "002-oci-op/application.yaml")["spec"]["sources"][0]
+        assert (src["repoURL"], src["chart"]) == ("ghcr.io/nvidia", "nvsentinel")
+        assert one(tree, "001-cert/application.yaml")["spec"]["sources"][0]["chart"] == "cert"
+    else:
+        oci = one(tree, "sources/ocirepository-oci-op-chart.yaml")
+        assert oci["spec"]["url"] == "oci://ghcr.io/nvidia/nvsentinel"
+        spec = one(tree, "001-cert/helmrelease.yaml")["spec"]["chart"]["spec"]
+        assert spec["chart"] == "cert"
+
+
+def test_a_template_declaring_its_namespace_is_not_given_create_namespace() -> None:
+    ns = b"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: gpu\n"
+    m = {**MANIFESTS, "components/gpu/manifests/params.yaml": ns}
+    helm = render_bundle(sample_result(), "helm", m)
+    assert "--create-namespace" not in helm["003-gpu-pre/install.sh"].data.decode()
+    assert "--create-namespace" in helm["005-gpu-post/install.sh"].data.decode()
+    hf = {
+        x["name"]: x
+        for x in one(render_bundle(sample_result(), "helmfile", m), "helmfile.yaml")["releases"]
+    }
+    assert hf["gpu-pre"]["createNamespace"] is False and hf["gpu-post"]["createNamespace"]
+    argo = render_bundle(sample_result(), "argocd", m)
+    opts = one(argo, "003-gpu-pre/application.yaml")["spec"]["syncPolicy"]["syncOptions"]
+    assert "CreateNamespace=true" not in opts
+    flux = render_bundle(sample_result(), "flux", m)
+    assert one(flux, "003-gpu-pre/helmrelease.yaml")["spec"]["install"]["createNamespace"] is False
+
+
+def test_manifest_name_collisions_and_helm_partials_fail_closed() -> None:
+    r = sample_result()
+    comps = list(r.components)
+    comps[3] = replace(
+        comps[3],
+        manifest_files=("components/tuning/manifests/tuning.yaml", "other/tuning.yaml"),
+    )
+    m = {**MANIFESTS, "other/tuning.yaml": b"x: 1\n"}
+    with pytest.raises(RenderError) as e:
+        render_bundle(replace(r, components=tuple(comps)), "helm", m)
+    assert [d.rule for d in e.value.diagnostics] == ["render.manifest-collision"]
+    comps[3] = replace(comps[3], manifest_files=("components/tuning/manifests/_helpers.tpl",))
+    m = {**MANIFESTS, "components/tuning/manifests/_helpers.tpl": b"x"}
+    with pytest.raises(RenderError) as e:
+        render_bundle(replace(r, components=tuple(comps)), "argocd", m)
+    assert [d.rule for d in e.value.diagnostics] == ["render.manifest-name"]
+
+
+def test_a_component_without_chart_and_only_pre_manifests_is_its_pre_chart() -> None:
+    r = sample_result()
+    comps = list(r.components)
+    comps[3] = replace(
+        comps[3],
+        pre_manifest_files=("components/tuning/manifests/tuning.yaml",),
+        manifest_files=(),
+    )
+    tree = render_bundle(replace(r, components=tuple(comps)), "helmfile", MANIFESTS)
+    rel = [x["name"] for x in one(tree, "helmfile.yaml")["releases"]]
+    assert rel[-1] == "tuning-pre" and "tuning" not in rel
+    assert tree["006-tuning-pre/templates/tuning.yaml"].data == TUNING
+
+
+def test_a_component_without_namespace_fails_closed() -> None:
+    r = sample_result()
+    comps = list(r.components)
+    comps[3] = replace(comps[3], namespace="")
+    with pytest.raises(RenderError) as e:
+        render_bundle(replace(r, components=tuple(comps)), "helm", MANIFESTS)
+    (d,) = e.value.diagnostics
+    assert d.rule == "render.no-namespace" and "component tuning has no namespace" in d.message
+
+
+def test_injected_release_colliding_with_a_component_fails_closed() -> None:
+    r = sample_result()
+    comps = list(r.components)
+    comps[0] = replace(comps[0], name="gpu-post", namespace="cert")
+    comps[2] = replace(comps[2], dependency_refs=("gpu-post", "oci-op"))
+    with pytest.raises(RenderError) as e:
+        render_bundle(replace(r, components=tuple(comps)), "flux", MANIFESTS)
+    assert [d.rule for d in e.value.diagnostics] == ["render.release-collision"]
+
+
 # --- helm --------------------------------------------------------------------------------------
 
 
 def test_helm_layout_and_modes(trees: dict[Deployer, Any]) -> None:
     tree = trees[Deployer.HELM]
-    for d in ("001-cert", "002-oci-op", "003-gpu", "004-tuning"):
+    for d in FOLDERS:
         assert tree[f"{d}/install.sh"].mode == 0o755
-    assert "004-tuning/values.yaml" not in tree  # manifests only: no chart, no values
+        assert f"{d}/values.yaml" in tree
+    for d in LOCAL:
+        assert f"{d}/Chart.yaml" in tree
+    assert "004-gpu/Chart.yaml" not in tree  # the upstream chart is not vendored
     for p in ("deploy.sh", "undeploy.sh"):
         assert tree[p].mode == 0o755
     assert tree["README.md"].mode == 0o644
@@ -251,24 +394,32 @@ def test_helm_layout_and_modes(trees: dict[Deployer, Any]) -> None:
 def test_helm_deploy_order_and_commands(trees: dict[Deployer, Any]) -> None:
     tree = trees[Deployer.HELM]
     deploy = tree["deploy.sh"].data.decode()
-    positions = [
-        deploy.index(f"bash {d}/install.sh")
-        for d in ("001-cert", "002-oci-op", "003-gpu", "004-tuning")
-    ]
+    positions = [deploy.index(f"bash {d}/install.sh") for d in FOLDERS]
     assert positions == sorted(positions)
     undeploy = tree["undeploy.sh"].data.decode()
-    gone = [undeploy.index(f"removing {n}") for n in ("tuning", "gpu", "oci-op", "cert")]
+    gone = [
+        undeploy.index(f"removing {n}'")
+        for n in ("tuning", "gpu-post", "gpu", "gpu-pre", "oci-op", "cert")
+    ]
     assert gone == sorted(gone)
+    assert "helm uninstall gpu-post --namespace gpu" in undeploy
+    assert "kubectl" not in deploy + undeploy
 
-    gpu = tree["003-gpu/install.sh"].data.decode()
+    gpu = tree["004-gpu/install.sh"].data.decode()
     assert "helm upgrade --install gpu gpu" in gpu
     assert "--repo https://charts.example.com/stable" in gpu
     assert "--version 1.0.0" in gpu and "--wait" in gpu and "--create-namespace" in gpu
-    assert gpu.index("pre-manifests/01-params.yaml") < gpu.index("helm upgrade")
-    assert gpu.index("helm upgrade") < gpu.index(
-        "manifests/01-after.yaml", gpu.index("helm upgrade")
-    )
-    assert "retry()" in gpu and "ensure_namespace gpu" in gpu
+    assert "retry()" in gpu
+
+    for d, release in (("003-gpu-pre", "gpu-pre"), ("005-gpu-post", "gpu-post")):
+        local = tree[f"{d}/install.sh"].data.decode()
+        assert (
+            f"helm upgrade --install {release} ./ \\\n  --namespace gpu --create-namespace" in local
+        )
+        assert "--values values.yaml" in local and "--version" not in local
+        assert "kubectl" not in local
+    tuning = tree["006-tuning/install.sh"].data.decode()
+    assert "helm upgrade --install tuning ./" in tuning and "--namespace tune" in tuning
 
     oci = tree["002-oci-op/install.sh"].data.decode()
     assert (
@@ -281,11 +432,10 @@ def _run_with_fake_tools(bundle: Path, tmp: Path, script: str) -> tuple[str, lis
     bindir = tmp / "bin"
     bindir.mkdir(exist_ok=True)
     log = tmp / "calls.log"
-    # kubectl: `get` fails (namespace absent), everything else succeeds; helm always succeeds.
-    (bindir / "kubectl").write_text(
-        f'#!/bin/sh\necho "kubectl $*" >> "{log}"\ncase "$1" in get) exit 1;; esac\nexit 0\n'
+    (bindir / "kubectl").write_text(f'#!/bin/sh\necho "kubectl $*" >> "{log}"\nexit 0\n')
+    (bindir / "helm").write_text(
+        f'#!/bin/sh\necho "helm $* (in $(basename "$PWD"))" >> "{log}"\nexit 0\n'
     )
-    (bindir / "helm").write_text(f'#!/bin/sh\necho "helm $*" >> "{log}"\nexit 0\n')
     for tool in ("helm", "kubectl"):
         (bindir / tool).chmod(0o755)
     env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "AICR_RETRIES": "1"}
@@ -301,11 +451,26 @@ def test_helm_deploy_runs_in_order_with_fake_tools(tmp_path: Path) -> None:
     write_bundle(render_bundle(sample_result(), "helm", MANIFESTS), out)
     stdout, calls = _run_with_fake_tools(out, tmp_path, "deploy.sh")
     assert "recipe sample-recipe deployed" in stdout
-    installs = [c.split()[3] for c in calls if c.startswith("helm upgrade --install")]
-    assert installs == ["cert", "oci-op", "gpu"]
-    applies = [c.rsplit("/", 1)[-1] for c in calls if c.startswith("kubectl apply")]
-    assert applies == ["01-params.yaml", "01-after.yaml", "01-tuning.yaml"]
-    assert "kubectl create namespace gpu" in calls
+    installs = [(c.split()[3], c.split()[4]) for c in calls if c.startswith("helm upgrade")]
+    assert installs == [
+        ("cert", "cert"),
+        ("oci-op", "oci://ghcr.io/example/charts/operator"),
+        ("gpu-pre", "./"),
+        ("gpu", "gpu"),
+        ("gpu-post", "./"),
+        ("tuning", "./"),
+    ]
+    # each release runs from its own folder, so `./` and `values.yaml` are that folder's
+    assert [c.rsplit("(in ", 1)[1].rstrip(")") for c in calls] == list(FOLDERS)
+    assert not [c for c in calls if c.startswith("kubectl")]
+
+
+def test_helm_undeploy_removes_every_release_in_reverse(tmp_path: Path) -> None:
+    out = tmp_path / "bundle"
+    write_bundle(render_bundle(sample_result(), "helm", MANIFESTS), out)
+    _, calls = _run_with_fake_tools(out, tmp_path, "undeploy.sh")
+    removed = [c.split()[2] for c in calls if c.startswith("helm uninstall")]
+    assert removed == ["tuning", "gpu-post", "gpu", "gpu-pre", "oci-op", "cert"]
 
 
 def test_helm_deploy_refuses_a_tampered_bundle(tmp_path: Path) -> None:
@@ -339,18 +504,26 @@ def test_helmfile_releases_and_needs(trees: dict[Deployer, Any]) -> None:
     assert [r["name"] for r in hf["releases"]] == [
         "cert",
         "oci-op",
-        "gpu-pre-manifests",
+        "gpu-pre",
         "gpu",
-        "gpu-manifests",
-        "tuning-manifests",
+        "gpu-post",
+        "tuning",
     ]
     assert rel["gpu"]["version"] == "1.0.0"
     assert rel["gpu"]["chart"] == "charts-example-com-stable/gpu"
-    assert rel["gpu"]["values"] == ["./003-gpu/values.yaml"]
-    assert rel["gpu"]["needs"] == ["cert/cert", "ops/oci-op", "gpu/gpu-pre-manifests"]
-    assert rel["gpu-pre-manifests"]["needs"] == ["cert/cert", "ops/oci-op"]
-    assert rel["gpu-manifests"]["needs"] == ["gpu/gpu"]
-    assert rel["tuning-manifests"]["needs"] == ["gpu/gpu-manifests"]
+    assert rel["gpu"]["values"] == ["./004-gpu/values.yaml"]
+    assert rel["gpu-pre"]["needs"] == ["cert/cert", "ops/oci-op"]
+    assert rel["gpu"]["needs"] == ["gpu/gpu-pre"]
+    assert rel["gpu-post"]["needs"] == ["gpu/gpu"]
+    assert rel["tuning"]["needs"] == ["gpu/gpu-post"]
+    for name, d in (
+        ("gpu-pre", "003-gpu-pre"),
+        ("gpu-post", "005-gpu-post"),
+        ("tuning", "006-tuning"),
+    ):
+        # a local chart: Helm uses the chart's own values.yaml; no version, no repository
+        assert rel[name]["chart"] == f"./{d}" and "version" not in rel[name]
+        assert "values" not in rel[name]
     assert "needs" not in rel["cert"]
     assert rel["oci-op"]["chart"] == "ghcr-io-example-charts/operator"
 
@@ -358,23 +531,40 @@ def test_helmfile_releases_and_needs(trees: dict[Deployer, Any]) -> None:
 # --- argocd ------------------------------------------------------------------------------------
 
 
-def test_argocd_sync_waves_follow_depth(trees: dict[Deployer, Any]) -> None:
+def test_argocd_sync_waves_follow_depth_and_phase(trees: dict[Deployer, Any]) -> None:
     tree = trees[Deployer.ARGOCD]
-    waves = {}
-    for c in sample_result().components:
-        app = one(tree, f"{c.order + 1:03d}-{c.name}/application.yaml")
-        waves[c.name] = app["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"]
-    assert waves == {"cert": "0", "oci-op": "0", "gpu": "1", "tuning": "2"}
+    waves = {
+        d: one(tree, f"{d}/application.yaml")["metadata"]["annotations"][
+            "argocd.argoproj.io/sync-wave"
+        ]
+        for d in FOLDERS
+    }
+    # 3 x depth + 0 (pre), 1 (chart), 2 (post): a component's releases keep their order and
+    # each waits for the last release of its dependencies
+    assert waves == {
+        "001-cert": "1",
+        "002-oci-op": "1",
+        "003-gpu-pre": "3",
+        "004-gpu": "4",
+        "005-gpu-post": "5",
+        "006-tuning": "7",
+    }
 
 
 def test_argocd_sources_pinned_and_values_from_repo(trees: dict[Deployer, Any]) -> None:
     tree = trees[Deployer.ARGOCD]
-    gpu = one(tree, "003-gpu/application.yaml")
-    chart, ref, pre, post = gpu["spec"]["sources"]
+    gpu = one(tree, "004-gpu/application.yaml")
+    chart, ref = gpu["spec"]["sources"]
     assert chart["chart"] == "gpu" and chart["targetRevision"] == "1.0.0"
-    assert chart["helm"]["valueFiles"] == ["$values/003-gpu/values.yaml"]
+    assert chart["helm"]["valueFiles"] == ["$values/004-gpu/values.yaml"]
+    assert chart["helm"]["releaseName"] == "gpu"
     assert ref["ref"] == "values"
-    assert pre["path"] == "003-gpu/pre-manifests" and post["path"] == "003-gpu/manifests"
+    for d in LOCAL:
+        app = one(tree, f"{d}/application.yaml")
+        (src,) = app["spec"]["sources"]
+        assert src["path"] == d and "chart" not in src
+        assert src["helm"] == {"releaseName": d.split("-", 1)[1], "valueFiles": ["values.yaml"]}
+        assert app["metadata"]["name"] == d.split("-", 1)[1]
     oci = one(tree, "002-oci-op/application.yaml")["spec"]["sources"][0]
     assert oci["repoURL"] == "ghcr.io/example/charts" and oci["chart"] == "operator"
     root = one(tree, "app-of-apps.yaml")
@@ -384,13 +574,16 @@ def test_argocd_sources_pinned_and_values_from_repo(trees: dict[Deployer, Any]) 
 def test_argocd_repo_target_is_applied() -> None:
     t = GitOpsTarget("https://git.example.org/ops.git", "v2", "clusters/a")
     tree = render_bundle(sample_result(), "argocd", MANIFESTS, target=t)
-    gpu = one(tree, "003-gpu/application.yaml")["spec"]["sources"]
-    assert gpu[0]["helm"]["valueFiles"] == ["$values/clusters/a/003-gpu/values.yaml"]
+    gpu = one(tree, "004-gpu/application.yaml")["spec"]["sources"]
+    assert gpu[0]["helm"]["valueFiles"] == ["$values/clusters/a/004-gpu/values.yaml"]
     assert gpu[1] == {
         "repoURL": "https://git.example.org/ops.git",
         "targetRevision": "v2",
         "ref": "values",
     }
+    post = one(tree, "005-gpu-post/application.yaml")["spec"]["sources"][0]
+    assert post["repoURL"] == "https://git.example.org/ops.git"
+    assert post["path"] == "clusters/a/005-gpu-post" and post["targetRevision"] == "v2"
     assert one(tree, "app-of-apps.yaml")["spec"]["source"]["path"] == "clusters/a"
     assert one(tree, "bundle-info.yaml")["settings"] == {
         "repoURL": "https://git.example.org/ops.git",
@@ -412,9 +605,25 @@ def test_flux_sources_releases_and_depends_on(trees: dict[Deployer, Any]) -> Non
     assert oci["kind"] == "OCIRepository"
     assert oci["spec"]["url"] == "oci://ghcr.io/example/charts/operator"
     assert oci["spec"]["ref"] == {"tag": "v0.3.1"}
-    gpu = one(tree, "003-gpu/helmrelease.yaml")
-    assert gpu["spec"]["dependsOn"] == [{"name": "cert"}, {"name": "oci-op"}]
+    pre = one(tree, "003-gpu-pre/helmrelease.yaml")
+    assert pre["spec"]["dependsOn"] == [{"name": "cert"}, {"name": "oci-op"}]
+    gpu = one(tree, "004-gpu/helmrelease.yaml")
+    assert gpu["spec"]["dependsOn"] == [{"name": "gpu-pre"}]
     assert gpu["spec"]["chart"]["spec"]["version"] == "1.0.0"
+    post = one(tree, "005-gpu-post/helmrelease.yaml")
+    assert post["spec"]["dependsOn"] == [{"name": "gpu"}]
+    tuning = one(tree, "006-tuning/helmrelease.yaml")
+    assert tuning["spec"]["dependsOn"] == [{"name": "gpu-post"}]
+    for d in LOCAL:
+        spec = one(tree, f"{d}/helmrelease.yaml")["spec"]
+        assert spec["chart"]["spec"] == {
+            "chart": f"./{d}",
+            "sourceRef": {"kind": "GitRepository", "name": "flux-system"},
+            "reconcileStrategy": "Revision",
+            "interval": "1h",
+        }
+        assert "values" not in spec  # the chart's own values.yaml
+        assert spec["releaseName"] == d.split("-", 1)[1]
     op = one(tree, "002-oci-op/helmrelease.yaml")
     assert op["spec"]["chartRef"]["kind"] == "OCIRepository" and "dependsOn" not in op["spec"]
     root = one(tree, "kustomization.yaml")
@@ -424,8 +633,15 @@ def test_flux_sources_releases_and_depends_on(trees: dict[Deployer, Any]) -> Non
     for p in tree:
         if p.startswith("sources/") or p.endswith("helmrelease.yaml"):
             assert p in root["resources"]
-    k = one(tree, "004-tuning/manifests-kustomization.yaml")
-    assert k["kind"] == "Kustomization" and k["spec"]["path"] == "./004-tuning/manifests"
+    # templates and charts are never applied as plain objects
+    assert not [r for r in root["resources"] if "/templates/" in r or r.endswith("Chart.yaml")]
+
+
+def test_flux_local_chart_paths_follow_the_repo_path() -> None:
+    t = GitOpsTarget("https://git.example.org/ops.git", "v2", "clusters/a")
+    tree = render_bundle(sample_result(), "flux", MANIFESTS, target=t)
+    spec = one(tree, "005-gpu-post/helmrelease.yaml")["spec"]["chart"]["spec"]
+    assert spec["chart"] == "./clusters/a/005-gpu-post"
 
 
 # --- failures and writing ----------------------------------------------------------------------

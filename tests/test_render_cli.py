@@ -3,15 +3,22 @@ repository's catalog."""
 
 from __future__ import annotations
 
+import hashlib
 import shlex
 import shutil
+import sys
+import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from click.testing import CliRunner
 
 from generator.cli import main
+from generator.commands.bundle import recipe_file
+from generator.errors import Diagnostic, Severity
+from generator.resolve import resolve
 from tests.conftest import CATALOG
 
 RECIPE = "gb300-eks-ubuntu-training-slurm"
@@ -260,6 +267,178 @@ def test_unknown_recipe_exits_1(tmp_path: Path) -> None:
     assert not (tmp_path / "x").exists()
 
 
+# --- bundle --recipe FILE ------------------------------------------------------------------------
+
+
+def _fake_reader(monkeypatch: pytest.MonkeyPatch, calls: list[Any]) -> None:
+    """Stand in for generator.aicr_format's reader: answers with the catalog's own recipe, so a
+    bundle from the file must equal the bundle by name (the reader itself is tested beside it)."""
+    fake = types.ModuleType("generator.aicr_format")
+
+    def load_recipe_result(path: Path, catalog: Any, overrides: Any) -> Any:
+        calls.append((Path(path), tuple(overrides)))
+        warning = Diagnostic(
+            str(path),
+            3,
+            5,
+            "$.deploymentOrder[0]",
+            "'x' is in deploymentOrder but not in componentRefs: ignored",
+            "recipe-result.order",
+            Severity.WARNING,
+        )
+        return resolve(catalog, RECIPE, overrides=tuple(overrides)), (warning,)
+
+    fake.load_recipe_result = load_recipe_result  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "generator.aicr_format", fake)
+
+
+@pytest.mark.parametrize("deployer", ["helm", "flux"])
+def test_bundle_from_a_recipe_result_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, deployer: str
+) -> None:
+    calls: list[Any] = []
+    _fake_reader(monkeypatch, calls)
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("kind: RecipeResult\n")
+    by_name = bundle(tmp_path / "n", "--set", "gpu-operator:driver.version=1", deployer=deployer)
+    out = tmp_path / "f"
+    code, stdout, stderr = run(
+        "--recipe",
+        str(recipe),
+        "-d",
+        deployer,
+        "--catalog",
+        str(CATALOG),
+        "-o",
+        str(out),
+        "--set",
+        "gpu-operator:driver.version=1",
+    )
+    assert code == 0, stderr
+    assert stdout.startswith(f"wrote {out}/ (")
+    assert stderr == (
+        f"{recipe}:3:5: $.deploymentOrder[0]: warning: 'x' is in deploymentOrder but not in "
+        "componentRefs: ignored [recipe-result.order]\n"
+    )
+    ((path, overrides),) = calls
+    assert path == recipe and [o.path for o in overrides] == ["driver.version"]
+    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert files == sorted(
+        p.relative_to(by_name).as_posix() for p in by_name.rglob("*") if p.is_file()
+    )
+    for rel in files:
+        if rel not in ("README.md", "checksums.txt"):
+            assert (out / rel).read_bytes() == (by_name / rel).read_bytes(), rel
+    readme = (out / "README.md").read_text()
+    command = readme.split("```shell\n", 1)[1].split("\n```", 1)[0]
+    assert f"--recipe {recipe} --deployer {deployer} --set" in command
+    assert "--scale-profile" not in command
+    assert run("verify", str(out))[0] == 0
+
+
+def test_recipe_file_takes_no_scale_profile_nor_criteria(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[Any] = []
+    _fake_reader(monkeypatch, calls)
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("kind: RecipeResult\n")
+    base = ["--recipe", str(recipe), "--catalog", str(CATALOG), "-o", str(tmp_path / "o")]
+    code, _, stderr = run(*base, "--scale-profile", "large")
+    assert code == 2 and "--scale-profile and --nodes do not apply" in stderr
+    code, _, stderr = run(*base, "--nodes", "4")
+    assert code == 2 and "do not apply to a RecipeResult file" in stderr
+    code, _, stderr = run(*base, "--service", "eks")
+    assert code == 2 and "not both" in stderr
+    code, _, stderr = run("--recipe", str(tmp_path / "nope.yaml"), "-o", str(tmp_path / "o"))
+    assert code == 2 and "no such file" in stderr
+    assert calls == [] and not (tmp_path / "o").exists()
+
+
+def test_recipe_file_is_told_apart_from_names_and_criteria() -> None:
+    assert recipe_file("recipe.yaml") == Path("recipe.yaml")
+    assert recipe_file("out/r.json") == Path("out/r.json")
+    assert recipe_file("./gb300") == Path("gb300")
+    assert recipe_file("gb300-eks-ubuntu-training-slurm") is None
+    assert recipe_file("service=eks,accelerator=gb300") is None
+    assert recipe_file(None) is None
+
+
+UPSTREAM_RECIPE = """\
+kind: RecipeResult
+apiVersion: aicr.nvidia.com/v1alpha1
+metadata:
+  appliedOverlays: [base, gke-cos-training]
+criteria:
+  service: gke
+  accelerator: h100
+  intent: training
+componentRefs:
+  - name: gpu-operator
+    namespace: gpu-operator
+    chart: gpu-operator
+    type: Helm
+    source: https://helm.ngc.nvidia.com/nvidia
+    version: v25.10.1
+    valuesFile: components/gpu-operator/values-gke-cos-training.yaml
+    manifestFiles:
+      - components/gpu-operator/manifests/dcgm-exporter.yaml
+      - components/gpu-operator/manifests/kernel-module-params.yaml
+  - name: nvsentinel
+    namespace: nvsentinel
+    chart: nvsentinel
+    type: Helm
+    source: oci://ghcr.io/nvidia
+    version: v1.1.0
+    valuesFile: components/nvsentinel/values.yaml
+    dependencyRefs: [gpu-operator]
+  - name: gke-nccl-tcpxo
+    namespace: kube-system
+    type: Helm
+    manifestFiles:
+      - components/gke-nccl-tcpxo/manifests/nri-device-injector.yaml
+    dependencyRefs: [gpu-operator]
+deploymentOrder: [gpu-operator, nvsentinel, gke-nccl-tcpxo]
+"""
+
+
+@pytest.mark.parametrize("deployer", ["helm", "helmfile", "argocd", "flux"])
+def test_bundle_of_an_upstream_recipe_result(
+    tmp_path: Path, shared_dir: Path, deployer: str
+) -> None:
+    """With the real reader (generator.aicr_format) and upstream's own recipe tree: the templated
+    manifests become local charts with the component's values under its name, the OCI chart
+    keeps one `nvidia`, the manifest-only component is a release in its own namespace."""
+    pytest.importorskip("generator.aicr_format")
+    tree = shared_dir / "upstream-aicr" / "v0.11.1" / "recipes"
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(UPSTREAM_RECIPE)
+    out = tmp_path / "b"
+    code, _, stderr = run(
+        "--recipe", str(recipe), "-d", deployer, "--catalog", str(tree), "-o", str(out)
+    )
+    assert code == 0, stderr
+    assert run("verify", str(out))[0] == 0
+    for name in ("dcgm-exporter.yaml", "kernel-module-params.yaml"):
+        got = (out / "002-gpu-operator-post" / "templates" / name).read_bytes()
+        assert got == (tree / "components" / "gpu-operator" / "manifests" / name).read_bytes()
+    values = yaml.safe_load((out / "002-gpu-operator-post" / "values.yaml").read_text())
+    assert list(values) == ["gpu-operator"] and values["gpu-operator"]
+    assert (out / "004-gke-nccl-tcpxo" / "templates" / "nri-device-injector.yaml").is_file()
+    text = "\n".join(
+        p.read_text() for p in out.rglob("*") if p.is_file() and "templates" not in p.parts
+    )
+    assert "nvidia/nvidia" not in text
+    assert "--namespace gke-nccl-tcpxo" not in text
+    releases = yaml.safe_load((out / "bundle-info.yaml").read_text())["releases"]
+    assert [(r["name"], r["namespace"]) for r in releases] == [
+        ("gpu-operator", "gpu-operator"),
+        ("gpu-operator-post", "gpu-operator"),
+        ("nvsentinel", "nvsentinel"),
+        ("gke-nccl-tcpxo", "kube-system"),
+    ]
+
+
 # --- verify ------------------------------------------------------------------------------------
 
 
@@ -314,6 +493,82 @@ def test_verify_without_checksums_fails_closed(tmp_path: Path) -> None:
     assert "checksums.txt is missing" in stderr
     code, _, stderr = run("verify", str(tmp_path / "nope"))
     assert code == 2
+
+
+def upstream_shaped_bundle(root: Path) -> Path:
+    """A bundle laid out as upstream AICR writes one: checksums.txt (two spaces, one line per
+    file, in generation order) covers the deployer's files; recipe.yaml and attestation/ are
+    written after it and are not listed."""
+    covered = {
+        "001-gpu-operator/values.yaml": b"driver:\n  version: 580.82.07\n",
+        "001-gpu-operator/cluster-values.yaml": b"{}\n",
+        "001-gpu-operator/upstream.env": b"CHART=gpu-operator\nVERSION=v25.10.1\n",
+        "001-gpu-operator/install.sh": b"#!/usr/bin/env bash\nhelm upgrade --install x\n",
+        "002-gpu-operator-post/Chart.yaml": b"apiVersion: v2\nname: gpu-operator-post\n",
+        "002-gpu-operator-post/templates/dcgm-exporter.yaml": b"kind: ConfigMap\n",
+        "deploy.sh": b"#!/usr/bin/env bash\n",
+        "README.md": b"# bundle\n",
+    }
+    after = {
+        "recipe.yaml": b"apiVersion: aicr.nvidia.com/v1alpha1\nkind: RecipeResult\n",
+        "attestation/bundle-attestation.sigstore.json": b"{}\n",
+    }
+    for rel, data in {**covered, **after}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    lines = [f"{hashlib.sha256(d).hexdigest()}  {rel}" for rel, d in covered.items()]
+    (root / "checksums.txt").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def test_verify_accepts_an_upstream_shaped_bundle(tmp_path: Path) -> None:
+    out = upstream_shaped_bundle(tmp_path / "up")
+    code, stdout, stderr = run("verify", str(out))
+    assert code == 0, stderr
+    assert stdout == f"{out}: 8 files match checksums.txt; 2 file(s) not covered (named above)\n"
+    lines = stderr.splitlines()
+    assert [line.split(":", 1)[0] for line in lines] == [
+        "attestation/bundle-attestation.sigstore.json",
+        "recipe.yaml",
+    ]
+    assert all("warning: not covered by checksums.txt" in x for x in lines)
+    assert all(x.endswith("[bundle.not-covered]") for x in lines)
+
+
+def test_verify_of_an_upstream_bundle_still_checks_every_listed_file(tmp_path: Path) -> None:
+    out = upstream_shaped_bundle(tmp_path / "up")
+    (out / "002-gpu-operator-post" / "templates" / "dcgm-exporter.yaml").write_text("x: 1\n")
+    (out / "deploy.sh").unlink()
+    code, _, stderr = run("verify", str(out))
+    assert code == 1
+    lines = stderr.splitlines()
+    assert "002-gpu-operator-post/templates/dcgm-exporter.yaml: $: modified file" in stderr
+    assert "deploy.sh: $: missing file (listed in checksums.txt) [bundle.missing]" in lines
+    assert lines[-1] == f"error: {out}: 2 problem(s) against checksums.txt"
+
+
+@pytest.mark.parametrize("line", ["../outside.txt", "/etc/passwd", "a/../../b", "a\\b"])
+def test_verify_reports_a_path_leaving_the_bundle(tmp_path: Path, line: str) -> None:
+    out = upstream_shaped_bundle(tmp_path / "up")
+    with (out / "checksums.txt").open("a") as f:
+        f.write(f"{'0' * 64}  {line}\n")
+    code, _, stderr = run("verify", str(out))
+    assert code == 1
+    (bad,) = [x for x in stderr.splitlines() if "[bundle.unsafe-path]" in x]
+    assert bad.startswith("checksums.txt:9:1: $: unsafe or self-referencing path")
+
+
+def test_own_bundle_stays_closed_world_without_bundle_info(tmp_path: Path) -> None:
+    """Deleting bundle-info.yaml does not turn one of this project's bundles into an
+    open-world one: checksums.txt lists it, so it is missing and every unlisted file an error."""
+    out = bundle(tmp_path)
+    (out / "bundle-info.yaml").unlink()
+    (out / "notes.txt").write_text("x\n")
+    code, _, stderr = run("verify", str(out))
+    assert code == 1
+    assert "bundle-info.yaml: $: missing file (listed in checksums.txt) [bundle.missing]" in stderr
+    assert "notes.txt: $: extra file (not in checksums.txt) [bundle.extra]" in stderr
+    assert "warning" not in stderr
 
 
 @pytest.mark.parametrize("deployer", ["helm", "argocd"])

@@ -85,9 +85,9 @@ def gitops_documents() -> Iterator[tuple[str, dict[str, Any]]]:
         for path, f in tree.items():
             if (
                 not path.endswith(".yaml")
-                or "manifests/" in path
+                or "/templates/" in path  # Helm templates of local charts, copied unchanged
                 or path in ("recipe.yaml", "bundle-info.yaml")
-                or path.endswith("values.yaml")
+                or path.endswith(("values.yaml", "/Chart.yaml"))
             ):
                 continue
             for doc in yaml.safe_load_all(f.data):
@@ -181,11 +181,19 @@ def test_values_files_hold_exactly_the_merged_values() -> None:
         result = resolve(catalog, name, profile=profile)
         trees = {d: t for label, d, t in _real_trees() if label == f"{name}/{profile}"}
         assert set(trees) == set(Deployer)
-        for c in result.components:
-            if c.chart is None:
-                continue
-            d = f"{c.order + 1:03d}-{c.name}"
-            for dep, tree in trees.items():
+        for dep, tree in trees.items():
+            info = yaml.safe_load(tree["bundle-info.yaml"].data)
+            by_name = {c.name: c for c in result.components}
+            seen = set()
+            for r in info["releases"]:
+                c = by_name[r["component"]]
+                d = r["path"]
+                seen.add(c.name)
+                if f"{d}/Chart.yaml" in tree:  # local chart: values nested under the name
+                    got = yaml.safe_load(tree[f"{d}/values.yaml"].data)
+                    assert got == {c.name: dict(c.values)}, f"{name}/{profile}/{dep}/{d}"
+                    continue
+                assert r["name"] == c.name and c.chart is not None
                 if dep is Deployer.FLUX:
                     got = yaml.safe_load(tree[f"{d}/helmrelease.yaml"].data)["spec"].get(
                         "values", {}
@@ -193,6 +201,7 @@ def test_values_files_hold_exactly_the_merged_values() -> None:
                 else:
                     got = yaml.safe_load(tree[f"{d}/values.yaml"].data)
                 assert got == dict(c.values), f"{name}/{profile}/{dep}/{c.name}"
+            assert seen == set(by_name)
 
 
 def _shellcheck() -> str:

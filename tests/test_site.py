@@ -25,7 +25,8 @@ from click.testing import CliRunner
 
 from generator.cli import main
 from generator.commands.build import cli_reference
-from generator.errors import SiteError
+from generator.errors import CatalogError, SiteError
+from generator.outputs import MARKER
 from generator.site import charts
 from generator.site.build import BuildOptions, build_site
 from generator.site.jinja import md_inline, script_json, url_part
@@ -423,6 +424,7 @@ def test_broken_recipe_fails_with_located_error_and_keeps_previous_site(
     out = tmp_path / "site"
     out.mkdir()
     (out / "index.html").write_text("previous site")
+    (out / MARKER).write_text("site\n")  # a previous build's output (generator/outputs.py)
     result = CliRunner().invoke(
         main,
         [
@@ -441,7 +443,7 @@ def test_broken_recipe_fails_with_located_error_and_keeps_previous_site(
         result.stderr,
     ), result.stderr
     assert "left unchanged" in result.stderr
-    assert [p.name for p in out.iterdir()] == ["index.html"]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "index.html"]
     assert (out / "index.html").read_text() == "previous site"
 
 
@@ -571,9 +573,20 @@ def test_a_strict_mkdocs_warning_fails_the_build_and_keeps_the_site(
     out = tmp_path / "site"
     out.mkdir()
     (out / "index.html").write_text("previous site")
+    (out / MARKER).write_text("site\n")  # a previous build's output (generator/outputs.py)
     with pytest.raises(SiteError) as info:
         build_site(options(site_inputs, out, docs=docs, bundles=False))
     text = info.value.diagnostics_text()
     assert re.search(r"^docs/releasing\.md: \$: .*no-such-page\.md", text, re.M), text
-    assert [p.name for p in out.iterdir()] == ["index.html"]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "index.html"]
     assert not list(tmp_path.glob(".site-build-*"))  # the temporary tree is gone too
+
+
+def test_the_built_site_is_marked_and_recognised_as_a_site(built_site: Path) -> None:
+    """The mark is what lets the next build replace this directory (generator/outputs.py)."""
+    from generator.outputs import OutputKind, check_output_dir, marked_kind
+
+    assert marked_kind(built_site) is OutputKind.SITE
+    check_output_dir(built_site, OutputKind.SITE)  # a rebuild may replace it
+    with pytest.raises(CatalogError, match="site output"):
+        check_output_dir(built_site, OutputKind.BUNDLE)  # a bundle may not

@@ -134,7 +134,7 @@ def test_pool_signing_gives_the_same_bytes(tmp_path: Path) -> None:
 def test_refuses_a_directory_it_did_not_write(tmp_path: Path) -> None:
     (tmp_path / "catalog").mkdir()
     (tmp_path / "catalog" / "precious.yaml").write_text("keep me")
-    with pytest.raises(UsageError, match="not written by"):
+    with pytest.raises(UsageError, match=r"not marked as this tool.s synth output"):
         synthesize(SynthOptions(2, 0), tmp_path)
     assert (tmp_path / "catalog" / "precious.yaml").read_text() == "keep me"
 

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -95,3 +98,96 @@ def test_pre_commit_hooks_run_validate() -> None:
         assert args[1] in main.commands
     hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
     assert hooks[0]["entry"].startswith("aicr-catalog validate")
+
+
+# ---------------------------------------------------------------- hardening (zizmor and beyond)
+
+
+def _zizmor() -> str:
+    exe = Path(sys.executable).parent / "zizmor"
+    if not exe.exists():
+        found = shutil.which("zizmor")
+        if found is None:
+            pytest.fail("zizmor is not installed: `make .venv` installs it from pyproject.toml")
+        return found
+    return str(exe)
+
+
+@pytest.mark.parametrize("persona", ["regular", "pedantic"])
+def test_zizmor_reports_nothing(persona: str) -> None:
+    proc = subprocess.run(
+        [_zizmor(), "--offline", "--no-progress", "--persona", persona, ".github/workflows"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "No findings to report" in proc.stdout + proc.stderr
+
+
+def _jobs_steps(doc: dict[Any, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [(name, s) for name, job in doc["jobs"].items() for s in job.get("steps", [])]
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_no_expression_in_run_and_no_persisted_credentials(path: Path) -> None:
+    doc = load(path)
+    assert "concurrency" in doc, f"{path.name}: no concurrency group"
+    for job, step in _jobs_steps(doc):
+        assert "${{" not in str(step.get("run", "")), (
+            f"{path.name}/{job}: pass expressions to run: through env:"
+        )
+        if str(step.get("uses", "")).startswith("actions/checkout@"):
+            assert step.get("with", {}).get("persist-credentials") is False, (
+                f"{path.name}/{job}: checkout keeps credentials"
+            )
+    for name, job in doc["jobs"].items():
+        image = job.get("container")
+        if image is not None:
+            ref = image if isinstance(image, str) else image["image"]
+            assert re.fullmatch(r"[\w./:-]+@sha256:[0-9a-f]{64}", ref), (
+                f"{path.name}/{name}: container {ref} is not pinned by digest"
+            )
+
+
+def test_pr_gate_covers_every_deployer_profile_and_the_seed_preflight() -> None:
+    from generator.render import Deployer
+
+    pr = load(REPO / ".github/workflows/pr.yml")
+    bundles = pr["jobs"]["bundles"]
+    assert set(bundles["strategy"]["matrix"]["deployer"]) == {str(d) for d in Deployer}
+    script = " ".join(str(s.get("run", "")) for s in bundles["steps"])
+    assert "resolve_all" in script and '--scale-profile "$profile"' in script
+    assert '--deployer "$DEPLOYER"' in script and "bundle verify" in script
+    text = " ".join(_run_lines(pr))
+    assert "make preflight-samples" in text
+    assert "compat --format github" in text
+    assert "preflight-samples:" in (REPO / "Makefile").read_text()
+    makefile = (REPO / "Makefile").read_text()
+    for profile in ("standard", "nvl72-2304"):
+        assert f"check {profile} " in makefile, f"preflight-samples does not run {profile}"
+
+
+def test_evidence_pull_requests_are_opened_with_an_app_token() -> None:
+    q = load(REPO / ".github/workflows/qualify.yml")
+    job = q["jobs"]["qualify"]
+    assert job["permissions"].get("contents") == "read"
+    assert "pull-requests" not in job["permissions"], "GITHUB_TOKEN must not open the PR"
+    steps = job["steps"]
+    mint = next(i for i, s in enumerate(steps) if "create-github-app-token" in s.get("uses", ""))
+    pr = next(i for i, s in enumerate(steps) if "gh pr create" in s.get("run", ""))
+    assert mint < pr and steps[pr]["env"]["GH_TOKEN"] == "${{ steps.app-token.outputs.token }}"
+    # every step that runs repository code comes before the token exists
+    assert all(
+        ".venv/bin/" not in s.get("run", "") and "make " not in s.get("run", "")
+        for s in steps[mint:]
+    )
+    assert job["if"] == "github.ref == 'refs/heads/main'"
+
+
+def test_release_notes_template_says_how_to_verify() -> None:
+    text = (REPO / ".github/release-notes-template.md").read_text()
+    assert "aicr-catalog release verify" in text and "@VERSION@" in text
+    assert "https://token.actions.githubusercontent.com" in text
+    assert ".github/workflows/release.yml@refs/tags/@VERSION@" in text

@@ -52,7 +52,7 @@ def report_error(e: CatalogError) -> NoReturn:
     click.echo(e.diagnostics_text() if e.diagnostics else f"error: {e.message}", err=True)
     if e.diagnostics:
         click.echo(f"error: {e.message}", err=True)
-    sys.exit(EXIT_DATA)
+    sys.exit(e.exit_code)
 
 
 def open_catalog(path: Path) -> Catalog:

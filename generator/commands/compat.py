@@ -1,4 +1,4 @@
-"""`aicr-catalog compat`: fail on a breaking change to published schemas or bundle layouts."""
+"""`aicr-catalog compat`: fail on a breaking change to published schemas, bundle layouts or CLI."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from generator import __version__, compat
-from generator.commands.common import EXIT_DATA, EXIT_OK, catalog_option
+from generator.commands.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, catalog_option
 from generator.schemas import SCHEMA_DIR
 
 
@@ -17,24 +17,50 @@ from generator.schemas import SCHEMA_DIR
 @click.option(
     "--update-baselines",
     is_flag=True,
-    help="Rewrite catalog/schemas/baselines/ from the current schemas and layouts (at a release).",
+    help="Rewrite catalog/schemas/baselines/ from the current schemas, layouts and CLI "
+    "(when a major version is cut; see docs/compatibility.md).",
 )
-def command(catalog_path: Path, update_baselines: bool) -> None:
-    """Compare the published JSON Schemas and bundle layouts with their committed baselines.
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "github"]),
+    default="text",
+    show_default=True,
+    help="text for people, json for tools, github for workflow annotations on the files.",
+)
+def command(catalog_path: Path, update_baselines: bool, fmt: str) -> None:
+    """Check every published JSON Schema against its metaschema, and the schemas, bundle layouts
+    and command line against their committed baselines.
 
-    Breaking: a removed or renamed field or bundle path, a tightened type, a new required field,
-    a removed enum value. They fail unless the major version changed or the break is listed in
-    catalog/schemas/compat-exceptions.yaml (acknowledged: [{subject, path, kind, reason}]); an
-    acknowledgement that matches no break fails as stale. Additive optional fields pass.
+    Breaking (docs/compatibility.md): a removed or renamed field, schema, bundle path, command,
+    option or argument; for schemas the tool reads, a tightened type, a new required field, a
+    removed enum value; for schemas of what it writes, a loosening (a field dropped from
+    required, a widened type, an added enum value); for the CLI, a changed default or type, a
+    removed choice, a new required option, a changed set of exit codes. They fail unless the
+    major version changed or the break is listed in catalog/schemas/compat-exceptions.yaml
+    (acknowledged: [{subject, path, kind, reason}]); an acknowledgement that matches no break
+    fails as stale. An invalid schema always fails. Additive changes pass.
 
-    Exit codes: 0 compatible, 1 breaking change or stale acknowledgement, 2 usage.
+    Exit codes: 0 compatible, 1 breaking change, invalid schema or stale acknowledgement,
+    2 usage.
     """
     if update_baselines:
-        written = compat.update_baselines(SCHEMA_DIR, catalog_path, __version__)
+        try:
+            written = compat.update_baselines(SCHEMA_DIR, catalog_path, __version__)
+        except ValueError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(EXIT_USAGE)
         click.echo(
-            f"compat: wrote {len(written)} schema baseline(s) and the bundle layouts", err=True
+            f"compat: wrote {len(written)} schema baseline(s), the bundle layouts and the CLI",
+            err=True,
         )
         return
     report = compat.check(SCHEMA_DIR, catalog_path, __version__)
-    click.echo(compat.report_text(report), nl=False)
+    if fmt == "json":
+        out = compat.report_json(report)
+    elif fmt == "github":
+        out = compat.report_github(report, SCHEMA_DIR)
+    else:
+        out = compat.report_text(report)
+    click.echo(out, nl=False)
     sys.exit(EXIT_OK if report.ok else EXIT_DATA)

@@ -80,7 +80,12 @@ def command() -> None:
 )
 @catalog_option
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "github"]),
+    default="text",
+    show_default=True,
+    help="github: an annotation on each rejected or stale file, named from the repository root.",
 )
 @click.option(
     "--jobs", type=click.IntRange(min=1), default=None, help="Processes (default: every core)."
@@ -107,9 +112,32 @@ def verify_command(
         fail("no *.sigstore.json evidence file found under the given paths", EXIT_USAGE)
     if fmt == "json":
         click.echo(report.verification_json(run.records, run.trust_roots), nl=False)
+    elif fmt == "github":
+        click.echo(_github(run), nl=False)
     else:
         click.echo(report.verification_text(run.records), nl=False)
     sys.exit(EXIT_OK if all(r.counted for r in run.records) else EXIT_DATA)
+
+
+def _github(run: EvidenceRun) -> str:
+    """One annotation per file that does not count (rejected: error; stale: warning)."""
+    from generator.report import annotation
+
+    lines = []
+    for r in run.records:
+        if r.counted:
+            continue
+        klass = "stale" if getattr(r, "stale", False) else str(getattr(r, "klass", "rejected"))
+        lines.append(
+            annotation(
+                "warning" if klass == "stale" else "error",
+                r.message,
+                title=f"evidence {klass}",
+                path=r.path,
+            )
+        )
+    lines.append(report.verification_text(run.records).splitlines()[-1])
+    return "\n".join(lines) + "\n"
 
 
 @command.command("show")

@@ -160,5 +160,5 @@ def command(
         report = preflight(result, scale, checks, snapshot, nodes)
     except CatalogError as e:
         _usage(e.message, e)
-    click.echo(render(report, Format(fmt)), nl=False)
+    click.echo(render(report, Format(fmt), str(snapshot_path)), nl=False)
     sys.exit(report.exit_code)

@@ -7,16 +7,14 @@ from pathlib import Path
 
 import click
 
-from generator.commands.common import EXIT_DATA
+from generator.commands.release_verify import verify_command
 from generator.diff import repo_root
 from generator.errors import CatalogError
 from generator.release import release
 
 
-@click.command("release")
-@click.option(
-    "--version", "version", required=True, metavar="vX.Y.Z", help="The version to release."
-)
+@click.group("release", invoke_without_command=True)
+@click.option("--version", "version", metavar="vX.Y.Z", help="The version to release (required).")
 @click.option(
     "--previous",
     default=None,
@@ -38,9 +36,13 @@ from generator.release import release
     metavar="public-good|FILE",
     help="Trust root for evidence; the demo root is refused.",
 )
-def command(version: str, previous: str | None, out: Path, trust_root: str) -> None:
+@click.pass_context
+def command(
+    ctx: click.Context, version: str | None, previous: str | None, out: Path, trust_root: str
+) -> None:
     """Build every bundle archive, the site archive, SHA256SUMS, the release manifest and the
     changelog against the previous release, from the committed tree at HEAD.
+    `release verify DIR` checks downloaded release assets (see its --help).
 
     Refuses (exit 1): a dirty tree, a tag VERSION that points elsewhere, a version not greater
     than the previous one, the demo trust root, and sample or unverified evidence counted as
@@ -48,14 +50,21 @@ def command(version: str, previous: str | None, out: Path, trust_root: str) -> N
 
     Exit codes: 0 released, 1 refused or bad data, 2 usage.
     """
+    if ctx.invoked_subcommand is not None:
+        return
+    if version is None:
+        raise click.UsageError("Missing option '--version'.")
     try:
         report = release(
             repo_root(Path.cwd()), version, out, previous=previous, trust_root=trust_root
         )
     except CatalogError as e:
         click.echo(f"error: {e.message}", err=True)
-        sys.exit(EXIT_DATA)
+        sys.exit(e.exit_code)
     click.echo(
         f"released {report.version} at {report.commit[:12]} into {out}/: {len(report.files)} files"
         + (f" (changelog against {report.previous})" if report.previous else " (first release)")
     )
+
+
+command.add_command(verify_command)

@@ -57,7 +57,7 @@ def command(
         sys.exit(EXIT_DATA)
     diags = validate_catalog(catalog, strict=strict, load_diagnostics=load_diags)
     subject = f"validate {root}"
-    click.echo(REPORTERS[fmt](diags, subject), nl=False)
+    click.echo(REPORTERS[fmt](diags, subject, root), nl=False)
     if summary_path is None and fmt == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
         summary_path = Path(os.environ["GITHUB_STEP_SUMMARY"])
     if summary_path is not None:

@@ -12,15 +12,17 @@ import os
 import shlex
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, assert_never
 
 from generator import __version__
 from generator.errors import RenderError
+from generator.outputs import OutputKind, check_output_dir
 from generator.records import RecipeResult
 from generator.render import argocd, flux, helm, helmfile
 from generator.render.archive import archive_bytes, archive_name
+from generator.render.argocd import SYNC_MARKER
 from generator.render.common import (
     BUNDLE_INFO,
     CHECKSUMS,
@@ -32,11 +34,12 @@ from generator.render.common import (
     GitOpsTarget,
     Rendered,
     bundle_info,
+    chart_reference,
     check_paths,
     check_renderable,
     checksums_text,
-    component_dir,
     deployer_of,
+    has_chart,
     header_comment,
     render_template,
     yaml_bytes,
@@ -74,9 +77,13 @@ def _settings(deployer: Deployer, target: GitOpsTarget) -> dict[str, Any]:
     return {}
 
 
-def _command(result: RecipeResult, deployer: Deployer, target: GitOpsTarget) -> str:
-    parts = [GENERATOR_NAME, "bundle", "--recipe", result.name, "--deployer", str(deployer)]
-    parts += ["--scale-profile", result.scale_profile]
+def _command(
+    result: RecipeResult, deployer: Deployer, target: GitOpsTarget, recipe_file: str | None
+) -> str:
+    recipe = recipe_file if recipe_file is not None else result.name
+    parts = [GENERATOR_NAME, "bundle", "--recipe", recipe, "--deployer", str(deployer)]
+    if recipe_file is None:  # a RecipeResult file's values are final: no scale profile
+        parts += ["--scale-profile", result.scale_profile]
     for o in result.overrides:
         parts += o.origin.split(" ", 1) if o.origin.startswith("--") else ["--set", o.origin]
     if deployer in (Deployer.ARGOCD, Deployer.FLUX) and target != GitOpsTarget():
@@ -87,25 +94,34 @@ def _command(result: RecipeResult, deployer: Deployer, target: GitOpsTarget) -> 
 
 
 def _readme(
-    result: RecipeResult, deployer: Deployer, rendered: Rendered, target: GitOpsTarget
+    result: RecipeResult,
+    deployer: Deployer,
+    rendered: Rendered,
+    target: GitOpsTarget,
+    recipe_file: str | None,
 ) -> bytes:
-    comps = [
-        {
-            "name": c.name,
-            "chart": c.chart,
-            "version": c.version,
-            "namespace": c.namespace,
-            "dir": component_dir(c),
-        }
-        for c in result.components
-    ]
+    by_name = {c.name: c for c in result.components}
+    comps = []
+    for r in rendered.releases:
+        c = by_name[r.component]
+        local = r.name != c.name or not has_chart(c)
+        comps.append(
+            {
+                "release": r.name,
+                "component": c.name,
+                "chart": "local chart (manifests)" if local else chart_reference(c),
+                "version": "" if local else c.version,
+                "namespace": c.namespace,
+                "dir": r.path,
+            }
+        )
     return render_template(
         "README.md.j2",
         recipe=result.name,
         deployer=str(deployer),
         generator=GENERATOR_NAME,
         generator_version=__version__,
-        command=_command(result, deployer, target),
+        command=_command(result, deployer, target, recipe_file),
         digest=result.digest,
         profile=result.scale_profile,
         profile_version=result.scale_profile_version,
@@ -113,11 +129,14 @@ def _readme(
         overrides=[o.origin for o in result.overrides],
         components=comps,
         gitops={"repo_url": target.repo_url, "revision": target.revision, "path": target.path},
+        sync_markers=sorted(
+            p.split("/", 1)[0] for p in rendered.files if p.endswith(f"/templates/{SYNC_MARKER}")
+        ),
         oci_registries=sorted(
             {
                 str(c.repository).removeprefix("oci://")
                 for c in result.components
-                if c.chart is not None and str(c.repository or "").startswith("oci://")
+                if has_chart(c) and str(c.repository or "").startswith("oci://")
             }
         ),
     )
@@ -129,10 +148,13 @@ def render_bundle(
     manifests: Mapping[str, bytes] | None = None,
     *,
     target: GitOpsTarget | None = None,
+    recipe_file: str | None = None,
 ) -> BundleTree:
     """The complete bundle of `result` for `deployer` as path -> file. Pure and deterministic.
 
     `manifests` maps each catalog-relative manifest path the recipe names to its raw bytes.
+    `recipe_file` is the RecipeResult file `result` was read from, if any (for the README's
+    regenerate command).
     Raises RenderError (with every problem found) when the recipe cannot be expressed.
     """
     from generator.resolve import recipe_document
@@ -146,7 +168,7 @@ def render_bundle(
         if fixed in files:
             raise RenderError(f"deployer {dep} wrote the reserved file {fixed}")
     header = header_comment(result)
-    files["README.md"] = BundleFile(_readme(result, dep, rendered, tgt))
+    files["README.md"] = BundleFile(_readme(result, dep, rendered, tgt, recipe_file))
     files[RECIPE_FILE] = BundleFile(
         yaml_bytes(recipe_document(result), sort_keys=True, header=header)
     )
@@ -157,15 +179,15 @@ def render_bundle(
     return {p: files[p] for p in sorted(files)}
 
 
-def write_bundle(tree: BundleTree, out_dir: Path) -> None:
+def write_bundle(tree: BundleTree, out_dir: Path, inputs: Iterable[Path] = ()) -> None:
     """Write `tree` to `out_dir`, replacing it atomically: build in a sibling temporary directory,
-    then swap it in, so a failure leaves the previous bundle intact."""
+    then swap it in, so a failure leaves the previous bundle intact. `out_dir` must be missing,
+    empty or a previous bundle, and outside `inputs` (generator/outputs.py)."""
     check_paths(tuple(tree))
     out_dir = Path(out_dir)
+    check_output_dir(out_dir, OutputKind.BUNDLE, inputs)
     parent = out_dir.absolute().parent
     parent.mkdir(parents=True, exist_ok=True)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise RenderError(f"{out_dir} exists and is not a directory")
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=parent))
     try:
         for rel in sorted(tree):

@@ -1,43 +1,61 @@
-"""The `argocd` deployer: `app-of-apps.yaml` plus `NNN-<component>/application.yaml`.
+"""The `argocd` deployer: `app-of-apps.yaml` plus one `NNN-<release>/application.yaml` per
+numbered folder (see `common.folders`).
 
 Follows the Argo CD `Application` API (argoproj.io/v1alpha1, reference:
 https://argo-cd.readthedocs.io/en/stable/operator-manual/declarative-setup/ and
-https://argo-cd.readthedocs.io/en/stable/user-guide/multiple_sources/). Each Application pulls its
-chart pinned to the recipe's version and takes `values.yaml` from the bundle's Git repository
-(a `ref: values` source); plain manifests are further directory sources. The sync wave is the
-component's dependency depth, so independent components share a wave.
+https://argo-cd.readthedocs.io/en/stable/user-guide/multiple_sources/). An upstream chart's
+Application pulls the chart pinned to the recipe's version and takes `values.yaml` from the
+bundle's Git repository (a `ref: values` source). A local chart's Application (a component's
+manifests, Helm templates) points at its folder in the bundle's repository, which Argo CD
+renders as a Helm chart with the folder's `values.yaml`. The sync wave is
+3 x the component's dependency depth + 0 (pre), 1 (chart) or 2 (post): independent components
+share waves, a component's releases keep their order and wait for its dependencies.
+
+Argo CD runs the templates' `helm.sh/hook` objects as its own hooks, which run only during a
+sync, and an automated sync starts only when the Application is out of sync: a chart whose
+objects are all hooks would never deploy them. A local chart whose templates carry
+`helm.sh/hook` therefore gets one generated template more, `templates/aicr-sync-marker.yaml`, a
+ConfigMap holding the digest of the chart's templates and values: it is missing at first and
+changes with the chart, so each new chart is a sync, and the hooks run with it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Mapping
 from typing import Any
 
+from generator.errors import RenderError
 from generator.records import RecipeResult
 from generator.render.common import (
     BundleFile,
+    Folder,
     GitOpsTarget,
     Release,
     Rendered,
-    component_dir,
-    has_chart,
+    chart_leaf,
+    folders,
     header_comment,
-    manifest_files,
+    local_chart_files,
     slug,
     yaml_bytes,
 )
 from generator.render.helm import values_file
 
 API_VERSION = "argoproj.io/v1alpha1"
+SYNC_MARKER = "aicr-sync-marker.yaml"
+_HOOK = re.compile(rb"helm\.sh/hook")
 ARGOCD_NAMESPACE = "argocd"
 IN_CLUSTER = "https://kubernetes.default.svc"
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 
 
-def _sync_policy(extra: tuple[str, ...] = ()) -> dict[str, Any]:
+def _sync_policy(extra: tuple[str, ...] = (), *, create_namespace: bool = True) -> dict[str, Any]:
+    create = ("CreateNamespace=true",) if create_namespace else ()
     return {
         "automated": {"prune": True, "selfHeal": True},
-        "syncOptions": ["CreateNamespace=true", "ServerSideApply=true", *extra],
+        "syncOptions": [*create, "ServerSideApply=true", *extra],
         "retry": {
             "limit": 5,
             "backoff": {"duration": "10s", "factor": 2, "maxDuration": "5m"},
@@ -49,63 +67,96 @@ def app_name(result: RecipeResult) -> str:
     return slug(f"aicr-{result.name}", 53)
 
 
+def _sources(f: Folder, target: GitOpsTarget) -> list[dict[str, Any]]:
+    c = f.component
+    if f.local:
+        return [
+            {
+                "repoURL": target.repo_url,
+                "targetRevision": target.revision,
+                "path": target.join(f.dir),
+                "helm": {"releaseName": f.release, "valueFiles": ["values.yaml"]},
+            }
+        ]
+    return [
+        {
+            # Argo CD names Helm OCI registries without the scheme.
+            "repoURL": str(c.repository).removeprefix("oci://"),
+            "chart": chart_leaf(c),
+            "targetRevision": c.version,
+            "helm": {
+                "releaseName": f.release,
+                "valueFiles": [f"$values/{target.join(f.dir)}/values.yaml"],
+            },
+        },
+        {"repoURL": target.repo_url, "targetRevision": target.revision, "ref": "values"},
+    ]
+
+
+def sync_marker(f: Folder, chart_files: Mapping[str, BundleFile]) -> bytes | None:
+    """The generated ConfigMap template of a local chart with hook templates (None without)."""
+    if not any(_HOOK.search(data) for _, data in f.templates):
+        return None
+    if SYNC_MARKER in {name for name, _ in f.templates}:
+        raise RenderError(
+            f"component {f.component.name}: a manifest is named {SYNC_MARKER}, the file name "
+            "of the generated Argo CD sync marker"
+        )
+    h = hashlib.sha256()
+    for path in sorted(chart_files):
+        h.update(path.encode() + b"\0" + chart_files[path].data + b"\0")
+    marker = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": f"{f.release}-aicr-sync",
+            "namespace": f.component.namespace,
+            "labels": {"app.kubernetes.io/managed-by": "aicr-catalog"},
+        },
+        "data": {"chart-sha256": h.hexdigest()},
+    }
+    comment = (
+        "# Generated by aicr-catalog: changes whenever this chart does, so that Argo CD's\n"
+        "# automated sync runs, and with it the hooks it maps from helm.sh/hook annotations.\n"
+    )
+    return yaml_bytes(marker, header=comment)
+
+
 def render(result: RecipeResult, manifests: Mapping[str, bytes], target: GitOpsTarget) -> Rendered:
     header = header_comment(result)
     files: dict[str, BundleFile] = {}
     releases: list[Release] = []
-    for c in result.components:
-        d = component_dir(c)
-        pre = manifest_files(c, manifests, pre=True)
-        post = manifest_files(c, manifests, pre=False)
-        sources: list[dict[str, Any]] = []
-        if has_chart(c):
-            files[f"{d}/values.yaml"] = BundleFile(values_file(c.values, header))
-            sources.append(
-                {
-                    # Argo CD names Helm OCI registries without the scheme.
-                    "repoURL": str(c.repository).removeprefix("oci://"),
-                    "chart": c.chart,
-                    "targetRevision": c.version,
-                    "helm": {
-                        "releaseName": c.name,
-                        "valueFiles": [f"$values/{target.join(d)}/values.yaml"],
-                    },
-                }
-            )
-            sources.append(
-                {"repoURL": target.repo_url, "targetRevision": target.revision, "ref": "values"}
-            )
-        for sub, items in (("pre-manifests", pre), ("manifests", post)):
-            if not items:
-                continue
-            for name, data in items:
-                files[f"{d}/{sub}/{name}"] = BundleFile(data)
-            sources.append(
-                {
-                    "repoURL": target.repo_url,
-                    "targetRevision": target.revision,
-                    "path": target.join(f"{d}/{sub}"),
-                }
-            )
-        extra = ("SkipDryRunOnMissingResource=true",) if (pre or post) else ()
+    for f in folders(result, manifests):
+        c = f.component
+        if f.local:
+            chart_files = local_chart_files(f, header)
+            marker = sync_marker(f, chart_files)
+            if marker is not None:
+                chart_files[f"{f.dir}/templates/{SYNC_MARKER}"] = BundleFile(marker)
+            files.update(chart_files)
+        else:
+            files[f"{f.dir}/values.yaml"] = BundleFile(values_file(c.values, header))
+        # a local chart's objects may be custom resources of a chart synced just before
+        extra = ("SkipDryRunOnMissingResource=true",) if f.local else ()
+        options = _sync_policy(extra, create_namespace=f.creates_namespace)
         app = {
             "apiVersion": API_VERSION,
             "kind": "Application",
             "metadata": {
-                "name": c.name,
+                "name": f.release,
                 "namespace": ARGOCD_NAMESPACE,
-                "annotations": {SYNC_WAVE: str(c.depth)},
+                "annotations": {SYNC_WAVE: str(f.wave)},
                 "finalizers": ["resources-finalizer.argocd.argoproj.io"],
             },
             "spec": {
                 "project": "default",
-                "sources": sources,
+                "sources": _sources(f, target),
                 "destination": {"server": IN_CLUSTER, "namespace": c.namespace},
-                "syncPolicy": _sync_policy(extra),
+                "syncPolicy": options,
             },
         }
-        files[f"{d}/application.yaml"] = BundleFile(yaml_bytes(app, header=header))
-        releases.append(Release(c.name, c.name, c.namespace, d))
+        files[f"{f.dir}/application.yaml"] = BundleFile(yaml_bytes(app, header=header))
+        releases.append(Release(f.release, c.name, c.namespace, f.dir))
 
     root = {
         "apiVersion": API_VERSION,

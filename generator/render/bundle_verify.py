@@ -1,8 +1,15 @@
 """`bundle verify DIR`: check a bundle directory against its `checksums.txt`.
 
 Every problem is reported, each naming its file: a changed file, a file listed but missing, a
-file present but not listed, a malformed or unsafe line. Fails closed: no `checksums.txt` is an
-error, never a pass.
+malformed line, a path that leaves the bundle (`..`, absolute). Fails closed: no `checksums.txt`
+is an error, never a pass.
+
+Which files must be listed depends on who made the bundle:
+- this project's bundles (`bundle-info.yaml` present or listed) are closed-world: every file but
+  `checksums.txt` is listed, so a file present but not listed is an error (`bundle.extra`);
+- upstream AICR's bundles (no `bundle-info.yaml`) write `recipe.yaml` and `attestation/` after
+  `checksums.txt`, so files present but not listed are reported as not covered, a warning
+  (`bundle.not-covered`): they are not verified, and nothing is said to match them.
 """
 
 from __future__ import annotations
@@ -10,11 +17,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 from generator import safeio
-from generator.errors import Diagnostic, sort_diagnostics
-from generator.render.common import CHECKSUMS
+from generator.errors import Diagnostic, Severity, sort_diagnostics
+from generator.render.common import BUNDLE_INFO, CHECKSUMS
 
 _LINE = re.compile(r"([0-9a-f]{64})  (.+)")
 
@@ -55,6 +63,8 @@ def verify_bundle(root: Path) -> tuple[Diagnostic, ...]:
     listed: dict[str, str] = {}
     text = raw.decode("utf-8", errors="replace")
     for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue  # upstream ends an empty list with a blank line
         m = _LINE.fullmatch(line)
         if not m:
             shown = line if len(line) <= 80 else line[:80] + "..."
@@ -108,8 +118,31 @@ def verify_bundle(root: Path) -> tuple[Diagnostic, ...]:
                     "bundle.modified",
                 )
             )
+    closed = is_closed_world(root, listed)
     for rel in sorted(present - set(listed)):
-        diags.append(
-            Diagnostic(rel, 0, 0, "$", "extra file (not in checksums.txt)", "bundle.extra")
-        )
+        if closed:
+            diags.append(
+                Diagnostic(rel, 0, 0, "$", "extra file (not in checksums.txt)", "bundle.extra")
+            )
+        else:
+            diags.append(
+                Diagnostic(
+                    rel,
+                    0,
+                    0,
+                    "$",
+                    "not covered by checksums.txt, so not verified (an upstream AICR bundle "
+                    "leaves recipe.yaml and attestation/ out of it)",
+                    "bundle.not-covered",
+                    Severity.WARNING,
+                )
+            )
     return sort_diagnostics(diags)
+
+
+def is_closed_world(root: Path, listed: Mapping[str, str] | None = None) -> bool:
+    """Whether `root` is one of this project's bundles, whose checksums.txt lists every file:
+    it has (or its checksums.txt lists) bundle-info.yaml. Upstream AICR bundles have neither."""
+    if listed is not None and BUNDLE_INFO in listed:
+        return True
+    return (Path(root) / BUNDLE_INFO).exists()

@@ -263,10 +263,6 @@ def header_comment(result: RecipeResult) -> str:
 _SLUG = re.compile(r"[^a-z0-9]+")
 
 
-def component_dir(c: ResolvedComponent) -> str:
-    return f"{c.order + 1:03d}-{c.name}"
-
-
 def slug(text: str, limit: int = 63) -> str:
     """A DNS-1123 label made from `text` (lower case, digits and dashes)."""
     s = _SLUG.sub("-", text.lower()).strip("-")[:limit].strip("-")
@@ -279,11 +275,9 @@ def is_oci(repository: str | None) -> bool:
 
 def chart_reference(c: ResolvedComponent) -> str:
     """`oci://registry/path/chart` for OCI charts, the bare chart name otherwise."""
-    if c.chart is None:
-        raise RenderError(f"component {c.name} has no chart")
     if is_oci(c.repository):
-        return f"{str(c.repository).rstrip('/')}/{c.chart}"
-    return c.chart
+        return f"{str(c.repository).rstrip('/')}/{chart_leaf(c)}"
+    return chart_leaf(c)
 
 
 def has_chart(c: ResolvedComponent) -> bool:
@@ -318,7 +312,19 @@ def _identity_problems(result: RecipeResult) -> list[Diagnostic]:
         where = f"$.components[{c.order}]"
         if not names.valid(_DNS_LABEL, c.name):
             bad(where, "component name", c.name, "a DNS label")
-        if not names.valid(_DNS_LABEL, c.namespace):
+        if not c.namespace:
+            diags.append(
+                Diagnostic(
+                    RECIPE_FILE,
+                    0,
+                    0,
+                    where,
+                    f"component {c.name} has no namespace: each of its Helm releases needs one "
+                    "(the recipe's namespace, or the registry's default for the component)",
+                    "render.no-namespace",
+                )
+            )
+        elif not names.valid(_DNS_LABEL, c.namespace):
             bad(where, f"namespace of {c.name}", c.namespace, "a DNS label")
         for field_name, field_value in (
             ("chart", c.chart),
@@ -389,25 +395,81 @@ def check_renderable(result: RecipeResult, deployer: Deployer) -> None:
 
 
 def manifest_name(rel: str) -> str:
-    """The file name a catalog manifest gets inside the bundle."""
+    """The file name a catalog manifest gets inside the bundle (its base name, as upstream)."""
     return rel.rsplit("/", 1)[-1]
 
 
-def manifest_files(
+def chart_leaf(c: ResolvedComponent) -> str:
+    """The chart's own name: a repository-alias prefix such as `nvidia/` in `nvidia/nvsentinel`
+    is dropped, as upstream AICR does (the repository is given separately, so `helm --repo`,
+    an OCI reference, Argo CD and Flux all want the bare name)."""
+    if c.chart is None:
+        raise RenderError(f"component {c.name} has no chart")
+    leaf = c.chart.rstrip("/").rsplit("/", 1)[-1]
+    if not leaf:
+        raise RenderError(f"component {c.name} has an empty chart name {c.chart!r}")
+    return leaf
+
+
+# --- folders: the numbered layout every deployer shares ---------------------------------------
+#
+# A component becomes one to three folders, numbered consecutively in deployment order:
+#   NNN-<name>-pre    local chart of its preManifestFiles (before the chart)
+#   NNN-<name>        its upstream chart (values.yaml), or, for a component without a chart,
+#                     the local chart of its manifests
+#   NNN-<name>-post   local chart of its manifestFiles (after the chart)
+# A local chart is Chart.yaml + values.yaml + templates/<manifest files, byte for byte>: the
+# manifests are Helm templates, rendered by Helm (helm, helmfile) or by Argo CD / Flux from the
+# bundle's repository, never parsed here.
+
+PHASE_PRE = "pre"
+PHASE_MAIN = "main"
+PHASE_POST = "post"
+_PHASE_RANK = {PHASE_PRE: 0, PHASE_MAIN: 1, PHASE_POST: 2}
+HELM_RELEASE_NAME_MAX = 53  # Helm refuses longer release names
+# a top-level `kind: Namespace` line: text scan, the templates are never parsed
+_NAMESPACE_KIND = re.compile(rb"(?m)^kind:[ \t]*Namespace[ \t]*\r?$")
+
+
+@dataclass(frozen=True, slots=True)
+class Folder:
+    """One numbered folder of the bundle: a Helm release of an upstream or a local chart."""
+
+    component: ResolvedComponent
+    phase: str  # PHASE_PRE, PHASE_MAIN or PHASE_POST
+    release: str  # <name>, <name>-pre or <name>-post: Helm release, Application, HelmRelease
+    dir: str  # NNN-<release>
+    templates: tuple[tuple[str, bytes], ...]  # local charts: (file name, manifest bytes)
+
+    @property
+    def local(self) -> bool:
+        """A local chart (wrapping manifests), as opposed to the component's upstream chart."""
+        return not (self.phase == PHASE_MAIN and has_chart(self.component))
+
+    @property
+    def creates_namespace(self) -> bool:
+        """Whether the release may create its namespace: not when one of its templates declares
+        a Namespace itself (Helm would refuse to adopt the namespace it created)."""
+        return not any(_NAMESPACE_KIND.search(data) for _, data in self.templates)
+
+    @property
+    def wave(self) -> int:
+        """Argo CD sync wave: the component's dependency depth, pre before chart before post."""
+        return 3 * self.component.depth + _PHASE_RANK[self.phase]
+
+
+def _templates(
     c: ResolvedComponent, manifests: Mapping[str, bytes], *, pre: bool
 ) -> tuple[tuple[str, bytes], ...]:
-    """(bundle file name, bytes) of a component's (pre-)manifests, in the recipe's order.
-
-    File names are prefixed with their position so that `kubectl apply -f DIR` and every other
-    consumer that sorts by name keeps the recipe's order.
-    """
+    """(template file name, bytes) of a component's (pre-)manifests, sorted by file name."""
     rels = c.pre_manifest_files if pre else c.manifest_files
-    out: list[tuple[str, bytes]] = []
-    missing: list[Diagnostic] = []
-    for i, rel in enumerate(rels):
+    out: dict[str, bytes] = {}
+    diags: list[Diagnostic] = []
+    for rel in rels:
         data = manifests.get(rel)
+        name = manifest_name(rel)
         if data is None:
-            missing.append(
+            diags.append(
                 Diagnostic(
                     rel,
                     0,
@@ -418,10 +480,157 @@ def manifest_files(
                 )
             )
             continue
-        out.append((f"{i + 1:02d}-{manifest_name(rel)}", data))
-    if missing:
-        raise RenderError(f"component {c.name}: manifests missing", missing)
-    return tuple(out)
+        if name.startswith("_") or name == "NOTES.txt" or not names.valid(_TEMPLATE_NAME, name):
+            diags.append(
+                Diagnostic(
+                    rel,
+                    0,
+                    0,
+                    "$",
+                    f"manifest file name {name!r} of component {c.name} cannot be a Helm "
+                    "template (Helm skips `_*` partials and NOTES.txt; names are plain tokens)",
+                    "render.manifest-name",
+                )
+            )
+            continue
+        if name in out:
+            diags.append(
+                Diagnostic(
+                    rel,
+                    0,
+                    0,
+                    "$",
+                    f"two manifests of component {c.name} are both named {name}",
+                    "render.manifest-collision",
+                )
+            )
+            continue
+        out[name] = data
+    if diags:
+        raise RenderError(f"component {c.name}: manifests cannot be packaged", diags)
+    return tuple(sorted(out.items()))
+
+
+_TEMPLATE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def folders(result: RecipeResult, manifests: Mapping[str, bytes]) -> tuple[Folder, ...]:
+    """The bundle's folders in deployment order (see the layout above).
+
+    Raises RenderError when a manifest is missing or misnamed, or when an injected release
+    (`<name>-pre`, `<name>-post`) would collide with a component of the recipe or exceed Helm's
+    release name limit.
+    """
+    planned: list[tuple[ResolvedComponent, str, str, tuple[tuple[str, bytes], ...]]] = []
+    for c in result.components:
+        pre = _templates(c, manifests, pre=True)
+        post = _templates(c, manifests, pre=False)
+        if pre:
+            planned.append((c, PHASE_PRE, f"{c.name}-{PHASE_PRE}", pre))
+        if has_chart(c):
+            planned.append((c, PHASE_MAIN, c.name, ()))
+            if post:
+                planned.append((c, PHASE_POST, f"{c.name}-{PHASE_POST}", post))
+        elif post or not pre:
+            planned.append((c, PHASE_MAIN, c.name, post))
+    diags: list[Diagnostic] = []
+    names = {c.name for c in result.components}
+    for c, phase, release, _ in planned:
+        where = f"$.components[{c.order}]"
+        if phase != PHASE_MAIN and release in names:
+            diags.append(
+                Diagnostic(
+                    RECIPE_FILE,
+                    0,
+                    0,
+                    where,
+                    f"component {c.name} needs a release {release} for its {phase} manifests, "
+                    f"but the recipe has a component of that name",
+                    "render.release-collision",
+                )
+            )
+        if len(release) > HELM_RELEASE_NAME_MAX:
+            diags.append(
+                Diagnostic(
+                    RECIPE_FILE,
+                    0,
+                    0,
+                    where,
+                    f"release name {release} is longer than Helm's {HELM_RELEASE_NAME_MAX} "
+                    "characters",
+                    "render.unsafe-name",
+                )
+            )
+    if len(planned) > 999:
+        diags.append(
+            Diagnostic(
+                RECIPE_FILE, 0, 0, "$", f"{len(planned)} folders exceed NNN-", "render.too-many"
+            )
+        )
+    if diags:
+        raise RenderError(f"recipe {result.name} cannot be laid out", diags)
+    return tuple(
+        Folder(c, phase, release, f"{i:03d}-{release}", tpl)
+        for i, (c, phase, release, tpl) in enumerate(planned, start=1)
+    )
+
+
+def head_release(c: ResolvedComponent, all_folders: Sequence[Folder]) -> str:
+    """The first release of component `c` (what waits for its dependencies)."""
+    return next(f.release for f in all_folders if f.component.name == c.name)
+
+
+def tail_release(c: ResolvedComponent, all_folders: Sequence[Folder]) -> str:
+    """The last release of component `c` (what its dependants wait for)."""
+    return [f.release for f in all_folders if f.component.name == c.name][-1]
+
+
+def previous_release(f: Folder, all_folders: Sequence[Folder]) -> str | None:
+    """The release of the same component just before `f` (None for the component's first)."""
+    mine = [g for g in all_folders if g.component.name == f.component.name]
+    i = mine.index(f)
+    return mine[i - 1].release if i else None
+
+
+def local_chart_files(f: Folder, header: str) -> dict[str, BundleFile]:
+    """Chart.yaml, values.yaml and templates/ of a local-chart folder.
+
+    values.yaml nests the component's merged values under its name, because the manifests read
+    them as `index .Values "<component>"` (upstream AICR's convention for manifest templates).
+    """
+    c = f.component
+    chart: dict[str, Any] = {
+        "apiVersion": "v2",
+        "name": f.release,
+        "description": f"The {'pre-' if f.phase == PHASE_PRE else ''}manifests of component "
+        f"{c.name}, as a local chart",
+        "type": "application",
+        "version": __version__,
+    }
+    if c.version:
+        chart["appVersion"] = c.version
+    chart["annotations"] = {
+        "aicr.run/component": c.name,
+        "aicr.run/phase": f.phase,
+        "aicr.run/generated-by": f"{GENERATOR_NAME} {__version__}",
+    }
+    files = {
+        f"{f.dir}/Chart.yaml": BundleFile(yaml_bytes(chart, header=header)),
+        f"{f.dir}/values.yaml": BundleFile(
+            yaml_bytes({c.name: _sorted_plain(c.values)}, header=header)
+        ),
+    }
+    for name, data in f.templates:
+        files[f"{f.dir}/templates/{name}"] = BundleFile(data)
+    return files
+
+
+def _sorted_plain(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        return {k: _sorted_plain(obj[k]) for k in sorted(obj)}
+    if isinstance(obj, list | tuple):
+        return [_sorted_plain(v) for v in obj]
+    return obj
 
 
 def dependency_names(c: ResolvedComponent, result: RecipeResult) -> tuple[str, ...]:

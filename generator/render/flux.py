@@ -1,16 +1,23 @@
 """The `flux` deployer: `sources/` (a `HelmRepository` per chart repository, an `OCIRepository`
-per `oci://` chart), one `HelmRelease` per component with `dependsOn` mirroring the recipe's
-dependencies and the merged values inline, and a root `kustomization.yaml` listing them.
+per `oci://` chart), one `HelmRelease` per numbered folder (see `common.folders`) and a root
+`kustomization.yaml` listing them.
+
+An upstream chart's HelmRelease carries the merged values inline. A local chart's HelmRelease
+(a component's manifests, Helm templates) takes its chart from its folder in the `GitRepository`
+that Flux already reconciles the bundle from (`flux-system`), so the charts come from the same
+commit as the HelmReleases; helm-controller renders the templates with the folder's
+`values.yaml`, and `reconcileStrategy: Revision` makes every new commit a new chart version.
+`dependsOn` chains a component's releases (pre, chart, post) and makes its first release wait
+for the last release of each dependency.
 
 References followed (see also catalog/schemas/deployers/):
 - HelmRelease helm.toolkit.fluxcd.io/v2: https://fluxcd.io/flux/components/helm/helmreleases/
 - HelmRepository, OCIRepository source.toolkit.fluxcd.io/v1:
   https://fluxcd.io/flux/components/source/helmrepositories/ and .../ocirepositories/
+- HelmChart from a GitRepository: https://fluxcd.io/flux/components/source/helmcharts/
 - Kustomization kustomize.toolkit.fluxcd.io/v1: https://fluxcd.io/flux/components/kustomize/kustomizations/
 - the root kustomization.yaml is a plain Kustomize file (kustomize.config.k8s.io/v1beta1).
 
-A component's plain manifests are applied by a Flux `Kustomization` of their own (HelmRelease
-`dependsOn` can only name HelmReleases, so these retry until the chart's CRDs exist).
 `flux-kustomization.yaml` is an optional Flux `Kustomization` that points Flux at the bundle
 inside the repository of the `flux-system` GitRepository; it is not part of `kustomization.yaml`.
 """
@@ -23,16 +30,19 @@ from typing import Any
 from generator.records import RecipeResult, ResolvedComponent
 from generator.render.common import (
     BundleFile,
+    Folder,
     GitOpsTarget,
     Release,
     Rendered,
-    component_dir,
+    chart_leaf,
     dependency_names,
-    has_chart,
+    folders,
     header_comment,
     is_oci,
-    manifest_files,
+    local_chart_files,
+    previous_release,
     slug,
+    tail_release,
     yaml_bytes,
 )
 
@@ -66,7 +76,7 @@ def _oci_repository(c: ResolvedComponent) -> dict[str, Any]:
         "kind": "OCIRepository",
         "metadata": {"name": oci_repository_name(c), "namespace": FLUX_NAMESPACE},
         "spec": {
-            "url": f"{str(c.repository).rstrip('/')}/{c.chart}",
+            "url": f"{str(c.repository).rstrip('/')}/{chart_leaf(c)}",
             "ref": {"tag": c.version},
             "interval": "1h",
             "layerSelector": {"mediaType": HELM_CHART_LAYER, "operation": "copy"},
@@ -74,16 +84,29 @@ def _oci_repository(c: ResolvedComponent) -> dict[str, Any]:
     }
 
 
-def _helm_release(c: ResolvedComponent, deps: tuple[str, ...]) -> dict[str, Any]:
+def _helm_release(f: Folder, deps: tuple[str, ...], target: GitOpsTarget) -> dict[str, Any]:
+    c = f.component
     spec: dict[str, Any] = {
         "interval": "10m",
-        "releaseName": c.name,
+        "releaseName": f.release,
         "targetNamespace": c.namespace,
         "storageNamespace": c.namespace,
-        "install": {"createNamespace": True, "remediation": {"retries": 3}},
+        "install": {
+            "createNamespace": f.creates_namespace,
+            "remediation": {"retries": 3},
+        },
         "upgrade": {"remediation": {"retries": 3}},
     }
-    if is_oci(c.repository):
+    if f.local:
+        spec["chart"] = {
+            "spec": {
+                "chart": _flux_path(target, f.dir),
+                "sourceRef": {"kind": "GitRepository", "name": FLUX_NAMESPACE},
+                "reconcileStrategy": "Revision",
+                "interval": "1h",
+            }
+        }
+    elif is_oci(c.repository):
         spec["chartRef"] = {
             "kind": "OCIRepository",
             "name": oci_repository_name(c),
@@ -92,7 +115,7 @@ def _helm_release(c: ResolvedComponent, deps: tuple[str, ...]) -> dict[str, Any]
     else:
         spec["chart"] = {
             "spec": {
-                "chart": c.chart,
+                "chart": chart_leaf(c),
                 "version": c.version,
                 "sourceRef": {
                     "kind": "HelmRepository",
@@ -104,12 +127,12 @@ def _helm_release(c: ResolvedComponent, deps: tuple[str, ...]) -> dict[str, Any]
         }
     if deps:
         spec["dependsOn"] = [{"name": d} for d in deps]
-    if c.values:
+    if not f.local and c.values:
         spec["values"] = _sorted(c.values)
     return {
         "apiVersion": HELM_RELEASE,
         "kind": "HelmRelease",
-        "metadata": {"name": c.name, "namespace": FLUX_NAMESPACE},
+        "metadata": {"name": f.release, "namespace": FLUX_NAMESPACE},
         "spec": spec,
     }
 
@@ -153,41 +176,33 @@ def render(result: RecipeResult, manifests: Mapping[str, bytes], target: GitOpsT
     files: dict[str, BundleFile] = {}
     releases: list[Release] = []
     helm_repos: set[str] = set()
-    for c in result.components:
-        d = component_dir(c)
-        for sub, pre in (("pre-manifests", True), ("chart", None), ("manifests", False)):
-            if pre is None:
-                if not has_chart(c):
-                    continue
-                if is_oci(c.repository):
-                    files[f"sources/ocirepository-{oci_repository_name(c)}.yaml"] = BundleFile(
-                        yaml_bytes(_oci_repository(c), header=header)
-                    )
-                else:
-                    helm_repos.add(str(c.repository))
-                doc = _helm_release(c, dependency_names(c, result))
-                files[f"{d}/helmrelease.yaml"] = BundleFile(yaml_bytes(doc, header=header))
-                releases.append(Release(c.name, c.name, c.namespace, d))
-                continue
-            items = manifest_files(c, manifests, pre=pre)
-            if not items:
-                continue
-            for name, data in items:
-                files[f"{d}/{sub}/{name}"] = BundleFile(data)
-            kname = f"{c.name}-{sub}"
-            # no targetNamespace: it would also stamp a namespace onto cluster-scoped custom
-            # resources (kustomize cannot know their scope); namespaced manifests name theirs
-            kdoc = _kustomization(kname, _flux_path(target, f"{d}/{sub}"), None)
-            files[f"{d}/{sub}-kustomization.yaml"] = BundleFile(yaml_bytes(kdoc, header=header))
-            releases.append(Release(kname, c.name, c.namespace, f"{d}/{sub}"))
+    by_name = {c.name: c for c in result.components}
+    plan = folders(result, manifests)
+    for f in plan:
+        c = f.component
+        prev = previous_release(f, plan)
+        deps = (
+            (prev,)
+            if prev is not None
+            else tuple(tail_release(by_name[n], plan) for n in dependency_names(c, result))
+        )
+        if f.local:
+            files.update(local_chart_files(f, header))
+        elif is_oci(c.repository):
+            files[f"sources/ocirepository-{oci_repository_name(c)}.yaml"] = BundleFile(
+                yaml_bytes(_oci_repository(c), header=header)
+            )
+        else:
+            helm_repos.add(str(c.repository))
+        doc = _helm_release(f, deps, target)
+        files[f"{f.dir}/helmrelease.yaml"] = BundleFile(yaml_bytes(doc, header=header))
+        releases.append(Release(f.release, c.name, c.namespace, f.dir))
     for url in sorted(helm_repos):
         files[f"sources/helmrepository-{helm_repository_name(url)}.yaml"] = BundleFile(
             yaml_bytes(_helm_repository(url), header=header)
         )
     resources = sorted(
-        p
-        for p in files
-        if p.startswith("sources/") or p.endswith(("/helmrelease.yaml", "-kustomization.yaml"))
+        p for p in files if p.startswith("sources/") or p.endswith("/helmrelease.yaml")
     )
     root = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",

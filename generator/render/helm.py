@@ -1,5 +1,10 @@
-"""The `helm` deployer: one folder per component with `values.yaml` and `install.sh`, plus
-`deploy.sh` (serial, in deployment order) and `undeploy.sh` (reverse order)."""
+"""The `helm` deployer: one numbered folder per release (see `common.folders`), each with its
+`install.sh`, plus `deploy.sh` (serial, in deployment order) and `undeploy.sh` (reverse order).
+
+An upstream chart's folder holds `values.yaml` and installs the pinned chart; a local chart's
+folder is the chart itself (Chart.yaml, values.yaml, templates/) and installs `./`, so Helm
+renders the component's manifest templates with its values.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +18,10 @@ from generator.render.common import (
     Release,
     Rendered,
     chart_reference,
-    component_dir,
-    has_chart,
+    folders,
     header_comment,
     is_oci,
-    manifest_files,
+    local_chart_files,
     render_template,
     yaml_bytes,
 )
@@ -38,50 +42,36 @@ def render(result: RecipeResult, manifests: Mapping[str, bytes]) -> Rendered:
     files: dict[str, BundleFile] = {}
     releases: list[Release] = []
     summary: list[dict[str, Any]] = []
-    total = len(result.components)
-    for c in result.components:
-        d = component_dir(c)
-        pre = manifest_files(c, manifests, pre=True)
-        post = manifest_files(c, manifests, pre=False)
-        for name, data in pre:
-            files[f"{d}/pre-manifests/{name}"] = BundleFile(data)
-        for name, data in post:
-            files[f"{d}/manifests/{name}"] = BundleFile(data)
-        chart = has_chart(c)
-        if chart:
-            files[f"{d}/values.yaml"] = BundleFile(values_file(c.values, header))
-        files[f"{d}/install.sh"] = BundleFile(
+    plan = folders(result, manifests)
+    for step, f in enumerate(plan, start=1):
+        c = f.component
+        if f.local:
+            files.update(local_chart_files(f, header))
+            chart = None
+        else:
+            files[f"{f.dir}/values.yaml"] = BundleFile(values_file(c.values, header))
+            chart = chart_reference(c)
+        files[f"{f.dir}/install.sh"] = BundleFile(
             render_template(
                 "install.sh.j2",
                 header=short,
-                name=c.name,
-                step=c.order + 1,
-                total=total,
+                component=c.name,
+                phase=f.phase,
+                step=step,
+                total=len(plan),
                 recipe=result.name,
                 namespace=c.namespace,
-                release=c.name,
-                chart=chart_reference(c) if chart else None,
-                repo=None if (not chart or is_oci(c.repository)) else c.repository,
+                release=f.release,
+                chart=chart,
+                repo=None if (chart is None or is_oci(c.repository)) else c.repository,
                 version=c.version,
-                pre_manifests=[n for n, _ in pre],
-                manifests=[n for n, _ in post],
+                create_namespace=f.creates_namespace,
             ),
             MODE_EXEC,
         )
-        releases.append(Release(c.name, c.name, c.namespace, d))
-        summary.append(
-            {
-                "name": c.name,
-                "dir": d,
-                "namespace": c.namespace,
-                "release": c.name,
-                "chart": chart,
-                "manifests": [n for n, _ in post],
-                "pre_manifests": [n for n, _ in pre],
-            }
-        )
-    # kubectl is always needed: namespaces are ensured with it before each component
-    tools = ["helm", "kubectl", "sha256sum"]
+        releases.append(Release(f.release, c.name, c.namespace, f.dir))
+        summary.append({"release": f.release, "dir": f.dir, "namespace": c.namespace})
+    tools = ["helm", "sha256sum"]
     common = {
         "header": short,
         "recipe": result.name,
@@ -89,9 +79,9 @@ def render(result: RecipeResult, manifests: Mapping[str, bytes]) -> Rendered:
         "profile_version": result.scale_profile_version,
     }
     files["deploy.sh"] = BundleFile(
-        render_template("deploy.sh.j2", components=summary, tools=tools, **common), MODE_EXEC
+        render_template("deploy.sh.j2", folders=summary, tools=tools, **common), MODE_EXEC
     )
     files["undeploy.sh"] = BundleFile(
-        render_template("undeploy.sh.j2", components=list(reversed(summary)), **common), MODE_EXEC
+        render_template("undeploy.sh.j2", folders=list(reversed(summary)), **common), MODE_EXEC
     )
     return Rendered(files, "deploy.sh", tuple(releases))

@@ -1,8 +1,9 @@
-"""The `helmfile` deployer: one `helmfile.yaml` with `repositories`, `releases` pinned to chart
-versions, values files per component and `needs` from the dependency graph.
-
-A component's plain manifests become releases of their own (`<name>-pre-manifests` before the
-chart, `<name>-manifests` after it): helmfile turns a directory of manifests into a chart.
+"""The `helmfile` deployer: one `helmfile.yaml` with `repositories` and one release per numbered
+folder (see `common.folders`): upstream charts pinned to their versions with the folder's
+`values.yaml`, local charts (a component's manifests, Helm templates) as `./NNN-<release>`
+charts that Helm renders with the folder's own `values.yaml`. `needs` chains a component's
+releases (pre, chart, post) and makes its first release wait for the last release of each
+dependency.
 """
 
 from __future__ import annotations
@@ -10,18 +11,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from generator.records import RecipeResult, ResolvedComponent
+from generator.records import RecipeResult
 from generator.render.common import (
     BundleFile,
     Release,
     Rendered,
-    component_dir,
+    chart_leaf,
     dependency_names,
-    has_chart,
+    folders,
     header_comment,
     is_oci,
-    manifest_files,
+    local_chart_files,
+    previous_release,
     slug,
+    tail_release,
     yaml_bytes,
 )
 from generator.render.helm import values_file
@@ -34,15 +37,6 @@ def repository_name(url: str) -> str:
     return slug(url.removeprefix("oci://").split("://", 1)[-1])
 
 
-def _last_release(c: ResolvedComponent) -> str:
-    """The release that finishes component `c` (what dependants wait for)."""
-    if c.manifest_files:
-        return f"{c.name}-manifests"
-    if has_chart(c):
-        return c.name
-    return f"{c.name}-pre-manifests"
-
-
 def render(result: RecipeResult, manifests: Mapping[str, bytes]) -> Rendered:
     header = header_comment(result)
     files: dict[str, BundleFile] = {}
@@ -50,69 +44,39 @@ def render(result: RecipeResult, manifests: Mapping[str, bytes]) -> Rendered:
     releases_doc: list[dict[str, Any]] = []
     releases: list[Release] = []
     by_name = {c.name: c for c in result.components}
+    plan = folders(result, manifests)
 
-    for c in result.components:
-        d = component_dir(c)
-        pre = manifest_files(c, manifests, pre=True)
-        post = manifest_files(c, manifests, pre=False)
-        dep_needs = [
-            f"{by_name[n].namespace}/{_last_release(by_name[n])}"
-            for n in dependency_names(c, result)
-        ]
-        if pre:
-            for name, data in pre:
-                files[f"{d}/pre-manifests/{name}"] = BundleFile(data)
-            rel = {
-                "name": f"{c.name}-pre-manifests",
-                "namespace": c.namespace,
-                "chart": f"./{d}/pre-manifests",
-                "createNamespace": True,
-            }
-            if dep_needs:
-                rel["needs"] = list(dep_needs)
-            releases_doc.append(rel)
-            releases.append(Release(str(rel["name"]), c.name, c.namespace, f"{d}/pre-manifests"))
-        if has_chart(c):
+    for f in plan:
+        c = f.component
+        prev = previous_release(f, plan)
+        if prev is not None:
+            needs = [f"{c.namespace}/{prev}"]
+        else:
+            needs = [
+                f"{by_name[n].namespace}/{tail_release(by_name[n], plan)}"
+                for n in dependency_names(c, result)
+            ]
+        rel: dict[str, Any] = {"name": f.release, "namespace": c.namespace}
+        if f.local:
+            files.update(local_chart_files(f, header))
+            rel["chart"] = f"./{f.dir}"
+            rel["createNamespace"] = f.creates_namespace
+        else:
             repo_url = str(c.repository)
             repo_name = repository_name(repo_url)
             entry: dict[str, Any] = {"name": repo_name, "url": repo_url.removeprefix("oci://")}
             if is_oci(repo_url):
                 entry["oci"] = True
             repos[repo_name] = entry
-            files[f"{d}/values.yaml"] = BundleFile(values_file(c.values, header))
-            needs = list(dep_needs)
-            if pre:
-                needs.append(f"{c.namespace}/{c.name}-pre-manifests")
-            rel = {
-                "name": c.name,
-                "namespace": c.namespace,
-                "chart": f"{repo_name}/{c.chart}",
-                "version": c.version,
-                "createNamespace": True,
-                "values": [f"./{d}/values.yaml"],
-            }
-            if needs:
-                rel["needs"] = needs
-            releases_doc.append(rel)
-            releases.append(Release(c.name, c.name, c.namespace, d))
-        if post:
-            for name, data in post:
-                files[f"{d}/manifests/{name}"] = BundleFile(data)
-            needs = list(dep_needs)
-            if has_chart(c):
-                needs = [f"{c.namespace}/{c.name}"]
-            elif pre:
-                needs = [f"{c.namespace}/{c.name}-pre-manifests"]
-            rel = {
-                "name": f"{c.name}-manifests",
-                "namespace": c.namespace,
-                "chart": f"./{d}/manifests",
-                "createNamespace": True,
-            }
-            if needs:
-                rel["needs"] = needs
-            releases_doc.append(rel)
-            releases.append(Release(str(rel["name"]), c.name, c.namespace, f"{d}/manifests"))
+            files[f"{f.dir}/values.yaml"] = BundleFile(values_file(c.values, header))
+            rel["chart"] = f"{repo_name}/{chart_leaf(c)}"
+            rel["version"] = c.version
+            rel["createNamespace"] = True
+            rel["values"] = [f"./{f.dir}/values.yaml"]
+        if needs:
+            rel["needs"] = needs
+        releases_doc.append(rel)
+        releases.append(Release(f.release, c.name, c.namespace, f.dir))
 
     doc = {
         "helmDefaults": {

@@ -41,6 +41,7 @@ from generator.cache import (
     unchanged_build,
 )
 from generator.errors import CatalogError, Diagnostic, SiteError
+from generator.outputs import OutputKind, check_output_dir, mark
 from generator.site import api, badges, islands, pages, stages
 from generator.site.csp import with_csp
 from generator.site.model import (
@@ -644,6 +645,11 @@ def collector_paused() -> Iterator[None]:
 
 def build_site(options: BuildOptions) -> BuildReport:
     """Build the whole site into `options.out`. Raises CatalogError; then `out` is unchanged."""
+    check_output_dir(
+        options.out,
+        OutputKind.SITE,
+        (options.catalog, options.evidence, options.docs, options.config),
+    )
     out = options.out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     epoch = source_date_epoch(options.source_date_epoch, REPO)
@@ -708,6 +714,7 @@ def _build(
             page_keys = (*page_keys, *api_keys)
             if publisher.linked:
                 PROGRESS.info("%d files unchanged since the last build: linked", publisher.linked)
+        mark(site_dir, OutputKind.SITE)
         files = sum(len(names) for _, _, names in os.walk(site_dir))
         PROGRESS.info("swap the finished site into %s", options.out)
         swap_in(site_dir, out)

@@ -1,0 +1,139 @@
+"""The one owner of "may this directory be replaced?": every writer asks here before it swaps.
+
+A command's output directory (`build -o`, `bundle -o`, `release -o`) is replaced whole, so a
+careless `-o .` or `-o catalog` would delete what the user meant to keep. The rule:
+
+* the directory is replaced only when it is missing, empty, or marked as this tool's previous
+  output of the same kind: a site directory carries `MARKER`; a bundle directory is recognised
+  by its own header (`bundle-info.yaml` of kind BundleInfo beside `checksums.txt`) and a release
+  directory by `release-manifest.json` beside `SHA256SUMS`, so neither gains a file that its
+  checksums would not list; a synthetic catalog carries `SYNTH_MARKER`;
+* never the current directory or one of its ancestors, an input (the catalog, the evidence
+  directory, a template directory), an ancestor of an input or a directory inside one, a
+  repository root (a directory holding `.git`), the file-system root, or a symbolic link.
+
+`check_output_dir` raises `UsageError` (exit 2) naming the directory and the rule; it runs
+before anything is written, so a refused command leaves every file where it was.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from enum import StrEnum
+from pathlib import Path
+
+from generator.errors import UsageError
+
+MARKER = ".aicr-catalog-output"  # inside a site or release directory: its kind, one line
+BUNDLE_HEADER = "bundle-info.yaml"  # a bundle directory's own header (render/common.py)
+_BUNDLE_KIND = "kind: BundleInfo"
+RELEASE_FILES = ("release-manifest.json", "SHA256SUMS")  # a release directory's own files
+
+
+class OutputKind(StrEnum):
+    SITE = "site"
+    BUNDLE = "bundle"
+    RELEASE = "release"
+    SYNTH = "synth"  # `aicr-catalog synth` marks its tree with SYNTH_MARKER
+
+
+SYNTH_MARKER = ".aicr-synth"
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _is_within(inner: Path, outer: Path) -> bool:
+    return inner == outer or inner.is_relative_to(outer)
+
+
+def marked_kind(directory: Path) -> OutputKind | None:
+    """The kind of output `directory` holds by its mark, or None when it carries none."""
+    if (directory / SYNTH_MARKER).is_file() and not (directory / SYNTH_MARKER).is_symlink():
+        return OutputKind.SYNTH
+    marker = directory / MARKER
+    if marker.is_file() and not marker.is_symlink():
+        try:
+            text = marker.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        return OutputKind(text) if text in set(OutputKind) else None
+    header = directory / BUNDLE_HEADER
+    if header.is_file() and not header.is_symlink():
+        try:
+            with open(header, "rb") as fh:
+                head = fh.read(4096).decode("utf-8", "replace")
+        except OSError:
+            return None
+        if _BUNDLE_KIND in head.splitlines() and (directory / "checksums.txt").is_file():
+            return OutputKind.BUNDLE
+    if all((directory / name).is_file() for name in RELEASE_FILES):
+        return OutputKind.RELEASE
+    return None
+
+
+def mark(directory: Path, kind: OutputKind) -> None:
+    """Mark a staged site tree as this tool's output (the other kinds carry their own files)."""
+    if kind is not OutputKind.SITE:
+        return
+    (directory / MARKER).write_text(f"{kind}\n", encoding="utf-8")
+
+
+def check_output_dir(out: Path, kind: OutputKind, inputs: Iterable[Path] = ()) -> None:
+    """Refuse (UsageError, exit 2) an output directory whose replacement could lose data."""
+    shown = str(out)
+    if os.path.islink(out):
+        raise UsageError(
+            f"output {shown} is a symbolic link; give the directory it points to, or a new one"
+        )
+    real = _real(out)
+    if real == Path(real.anchor):
+        raise UsageError(f"output {shown} is the file-system root; give a new directory")
+    cwd = _real(Path.cwd())
+    if _is_within(cwd, real):
+        raise UsageError(
+            f"output {shown} is the current directory or one of its ancestors; replacing it would "
+            "delete the files you are working in: give a new directory such as ./out"
+        )
+    for given in inputs:
+        src = _real(given)
+        if _is_within(src, real):
+            raise UsageError(
+                f"output {shown} is an input ({given}) or holds one; give a directory outside it"
+            )
+        if _is_within(real, src) and src.is_dir():
+            raise UsageError(
+                f"output {shown} lies inside the input {given}; give a directory outside it"
+            )
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise UsageError(f"output {shown} exists and is not a directory")
+    if (out / ".git").exists():
+        raise UsageError(
+            f"output {shown} is a repository root (it holds .git); give a new directory"
+        )
+    try:
+        with os.scandir(out) as it:
+            empty = next(it, None) is None
+    except OSError as e:
+        raise UsageError(f"output {shown} cannot be read: {e.strerror}") from e
+    if empty:
+        return
+    found = marked_kind(out)
+    if found is kind:
+        return
+    what = (
+        f"holds this tool's {found} output"
+        if found
+        else "holds files not marked as this tool's " + str(kind) + " output"
+    )
+    raise UsageError(
+        f"output {shown} {what} and would be replaced whole; give an empty or new directory "
+        f"(or remove {shown} yourself if its contents are not needed)"
+    )
+
+
+__all__ = ["MARKER", "SYNTH_MARKER", "OutputKind", "check_output_dir", "mark", "marked_kind"]
