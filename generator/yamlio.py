@@ -194,7 +194,7 @@ _CLOSE = frozenset({yaml.SequenceEndEvent, yaml.MappingEndEvent})
 _NODE = frozenset({yaml.ScalarEvent, yaml.AliasEvent, *_OPEN})
 
 
-def _check_depth(text: str, rel: str) -> None:
+def _check_depth(text: str, rel: str, multi: bool = False) -> None:
     """Refuse nesting deeper than the builder accepts *before* composing.
 
     libyaml's composer (and PyYAML's) recurses once per nesting level, in C: 50,000 levels
@@ -214,23 +214,24 @@ def _check_depth(text: str, rel: str) -> None:
         if kind in _OPEN:
             depth += 1
             if depth > limit:
-                raise _too_deep(text, rel)
+                raise _too_deep(text, rel, multi)
         elif kind in _CLOSE:
             depth -= 1
 
 
-def _too_deep(text: str, rel: str) -> LoadError:
+def _too_deep(text: str, rel: str, multi: bool = False) -> LoadError:
     """The located error for the first collection nested deeper than allowed: a second, slower
     pass over the events that tracks the JSON path (taken only on this error path)."""
-    frames: list[
-        list[Any]
-    ] = []  # per open collection: [is mapping, index | expecting a key, key, path]
-    path = "$"
+    # per open collection: [is mapping, next index | expecting a key, last key, its path]
+    frames: list[list[Any]] = []
+    path = root = "$"
+    documents = 0
     mark_: Any = None
     for event in yaml.parse(text, Loader=_LOADER):
         kind = type(event)
         if kind is yaml.DocumentStartEvent:
-            frames = []
+            frames, documents = [], documents + 1
+            root = f"$[{documents - 1}]" if multi else "$"
             continue
         if kind in _CLOSE:
             frames.pop()
@@ -238,7 +239,7 @@ def _too_deep(text: str, rel: str) -> LoadError:
         if kind not in _NODE:
             continue
         if not frames:
-            path = "$"
+            path = root
         elif frames[-1][0]:  # a mapping: a key, then its value
             frame = frames[-1]
             if frame[1]:
@@ -347,7 +348,7 @@ def parse_yaml(
         sha = hashlib.sha256(raw.encode("utf-8")).hexdigest()
         text = raw
     try:
-        _check_depth(text, rel)
+        _check_depth(text, rel, multi)
         nodes = list(yaml.compose_all(text, Loader=_LOADER))
     except yaml.reader.ReaderError as e:
         line, col = _position(text, e.position)

@@ -367,3 +367,11 @@ def test_any_input_gives_a_document_or_a_located_load_error(raw: bytes) -> None:
         assert e.diagnostics and all(d.path == "f.yaml" and d.rule for d in e.diagnostics)
     else:
         assert isinstance(doc, Document) and "$" in doc.lines
+
+
+def test_too_deep_in_a_later_document_of_a_stream_names_that_document() -> None:
+    with pytest.raises(LoadError) as e:
+        parse_yaml("a: 1\n---\nb: " + "[" * 50_000 + "\n", "m.yaml", multi=True)
+    d = e.value.diagnostics[0]
+    assert (d.line, d.rule) == (3, "yaml.too-deep")
+    assert d.json_path == "$[1].b" + "[0]" * MAX_DEPTH
