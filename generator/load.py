@@ -300,6 +300,13 @@ def load_catalog(root: Path) -> tuple[Catalog, tuple[Diagnostic, ...]]:
             [Diagnostic(str(root), 0, 0, "$", "catalog directory not found", "catalog.missing")],
         )
 
+    # a file (or a pipe, or a link to one) where a directory of recipe data is expected would
+    # silently hide every recipe in it
+    for sub in ("overlays", "mixins", "components", "scale/profiles"):
+        if os.path.lexists(root / sub) and not (root / sub).is_dir():
+            msg = "expected a directory of catalog files here, found a file"
+            diags.append(Diagnostic(sub, 0, 0, "$", msg, "file.not-directory"))
+
     registry = Registry(components={}, doc=None)
     reg_path = root / "registry.yaml"
     if reg_path.exists() or reg_path.is_symlink():
