@@ -36,8 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from generator import __version__
+from generator import __version__, safeio
 from generator.atomic import write_atomic
+from generator.errors import Diagnostic, LoadError
 
 MAGIC = b"AICR-CACHE 1\n"
 DEFAULT_DIR = Path(".cache")
@@ -67,10 +68,19 @@ def digest(*parts: str | bytes) -> str:
 
 
 def tree_digest(
-    root: Path, suffixes: tuple[str, ...] = (), memo: dict[str, list[Any]] | None = None
+    root: Path,
+    suffixes: tuple[str, ...] = (),
+    memo: dict[str, list[Any]] | None = None,
+    *,
+    shown: str = "",
+    where: str = "its directory",
 ) -> str:
-    """sha256 over every regular file under `root` (relative path + content digest), sorted;
-    "" if absent.
+    """sha256 over every regular file under `root` (relative path + content digest) and every
+    symbolic link's target text, sorted; "" if absent.
+
+    Files are read through `safeio` (regular files only, inside `root`, size-capped by kind): a
+    FIFO, a device, a link leaving the tree or an oversized file is a LoadError naming each
+    (`shown` + the path below `root`), the same diagnostics `validate` gives, never a hang.
 
     With `memo` (relative path -> [size, mtime_ns, inode, sha256], updated in place), a file
     whose size, mtime and inode are unchanged is not read again, as git's index does; files
@@ -79,6 +89,7 @@ def tree_digest(
     """
     if not root.exists():
         return ""
+    real_root = os.path.realpath(root)
     files: list[tuple[str, str]] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
@@ -86,21 +97,37 @@ def tree_digest(
             if not suffixes or name.endswith(suffixes):
                 path = os.path.join(dirpath, name)
                 files.append((os.path.relpath(path, root).replace(os.sep, "/"), path))
+        for name in dirnames:  # a link to a directory is not followed: its target text counts
+            path = os.path.join(dirpath, name)
+            if os.path.islink(path):
+                files.append((os.path.relpath(path, root).replace(os.sep, "/"), path))
     files.sort()
     recent = time.time_ns() - 2_000_000_000
     h = hashlib.sha256()
     seen: dict[str, list[Any]] = {}
+    problems: list[Diagnostic] = []
     for rel, path in files:
-        st = os.stat(path)
-        stamp = [st.st_size, st.st_mtime_ns, st.st_ino]
-        old = memo.get(rel) if memo is not None else None
-        if old is not None and old[:3] == stamp and st.st_mtime_ns < recent:
-            sha = str(old[3])
-        else:
-            with open(path, "rb") as fh:
-                sha = hashlib.sha256(fh.read()).hexdigest()
+        link = os.readlink(path) if os.path.islink(path) else None
+        if link is not None and os.path.isdir(path):
+            h.update(f"{rel}\0link\0{link}\n".encode())
+            continue
+        limit = safeio.cap_for(rel)
+        try:
+            _, st = safeio.check(path, where=where, limit=limit, real_root=real_root)
+            stamp = [st.st_size, st.st_mtime_ns, st.st_ino]
+            old = memo.get(rel) if memo is not None else None
+            if old is not None and old[:3] == stamp and st.st_mtime_ns < recent:
+                sha = str(old[3])
+            else:
+                data = safeio.read(path, where=where, limit=limit, real_root=real_root)
+                sha = hashlib.sha256(data).hexdigest()
+        except safeio.Refusal as r:
+            problems.append(safeio.diagnostic(f"{shown}{rel}", r))
+            continue
         seen[rel] = [*stamp, sha]
-        h.update(f"{rel}\0{sha}\n".encode())
+        h.update(f"{rel}\0{sha}\0{link or ''}\n".encode())
+    if problems:
+        raise LoadError(f"{len(problems)} file(s) of {root} cannot be read", problems)
     if memo is not None:
         memo.clear()
         memo.update(seen)
@@ -393,18 +420,33 @@ def inputs_key(inputs: Any, epoch: int, templates: Path, cache: Cache | None = N
         "trust_root": inputs.trust_root,
         "epoch": epoch,
     }
-    catalog = _memo_digest(cache, Path(inputs.catalog), ())
+    # every path absolute, and part of the key: a cached stage keeps the catalog's root, which
+    # must name this catalog whatever the working directory of the next build
+    catalog_dir = os.path.abspath(inputs.catalog)
+    catalog = _memo_digest(cache, Path(catalog_dir), (), where="the catalog")
     return digest(
         "inputs",
         fingerprint(),
         json.dumps(options, sort_keys=True),
+        catalog_dir,
+        os.path.abspath(inputs.evidence),
         *_versions("mkdocs", "mkdocs-material", "plotly", "sigstore", "jinja2", "pandas"),
         catalog,
-        tree_digest(Path(inputs.docs)),
+        tree_digest(Path(os.path.abspath(inputs.docs))),
         tree_digest(templates),
-        Path(inputs.config).read_bytes() if Path(inputs.config).is_file() else b"",
-        root_file.read_bytes() if root_file.is_file() else b"",
+        _optional(Path(inputs.config), safeio.OTHER_BYTES),
+        _optional(root_file, safeio.TRUST_ROOT_BYTES),
     )
+
+
+def _optional(path: Path, limit: int) -> bytes:
+    """The bytes of an input file the user named, b"" when there is none (`safeio.read`)."""
+    if not os.path.lexists(path):
+        return b""
+    try:
+        return safeio.read(path, limit=limit)
+    except safeio.Refusal as r:
+        raise LoadError(f"cannot read {path}", [safeio.diagnostic(str(path), r)]) from None
 
 
 def build_key(
@@ -413,17 +455,31 @@ def build_key(
     """Digest of everything a site build reads: `inputs_key` (pass it as `without` when it is
     already known) and the evidence tree (stat-memoized like the catalog)."""
     base = without or inputs_key(inputs, epoch, templates, cache)
-    evidence = _memo_digest(cache, Path(inputs.evidence), (".sigstore.json",))
+    evidence_dir = Path(os.path.abspath(inputs.evidence))
+    evidence = _memo_digest(
+        cache,
+        evidence_dir,
+        (".sigstore.json",),
+        shown=f"{evidence_dir.name}/",
+        where="the evidence directory",
+    )
     return digest(BUILD_STAGE, base, evidence)
 
 
 MEMO_STAGE = "stat"
 
 
-def _memo_digest(cache: Cache | None, root: Path, suffixes: tuple[str, ...]) -> str:
+def _memo_digest(
+    cache: Cache | None,
+    root: Path,
+    suffixes: tuple[str, ...],
+    *,
+    shown: str = "",
+    where: str = "its directory",
+) -> str:
     """`tree_digest` of `root` with its stat memo kept in the cache (one entry per directory)."""
     if cache is None or not cache.enabled:
-        return tree_digest(root, suffixes)
+        return tree_digest(root, suffixes, shown=shown, where=where)
     key, fp = digest(MEMO_STAGE, str(root.resolve()), *suffixes), fingerprint("cache.py")
     raw = cache.get(MEMO_STAGE, key, fp)
     try:
@@ -432,7 +488,7 @@ def _memo_digest(cache: Cache | None, root: Path, suffixes: tuple[str, ...]) -> 
         memo = {}
     memo = memo if isinstance(memo, dict) else {}
     before = dict(memo)
-    result = tree_digest(root, suffixes, memo)
+    result = tree_digest(root, suffixes, memo, shown=shown, where=where)
     if memo != before:
         cache.put(MEMO_STAGE, key, fp, json.dumps(memo, separators=(",", ":")).encode())
     return result

@@ -92,7 +92,7 @@ def to_bytes(q: Any) -> int:
     """A Kubernetes quantity (`64Gi`, `500M`) or Prometheus size (`45GB`, base 1024) in bytes."""
     if isinstance(q, int | float) and not isinstance(q, bool):
         return int(q)
-    m = _QUANTITY.match(str(q))
+    m = _QUANTITY.fullmatch(str(q))
     if not m:
         raise ExprError(f"{q!r} is not a quantity")
     n, unit = float(m.group(1)), m.group(2) or ""
@@ -373,7 +373,7 @@ _VERSION_TEXT = re.compile(r"^(v[0-9]+|v?[0-9]+(\.[0-9]+)+)([-+.].*)?$")
 
 def _is_version(x: Any) -> bool:
     """A tuple, or text that reads as a version (`v1`, `1.33`, `v1.33.5-eks-3025e55`)."""
-    return isinstance(x, tuple) or (isinstance(x, str) and bool(_VERSION_TEXT.match(x.strip())))
+    return isinstance(x, tuple) or (isinstance(x, str) and bool(_VERSION_TEXT.fullmatch(x.strip())))
 
 
 def _pad(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -11,16 +11,17 @@ import base64
 import dataclasses
 import io
 import json
+import os
 import subprocess
 import tarfile
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from generator import markdown
+from generator import markdown, safeio
 from generator.errors import CatalogError, UsageError, printable
 from generator.load import load_catalog
 from generator.records import Catalog, RecipeResult
@@ -132,8 +133,38 @@ def materialize(repo: Path, rev: str, paths: Sequence[str]) -> Iterator[Path]:
         if present:
             data = _git(repo, "archive", "--format=tar", rev, "--", *present)
             with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-                tar.extractall(out, filter="data")
+                _extract(tar, out)
         yield out
+
+
+def _extract(tar: tarfile.TarFile, out: Path) -> None:
+    """Extract a `git archive` of the catalog with tarfile's "data" filter, except that a symbolic
+    link the filter refuses (an absolute target, or one leaving the tree: git carries both) is
+    created as it is in the commit, *after* every other member, so nothing is written through
+    it; reading it is then `safeio`'s to refuse, with the same diagnostic as in a working tree."""
+    links: list[tarfile.TarInfo] = []
+
+    def keep(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
+        try:
+            return tarfile.data_filter(member, path)
+        except tarfile.FilterError:
+            if not member.issym():
+                raise UsageError(
+                    f"git archive member {member.name!r} cannot be extracted"
+                ) from None
+            links.append(member)
+            return None
+
+    tar.extractall(out, filter=keep)
+    for member in links:
+        name = PurePosixPath(member.name)
+        target = out.joinpath(*name.parts)
+        if name.is_absolute() or ".." in name.parts or not name.parts:
+            raise UsageError(f"git archive member {member.name!r} leaves the snapshot")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not Path(os.path.realpath(target.parent)).is_relative_to(os.path.realpath(out)):
+            raise UsageError(f"git archive member {member.name!r} leaves the snapshot")
+        os.symlink(member.linkname, target)
 
 
 def _copy_tree(src: Path, dst: Path) -> None:
@@ -154,10 +185,11 @@ def _evidence_refs(root: Path, evidence_dir: str) -> dict[str, EvidenceRef]:
         parts = path.relative_to(base).parts
         recipe = parts[0] if parts else ""
         try:
-            env = json.loads(path.read_bytes())["dsseEnvelope"]
+            raw = safeio.read(path, root=base, where="the evidence directory")
+            env = json.loads(raw)["dsseEnvelope"]
             st = parse_statement(env["payloadType"], base64.b64decode(env["payload"]))
             out[rel] = EvidenceRef(rel, st.recipe, st.scale_profile or "standard", st.recipe_digest)
-        except (OSError, ValueError, KeyError, TypeError, StatementError):
+        except (OSError, ValueError, KeyError, TypeError, StatementError, safeio.Refusal):
             out[rel] = EvidenceRef(rel, recipe, "standard", "")
     return out
 
@@ -166,7 +198,7 @@ def _manifests(catalog_dir: Path, catalog: Catalog) -> dict[str, bytes]:
     out: dict[str, bytes] = {}
     for rel in catalog.files:
         if "/manifests/" in f"/{rel}":
-            out[rel] = (catalog_dir / rel).read_bytes()
+            out[rel] = safeio.read(catalog_dir / rel, root=catalog_dir, where="the catalog")
     return out
 
 

@@ -12,12 +12,11 @@ it can be trusted by later stages. Problems are collected, never raised one at a
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from generator import schemas
+from generator import safeio, schemas
 from generator.errors import Diagnostic, LoadError
 from generator.manifests import check_manifest
 from generator.records import (
@@ -53,30 +52,13 @@ def _rel(root: Path, path: Path) -> str:
 
 
 def read_file(root: Path, path: Path) -> tuple[bytes | None, tuple[Diagnostic, ...]]:
-    """Bytes of a regular file inside `root`; symlinks leaving the root and non-regular files refused."""
+    """Bytes of a regular file inside `root` (`safeio.read`: links leaving the root, non-regular
+    files and files over the size limit refused, as diagnostics)."""
     rel = _rel(root, path)
     try:
-        st = os.stat(path)
-    except OSError as e:
-        return None, (
-            Diagnostic(rel, 0, 0, "$", f"cannot read file: {e.strerror}", "file.unreadable"),
-        )
-    real = Path(os.path.realpath(path))
-    if not real.is_relative_to(Path(os.path.realpath(root))):
-        msg = "symbolic link points outside the catalog"
-        return None, (Diagnostic(rel, 0, 0, "$", msg, "file.symlink-escape"),)
-    if not stat.S_ISREG(st.st_mode):
-        return None, (Diagnostic(rel, 0, 0, "$", "not a regular file", "file.not-regular"),)
-    if st.st_size > MAX_FILE_BYTES:
-        msg = f"file is {st.st_size} bytes; the limit is {MAX_FILE_BYTES} bytes"
-        return None, (Diagnostic(rel, 0, 0, "$", msg, "yaml.too-large"),)
-    try:
-        with path.open("rb") as fh:
-            return fh.read(MAX_FILE_BYTES + 1), ()
-    except OSError as e:
-        return None, (
-            Diagnostic(rel, 0, 0, "$", f"cannot read file: {e.strerror}", "file.unreadable"),
-        )
+        return safeio.read(path, root=root, where="the catalog", limit=MAX_FILE_BYTES), ()
+    except safeio.Refusal as r:
+        return None, (safeio.diagnostic(rel, r),)
 
 
 def parse_file(
@@ -307,9 +289,9 @@ def _dir_escapes(root: Path, directory: Path) -> Diagnostic | None:
 def _yaml_files(directory: Path) -> list[Path]:
     if not directory.is_dir():
         return []
-    return sorted(
-        p for p in directory.iterdir() if p.name.endswith(YAML_SUFFIXES) and not p.is_dir()
-    )
+    # a directory named like a YAML file is listed too: read_file refuses it by name ("not a
+    # regular file"), instead of the recipe of that name silently disappearing
+    return sorted(p for p in directory.iterdir() if p.name.endswith(YAML_SUFFIXES))
 
 
 def _kind_doc(
@@ -345,6 +327,13 @@ def load_catalog(root: Path) -> tuple[Catalog, tuple[Diagnostic, ...]]:
             f"catalog directory not found: {root}",
             [Diagnostic(str(root), 0, 0, "$", "catalog directory not found", "catalog.missing")],
         )
+
+    # a file (or a pipe, or a link to one) where a directory of recipe data is expected would
+    # silently hide every recipe in it
+    for sub in ("overlays", "mixins", "components", "scale/profiles"):
+        if os.path.lexists(root / sub) and not (root / sub).is_dir():
+            msg = "expected a directory of catalog files here, found a file"
+            diags.append(Diagnostic(sub, 0, 0, "$", msg, "file.not-directory"))
 
     registry = Registry(components={}, doc=None)
     reg_path = root / "registry.yaml"
@@ -464,6 +453,10 @@ def load_catalog(root: Path) -> tuple[Catalog, tuple[Diagnostic, ...]]:
         )
         if doc is not None:
             extra = {d: tuple(v) for d, v in sorted((doc.data.get("spec") or {}).items())}
+
+    # a build reads every file of the tree (to key its cache): report what it would refuse
+    for rel, refusal in safeio.scan_tree(root, where="the catalog"):
+        diags.append(safeio.diagnostic(rel, refusal))
 
     catalog = Catalog(
         root=str(root),

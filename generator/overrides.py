@@ -13,11 +13,13 @@ value is decided by `generator.resolve.resolve`, which rejects such overrides.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from generator import names, safeio
 from generator.errors import Diagnostic, LoadError, UsageError
 from generator.records import Override
 
@@ -32,15 +34,31 @@ def _usage(origin: str, message: str, rule: str) -> UsageError:
 
 
 def typed_scalar(text: str) -> bool | int | float | str:
-    """The typed value of a `--set` right-hand side."""
+    """The typed value of a `--set` right-hand side.
+
+    ValueError for a number no recipe can hold, as the YAML loader judges catalog numbers
+    (`yamlio`): an integer beyond ±(2^53 - 1), which JSON and the recipe digest (RFC 8785)
+    cannot represent exactly, and a number that overflows to infinity.
+    """
+    from generator.yamlio import MAX_SAFE_INT
+
     if text == "true":
         return True
     if text == "false":
         return False
-    if _INT.match(text):
+    if names.valid(_INT, text):
+        # length first: Python's int() refuses more than 4,300 digits with its own error
+        if len(text.lstrip("+-")) > len(str(MAX_SAFE_INT)) or abs(int(text)) > MAX_SAFE_INT:
+            raise ValueError(
+                f"integer outside the range JSON represents exactly (±{MAX_SAFE_INT}); "
+                "give a larger number as a string with --set-file"
+            )
         return int(text)
-    if _FLOAT.match(text):
-        return float(text)
+    if names.valid(_FLOAT, text):
+        number = float(text)
+        if not math.isfinite(number):
+            raise ValueError(f"number {text[:40]!r} overflows to infinity")
+        return number
     return text
 
 
@@ -56,10 +74,10 @@ def _split(option: str, text: str, *, allow_root: bool) -> tuple[str, str, str]:
         component, path = left, ""
     else:
         raise _usage(origin, f"expected COMPONENT:PATH=VALUE, got {text!r}", "override.syntax")
-    if not _COMPONENT.match(component):
+    if not names.valid(_COMPONENT, component):
         raise _usage(origin, f"invalid component name {component!r}", "override.component")
     if path or not allow_root:
-        bad = [s for s in path.split(".") if not _PATH_SEGMENT.match(s)]
+        bad = [s for s in path.split(".") if not names.valid(_PATH_SEGMENT, s)]
         if bad:
             raise _usage(
                 origin,
@@ -72,7 +90,11 @@ def _split(option: str, text: str, *, allow_root: bool) -> tuple[str, str, str]:
 def parse_set(text: str) -> Override:
     """One `--set component:path=value`."""
     component, path, rhs = _split("--set", text, allow_root=False)
-    return Override(component, path, typed_scalar(rhs), f"--set {text}")
+    try:
+        value = typed_scalar(rhs)
+    except ValueError as e:
+        raise _usage(f"--set {text}", str(e), "override.number") from None
+    return Override(component, path, value, f"--set {text}")
 
 
 def _load_object(path: str, read: Callable[[str], bytes]) -> dict[str, Any]:
@@ -83,6 +105,8 @@ def _load_object(path: str, read: Callable[[str], bytes]) -> dict[str, Any]:
         raw = read(path)
     except OSError as e:
         raise _usage(origin, f"cannot read {path}: {e.strerror or e}", "override.file") from e
+    except safeio.Refusal as e:
+        raise _usage(origin, f"cannot read {path}: {e.message}", "override.file") from None
     try:
         doc = parse_yaml(raw, path)
     except LoadError as e:
@@ -94,7 +118,7 @@ def _load_object(path: str, read: Callable[[str], bytes]) -> dict[str, Any]:
 
 
 def _read(path: str) -> bytes:
-    return Path(path).read_bytes()
+    return safeio.read(Path(path), limit=safeio.YAML_BYTES)  # a FIFO cannot block
 
 
 def parse_set_file(text: str, read: Callable[[str], bytes] = _read) -> Override:

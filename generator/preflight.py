@@ -333,7 +333,7 @@ _CONSTRAINT_OP = re.compile(r"^\s*(>=|<=|==|!=|>|<)\s*(.*?)\s*$")
 
 def constraint_check(c: Constraint) -> Check:
     """A recipe constraint as an infrastructure check (`>= 1.32`, or an exact value)."""
-    m = _CONSTRAINT_OP.match(c.value)
+    m = _CONSTRAINT_OP.fullmatch(c.value)
     op, literal = (m.group(1), m.group(2)) if m else ("==", c.value.strip())
     area = next((a for prefix, a in _CONSTRAINT_AREAS if c.name.startswith(prefix)),
                 _DEFAULT_CONSTRAINT_AREA)  # fmt: skip

@@ -30,7 +30,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from generator import __version__, markdown
+from generator import __version__, markdown, names
 from generator.diff import compare, materialize, snapshot, to_markdown
 from generator.errors import ReleaseError
 from generator.outputs import OutputKind, check_output_dir
@@ -65,14 +65,14 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def _tags(repo: Path) -> list[str]:
-    return [t for t in _git(repo, "tag", "--list", "v*").split() if VERSION_RE.match(t)]
+    return [t for t in _git(repo, "tag", "--list", "v*").split() if names.valid(VERSION_RE, t)]
 
 
 def check_preconditions(
     repo: Path, version: str, previous: str | None, trust_root: str
 ) -> tuple[str, str | None]:
     """(commit, previous) if the release may proceed; raises ReleaseError naming why not."""
-    if not VERSION_RE.match(version):
+    if not names.valid(VERSION_RE, version):
         raise ReleaseError(f"version '{version}' is not of the form vMAJOR.MINOR.PATCH")
     if trust_root == "demo":
         raise ReleaseError(
@@ -93,7 +93,7 @@ def check_preconditions(
         older = sorted((t for t in _tags(repo) if t != version), key=lambda t: Version(t[1:]))
         previous = older[-1] if older else None
     if previous is not None:
-        if not VERSION_RE.match(previous):
+        if not names.valid(VERSION_RE, previous):
             raise ReleaseError(
                 f"previous version '{previous}' is not of the form vMAJOR.MINOR.PATCH"
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import jsonschema
 from jsonschema.protocols import Validator
 
+from generator import names
 from generator.errors import Diagnostic
 from generator.records import Document
 
@@ -24,12 +26,28 @@ def schema(name: str) -> dict[str, Any]:
     return data
 
 
+def _pattern(
+    validator: Validator, pattern: str, instance: Any, schema: dict[str, Any]
+) -> Iterator[jsonschema.ValidationError]:
+    """The `pattern` keyword with JSON Schema's (ECMA-262) `$`: jsonschema's own uses Python's
+    `re.search`, whose `$` accepts a trailing newline ("eks\n" would be a valid name)."""
+    if validator.is_type(instance, "string") and not names.schema_search(pattern, instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+@cache
+def validator_class(base: type[Validator]) -> type[Validator]:
+    """`base` with the `pattern` keyword (and so `propertyNames` patterns) anchored as in ECMA."""
+    cls: type[Validator] = jsonschema.validators.extend(base, {"pattern": _pattern})  # type: ignore[no-untyped-call]
+    return cls
+
+
 @cache
 def validator(name: str) -> Validator:
     s = schema(name)
     cls = jsonschema.validators.validator_for(s, default=jsonschema.Draft202012Validator)
     cls.check_schema(s)
-    v: Validator = cls(s, format_checker=jsonschema.FormatChecker())
+    v: Validator = validator_class(cls)(s, format_checker=jsonschema.FormatChecker())
     return v
 
 

@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 
 from packaging.version import InvalidVersion, Version
 
+from generator import names
 from generator.criteria import KNOWN_CRITERIA, normalise
 from generator.errors import (
     Diagnostic,
@@ -33,7 +34,7 @@ _CONSTRAINT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]*\.[A-Za-z0-9][A-Za-z0-9_-]*
 
 def constraint_name_ok(name: str) -> bool:
     """`{Type}.{Subtype}.{Key}`, the Key any printable text without spaces."""
-    return bool(_CONSTRAINT_NAME.match(name)) and name.isprintable()
+    return names.valid(_CONSTRAINT_NAME, name) and name.isprintable()
 
 
 # upstream's measurement types (pkg/measurement), the Types a recipe constraint can read
@@ -158,7 +159,7 @@ def check_overlay(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagn
             ("version", ref.version, SAFE_VERSION, "a version"),
             ("chart", ref.chart, SAFE_CHART, "a plain chart name"),
         ):
-            if value is not None and not pattern.match(value):
+            if value is not None and not names.valid(pattern, value):
                 yield _d(ov, f"{jp}.{field}", f"{value!r} is not {what}", "component.unsafe-value")
         files = [(f"{jp}.valuesFile", ref.values_file)] if ref.values_file else []
         files += [(f"{jp}.manifestFiles[{k}]", f) for k, f in enumerate(ref.manifest_files)]
@@ -272,7 +273,7 @@ def _constraint(
 ) -> Iterator[Diagnostic]:
     """A constraint's name and value. In validation phases (`check_names`), a constraint may also
     be named after the check it parameterises (upstream: `nccl-all-reduce-bw-net`)."""
-    if not constraint_name_ok(name) and not (check_names and CHECK_NAME.match(name)):
+    if not constraint_name_ok(name) and not (check_names and names.valid(CHECK_NAME, name)):
         form = "{Type}.{Subtype}.{Key}" + (" or a check name" if check_names else "")
         yield _d(
             ov,
@@ -283,6 +284,27 @@ def _constraint(
     problem = constraint_value_problem(value)
     if problem:
         yield _d(ov, f"{jp}.value", problem, "constraint.value")
+
+
+def check_registry(catalog: Catalog) -> Iterator[Diagnostic]:
+    """The registry's defaults that reach a bundle (chart, version, repository, namespace), by
+    the renderer's own patterns (`names.TOKEN`, `names.DNS_LABEL`): what `bundle` and `build`
+    would refuse is reported here, where it is written."""
+    doc = catalog.registry.doc
+    if doc is None:
+        return
+    for comp in catalog.registry.components.values():
+        for key, value, pattern, what in (
+            ("defaultRepository", comp.repository, names.TOKEN, "a plain repository URL"),
+            ("defaultChart", comp.chart, names.TOKEN, "a plain chart name"),
+            ("defaultVersion", comp.version, names.TOKEN, "a plain version"),
+            ("defaultNamespace", comp.namespace, names.DNS_LABEL, "a DNS label"),
+        ):
+            if value is not None and not names.valid(pattern, value):
+                jp = f"{comp.json_path}.helm.{key}"
+                line, col = doc.locate(jp)
+                msg = f"{value!r} is not {what}: bundles would refuse it"
+                yield Diagnostic(doc.rel, line, col, jp, msg, "component.unsafe-value")
 
 
 def check_ambiguity(catalog: Catalog) -> Iterator[Diagnostic]:
@@ -354,6 +376,7 @@ def validate_catalog(
     for ov in (*catalog.overlays.values(), *catalog.mixins.values()):
         out.extend(check_overlay(catalog, ov, strict))
     out.extend(check_ambiguity(catalog))
+    out.extend(check_registry(catalog))
     if "base" not in catalog.overlays and "base" not in catalog.unloadable and catalog.overlays:
         out.append(
             Diagnostic(

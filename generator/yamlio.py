@@ -22,6 +22,9 @@ from generator.records import Document
 MAX_FILE_BYTES = 1024 * 1024  # 1 MiB: no recipe, values or evidence file comes near it
 MAX_NODES = 200_000  # nodes visited while expanding one document (alias bombs end here)
 MAX_DEPTH = 64  # nesting depth of collections
+# characters of scalars (plus one per node) a document may expand to through its aliases: four
+# times the largest file, so no file without aliases comes near it
+MAX_EXPANDED_BYTES = 4 * MAX_FILE_BYTES
 MAX_INT_DIGITS = 4300  # Python's own int-from-string limit
 MAX_SAFE_INT = (
     2**53 - 1
@@ -186,36 +189,148 @@ def _position(text: str, index: int) -> tuple[int, int]:
     return line, index - (text.rfind("\n", 0, index) + 1) + 1
 
 
-def _flow_depth_exceeded(text: str) -> tuple[int, int] | None:
-    """Where flow-collection nesting first exceeds MAX_DEPTH (outside quotes and comments), if it does.
+_OPEN = frozenset({yaml.SequenceStartEvent, yaml.MappingStartEvent})
+_CLOSE = frozenset({yaml.SequenceEndEvent, yaml.MappingEndEvent})
+_NODE = frozenset({yaml.ScalarEvent, yaml.AliasEvent, *_OPEN})
 
-    A cheap over-approximation is enough: it only chooses the composer; the depth limit itself is
-    enforced on the composed nodes.
+
+def _check_depth(text: str, rel: str, multi: bool = False) -> None:
+    """Refuse nesting deeper than the builder accepts *before* composing.
+
+    libyaml's composer (and PyYAML's) recurses once per nesting level, in C: 50,000 levels
+    overflow the C stack, a segmentation fault no handler catches. The event parser underneath
+    is iterative (a state machine with its own stack), so counting collection start and end
+    events is exact, whatever the nesting looks like in the text (block, compact `- - -`, flow,
+    keys, quoted or plain scalars holding brackets and quotes), and cannot crash. The root
+    collection is depth 1 here and 0 in the builder, so MAX_DEPTH + 1 levels are accepted.
     """
-    if text.count("[") + text.count("{") <= MAX_DEPTH:
-        return None
-    depth, quote, i, n = 0, "", 0, len(text)
-    while i < n:
-        ch = text[i]
-        if quote:
-            if ch == "\\" and quote == '"':
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        elif ch == "#" and (i == 0 or text[i - 1] in " \t\n"):
-            nl = text.find("\n", i)
-            i = n if nl < 0 else nl
-            continue
-        elif ch in "[{":
+    limit = MAX_DEPTH + 1
+    # a collection needs an indicator character: a text with fewer of them cannot be too deep
+    if sum(text.count(c) for c in "[{-:?") <= limit:
+        return
+    depth = 0
+    for event in yaml.parse(text, Loader=_LOADER):
+        kind = type(event)
+        if kind in _OPEN:
             depth += 1
-            if depth > MAX_DEPTH:
-                return _position(text, i)
-        elif ch in "]}":
-            depth = max(0, depth - 1)
-        i += 1
-    return None
+            if depth > limit:
+                raise _too_deep(text, rel, multi)
+        elif kind in _CLOSE:
+            depth -= 1
+
+
+def _too_deep(text: str, rel: str, multi: bool = False) -> LoadError:
+    """The located error for the first collection nested deeper than allowed: a second, slower
+    pass over the events that tracks the JSON path (taken only on this error path)."""
+    # per open collection: [is mapping, next index | expecting a key, last key, its path]
+    frames: list[list[Any]] = []
+    path = root = "$"
+    documents = 0
+    mark_: Any = None
+    for event in yaml.parse(text, Loader=_LOADER):
+        kind = type(event)
+        if kind is yaml.DocumentStartEvent:
+            frames, documents = [], documents + 1
+            root = f"$[{documents - 1}]" if multi else "$"
+            continue
+        if kind in _CLOSE:
+            frames.pop()
+            continue
+        if kind not in _NODE:
+            continue
+        if not frames:
+            path = root
+        elif frames[-1][0]:  # a mapping: a key, then its value
+            frame = frames[-1]
+            if frame[1]:
+                frame[1], frame[2] = False, getattr(event, "value", "?")
+                path = frame[3]
+            else:
+                frame[1] = True
+                path = f"{frame[3]}.{frame[2]}"
+        else:
+            frame = frames[-1]
+            path = f"{frame[3]}[{frame[1]}]"
+            frame[1] += 1
+        if kind in _OPEN:
+            if len(frames) > MAX_DEPTH:
+                mark_ = event.start_mark
+                break
+            is_map = kind is yaml.MappingStartEvent
+            frames.append([is_map, True if is_map else 0, "", path])
+    msg = f"nesting deeper than {MAX_DEPTH} levels"
+    return LoadError(f"{rel}: nesting too deep", [_diag(rel, mark_, msg, "yaml.too-deep", path)])
+
+
+def _children(node: Node) -> list[Node]:
+    if isinstance(node, MappingNode):
+        return [n for pair in node.value for n in pair]
+    return list(node.value) if isinstance(node, SequenceNode) else []
+
+
+def _expanded_size(roots: list[Node], rel: str, multi: bool) -> None:
+    """Refuse a document whose aliases expand it beyond MAX_EXPANDED_BYTES.
+
+    An alias is a reference: one 600 KB scalar aliased 100,000 times is 100,000 nodes but
+    60 GB once anything serialises it (`query`, the bundles, the site). The size of a node is
+    the length of its scalars plus one per node, counted once per *expansion*; sizes are
+    memoised per node, so the walk visits each composed node once (iteratively: an alias chain
+    can be deeper than the nesting). A recursive alias (`&a [*a]`) has no finite expansion.
+    """
+    size: dict[int, int] = {}
+    for root in roots:
+        stack: list[tuple[Node, bool]] = [(root, False)]
+        open_: set[int] = set()
+        while stack:
+            node, done = stack.pop()
+            key = id(node)
+            if key in size:
+                continue
+            if isinstance(node, ScalarNode):
+                size[key] = len(node.value) + 1
+                continue
+            children = _children(node)
+            if done:
+                open_.discard(key)
+                size[key] = 1 + sum(size[id(c)] for c in children)
+                continue
+            open_.add(key)
+            stack.append((node, True))
+            for child in children:
+                if id(child) in open_:
+                    msg = "an alias refers to a collection that contains it (recursive alias)"
+                    raise LoadError(
+                        f"{rel}: recursive alias",
+                        [_diag(rel, child.start_mark, msg, "yaml.alias-bomb")],
+                    )
+                if id(child) not in size:
+                    stack.append((child, False))
+    if sum(size[id(r)] for r in roots) <= MAX_EXPANDED_BYTES:
+        return
+    # locate the smallest node that is too large alone, by its path in the first expansion
+    big = [(i, r) for i, r in enumerate(roots) if size[id(r)] > MAX_EXPANDED_BYTES]
+    index, node = big[0] if big else (len(roots) - 1, roots[-1])
+    path = f"$[{index}]" if multi else "$"
+    while big:
+        step = None
+        if isinstance(node, MappingNode):
+            for k, v in node.value:
+                if size[id(v)] > MAX_EXPANDED_BYTES:
+                    step = (f"{path}.{k.value if isinstance(k, ScalarNode) else '?'}", v)
+                    break
+        elif isinstance(node, SequenceNode):
+            for i, v in enumerate(node.value):
+                if size[id(v)] > MAX_EXPANDED_BYTES:
+                    step = (f"{path}[{i}]", v)
+                    break
+        if step is None:
+            break
+        path, node = step
+    msg = (
+        f"aliases expand this to {size[id(node)]} bytes; the limit is {MAX_EXPANDED_BYTES} "
+        "(alias expansion bomb?)"
+    )
+    raise LoadError(f"{rel}: {msg}", [_diag(rel, node.start_mark, msg, "yaml.alias-bomb", path)])
 
 
 def parse_yaml(
@@ -232,13 +347,9 @@ def parse_yaml(
     else:
         sha = hashlib.sha256(raw.encode("utf-8")).hexdigest()
         text = raw
-    deep_at = _flow_depth_exceeded(text)
-    # libyaml's composer recurses in C: a deeply nested flow collection would overflow the C stack
-    # (a segfault no handler catches), so such text goes to the pure-Python composer, whose
-    # recursion ends in a catchable RecursionError.
-    loader = yaml.SafeLoader if deep_at is not None else _LOADER
     try:
-        nodes = list(yaml.compose_all(text, Loader=loader))
+        _check_depth(text, rel, multi)
+        nodes = list(yaml.compose_all(text, Loader=_LOADER))
     except yaml.reader.ReaderError as e:
         line, col = _position(text, e.position)
         msg = f"unacceptable character #x{e.character:04x}: control characters are not allowed"
@@ -256,17 +367,9 @@ def parse_yaml(
     except yaml.YAMLError as e:
         msg = " ".join(str(e).split())
         raise LoadError(f"{rel}: {msg}", [Diagnostic(rel, 0, 0, "$", msg, "yaml.parse")]) from e
-    except RecursionError as e:
-        line, col = deep_at if deep_at is not None else (0, 0)
-        raise LoadError(
-            f"{rel}: nesting too deep",
-            [
-                Diagnostic(
-                    rel, line, col, "$", f"nesting deeper than {MAX_DEPTH} levels", "yaml.too-deep"
-                )
-            ],
-        ) from e
     nodes = [n for n in nodes if n is not None]
+    if "*" in text:  # an alias needs one: without, the expansion is the text itself
+        _expanded_size(nodes, rel, multi)
     builder = _Builder(rel)
     start = yaml.Mark(rel, 0, 0, 0, "", 0)
     if multi:

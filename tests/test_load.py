@@ -126,11 +126,17 @@ def test_files_that_are_not_yaml_are_ignored(tree: Path) -> None:
     write(tree, "overlays/README.md", "# notes\n")
     write(tree, "components/nfd/README.md", "not: [yaml\n")
     write(tree, "components/nfd/templates/job.tpl", "{{ .Values }}\n")
-    (tree / "overlays" / "archive.yaml").mkdir()  # a directory named like a file
     catalog, diags = load_catalog(tree)
     assert diags == ()
-    assert "archive" not in catalog.overlays
     assert not [p for p in catalog.files if not p.endswith(".yaml")]
+
+
+def test_a_directory_named_like_an_overlay_is_reported(tree: Path) -> None:
+    # it used to be skipped, so the recipe of that name silently disappeared (issue 17, item 10)
+    (tree / "overlays" / "archive.yaml").mkdir()
+    catalog, diags = load_catalog(tree)
+    assert [(d.path, d.rule) for d in diags] == [("overlays/archive.yaml", "file.not-regular")]
+    assert "archive" in catalog.unloadable and "archive" not in catalog.overlays
 
 
 def test_criteria_yaml_extends_the_known_values(tree: Path) -> None:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from generator.errors import UsageError
 from generator.overrides import parse_overrides, parse_set, parse_set_file, typed_scalar
 from generator.records import Override
+from generator.yamlio import MAX_SAFE_INT
 
 
 @pytest.mark.parametrize(
@@ -46,9 +47,25 @@ def test_typed_scalar(text: str, value: object) -> None:
     assert got == value and type(got) is type(value)
 
 
-@given(st.integers())
+@given(st.integers(min_value=-MAX_SAFE_INT, max_value=MAX_SAFE_INT))
 def test_integers_round_trip(n: int) -> None:
     assert typed_scalar(str(n)) == n
+
+
+@given(st.integers(min_value=MAX_SAFE_INT + 1) | st.integers(max_value=-MAX_SAFE_INT - 1))
+def test_integers_beyond_json_are_refused(n: int) -> None:
+    with pytest.raises(ValueError, match="range JSON represents exactly"):
+        typed_scalar(str(n))
+
+
+@pytest.mark.parametrize(
+    "text", ["1e999", "-1e999", "9" * 5000, "-" + "9" * 5000, str(2**70), "9" * 400 + ".0"]
+)
+def test_set_numbers_no_recipe_can_hold_are_usage_errors(text: str) -> None:
+    with pytest.raises(UsageError) as e:
+        parse_overrides([f"gpu-operator:driver.x={text}"])
+    (d,) = e.value.diagnostics
+    assert d.rule == "override.number"
 
 
 @given(st.floats(allow_nan=False, allow_infinity=False))

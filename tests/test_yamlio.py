@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 
 from generator.errors import Diagnostic, LoadError
 from generator.records import Document
-from generator.yamlio import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, decode, parse_yaml
+from generator.yamlio import (
+    MAX_DEPTH,
+    MAX_EXPANDED_BYTES,
+    MAX_FILE_BYTES,
+    MAX_NODES,
+    decode,
+    parse_yaml,
+)
 
 
 def refused(raw: bytes | str, *, multi: bool = False) -> Diagnostic:
@@ -207,7 +214,60 @@ def test_alias_bomb_is_stopped() -> None:
     for prev, cur in zip("abcdefgh", "bcdefghi", strict=True):
         levels.append(f"{cur}: &{cur} [" + ", ".join([f"*{prev}"] * 10) + "]")
     d = refused("\n".join(levels) + "\n")
+    # 10^9 nodes: refused by their expanded size before anything is built
+    assert d.rule == "yaml.alias-bomb" and str(MAX_EXPANDED_BYTES) in d.message
+
+
+def test_many_small_aliases_are_stopped_by_the_node_count() -> None:
+    # 1,000 x 1,000 one-character scalars: small expanded size, too many nodes
+    text = "a: &a [" + ", ".join(["x"] * 1000) + "]\nb: [" + ", ".join(["*a"] * 1000) + "]\n"
+    d = refused(text)
     assert d.rule == "yaml.alias-bomb" and str(MAX_NODES) in d.message
+
+
+def test_one_large_scalar_aliased_many_times_is_stopped_by_its_expanded_size() -> None:
+    # the bomb: few nodes (far below MAX_NODES), each a 600 KB scalar once expanded
+    text = "a: &a " + "x" * 600_000 + "\nb: [" + ", ".join(["*a"] * 100) + "]\n"
+    d = refused(text)
+    assert (d.line, d.rule) == (2, "yaml.alias-bomb") and "bytes" in d.message
+
+
+def test_recursive_alias_is_refused() -> None:
+    d = refused("a: &a [1, *a]\n")
+    assert d.rule == "yaml.alias-bomb" and "recursive" in d.message
+
+
+def test_aliases_within_the_bound_are_accepted() -> None:
+    text = "a: &a " + "x" * 1000 + "\nb: [" + ", ".join(["*a"] * 100) + "]\n"
+    assert parse_yaml(text, "f.yaml").data["b"][99] == "x" * 1000
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "- " * 50_000 + "x\n",  # compact block sequences: one line
+        "note: don't\nk: " + "[" * 50_000 + "\n",  # an apostrophe in a plain scalar
+        "k: [\"]]]\", '}}', " + "[" * 5000 + "\n",
+        "a: |\n  [[[[\nb: " + "{a: " * 5000 + "\n",
+        "".join(f"{' ' * i}- \n" for i in range(3000)),
+        "? " * 3000 + "x\n",
+        "[" + "a: [" * 3000 + "\n",
+    ],
+    ids=[
+        "compact-seq",
+        "apostrophe",
+        "quoted-closers",
+        "block-scalar",
+        "indented",
+        "keys",
+        "pairs",
+    ],
+)
+def test_deep_nesting_of_every_kind_is_refused_without_recursing(text: str) -> None:
+    # the composer would recurse once per level in C (a segfault at ~50,000 levels); the
+    # event pass refuses the 66th level first, with its position
+    d = refused(text)
+    assert d.rule == "yaml.too-deep" and d.line >= 1 and d.col >= 1
 
 
 def test_small_aliases_are_expanded_into_copies() -> None:
@@ -307,3 +367,11 @@ def test_any_input_gives_a_document_or_a_located_load_error(raw: bytes) -> None:
         assert e.diagnostics and all(d.path == "f.yaml" and d.rule for d in e.diagnostics)
     else:
         assert isinstance(doc, Document) and "$" in doc.lines
+
+
+def test_too_deep_in_a_later_document_of_a_stream_names_that_document() -> None:
+    with pytest.raises(LoadError) as e:
+        parse_yaml("a: 1\n---\nb: " + "[" * 50_000 + "\n", "m.yaml", multi=True)
+    d = e.value.diagnostics[0]
+    assert (d.line, d.rule) == (3, "yaml.too-deep")
+    assert d.json_path == "$[1].b" + "[0]" * MAX_DEPTH

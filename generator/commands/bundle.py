@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from generator import safeio
 from generator.aicr_format import load_recipe_result
 from generator.atomic import write_atomic
 from generator.commands.common import (
@@ -55,15 +56,15 @@ def read_manifests(catalog: Catalog, result: RecipeResult) -> dict[str, bytes]:
                 )
                 continue
             try:
-                out[rel] = (root / rel).read_bytes()
-            except OSError as e:
+                out[rel] = safeio.read(root / rel, root=root, where="the catalog")
+            except safeio.Refusal as e:
                 diags.append(
                     Diagnostic(
                         rel,
                         0,
                         0,
                         "$",
-                        f"cannot read manifest: {e.strerror or e}",
+                        f"cannot read manifest: {e.message}",
                         "render.missing-manifest",
                     )
                 )

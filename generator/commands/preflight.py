@@ -8,6 +8,7 @@ from typing import NoReturn
 
 import click
 
+from generator import safeio
 from generator.commands.query import parse_overrides
 from generator.errors import CatalogError, Severity
 from generator.load import load_catalog
@@ -150,9 +151,9 @@ def command(
     except CatalogError as e:
         _usage(e.message, e)
     try:
-        raw = snapshot_path.read_bytes()
-    except OSError as e:
-        _usage(f"cannot read snapshot '{snapshot_path}': {e.strerror}")
+        raw = safeio.read(snapshot_path, limit=safeio.OTHER_BYTES)  # a FIFO cannot block
+    except safeio.Refusal as e:
+        _usage(f"cannot read snapshot '{snapshot_path}': {e.message}")
     try:
         snapshot = parse_snapshot(raw, snapshot_path.name)
         scale = select_profile(catalog, result.scale_profile, result.criteria, nodes)

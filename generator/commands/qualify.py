@@ -9,6 +9,7 @@ from typing import NoReturn
 
 import click
 
+from generator import safeio
 from generator.commands.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, catalog_option, open_catalog
 from generator.errors import CatalogError
 from generator.qualify import (
@@ -29,8 +30,10 @@ def _read_results(directory: Path, phases: tuple[str, ...]) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     for name in names:
         path = directory / name
-        if path.is_file():
-            files[name] = path.read_bytes()
+        if path.is_file():  # a link out of the results directory or a FIFO is refused
+            files[name] = safeio.read(
+                path, root=directory, where="the results directory", limit=safeio.OTHER_BYTES
+            )
     return files
 
 

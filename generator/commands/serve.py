@@ -25,14 +25,22 @@ from generator.commands.common import EXIT_USAGE, fail
 def command(site_dir: Path, port: int) -> None:
     """Serve the built site on http://127.0.0.1:PORT/ until interrupted (Ctrl-C).
 
-    Only the loopback address is bound. Exit codes: 0 stopped, 2 usage (no built site).
+    Only the loopback address is bound. Exit codes: 0 stopped, 2 usage (no built site, the port is in use).
     """
     if not (site_dir / "index.html").is_file():
         fail(f"no built site in {site_dir}/; run `aicr-catalog build` first", EXIT_USAGE)
     handler = functools.partial(
         http.server.SimpleHTTPRequestHandler, directory=str(site_dir.resolve())
     )
-    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as httpd:
+    try:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    except OSError as e:
+        fail(
+            f"cannot listen on 127.0.0.1:{port}: {e.strerror or e}; "
+            "stop what uses the port or choose another --port",
+            EXIT_USAGE,
+        )
+    with server as httpd:
         bound = httpd.server_address[1]
         click.echo(f"serving {site_dir}/ on http://127.0.0.1:{bound}/ (Ctrl-C to stop)", err=True)
         try:

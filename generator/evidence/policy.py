@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from generator import schemas
+from generator import safeio, schemas
 from generator.errors import Diagnostic, ValidationError
 from generator.evidence.model import SignerClass, SignerPolicy, SignerRule
 from generator.records import Document
@@ -27,7 +27,7 @@ SCHEMA = "signers"
 
 _META = set(".^$*+?{}[]|()")
 _URI_PREFIX = re.compile(r"^[a-z][a-z0-9+.-]*://[^/]+/[^/]+/[^/]+/")
-_EMAIL_SUFFIX = re.compile(r"@(?:[A-Za-z0-9-]+\\\.)+[A-Za-z]{2,}\$$")
+_EMAIL_SUFFIX = re.compile(r"@(?:[A-Za-z0-9-]+\\\.)+[A-Za-z]{2,}\$\Z")
 # Identities no pattern in the policy may match: someone else's repository, workflow or mailbox.
 FOREIGN_PROBES: tuple[str, ...] = (
     "",
@@ -143,12 +143,15 @@ def read_policy(path: Path, rel: str | None = None) -> SignerPolicy:
     """Load a signers.yaml file; any problem is a ValidationError (located diagnostics)."""
     shown = rel or path.name
     try:
-        raw = path.read_bytes()
-    except OSError as e:
+        # inside the directory holding it (the catalog): a link out of it is refused unread,
+        # so no error can print a line of its target; a FIFO cannot block
+        raw = safeio.read(path, root=path.parent, where="the catalog", limit=safeio.YAML_BYTES)
+    except safeio.Refusal as r:
+        rule = "signers.missing" if r.rule == safeio.UNREADABLE else r.rule
         raise ValidationError(
             f"cannot read the signer policy {shown}",
-            [Diagnostic(shown, 0, 0, "$", f"cannot read: {e.strerror}", "signers.missing")],
-        ) from e
+            [Diagnostic(shown, 0, 0, "$", r.message, rule)],
+        ) from None
     doc = parse_yaml(raw, shown)
     policy, diags = policy_from(doc)
     if diags:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import numbers
-import re
 from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 import jsonschema
 
+from generator import schemas
 from generator.evidence.model import (
     IN_TOTO_PAYLOAD_TYPE,
     PREDICATE_TYPES,
@@ -35,6 +35,7 @@ from generator.evidence.model import (
     Statement,
 )
 from generator.evidence.store import NAME_RE, is_safe_name
+from generator.names import schema_regex
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "catalog" / "schemas"
 PREDICATE_SCHEMA_FILE = "scale-qualification-v1.schema.json"
@@ -151,8 +152,8 @@ def _validator(kind: str) -> jsonschema.protocols.Validator:
         "upstream": UPSTREAM_SCHEMA,
         "statement": STATEMENT_SCHEMA,
     }[kind]
-    cls = jsonschema.validators.validator_for(schema)
-    validator: jsonschema.protocols.Validator = cls(schema)
+    cls = schemas.validator_class(jsonschema.validators.validator_for(schema))
+    validator: jsonschema.protocols.Validator = cls(schema)  # `pattern` with ECMA anchors
     return validator
 
 
@@ -291,7 +292,7 @@ def _compile_leaf(schema: Mapping[str, Any]) -> _Check | None:
         pattern = schema.get("pattern")
         if pattern is not None and not isinstance(pattern, str):
             raise _Unsupported(f"pattern {pattern!r}")
-        search = re.compile(pattern).search if pattern is not None else None
+        search = schema_regex(pattern).search if pattern is not None else None
 
         def check_string(x: Any) -> bool:
             if not isinstance(x, str) or len(x) < shortest:
@@ -404,7 +405,7 @@ def _compile_keyword(key: str, value: Any, schema: Mapping[str, Any]) -> _Check:
     if key == "pattern":
         if not isinstance(value, str):
             raise _Unsupported(f"pattern {value!r}")
-        search = re.compile(value).search  # jsonschema: re.search(pattern, instance)
+        search = schema_regex(value).search  # the `pattern` keyword, ECMA anchors
         return lambda x: not isinstance(x, str) or search(x) is not None
     if key == "allOf":
         if not isinstance(value, list):

@@ -11,11 +11,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from generator import names, safeio
 from generator.errors import Diagnostic, LoadError
 from generator.evidence.model import EvidenceFile
 from generator.yamlio import MAX_FILE_BYTES
@@ -53,7 +53,7 @@ def check_recipe_name(recipe: str) -> str:
 
 def is_safe_name(name: str) -> bool:
     """True for a catalog name: lower-case letters, digits, '.' and '-', at most 63 characters."""
-    return NAME_PATTERN.fullmatch(name) is not None
+    return names.valid(NAME_PATTERN, name)
 
 
 def path_problem(path: str, expected: str) -> str | None:
@@ -187,37 +187,18 @@ def read_real(
     read beyond the limit), or unreadable. `real_root` is `realpath(found.root)` when the
     caller has it already (one root serves thousands of files)."""
     real = os.path.realpath(found.path)
-    if not Path(real).is_relative_to(real_root or os.path.realpath(found.root)):
-        return (
-            None,
-            _problem(
-                shown, "symbolic link points outside the evidence directory", "file.symlink-escape"
-            ),
-            real,
+    try:
+        data = safeio.read(
+            found.path,
+            root=found.root,
+            where="the evidence directory",
+            limit=MAX_FILE_BYTES,
+            real_root=real_root,
         )
-    try:
-        st = os.stat(found.path)
-    except OSError as e:
-        return None, _problem(shown, f"cannot read: {e.strerror}", "io"), real
-    if not stat.S_ISREG(st.st_mode):
-        return None, _problem(shown, "not a regular file", "file.not-regular"), real
-    if st.st_size > MAX_FILE_BYTES:
-        return None, _too_large(shown, st.st_size), real
-    try:
-        # O_NONBLOCK: if the file was swapped for a pipe since the stat, opening cannot block
-        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-    except OSError as e:
-        return None, _problem(shown, f"cannot read: {e.strerror}", "io"), real
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            return None, _problem(shown, "not a regular file", "file.not-regular"), real
-        try:
-            data = fh.read(MAX_FILE_BYTES + 1)
-        except OSError as e:
-            return None, _problem(shown, f"cannot read: {e.strerror}", "io"), real
-    if len(data) > MAX_FILE_BYTES:
-        return None, _too_large(shown, max(st.st_size, len(data))), real
+    except safeio.Refusal as r:
+        if r.rule == safeio.UNREADABLE:  # this module's own wording and rule
+            return None, _problem(shown, r.message.replace("read file:", "read:"), "io"), real
+        return None, _problem(shown, r.message, r.rule), real
     return data, None, real
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from generator import safeio
 from generator.errors import Diagnostic, UsageError
 from generator.evidence.model import TrustRoot
 
@@ -43,9 +44,12 @@ def load_trust_root(spec: str, catalog: Path | None = None) -> TrustRoot:
     """Read and check one trust root; UsageError when it is missing or not what was pinned."""
     path = trust_root_path(spec, catalog)
     try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise _usage(f"trust root {spec!r}: cannot read {path.name}: {e.strerror}", spec) from e
+        # a named root stays inside the catalog's trust/ directory; any root is a regular file
+        # of bounded size (a FIFO cannot block, /dev/zero cannot fill memory)
+        inside = path.parent.parent if spec in (PUBLIC_GOOD, DEMO) else None
+        data = safeio.read(path, root=inside, where="the catalog", limit=safeio.TRUST_ROOT_BYTES)
+    except safeio.Refusal as r:
+        raise _usage(f"trust root {spec!r}: cannot read {path.name}: {r.message}", spec) from None
     digest = hashlib.sha256(data).hexdigest()
     if spec == PUBLIC_GOOD and digest != PUBLIC_GOOD_SHA256:
         raise _usage(

@@ -15,33 +15,35 @@ Which files must be listed depends on who made the bundle:
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from generator import safeio
 from generator.errors import Diagnostic, Severity, sort_diagnostics
 from generator.render.common import BUNDLE_INFO, CHECKSUMS
 
-_LINE = re.compile(r"^([0-9a-f]{64})  (.+)$")
+_LINE = re.compile(r"([0-9a-f]{64})  (.+)")
 
 
 def _unsafe(rel: str) -> bool:
     return rel.startswith("/") or "\\" in rel or any(s in ("", ".", "..") for s in rel.split("/"))
 
 
-def _digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+def _digest(path: Path, root: Path) -> str:
+    try:
+        data = safeio.read(path, root=root, where="the bundle", limit=safeio.OTHER_BYTES)
+    except safeio.Refusal:
+        return ""  # reported as modified: it cannot be the listed file
+    return hashlib.sha256(data).hexdigest()
 
 
 def verify_bundle(root: Path) -> tuple[Diagnostic, ...]:
     """Diagnostics for every mismatch between `root` and `root/checksums.txt` (empty = intact)."""
     root = Path(root)
     sums = root / CHECKSUMS
-    if not sums.is_file():
+    if not os.path.lexists(sums):
         return (
             Diagnostic(
                 CHECKSUMS,
@@ -52,16 +54,22 @@ def verify_bundle(root: Path) -> tuple[Diagnostic, ...]:
                 "bundle.no-checksums",
             ),
         )
+    try:
+        # a link out of the bundle is refused unread: no line of its target can be printed
+        raw = safeio.read(sums, root=root, where="the bundle", limit=safeio.CHECKSUMS_BYTES)
+    except safeio.Refusal as r:
+        return (Diagnostic(CHECKSUMS, 0, 0, "$", r.message, "bundle.no-checksums"),)
     diags: list[Diagnostic] = []
     listed: dict[str, str] = {}
-    text = sums.read_bytes().decode("utf-8", errors="replace")
+    text = raw.decode("utf-8", errors="replace")
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue  # upstream ends an empty list with a blank line
-        m = _LINE.match(line)
+        m = _LINE.fullmatch(line)
         if not m:
+            shown = line if len(line) <= 80 else line[:80] + "..."
             diags.append(
-                Diagnostic(CHECKSUMS, n, 1, "$", f"malformed line: {line!r}", "bundle.malformed")
+                Diagnostic(CHECKSUMS, n, 1, "$", f"malformed line: {shown!r}", "bundle.malformed")
             )
             continue
         digest, rel = m.group(1), m.group(2)
@@ -99,7 +107,7 @@ def verify_bundle(root: Path) -> tuple[Diagnostic, ...]:
                     rel, 0, 0, "$", "missing file (listed in checksums.txt)", "bundle.missing"
                 )
             )
-        elif _digest(path) != listed[rel]:
+        elif _digest(path, root) != listed[rel]:
             diags.append(
                 Diagnostic(
                     rel,

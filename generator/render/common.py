@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import jinja2
 import yaml
 
-from generator import __version__
+from generator import __version__, names
 from generator.errors import Diagnostic, RenderError
 from generator.records import Override, RecipeResult, ResolvedComponent
 
@@ -284,9 +284,9 @@ def has_chart(c: ResolvedComponent) -> bool:
     return c.chart is not None and c.type.lower() == "helm"
 
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+_DNS_LABEL = names.DNS_LABEL
 _RECIPE_NAME = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,198}[a-z0-9])?$")
-_TOKEN = re.compile(r"^[A-Za-z0-9._+:/@~-]+$")  # chart, version, repository: no spaces or quotes
+_TOKEN = names.TOKEN  # chart, version, repository: no spaces or quotes
 
 
 def _identity_problems(result: RecipeResult) -> list[Diagnostic]:
@@ -300,17 +300,17 @@ def _identity_problems(result: RecipeResult) -> list[Diagnostic]:
             )
         )
 
-    if not _RECIPE_NAME.match(result.name):
+    if not names.valid(_RECIPE_NAME, result.name):
         bad("$.metadata.name", "recipe name", result.name, "a lower-case DNS name")
     for what, value in (
         ("scale profile", result.scale_profile),
         ("scale profile version", result.scale_profile_version),
     ):
-        if not _TOKEN.match(value):
+        if not names.valid(_TOKEN, value):
             bad("$.metadata.scaleProfile", what, value, "a plain token")
     for c in result.components:
         where = f"$.components[{c.order}]"
-        if not _DNS_LABEL.match(c.name):
+        if not names.valid(_DNS_LABEL, c.name):
             bad(where, "component name", c.name, "a DNS label")
         if not c.namespace:
             diags.append(
@@ -324,14 +324,14 @@ def _identity_problems(result: RecipeResult) -> list[Diagnostic]:
                     "render.no-namespace",
                 )
             )
-        elif not _DNS_LABEL.match(c.namespace):
+        elif not names.valid(_DNS_LABEL, c.namespace):
             bad(where, f"namespace of {c.name}", c.namespace, "a DNS label")
         for field_name, field_value in (
             ("chart", c.chart),
             ("version", c.version),
             ("repository", c.repository),
         ):
-            if field_value is not None and not _TOKEN.match(field_value):
+            if field_value is not None and not names.valid(_TOKEN, field_value):
                 bad(where, f"{field_name} of {c.name}", field_value, "a plain token")
     return diags
 
@@ -480,7 +480,7 @@ def _templates(
                 )
             )
             continue
-        if name.startswith("_") or name == "NOTES.txt" or not _TEMPLATE_NAME.match(name):
+        if name.startswith("_") or name == "NOTES.txt" or not names.valid(_TEMPLATE_NAME, name):
             diags.append(
                 Diagnostic(
                     rel,

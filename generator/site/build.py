@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from generator import __version__
+from generator import __version__, safeio
 from generator.cache import (
     Cache,
     build_key,
@@ -172,7 +172,10 @@ def _catalog_stage(
             PROGRESS.info("catalog unchanged since the last build: validated and resolved then")
             return (*hit, key)
     PROGRESS.info("load + validate %s", options.catalog)
-    catalog = stages.load_and_validate(options.catalog, strict=options.strict)
+    # an absolute root: the cached catalog is read again (manifests, signers, trust root) by
+    # builds from other working directories
+    root = Path(os.path.abspath(options.catalog))
+    catalog = stages.load_and_validate(root, strict=options.strict)
     PROGRESS.info("resolve %d leaf recipes", len(catalog.leaves()))
     resolved: dict[str, tuple[Any, ...]] = {}
     problems: list[Diagnostic] = []
@@ -322,8 +325,10 @@ def static_docs(options: BuildOptions) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     if options.docs.is_dir():
         for path in sorted(options.docs.rglob("*")):
-            if path.is_file():
-                files[path.relative_to(options.docs).as_posix()] = path.read_bytes()
+            if path.is_file():  # published as is: a link out of docs/ is refused unread
+                files[path.relative_to(options.docs).as_posix()] = safeio.read(
+                    path, root=options.docs, where="the docs directory", limit=safeio.OTHER_BYTES
+                )
     # the repository's own CONTRIBUTING.md and SECURITY.md are the site's pages of those names
     # (beside the docs directory, else this checkout's)
     for name, page in (("CONTRIBUTING.md", "contributing.md"), ("SECURITY.md", "security.md")):

@@ -15,6 +15,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from generator import names
 from generator.records import ScaleProfile
 from generator.site.charts import (
     NOT_IN_LADDER,
@@ -33,7 +34,7 @@ _SAFE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,200}$")
 
 def slug(name: str) -> str:
     """The file name of a recipe's pages: its name when it is URL- and file-safe."""
-    if _SAFE_NAME.match(name) and ".." not in name:
+    if names.valid(_SAFE_NAME, name) and ".." not in name:
         return name
     import hashlib
 
