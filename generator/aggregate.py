@@ -6,7 +6,9 @@ Three axes, computed separately and never fused into one grade:
    charts are pinned → pass | warn | fail, with coverage `R:n D:n P:n C:n` (declared checks of
    the readiness, deployment, performance and conformance phases).
 2. **Consensus** per check, phase, lane and recipe × profile over *distinct verified signers*,
-   counting only the latest run of each signer: CONFIRMED (≥ 2 pass, 0 fail), SINGLE (1 pass,
+   counting only the latest run of each signer. A signer is an entry of `catalog/signers.yaml`
+   (its unique label), never an identity string: two identities one entry matches are one
+   signer. Latest is by the transparency log's verified integration time: CONFIRMED (≥ 2 pass, 0 fail), SINGLE (1 pass,
    0 fail), CONTESTED (pass and fail), FAILING (fail only), UNTESTED. A roll-up takes the worst
    state first and is PARTIAL when some rows are untested and none failing or contested.
    Skipped and pending results never count; an unknown status counts as a failure; a "pass" on
@@ -263,7 +265,9 @@ def _run_rows(evidence: Sequence[Evidence]) -> pd.DataFrame:
     for i, e in enumerate(evidence):
         st = e.statement
         if isinstance(e, VerifiedEvidence):
-            signer, label, klass = e.source, e.signer_label, str(e.signer_class)
+            # a signer is an allowlist entry (labels are unique in signers.yaml): one entry whose
+            # pattern matches two workflows, or one workflow on two refs, is one signer
+            signer, label, klass = e.signer_label, e.signer_label, str(e.signer_class)
             verified, stale, cls, message, sample = True, e.stale, "", "", e.sample
         else:
             assert isinstance(e, RejectedEvidence)

@@ -118,10 +118,15 @@ class SignerRule:
     identity_pattern: str | None  # an anchored regular expression over it
     trust_root: str | None = None  # only valid when verified with this trust root (e.g. demo)
 
-    def matches(self, identity: str, issuer: str, trust_root: str) -> bool:
+    def matches(self, identity: str, issuer: str, trust_root: str, trust_digest: str = "") -> bool:
+        """`trust_root` is the name of the root that verified the bundle (`demo`,
+        `public-good`, `sha256:<16 hex>`); a rule's `trustRoot` may also give its full digest."""
         if issuer != self.issuer:
             return False
-        if self.trust_root is not None and self.trust_root != trust_root:
+        if self.trust_root is not None and self.trust_root not in (
+            trust_root,
+            f"sha256:{trust_digest}" if trust_digest else trust_root,
+        ):
             return False
         if self.identity is not None:
             return identity == self.identity
@@ -140,9 +145,11 @@ class SignerPolicy:
 
     rules: tuple[SignerRule, ...]
 
-    def match(self, identity: str, issuer: str, trust_root: str) -> SignerRule | None:
+    def match(
+        self, identity: str, issuer: str, trust_root: str, trust_digest: str = ""
+    ) -> SignerRule | None:
         for rule in self.rules:
-            if rule.matches(identity, issuer, trust_root):
+            if rule.matches(identity, issuer, trust_root, trust_digest):
                 return rule
         return None
 
@@ -156,9 +163,10 @@ class SignerPolicy:
 
 @dataclass(frozen=True, slots=True)
 class TrustRoot:
-    """A Sigstore trusted_root.json, by name. `demo` roots mark everything they verify as sample."""
+    """A Sigstore trusted_root.json, named by its content (`generator.evidence.trustroot`).
+    `demo` roots mark everything they verify as sample."""
 
-    name: str  # "public-good", "demo", or the file name given by the user
+    name: str  # "public-good", "demo" (by content, however given), else "sha256:<16 hex>"
     path: str  # absolute path of the trusted_root.json (TrustedRoot.from_file reads it)
     data: bytes  # the trusted_root.json bytes, as checked when loaded
     sha256: str  # hex of `data`
