@@ -59,7 +59,12 @@ def compare_schemas(subject: str, old: Any, new: Any, path: str = "$") -> Iterat
         kept = new.get("enum", old["enum"]) or []
         removed = [v for v in old["enum"] if v not in kept]
         for v in removed:
-            yield Break(subject, path, "removed-enum", f"enum value {json.dumps(v)} removed")
+            yield Break(
+                subject,
+                path,
+                "removed-enum",
+                f"enum value {json.dumps(v)} removed",
+            )
     elif "enum" in new:
         yield Break(subject, path, "tightened-type", "an enum now restricts the values")
     if "const" in new and old.get("const") != new["const"]:
@@ -233,13 +238,16 @@ def update_baselines(schema_dir: Path, catalog_dir: Path, version: str) -> tuple
     for rel, doc in current.items():
         target = base_dir / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        target.write_text(
+            json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8"
+        )
         written.append(rel)
     (base_dir / LAYOUTS).write_text(
-        json.dumps(bundle_layouts(catalog_dir), indent=2, sort_keys=True) + "\n"
+        json.dumps(bundle_layouts(catalog_dir), indent=2, sort_keys=True, allow_nan=False) + "\n"
     )
     (base_dir / MANIFEST).write_text(
-        json.dumps({"version": version, "schemas": sorted(current)}, indent=2) + "\n"
+        json.dumps({"version": version, "schemas": sorted(current)}, indent=2, allow_nan=False)
+        + "\n"
     )
     return tuple(written)
 

@@ -317,7 +317,9 @@ def release(
                     b"",
                     _evidence_digests(old_tree),
                 )
-        files[MANIFEST] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
+        files[MANIFEST] = (
+            json.dumps(manifest, indent=2, sort_keys=True, allow_nan=False) + "\n"
+        ).encode()
         files[CHANGELOG] = _changelog(repo, version, previous, manifest, old_manifest).encode()
         files[SUMS] = "".join(f"{_sha(files[n])}  {n}\n" for n in sorted(files)).encode()
         for name, data in files.items():

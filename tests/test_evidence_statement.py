@@ -262,5 +262,64 @@ def test_our_recipe_name_must_be_a_safe_path_segment(name: str) -> None:
 def test_a_payload_with_a_huge_integer_is_not_json() -> None:
     payload = b'{"_type": ' + b"1" * 5000 + b"}"
     err = _error(payload)
-    assert err.klass is FailureClass.PAYLOAD_TYPE
-    assert "Exceeds the limit (4300 digits)" in err.message
+    assert err.klass is FailureClass.PREDICATE_SCHEMA
+    assert "statement holds a number outside JSON's domain: integer 1111" in err.message
+    assert "is outside ±2^53" in err.message
+
+
+# ---------------------------------------------------------------- numbers inside JSON's domain
+#
+# Issue #16, attack 6: NaN and Infinity in signed KPI values verified and were published as
+# `NaN` / `Infinity`; `1e308` was accepted as a node count.
+
+
+def _with_number(where: str, literal: str) -> bytes:
+    """The fixture statement with one number replaced by a raw JSON literal."""
+    marker = 987654.25
+    pred = fx.predicate()
+    if where == "kpi value":
+        pred["kpis"][0]["value"] = marker
+    elif where == "threshold":
+        pred["kpis"][0]["threshold"]["value"] = marker
+    elif where == "observed nodes":
+        pred["observed"]["nodes"] = marker
+    elif where == "lane nodes":
+        pred["lane"]["nodes"] = marker
+    raw = build_statement(pred)
+    assert raw.count(b"987654.25") == 1
+    return raw.replace(b"987654.25", literal.encode())
+
+
+@pytest.mark.parametrize("where", ["kpi value", "threshold", "observed nodes", "lane nodes"])
+@pytest.mark.parametrize(
+    "literal", ["NaN", "Infinity", "-Infinity", "1e999", "-1e400", "1e308", "9007199254740993"]
+)
+def test_numbers_outside_json_are_schema_errors(where: str, literal: str) -> None:
+    err = _error(_with_number(where, literal))
+    assert err.klass is FailureClass.PREDICATE_SCHEMA, err.message
+    assert "number outside JSON's domain" in err.message
+
+
+@pytest.mark.parametrize(
+    ("where", "literal", "problem"),
+    [
+        ("observed nodes", "100001", "$.predicate.observed.nodes: 100001 is greater than"),
+        ("observed nodes", "1e15", "$.predicate.observed.nodes: 1000000000000000.0 is greater"),
+        ("lane nodes", "100001", "$.predicate.lane.nodes: 100001 is greater than the maximum"),
+    ],
+)
+def test_counts_above_a_sane_bound_are_schema_errors(
+    where: str, literal: str, problem: str
+) -> None:
+    err = _error(_with_number(where, literal))
+    assert err.klass is FailureClass.PREDICATE_SCHEMA
+    assert problem in err.message
+
+
+def test_numbers_inside_the_domain_still_parse() -> None:
+    for literal in ("9007199254740992", "-0.5", "1e15", "0.1e-400"):
+        st = _parse(_with_number("kpi value", literal))
+        assert st.kpis[0].value == float(literal)
+    pred = fx.predicate()
+    pred["observed"]["gpus"] = 1_000_001
+    assert "is greater than the maximum of 1000000" in _error(build_statement(pred)).message

@@ -255,7 +255,7 @@ def command(
     detail = recipe is not None
     doc = status_document(status, lanes, root, detail=detail)
     if fmt == "json":
-        click.echo(json.dumps(doc, indent=2, sort_keys=True))
+        click.echo(json.dumps(doc, indent=2, sort_keys=True, allow_nan=False))
     else:
         click.echo(render_text(doc, detail), nl=False)
     sys.exit(EXIT_OK)

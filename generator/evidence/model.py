@@ -71,6 +71,7 @@ class Kpi:
     operator: str
     threshold: float
     status: str | None  # passed | failed | proposed | None
+    targets: int | None = None  # how many targets it was measured on (None: not said)
 
 
 @dataclass(frozen=True, slots=True)
