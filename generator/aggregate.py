@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from itertools import repeat
 from operator import attrgetter
 from typing import Any
@@ -41,7 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from generator.evidence.judge import Judge
+from generator.evidence.judge import CLOCK_SKEW_SECONDS, Judge
 from generator.evidence.model import (
     SCALE_QUALIFICATION_V1,
     Evidence,
@@ -89,8 +90,7 @@ UNVERIFIED, UNALLOWLISTED, INVALID, STALE, STALE_CRITERIA, SAMPLE_OUTSIDE_DEMO, 
 VERDICT_MISMATCH = "verdict-mismatch"
 # the signed attestedAt is later than the transparency log's (verified) time for the entry
 ATTESTED_AFTER_LOGGED = "attested-after-logged"
-# how far the run's clock may be ahead of the log's before attestedAt counts as a lie
-CLOCK_SKEW_SECONDS = 300
+
 _INVALID_CLASSES = {
     FailureClass.PAYLOAD_TYPE,
     FailureClass.PREDICATE_TYPE_UNKNOWN,
@@ -384,6 +384,12 @@ def _judgements(
     return verdicts, mismatches
 
 
+def _log_time(seconds: float) -> str:
+    if seconds != seconds:  # NaN: no log time
+        return "-"
+    return datetime.fromtimestamp(int(seconds), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _judge_runs(
     runs: pd.DataFrame,
     rec: pd.DataFrame,
@@ -460,7 +466,9 @@ def _judge_runs(
             runs["mismatch"],
             "attested-after-logged: attestedAt "
             + runs["attested_at"].astype(str)
-            + " is later than the transparency log's time for the entry",
+            + " is later than the transparency log's time for the entry ("
+            + runs["logged"].map(_log_time)
+            + ")",
         ],
         default="",
     )

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from click.testing import CliRunner
 
@@ -39,6 +40,9 @@ FIRST_PARTY_CI = (
 )
 DEMO_ROOT_PATH = "catalog/trust/demo/trusted_root.json"
 LOGGED = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+VERIFICATION_SCHEMA = json.loads(
+    (CATALOG / "schemas" / "evidence-verification.schema.json").read_text()
+)
 
 
 @dataclass(frozen=True)
@@ -132,6 +136,15 @@ def _agree(o: Outcome) -> None:
         assert site.sample == bool(run["sample"]) or not site.counted
     (lane,) = [ln for ln in o.status["lanes"] if ln["lane"] == LANE]
     assert lane["qualified"] == (o.site_lane == "pass"), (lane, o.site_lane)
+
+
+def _verify_cli(trust: str) -> tuple[int, dict[str, Any]]:
+    """`evidence verify --format json` in the current directory (the scenario's repository)."""
+    args = ["evidence", "verify", "evidence", "--trust-root", trust, "--catalog", "catalog"]
+    result = CliRunner().invoke(main, [*args, "--format", "json"])
+    doc = json.loads(result.stdout)
+    jsonschema.validate(doc, VERIFICATION_SCHEMA)
+    return result.exit_code, {r["path"]: r for r in doc["results"]}
 
 
 def _lane(o: Outcome) -> dict[str, Any]:
@@ -261,6 +274,11 @@ def test_4_a_kpi_far_outside_its_threshold_signed_as_passed_is_invalid(
     assert (_lane(o)["state"], _lane(o)["qualified"]) == ("UNTESTED", False)
     assert o.site[path].state == "rejected"
     assert o.site[path].failure_class == "verdict-mismatch"
+    # `evidence verify` judges the claims against the catalog too
+    code, results = _verify_cli("demo")
+    assert code == 1
+    assert (results[path]["status"], results[path]["class"]) == ("rejected", "verdict-mismatch")
+    assert results[path]["message"] == run["downgraded"]
 
 
 def test_4_a_pass_with_a_failed_required_check_is_invalid(
@@ -328,6 +346,11 @@ def test_5_a_pass_dated_2099_cannot_hide_a_later_failure(
     assert o.runs[dated]["downgraded"].startswith("attested-after-logged: attestedAt 2099-01-01")
     assert (o.runs[failed]["counted"], o.runs[failed]["latest"]) == (True, True)
     assert (_lane(o)["state"], _lane(o)["qualified"]) == ("FAILING", False)
+    code, results = _verify_cli("demo")
+    assert code == 1
+    assert results[dated]["class"] == "attested-after-logged"
+    assert results[dated]["message"] == o.runs[dated]["downgraded"]
+    assert (results[failed]["status"], results[failed]["class"]) == ("verified", None)
 
 
 def test_5_the_latest_run_is_the_one_logged_last_not_the_one_dated_last(

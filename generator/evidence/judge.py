@@ -26,13 +26,38 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from generator.evidence.model import SCALE_QUALIFICATION_V1, Statement
-from generator.qualify import Lane, Lanes, Threshold
-from generator.records import Criteria
+
+if TYPE_CHECKING:  # generator.qualify imports the evidence package: types only here
+    from generator.qualify import Lane, Lanes, Threshold
+    from generator.records import Criteria
 
 PASSED = "passed"
 NOT_RUN = ("skipped", "pending")
+# How far a run's clock may be ahead of the transparency log's before attestedAt is a lie.
+CLOCK_SKEW_SECONDS = 300
+
+
+def attested_after_logged(attested_at: str | None, integrated_time: int | None) -> str | None:
+    """Why a statement attested after the log recorded it is invalid, or None."""
+    if not attested_at or integrated_time is None:
+        return None
+    try:
+        when = datetime.fromisoformat(attested_at.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    if when.timestamp() <= integrated_time + CLOCK_SKEW_SECONDS:
+        return None
+    logged = datetime.fromtimestamp(integrated_time, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return (
+        f"attested-after-logged: attestedAt {attested_at} is later than the transparency log's "
+        f"time for the entry ({logged})"
+    )
 
 
 @dataclass(frozen=True, slots=True)

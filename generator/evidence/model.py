@@ -45,6 +45,9 @@ class FailureClass(StrEnum):
     PREDICATE_SCHEMA = "predicate-schema"  # predicate fails its JSON Schema
     STALE = "stale"  # recipe digest differs from the current resolved recipe's
     PATH_MISMATCH = "path-mismatch"  # file not at evidence/<recipe>/<source>/<digest>.sigstore.json
+    # judged against the catalog (`generator.evidence.judge`), after the signature verified:
+    VERDICT_MISMATCH = "verdict-mismatch"  # signed verdict/KPI status is not the recomputed one
+    ATTESTED_AFTER_LOGGED = "attested-after-logged"  # attestedAt later than the log's time
 
 
 class SignerClass(StrEnum):
