@@ -337,7 +337,10 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert code == 2 and "trust root 'missing.json': cannot read missing.json" in err
     # a corrupt root is a usage error, not every file "malformed" with exit 0 or 1 (issue #17.8)
     (tmp_path / "corrupt.json").write_text('{"mediaType": "application/json"}')
-    for command in (("evidence", "verify", "x.sigstore.json"), ("status",)):
+    (tmp_path / "evidence").mkdir()
+    (tmp_path / "evidence" / "x.sigstore.json").write_text("{}")
+    build = ("build", "--no-bundles", "--evidence", "evidence", "-o", str(tmp_path / "site"))
+    for command in (("evidence", "verify", "x.sigstore.json"), ("status",), build):
         code, out, err = run(
             tmp_path, *command, "--trust-root", "corrupt.json", "--catalog", str(CATALOG)
         )
