@@ -8,15 +8,23 @@ Three axes, computed separately and never fused into one grade:
 2. **Consensus** per check, phase, lane and recipe × profile over *distinct verified signers*,
    counting only the latest run of each signer. A signer is an entry of `catalog/signers.yaml`
    (its unique label), never an identity string: two identities one entry matches are one
-   signer. Latest is by the transparency log's verified integration time: CONFIRMED (≥ 2 pass, 0 fail), SINGLE (1 pass,
-   0 fail), CONTESTED (pass and fail), FAILING (fail only), UNTESTED. A roll-up takes the worst
-   state first and is PARTIAL when some rows are untested and none failing or contested.
-   Skipped and pending results never count; an unknown status counts as a failure; a "pass" on
-   zero targets is not a pass. KPIs are rows too (`kpi:<id>`), so a KPI failure shows.
+   signer. The latest run is the one the transparency log recorded last (its verified
+   integration time), never the one with the latest signed `attestedAt`. States: CONFIRMED
+   (≥ 2 pass, 0 fail), SINGLE (1 pass, 0 fail), CONTESTED (pass and fail), FAILING (fail only),
+   UNTESTED. A roll-up takes the worst state first and is PARTIAL when some rows are untested
+   and none failing or contested. Skipped and pending results never count; an unknown status
+   counts as a failure; a "pass" on zero targets is not a pass. KPIs are rows too
+   (`kpi:<id>`), so a KPI failure shows.
 3. **Scale ceiling** per recipe × profile: the largest lane such that every lane of the
    profile's ladder up to it has current, verified, passing evidence (a lane passes when its
-   latest runs per signer agree on pass: CONFIRMED or SINGLE). A run only passes a lane when its
-   verdict is pass, it observed at least the lane's nodes, and no check ran on zero targets.
+   latest runs per signer agree on pass: CONFIRMED or SINGLE).
+
+A scale run's verdict is never taken as signed: `generator.evidence.judge` recomputes it and
+every KPI status from the run's signed raw results against the current lane criteria (observed
+nodes and GPUs, pins, required scenarios on non-zero targets, KPI values and targets against
+the catalog's thresholds). A run whose signed verdict, KPI status or threshold disagrees is
+invalid (`verdict-mismatch`), and one whose `attestedAt` is later than the log's time is invalid
+(`attested-after-logged`); both are listed with the disagreement named, never counted.
 
 Evidence that is stale (older recipe digest or lane criteria), unverified, unallowlisted,
 invalid, or sample outside the demo trust root is listed separately and never counted.
@@ -816,8 +824,9 @@ def _excluded_json(r: Mapping[Any, Any]) -> dict[str, Any]:
 def run_verdicts(status: Status) -> dict[int, tuple[str, str]]:
     """Evidence record index (`idx`, its position in the `evidence` given) → (exclusion,
     why) as strings: why a run is not counted ("" when counted) and, for a run invalid because
-    of what it signed (verdict-mismatch, attested-after-logged), the named disagreement. Two columns read at once, for callers that would
-    otherwise walk every column of every run row by row."""
+    of what it signed (verdict-mismatch, attested-after-logged), the named disagreement. Two
+    columns read at once, for callers that would otherwise walk every column of every run row
+    by row."""
     runs = status.runs
     idx = runs["idx"].tolist()
     exclusion = runs["exclusion"].tolist()
