@@ -304,3 +304,12 @@ def test_well_formed_patterns_behind_a_repository_prefix_are_accepted_and_stay_i
     inside = f"https://github.com/{owner}/{repo}/"
     for identity in identities:
         assert not compiled.fullmatch(identity) or identity.startswith(inside)
+
+
+def test_a_broad_alternative_cannot_hide_past_the_alternatives_examined() -> None:
+    narrow = "|".join(rf"https://github\.com/NVIDIA/r{i}/x" for i in range(70))
+    found = pattern_problem(rf"^(?:{narrow}|https://github\.com/.*)$", GH)
+    assert found == "identityPattern has more than 64 leading alternatives"
+    few = "|".join(rf"https://github\.com/NVIDIA/r{i}/x" for i in range(5))
+    assert pattern_problem(rf"^(?:{few})$", GH) is None
+    assert pattern_problem(rf"^(?:{few}|https://github\.com/.*)$", GH) is not None

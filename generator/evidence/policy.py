@@ -80,8 +80,13 @@ def top_level_alternation(pattern: str) -> bool:
     return False
 
 
+class _TooManyAlternatives(Exception):
+    pass
+
+
 def _lead(items: list[Any], acc: str, budget: list[int]) -> list[tuple[str, bool]]:
-    """(literal prefix, whole sequence was literal) for every way `items` can start a match."""
+    """(literal prefix, whole sequence was literal) for every way `items` can start a match;
+    raises _TooManyAlternatives past MAX_PREFIXES ways (never a partial answer)."""
     for n, (op, av) in enumerate(items):
         if op is _sre.LITERAL:
             acc += chr(av)
@@ -98,7 +103,7 @@ def _lead(items: list[Any], acc: str, budget: list[int]) -> list[tuple[str, bool
                 out.extend(_lead(items[n + 1 :], prefix, budget) if complete else [(prefix, False)])
                 budget[0] -= 1
                 if budget[0] < 0:
-                    return out
+                    raise _TooManyAlternatives
         return out
     return [(acc, True)]
 
@@ -106,14 +111,17 @@ def _lead(items: list[Any], acc: str, budget: list[int]) -> list[tuple[str, bool
 def literal_prefixes(pattern: str) -> tuple[str, ...]:
     """The literal text every match must start with, one per leading alternative (after `^`).
 
-    Raises re.error when the pattern does not compile.
+    Raises re.error when the pattern does not compile, ValueError past MAX_PREFIXES ways.
     """
     parsed = _sre.parse(pattern)
     items = list(parsed)
     if items and items[0] == (_sre.AT, _sre.AT_BEGINNING):
         items = items[1:]
-    budget = [MAX_PREFIXES]
-    return tuple(dict.fromkeys(p for p, _ in _lead(items, "", budget)))
+    try:
+        found = _lead(items, "", [MAX_PREFIXES])
+    except _TooManyAlternatives:
+        raise ValueError(f"more than {MAX_PREFIXES} leading alternatives") from None
+    return tuple(dict.fromkeys(p for p, _ in found))
 
 
 def _literal_suffix(pattern: str) -> str:
@@ -153,8 +161,8 @@ def pattern_problem(pattern: str, issuer: str | None = None) -> str | None:
         prefixes = literal_prefixes(pattern)
     except RecursionError:
         return "identityPattern is nested too deeply"
-    if len(prefixes) > MAX_PREFIXES:
-        return f"identityPattern has more than {MAX_PREFIXES} leading alternatives"
+    except ValueError as e:
+        return f"identityPattern has {e}"
     host = ISSUER_HOSTS.get(issuer or "")
     uri = any("://" in p for p in prefixes) or "://" in pattern or host is not None
     for prefix in prefixes:
