@@ -210,7 +210,8 @@ def load_trust_root(spec: str, catalog: Path | None = None) -> TrustRoot:
         raise _usage(
             f"trust root {spec!r}: {path.name} is not a usable Sigstore trusted root: {e}", spec
         ) from e
-    demo = spec == DEMO or is_demo_root(data)
+    # the pinned public-good root holds no demo key: no need to look
+    demo = spec == DEMO or (digest != PUBLIC_GOOD_SHA256 and is_demo_root(data))
     if demo:
         name = DEMO
     elif digest == PUBLIC_GOOD_SHA256:
