@@ -428,6 +428,9 @@ def _judge_runs(
             ~runs["verified"] & cls.eq(str(FailureClass.SIGNER_NOT_ALLOWED)),
             ~runs["verified"] & cls.isin([str(c) for c in _INVALID_CLASSES]),
             ~runs["verified"] & cls.eq(str(FailureClass.STALE)),
+            # judged already (records of `evidence.collect.verify_paths`)
+            ~runs["verified"] & cls.eq(str(FailureClass.VERDICT_MISMATCH)),
+            ~runs["verified"] & cls.eq(str(FailureClass.ATTESTED_AFTER_LOGGED)),
             ~runs["verified"],
             late,
             runs["stale_flag"] | digest_stale,
@@ -440,6 +443,8 @@ def _judge_runs(
             UNALLOWLISTED,
             INVALID,
             STALE,
+            VERDICT_MISMATCH,
+            ATTESTED_AFTER_LOGGED,
             UNVERIFIED,
             ATTESTED_AFTER_LOGGED,
             STALE,

@@ -957,3 +957,25 @@ def test_status_accepts_several_trust_roots(status_cli: Callable[..., tuple[int,
     jsonschema.validate(doc, STATUS_SCHEMA)
     assert doc["trustRoot"] == "public-good, demo" and doc["sample"] is True
     assert doc["recipes"][0]["ceiling"] == {"lane": "lane-2304", "nodes": 2304}
+
+
+def test_records_judged_by_verify_paths_keep_their_named_exclusion() -> None:
+    r = recipe(profile=STANDARD)
+    judged = [
+        RejectedEvidence(
+            path=f"evidence/r1/{'7' * 32}/{'8' * 64}.sigstore.json",
+            klass=klass,
+            message=f"{klass}: named",
+            statement=run(r, "lane-36").statement,
+        )
+        for klass in (FailureClass.VERDICT_MISMATCH, FailureClass.ATTESTED_AFTER_LOGGED)
+    ]
+    s = status_of([r], judged)
+    assert sorted(s.excluded["exclusion"]) == ["attested-after-logged", "verdict-mismatch"]
+    doc = status_document(s, LANES, "test", detail=True)
+    jsonschema.validate(doc, STATUS_SCHEMA)
+    (row,) = [x for x in doc["recipes"] if x["profile"] == STANDARD]
+    assert sorted(x["message"] for x in row["excludedEvidence"]) == [
+        "attested-after-logged: named",
+        "verdict-mismatch: named",
+    ]
