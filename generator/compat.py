@@ -59,12 +59,7 @@ def compare_schemas(subject: str, old: Any, new: Any, path: str = "$") -> Iterat
         kept = new.get("enum", old["enum"]) or []
         removed = [v for v in old["enum"] if v not in kept]
         for v in removed:
-            yield Break(
-                subject,
-                path,
-                "removed-enum",
-                f"enum value {json.dumps(v)} removed",
-            )
+            yield Break(subject, path, "removed-enum", f"enum value {json.dumps(v)} removed")
     elif "enum" in new:
         yield Break(subject, path, "tightened-type", "an enum now restricts the values")
     if "const" in new and old.get("const") != new["const"]:
