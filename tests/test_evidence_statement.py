@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -323,3 +324,46 @@ def test_numbers_inside_the_domain_still_parse() -> None:
     pred = fx.predicate()
     pred["observed"]["gpus"] = 1_000_001
     assert "is greater than the maximum of 1000000" in _error(build_statement(pred)).message
+
+
+# Every JSON document the build writes refuses NaN and ±Infinity (`allow_nan=False`): a value
+# outside JSON's domain is an error where it is written, never `NaN` in a published file.
+# Exempt: json.dumps used to quote one value inside a message or a YAML scalar, and the build
+# cache (internal, authenticated, read back only by this tool).
+_DUMPS_EXEMPT = {
+    "generator/cache.py": None,  # every call
+    "generator/compat.py": 3,  # enum/const values quoted in break messages
+    "generator/preflight.py": 2,  # measurement names quoted in an expression
+    "generator/pins/write.py": 2,  # a version quoted as a YAML scalar
+}
+
+
+def test_every_json_output_is_written_with_allow_nan_false() -> None:
+    import ast
+
+    root = Path(__file__).resolve().parents[1]
+    missing: dict[str, int] = {}
+    for path in sorted((root / "generator").rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("dumps", "dump")
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "json"
+                and not any(
+                    k.arg == "allow_nan"
+                    and isinstance(k.value, ast.Constant)
+                    and k.value.value is False
+                    for k in node.keywords
+                )
+            ):
+                missing[rel] = missing.get(rel, 0) + 1
+    unexpected = {
+        rel: n
+        for rel, n in missing.items()
+        if rel not in _DUMPS_EXEMPT or (_DUMPS_EXEMPT[rel] is not None and n > _DUMPS_EXEMPT[rel])
+    }
+    assert unexpected == {}
+    assert "generator/site/api.py" not in missing and "generator/release.py" not in missing
