@@ -26,6 +26,7 @@ from generator.commands.status import gather
 from generator.evidence.sign import DEMO_IDENTITY, DEMO_ISSUER, demo_authority
 from generator.evidence.statement import build_statement
 from generator.evidence.store import evidence_path
+from generator.evidence.trustroot import load_trust_root
 from generator.load import load_catalog
 from generator.qualify import lanes_of
 from generator.resolve import resolve
@@ -155,33 +156,56 @@ def _lane(o: Outcome) -> dict[str, Any]:
 # ---------------------------------------------------------------- 1: the demo root by path
 
 
+def _demo_root(tmp_path: Path, repo: Path, spelling: str) -> str:
+    """The demo root spelled as a path, a link or a copy (never `demo`)."""
+    if spelling == "link":
+        (tmp_path / "root-link.json").symlink_to(repo / DEMO_ROOT_PATH)
+        return str(tmp_path / "root-link.json")
+    if spelling == "copy":
+        shutil.copy(repo / DEMO_ROOT_PATH, tmp_path / "root-copy.json")
+        return str(tmp_path / "root-copy.json")
+    return DEMO_ROOT_PATH
+
+
 @pytest.mark.parametrize("spelling", ["path", "link", "copy"])
-def test_1_the_demo_root_given_by_path_is_still_sample(
+def test_1_the_demo_keys_cannot_sign_as_a_real_signer_however_the_root_is_given(
     honest: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spelling: str
 ) -> None:
-    """Evidence signed with the public demo keys as the first-party CI identity: under the demo
-    root spelled as a path (or a link, or a copy) it is SAMPLE everywhere and release refuses."""
+    """Evidence signed with the public demo keys as the first-party CI identity, verified with
+    the demo root spelled as a path, a link or a copy: the root is the demo root, under which
+    only signers bound to it apply, so the forgery is not allowed anywhere."""
     repo = _repo(tmp_path)
     payload = build_statement(_predicate(honest, sample=False))
     (path,) = _place(repo, [Signed(payload, identity=FIRST_PARTY_CI, issuer=GH)])
-    trust = {
-        "path": DEMO_ROOT_PATH,
-        "link": str(tmp_path / "root-link.json"),
-        "copy": str(tmp_path / "root-copy.json"),
-    }[spelling]
-    if spelling == "link":
-        (tmp_path / "root-link.json").symlink_to(repo / DEMO_ROOT_PATH)
-    if spelling == "copy":
-        shutil.copy(repo / DEMO_ROOT_PATH, tmp_path / "root-copy.json")
+    trust = _demo_root(tmp_path, repo, spelling)
+    o = _outcome(repo, trust, monkeypatch)
+    run = o.runs[path]
+    assert (run["exclusion"], run["class"]) == ("unallowlisted", "signer-not-allowed")
+    assert (_lane(o)["state"], o.site[path].counted) == ("UNTESTED", False)
+    code, results = _verify_cli(trust)
+    assert code == 1 and results[path]["class"] == "signer-not-allowed"
+    assert "AICR catalog scale qualification CI" not in results[path]["message"]
+
+
+@pytest.mark.parametrize("spelling", ["path", "link", "copy"])
+def test_1_evidence_the_demo_root_verifies_is_sample_however_the_root_is_given(
+    honest: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spelling: str
+) -> None:
+    """A demo signer's run, claiming not to be sample, under the demo root given by path: it is
+    SAMPLE in status, the site and `evidence verify`, and release refuses to count it."""
+    repo = _repo(tmp_path)
+    payload = build_statement(_predicate(honest, sample=False))
+    (path,) = _place(repo, [Signed(payload)])
+    trust = _demo_root(tmp_path, repo, spelling)
     o = _outcome(repo, trust, monkeypatch)
     assert o.sample is True and o.status["sample"] is True
+    assert (o.runs[path]["counted"], o.runs[path]["sample"]) == (True, True)
     site = o.site[path]
+    # counted and sample: release's manifest step refuses exactly this record
     assert (site.trust_root, site.sample, site.counted) == ("demo", True, True)
-    # the site's evidence record is counted and sample: release's manifest step refuses it
-    result = CliRunner().invoke(
-        main, ["evidence", "verify", "evidence", "--trust-root", trust, "--catalog", "catalog"]
-    )
-    assert "[SAMPLE]" in result.stdout and "trust root demo" in result.stdout
+    code, results = _verify_cli(trust)
+    assert (code, results[path]["sample"], results[path]["trustRoot"]) == (0, True, "demo")
+    assert load_trust_root(trust).demo is True
 
 
 # ---------------------------------------------------------------- 2: one entry, two identities

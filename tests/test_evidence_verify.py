@@ -224,8 +224,15 @@ def test_several_roots_any_may_accept_and_demo_roots_mark_sample(authority, root
     )
     payload = fx.statement()
     files = [fx.placed(fx.sign(other, payload), payload)]
+    # under a demo root only rules bound to a trust root apply (its keys are public)
     (record,) = verify_evidence(
         files, trust_roots=(root, other_root), policy=fx.POLICY, current_digests=CURRENT, jobs=1
+    )
+    assert record.klass is FailureClass.SIGNER_NOT_ALLOWED
+    assert record.message.endswith("allowed: nobody (no signer in the policy applies)")
+    bound = SignerPolicy((dataclasses.replace(fx.POLICY.rules[0], trust_root=other_root.name),))
+    (record,) = verify_evidence(
+        files, trust_roots=(root, other_root), policy=bound, current_digests=CURRENT, jobs=1
     )
     assert isinstance(record, VerifiedEvidence)
     assert (record.trust_root, record.sample) == (other_root.name, True)
@@ -233,7 +240,7 @@ def test_several_roots_any_may_accept_and_demo_roots_mark_sample(authority, root
     third = fx.make_authority("third")
     files = [fx.placed(fx.sign(third, payload), payload)]
     (record,) = verify_evidence(
-        files, trust_roots=(root, other_root), policy=fx.POLICY, current_digests=CURRENT, jobs=1
+        files, trust_roots=(root, other_root), policy=bound, current_digests=CURRENT, jobs=1
     )
     assert record.message == (
         f"certificate does not chain to trust root {root.name} or {other_root.name}"

@@ -122,10 +122,21 @@ class SignerRule:
     identity_pattern: str | None  # an anchored regular expression over it
     trust_root: str | None = None  # only valid when verified with this trust root (e.g. demo)
 
-    def matches(self, identity: str, issuer: str, trust_root: str, trust_digest: str = "") -> bool:
+    def matches(
+        self,
+        identity: str,
+        issuer: str,
+        trust_root: str,
+        trust_digest: str = "",
+        demo: bool = False,
+    ) -> bool:
         """`trust_root` is the name of the root that verified the bundle (`demo`,
-        `public-good`, `sha256:<16 hex>`); a rule's `trustRoot` may also give its full digest."""
+        `public-good`, `sha256:<16 hex>`); a rule's `trustRoot` may also give its full digest.
+        Under a demo root (`demo`: its keys are public) only rules bound to a trust root apply,
+        so the demo keys cannot sign as any real signer."""
         if issuer != self.issuer:
+            return False
+        if demo and self.trust_root is None:
             return False
         if self.trust_root is not None and self.trust_root not in (
             trust_root,
@@ -150,16 +161,27 @@ class SignerPolicy:
     rules: tuple[SignerRule, ...]
 
     def match(
-        self, identity: str, issuer: str, trust_root: str, trust_digest: str = ""
+        self,
+        identity: str,
+        issuer: str,
+        trust_root: str,
+        trust_digest: str = "",
+        demo: bool = False,
     ) -> SignerRule | None:
         for rule in self.rules:
-            if rule.matches(identity, issuer, trust_root, trust_digest):
+            if rule.matches(identity, issuer, trust_root, trust_digest, demo):
                 return rule
         return None
 
-    def describe(self, trust_root: str | None = None) -> str:
+    def describe(self, trust_root: str | None = None, demo: bool = False) -> str:
         """The allowed signers (those usable under `trust_root`, when given), for messages."""
-        rules = [r for r in self.rules if trust_root is None or r.trust_root in (None, trust_root)]
+        rules = [
+            r
+            for r in self.rules
+            if trust_root is None
+            or r.trust_root == trust_root
+            or (r.trust_root is None and not demo)
+        ]
         if not rules:
             return "nobody (no signer in the policy applies)"
         return "; ".join(r.describe() for r in rules)

@@ -158,11 +158,11 @@ class _AllowlistPolicy:
         else:
             identity, issuer = cert_identity(cert), cert_issuer(cert)
         root = self.trust_root
-        rule = self.policy.match(identity, issuer, root.name, root.sha256)
+        rule = self.policy.match(identity, issuer, root.name, root.sha256, root.demo)
         if rule is None:
             raise SignerNotAllowed(
                 f"signed by {identity or '(no identity)'} via {issuer or '(no issuer)'}; "
-                f"allowed: {self.policy.describe(root.name)}"
+                f"allowed: {self.policy.describe(root.name, root.demo)}"
             )
         self.matched = rule
 
