@@ -6,15 +6,25 @@ Three axes, computed separately and never fused into one grade:
    charts are pinned → pass | warn | fail, with coverage `R:n D:n P:n C:n` (declared checks of
    the readiness, deployment, performance and conformance phases).
 2. **Consensus** per check, phase, lane and recipe × profile over *distinct verified signers*,
-   counting only the latest run of each signer: CONFIRMED (≥ 2 pass, 0 fail), SINGLE (1 pass,
-   0 fail), CONTESTED (pass and fail), FAILING (fail only), UNTESTED. A roll-up takes the worst
-   state first and is PARTIAL when some rows are untested and none failing or contested.
-   Skipped and pending results never count; an unknown status counts as a failure; a "pass" on
-   zero targets is not a pass. KPIs are rows too (`kpi:<id>`), so a KPI failure shows.
+   counting only the latest run of each signer. A signer is an entry of `catalog/signers.yaml`
+   (its unique label), never an identity string: two identities one entry matches are one
+   signer. The latest run is the one the transparency log recorded last (its verified
+   integration time), never the one with the latest signed `attestedAt`. States: CONFIRMED
+   (≥ 2 pass, 0 fail), SINGLE (1 pass, 0 fail), CONTESTED (pass and fail), FAILING (fail only),
+   UNTESTED. A roll-up takes the worst state first and is PARTIAL when some rows are untested
+   and none failing or contested. Skipped and pending results never count; an unknown status
+   counts as a failure; a "pass" on zero targets is not a pass. KPIs are rows too
+   (`kpi:<id>`), so a KPI failure shows.
 3. **Scale ceiling** per recipe × profile: the largest lane such that every lane of the
    profile's ladder up to it has current, verified, passing evidence (a lane passes when its
-   latest runs per signer agree on pass: CONFIRMED or SINGLE). A run only passes a lane when its
-   verdict is pass, it observed at least the lane's nodes, and no check ran on zero targets.
+   latest runs per signer agree on pass: CONFIRMED or SINGLE).
+
+A scale run's verdict is never taken as signed: `generator.evidence.judge` recomputes it and
+every KPI status from the run's signed raw results against the current lane criteria (observed
+nodes and GPUs, pins, required scenarios on non-zero targets, KPI values and targets against
+the catalog's thresholds). A run whose signed verdict, KPI status or threshold disagrees is
+invalid (`verdict-mismatch`), and one whose `attestedAt` is later than the log's time is invalid
+(`attested-after-logged`); both are listed with the disagreement named, never counted.
 
 Evidence that is stale (older recipe digest or lane criteria), unverified, unallowlisted,
 invalid, or sample outside the demo trust root is listed separately and never counted.
@@ -32,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from itertools import repeat
 from operator import attrgetter
 from typing import Any
@@ -39,6 +50,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from generator.evidence.judge import CLOCK_SKEW_SECONDS, Judge
 from generator.evidence.model import (
     SCALE_QUALIFICATION_V1,
     Evidence,
@@ -82,6 +94,11 @@ UNVERIFIED, UNALLOWLISTED, INVALID, STALE, STALE_CRITERIA, SAMPLE_OUTSIDE_DEMO, 
     "sample-outside-demo",
     "unknown-lane",
 )
+# the signed verdict or a KPI status is not what the raw results give under the lane's criteria
+VERDICT_MISMATCH = "verdict-mismatch"
+# the signed attestedAt is later than the transparency log's (verified) time for the entry
+ATTESTED_AFTER_LOGGED = "attested-after-logged"
+
 _INVALID_CLASSES = {
     FailureClass.PAYLOAD_TYPE,
     FailureClass.PREDICATE_TYPE_UNKNOWN,
@@ -263,7 +280,9 @@ def _run_rows(evidence: Sequence[Evidence]) -> pd.DataFrame:
     for i, e in enumerate(evidence):
         st = e.statement
         if isinstance(e, VerifiedEvidence):
-            signer, label, klass = e.source, e.signer_label, str(e.signer_class)
+            # a signer is an allowlist entry (labels are unique in signers.yaml): one entry whose
+            # pattern matches two workflows, or one workflow on two refs, is one signer
+            signer, label, klass = e.signer_label, e.signer_label, str(e.signer_class)
             verified, stale, cls, message, sample = True, e.stale, "", "", e.sample
         else:
             assert isinstance(e, RejectedEvidence)
@@ -304,6 +323,7 @@ def _run_rows(evidence: Sequence[Evidence]) -> pd.DataFrame:
                 tuple(st.reasons) if st else (),
                 zero,
                 e.trust_root or "",
+                e.integrated_time if isinstance(e, VerifiedEvidence) else None,
             )
         )
     cols = [
@@ -333,14 +353,49 @@ def _run_rows(evidence: Sequence[Evidence]) -> pd.DataFrame:
         "reasons",
         "zero_targets",
         "trust_root",
+        "logged",
     ]
     frame = pd.DataFrame.from_records(rows, columns=cols)
+    frame["logged"] = frame["logged"].astype("float64")  # seconds since the epoch; NaN: none
     if rows:
         return frame
     types: dict[str, Any] = {c: bool for c in ("verified", "stale_flag", "sample", "zero_targets")}
     types |= {c: "int64" for c in ("idx", "lane_nodes", "observed_nodes")}
+    types |= {"logged": "float64"}
     types |= {c: str for c in cols if c not in types and c != "reasons"}
     return frame.astype(types)
+
+
+def _judgements(
+    evidence: Sequence[Evidence], recipes: Sequence[RecipeResult], lanes: Lanes
+) -> tuple[list[str], list[str]]:
+    """(recomputed verdict, disagreement) per record: "" where a record is not judged (rejected,
+    stale, not ours, unknown lane, other criteria). See `generator.evidence.judge`."""
+    judge = Judge(lanes)
+    current = {(r.name, r.scale_profile): r for r in recipes}
+    pins: dict[tuple[str, str], dict[str, str | None]] = {}
+    verdicts, mismatches = [""] * len(evidence), [""] * len(evidence)
+    for i, e in enumerate(evidence):
+        if not isinstance(e, VerifiedEvidence) or e.stale:
+            continue
+        st = e.statement
+        key = (st.recipe, st.scale_profile or DEFAULT_PROFILE)
+        r = current.get(key)
+        if r is None or r.digest != st.recipe_digest:
+            continue
+        if key not in pins:
+            pins[key] = {c.name: c.version for c in r.components}
+        j = judge(st, r.criteria, pins[key])
+        if j is not None:
+            verdicts[i] = j.verdict
+            mismatches[i] = "" if j.consistent else j.explain()
+    return verdicts, mismatches
+
+
+def _log_time(seconds: float) -> str:
+    if seconds != seconds:  # NaN: no log time
+        return "-"
+    return datetime.fromtimestamp(int(seconds), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _judge_runs(
@@ -349,8 +404,12 @@ def _judge_runs(
     lane_df: pd.DataFrame,
     demo: bool,
     demo_roots: Collection[str],
+    judged: tuple[list[str], list[str]],
 ) -> pd.DataFrame:
     """Add current digest, exclusion (why not counted), counted, latest, effective verdict."""
+    recomputed, mismatch = judged
+    runs["recomputed"] = [recomputed[i] for i in runs["idx"]] if len(runs) else ""
+    runs["mismatch"] = [mismatch[i] for i in runs["idx"]] if len(runs) else ""
     runs = runs.merge(
         rec[["recipe", "profile", "digest"]].rename(columns={"digest": "current_digest"}),
         on=["recipe", "profile"],
@@ -360,60 +419,69 @@ def _judge_runs(
     scale = runs["predicate_type"].eq(SCALE_QUALIFICATION_V1)
     cls = runs["class"]
     digest_stale = runs["current_digest"].isna() | (runs["current_digest"] != runs["recipe_digest"])
+    runs["when"] = pd.to_datetime(runs["attested_at"], utc=True, format="ISO8601", errors="coerce")
+    attested = (runs["when"] - pd.Timestamp(0, tz="UTC")).dt.total_seconds()
+    # attested (the run's own clock) after the transparency log recorded it (the log's clock)
+    late = runs["verified"] & (attested > runs["logged"] + CLOCK_SKEW_SECONDS)
     exclusion = np.select(
         [
             ~runs["verified"] & cls.eq(str(FailureClass.SIGNER_NOT_ALLOWED)),
             ~runs["verified"] & cls.isin([str(c) for c in _INVALID_CLASSES]),
             ~runs["verified"] & cls.eq(str(FailureClass.STALE)),
+            # judged already (records of `evidence.collect.verify_paths`)
+            ~runs["verified"] & cls.eq(str(FailureClass.VERDICT_MISMATCH)),
+            ~runs["verified"] & cls.eq(str(FailureClass.ATTESTED_AFTER_LOGGED)),
             ~runs["verified"],
+            late,
             runs["stale_flag"] | digest_stale,
             runs["sample"] & ~(runs["trust_root"].isin(list(demo_roots)) | demo),
             scale & runs["lane_rank"].isna(),
             scale & (runs["criteria_version"] != runs["criteria_current"]),
+            scale & runs["mismatch"].ne(""),
         ],
         [
             UNALLOWLISTED,
             INVALID,
             STALE,
+            VERDICT_MISMATCH,
+            ATTESTED_AFTER_LOGGED,
             UNVERIFIED,
+            ATTESTED_AFTER_LOGGED,
             STALE,
             SAMPLE_OUTSIDE_DEMO,
             UNKNOWN_LANE,
             STALE_CRITERIA,
+            VERDICT_MISMATCH,
         ],
         default="",
     )
     runs["exclusion"] = exclusion
     runs["counted"] = runs["exclusion"].eq("")
-    runs["when"] = pd.to_datetime(runs["attested_at"], utc=True, format="ISO8601", errors="coerce")
-    # latest run per signer and scope, among counted runs
+    # latest run per signer and scope, among counted runs, by the transparency log's verified
+    # time (never the signed attestedAt: a pass dated 2099 cannot hide a later failure)
     order = runs.sort_values(
-        [*_KEYS_RUN, "signer", "when", "statement_digest"], na_position="first", kind="stable"
+        [*_KEYS_RUN, "signer", "logged", "statement_digest"], na_position="first", kind="stable"
     )
     counted = order[order["counted"]]
     latest_idx = counted.drop_duplicates([*_KEYS_RUN, "signer"], keep="last").index
     runs["latest"] = False
     runs.loc[latest_idx, "latest"] = True
-    # a run passes its lane only with a pass verdict on ≥ the lane's nodes and no zero-target check
-    undersized = runs["observed_nodes"] < runs["lane_nodes_def"].fillna(np.inf)
-    wrong_lane = runs["lane_nodes"] != runs["lane_nodes_def"]
+    # a scale run's verdict is the recomputed one (a counted run's signed verdict agrees with it)
+    judged_scale = runs["recomputed"].ne("")
     runs["effective"] = np.where(
-        runs["verdict"].eq("pass") & ~(scale & (undersized | wrong_lane | runs["zero_targets"])),
-        "pass",
-        "fail",
+        judged_scale,
+        runs["recomputed"],
+        np.where(runs["verdict"].eq("pass") & ~scale, "pass", "fail"),
     )
     runs["downgraded"] = np.select(
+        [runs["exclusion"].eq(VERDICT_MISMATCH), runs["exclusion"].eq(ATTESTED_AFTER_LOGGED)],
         [
-            ~runs["verdict"].eq("pass"),
-            scale & undersized,
-            scale & wrong_lane,
-            scale & runs["zero_targets"],
-        ],
-        [
-            "",
-            "claims pass but observed fewer nodes than the lane",
-            "claims pass but names another node count for the lane",
-            "claims pass but a check ran on zero targets",
+            runs["mismatch"],
+            "attested-after-logged: attestedAt "
+            + runs["attested_at"].astype(str)
+            + " is later than the transparency log's time for the entry ("
+            + runs["logged"].map(_log_time)
+            + ")",
         ],
         default="",
     )
@@ -559,7 +627,8 @@ def aggregate(
     rec = _recipe_frame(recipes)
     health = structural_health(recipes, failures)
 
-    runs = _judge_runs(_run_rows(evidence), rec, lane_df, demo, demo_roots)
+    judged = _judgements(evidence, recipes, lanes)
+    runs = _judge_runs(_run_rows(evidence), rec, lane_df, demo, demo_roots, judged)
     latest = runs[runs["latest"]]
 
     # the ladder rows of every recipe × profile
@@ -735,12 +804,16 @@ def _run_json(r: Mapping[Any, Any]) -> dict[str, Any]:
 
 
 def _excluded_json(r: Mapping[Any, Any]) -> dict[str, Any]:
-    message = r["message"] or {
-        STALE: "recipe digest is not the current one (the recipe changed since the run)",
-        STALE_CRITERIA: "run judged against other lane criteria than the current ones",
-        SAMPLE_OUTSIDE_DEMO: "sample evidence counts only under the demo trust root",
-        UNKNOWN_LANE: "names a lane that lanes.yaml does not define",
-    }.get(r["exclusion"], "")
+    message = (
+        r["message"]
+        or r.get("downgraded")
+        or {
+            STALE: "recipe digest is not the current one (the recipe changed since the run)",
+            STALE_CRITERIA: "run judged against other lane criteria than the current ones",
+            SAMPLE_OUTSIDE_DEMO: "sample evidence counts only under the demo trust root",
+            UNKNOWN_LANE: "names a lane that lanes.yaml does not define",
+        }.get(r["exclusion"], "")
+    )
     return {
         "path": r["path"],
         "lane": r["lane"] or None,
@@ -755,9 +828,10 @@ def _excluded_json(r: Mapping[Any, Any]) -> dict[str, Any]:
 
 def run_verdicts(status: Status) -> dict[int, tuple[str, str]]:
     """Evidence record index (`idx`, its position in the `evidence` given) → (exclusion,
-    downgraded) as strings: why a run is not counted ("" when counted) and why a claimed pass
-    does not pass its lane ("" when it does). Two columns read at once, for callers that would
-    otherwise walk every column of every run row by row."""
+    why) as strings: why a run is not counted ("" when counted) and, for a run invalid because
+    of what it signed (verdict-mismatch, attested-after-logged), the named disagreement. Two
+    columns read at once, for callers that would otherwise walk every column of every run row
+    by row."""
     runs = status.runs
     idx = runs["idx"].tolist()
     exclusion = runs["exclusion"].tolist()

@@ -133,4 +133,4 @@ def dump_yaml(obj: Any) -> str:
 
 def dump_json(obj: Any) -> str:
     """Deterministic, human-readable JSON (sorted keys, two-space indent, trailing newline)."""
-    return json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"

@@ -548,17 +548,20 @@ def update_baselines(
     for rel, doc in current.items():
         target = base_dir / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        target.write_text(
+            json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8"
+        )
         written.append(rel)
     (base_dir / LAYOUTS).write_text(
-        json.dumps(bundle_layouts(catalog_dir), indent=2, sort_keys=True) + "\n"
+        json.dumps(bundle_layouts(catalog_dir), indent=2, sort_keys=True, allow_nan=False) + "\n"
     )
     (base_dir / CLI).write_text(
         json.dumps(cli if cli is not None else current_cli(), indent=2, sort_keys=True) + "\n",
         encoding="utf-8",
     )
     (base_dir / MANIFEST).write_text(
-        json.dumps({"version": version, "schemas": sorted(current)}, indent=2) + "\n"
+        json.dumps({"version": version, "schemas": sorted(current)}, indent=2, allow_nan=False)
+        + "\n"
     )
     return tuple(written)
 

@@ -571,6 +571,6 @@ def _short(d: str | None) -> str:
 
 FORMATTERS = {
     "text": to_text,
-    "json": lambda i: json.dumps(to_json(i), indent=2, sort_keys=True) + "\n",
+    "json": lambda i: json.dumps(to_json(i), indent=2, sort_keys=True, allow_nan=False) + "\n",
     "markdown": to_markdown,
 }

@@ -653,7 +653,12 @@ def report_json(report: PreflightReport) -> dict[str, Any]:
 
 
 def render_json(report: PreflightReport) -> str:
-    return json.dumps(report_json(report), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return (
+        json.dumps(
+            report_json(report), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False
+        )
+        + "\n"
+    )
 
 
 def render_text(report: PreflightReport) -> str:

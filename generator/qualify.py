@@ -586,6 +586,8 @@ def _kpi_results(
                 "unit": spec.unit,
                 "threshold": {"operator": threshold.operator, "value": threshold.value},
                 "status": "passed" if ok else "failed",
+                # signed, so the catalog can recompute minTargets (generator/evidence/judge.py)
+                **({"targets": max(0, min(raw.targets, 10**6))} if raw.targets is not None else {}),
             }
         )
     return out, reasons

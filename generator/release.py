@@ -11,7 +11,9 @@ the lot: generator/release_verify.py). The same commit and version give
 byte-identical outputs: dates come from the commit, never from the clock.
 
 Refused: a dirty tree, a tag that points elsewhere, a version not greater than the previous one,
-the demo trust root, and any sample evidence counted as qualification.
+the demo trust root however it is given (`demo`, or a path to the demo root, a copy or a link:
+recognised by its content, see `generator.evidence.trustroot`), and any sample evidence counted
+as qualification. `evidence[].sha256` in the manifest is the sha256 of the evidence file's bytes.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from packaging.version import Version
 
 from generator import __version__, markdown, names
 from generator.diff import compare, materialize, snapshot, to_markdown
-from generator.errors import ReleaseError
+from generator.errors import CatalogError, ReleaseError
 from generator.outputs import OutputKind, check_output_dir
 from generator.render.archive import archive_bytes
 from generator.render.common import MODE_FILE, BundleFile, Deployer
@@ -74,10 +76,7 @@ def check_preconditions(
     """(commit, previous) if the release may proceed; raises ReleaseError naming why not."""
     if not names.valid(VERSION_RE, version):
         raise ReleaseError(f"version '{version}' is not of the form vMAJOR.MINOR.PATCH")
-    if trust_root == "demo":
-        raise ReleaseError(
-            "release refuses the demo trust root: sample evidence must never count as qualification"
-        )
+    _refuse_demo(repo, trust_root)
     dirty = _git(repo, "status", "--porcelain", "--untracked-files=normal").splitlines()
     if dirty:
         shown = ", ".join(line[3:] for line in dirty[:5]) + (" …" if len(dirty) > 5 else "")
@@ -104,6 +103,39 @@ def check_preconditions(
     return commit, previous
 
 
+def _refuse_demo(repo: Path, trust_root: str) -> None:
+    """ReleaseError for the demo root, by name or by content (a path, a copy, a link to it)."""
+    from generator.evidence.trustroot import DEMO, load_trust_root
+
+    message = (
+        "release refuses the demo trust root: sample evidence must never count as qualification"
+    )
+    if trust_root == DEMO:
+        raise ReleaseError(message)
+    try:
+        root = load_trust_root(trust_root, repo / "catalog")
+    except CatalogError as e:
+        raise ReleaseError(e.message) from e
+    if root.demo:
+        raise ReleaseError(
+            f"{message} ({trust_root} is the demo root: recognised by its content, "
+            f"sha256 {root.sha256})"
+        )
+
+
+def _evidence_digests(tree: Path) -> dict[str, str]:
+    """`evidence/...` path -> sha256 of the file's bytes, for every regular file (not a link)
+    under the tree's evidence directory."""
+    out: dict[str, str] = {}
+    top = tree / "evidence"
+    if not top.is_dir():
+        return out
+    for p in sorted(top.rglob("*")):
+        if p.is_file() and not p.is_symlink():
+            out[p.relative_to(tree).as_posix()] = _sha(p.read_bytes())
+    return out
+
+
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -124,11 +156,14 @@ def _manifest(
     bundles: Mapping[str, bytes],
     site_file: str,
     site_bytes: bytes,
+    evidence_sha256: Mapping[str, str],
 ) -> dict[str, Any]:
     index = json.loads((site / "api/v1/recipes.json").read_text(encoding="utf-8"))
     evidence = json.loads((site / "api/v1/evidence.json").read_text(encoding="utf-8"))
     counted_sample = [
-        e["path"] for e in evidence["evidence"] if e.get("counted") and e.get("sample")
+        e["path"]
+        for e in evidence["evidence"]
+        if e.get("counted") and (e.get("sample") or e.get("trustRoot") == "demo")
     ]
     if counted_sample:
         raise ReleaseError(
@@ -168,7 +203,7 @@ def _manifest(
         "evidence": [
             {
                 "path": e["path"],
-                "sha256": e["id"],
+                "sha256": evidence_sha256.get(e["path"]),
                 "state": e["state"],
                 "counted": e["counted"],
                 "class": e.get("class"),
@@ -259,6 +294,7 @@ def release(
         with materialize(repo, commit, TREE_PATHS) as tree:
             site = work / "site"
             _build(tree, site, trust_root, epoch)
+            evidence_sha256 = _evidence_digests(tree)
         files: dict[str, bytes] = {}
         bundle_names: set[str] = set()
         for p in sorted((site / "downloads").rglob("*.tar.gz")):
@@ -278,6 +314,7 @@ def release(
             {k: v for k, v in files.items() if k in bundle_names},
             site_file,
             files[site_file],
+            evidence_sha256,
         )
         old_manifest = None
         if previous is not None:
@@ -285,8 +322,19 @@ def release(
                 old_site = work / "old-site"
                 old_epoch = int(_git(repo, "log", "-1", "--format=%ct", previous).strip())
                 _build(old_tree, old_site, trust_root, old_epoch)
-                old_manifest = _manifest(previous, previous, old_epoch, old_site, {}, "", b"")
-        files[MANIFEST] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
+                old_manifest = _manifest(
+                    previous,
+                    previous,
+                    old_epoch,
+                    old_site,
+                    {},
+                    "",
+                    b"",
+                    _evidence_digests(old_tree),
+                )
+        files[MANIFEST] = (
+            json.dumps(manifest, indent=2, sort_keys=True, allow_nan=False) + "\n"
+        ).encode()
         files[CHANGELOG] = _changelog(repo, version, previous, manifest, old_manifest).encode()
         files[SUMS] = "".join(f"{_sha(files[n])}  {n}\n" for n in sorted(files)).encode()
         for name, data in files.items():

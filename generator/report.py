@@ -36,7 +36,7 @@ def as_json(diags: Sequence[Diagnostic], subject: str) -> str:
         "warnings": warnings,
         "diagnostics": [d.to_json() for d in diags],
     }
-    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    return json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
 def _escape_data(s: str) -> str:

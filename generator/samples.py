@@ -192,7 +192,7 @@ def _ctrf(tests: list[dict[str, Any]], start: int) -> bytes:
             "environment": {"testEnvironment": "sample"},
         },
     }
-    return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
+    return (json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n").encode()
 
 
 def finished_at(run: SampleRun) -> str:
@@ -239,7 +239,9 @@ def raw_results(lanes: Lanes, lane: Lane, recipe: RecipeResult, run: SampleRun) 
                 spec.id, _passing_value(threshold.operator, threshold.value, u)
             )
         kpis.append(item)
-    files[KPI_FILE] = (json.dumps({"kpis": kpis}, indent=2, sort_keys=True) + "\n").encode()
+    files[KPI_FILE] = (
+        json.dumps({"kpis": kpis}, indent=2, sort_keys=True, allow_nan=False) + "\n"
+    ).encode()
     snapshot = {
         "apiVersion": "aicr.run/v1",
         "kind": "Snapshot",

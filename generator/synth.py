@@ -384,9 +384,9 @@ UNLISTED = (
 )
 
 
-def signers_yaml() -> str:
-    """The allowlist of the synthetic signers, valid only under the synthetic trust root."""
-    trust = Path(TRUST_FILE).name
+def signers_yaml(trust: str = "synthetic") -> str:
+    """The allowlist of the synthetic signers, valid only under the synthetic trust root
+    (`trust`: its name, `sha256:<16 hex>` of its trusted_root.json; `synthesize` gives it)."""
     doc = {
         "apiVersion": "aicr.run/v1",
         "kind": "SignerPolicy",
@@ -579,7 +579,13 @@ def synthesize(options: SynthOptions, out: Path) -> SynthReport:
     authority = make_authority("aicr-synth", authority_seed(options.seed))
     root = out / TRUST_FILE
     root.parent.mkdir(parents=True, exist_ok=True)
-    root.write_bytes(trusted_root_json(authority))
+    root_bytes = trusted_root_json(authority)
+    root.write_bytes(root_bytes)
+    # a trust root given by path is named by its digest: bind the signers to it
+    from generator.evidence.trustroot import root_name
+
+    digest = hashlib.sha256(root_bytes).hexdigest()
+    (out / "catalog" / "signers.yaml").write_text(signers_yaml(root_name(digest)), "utf-8")
 
     profiles = {
         rel.rsplit("/", 1)[-1].rsplit(".", 1)[0]: yaml.safe_load(data)

@@ -121,3 +121,42 @@ def placed(
     """The bundle as a file at its proper evidence/ path."""
     recipe = json.loads(payload).get("predicate", {}).get("recipe", {}).get("name", RECIPE)
     return EvidenceFile(path=evidence_path(recipe, issuer, identity, payload), data=bundle)
+
+
+def passing_predicate(
+    recipe: Any, lanes: Any, lane_name: str, *, attested_at: str = "2026-11-30T10:00:00Z"
+) -> dict[str, Any]:
+    """The predicate `qualify` writes for a run that meets every criterion of the lane.
+
+    `recipe` is a resolved `RecipeResult`, `lanes` the catalog's `Lanes`: the raw results are
+    made to pass (every required scenario on the lane's nodes, every KPI at its threshold on
+    enough targets, the observed counts of the lane, the recipe's pins running), then judged by
+    `generator.qualify.qualify` itself, so the statement is what an honest signer would sign.
+    """
+    from generator.qualify import RawCheck, RawKpi, RunResults, qualify
+
+    lane = lanes.lane(lane_name)
+    assert lane is not None, lane_name
+    phases: dict[str, list[Any]] = {phase: [] for phase in lane.phases}
+    for s in lanes.required_scenarios(lane, recipe.criteria):
+        phases[s.phase].append(RawCheck(s.id, "passed", lane.nodes))
+    kpis = []
+    for spec, threshold in lanes.required_kpis(lane, recipe.criteria):
+        targets = lane.required_targets(spec.min_targets)
+        if spec.measure == "ratio":
+            kpis.append(RawKpi(spec.id, None, threshold.value, 1.0, spec.unit, targets))
+        else:
+            kpis.append(RawKpi(spec.id, threshold.value, None, None, spec.unit, targets))
+    run = RunResults(
+        phases={p: tuple(cs) for p, cs in phases.items()},
+        kpis=tuple(kpis),
+        measurements={
+            lanes.observe_nodes: lane.nodes,
+            lanes.observe_gpus_per_node: lanes.gpus_per_node,
+        },
+        bundle_digest="sha256:" + "b" * 64,
+        component_versions={c.name: c.version for c in recipe.components if c.version},
+    )
+    result = qualify(lanes, lane_name, recipe, (lane_name,), run, attested_at=attested_at)
+    assert result.verdict == "pass", result.reasons
+    return dict(result.predicate)

@@ -8,6 +8,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from random import Random
 
@@ -107,12 +108,21 @@ def recipe(
 _COUNTER = iter(range(10**9))
 
 
+def _kpi_value(operator: str, threshold: float, passed: bool) -> float:
+    """A value that meets the threshold (or, for a failed KPI, misses it)."""
+    meets = {"<=": threshold, ">=": threshold, "==": threshold, "<": threshold - 1}
+    meets |= {">": threshold + 1, "!=": threshold + 1}
+    misses = {"<=": threshold + 1, "<": threshold, ">=": threshold - 1, ">": threshold}
+    misses |= {"==": threshold + 1, "!=": threshold}
+    return (meets if passed else misses)[operator]
+
+
 def run(
     r: RecipeResult,
     lane: str,
     signer: str = "a",
     *,
-    verdict: str = "pass",
+    verdict: str | None = None,
     day: int = 1,
     statuses: dict[str, str] | None = None,
     targets: dict[str, int] | None = None,
@@ -135,9 +145,24 @@ def run(
         for ph in spec.phases
     }
     kpis = tuple(
-        Kpi(k.id, 1.0, k.unit, t.operator, t.value, kpi_status.get(k.id, "passed"))
+        Kpi(
+            k.id,
+            _kpi_value(t.operator, t.value, kpi_status.get(k.id, "passed") == "passed"),
+            k.unit,
+            t.operator,
+            t.value,
+            kpi_status.get(k.id, "passed"),
+            spec.required_targets(k.min_targets),
+        )
         for k, t in LANES.required_kpis(spec, r.criteria)
     )
+    if verdict is None:  # what the raw results give, as qualify (and the recomputation) judge
+        honest = (
+            all(c.status == "passed" and c.targets for cs in phases.values() for c in cs)
+            and all(k.status == "passed" for k in kpis)
+            and (spec.nodes if observed is None else observed) >= spec.nodes
+        )
+        verdict = "pass" if honest else "fail"
     recipe_digest = digest or r.digest
     stmt = Statement(
         predicate_type=SCALE_QUALIFICATION_V1,
@@ -176,7 +201,7 @@ def run(
         source=source,
         trust_root="test",
         log_index=n,
-        integrated_time=None,
+        integrated_time=int(datetime(2026, 11, day, 8, tzinfo=UTC).timestamp()),
         sample=sample,
         stale=recipe_digest != r.digest,
         current_digest=r.digest,
@@ -402,30 +427,44 @@ def test_a_contested_lane_caps_the_ceiling() -> None:
     assert (row["ceiling_lane"], row["blocked_state"]) == ("lane-36", CONTESTED)
 
 
-def test_a_zero_target_run_claiming_pass_does_not_qualify() -> None:
+def test_a_zero_target_run_claiming_pass_is_invalid() -> None:
     r = recipe()
-    forged = run(r, "lane-72", targets={"monitoring-convergence": 0})  # verdict says pass
+    forged = run(r, "lane-72", targets={"monitoring-convergence": 0}, verdict="pass")
     s = status_of([r], [run(r, "lane-36"), forged])
     row = summary(s)
     assert (row["ceiling_lane"], row["blocked_lane"], row["blocked_state"]) == (
         "lane-36",
         "lane-72",
-        FAILING,
+        UNTESTED,
     )
     judged = one(s.runs, lane="lane-72")
-    assert (judged["verdict"], judged["effective"]) == ("pass", "fail")
-    assert judged["downgraded"] == "claims pass but a check ran on zero targets"
+    assert (judged["verdict"], judged["recomputed"], judged["exclusion"]) == (
+        "pass",
+        "fail",
+        "verdict-mismatch",
+    )
+    assert judged["downgraded"] == (
+        "verdict-mismatch: signed verdict pass, recomputed fail: "
+        "conformance/monitoring-convergence: ran on 0 targets"
+    )
+    assert not judged["counted"]
     # the zero-target "pass" is not a pass of that check either
     assert check_state(s, "lane-72", "monitoring-convergence") == UNTESTED
 
 
-def test_an_undersized_run_claiming_pass_does_not_qualify() -> None:
+def test_an_undersized_run_claiming_pass_is_invalid() -> None:
     r = recipe()
-    s = status_of([r], [run(r, "lane-36"), run(r, "lane-72", observed=54)])
+    s = status_of([r], [run(r, "lane-36"), run(r, "lane-72", observed=54, verdict="pass")])
     assert summary(s)["ceiling_lane"] == "lane-36"
-    assert one(s.runs, lane="lane-72")["downgraded"] == (
-        "claims pass but observed fewer nodes than the lane"
+    judged = one(s.runs, lane="lane-72")
+    assert judged["exclusion"] == "verdict-mismatch"
+    assert judged["downgraded"].startswith(
+        "verdict-mismatch: signed verdict pass, recomputed fail: observed 54 nodes, below the "
+        "lane's 72; observed 216 GPUs, below the lane's 288"
     )
+    # an honest failing run of the same size counts, as a failure
+    s = status_of([r], [run(r, "lane-36"), run(r, "lane-72", observed=54)])
+    assert (one(s.runs, lane="lane-72")["exclusion"], summary(s)["blocked_state"]) == ("", FAILING)
 
 
 def test_unverified_unallowlisted_and_foreign_sample_evidence_never_counts() -> None:
@@ -545,7 +584,7 @@ def test_the_status_document_validates_against_its_schema() -> None:
     r = recipe()
     s = status_of(
         [r, recipe(profile=STANDARD)],
-        [*climb(r, LADDER[:2]), run(r, "lane-144", "b", verdict="fail")],
+        [*climb(r, LADDER[:2]), run(r, "lane-144", "b", statuses={"node-reboot": "failed"})],
     )
     for detail in (False, True):
         doc = status_document(s, LANES, "test", detail=detail)
@@ -709,7 +748,12 @@ def test_sample_evidence_is_regenerated_byte_for_byte_and_says_it_is_sample() ->
 def test_aggregating_20000_records_over_1000_recipes_takes_under_5_seconds() -> None:
     recipes = [recipe(f"r{i:04d}", LARGE if i % 2 else STANDARD) for i in range(1000)]
     templates = {
-        (lane, signer, verdict): run(recipes[1], lane, signer, verdict=verdict)
+        (lane, signer, verdict): run(
+            recipes[1],
+            lane,
+            signer,
+            statuses={"node-reboot": "failed"} if verdict == "fail" else None,
+        )
         for lane in LADDER
         for signer in SIGNERS
         for verdict in ("pass", "fail")
@@ -913,3 +957,25 @@ def test_status_accepts_several_trust_roots(status_cli: Callable[..., tuple[int,
     jsonschema.validate(doc, STATUS_SCHEMA)
     assert doc["trustRoot"] == "public-good, demo" and doc["sample"] is True
     assert doc["recipes"][0]["ceiling"] == {"lane": "lane-2304", "nodes": 2304}
+
+
+def test_records_judged_by_verify_paths_keep_their_named_exclusion() -> None:
+    r = recipe(profile=STANDARD)
+    judged = [
+        RejectedEvidence(
+            path=f"evidence/r1/{'7' * 32}/{'8' * 64}.sigstore.json",
+            klass=klass,
+            message=f"{klass}: named",
+            statement=run(r, "lane-36").statement,
+        )
+        for klass in (FailureClass.VERDICT_MISMATCH, FailureClass.ATTESTED_AFTER_LOGGED)
+    ]
+    s = status_of([r], judged)
+    assert sorted(s.excluded["exclusion"]) == ["attested-after-logged", "verdict-mismatch"]
+    doc = status_document(s, LANES, "test", detail=True)
+    jsonschema.validate(doc, STATUS_SCHEMA)
+    (row,) = [x for x in doc["recipes"] if x["profile"] == STANDARD]
+    assert sorted(x["message"] for x in row["excludedEvidence"]) == [
+        "attested-after-logged: named",
+        "verdict-mismatch: named",
+    ]

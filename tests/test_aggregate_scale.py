@@ -117,7 +117,7 @@ def test_run_verdicts_are_the_runs_table_read_row_by_row() -> None:
     )
     evidence = [
         run(r, "lane-36"),
-        run(r, "lane-72", observed=54),  # claims pass, undersized: downgraded
+        run(r, "lane-72", observed=54, verdict="pass"),  # claims pass, undersized: invalid
         rejected,
         run(r, "lane-36", "b", sample=True),  # sample outside the demo root
         run(recipe(profile=STANDARD), "lane-36", digest="sha256:" + "9" * 64),  # stale
@@ -130,5 +130,14 @@ def test_run_verdicts_are_the_runs_table_read_row_by_row() -> None:
     got = run_verdicts(s)
     assert got == by_rows
     assert sorted(got) == list(range(len(evidence)))
-    assert got[1] == ("", "claims pass but observed fewer nodes than the lane")
-    assert {e for e, _ in got.values()} == {"", "unallowlisted", "sample-outside-demo", "stale"}
+    assert got[1][0] == "verdict-mismatch"
+    assert got[1][1].startswith(
+        "verdict-mismatch: signed verdict pass, recomputed fail: observed 54 nodes"
+    )
+    assert {e for e, _ in got.values()} == {
+        "",
+        "unallowlisted",
+        "sample-outside-demo",
+        "stale",
+        "verdict-mismatch",
+    }

@@ -335,6 +335,18 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
         str(CATALOG),
     )
     assert code == 2 and "trust root 'missing.json': cannot read missing.json" in err
+    # a corrupt root is a usage error, not every file "malformed" with exit 0 or 1 (issue #17.8)
+    (tmp_path / "corrupt.json").write_text('{"mediaType": "application/json"}')
+    (tmp_path / "evidence").mkdir()
+    (tmp_path / "evidence" / "x.sigstore.json").write_text("{}")
+    build = ("build", "--no-bundles", "--evidence", "evidence", "-o", str(tmp_path / "site"))
+    for command in (("evidence", "verify", "x.sigstore.json"), ("status",), build):
+        code, out, err = run(
+            tmp_path, *command, "--trust-root", "corrupt.json", "--catalog", str(CATALOG)
+        )
+        assert code == 2, (command, out, err)
+        assert "corrupt.json is not a usable Sigstore trusted root" in err
+        assert "malformed" not in out + err
     (tmp_path / "empty").mkdir()
     code, _, err = run(tmp_path, "evidence", "verify", "empty", "--catalog", str(CATALOG))
     assert (code, err) == (

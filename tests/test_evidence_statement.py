@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -262,5 +263,107 @@ def test_our_recipe_name_must_be_a_safe_path_segment(name: str) -> None:
 def test_a_payload_with_a_huge_integer_is_not_json() -> None:
     payload = b'{"_type": ' + b"1" * 5000 + b"}"
     err = _error(payload)
-    assert err.klass is FailureClass.PAYLOAD_TYPE
-    assert "Exceeds the limit (4300 digits)" in err.message
+    assert err.klass is FailureClass.PREDICATE_SCHEMA
+    assert "statement holds a number outside JSON's domain: integer 1111" in err.message
+    assert "is outside ±2^53" in err.message
+
+
+# ---------------------------------------------------------------- numbers inside JSON's domain
+#
+# Issue #16, attack 6: NaN and Infinity in signed KPI values verified and were published as
+# `NaN` / `Infinity`; `1e308` was accepted as a node count.
+
+
+def _with_number(where: str, literal: str) -> bytes:
+    """The fixture statement with one number replaced by a raw JSON literal."""
+    marker = 987654.25
+    pred = fx.predicate()
+    if where == "kpi value":
+        pred["kpis"][0]["value"] = marker
+    elif where == "threshold":
+        pred["kpis"][0]["threshold"]["value"] = marker
+    elif where == "observed nodes":
+        pred["observed"]["nodes"] = marker
+    elif where == "lane nodes":
+        pred["lane"]["nodes"] = marker
+    raw = build_statement(pred)
+    assert raw.count(b"987654.25") == 1
+    return raw.replace(b"987654.25", literal.encode())
+
+
+@pytest.mark.parametrize("where", ["kpi value", "threshold", "observed nodes", "lane nodes"])
+@pytest.mark.parametrize(
+    "literal", ["NaN", "Infinity", "-Infinity", "1e999", "-1e400", "1e308", "9007199254740993"]
+)
+def test_numbers_outside_json_are_schema_errors(where: str, literal: str) -> None:
+    err = _error(_with_number(where, literal))
+    assert err.klass is FailureClass.PREDICATE_SCHEMA, err.message
+    assert "number outside JSON's domain" in err.message
+
+
+@pytest.mark.parametrize(
+    ("where", "literal", "problem"),
+    [
+        ("observed nodes", "100001", "$.predicate.observed.nodes: 100001 is greater than"),
+        ("observed nodes", "1e15", "$.predicate.observed.nodes: 1000000000000000.0 is greater"),
+        ("lane nodes", "100001", "$.predicate.lane.nodes: 100001 is greater than the maximum"),
+    ],
+)
+def test_counts_above_a_sane_bound_are_schema_errors(
+    where: str, literal: str, problem: str
+) -> None:
+    err = _error(_with_number(where, literal))
+    assert err.klass is FailureClass.PREDICATE_SCHEMA
+    assert problem in err.message
+
+
+def test_numbers_inside_the_domain_still_parse() -> None:
+    for literal in ("9007199254740992", "-0.5", "1e15", "0.1e-400"):
+        st = _parse(_with_number("kpi value", literal))
+        assert st.kpis[0].value == float(literal)
+    pred = fx.predicate()
+    pred["observed"]["gpus"] = 1_000_001
+    assert "is greater than the maximum of 1000000" in _error(build_statement(pred)).message
+
+
+# Every JSON document the build writes refuses NaN and ±Infinity (`allow_nan=False`): a value
+# outside JSON's domain is an error where it is written, never `NaN` in a published file.
+# Exempt: json.dumps used to quote one value inside a message or a YAML scalar, and the build
+# cache (internal, authenticated, read back only by this tool).
+_DUMPS_EXEMPT = {
+    "generator/cache.py": None,  # every call
+    "generator/compat.py": 3,  # enum/const values quoted in break messages
+    "generator/preflight.py": 2,  # measurement names quoted in an expression
+    "generator/pins/write.py": 2,  # a version quoted as a YAML scalar
+}
+
+
+def test_every_json_output_is_written_with_allow_nan_false() -> None:
+    import ast
+
+    root = Path(__file__).resolve().parents[1]
+    missing: dict[str, int] = {}
+    for path in sorted((root / "generator").rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("dumps", "dump")
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "json"
+                and not any(
+                    k.arg == "allow_nan"
+                    and isinstance(k.value, ast.Constant)
+                    and k.value.value is False
+                    for k in node.keywords
+                )
+            ):
+                missing[rel] = missing.get(rel, 0) + 1
+    unexpected = {
+        rel: n
+        for rel, n in missing.items()
+        if rel not in _DUMPS_EXEMPT or (_DUMPS_EXEMPT[rel] is not None and n > _DUMPS_EXEMPT[rel])
+    }
+    assert unexpected == {}
+    assert "generator/site/api.py" not in missing and "generator/release.py" not in missing

@@ -3,7 +3,10 @@ root is exactly what the generator makes; modified or missing roots are refused.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -11,8 +14,10 @@ import sigstore
 from sigstore.models import TrustedRoot
 
 from generator.errors import UsageError
-from generator.evidence.sign import write_demo_root
+from generator.evidence import testroot
+from generator.evidence.sign import demo_authority, write_demo_root
 from generator.evidence.trustroot import (
+    DEMO_SHA256,
     PUBLIC_GOOD_SHA256,
     load_trust_root,
     trust_root_path,
@@ -85,4 +90,120 @@ def test_the_build_never_uses_the_cached_production_root() -> None:
     ]
     assert offenders == []
     verify_source = (package / "evidence" / "verify.py").read_text()
-    assert "TrustedRoot.from_file(" in verify_source and "Verifier(trusted_root=" in verify_source
+    assert "parse_trusted_root(root.data)" in verify_source
+    assert "Verifier(trusted_root=" in verify_source
+
+
+# ---------------------------------------------------------------- roots judged by content
+
+
+DEMO_FILE = CATALOG / "trust" / "demo" / "trusted_root.json"
+
+
+def test_the_demo_root_pin_is_the_committed_file() -> None:
+    assert hashlib.sha256(DEMO_FILE.read_bytes()).hexdigest() == DEMO_SHA256
+
+
+def _copies(tmp_path: Path) -> dict[str, Path]:
+    """The demo root spelled every way but `demo`: path, link, copy, reformatted, mixed."""
+    data = DEMO_FILE.read_bytes()
+    out = {"path": DEMO_FILE}
+    (tmp_path / "link.json").symlink_to(DEMO_FILE)
+    out["link"] = tmp_path / "link.json"
+    (tmp_path / "copy.json").write_bytes(data)
+    out["copy"] = tmp_path / "copy.json"
+    doc = json.loads(data)
+    (tmp_path / "compact.json").write_text(json.dumps(doc, separators=(",", ":")))
+    out["reformatted"] = tmp_path / "compact.json"
+    # the demo CA next to another authority's logs and CA: still demo material
+    other = json.loads(testroot.trusted_root_json(testroot.make_authority("other", b"other")))
+    other["certificateAuthorities"] += doc["certificateAuthorities"]
+    (tmp_path / "mixed.json").write_text(json.dumps(other))
+    out["mixed"] = tmp_path / "mixed.json"
+    # only the demo transparency-log key, everything else another authority's
+    other = json.loads(testroot.trusted_root_json(testroot.make_authority("other", b"other")))
+    other["tlogs"] = doc["tlogs"]
+    (tmp_path / "tlog.json").write_text(json.dumps(other))
+    out["demo tlog key"] = tmp_path / "tlog.json"
+    return out
+
+
+def test_the_demo_root_is_recognised_however_it_is_given(tmp_path: Path) -> None:
+    for how, path in _copies(tmp_path).items():
+        root = load_trust_root(str(path))
+        assert (root.name, root.demo) == ("demo", True), how
+
+
+def test_a_root_whose_ca_a_demo_key_signed_is_demo(tmp_path: Path) -> None:
+    """A new CA certificate (new key) issued by the demo CA key: the demo keys still decide."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    demo = demo_authority()
+    fresh = testroot.make_authority("fresh", b"fresh")
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(fresh.ca_cert.subject)
+        .issuer_name(demo.ca_cert.subject)
+        .public_key(fresh.ca_key.public_key())
+        .serial_number(7)
+        .not_valid_before(testroot.ROOT_NOT_BEFORE)
+        .not_valid_after(testroot.ROOT_NOT_AFTER)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=1), critical=True)
+        .sign(demo.ca_key, hashes.SHA256())
+    )
+    assert isinstance(cert.public_key(), ec.EllipticCurvePublicKey)
+    doc = json.loads(testroot.trusted_root_json(fresh))
+    from cryptography.hazmat.primitives import serialization
+
+    der = cert.public_bytes(serialization.Encoding.DER)
+    doc["certificateAuthorities"][0]["certChain"]["certificates"] = [
+        {"rawBytes": base64.b64encode(der).decode()}
+    ]
+    path = tmp_path / "issued.json"
+    path.write_text(json.dumps(doc))
+    assert load_trust_root(str(path)).demo is True
+    # the same root without the demo-issued certificate is not demo, and is named by its digest
+    plain = tmp_path / "plain.json"
+    plain.write_bytes(testroot.trusted_root_json(fresh))
+    root = load_trust_root(str(plain))
+    digest = hashlib.sha256(plain.read_bytes()).hexdigest()
+    assert (root.demo, root.name, root.sha256) == (False, f"sha256:{digest[:16]}", digest)
+
+
+def test_a_copy_of_public_good_given_by_path_is_public_good(tmp_path: Path) -> None:
+    copy = tmp_path / "pg.json"
+    copy.write_bytes(VENDORED.read_bytes())
+    root = load_trust_root(str(copy))
+    assert (root.name, root.demo) == ("public-good", False)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"not json", b"{}", b'{"mediaType": "x"}', b"[1, 2]", b'{"mediaType": 1}'],
+)
+def test_a_corrupt_root_is_a_usage_error(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "broken.json"
+    path.write_bytes(content)
+    with pytest.raises(UsageError) as info:
+        load_trust_root(str(path))
+    assert "is not a usable Sigstore trusted root" in info.value.message
+
+
+def test_a_root_without_logs_is_a_usage_error(tmp_path: Path) -> None:
+    doc = json.loads(DEMO_FILE.read_bytes())
+    doc["tlogs"] = []
+    path = tmp_path / "nologs.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(UsageError) as info:
+        load_trust_root(str(path))
+    assert "Rekor keys" in info.value.message
+
+
+def test_a_fifo_root_does_not_block(tmp_path: Path) -> None:
+    fifo = tmp_path / "root.json"
+    os.mkfifo(fifo)
+    with pytest.raises(UsageError) as info:
+        load_trust_root(str(fifo))
+    assert "not a regular file" in info.value.message

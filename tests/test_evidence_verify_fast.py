@@ -406,7 +406,7 @@ def test_a_keyring_with_a_key_not_yet_valid_is_not_kept(root, tmp_path) -> None:
 # --- the policy hook reuses what was read only for that very certificate ------------------------
 
 
-def test_the_policy_hook_reads_any_other_certificate_afresh(authority) -> None:  # type: ignore[no-untyped-def]
+def test_the_policy_hook_reads_any_other_certificate_afresh(authority, root) -> None:  # type: ignore[no-untyped-def]
     from sigstore.models import Bundle
 
     payload = fx.statement()
@@ -415,13 +415,13 @@ def test_the_policy_hook_reads_any_other_certificate_afresh(authority) -> None: 
         fx.sign(authority, payload, identity=fx.OTHER_IDENTITY)
     ).signing_certificate
     # told that `ours` is allowlisted: a different certificate object is still read and refused
-    hook = verify_mod._AllowlistPolicy(fx.POLICY, "test-root.json", (ours, fx.IDENTITY, fx.ISSUER))
+    hook = verify_mod._AllowlistPolicy(fx.POLICY, root, (ours, fx.IDENTITY, fx.ISSUER))
     with pytest.raises(verify_mod.SignerNotAllowed, match="intruder"):
         hook.verify(theirs)
     hook.verify(ours)
     assert hook.matched is not None
     # and what was read for a certificate is what reading it gives
-    fresh = verify_mod._AllowlistPolicy(fx.POLICY, "test-root.json")
+    fresh = verify_mod._AllowlistPolicy(fx.POLICY, root)
     fresh.verify(ours)
     assert fresh.matched == hook.matched
     assert (verify_mod.cert_identity(ours), verify_mod.cert_issuer(ours)) == (

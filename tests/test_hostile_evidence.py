@@ -20,6 +20,8 @@ import pytest
 from click.testing import CliRunner
 
 from generator.cli import main
+from generator.evidence.statement import build_statement
+from tests import evidence_fixtures as fx
 from tests import hostile_evidence as he
 from tests.conftest import CATALOG
 from tests.test_cases import MEMORY_LIMIT, build_case, run_isolated
@@ -114,21 +116,15 @@ def duplicated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (repo / "catalog" / "scale").mkdir()
     for name in ("lanes.yaml", "checks.yaml"):
         shutil.copy(CATALOG / "scale" / name, repo / "catalog" / "scale" / name)
-    payload = he.statement(
-        he.RECIPE,
-        he.current_digest(he.RECIPE),
-        lane={"name": "lane-144", "nodes": 144, "criteriaVersion": "1.0.0"},
-        verdict="pass",
-        reasons=[],
-        kpis=[],
-        phases={
-            "deployment": {
-                "checks": [{"name": "operators-ready", "status": "passed", "targets": 144}]
-            },
-            "conformance": {"checks": []},
-            "performance": {"checks": []},
-        },
+    from generator.load import load_catalog
+    from generator.qualify import lanes_of
+    from generator.resolve import resolve
+
+    catalog, _ = load_catalog(repo / "catalog")
+    pred = fx.passing_predicate(
+        resolve(catalog, he.RECIPE, profile="standard"), lanes_of(catalog.documents), "lane-144"
     )
+    payload = build_statement(pred)
     at = he.stored_at(payload)
     for rel in (at, f"evidence/mirror/{at}"):
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)

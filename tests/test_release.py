@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -84,6 +85,32 @@ def test_release_twice_is_byte_identical_and_complete(repo: Path, tmp_path: Path
     assert "release-manifest.json" in listed and "aicr-catalog-site-v0.1.0.tar.gz" in listed
     assert any(k.startswith("gb300-eks-ubuntu-training-slurm-nvl72-2304-") for k in listed)
     assert all("/" not in k for k in listed), "release assets are flat"
+    manifest = json.loads((tmp_path / "a" / "release-manifest.json").read_text())
+    assert manifest["evidence"], "the repository's sample evidence is listed (not counted)"
+    for e in manifest["evidence"]:
+        # the file's sha256, not a run id
+        assert e["sha256"] == hashlib.sha256((repo / e["path"]).read_bytes()).hexdigest(), e
+        assert e["counted"] is False
+
+
+def test_the_demo_root_is_refused_however_it_is_given(repo: Path, tmp_path: Path) -> None:
+    """Issue #16, attack 1: `--trust-root catalog/trust/demo/trusted_root.json` made the demo
+    root count as real. The root is recognised by its content: a path, a link, a copy."""
+    demo = repo / "catalog" / "trust" / "demo" / "trusted_root.json"
+    (tmp_path / "link.json").symlink_to(demo)
+    (tmp_path / "copy.json").write_bytes(demo.read_bytes())
+    for spec in (
+        "catalog/trust/demo/trusted_root.json",
+        tmp_path / "link.json",
+        tmp_path / "copy.json",
+    ):
+        code, out = release(
+            repo, "--version", "v0.2.0", "--trust-root", str(spec), "-o", str(tmp_path / "d")
+        )
+        assert code == 1, out
+        assert "error: release refuses the demo trust root" in out
+        assert "recognised by its content" in out
+    assert not (tmp_path / "d").exists()
 
 
 def test_refusals(repo: Path, tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from generator.commands.common import catalog_option, report_error
-from generator.errors import CatalogError
+from generator.commands.common import EXIT_USAGE, catalog_option, report_error
+from generator.errors import CatalogError, UsageError
 from generator.site.build import DEFAULT_DEPLOYERS, BuildOptions, build_site
 from generator.site.pages import CommandHelp
 
@@ -126,6 +126,9 @@ def command(
         report = build_site(options)
     except CatalogError as e:
         click.echo(f"build failed; {out}/ was left unchanged", err=True)
+        if isinstance(e, UsageError):  # e.g. a missing or corrupt trust root: exit 2
+            click.echo(e.diagnostics_text() or f"error: {e.message}", err=True)
+            sys.exit(EXIT_USAGE)
         report_error(e)
     for note in report.notes:
         click.echo(f"note: {note.stage}: {note.message}", err=True)

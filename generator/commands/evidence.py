@@ -39,8 +39,10 @@ from generator.evidence.trustroot import DEMO, PUBLIC_GOOD
 
 TRUST_ROOT_HELP = (
     "Trust root: public-good (default; the vendored, pinned Sigstore root), demo (the "
-    "committed DEMO root for sample evidence), or a trusted_root.json FILE. Repeatable: a "
-    "bundle verifies if any of them accepts it."
+    "committed DEMO root for sample evidence), or a trusted_root.json FILE. Roots are judged by "
+    "content: the demo root given as a path, link or copy is still the demo root (SAMPLE), and "
+    "any other file is named by its sha256. Repeatable: a bundle verifies if any of them "
+    "accepts it."
 )
 
 
@@ -107,11 +109,15 @@ def verify_command(
 
     Checks: Sigstore bundle, certificate chain to the trust root at the log's time, SCT,
     transparency-log proof, checkpoint and SET, DSSE signature, signer against
-    CATALOG/signers.yaml, payload type, statement type, predicate type and schema, file location,
-    and the recipe digest against the current resolved recipe (a mismatch is stale: shown, not
-    counted). No network is used.
+    CATALOG/signers.yaml, payload type, statement type, predicate type and schema (numbers
+    within JSON's domain), file location, and the recipe digest against the current resolved
+    recipe (a mismatch is stale: shown, not counted). A current scale-qualification statement
+    is then judged against the catalog's lane criteria: a signed verdict or KPI status that its
+    raw results do not give is rejected as verdict-mismatch, an attestedAt later than the
+    transparency log's time as attested-after-logged. No network is used.
 
-    Exit codes: 0 every file verified and current; 1 any file rejected or stale; 2 usage.
+    Exit codes: 0 every file verified and current; 1 any file rejected or stale; 2 usage (a
+    missing or corrupt trust root included).
     """
     run = _run(paths, trust_roots, catalog_path, jobs)
     if not run.records:

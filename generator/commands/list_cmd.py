@@ -40,7 +40,7 @@ def command(catalog_path: Path, fmt: str) -> None:
             }
         )
     if fmt == "json":
-        click.echo(json.dumps({"recipes": rows}, indent=2, sort_keys=True))
+        click.echo(json.dumps({"recipes": rows}, indent=2, sort_keys=True, allow_nan=False))
         return
     header = ["RECIPE", *(d.upper() for d in DIMENSIONS), "HEALTH", "COVERAGE"]
     table = [header] + [

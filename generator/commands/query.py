@@ -138,7 +138,7 @@ def _query(name: str, help_text: str | None = None) -> click.Command:
             return
         doc = recipe_document(result)
         if fmt == "json":
-            click.echo(json.dumps(doc, indent=2, sort_keys=True))
+            click.echo(json.dumps(doc, indent=2, sort_keys=True, allow_nan=False))
         else:
             click.echo(dump_yaml(doc), nl=False)
 

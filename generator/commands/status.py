@@ -107,7 +107,7 @@ def _ceiling(r: dict[str, Any]) -> str:
 
 
 LEGEND = (
-    "consensus over distinct verified signers, latest run each: CONFIRMED ≥2 pass and none fail; "
+    "consensus over distinct verified signers (allowlist entries), latest logged run each: CONFIRMED ≥2 pass and none fail; "
     "SINGLE 1 pass; CONTESTED pass and fail; FAILING fail only; UNTESTED no run; PARTIAL some "
     "required checks untested. ceiling: the largest lane that, with every rung below it, is qualified."
 )
@@ -239,11 +239,15 @@ def command(
     """Status of every leaf recipe (or RECIPE in detail) on three separate axes.
 
     Structural health (pass|warn|fail, coverage R:n D:n P:n C:n); consensus over distinct
-    verified signers, latest run per signer (CONFIRMED, SINGLE, CONTESTED, FAILING, UNTESTED,
-    PARTIAL); and the scale ceiling per recipe × profile: the largest lane such that every lane
-    of the ladder up to it has current, verified, passing evidence. Stale, unverified and
-    unallowlisted evidence is listed, never counted. Evidence verified with the demo trust root
-    is SAMPLE data and labelled so.
+    verified signers (a signer is an entry of signers.yaml, however many identities it
+    matches), latest run per signer by the transparency log's time (CONFIRMED, SINGLE,
+    CONTESTED, FAILING, UNTESTED, PARTIAL); and the scale ceiling per recipe × profile: the
+    largest lane such that every lane of the ladder up to it has current, verified, passing
+    evidence. Verdicts and KPI statuses are recomputed from the signed raw results against the
+    lane criteria; a run that claims otherwise (verdict-mismatch) or was attested after it was
+    logged is invalid. Stale, unverified, invalid and unallowlisted evidence is listed, never
+    counted. Evidence verified with the demo trust root (by content, however given) is SAMPLE
+    data and labelled so.
 
     Exit codes: 0 status computed; 1 bad catalog data; 2 usage (unknown recipe, profile or
     trust root).
@@ -255,7 +259,7 @@ def command(
     detail = recipe is not None
     doc = status_document(status, lanes, root, detail=detail)
     if fmt == "json":
-        click.echo(json.dumps(doc, indent=2, sort_keys=True))
+        click.echo(json.dumps(doc, indent=2, sort_keys=True, allow_nan=False))
     else:
         click.echo(render_text(doc, detail), nl=False)
     sys.exit(EXIT_OK)

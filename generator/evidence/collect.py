@@ -2,20 +2,27 @@
 
 `verify_paths([repo/"evidence"], catalog_dir=Path("catalog"), trust_roots=("public-good", "demo"))`
 reads the files, the signer policy and the trust roots, verifies every bundle, resolves the
-recipes the verified statements name and marks stale evidence. It is the only function of the
-stage that reads files; `verify.verify_evidence` stays a pure function of its inputs.
+recipes the verified statements name and marks stale evidence, then judges what each current
+scale-qualification statement claims (`judge_claims`): a signed verdict or KPI status that is not
+the one its raw results give under the catalog's lane criteria, or an attestedAt later than the
+transparency log's time, makes it a rejected record (`verdict-mismatch`, `attested-after-logged`),
+as `status`, the site and `release` judge it. It is the only function of the stage that reads
+files; `verify.verify_evidence` stays a pure function of its inputs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from generator.errors import CatalogError
+from generator.evidence.judge import Judge, attested_after_logged
 from generator.evidence.model import (
     Evidence,
     EvidenceFile,
+    FailureClass,
+    RejectedEvidence,
     SignerPolicy,
     TrustRoot,
     VerifiedEvidence,
@@ -29,7 +36,7 @@ from generator.evidence.verify import (
     verify_evidence,
     with_current_digests,
 )
-from generator.records import Catalog
+from generator.records import Catalog, RecipeResult
 
 SIGNERS_FILE = "signers.yaml"
 
@@ -43,11 +50,9 @@ class EvidenceRun:
     files: tuple[EvidenceFile, ...]  # as read, for raw downloads
 
 
-def current_digests(records: Iterable[Evidence], catalog: Catalog) -> dict[str, str]:
-    """`<recipe>@<profile>` -> digest for every pair the verified statements name.
-
-    A recipe or profile that no longer resolves gets no entry: its evidence is stale.
-    """
+def resolve_current(records: Iterable[Evidence], catalog: Catalog) -> dict[str, RecipeResult]:
+    """`<recipe>@<profile>` -> the current resolved recipe, for every pair the verified
+    statements name. A recipe or profile that no longer resolves gets no entry."""
     from generator.resolve import resolve
 
     wanted = sorted(
@@ -57,14 +62,63 @@ def current_digests(records: Iterable[Evidence], catalog: Catalog) -> dict[str, 
             if isinstance(r, VerifiedEvidence)
         }
     )
-    digests: dict[str, str] = {}
+    out: dict[str, RecipeResult] = {}
     for recipe, profile in wanted:
         try:
-            result = resolve(catalog, recipe, profile=profile)
+            out[digest_key(recipe, profile)] = resolve(catalog, recipe, profile=profile)
         except CatalogError:
             continue
-        digests[digest_key(recipe, profile)] = result.digest
-    return digests
+    return out
+
+
+def current_digests(records: Iterable[Evidence], catalog: Catalog) -> dict[str, str]:
+    """`<recipe>@<profile>` -> digest for every pair the verified statements name.
+
+    A recipe or profile that no longer resolves gets no entry: its evidence is stale.
+    """
+    return {k: r.digest for k, r in resolve_current(records, catalog).items()}
+
+
+def judge_claims(
+    records: Iterable[Evidence], catalog: Catalog, current: Mapping[str, RecipeResult]
+) -> tuple[Evidence, ...]:
+    """The records with every current verified statement whose claims do not hold turned into
+    a rejected record naming why (see the module). A catalog without lanes judges none."""
+    from generator.qualify import lanes_of
+
+    records = tuple(records)
+    try:
+        judge = Judge(lanes_of(catalog.documents))
+    except CatalogError:
+        return records
+    out: list[Evidence] = []
+    for r in records:
+        problem: tuple[FailureClass, str] | None = None
+        if isinstance(r, VerifiedEvidence) and not r.stale:
+            late = attested_after_logged(r.statement.attested_at, r.integrated_time)
+            recipe = current.get(digest_key(r.recipe, r.profile or DEFAULT_PROFILE))
+            if late is not None:
+                problem = (FailureClass.ATTESTED_AFTER_LOGGED, late)
+            elif recipe is not None:
+                pins = {c.name: c.version for c in recipe.components}
+                judged = judge(r.statement, recipe.criteria, pins)
+                if judged is not None and not judged.consistent:
+                    problem = (FailureClass.VERDICT_MISMATCH, judged.explain())
+        if problem is not None and isinstance(r, VerifiedEvidence):
+            r = RejectedEvidence(
+                path=r.path,
+                klass=problem[0],
+                message=problem[1],
+                statement_digest=r.statement_digest,
+                statement=r.statement,
+                signer_identity=r.signer_identity,
+                signer_issuer=r.signer_issuer,
+                trust_root=r.trust_root,
+                log_index=r.log_index,
+                integrated_time=r.integrated_time,
+            )
+        out.append(r)
+    return tuple(out)
 
 
 def verify_paths(
@@ -100,7 +154,9 @@ def verify_paths(
             from generator.load import load_catalog
 
             catalog, _ = load_catalog(catalog_dir)
-        records = with_current_digests(records, current_digests(records, catalog))
+        current = resolve_current(records, catalog)
+        records = with_current_digests(records, {k: r.digest for k, r in current.items()})
+        records = judge_claims(records, catalog, current)
     return EvidenceRun(
         trust_roots=roots,
         records=tuple(sorted(records, key=lambda r: r.path)),

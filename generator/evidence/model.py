@@ -45,6 +45,9 @@ class FailureClass(StrEnum):
     PREDICATE_SCHEMA = "predicate-schema"  # predicate fails its JSON Schema
     STALE = "stale"  # recipe digest differs from the current resolved recipe's
     PATH_MISMATCH = "path-mismatch"  # file not at evidence/<recipe>/<source>/<digest>.sigstore.json
+    # judged against the catalog (`generator.evidence.judge`), after the signature verified:
+    VERDICT_MISMATCH = "verdict-mismatch"  # signed verdict/KPI status is not the recomputed one
+    ATTESTED_AFTER_LOGGED = "attested-after-logged"  # attestedAt later than the log's time
 
 
 class SignerClass(StrEnum):
@@ -71,6 +74,7 @@ class Kpi:
     operator: str
     threshold: float
     status: str | None  # passed | failed | proposed | None
+    targets: int | None = None  # how many targets it was measured on (None: not said)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,10 +122,26 @@ class SignerRule:
     identity_pattern: str | None  # an anchored regular expression over it
     trust_root: str | None = None  # only valid when verified with this trust root (e.g. demo)
 
-    def matches(self, identity: str, issuer: str, trust_root: str) -> bool:
+    def matches(
+        self,
+        identity: str,
+        issuer: str,
+        trust_root: str,
+        trust_digest: str = "",
+        demo: bool = False,
+    ) -> bool:
+        """`trust_root` is the name of the root that verified the bundle (`demo`,
+        `public-good`, `sha256:<16 hex>`); a rule's `trustRoot` may also give its full digest.
+        Under a demo root (`demo`: its keys are public) only rules bound to a trust root apply,
+        so the demo keys cannot sign as any real signer."""
         if issuer != self.issuer:
             return False
-        if self.trust_root is not None and self.trust_root != trust_root:
+        if demo and self.trust_root is None:
+            return False
+        if self.trust_root is not None and self.trust_root not in (
+            trust_root,
+            f"sha256:{trust_digest}" if trust_digest else trust_root,
+        ):
             return False
         if self.identity is not None:
             return identity == self.identity
@@ -140,15 +160,28 @@ class SignerPolicy:
 
     rules: tuple[SignerRule, ...]
 
-    def match(self, identity: str, issuer: str, trust_root: str) -> SignerRule | None:
+    def match(
+        self,
+        identity: str,
+        issuer: str,
+        trust_root: str,
+        trust_digest: str = "",
+        demo: bool = False,
+    ) -> SignerRule | None:
         for rule in self.rules:
-            if rule.matches(identity, issuer, trust_root):
+            if rule.matches(identity, issuer, trust_root, trust_digest, demo):
                 return rule
         return None
 
-    def describe(self, trust_root: str | None = None) -> str:
+    def describe(self, trust_root: str | None = None, demo: bool = False) -> str:
         """The allowed signers (those usable under `trust_root`, when given), for messages."""
-        rules = [r for r in self.rules if trust_root is None or r.trust_root in (None, trust_root)]
+        rules = [
+            r
+            for r in self.rules
+            if trust_root is None
+            or r.trust_root == trust_root
+            or (r.trust_root is None and not demo)
+        ]
         if not rules:
             return "nobody (no signer in the policy applies)"
         return "; ".join(r.describe() for r in rules)
@@ -156,9 +189,10 @@ class SignerPolicy:
 
 @dataclass(frozen=True, slots=True)
 class TrustRoot:
-    """A Sigstore trusted_root.json, by name. `demo` roots mark everything they verify as sample."""
+    """A Sigstore trusted_root.json, named by its content (`generator.evidence.trustroot`).
+    `demo` roots mark everything they verify as sample."""
 
-    name: str  # "public-good", "demo", or the file name given by the user
+    name: str  # "public-good", "demo" (by content, however given), else "sha256:<16 hex>"
     path: str  # absolute path of the trusted_root.json (TrustedRoot.from_file reads it)
     data: bytes  # the trusted_root.json bytes, as checked when loaded
     sha256: str  # hex of `data`

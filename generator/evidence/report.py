@@ -85,7 +85,7 @@ def verification_json(records: Sequence[Evidence], roots: Sequence[TrustRoot]) -
         "summary": summary(records),
         "results": [record_json(r) for r in sorted(records, key=lambda r: r.path)],
     }
-    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    return json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
 def record_text(r: Evidence) -> str:

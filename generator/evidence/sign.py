@@ -18,9 +18,14 @@ from pathlib import Path
 from generator.errors import Diagnostic, UsageError
 from generator.evidence import testroot
 from generator.evidence.testroot import Authority
-from generator.evidence.trustroot import DEMO, DEMO_KEYS_FILE, PROJECT_CATALOG, TRUST_DIR
+from generator.evidence.trustroot import (
+    DEMO,
+    DEMO_KEYS_FILE,
+    DEMO_SEED,
+    PROJECT_CATALOG,
+    TRUST_DIR,
+)
 
-DEMO_SEED = b"aicr-catalog demo trust root v1 (DEMO MATERIAL, NOT A SECRET)"
 # The identities the demo root signs as; catalog/signers.yaml allows them only with trustRoot demo.
 DEMO_ISSUER = "https://oidc.demo.aicr.invalid"
 DEMO_IDENTITY = (

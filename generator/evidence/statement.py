@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import numbers
 from collections.abc import Callable, Mapping
 from functools import cache
@@ -278,7 +279,7 @@ def _compile_object(schema: Mapping[str, Any]) -> _Check | None:
 
 
 _STRING_KEYS = frozenset({"type", "minLength", "maxLength", "pattern"})
-_NUMBER_KEYS = frozenset({"type", "minimum"})
+_NUMBER_KEYS = frozenset({"type", "minimum", "maximum"})
 
 
 def _compile_leaf(schema: Mapping[str, Any]) -> _Check | None:
@@ -303,13 +304,16 @@ def _compile_leaf(schema: Mapping[str, Any]) -> _Check | None:
 
         return check_string
     if kind in ("integer", "number") and keys <= _NUMBER_KEYS:
-        least = schema.get("minimum")
-        if least is not None and not _is_number(least):
-            raise _Unsupported(f"minimum {least!r}")
+        least, most = schema.get("minimum"), schema.get("maximum")
+        for bound in (least, most):
+            if bound is not None and not _is_number(bound):
+                raise _Unsupported(f"bound {bound!r}")
         is_kind = _TYPES[kind]
 
         def check_number(x: Any) -> bool:
-            return is_kind(x) and (least is None or not x < least)
+            return (
+                is_kind(x) and (least is None or not x < least) and (most is None or not x > most)
+            )
 
         return check_number
     return None
@@ -402,6 +406,10 @@ def _compile_keyword(key: str, value: Any, schema: Mapping[str, Any]) -> _Check:
         if not _is_number(value):
             raise _Unsupported(f"minimum {value!r}")
         return lambda x: not _is_number(x) or not x < value
+    if key == "maximum":
+        if not _is_number(value):
+            raise _Unsupported(f"maximum {value!r}")
+        return lambda x: not _is_number(x) or not x > value
     if key == "pattern":
         if not isinstance(value, str):
             raise _Unsupported(f"pattern {value!r}")
@@ -454,6 +462,53 @@ def _recipe_name_problem(predicate: Mapping[str, Any]) -> tuple[str, ...]:
     return (f"$.predicate.recipe.name: {name!r} is not a safe path segment",)
 
 
+# --- numbers inside JSON's domain -------------------------------------------------------------
+#
+# Python's json module reads `NaN`, `Infinity` and `-Infinity` (not JSON), turns `1e999` into
+# infinity and reads integers of any size; none of that may reach a statement (a NaN KPI value
+# compares false with every threshold, an infinite one is written back out as `Infinity`, which
+# strict parsers and the page's chart refuse). Every number of a payload is checked as it is
+# parsed: finite and within ±2^53, the range in which every JSON reader agrees on the value.
+
+MAX_SAFE_INTEGER = 2**53
+
+
+class NumberOutOfDomain(ValueError):
+    """A payload number outside JSON's domain (NaN, ±Infinity, beyond ±2^53)."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise NumberOutOfDomain(f"{name} is not a JSON number")
+
+
+def _checked_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or abs(value) > MAX_SAFE_INTEGER:
+        raise NumberOutOfDomain(f"number {text[:40]} is outside ±2^53")
+    return value
+
+
+def _checked_int(text: str) -> int:
+    if len(text.lstrip("-")) > 16:  # 2^53 has 16 digits: longer is too large (or padded)
+        raise NumberOutOfDomain(
+            f"integer {text[:40]}{'…' if len(text) > 40 else ''} is outside ±2^53"
+        )
+    value = int(text)
+    if abs(value) > MAX_SAFE_INTEGER:
+        raise NumberOutOfDomain(f"integer {text} is outside ±2^53")
+    return value
+
+
+def loads_in_domain(data: bytes | str) -> Any:
+    """`json.loads`, refusing NaN, ±Infinity and numbers beyond ±2^53 (NumberOutOfDomain)."""
+    return json.loads(
+        data,
+        parse_constant=_reject_constant,
+        parse_float=_checked_float,
+        parse_int=_checked_int,
+    )
+
+
 def normalize_digest(digest: str) -> str:
     return digest if digest.startswith("sha256:") else f"sha256:{digest}"
 
@@ -485,7 +540,13 @@ def _checked_document(payload_type: str, payload: bytes) -> dict[str, Any]:
             f"DSSE payloadType is {payload_type!r}; expected {IN_TOTO_PAYLOAD_TYPE!r}",
         )
     try:
-        doc = json.loads(payload)
+        doc = loads_in_domain(payload)
+    except NumberOutOfDomain as e:
+        raise StatementError(
+            FailureClass.PREDICATE_SCHEMA,
+            f"statement holds a number outside JSON's domain: {e} (NaN, ±Infinity and numbers "
+            "beyond ±2^53 are refused)",
+        ) from e
     except (ValueError, RecursionError) as e:  # incl. JSONDecodeError, Unicode, int digits
         raise StatementError(FailureClass.PAYLOAD_TYPE, f"DSSE payload is not JSON: {e}") from e
     if not isinstance(doc, dict) or doc.get("_type") not in STATEMENT_TYPES:
@@ -562,6 +623,7 @@ def _scale_statement(
             operator=k["threshold"]["operator"],
             threshold=float(k["threshold"]["value"]),
             status=k.get("status"),
+            targets=k.get("targets"),
         )
         for k in pred["kpis"]
     )
@@ -649,4 +711,6 @@ def build_statement(predicate: Mapping[str, Any]) -> bytes:
         "predicateType": SCALE_QUALIFICATION_V1,
         "predicate": predicate,
     }
-    return json.dumps(statement, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return json.dumps(
+        statement, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode()

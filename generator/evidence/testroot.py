@@ -201,7 +201,7 @@ def trusted_root_json(authority: Authority) -> bytes:
         "ctlogs": [_public_key_entry(authority.ct_key, f"https://ctfe.{authority.name}.invalid")],
         "timestampAuthorities": [],
     }
-    return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
+    return (json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n").encode()
 
 
 def _sct_extension(
@@ -406,7 +406,7 @@ def sign_dsse(
         },
         "dsseEnvelope": envelope,
     }
-    return (json.dumps(bundle, indent=2, sort_keys=True) + "\n").encode()
+    return (json.dumps(bundle, indent=2, sort_keys=True, allow_nan=False) + "\n").encode()
 
 
 def private_keys_json(authority: Authority) -> bytes:
@@ -429,7 +429,7 @@ def private_keys_json(authority: Authority) -> bytes:
         "ctKey": pem(authority.ct_key),
         "rekorKey": pem(authority.rekor_key),
     }
-    return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
+    return (json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n").encode()
 
 
 def authority_from_json(raw: bytes) -> Authority:

@@ -4,7 +4,7 @@
 `VerifiedEvidence | RejectedEvidence` per file, in the order given. For each file:
 
 1. the bundle is parsed with `sigstore.models.Bundle.from_json` (malformed-bundle);
-2. `Verifier(trusted_root=TrustedRoot.from_file(...)).verify_dsse(bundle, policy)` checks the
+2. `Verifier(trusted_root=TrustedRoot(<the pinned root bytes>)).verify_dsse(bundle, policy)` checks the
    certificate chain at the log's integrated time, the embedded SCT, the signer policy (our
    `catalog/signers.yaml`, applied inside sigstore's policy hook so it cannot be skipped), the
    inclusion proof, checkpoint and SET, and the DSSE signature — each failure is mapped to a
@@ -68,6 +68,7 @@ from generator.evidence.statement import (
     statement_of_checked,
 )
 from generator.evidence.store import evidence_path, path_problem, source_id
+from generator.evidence.trustroot import parse_trusted_root
 
 _OID_ISSUER_V1 = ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
 _OID_ISSUER_V2 = ObjectIdentifier("1.3.6.1.4.1.57264.1.8")
@@ -141,7 +142,7 @@ class _AllowlistPolicy:
     def __init__(
         self,
         policy: SignerPolicy,
-        trust_root: str,
+        trust_root: TrustRoot,
         read: tuple[x509.Certificate, str, str] | None = None,
     ) -> None:
         self.policy = policy
@@ -156,11 +157,12 @@ class _AllowlistPolicy:
             identity, issuer = self.read[1], self.read[2]
         else:
             identity, issuer = cert_identity(cert), cert_issuer(cert)
-        rule = self.policy.match(identity, issuer, self.trust_root)
+        root = self.trust_root
+        rule = self.policy.match(identity, issuer, root.name, root.sha256, root.demo)
         if rule is None:
             raise SignerNotAllowed(
                 f"signed by {identity or '(no identity)'} via {issuer or '(no issuer)'}; "
-                f"allowed: {self.policy.describe(self.trust_root)}"
+                f"allowed: {self.policy.describe(root.name, root.demo)}"
             )
         self.matched = rule
 
@@ -247,15 +249,14 @@ class _KeyringsOnce(TrustedRoot):
 
 
 def _verifier(root: TrustRoot) -> Verifier:
-    """One Verifier per trust root per process, built from the file that was pinned."""
+    """One Verifier per trust root per process, built from the bytes that were pinned when the
+    root was loaded (`root.data`), never from its path again: a file swapped on disk since then
+    changes nothing."""
     verifier = _VERIFIERS.get(root.sha256)
     if verifier is None:
-        with open(root.path, "rb") as fh:
-            if hashlib.sha256(fh.read()).hexdigest() != root.sha256:
-                raise VerificationError(
-                    f"trust root {root.name} changed on disk since it was loaded"
-                )
-        verifier = Verifier(trusted_root=_KeyringsOnce(TrustedRoot.from_file(root.path)))
+        if hashlib.sha256(root.data).hexdigest() != root.sha256:
+            raise VerificationError(f"trust root {root.name}: its bytes do not match its digest")
+        verifier = Verifier(trusted_root=_KeyringsOnce(parse_trusted_root(root.data)))
         _VERIFIERS[root.sha256] = verifier
     return verifier
 
@@ -341,7 +342,7 @@ def _check_signature(
     log_index, integrated_time = _log_position(doc)
     failures: list[tuple[FailureClass, str]] = []
     for root in trust_roots:
-        hook = _AllowlistPolicy(policy, root.name, (cert, identity, issuer))
+        hook = _AllowlistPolicy(policy, root, (cert, identity, issuer))
         try:
             payload_type, payload = _verifier(root).verify_dsse(bundle, hook)
         except (Error, ValueError, OSError, x509.ExtensionNotFound, UnsupportedAlgorithm) as e:

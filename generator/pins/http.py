@@ -84,7 +84,7 @@ class ETagCache:
         self.directory.mkdir(parents=True, exist_ok=True)
         meta = {"url": url, "etag": etag, "sha256": hashlib.sha256(body).hexdigest()}
         _atomic_write(body_path, body)
-        _atomic_write(meta_path, json.dumps(meta, sort_keys=True).encode())
+        _atomic_write(meta_path, json.dumps(meta, sort_keys=True, allow_nan=False).encode())
 
 
 _atomic_write = write_atomic

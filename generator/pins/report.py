@@ -121,7 +121,10 @@ def to_json(report: PinsReport) -> dict[str, object]:
 
 
 def format_json(report: PinsReport) -> str:
-    return json.dumps(to_json(report), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return (
+        json.dumps(to_json(report), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
+        + "\n"
+    )
 
 
 _STATUS_MD = {

@@ -306,7 +306,12 @@ def plan_to_json(plan: WritePlan, *, written: bool) -> dict[str, object]:
 def format_plan(plan: WritePlan, fmt: str, *, written: bool) -> str:
     """The impact of a bump: json for tools, plain text otherwise."""
     if fmt == "json":
-        return json.dumps(plan_to_json(plan, written=written), indent=2, sort_keys=True) + "\n"
+        return (
+            json.dumps(
+                plan_to_json(plan, written=written), indent=2, sort_keys=True, allow_nan=False
+            )
+            + "\n"
+        )
     verb = "bumped" if written else "would bump"
     place = plan.place
     out = [

@@ -21,7 +21,9 @@ SCHEMAS = Path(__file__).resolve().parent.parent.parent / "catalog" / "schemas" 
 
 def dumps(obj: object) -> bytes:
     """Sorted, compact JSON with a trailing newline (values YAML gave as dates become strings)."""
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    text = json.dumps(
+        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str, allow_nan=False
+    )
     return (text + "\n").encode("utf-8")
 
 
@@ -273,7 +275,7 @@ def evidence_file(
         i = j
     sample = any(e.sample for e in site.evidence)
     head = dumps({**_header(site, "EvidenceIndex"), "sample": sample, "evidence": _SPLICE})
-    marker = json.dumps(_SPLICE).encode()
+    marker = json.dumps(_SPLICE, allow_nan=False).encode()
     assert head.count(marker) == 1
     return head.replace(marker, b"[" + b",".join(c for c in chunks if c) + b"]")
 

@@ -383,7 +383,9 @@ class RecipeKeys:
         self.cache, self.base_key = cache, base_key
         self.fp = fingerprint("site")
         self.shared = json.dumps(
-            [site.trust_root, [dataclasses.asdict(n) for n in site.notes]], sort_keys=True
+            [site.trust_root, [dataclasses.asdict(n) for n in site.notes]],
+            sort_keys=True,
+            allow_nan=False,
         )
         self._runs: dict[int, str] = {}  # by object identity: the build holds every run alive
 
@@ -467,7 +469,7 @@ def make_pages(
     for i, lifted in zip(todo, fresh, strict=True):
         done[i] = lifted
         if i in keys and recipe_keys is not None:
-            payload = json.dumps([lifted[0], list(lifted[1])]).encode("utf-8")
+            payload = json.dumps([lifted[0], list(lifted[1])], allow_nan=False).encode("utf-8")
             recipe_keys.cache.put(PAGES_STAGE, keys[i], recipe_keys.fp, payload, authenticated=True)
     skeletons: dict[str, str] = {}
     blocks: dict[str, tuple[str, ...]] = {}

@@ -44,7 +44,9 @@ def url_part(value: object) -> str:
 
 def script_json(value: object) -> Markup:
     """JSON safe inside a `<script>`/`<template>` element and inside an HTML attribute."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    text = json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
     text = (
         text.replace("&", "\\u0026")
         .replace("<", "\\u003c")
@@ -64,7 +66,7 @@ def front_matter_title(value: object) -> Markup:
 
 def json_pretty(value: object) -> str:
     """Pretty, sorted JSON for display in a code block (the caller's autoescape applies)."""
-    return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False)
+    return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
 
 
 def _dash(value: object) -> object:

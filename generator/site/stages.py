@@ -399,6 +399,8 @@ _EXCLUSION_TEXT = {
     "stale-criteria": "stale: the lane criteria have changed since",
     "sample-outside-demo": "sample evidence counts only under the demo trust root",
     "unknown-lane": "names a lane the ladder does not have",
+    "verdict-mismatch": "its signed verdict is not what its raw results give under the lane criteria",
+    "attested-after-logged": "attested after the transparency log recorded it",
 }
 
 
@@ -442,7 +444,8 @@ def aggregate(
                 run = replace(run, state="stale", reason=run.reason or _EXCLUSION_TEXT[exclusion])
                 stale_lanes.add((run.recipe, run.profile or "standard", run.lane))
             elif exclusion:
-                reason = run.reason or _EXCLUSION_TEXT.get(exclusion, exclusion)
+                # verdict-mismatch and attested-after-logged name the disagreement themselves
+                reason = run.reason or downgraded or _EXCLUSION_TEXT.get(exclusion, exclusion)
                 run = replace(
                     run,
                     state="rejected",
