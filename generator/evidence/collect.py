@@ -14,9 +14,17 @@ from pathlib import Path
 
 from generator.errors import CatalogError
 from generator.evidence.model import Evidence, EvidenceFile, TrustRoot, VerifiedEvidence
-from generator.evidence.policy import read_policy
 from generator.evidence.store import read_files
 from generator.evidence.trustroot import PUBLIC_GOOD, load_trust_root
+from generator.evidence.upstream import (
+    UpstreamOptions,
+    cache_for,
+    is_upstream,
+    judge,
+    load_policy,
+    upstream_digests,
+    verify_pointers,
+)
 from generator.evidence.verify import (
     DEFAULT_PROFILE,
     digest_key,
@@ -69,6 +77,7 @@ def verify_paths(
     catalog: Catalog | None = None,
     jobs: int | None = None,
     base: Path | None = None,
+    upstream: UpstreamOptions | None = None,
 ) -> EvidenceRun:
     """Verify the evidence files under `paths` (files or directories).
 
@@ -78,17 +87,33 @@ def verify_paths(
     Raises UsageError (trust roots), ValidationError (signer policy), LoadError (files).
     """
     roots = tuple(load_trust_root(spec, catalog_dir) for spec in trust_roots)
-    policy = read_policy(catalog_dir / SIGNERS_FILE, SIGNERS_FILE)
+    up = upstream or UpstreamOptions()
+    # signers.yaml, plus upstream's allowlist.yaml when one is given or found (one policy)
+    policy = load_policy(catalog_dir, paths, (up.allowlist,) if up.allowlist else ())
     files = read_files(paths, base)
     records = verify_evidence(
         files, trust_roots=roots, policy=policy, current_digests={}, jobs=jobs
     )
-    if any(isinstance(r, VerifiedEvidence) for r in records):
+    # upstream pointer files (recipes/evidence/<recipe>/<source>/sha256-<hex>.yaml), pulled by digest
+    pointed = verify_pointers(
+        paths,
+        trust_roots=roots,
+        policy=policy,
+        cache=cache_for(up.cache),
+        offline=up.offline,
+        allow_tag=up.allow_tag,
+        base=base,
+    )
+    if any(isinstance(r, VerifiedEvidence) for r in (*records, *pointed)):
         if catalog is None:
             from generator.load import load_catalog
 
             catalog, _ = load_catalog(catalog_dir)
-        records = with_current_digests(records, current_digests(records, catalog))
+        ours = [*records, *(r for r in pointed if not is_upstream(r))]
+        digests = current_digests(ours, catalog)
+        records = with_current_digests(records, digests)
+        pointed = judge(pointed, digests, upstream_digests(up.recipes))
+    records = (*records, *pointed)
     return EvidenceRun(
         trust_roots=roots,
         records=tuple(sorted(records, key=lambda r: r.path)),

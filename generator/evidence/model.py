@@ -45,6 +45,10 @@ class FailureClass(StrEnum):
     PREDICATE_SCHEMA = "predicate-schema"  # predicate fails its JSON Schema
     STALE = "stale"  # recipe digest differs from the current resolved recipe's
     PATH_MISMATCH = "path-mismatch"  # file not at evidence/<recipe>/<source>/<digest>.sigstore.json
+    # upstream pointers and summary bundles (generator/evidence/upstream.py)
+    POINTER_INVALID = "pointer-invalid"  # pointer malformed, misplaced, or not what the bundle says
+    BUNDLE_UNAVAILABLE = "bundle-unavailable"  # registry refused / unreachable / not cached offline
+    BUNDLE_INVALID = "bundle-invalid"  # a file differs from manifest.json / predicate / CTRF
 
 
 class SignerClass(StrEnum):
