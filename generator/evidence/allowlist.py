@@ -28,7 +28,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from generator.errors import Diagnostic, LoadError, ValidationError
 from generator.evidence.model import SignerClass, SignerPolicy, SignerRule
@@ -66,19 +65,35 @@ class SlugRule:
 
 @dataclass(frozen=True, slots=True)
 class AllowlistPolicy(SignerPolicy):
-    """signers.yaml rules plus allowlist.yaml entries; slug entries are tried first (upstream)."""
+    """signers.yaml rules (`rules`) plus allowlist.yaml entries (`slugs`, `patterns`).
+
+    Every entry naming the signer is found; when they disagree on the class, nobody is allowed
+    (fail closed: no signer is classified two ways); otherwise signers.yaml's entry names the
+    signer, else the allowlist's (slug entries before patterns, as upstream).
+    """
 
     slugs: tuple[SlugRule, ...] = ()
+    patterns: tuple[SignerRule, ...] = ()
+
+    def candidates(self, identity: str, issuer: str, trust_root: str) -> list[SignerRule]:
+        found = [r for r in self.rules if r.matches(identity, issuer, trust_root)]
+        found += [
+            SignerRule(s.label, s.klass, s.issuer, identity, None)
+            for s in self.slugs
+            if s.matches(identity, issuer)
+        ]
+        found += [r for r in self.patterns if r.matches(identity, issuer, trust_root)]
+        return found
 
     def match(self, identity: str, issuer: str, trust_root: str) -> SignerRule | None:
-        for s in self.slugs:
-            if s.matches(identity, issuer):
-                return SignerRule(s.label, s.klass, s.issuer, identity, None)
-        return SignerPolicy.match(self, identity, issuer, trust_root)
+        found = self.candidates(identity, issuer, trust_root)
+        if not found or len({r.klass for r in found}) > 1:
+            return None
+        return found[0]
 
     def describe(self, trust_root: str | None = None) -> str:
-        base = SignerPolicy.describe(self, trust_root) if self.rules else ""
-        parts = [base] if base and not base.startswith("nobody") else []
+        base = SignerPolicy(self.rules + self.patterns).describe(trust_root)
+        parts = [base] if not base.startswith("nobody") else []
         parts += [s.describe() for s in self.slugs]
         return "; ".join(parts) or "nobody (no signer in the policy applies)"
 
@@ -277,39 +292,60 @@ def read_allowlist(path: Path, shown: str) -> tuple[tuple[SignerRule, ...], tupl
     return tuple(rules), tuple(slugs)
 
 
+def _probes(pattern: str, issuer: str) -> list[str]:
+    """Identities an allowlist pattern admits: its workflow with a branch and a tag ref."""
+    workflow = pattern_key(issuer, pattern)[1]
+    compiled = re.compile(pattern)
+    refs = ("refs/heads/main", "refs/tags/v1.0.0", "refs/heads/release-1.0")
+    return [p for p in (f"{workflow}@{ref}" for ref in refs) if compiled.fullmatch(p)]
+
+
 def combine(
     policy: SignerPolicy, rules: tuple[SignerRule, ...], slugs: tuple[SlugRule, ...], shown: str
 ) -> AllowlistPolicy:
-    """One policy from signers.yaml's and allowlist.yaml's entries; overlaps between them refused."""
+    """One policy from signers.yaml's and allowlist.yaml's entries.
+
+    An entry of both files naming the same signer with different classes is refused
+    (`allowlist.overlap`); with the same class it is the same signer, named by signers.yaml.
+    Probed: the identities an allowlist pattern admits, and signers.yaml's exact identities.
+    """
     diags: list[Diagnostic] = []
-    ours = {r.label for r in policy.rules}
-    keys = {pattern_key(r.issuer, r.identity_pattern) for r in policy.rules if r.identity_pattern}
-    exact: dict[str, Any] = {source_id(r.issuer, r.identity): r for r in policy.rules if r.identity}
-    for r in rules:
-        assert r.identity_pattern is not None
-        if r.label in ours or pattern_key(r.issuer, r.identity_pattern) in keys:
-            diags.append(
-                Diagnostic(
-                    shown,
-                    0,
-                    0,
-                    "$",
-                    f"{r.label} overlaps an entry of signers.yaml",
-                    "allowlist.overlap",
-                )
-            )
+    by_source = {source_id(r.issuer, r.identity): r for r in policy.rules if r.identity}
+    for a in rules:
+        assert a.identity_pattern is not None
+        probes = _probes(a.identity_pattern, a.issuer)
+        probes += [r.identity for r in policy.rules if r.identity and r.issuer == a.issuer]
+        for probe in probes:
+            if not a.matches(probe, a.issuer, ""):
+                continue
+            for r in policy.rules:
+                if (
+                    r.issuer == a.issuer
+                    and r.klass != a.klass
+                    and (
+                        r.identity == probe
+                        or (r.identity_pattern and re.fullmatch(r.identity_pattern, probe))
+                    )
+                ):
+                    diags.append(_overlap(shown, a.label, a.klass, r, probe))
     for s in slugs:
-        if s.label in ours or s.source in exact:
-            diags.append(
-                Diagnostic(
-                    shown,
-                    0,
-                    0,
-                    "$",
-                    f"{s.label} overlaps an entry of signers.yaml",
-                    "allowlist.overlap",
-                )
-            )
+        same = by_source.get(s.source)
+        if same is not None and same.issuer == s.issuer and same.klass != s.klass:
+            diags.append(_overlap(shown, s.label, s.klass, same, same.identity or ""))
     if diags:
-        raise ValidationError(f"the allowlist {shown} overlaps signers.yaml", diags)
-    return AllowlistPolicy(rules=policy.rules + rules, slugs=slugs)
+        raise ValidationError(
+            f"the allowlist {shown} classifies a signer of signers.yaml differently", diags
+        )
+    return AllowlistPolicy(rules=policy.rules, slugs=slugs, patterns=rules)
+
+
+def _overlap(shown: str, label: str, klass: SignerClass, r: SignerRule, probe: str) -> Diagnostic:
+    return Diagnostic(
+        shown,
+        0,
+        0,
+        "$",
+        f"{label} ({klass}) and signers.yaml's {r.label} ({r.klass}) both name {probe}: "
+        "a signer has one class",
+        "allowlist.overlap",
+    )
