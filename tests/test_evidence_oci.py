@@ -549,3 +549,100 @@ def test_allowlist_and_signers_yaml_are_one_policy(tmp_path: Path) -> None:
     policy = load_policy(CATALOG, [tmp_path / "c"])
     assert policy.match(ef.IDENTITY, ef.ISSUER, "public-good").label == "someone"  # type: ignore[union-attr]
     assert policy.match(ef.OTHER_IDENTITY, ef.ISSUER, "public-good") is None
+
+
+def _status(evidence: Path, env: dict[str, str]) -> dict[str, object]:
+    result = CliRunner().invoke(
+        main,
+        [
+            "status",
+            "gb200-eks-ubuntu-training-kubeflow",
+            "--evidence",
+            str(evidence),
+            "--trust-root",
+            "demo",
+            "--format",
+            "json",
+            "--catalog",
+            str(CATALOG),
+        ],
+        env=env,
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    return json.loads(json.dumps(doc).replace(str(evidence), "EVIDENCE"))
+
+
+def test_status_from_pointers_equals_status_from_bundles(
+    registry: RealRegistry, tmp_path: Path
+) -> None:
+    """Pushed and pointed to, the sample evidence gives `status` the same answer as the bundles
+    in evidence/ do (only the run paths differ), read offline from the seeded cache."""
+    pointers = tmp_path / "recipes" / "evidence"  # upstream's layout
+    cache = tmp_path / "cache"
+    pushed = CliRunner().invoke(
+        main,
+        [
+            "evidence",
+            "push",
+            str(DEMO_EVIDENCE),
+            "--to",
+            f"{registry.host}/catalog/status",
+            "--trust-root",
+            "demo",
+            "--pointers",
+            str(pointers),
+            "--cache",
+            str(cache),
+            "--catalog",
+            str(CATALOG),
+        ],
+    )
+    assert pushed.exit_code == 0, pushed.output
+    env = {"AICR_CATALOG_OCI_CACHE": str(cache), "AICR_CATALOG_OFFLINE": "1"}
+    via_pointers = _status(pointers, env)
+    via_bundles = _status(ROOT / "evidence", env)
+    strip = lambda doc: json.dumps(doc, sort_keys=True)  # noqa: E731
+    import re
+
+    def no_paths(doc: dict[str, object]) -> str:
+        return re.sub(r'"path": "[^"]*"', '"path": ""', strip(doc))
+
+    assert no_paths(via_pointers) == no_paths(via_bundles)
+    assert "sha256-" in strip(via_pointers)  # the runs are the pointers
+    # offline with an empty cache: every pointer is rejected (bundle-unavailable), none counted
+    empty = _status(
+        pointers, {"AICR_CATALOG_OCI_CACHE": str(tmp_path / "none"), "AICR_CATALOG_OFFLINE": "1"}
+    )
+    assert "bundle-unavailable" in strip(empty), strip(empty)[-3000:]
+    assert no_paths(empty) != no_paths(via_bundles)
+
+
+def test_site_stage_shows_upstream_phases(
+    registry: RealRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build's evidence stage reads pointers: an upstream run reaches the site with one check
+    per CTRF test, per phase, and its pointer as the run's raw file."""
+    from generator.load import load_catalog
+    from generator.site import stages
+
+    authority, _ = _roots(tmp_path)
+    files, predicate = summary_bundle()
+    published = publish_upstream(registry.client(), "aicr/site", authority, files, predicate)
+    evidence = tmp_path / "evidence"
+    target = evidence / published.pointer_rel
+    target.parent.mkdir(parents=True)
+    target.write_bytes(published.pointer)
+    (evidence / "allowlist.yaml").write_text(FIRST_PARTY)
+    monkeypatch.setenv("AICR_CATALOG_OCI_CACHE", str(tmp_path / "cache"))
+    catalog, _ = load_catalog(CATALOG)
+    verified, note = stages.verify_evidence(catalog, evidence, (), str(tmp_path / "test-root.json"))
+    assert note is None
+    (record,) = verified.records
+    assert isinstance(record, VerifiedEvidence), record.message
+    run = stages._run_from(record, verified.raw[record.path], verified.trust_root)
+    assert run.bundle_digest == published.pushed.digest and run.predicate_type == V3
+    assert [(c.phase, c.name, c.status) for c in run.checks] == [
+        (p, n, s) for p in ("deployment", "conformance", "performance") for n, s in PHASE_TESTS[p]
+    ]
+    assert verified.raw[record.path] == published.pointer

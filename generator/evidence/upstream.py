@@ -316,3 +316,46 @@ def judge(
             r = replace(r, current_digest=current, stale=current != r.statement.recipe_digest)
         out.append(r)
     return tuple(out)
+
+
+OFFLINE_ENV = "AICR_CATALOG_OFFLINE"
+RECIPES_ENV = "AICR_CATALOG_UPSTREAM_RECIPES"
+
+
+def options_from_env() -> UpstreamOptions:
+    """For `status` and `build`: $AICR_CATALOG_OCI_CACHE, $AICR_CATALOG_OFFLINE=1,
+    $AICR_CATALOG_UPSTREAM_RECIPES=DIR (the options `evidence verify` takes as flags)."""
+    recipes = os.environ.get(RECIPES_ENV)
+    return UpstreamOptions(
+        offline=os.environ.get(OFFLINE_ENV, "") not in ("", "0"),
+        recipes=Path(recipes) if recipes else None,
+    )
+
+
+def pointer_records(
+    paths: Sequence[Path],
+    *,
+    trust_roots: Sequence[TrustRoot],
+    policy: SignerPolicy,
+    current_digests: Mapping[str, str],
+    options: UpstreamOptions | None = None,
+    base: Path | None = None,
+) -> tuple[Evidence, ...]:
+    """The records of the pointer files under `paths`, judged for currency (see `judge`)."""
+    opts = options or options_from_env()
+    pointed = verify_pointers(
+        paths,
+        trust_roots=trust_roots,
+        policy=policy,
+        cache=cache_for(opts.cache),
+        offline=opts.offline,
+        allow_tag=opts.allow_tag,
+        base=base,
+    )
+    if not pointed:
+        return ()
+    return judge(pointed, current_digests, upstream_digests(opts.recipes))
+
+
+def has_pointers(directory: Path) -> bool:
+    return directory.is_dir() and any(discover([directory]))
