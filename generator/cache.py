@@ -413,8 +413,12 @@ def build_key(
     """Digest of everything a site build reads: `inputs_key` (pass it as `without` when it is
     already known) and the evidence tree (stat-memoized like the catalog)."""
     base = without or inputs_key(inputs, epoch, templates, cache)
-    evidence = _memo_digest(cache, Path(inputs.evidence), (".sigstore.json",))
-    return digest(BUILD_STAGE, base, evidence)
+    # .yaml: upstream pointer files and allowlist.yaml (generator.evidence.upstream), whose
+    # records also depend on the OCI cache and the environment (state_key)
+    evidence = _memo_digest(cache, Path(inputs.evidence), (".sigstore.json", ".yaml"))
+    from generator.evidence.upstream import state_key
+
+    return digest(BUILD_STAGE, base, evidence, state_key(Path(inputs.evidence)))
 
 
 MEMO_STAGE = "stat"

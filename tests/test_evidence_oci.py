@@ -646,3 +646,48 @@ def test_site_stage_shows_upstream_phases(
         (p, n, s) for p in ("deployment", "conformance", "performance") for n, s in PHASE_TESTS[p]
     ]
     assert verified.raw[record.path] == published.pointer
+
+
+def test_bodies_and_layers_are_read_with_limits(
+    fake_registry: FakeRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    digest = "sha256:" + "6" * 64
+    monkeypatch.setattr(oci, "MAX_MANIFEST_BYTES", 1000)
+    fake_registry.routes["/v2/t/big/"] = answer(200, b"{" + b" " * 5000 + b"}")
+    with pytest.raises(oci.RegistryProtocolError, match="limit"):
+        oci.pull(f"{fake_registry.host}/t/big@{digest}", cache=oci.Cache(tmp_path))
+    monkeypatch.setattr(oci, "MAX_UNPACKED_BYTES", 10_000)
+    bomb = oci.gzip_bytes(oci.tar_directory({"recipe.yaml": b"a" * 50_000}))
+    assert len(bomb) < 10_000
+    with pytest.raises(oci.UnsafeArtifact, match="unpacks to more than"):
+        oci.untar_layer(bomb, "layer")
+
+
+def test_a_pointer_given_by_name(registry: RealRegistry, tmp_path: Path) -> None:
+    authority, _ = _roots(tmp_path)
+    files, predicate = summary_bundle()
+    published = publish_upstream(registry.client(), "aicr/byname", authority, files, predicate)
+    path = _place(tmp_path, published)
+    _allowlist(tmp_path, FIRST_PARTY)
+    result = CliRunner().invoke(
+        main,
+        [
+            "evidence",
+            "verify",
+            str(path),
+            "--trust-root",
+            str(tmp_path / "test-root.json"),
+            "--allowlist",
+            str(tmp_path / "recipes" / "evidence" / "allowlist.yaml"),
+            "--cache",
+            str(tmp_path / "cache"),
+            "--catalog",
+            str(CATALOG),
+        ],
+    )
+    # verified, stale: no --upstream-recipes, so the current upstream digest is unknown
+    assert result.exit_code == 1, result.output
+    assert (
+        result.output.startswith("STALE ")
+        and "1 file(s): 0 verified, 1 stale, 0 rejected" in result.output
+    )

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from generator.errors import CatalogError
 from generator.evidence.model import Evidence, EvidenceFile, TrustRoot, VerifiedEvidence
+from generator.evidence.pointer import is_pointer_name
 from generator.evidence.store import read_files
 from generator.evidence.trustroot import PUBLIC_GOOD, load_trust_root
 from generator.evidence.upstream import (
@@ -90,7 +91,9 @@ def verify_paths(
     up = upstream or UpstreamOptions()
     # signers.yaml, plus upstream's allowlist.yaml when one is given or found (one policy)
     policy = load_policy(catalog_dir, paths, (up.allowlist,) if up.allowlist else ())
-    files = read_files(paths, base)
+    # a pointer file given by name is read as a pointer below, not as a bundle
+    bundles = [p for p in paths if not (p.is_file() and is_pointer_name(p.name))]
+    files = read_files(bundles, base) if bundles else ()
     records = verify_evidence(
         files, trust_roots=roots, policy=policy, current_digests={}, jobs=jobs
     )

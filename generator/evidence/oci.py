@@ -28,6 +28,7 @@ import os
 import re
 import tarfile
 import tempfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -317,7 +318,13 @@ class Registry:
                 hdrs["Authorization"] = f"Bearer {token}"
             try:
                 resp = self.session.request(
-                    method, url, headers=hdrs, data=data, timeout=self.timeout, allow_redirects=True
+                    method,
+                    url,
+                    headers=hdrs,
+                    data=data,
+                    timeout=self.timeout,
+                    allow_redirects=True,
+                    stream=True,  # bodies are read with a limit (`_read`)
                 )
             except requests.Timeout as e:
                 raise RegistryTimeout(
@@ -380,15 +387,11 @@ class Registry:
     def _read(self, resp: requests.Response, limit: int, what: str) -> bytes:
         declared = resp.headers.get("Content-Length")
         if declared and declared.isdigit() and int(declared) > limit:
+            resp.close()
             raise RegistryProtocolError(
                 f"{what}: {declared} bytes is more than the limit of {limit}", what
             )
-        data = resp.content
-        if len(data) > limit:
-            raise RegistryProtocolError(
-                f"{what}: {len(data)} bytes is more than the limit of {limit}", what
-            )
-        return data
+        return _bounded(resp, limit, what)
 
     # -- reading
 
@@ -532,14 +535,33 @@ def _reason(e: Exception) -> str:
     return m.group(1) if m else (text.splitlines()[0][:200] if text else type(e).__name__)
 
 
+def _bounded(resp: requests.Response, limit: int, what: str) -> bytes:
+    """At most `limit` bytes of the body (more is an error), however much the server sends."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        for chunk in resp.iter_content(1 << 16):
+            size += len(chunk)
+            if size > limit:
+                raise RegistryProtocolError(f"{what}: more than the limit of {limit} bytes", what)
+            chunks.append(chunk)
+    except requests.Timeout as e:
+        raise RegistryTimeout(f"{what}: the answer stalled", what) from e
+    except requests.RequestException as e:
+        raise RegistryProtocolError(f"{what}: the answer broke off ({_reason(e)})", what) from e
+    finally:
+        resp.close()
+    return b"".join(chunks)
+
+
 def _error_detail(resp: requests.Response) -> str:
     try:
-        doc = resp.json()
+        doc = json.loads(_bounded(resp, 1 << 16, "error body"))
         errors = doc.get("errors") if isinstance(doc, dict) else None
         if isinstance(errors, list) and errors and isinstance(errors[0], dict):
             code, message = errors[0].get("code", ""), errors[0].get("message", "")
             return f": {code} {message}".rstrip()
-    except ValueError:
+    except (ValueError, RegistryError):
         pass
     return ""
 
@@ -580,11 +602,16 @@ def gzip_bytes(data: bytes) -> bytes:
 
 def untar_layer(blob: bytes, what: str) -> dict[str, bytes]:
     """The regular files of a tar(.gz) layer; links, devices and paths leaving it are refused."""
-    try:
-        raw = gzip.decompress(blob) if blob[:2] == b"\x1f\x8b" else blob
-    except (OSError, EOFError) as e:
-        raise UnsafeArtifact(f"{what}: layer is not gzip ({e})", what) from e
-    if len(raw) > MAX_UNPACKED_BYTES:
+    raw = blob
+    stopped = False
+    if blob[:2] == b"\x1f\x8b":
+        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            raw = inflate.decompress(blob, MAX_UNPACKED_BYTES + 1)
+        except zlib.error as e:
+            raise UnsafeArtifact(f"{what}: layer is not gzip ({e})", what) from e
+        stopped = bool(inflate.unconsumed_tail)  # decompression stopped at the limit
+    if stopped or len(raw) > MAX_UNPACKED_BYTES:
         raise UnsafeArtifact(f"{what}: layer unpacks to more than {MAX_UNPACKED_BYTES} bytes", what)
     out: dict[str, bytes] = {}
     try:
@@ -697,9 +724,8 @@ def _update_referrers_tag(
     manifests: list[dict[str, Any]] = []
     if resp is not None:
         try:
-            manifests = [
-                m for m in json.loads(resp.content).get("manifests", []) if isinstance(m, dict)
-            ]
+            body = registry._read(resp, MAX_MANIFEST_BYTES, what)
+            manifests = [m for m in json.loads(body).get("manifests", []) if isinstance(m, dict)]
         except (ValueError, AttributeError):
             manifests = []
     manifests = [m for m in manifests if m.get("digest") != descriptor["digest"]] + [descriptor]

@@ -24,6 +24,7 @@ this catalog's pushed evidence is judged against this catalog's digests, as alwa
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -359,3 +360,32 @@ def pointer_records(
 
 def has_pointers(directory: Path) -> bool:
     return directory.is_dir() and any(discover([directory]))
+
+
+def state_key(directory: Path) -> str:
+    """What a build's pointer records depend on besides the files under `directory`: the
+    options from the environment, the upstream recipes, and which pointed-to artifacts the cache
+    holds (a bundle pulled since the last build changes the records, not the evidence tree)."""
+    opts = options_from_env()
+    cache = cache_for(opts.cache)
+    cached: list[str] = []
+    for f in discover([directory]) if directory.is_dir() else ():
+        try:
+            p, _ = parse_pointer(f.read_bytes(), f.name)
+        except OSError:
+            continue
+        if (
+            p is not None
+            and cache.get(p.digest) is not None
+            and cache.referrers(p.digest) is not None
+        ):
+            cached.append(p.digest)
+    return json.dumps(
+        {
+            "offline": opts.offline,
+            "cache": str(cache.root),
+            "recipes": upstream_digests(opts.recipes),
+            "cached": sorted(cached),
+        },
+        sort_keys=True,
+    )
