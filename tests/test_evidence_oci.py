@@ -691,3 +691,31 @@ def test_a_pointer_given_by_name(registry: RealRegistry, tmp_path: Path) -> None
         result.output.startswith("STALE ")
         and "1 file(s): 0 verified, 1 stale, 0 rejected" in result.output
     )
+
+
+# Digests computed with Go's gopkg.in/yaml.v3 v3.0.1 (the version upstream AICR vendors): parse,
+# drop comments, sort mapping keys, drop metadata.version, Marshal, sha256 — upstream's v3
+# recipe digest. tests/fixtures/upstream-canonical.yaml exercises block/flow collections,
+# literal/folded scalars with every chomping, quoting, nulls and nested sequences.
+GO_YAML_V3_DIGESTS = {
+    "tests/fixtures/upstream-canonical.yaml": "c58b9ffe084944d58b009a4ba6e0f0b0a53465ad9b23a85632b1c8277373b46b",
+    "upstream-aicr/v0.11.1/recipes/overlays/base.yaml": "b5788a4c8c81a739622bedcfdd1be4e63bcd364f26d933867a58d8c9259f19fb",
+    "upstream-aicr/v0.11.1/recipes/overlays/aks.yaml": "7674031e7b48e07e7dafff4dd3c5c14f463a8a2399e5819183acf9e6ed2f4bc7",
+    "upstream-aicr/v0.11.1/recipes/overlays/eks.yaml": "aee7e45d5a3c607fc16fb61f365091204c14660b078ae5e1a5c53c6579e68da5",
+    "upstream-aicr/v0.11.1/recipes/overlays/gke-cos.yaml": "2467b7c8129238197396060cd4eaf656d6a7a664b2bc3e550e8bfe5ccca57fd5",
+    "upstream-aicr/v0.11.1/recipes/overlays/h100-eks-ubuntu-training.yaml": "71f9020505b803fe4ed44f513286585b83a861a5daaaa49befd6d3d986487e0b",
+    "upstream-aicr/v0.11.1/recipes/registry.yaml": "cdddf6fdaa807bacc005561c76b30a75f292cb2f1283edd80c87750a1dcbbe6b",
+    "upstream-aicr/v0.11.1/recipes/validators/catalog.yaml": "391b1462512d3169e39eef26f629253bb699136e9218e923725856f9ed285abe",
+    "upstream-aicr/v0.11.1/recipes/checks/cert-manager/health-check.yaml": "a433ef7cc8069338a060337a24fb22083a7433e91cb5576f82c55b73c742d58a",
+}
+
+
+def test_recipe_digest_matches_go_yaml_v3() -> None:
+    rel = "tests/fixtures/upstream-canonical.yaml"
+    assert recipe_digest((ROOT / rel).read_bytes(), V3) == GO_YAML_V3_DIGESTS[rel]
+
+
+def test_recipe_digest_matches_go_yaml_v3_on_upstream_recipes(shared_dir: Path) -> None:
+    for rel, want in GO_YAML_V3_DIGESTS.items():
+        if not rel.startswith("tests/"):
+            assert recipe_digest((shared_dir / rel).read_bytes(), V3) == want, rel
