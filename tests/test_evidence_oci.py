@@ -719,3 +719,34 @@ def test_recipe_digest_matches_go_yaml_v3_on_upstream_recipes(shared_dir: Path) 
     for rel, want in GO_YAML_V3_DIGESTS.items():
         if not rel.startswith("tests/"):
             assert recipe_digest((shared_dir / rel).read_bytes(), V3) == want, rel
+
+
+def test_show_follows_a_pointer_and_lists_checks(registry: RealRegistry, tmp_path: Path) -> None:
+    authority, _ = _roots(tmp_path)
+    files, predicate = summary_bundle()
+    nested = {f"summary-bundle/{k}": v for k, v in files.items()}  # packed from the emit dir
+    published = publish_upstream(registry.client(), "aicr/show", authority, nested, predicate)
+    path = _place(tmp_path, published)
+    _allowlist(tmp_path, FIRST_PARTY)
+    recipes = tmp_path / "current"
+    recipes.mkdir()
+    (recipes / f"{UPSTREAM_RECIPE}.yaml").write_bytes(RECIPE_YAML)
+    result = CliRunner().invoke(
+        main,
+        [
+            "evidence",
+            "show",
+            str(path),
+            "--trust-root",
+            str(tmp_path / "test-root.json"),
+            "--cache",
+            str(tmp_path / "cache"),
+            "--upstream-recipes",
+            str(recipes),
+            "--catalog",
+            str(CATALOG),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("VERIFIED ") and "gang-scheduling" in result.output
+    assert published.pushed.digest in result.output

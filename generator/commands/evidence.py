@@ -193,18 +193,23 @@ def verify_command(
     help=TRUST_ROOT_HELP,
 )
 @catalog_option
-def show_command(path: Path, trust_roots: tuple[str, ...], catalog_path: Path) -> None:
-    """Verify one evidence bundle and render its statement for people.
+@upstream_options
+def show_command(
+    path: Path, trust_roots: tuple[str, ...], catalog_path: Path, **upstream: Any
+) -> None:
+    """Verify one evidence bundle (or an upstream pointer file, following it to its bundle)
+    and render its statement for people.
 
     Exit codes: 0 verified and current; 1 rejected or stale (still shown when readable); 2 usage.
     """
-    run = _run([path], trust_roots, catalog_path, 1)
+    run = _run([path], trust_roots, catalog_path, 1, _upstream(upstream))
+    if len(run.records) != 1:
+        fail(f"{printable(str(path))} is neither an evidence bundle nor a pointer file", EXIT_USAGE)
     (record,) = run.records
-    file = run.files[0]
     click.echo(report.record_text(record))
     statement = record.statement
-    if statement is None:
-        statement = _unverified_statement(file)
+    if statement is None and run.files:
+        statement = _unverified_statement(run.files[0])
         if statement is not None:
             click.echo("(statement shown UNVERIFIED: the bundle did not verify)")
     if statement is not None:

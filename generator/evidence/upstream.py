@@ -44,7 +44,13 @@ from generator.evidence.model import (
     TrustRoot,
     VerifiedEvidence,
 )
-from generator.evidence.pointer import Pointer, discover, location_problem, parse_pointer
+from generator.evidence.pointer import (
+    Pointer,
+    discover,
+    is_pointer_name,
+    location_problem,
+    parse_pointer,
+)
 from generator.evidence.policy import read_policy
 from generator.evidence.recipedigest import DigestError, recipe_digest
 from generator.evidence.store import SUFFIX, Found, display_path, read_one, source_id
@@ -80,6 +86,8 @@ def allowlists(paths: Iterable[Path]) -> list[Path]:
         if p.is_file() and p.name == ALLOWLIST_FILE:
             out.append(p)
             continue
+        if p.is_file() and is_pointer_name(p.name) and len(p.parents) > 3:
+            p = p.parents[2]  # <root>/<recipe>/<source>/<file>: the allowlist sits in <root>
         if not p.is_dir():
             continue
         for candidate in (p / ALLOWLIST_FILE, p / "recipes" / "evidence" / ALLOWLIST_FILE):
@@ -93,7 +101,8 @@ def load_policy(
 ) -> SignerPolicy:
     """signers.yaml, combined with the allowlist.yaml files given or found under `paths`."""
     policy = read_policy(catalog_dir / SIGNERS_FILE, SIGNERS_FILE)
-    files = list(extra) + [p for p in allowlists(paths) if p not in extra]
+    given = {p.resolve() for p in extra}
+    files = list(extra) + [p for p in allowlists(paths) if p.resolve() not in given]
     if len(files) > 1:
         raise ValidationError(
             "more than one upstream allowlist found",
@@ -199,7 +208,10 @@ def _verify_pointer(
         return _reject(shown, FailureClass.BUNDLE_INVALID, f"{e.message} [{e.rule}]")
     except oci.RegistryError as e:
         return _reject(shown, FailureClass.BUNDLE_UNAVAILABLE, f"{e.message} [{e.rule}]")
-    files = pulled.files
+    files = dict(pulled.files)
+    prefix = "summary-bundle/"  # an artifact packed from the emit directory, not the bundle
+    if files and all(name.startswith(prefix) for name in files):
+        files = {name.removeprefix(prefix): data for name, data in files.items()}
     if MANIFEST in files and RECIPE in files:
         result = verify_summary(
             files,
