@@ -8,6 +8,7 @@ import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -750,3 +751,22 @@ def test_show_follows_a_pointer_and_lists_checks(registry: RealRegistry, tmp_pat
     assert result.exit_code == 0, result.output
     assert result.output.startswith("VERIFIED ") and "gang-scheduling" in result.output
     assert published.pushed.digest in result.output
+
+
+def test_anonymous_bearer_token_then_401(fake_registry: FakeRegistry, tmp_path: Path) -> None:
+    """A public registry's challenge is answered with an anonymous token; a registry that still
+    refuses is a named 401, after one retry (no loop)."""
+    calls: list[str] = []
+    host = fake_registry.host
+    digest = "sha256:" + "7" * 64
+    challenge = {"WWW-Authenticate": f'Bearer realm="http://{host}/token",service="test",scope="x"'}
+
+    def manifests(h: Any) -> None:
+        calls.append(h.headers.get("Authorization", ""))
+        answer(401, b"", challenge)(h)
+
+    fake_registry.routes["/token"] = answer(200, b'{"token": "anon-123"}')
+    fake_registry.routes["/v2/"] = manifests
+    with pytest.raises(oci.RegistryUnauthorized, match="401"):
+        oci.pull(f"{host}/t/x@{digest}", cache=oci.Cache(tmp_path))
+    assert calls == ["", "Bearer anon-123"]
