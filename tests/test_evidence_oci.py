@@ -19,7 +19,7 @@ from generator.evidence import oci
 from generator.evidence.allowlist import read_allowlist
 from generator.evidence.collect import verify_paths
 from generator.evidence.model import FailureClass, RejectedEvidence, SignerPolicy, VerifiedEvidence
-from generator.evidence.pointer import parse_pointer
+from generator.evidence.pointer import parse_pointer, render_pointer
 from generator.evidence.recipedigest import canonical_yaml, recipe_digest
 from generator.evidence.store import source_id
 from generator.evidence.trustroot import load_trust_root
@@ -770,3 +770,22 @@ def test_anonymous_bearer_token_then_401(fake_registry: FakeRegistry, tmp_path: 
     with pytest.raises(oci.RegistryUnauthorized, match="401"):
         oci.pull(f"{host}/t/x@{digest}", cache=oci.Cache(tmp_path))
     assert calls == ["", "Bearer anon-123"]
+
+
+def test_pointers_are_written_as_upstream_writes_them() -> None:
+    """tests/fixtures/upstream-pointer.yaml was written by Go's yaml.v3 (SetIndent(2), as
+    upstream's deterministic serializer) from the same fields, attestedAt a time.Time."""
+    written = render_pointer(
+        recipe="h100-eks-ubuntu-training",
+        profile=None,
+        oci="ghcr.io/org/aicr-evidence:abc",
+        digest="sha256:" + "a" * 64,
+        predicate_type=V3,
+        identity="https://github.com/o/r/.github/workflows/e.yaml@refs/heads/main",
+        issuer="https://token.actions.githubusercontent.com",
+        rekor_log_index=12345,
+        attested_at="2026-11-30T10:00:00Z",
+    )
+    assert written == (ROOT / "tests" / "fixtures" / "upstream-pointer.yaml").read_bytes()
+    pointer, diags = parse_pointer(written, "p.yaml")
+    assert diags == () and pointer is not None and pointer.rekor_log_index == 12345

@@ -24,9 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import yaml
-
 from generator.errors import Diagnostic, LoadError
+from generator.evidence.recipedigest import dump_yaml_v3
 from generator.evidence.store import is_safe_name, source_id
 from generator.records import Document
 from generator.yamlio import parse_yaml
@@ -275,6 +274,4 @@ def render_pointer(
     }
     if profile:
         doc["profile"] = profile
-    return yaml.safe_dump(
-        doc, sort_keys=True, indent=2, default_flow_style=False, allow_unicode=True
-    ).encode()
+    return dump_yaml_v3(doc, width=2)

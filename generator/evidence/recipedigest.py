@@ -20,6 +20,7 @@ upstream's v0.11.1 recipe tree and of this catalog, and on tests/fixtures/upstre
 from __future__ import annotations
 
 import hashlib
+import re
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -94,7 +95,7 @@ def _double_quoted(value: str) -> str:
     return "".join(out)
 
 
-def _scalar(node: ScalarNode, indent: int) -> str:
+def _scalar(node: ScalarNode, indent: int, width: int = INDENT) -> str:
     """The scalar as yaml.v3 writes it; `indent` is the indentation of block scalar lines."""
     value: str = str(node.value)
     style = node.style
@@ -105,7 +106,7 @@ def _scalar(node: ScalarNode, indent: int) -> str:
             return _double_quoted(value)
         return "'" + value.replace("'", "''") + "'"
     if style in ("|", ">"):
-        hint = str(INDENT) if value[:1] in (" ", "\t", "\n") else ""
+        hint = str(width) if value[:1] in (" ", "\t", "\n") else ""
         if not value or not value.endswith("\n"):
             chomp = "-"
         elif value == "\n" or value.endswith("\n\n"):
@@ -142,14 +143,14 @@ def _block_body(value: str, indent: int, *, folded: bool) -> str:
     return text[:-1] if text.endswith("\n") else text
 
 
-def _next(indent: int, in_sequence: bool) -> int:
+def _next(indent: int, in_sequence: bool, width: int = INDENT) -> int:
     """yaml.v3's indentation of a nested node: right after "- " inside a sequence item, else
     the next multiple of the indent width (its emitter's "more regular" indentation)."""
     if indent < 0:
         return 0
     if in_sequence:
         return indent + 2
-    return INDENT * ((indent + INDENT) // INDENT)
+    return width * ((indent + width) // width)
 
 
 def _flow(node: Node) -> str:
@@ -166,29 +167,30 @@ def _is_block(node: Node) -> bool:
     return isinstance(node, MappingNode | SequenceNode) and bool(node.value) and not node.flow_style
 
 
-def _emit(node: Node, parent: int, in_sequence: bool, out: list[str], line: str) -> None:
+def _emit(
+    node: Node, parent: int, in_sequence: bool, out: list[str], line: str, width: int = INDENT
+) -> None:
     """Write `node` whose parent has indentation `parent` (-1: the document); `line` is the text
     already on the current line ("" when the node starts on a new line)."""
     if not _is_block(node):
-        out.append(
-            line + _flow(node)
-            if not isinstance(node, ScalarNode)
-            else line + _scalar(node, _next(parent, in_sequence))
-        )
+        if isinstance(node, ScalarNode):
+            out.append(line + _scalar(node, _next(parent, in_sequence, width), width))
+        else:
+            out.append(line + _flow(node))
         return
-    indent = _next(parent, in_sequence)
+    indent = _next(parent, in_sequence, width)
     first = True
     if isinstance(node, MappingNode):
         for k, v in node.value:
-            head = (line if first and line else " " * indent) + _scalar(k, indent) + ":"
+            head = (line if first and line else " " * indent) + _scalar(k, indent, width) + ":"
             first = False
             if _is_block(v):
                 out.append(head)
-                _emit(v, indent, False, out, "")
+                _emit(v, indent, False, out, "", width)
             elif _is_empty_plain(v):
                 out.append(head)  # a null value: nothing after the colon
             else:
-                _emit(v, indent, False, out, head + " ")
+                _emit(v, indent, False, out, head + " ", width)
         return
     assert isinstance(node, SequenceNode)
     for v in node.value:
@@ -197,7 +199,7 @@ def _emit(node: Node, parent: int, in_sequence: bool, out: list[str], line: str)
         if _is_empty_plain(v):
             out.append(head.rstrip(" "))
         else:
-            _emit(v, indent, True, out, head)
+            _emit(v, indent, True, out, head, width)
 
 
 def _is_empty_plain(node: Node) -> bool:
@@ -219,3 +221,38 @@ def recipe_digest(recipe_yaml: bytes, predicate_type: str) -> str:
     (v3: metadata.version excluded; v1/v2: included)."""
     canon = canonical_yaml(recipe_yaml, strip_version=predicate_type == RECIPE_EVIDENCE_V3)
     return hashlib.sha256(canon).hexdigest()
+
+
+_STR = "tag:yaml.org,2002:str"
+_PLAIN_SAFE = re.compile(r"^[A-Za-z0-9_./@+=-][A-Za-z0-9_./@:+=~?&%#,()-]*$")
+_NOT_STRINGS = re.compile(
+    r"^(?:~|null|Null|NULL|true|True|TRUE|false|False|FALSE|[-+]?(?:[0-9][0-9_]*)(?:\.[0-9]*)?"
+    r"(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)|0x[0-9a-fA-F]+|0o[0-7]+)$"
+)
+
+
+def _node(value: object) -> Node:
+    if isinstance(value, dict):
+        pairs = [
+            (_node(str(k)), _node(v))
+            for k, v in sorted(value.items(), key=lambda kv: str(kv[0]).encode())
+        ]
+        return MappingNode("tag:yaml.org,2002:map", pairs)
+    if isinstance(value, list):
+        return SequenceNode("tag:yaml.org,2002:seq", [_node(v) for v in value])
+    if isinstance(value, bool):
+        return ScalarNode("tag:yaml.org,2002:bool", "true" if value else "false")
+    if isinstance(value, int):
+        return ScalarNode("tag:yaml.org,2002:int", str(value))
+    text = str(value)
+    plain = bool(_PLAIN_SAFE.match(text)) and not _NOT_STRINGS.match(text) and " #" not in text
+    return ScalarNode(_STR, text, style=None if plain else '"')
+
+
+def dump_yaml_v3(data: dict[str, object], width: int = 2) -> bytes:
+    """`data` (str/int/bool/list/dict) as Go's yaml.v3 writes a struct of it with SetIndent(width)
+    and sorted keys (upstream's deterministic serializer): plain scalars where a string stays a
+    string, double quotes otherwise."""
+    out: list[str] = []
+    _emit(_node(data), -1, False, out, "", width)
+    return ("\n".join(out) + "\n").encode()
