@@ -359,7 +359,11 @@ def _judge_runs(
     runs = runs.merge(lane_df, on="lane", how="left")
     scale = runs["predicate_type"].eq(SCALE_QUALIFICATION_V1)
     cls = runs["class"]
-    digest_stale = runs["current_digest"].isna() | (runs["current_digest"] != runs["recipe_digest"])
+    # upstream recipe-evidence carries upstream's recipe digest: the verifier judged it against
+    # upstream's digest of the current recipe (generator.evidence.upstream), not this catalog's
+    digest_stale = scale & (
+        runs["current_digest"].isna() | (runs["current_digest"] != runs["recipe_digest"])
+    )
     exclusion = np.select(
         [
             ~runs["verified"] & cls.eq(str(FailureClass.SIGNER_NOT_ALLOWED)),

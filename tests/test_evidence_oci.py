@@ -789,3 +789,58 @@ def test_pointers_are_written_as_upstream_writes_them() -> None:
     assert written == (ROOT / "tests" / "fixtures" / "upstream-pointer.yaml").read_bytes()
     pointer, diags = parse_pointer(written, "p.yaml")
     assert diags == () and pointer is not None and pointer.rekor_log_index == 12345
+
+
+def test_status_counts_current_upstream_evidence_per_check(
+    registry: RealRegistry, tmp_path: Path
+) -> None:
+    """Current upstream evidence (its digest is upstream's digest of the current recipe) counts
+    in the recipe's per-check consensus, for no lane; with another current recipe it is stale."""
+    authority, _ = _roots(tmp_path)
+    files, predicate = summary_bundle()
+    published = publish_upstream(registry.client(), "aicr/status", authority, files, predicate)
+    evidence = tmp_path / "evidence"
+    (evidence / published.pointer_rel).parent.mkdir(parents=True)
+    (evidence / published.pointer_rel).write_bytes(published.pointer)
+    (evidence / "allowlist.yaml").write_text(FIRST_PARTY)
+    current = tmp_path / "current"
+    current.mkdir()
+    (current / f"{UPSTREAM_RECIPE}.yaml").write_bytes(RECIPE_YAML)
+    env = {
+        "AICR_CATALOG_OCI_CACHE": str(tmp_path / "cache"),
+        "AICR_CATALOG_UPSTREAM_RECIPES": str(current),
+    }
+
+    def status() -> dict[str, Any]:
+        result = CliRunner().invoke(
+            main,
+            [
+                "status",
+                UPSTREAM_RECIPE,
+                "--evidence",
+                str(evidence),
+                "--trust-root",
+                str(tmp_path / "test-root.json"),
+                "--format",
+                "json",
+                "--catalog",
+                str(CATALOG),
+            ],
+            env=env,
+        )
+        assert result.exit_code == 0, result.output
+        (row,) = [r for r in json.loads(result.stdout)["recipes"] if r["profile"] == "standard"]
+        return row  # type: ignore[no-any-return]
+
+    row = status()
+    assert (row["runs"], row["excluded"], row["consensus"]) == (1, 0, "FAILING")
+    checks = {
+        (c["phase"], c["check"]): c["state"] for c in row["checks"] if c["passed"] or c["failed"]
+    }
+    assert checks[("conformance", "gang-scheduling")] == "FAILING"
+    assert checks[("deployment", "gpu-operator-ready")] in ("SINGLE", "CONFIRMED")
+    assert row["ceiling"]["lane"] is None  # no lane: upstream evidence has no node count
+    (current / f"{UPSTREAM_RECIPE}.yaml").write_bytes(RECIPE_YAML.replace(b"v25.7.0", b"v25.8.0"))
+    row = status()
+    assert (row["runs"], row["excluded"]) == (0, 1)
+    assert row["excludedEvidence"][0]["exclusion"] == "stale"
