@@ -87,6 +87,8 @@ _INVALID_CLASSES = {
     FailureClass.PREDICATE_TYPE_UNKNOWN,
     FailureClass.PREDICATE_SCHEMA,
     FailureClass.PATH_MISMATCH,
+    FailureClass.POINTER_INVALID,  # upstream pointer files (generator.evidence.upstream)
+    FailureClass.BUNDLE_INVALID,
 }
 
 
