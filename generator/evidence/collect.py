@@ -3,7 +3,10 @@
 `verify_paths([repo/"evidence"], catalog_dir=Path("catalog"), trust_roots=("public-good", "demo"))`
 reads the files, the signer policy and the trust roots, verifies every bundle, resolves the
 recipes the verified statements name and marks stale evidence. It is the only function of the
-stage that reads files; `verify.verify_evidence` stays a pure function of its inputs.
+stage that reads files; `verify.verify_evidence` stays a pure function of its inputs. Upstream
+pointer files found under the same paths are followed too (`generator.evidence.upstream`: the
+pointed-to bundle is pulled by digest, cache first), with upstream's allowlist.yaml as part of
+the signer policy.
 """
 
 from __future__ import annotations
@@ -85,6 +88,8 @@ def verify_paths(
     `catalog_dir` holds signers.yaml and the demo trust root; `catalog` (loaded on demand from
     `catalog_dir` when needed and not given) resolves the current recipe digests. Paths in the
     records are relative to `base` (default: the working directory).
+    `upstream`: how pointer files are followed (cache, offline, tags, allowlist, the hydrated
+    upstream recipes their currency is judged against); default: cache first, network allowed.
     Raises UsageError (trust roots), ValidationError (signer policy), LoadError (files).
     """
     roots = tuple(load_trust_root(spec, catalog_dir) for spec in trust_roots)
