@@ -401,3 +401,22 @@ def state_key(directory: Path) -> str:
         },
         sort_keys=True,
     )
+
+
+def signed_bundle(pointer_file: Path, options: UpstreamOptions | None = None) -> bytes | None:
+    """The Sigstore bundle a pointer's artifact carries (its referrer, or its one .sigstore.json
+    or attestation.intoto.jsonl), from the cache only: for the site's raw download of a run."""
+    opts = options or options_from_env()
+    try:
+        p, _ = parse_pointer(pointer_file.read_bytes(), pointer_file.name)
+        if p is None:
+            return None
+        pulled = oci.pull(p.oci, cache=cache_for(opts.cache), offline=True, expect_digest=p.digest)
+    except (OSError, oci.RegistryError):
+        return None
+    if pulled.signatures:
+        return pulled.signatures[0]
+    for name in sorted(pulled.files):
+        if name.endswith((SUFFIX, "attestation.intoto.jsonl")):
+            return pulled.files[name]
+    return None

@@ -373,10 +373,10 @@ def verify_evidence(
             base=evidence_dir.parent,
         )
         records = (*records, *pointed)
-        for r in pointed:  # the pointer itself is the run's raw download
+        for r in pointed:  # the run's raw download: its Sigstore bundle (else the pointer)
             path = evidence_dir.parent / r.path
             if _stays_inside(path, inside):
-                raw[r.path] = path.read_bytes()
+                raw[r.path] = pointers.signed_bundle(path) or path.read_bytes()
     return Verified(tuple(records), raw, root.name, root.demo), None
 
 
