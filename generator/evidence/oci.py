@@ -338,12 +338,16 @@ class Registry:
                     f"{what}: {type(e).__name__}: {_reason(e)}", what
                 ) from e
             if resp.status_code == 401 and attempt == 0 and self._anonymous_token(resp, scope):
+                resp.close()
                 continue
             break
         code = resp.status_code
         if code in ok:
+            if method != "GET":  # only GET bodies are read (`_read` closes those)
+                resp.close()
             return resp
         if code == 404 and missing_ok:
+            resp.close()
             return None
         detail = _error_detail(resp)
         if code == 401:
@@ -795,26 +799,32 @@ def pull(
             shown,
         )
     reg = registry or Registry.for_reference(ref)
-    data, _, digest = reg.get_manifest(ref.repository, ref.digest or ref.tag or "")
-    cache.put(digest, data)
-    manifest = _manifest_doc(data, shown)
-    for layer in manifest["layers"]:
-        if cache.get(layer["digest"]) is None:
-            cache.put(layer["digest"], reg.get_blob(ref.repository, layer["digest"]))
-    sig_manifests: list[str] = []
-    for desc in reg.referrers(ref.repository, digest, SIGSTORE_BUNDLE_MEDIA_TYPE):
-        rdigest = desc.get("digest")
-        if not isinstance(rdigest, str) or not _DIGEST_RE.match(rdigest):
-            continue
-        rdata, _, _ = reg.get_manifest(ref.repository, rdigest)
-        cache.put(rdigest, rdata)
-        rdoc = _manifest_doc(rdata, f"{shown} referrer {rdigest}")
-        if (rdoc.get("subject") or {}).get("digest") != digest:
-            continue  # an index entry whose manifest does not name this subject: ignored
-        for layer in rdoc["layers"]:
+    try:
+        data, _, digest = reg.get_manifest(ref.repository, ref.digest or ref.tag or "")
+        cache.put(digest, data)
+        manifest = _manifest_doc(data, shown)
+        for layer in manifest["layers"]:
             if cache.get(layer["digest"]) is None:
-                cache.put(layer["digest"], reg.get_blob(ref.repository, layer["digest"], 1 << 20))
-        sig_manifests.append(rdigest)
+                cache.put(layer["digest"], reg.get_blob(ref.repository, layer["digest"]))
+        sig_manifests: list[str] = []
+        for desc in reg.referrers(ref.repository, digest, SIGSTORE_BUNDLE_MEDIA_TYPE):
+            rdigest = desc.get("digest")
+            if not isinstance(rdigest, str) or not _DIGEST_RE.match(rdigest):
+                continue
+            rdata, _, _ = reg.get_manifest(ref.repository, rdigest)
+            cache.put(rdigest, rdata)
+            rdoc = _manifest_doc(rdata, f"{shown} referrer {rdigest}")
+            if (rdoc.get("subject") or {}).get("digest") != digest:
+                continue  # an index entry whose manifest does not name this subject: ignored
+            for layer in rdoc["layers"]:
+                if cache.get(layer["digest"]) is None:
+                    cache.put(
+                        layer["digest"], reg.get_blob(ref.repository, layer["digest"], 1 << 20)
+                    )
+            sig_manifests.append(rdigest)
+    finally:
+        if registry is None:
+            reg.session.close()
     cache.put_referrers(digest, sig_manifests)
     out = _from_cache(ref.at(digest), cache)
     if out is None:  # pragma: no cover - everything was just stored

@@ -71,37 +71,41 @@ def push_evidence(
     )
     reg = registry or oci.Registry.for_reference(target)
     out: list[PushOutcome] = []
-    for r in sorted(records, key=lambda r: r.path):
-        if not isinstance(r, VerifiedEvidence):
-            out.append(PushOutcome(r.path, None, None, f"not pushed: {r.message} [{r.klass}]"))
-            continue
-        data = by_path[r.path].data
-        title = r.statement_digest.removeprefix("sha256:") + ".sigstore.json"
-        pushed = oci.push_artifact(
-            reg,
-            target,
-            artifact_type=oci.CATALOG_ARTIFACT_TYPE,
-            layers=[(oci.SIGSTORE_BUNDLE_MEDIA_TYPE, data, {oci.TITLE: title})],
-            annotations={RECIPE_ANNOTATION: r.recipe},
-        )
-        # seed the cache with exactly what was pushed (checked by digest when read)
-        manifest, _, _ = reg.get_manifest(target.repository, pushed.digest)
-        cache.put(pushed.digest, manifest)
-        cache.put(oci.sha256_digest(data), data)
-        cache.put_referrers(pushed.digest, [])
-        pointer = render_pointer(
-            recipe=r.recipe,
-            profile=None,
-            oci=target.name,
-            digest=pushed.digest,
-            predicate_type=r.statement.predicate_type,
-            identity=r.signer_identity,
-            issuer=r.signer_issuer,
-            rekor_log_index=r.log_index,
-            attested_at=_attested_at(r),
-        )
-        where = pointers / r.recipe / r.source / (pushed.digest.replace(":", "-") + ".yaml")
-        where.parent.mkdir(parents=True, exist_ok=True)
-        where.write_bytes(pointer)
-        out.append(PushOutcome(r.path, pushed, where))
+    try:
+        for r in sorted(records, key=lambda r: r.path):
+            if not isinstance(r, VerifiedEvidence):
+                out.append(PushOutcome(r.path, None, None, f"not pushed: {r.message} [{r.klass}]"))
+                continue
+            data = by_path[r.path].data
+            title = r.statement_digest.removeprefix("sha256:") + ".sigstore.json"
+            pushed = oci.push_artifact(
+                reg,
+                target,
+                artifact_type=oci.CATALOG_ARTIFACT_TYPE,
+                layers=[(oci.SIGSTORE_BUNDLE_MEDIA_TYPE, data, {oci.TITLE: title})],
+                annotations={RECIPE_ANNOTATION: r.recipe},
+            )
+            # seed the cache with exactly what was pushed (checked by digest when read)
+            manifest, _, _ = reg.get_manifest(target.repository, pushed.digest)
+            cache.put(pushed.digest, manifest)
+            cache.put(oci.sha256_digest(data), data)
+            cache.put_referrers(pushed.digest, [])
+            pointer = render_pointer(
+                recipe=r.recipe,
+                profile=None,
+                oci=target.name,
+                digest=pushed.digest,
+                predicate_type=r.statement.predicate_type,
+                identity=r.signer_identity,
+                issuer=r.signer_issuer,
+                rekor_log_index=r.log_index,
+                attested_at=_attested_at(r),
+            )
+            where = pointers / r.recipe / r.source / (pushed.digest.replace(":", "-") + ".yaml")
+            where.parent.mkdir(parents=True, exist_ok=True)
+            where.write_bytes(pointer)
+            out.append(PushOutcome(r.path, pushed, where))
+    finally:
+        if registry is None:
+            reg.session.close()
     return out
