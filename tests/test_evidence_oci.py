@@ -752,6 +752,7 @@ def test_show_follows_a_pointer_and_lists_checks(registry: RealRegistry, tmp_pat
     )
     assert result.exit_code == 0, result.output
     assert result.output.startswith("VERIFIED ") and "gang-scheduling" in result.output
+    assert "no lane (upstream recipe evidence has no node count)" in result.output
     assert published.pushed.digest in result.output
 
 
