@@ -104,6 +104,8 @@ _INVALID_CLASSES = {
     FailureClass.PREDICATE_TYPE_UNKNOWN,
     FailureClass.PREDICATE_SCHEMA,
     FailureClass.PATH_MISMATCH,
+    FailureClass.POINTER_INVALID,  # upstream pointer files (generator.evidence.upstream)
+    FailureClass.BUNDLE_INVALID,
 }
 
 
@@ -418,7 +420,11 @@ def _judge_runs(
     runs = runs.merge(lane_df, on="lane", how="left")
     scale = runs["predicate_type"].eq(SCALE_QUALIFICATION_V1)
     cls = runs["class"]
-    digest_stale = runs["current_digest"].isna() | (runs["current_digest"] != runs["recipe_digest"])
+    # upstream recipe-evidence carries upstream's recipe digest: the verifier judged it against
+    # upstream's digest of the current recipe (generator.evidence.upstream), not this catalog's
+    digest_stale = scale & (
+        runs["current_digest"].isna() | (runs["current_digest"] != runs["recipe_digest"])
+    )
     runs["when"] = pd.to_datetime(runs["attested_at"], utc=True, format="ISO8601", errors="coerce")
     attested = (runs["when"] - pd.Timestamp(0, tz="UTC")).dt.total_seconds()
     # attested (the run's own clock) after the transparency log recorded it (the log's clock)

@@ -455,15 +455,19 @@ def build_key(
     """Digest of everything a site build reads: `inputs_key` (pass it as `without` when it is
     already known) and the evidence tree (stat-memoized like the catalog)."""
     base = without or inputs_key(inputs, epoch, templates, cache)
+    # .yaml: upstream pointer files and allowlist.yaml (generator.evidence.upstream), whose
+    # records also depend on the OCI cache and the environment (state_key)
     evidence_dir = Path(os.path.abspath(inputs.evidence))
     evidence = _memo_digest(
         cache,
         evidence_dir,
-        (".sigstore.json",),
+        (".sigstore.json", ".yaml"),
         shown=f"{evidence_dir.name}/",
         where="the evidence directory",
     )
-    return digest(BUILD_STAGE, base, evidence)
+    from generator.evidence.upstream import state_key
+
+    return digest(BUILD_STAGE, base, evidence, state_key(evidence_dir))
 
 
 MEMO_STAGE = "stat"

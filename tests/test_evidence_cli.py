@@ -351,7 +351,8 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     code, _, err = run(tmp_path, "evidence", "verify", "empty", "--catalog", str(CATALOG))
     assert (code, err) == (
         2,
-        "error: no *.sigstore.json evidence file found under the given paths\n",
+        "error: no *.sigstore.json evidence file or sha256-<hex>.yaml pointer found under the "
+        "given paths\n",
     )
     assert run(tmp_path, "evidence", "verify")[0] == 2
 

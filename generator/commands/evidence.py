@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -36,6 +37,7 @@ from generator.evidence.sign import (
 from generator.evidence.statement import StatementError, parse_statement
 from generator.evidence.store import evidence_path
 from generator.evidence.trustroot import DEMO, PUBLIC_GOOD
+from generator.evidence.upstream import UpstreamOptions
 
 TRUST_ROOT_HELP = (
     "Trust root: public-good (default; the vendored, pinned Sigstore root), demo (the "
@@ -47,7 +49,11 @@ TRUST_ROOT_HELP = (
 
 
 def _run(
-    paths: Sequence[Path], trust_roots: Sequence[str], catalog_path: Path, jobs: int | None
+    paths: Sequence[Path],
+    trust_roots: Sequence[str],
+    catalog_path: Path,
+    jobs: int | None,
+    upstream: UpstreamOptions | None = None,
 ) -> EvidenceRun:
     if not catalog_path.is_dir():
         fail(f"catalog directory '{catalog_path}' not found; pass --catalog PATH", EXIT_USAGE)
@@ -59,7 +65,11 @@ def _run(
         )
     try:
         return verify_paths(
-            paths, catalog_dir=catalog_path, trust_roots=trust_roots or (PUBLIC_GOOD,), jobs=jobs
+            paths,
+            catalog_dir=catalog_path,
+            trust_roots=trust_roots or (PUBLIC_GOOD,),
+            jobs=jobs,
+            upstream=upstream,
         )
     except UsageError as e:
         fail(e.message, EXIT_USAGE)
@@ -67,9 +77,61 @@ def _run(
         report_error(e)
 
 
+def upstream_options(f: Any) -> Any:
+    """--offline, --cache, --allow-tag, --allowlist, --upstream-recipes (pointer files)."""
+    for option in reversed(
+        [
+            click.option(
+                "--offline",
+                is_flag=True,
+                help="Pointer files: read bundles from the cache only, never the network.",
+            ),
+            click.option(
+                "--cache",
+                "oci_cache",
+                type=click.Path(path_type=Path, file_okay=False),
+                default=None,
+                help="Content-addressed OCI cache (default: $AICR_CATALOG_OCI_CACHE, else "
+                "~/.cache/aicr-catalog/oci).",
+            ),
+            click.option(
+                "--allow-tag",
+                is_flag=True,
+                help="Allow a tag-only bundle reference with no digest to pin it (debugging only).",
+            ),
+            click.option(
+                "--allowlist",
+                type=click.Path(path_type=Path, dir_okay=False, exists=True),
+                default=None,
+                help="Upstream's recipes/evidence/allowlist.yaml (default: found beside the "
+                "given directories).",
+            ),
+            click.option(
+                "--upstream-recipes",
+                type=click.Path(path_type=Path, file_okay=False, exists=True),
+                default=None,
+                help="Directory of hydrated upstream recipes (<recipe>.yaml, as `aicr recipe` "
+                "writes them): upstream evidence is current when its recipe digest is theirs.",
+            ),
+        ]
+    ):
+        f = option(f)
+    return f
+
+
+def _upstream(values: dict[str, Any]) -> UpstreamOptions:
+    return UpstreamOptions(
+        cache=values.get("oci_cache"),
+        offline=bool(values.get("offline")),
+        allow_tag=bool(values.get("allow_tag")),
+        allowlist=values.get("allowlist"),
+        recipes=values.get("upstream_recipes"),
+    )
+
+
 @click.group("evidence")
 def command() -> None:
-    """Signed evidence: verify, show, sign, and the digest a statement must carry.
+    """Signed evidence: verify, show, sign, push, pull, and the digest a statement must carry.
 
     Evidence is an in-toto Statement (predicate https://aicr.run/scale-qualification/v1, or
     upstream https://aicr.run/recipe-evidence/v1|v2|v3) in a DSSE envelope inside a Sigstore
@@ -98,30 +160,39 @@ def command() -> None:
 @click.option(
     "--jobs", type=click.IntRange(min=1), default=None, help="Processes (default: every core)."
 )
+@upstream_options
 def verify_command(
     paths: tuple[Path, ...],
     trust_roots: tuple[str, ...],
     catalog_path: Path,
     fmt: str,
     jobs: int | None,
+    **upstream: Any,
 ) -> None:
-    """Verify evidence bundles offline (files, or directories searched for *.sigstore.json).
+    """Verify evidence bundles offline (files, or directories searched for *.sigstore.json and
+    upstream pointer files sha256-<hex>.yaml).
 
     Checks: Sigstore bundle, certificate chain to the trust root at the log's time, SCT,
     transparency-log proof, checkpoint and SET, DSSE signature, signer against
-    CATALOG/signers.yaml, payload type, statement type, predicate type and schema (numbers
-    within JSON's domain), file location, and the recipe digest against the current resolved
-    recipe (a mismatch is stale: shown, not counted). A current scale-qualification statement
-    is then judged against the catalog's lane criteria: a signed verdict or KPI status that its
-    raw results do not give is rejected as verdict-mismatch, an attestedAt later than the
-    transparency log's time as attested-after-logged. No network is used.
+    CATALOG/signers.yaml (plus upstream's allowlist.yaml when found or given), payload type,
+    statement type, predicate type and schema (numbers within JSON's domain), file location,
+    and the recipe digest against the current resolved recipe (a mismatch is stale: shown, not
+    counted). A current scale-qualification statement is then judged against the catalog's lane
+    criteria: a signed verdict or KPI status that its raw results do not give is rejected as
+    verdict-mismatch, an attestedAt later than the transparency log's time as
+    attested-after-logged. A pointer file's bundle is pulled by digest into a content-addressed
+    cache (the only network use; none with --offline or when cached), then its manifest.json,
+    predicate and CTRF reports are checked too (see docs/upstream-evidence.md).
 
     Exit codes: 0 every file verified and current; 1 any file rejected or stale; 2 usage (a
     missing or corrupt trust root included).
     """
-    run = _run(paths, trust_roots, catalog_path, jobs)
+    run = _run(paths, trust_roots, catalog_path, jobs, _upstream(upstream))
     if not run.records:
-        fail("no *.sigstore.json evidence file found under the given paths", EXIT_USAGE)
+        fail(
+            "no *.sigstore.json evidence file or sha256-<hex>.yaml pointer found under the given paths",
+            EXIT_USAGE,
+        )
     if fmt == "json":
         click.echo(report.verification_json(run.records, run.trust_roots), nl=False)
     elif fmt == "github":
@@ -162,18 +233,23 @@ def _github(run: EvidenceRun) -> str:
     help=TRUST_ROOT_HELP,
 )
 @catalog_option
-def show_command(path: Path, trust_roots: tuple[str, ...], catalog_path: Path) -> None:
-    """Verify one evidence bundle and render its statement for people.
+@upstream_options
+def show_command(
+    path: Path, trust_roots: tuple[str, ...], catalog_path: Path, **upstream: Any
+) -> None:
+    """Verify one evidence bundle (or an upstream pointer file, following it to its bundle)
+    and render its statement for people.
 
     Exit codes: 0 verified and current; 1 rejected or stale (still shown when readable); 2 usage.
     """
-    run = _run([path], trust_roots, catalog_path, 1)
+    run = _run([path], trust_roots, catalog_path, 1, _upstream(upstream))
+    if len(run.records) != 1:
+        fail(f"{printable(str(path))} is neither an evidence bundle nor a pointer file", EXIT_USAGE)
     (record,) = run.records
-    file = run.files[0]
     click.echo(report.record_text(record))
     statement = record.statement
-    if statement is None:
-        statement = _unverified_statement(file)
+    if statement is None and run.files:
+        statement = _unverified_statement(run.files[0])
         if statement is not None:
             click.echo("(statement shown UNVERIFIED: the bundle did not verify)")
     if statement is not None:
@@ -316,3 +392,140 @@ def digest_command(recipe: str, profile: str, catalog_path: Path) -> None:
     except CatalogError as e:
         report_error(e)
     click.echo(result.digest)
+
+
+@command.command("push")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
+@click.option(
+    "--to",
+    "to",
+    required=True,
+    metavar="REGISTRY/REPO",
+    help="Where to push, e.g. ghcr.io/org/aicr-evidence or 127.0.0.1:5000/evidence.",
+)
+@click.option(
+    "--pointers",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("recipes/evidence"),
+    show_default=True,
+    help="Write upstream-shaped pointers under this directory (<recipe>/<source>/sha256-<hex>.yaml).",
+)
+@click.option(
+    "--trust-root",
+    "trust_roots",
+    multiple=True,
+    metavar="public-good|demo|FILE",
+    help=TRUST_ROOT_HELP,
+)
+@click.option(
+    "--cache",
+    "oci_cache",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="The OCI cache to seed with what is pushed (default as for verify).",
+)
+@catalog_option
+def push_command(
+    paths: tuple[Path, ...],
+    to: str,
+    pointers: Path,
+    trust_roots: tuple[str, ...],
+    oci_cache: Path | None,
+    catalog_path: Path,
+) -> None:
+    """Push signed evidence bundles (*.sigstore.json under PATHS) to an OCI registry.
+
+    Each bundle is verified offline first (as `evidence verify`; stale is allowed); those that
+    verify are pushed as OCI artifacts (one layer: the bundle) and get an upstream-shaped pointer
+    file naming the artifact by digest. The cache is seeded, so verifying the pointers needs no
+    network. Prints one line per bundle.
+
+    Exit codes: 0 every bundle pushed; 1 a bundle did not verify, or the registry refused;
+    2 usage.
+    """
+    from generator.evidence.oci import RegistryError
+    from generator.evidence.publish import push_evidence
+    from generator.evidence.trustroot import load_trust_root
+    from generator.evidence.upstream import cache_for, load_policy
+
+    if not catalog_path.is_dir():
+        fail(f"catalog directory '{catalog_path}' not found; pass --catalog PATH", EXIT_USAGE)
+    try:
+        roots = tuple(load_trust_root(s, catalog_path) for s in (trust_roots or (PUBLIC_GOOD,)))
+        policy = load_policy(catalog_path)
+        outcomes = push_evidence(
+            paths,
+            to=to,
+            pointers=pointers,
+            trust_roots=roots,
+            policy=policy,
+            cache=cache_for(oci_cache),
+        )
+    except RegistryError as e:
+        fail(printable(f"{e.message} [{e.rule}]"), e.exit_code)
+    except UsageError as e:
+        fail(e.message, EXIT_USAGE)
+    except CatalogError as e:
+        report_error(e)
+    if not outcomes:
+        fail("no *.sigstore.json evidence file found under the given paths", EXIT_USAGE)
+    for o in outcomes:
+        if o.pushed is None:
+            click.echo(printable(f"{o.path}: {o.problem}"))
+        else:
+            click.echo(printable(f"{o.path}: pushed {o.pushed.reference}; pointer {o.pointer}"))
+    sys.exit(EXIT_OK if all(o.pushed for o in outcomes) else EXIT_DATA)
+
+
+@command.command("pull")
+@click.argument("reference", metavar="REGISTRY/REPO@sha256:HEX")
+@click.option("--offline", is_flag=True, help="Read the cache only, never the network.")
+@click.option("--allow-tag", is_flag=True, help="Allow a tag-only reference (debugging only).")
+@click.option(
+    "--cache",
+    "oci_cache",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Content-addressed OCI cache (default as for verify).",
+)
+def pull_command(reference: str, offline: bool, allow_tag: bool, oci_cache: Path | None) -> None:
+    """Pull an evidence artifact by digest into the cache and list what it holds (not verified:
+    `evidence verify` on its pointer verifies it).
+
+    Exit codes: 0 pulled (or already cached); 1 the registry refused or the content does not
+    match its digest; 2 usage (bad or tag-only reference).
+    """
+    from generator.evidence.oci import RegistryError, pull
+    from generator.evidence.upstream import cache_for
+
+    try:
+        pulled = pull(reference, cache=cache_for(oci_cache), offline=offline, allow_tag=allow_tag)
+    except RegistryError as e:
+        fail(printable(f"{e.message} [{e.rule}]"), e.exit_code)
+    where = "cache" if pulled.from_cache else "registry"
+    click.echo(printable(f"{pulled.reference} ({pulled.artifact_type}, from the {where})"))
+    for name in sorted(pulled.files):
+        click.echo(printable(f"  {name} ({len(pulled.files[name])} bytes)"))
+    click.echo(f"  signatures attached as referrers: {len(pulled.signatures)}")
+
+
+@command.command("upstream-digest")
+@click.argument("recipe", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.option(
+    "--predicate-type",
+    default="https://aicr.run/recipe-evidence/v3",
+    show_default=True,
+    help="v3 leaves metadata.version out of the digest; v1/v2 keep it.",
+)
+def upstream_digest_command(recipe: Path, predicate_type: str) -> None:
+    """Print upstream AICR's digest of a hydrated recipe YAML (what its `aicr evidence digest`
+    stamps into predicate.recipe.digest), for RECIPE as `aicr recipe` wrote it.
+
+    Exit codes: 0 printed; 1 not a YAML recipe; 2 usage.
+    """
+    from generator.evidence.recipedigest import DigestError, recipe_digest
+
+    try:
+        click.echo(recipe_digest(recipe.read_bytes(), predicate_type))
+    except (DigestError, OSError) as e:
+        fail(printable(f"{recipe}: {e}"), EXIT_DATA)

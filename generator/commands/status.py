@@ -14,9 +14,9 @@ from generator.aggregate import Status, aggregate, status_document
 from generator.commands.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, catalog_option, open_catalog
 from generator.errors import CatalogError, ResolveError, ScaleError, UsageError, printable
 from generator.evidence.model import Evidence
-from generator.evidence.policy import read_policy
 from generator.evidence.store import read_files
 from generator.evidence.trustroot import PUBLIC_GOOD, load_trust_root
+from generator.evidence.upstream import load_policy, pointer_records
 from generator.evidence.verify import digest_key, verify_evidence
 from generator.qualify import Lanes, lanes_of
 from generator.records import Catalog, RecipeResult
@@ -76,13 +76,18 @@ def gather(
     lanes = lanes_of(catalog.documents)
     recipes, failures = _resolve_all(catalog, recipe, profile, evidence_dir)
     roots = tuple(load_trust_root(spec, catalog_path) for spec in (trust or (PUBLIC_GOOD,)))
-    policy = read_policy(catalog_path / "signers.yaml", "signers.yaml")
+    # signers.yaml plus upstream's allowlist.yaml when the evidence directory holds one
+    policy = load_policy(catalog_path, [evidence_dir])
     where = evidence_dir / recipe if recipe else evidence_dir
     files = read_files([where]) if where.is_dir() else ()
     current = {digest_key(r.name, r.scale_profile): r.digest for r in recipes}
     records: tuple[Evidence, ...] = verify_evidence(
         files, trust_roots=roots, policy=policy, current_digests=current
     )
+    if where.is_dir():  # upstream pointer files, bundles pulled by digest (cache first)
+        records += pointer_records(
+            [where], trust_roots=roots, policy=policy, current_digests=current
+        )
     if profile:  # keep what this profile's status is about (and unreadable files, shown)
         records = tuple(
             r

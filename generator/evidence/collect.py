@@ -7,7 +7,9 @@ scale-qualification statement claims (`judge_claims`): a signed verdict or KPI s
 the one its raw results give under the catalog's lane criteria, or an attestedAt later than the
 transparency log's time, makes it a rejected record (`verdict-mismatch`, `attested-after-logged`),
 as `status`, the site and `release` judge it. It is the only function of the stage that reads
-files; `verify.verify_evidence` stays a pure function of its inputs.
+files; `verify.verify_evidence` stays a pure function of its inputs. Upstream pointer files found under the same paths are followed too (`generator.evidence.upstream`: the
+pointed-to bundle is pulled by digest, cache first), with upstream's allowlist.yaml as part of
+the signer policy.
 """
 
 from __future__ import annotations
@@ -23,13 +25,21 @@ from generator.evidence.model import (
     EvidenceFile,
     FailureClass,
     RejectedEvidence,
-    SignerPolicy,
     TrustRoot,
     VerifiedEvidence,
 )
-from generator.evidence.policy import read_policy
+from generator.evidence.pointer import is_pointer_name
 from generator.evidence.store import read_files
 from generator.evidence.trustroot import PUBLIC_GOOD, load_trust_root
+from generator.evidence.upstream import (
+    UpstreamOptions,
+    cache_for,
+    is_upstream,
+    judge,
+    load_policy,
+    upstream_digests,
+    verify_pointers,
+)
 from generator.evidence.verify import (
     DEFAULT_PROFILE,
     digest_key,
@@ -129,34 +139,50 @@ def verify_paths(
     catalog: Catalog | None = None,
     jobs: int | None = None,
     base: Path | None = None,
+    upstream: UpstreamOptions | None = None,
 ) -> EvidenceRun:
     """Verify the evidence files under `paths` (files or directories).
 
     `catalog_dir` holds signers.yaml and the demo trust root; `catalog` (loaded on demand from
     `catalog_dir` when needed and not given) resolves the current recipe digests. Paths in the
     records are relative to `base` (default: the working directory).
+    `upstream`: how pointer files are followed (cache, offline, tags, allowlist, the hydrated
+    upstream recipes their currency is judged against); default: cache first, network allowed.
     Raises UsageError (trust roots), ValidationError (signer policy), LoadError (files).
     """
     roots = tuple(load_trust_root(spec, catalog_dir) for spec in trust_roots)
-    signers = catalog_dir / SIGNERS_FILE
-    # a tree without this project's signers.yaml (upstream AICR's recipes/): nobody is allowed
-    policy = (
-        read_policy(signers, SIGNERS_FILE)
-        if signers.exists() or signers.is_symlink()
-        else SignerPolicy(rules=())
-    )
-    files = read_files(paths, base)
+    up = upstream or UpstreamOptions()
+    # signers.yaml, plus upstream's allowlist.yaml when one is given or found (one policy)
+    policy = load_policy(catalog_dir, paths, (up.allowlist,) if up.allowlist else ())
+    # a pointer file given by name is read as a pointer below, not as a bundle
+    bundles = [p for p in paths if not (p.is_file() and is_pointer_name(p.name))]
+    files = read_files(bundles, base) if bundles else ()
     records = verify_evidence(
         files, trust_roots=roots, policy=policy, current_digests={}, jobs=jobs
     )
-    if any(isinstance(r, VerifiedEvidence) for r in records):
+    # upstream pointer files (recipes/evidence/<recipe>/<source>/sha256-<hex>.yaml), pulled by digest
+    pointed = verify_pointers(
+        paths,
+        trust_roots=roots,
+        policy=policy,
+        cache=cache_for(up.cache),
+        offline=up.offline,
+        allow_tag=up.allow_tag,
+        base=base,
+    )
+    if any(isinstance(r, VerifiedEvidence) for r in (*records, *pointed)):
         if catalog is None:
             from generator.load import load_catalog
 
             catalog, _ = load_catalog(catalog_dir)
-        current = resolve_current(records, catalog)
-        records = with_current_digests(records, {k: r.digest for k, r in current.items()})
-        records = judge_claims(records, catalog, current)
+        ours = [*records, *(r for r in pointed if not is_upstream(r))]
+        current = resolve_current(ours, catalog)
+        digests = {k: r.digest for k, r in current.items()}
+        records = judge_claims(with_current_digests(records, digests), catalog, current)
+        pointed = judge_claims(
+            judge(pointed, digests, upstream_digests(up.recipes)), catalog, current
+        )
+    records = (*records, *pointed)
     return EvidenceRun(
         trust_roots=roots,
         records=tuple(sorted(records, key=lambda r: r.path)),

@@ -49,6 +49,11 @@ class FailureClass(StrEnum):
     VERDICT_MISMATCH = "verdict-mismatch"  # signed verdict/KPI status is not the recomputed one
     ATTESTED_AFTER_LOGGED = "attested-after-logged"  # attestedAt later than the log's time
 
+    # upstream pointers and summary bundles (generator/evidence/upstream.py)
+    POINTER_INVALID = "pointer-invalid"  # pointer malformed, misplaced, or not what the bundle says
+    BUNDLE_UNAVAILABLE = "bundle-unavailable"  # registry refused / unreachable / not cached offline
+    BUNDLE_INVALID = "bundle-invalid"  # a file differs from manifest.json / predicate / CTRF
+
 
 class SignerClass(StrEnum):
     FIRST_PARTY = "first-party"

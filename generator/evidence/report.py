@@ -14,6 +14,7 @@ from typing import Any
 
 from generator.errors import printable
 from generator.evidence.model import (
+    UPSTREAM_PREDICATE_TYPES,
     Evidence,
     RejectedEvidence,
     Statement,
@@ -98,6 +99,8 @@ def record_text(r: Evidence) -> str:
         what += f" @ {st.scale_profile}"
     if st.lane:
         what += f", lane {st.lane}"
+    elif st.predicate_type in UPSTREAM_PREDICATE_TYPES:
+        what += ", no lane (upstream recipe evidence has no node count)"
     if st.verdict:
         what += f", verdict {st.verdict}"
     who = f"{r.signer_label} ({r.signer_class}) {r.signer_identity} via {r.signer_issuer}"

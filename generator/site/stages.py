@@ -328,7 +328,11 @@ def verify_evidence(
     (path, bytes, trust root, policy) it has not seen are verified again.
     """
     empty = Verified((), {}, trust_root, trust_root == "demo")
-    if not evidence_dir.is_dir() or not any(evidence_dir.rglob("*.sigstore.json")):
+    pointers = optional_stage("generator.evidence.upstream")
+    has_pointers = pointers is not None and pointers.has_pointers(evidence_dir)
+    if not evidence_dir.is_dir() or not (
+        any(evidence_dir.rglob("*.sigstore.json")) or has_pointers
+    ):
         return empty, None
     verify = optional_stage("generator.evidence.verify")
     if verify is None:
@@ -339,6 +343,8 @@ def verify_evidence(
 
     root = load_trust_root(trust_root, Path(catalog.root))
     policy = read_policy(Path(catalog.root) / "signers.yaml", "signers.yaml")
+    if pointers is not None:  # plus upstream's allowlist.yaml, when the evidence holds one
+        policy = pointers.load_policy(Path(catalog.root), [evidence_dir])
     files = read_files([evidence_dir], base=evidence_dir.parent)
     current = {verify.digest_key(r.name, r.scale_profile): r.digest for r in results}
     if cache is not None:
@@ -358,6 +364,19 @@ def verify_evidence(
         # never publish what a link reads
         if _stays_inside(evidence_dir.parent / f.path, inside, f.real)
     }
+    if has_pointers and pointers is not None:  # upstream pointers: pulled by digest, cache first
+        pointed = pointers.pointer_records(
+            [evidence_dir],
+            trust_roots=(root,),
+            policy=policy,
+            current_digests=current,
+            base=evidence_dir.parent,
+        )
+        records = (*records, *pointed)
+        for r in pointed:  # the run's raw download: its Sigstore bundle (else the pointer)
+            path = evidence_dir.parent / r.path
+            if _stays_inside(path, inside):
+                raw[r.path] = pointers.signed_bundle(path) or path.read_bytes()
     return Verified(tuple(records), raw, root.name, root.demo), None
 
 

@@ -1,0 +1,277 @@
+"""Upstream AICR's evidence pointer files: `recipes/evidence/<recipe>/<source>/sha256-<hex>.yaml`.
+
+A pointer binds the repository to a signed bundle in an OCI registry by content digest:
+
+    schemaVersion: 1.0.0
+    recipe: <recipe name>
+    profile: <name=value>            # optional
+    attestations:                    # upstream V1 writes exactly one entry
+      - bundle: {oci: REGISTRY/REPO[:tag], digest: sha256:<hex>, predicateType: <uri>}
+        signer: {identity: ..., issuer: ..., rekorLogIndex: N}   # rekorLogIndex optional
+        attestedAt: <RFC 3339>
+
+`<source>` is the first 32 hex of sha256(issuer + "\\n" + identity) of the signer (the same slug as
+this catalog's `evidence/<recipe>/<source>/`), and the file name is the bundle digest with `:`
+written `-`. `read_pointer` checks the shape (located diagnostics) and that the file sits where
+its own content says it belongs; the signer it names is only a claim until the pulled bundle's
+certificate says the same (see `generator.evidence.upstream`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from generator.errors import Diagnostic, LoadError
+from generator.evidence.recipedigest import dump_yaml_v3
+from generator.evidence.store import is_safe_name, source_id
+from generator.records import Document
+from generator.yamlio import parse_yaml
+
+SCHEMA_VERSION = "1.0.0"
+POINTER_GLOB = "sha256-*.yaml"
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+_FILE = re.compile(r"^sha256-[0-9a-f]{64}\.yaml$")
+_KEYS = {"schemaVersion", "recipe", "profile", "attestations"}
+_ATT_KEYS = {"bundle", "signer", "attestedAt"}
+_BUNDLE_KEYS = {"oci", "digest", "predicateType"}
+_SIGNER_KEYS = {"identity", "issuer", "rekorLogIndex"}
+
+
+@dataclass(frozen=True, slots=True)
+class Pointer:
+    path: str  # as shown (relative to the base)
+    recipe: str
+    profile: str | None
+    oci: str
+    digest: str  # sha256:<hex>, the OCI manifest digest
+    predicate_type: str
+    identity: str
+    issuer: str
+    rekor_log_index: int | None
+    attested_at: str
+
+    @property
+    def source(self) -> str:
+        return source_id(self.issuer, self.identity)
+
+    @property
+    def expected_suffix(self) -> str:
+        """`<recipe>/<source>/sha256-<hex>.yaml`: where this pointer belongs under an evidence root."""
+        return f"{self.recipe}/{self.source}/{self.digest.replace(':', '-')}.yaml"
+
+
+def is_pointer_name(name: str) -> bool:
+    return _FILE.match(name) is not None
+
+
+def discover(paths: list[Path]) -> list[Path]:
+    """Pointer files given directly or found under the given directories (sorted, no links)."""
+    out: set[Path] = set()
+    for p in paths:
+        if p.is_file() and is_pointer_name(p.name):
+            out.add(p)
+        elif p.is_dir():
+            for found in p.rglob(POINTER_GLOB):
+                if found.is_file() and not found.is_symlink() and is_pointer_name(found.name):
+                    out.add(found)
+    return sorted(out)
+
+
+def _diag(doc: Document | None, shown: str, json_path: str, message: str, rule: str) -> Diagnostic:
+    line, col = doc.locate(json_path) if doc is not None else (0, 0)
+    return Diagnostic(shown, line, col, json_path, message, rule)
+
+
+def _unknown(
+    data: dict[str, Any], allowed: set[str], at: str, doc: Document, shown: str
+) -> list[Diagnostic]:
+    return [
+        _diag(
+            doc,
+            shown,
+            f"{at}.{k}",
+            f"unknown key {k!r} (allowed: {', '.join(sorted(allowed))})",
+            "pointer.schema",
+        )
+        for k in sorted(map(str, data))
+        if k not in allowed
+    ]
+
+
+def _string(
+    data: dict[str, Any], key: str, at: str, doc: Document, shown: str, diags: list[Diagnostic]
+) -> str:
+    value = data.get(key)
+    if isinstance(value, str) and value:
+        return value
+    if key == "attestedAt" and value is not None and not isinstance(value, str):
+        return str(value)  # YAML read an unquoted timestamp as a date-time
+    diags.append(
+        _diag(doc, shown, f"{at}.{key}", f"{key} must be a non-empty string", "pointer.schema")
+    )
+    return ""
+
+
+def parse_pointer(raw: bytes, shown: str) -> tuple[Pointer | None, tuple[Diagnostic, ...]]:
+    """The pointer in `raw`, or None and why not."""
+    try:
+        doc = parse_yaml(raw, shown)
+    except LoadError as e:  # already located
+        return None, e.diagnostics or (Diagnostic(shown, 0, 0, "$", e.message, "pointer.yaml"),)
+    data = doc.data
+    if not isinstance(data, dict):
+        return None, (_diag(doc, shown, "$", "a pointer is a mapping", "pointer.schema"),)
+    diags = _unknown(data, _KEYS, "$", doc, shown)
+    version = str(data.get("schemaVersion", ""))
+    if not (version == "1.0" or version.startswith("1.0.")):
+        diags.append(
+            _diag(
+                doc,
+                shown,
+                "$.schemaVersion",
+                f"schemaVersion {version!r} is not supported (1.0.x)",
+                "pointer.schema",
+            )
+        )
+    recipe = _string(data, "recipe", "$", doc, shown, diags)
+    if recipe and not is_safe_name(recipe):
+        diags.append(
+            _diag(
+                doc, shown, "$.recipe", f"{recipe!r} is not a safe path segment", "pointer.schema"
+            )
+        )
+    profile = data.get("profile")
+    if profile is not None and (not isinstance(profile, str) or not profile):
+        diags.append(
+            _diag(
+                doc,
+                shown,
+                "$.profile",
+                "profile must be a non-empty string when present",
+                "pointer.schema",
+            )
+        )
+        profile = None
+    atts = data.get("attestations")
+    if not isinstance(atts, list) or len(atts) != 1:
+        diags.append(
+            _diag(
+                doc,
+                shown,
+                "$.attestations",
+                "attestations must list exactly one entry (pointer schema 1.0; upstream writes one per file)",
+                "pointer.schema",
+            )
+        )
+        return None, tuple(diags)
+    att = atts[0]
+    at = "$.attestations[0]"
+    if not isinstance(att, dict):
+        diags.append(_diag(doc, shown, at, "an attestation is a mapping", "pointer.schema"))
+        return None, tuple(diags)
+    diags += _unknown(att, _ATT_KEYS, at, doc, shown)
+    bundle, signer = att.get("bundle"), att.get("signer")
+    if not isinstance(bundle, dict):
+        diags.append(
+            _diag(
+                doc,
+                shown,
+                f"{at}.bundle",
+                "bundle must be a mapping {oci, digest, predicateType}",
+                "pointer.schema",
+            )
+        )
+        bundle = {}
+    if not isinstance(signer, dict):
+        diags.append(
+            _diag(
+                doc,
+                shown,
+                f"{at}.signer",
+                "signer is required: an unsigned pointer has no place under <recipe>/<source>/",
+                "pointer.unsigned",
+            )
+        )
+        signer = {}
+    diags += _unknown(bundle, _BUNDLE_KEYS, f"{at}.bundle", doc, shown)
+    diags += _unknown(signer, _SIGNER_KEYS, f"{at}.signer", doc, shown)
+    oci = _string(bundle, "oci", f"{at}.bundle", doc, shown, diags)
+    digest = _string(bundle, "digest", f"{at}.bundle", doc, shown, diags)
+    if digest and not _DIGEST.match(digest):
+        diags.append(
+            _diag(
+                doc,
+                shown,
+                f"{at}.bundle.digest",
+                "digest must be sha256:<64 lower-case hex>",
+                "pointer.schema",
+            )
+        )
+    ptype = _string(bundle, "predicateType", f"{at}.bundle", doc, shown, diags)
+    identity = _string(signer, "identity", f"{at}.signer", doc, shown, diags) if signer else ""
+    issuer = _string(signer, "issuer", f"{at}.signer", doc, shown, diags) if signer else ""
+    index = signer.get("rekorLogIndex")
+    if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
+        diags.append(
+            _diag(
+                doc,
+                shown,
+                f"{at}.signer.rekorLogIndex",
+                "rekorLogIndex must be a whole number",
+                "pointer.schema",
+            )
+        )
+        index = None
+    attested = _string(att, "attestedAt", at, doc, shown, diags)
+    if diags:
+        return None, tuple(diags)
+    return (
+        Pointer(shown, recipe, profile, oci, digest, ptype, identity, issuer, index, attested),
+        (),
+    )
+
+
+def location_problem(pointer: Pointer, stored: str) -> str | None:
+    """None when the pointer file's last three path segments are `<recipe>/<source>/<digest>.yaml`."""
+    parts = PurePosixPath(stored).parts
+    if "/".join(parts[-3:]) == pointer.expected_suffix:
+        return None
+    return (
+        f"pointer is at {stored} but its recipe, signer and bundle digest put it at "
+        f".../{pointer.expected_suffix}"
+    )
+
+
+def render_pointer(
+    *,
+    recipe: str,
+    profile: str | None,
+    oci: str,
+    digest: str,
+    predicate_type: str,
+    identity: str,
+    issuer: str,
+    rekor_log_index: int | None,
+    attested_at: str,
+) -> bytes:
+    """Pointer YAML as upstream writes it: keys sorted, 2-space indent, one attestation."""
+    signer: dict[str, Any] = {"identity": identity, "issuer": issuer}
+    if rekor_log_index is not None:
+        signer["rekorLogIndex"] = rekor_log_index
+    doc: dict[str, Any] = {
+        "schemaVersion": SCHEMA_VERSION,
+        "recipe": recipe,
+        "attestations": [
+            {
+                "bundle": {"oci": oci, "digest": digest, "predicateType": predicate_type},
+                "signer": signer,
+                "attestedAt": attested_at,
+            }
+        ],
+    }
+    if profile:
+        doc["profile"] = profile
+    return dump_yaml_v3(doc, width=2)

@@ -1,0 +1,428 @@
+"""Upstream AICR's evidence flow inside this catalog's evidence stage.
+
+`verify_pointers(paths, ...)` finds pointer files (`<recipe>/<source>/sha256-<hex>.yaml`, see
+`generator.evidence.pointer`) under the given paths, pulls each pointed-to artifact by digest
+(`generator.evidence.oci`: from the cache first; `offline` forbids the network), verifies it and
+returns one `VerifiedEvidence | RejectedEvidence` per pointer, with the pointer's path:
+
+- an upstream summary bundle (a tar layer with manifest.json + recipe.yaml) is verified by
+  `generator.evidence.summary` (signature, manifest, predicate, CTRF);
+- this catalog's own bundle pushed with `evidence push` (one `.sigstore.json` layer) is verified
+  exactly as a file under evidence/ is.
+
+Then the pointer itself must agree with what was verified: its signer is the certificate's
+identity and issuer, its recipe, profile and predicateType are the statement's, and it sits at
+`<recipe>/<source>/<digest>.yaml` for that signer. Upstream evidence is current when its
+`recipe.digest` is upstream's digest of the current hydrated recipe (`upstream_digests`, from
+`--upstream-recipes DIR` holding `<recipe>.yaml` as upstream `aicr recipe` writes them);
+this catalog's pushed evidence is judged against this catalog's digests, as always.
+
+`load_policy(catalog_dir, roots)` is signers.yaml plus every upstream allowlist.yaml found
+(`<dir>/allowlist.yaml` or `<dir>/recipes/evidence/allowlist.yaml` of a given directory).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from generator.errors import Diagnostic, ValidationError
+from generator.evidence import oci
+from generator.evidence.allowlist import ALLOWLIST_FILE, combine, read_allowlist
+from generator.evidence.model import (
+    RECIPE_EVIDENCE_V3,
+    UPSTREAM_PREDICATE_TYPES,
+    Evidence,
+    FailureClass,
+    RejectedEvidence,
+    SignerPolicy,
+    Statement,
+    TrustRoot,
+    VerifiedEvidence,
+)
+from generator.evidence.pointer import (
+    Pointer,
+    discover,
+    is_pointer_name,
+    location_problem,
+    parse_pointer,
+)
+from generator.evidence.policy import read_policy
+from generator.evidence.recipedigest import DigestError, recipe_digest
+from generator.evidence.store import SUFFIX, Found, display_path, read_one, source_id
+from generator.evidence.summary import MANIFEST, RECIPE, verify_summary
+from generator.evidence.verify import SignatureCheck, check_signature, current_digest
+
+SIGNERS_FILE = "signers.yaml"
+CACHE_ENV = "AICR_CATALOG_OCI_CACHE"
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamOptions:
+    """How pointer files are followed: the cache, network or not, tags, the allowlist, the
+    hydrated upstream recipes the currency of upstream evidence is judged against."""
+
+    cache: Path | None = None  # default: $AICR_CATALOG_OCI_CACHE, else ~/.cache/aicr-catalog/oci
+    offline: bool = False
+    allow_tag: bool = False
+    allowlist: Path | None = None
+    recipes: Path | None = None
+
+
+def cache_for(path: Path | None) -> oci.Cache:
+    if path is not None:
+        return oci.Cache(path)
+    env = os.environ.get(CACHE_ENV)
+    return oci.Cache(Path(env) if env else oci.default_cache_dir())
+
+
+def allowlists(paths: Iterable[Path]) -> list[Path]:
+    out: list[Path] = []
+    for p in paths:
+        if p.is_file() and p.name == ALLOWLIST_FILE:
+            out.append(p)
+            continue
+        if p.is_file() and is_pointer_name(p.name) and len(p.parents) > 3:
+            p = p.parents[2]  # <root>/<recipe>/<source>/<file>: the allowlist sits in <root>
+        if not p.is_dir():
+            continue
+        for candidate in (p / ALLOWLIST_FILE, p / "recipes" / "evidence" / ALLOWLIST_FILE):
+            if candidate.is_file() and candidate not in out:
+                out.append(candidate)
+    return out
+
+
+def load_policy(
+    catalog_dir: Path, paths: Iterable[Path] = (), extra: Sequence[Path] = ()
+) -> SignerPolicy:
+    """signers.yaml, combined with the allowlist.yaml files given or found under `paths`."""
+    signers = catalog_dir / SIGNERS_FILE
+    # a tree without this project's signers.yaml (upstream AICR's recipes/): only the allowlist
+    policy = (
+        read_policy(signers, SIGNERS_FILE)
+        if signers.exists() or signers.is_symlink()
+        else SignerPolicy(rules=())
+    )
+    given = {p.resolve() for p in extra}
+    files = list(extra) + [p for p in allowlists(paths) if p.resolve() not in given]
+    if len(files) > 1:
+        raise ValidationError(
+            "more than one upstream allowlist found",
+            [
+                Diagnostic(
+                    display_path(f), 0, 0, "$", "one allowlist.yaml per run", "allowlist.many"
+                )
+                for f in files
+            ],
+        )
+    if not files:
+        return policy
+    shown = display_path(files[0])
+    rules, slugs = read_allowlist(files[0], shown)
+    return combine(policy, rules, slugs, shown)
+
+
+def upstream_digests(directory: Path | None) -> dict[str, str]:
+    """`<recipe>` -> `sha256:<hex>` upstream v3 digest of each `<recipe>.yaml` in `directory`."""
+    if directory is None:
+        return {}
+    out: dict[str, str] = {}
+    for f in sorted(directory.glob("*.yaml")):
+        try:
+            out[f.stem] = "sha256:" + recipe_digest(f.read_bytes(), RECIPE_EVIDENCE_V3)
+        except (OSError, DigestError):
+            continue  # not a recipe: its evidence stays stale, with the reason shown
+    return out
+
+
+def _reject(
+    pointer_path: str,
+    klass: FailureClass,
+    message: str,
+    sig: SignatureCheck | None = None,
+    statement: Statement | None = None,
+) -> RejectedEvidence:
+    return RejectedEvidence(
+        path=pointer_path,
+        klass=klass,
+        message=message,
+        statement_digest=("sha256:" + hashlib.sha256(sig.payload).hexdigest())
+        if sig and sig.payload
+        else None,
+        statement=statement,
+        signer_identity=(sig.identity or None) if sig else None,
+        signer_issuer=(sig.issuer or None) if sig else None,
+        trust_root=sig.trust_root if sig else None,
+        log_index=sig.log_index if sig else None,
+        integrated_time=sig.integrated_time if sig else None,
+    )
+
+
+def _disagreement(p: Pointer, sig: SignatureCheck, st: Statement) -> str | None:
+    if (p.identity, p.issuer) != (sig.identity, sig.issuer):
+        return (
+            f"pointer names signer {p.identity} via {p.issuer}, the certificate says "
+            f"{sig.identity} via {sig.issuer}"
+        )
+    if p.recipe != st.recipe:
+        return f"pointer is for recipe {p.recipe}, the statement for {st.recipe}"
+    if p.predicate_type != st.predicate_type:
+        return f"pointer says predicateType {p.predicate_type}, the statement {st.predicate_type}"
+    if st.predicate_type in UPSTREAM_PREDICATE_TYPES and (p.profile or None) != (
+        st.scale_profile or None
+    ):
+        return f"pointer profile {p.profile!r} is not the predicate's {st.scale_profile!r}"
+    return None
+
+
+def _verify_pointer(
+    pointer_path: Path,
+    shown: str,
+    *,
+    trust_roots: Sequence[TrustRoot],
+    policy: SignerPolicy,
+    cache: oci.Cache,
+    offline: bool,
+    allow_tag: bool,
+    registry: oci.Registry | None,
+) -> Evidence:
+    raw, problem = read_one(Found(pointer_path, pointer_path.parent, pointer_path.name), shown)
+    if problem is not None or raw is None:
+        return _reject(
+            shown, FailureClass.POINTER_INVALID, problem.message if problem else "unreadable"
+        )
+    p, diags = parse_pointer(raw, shown)
+    if p is None:
+        return _reject(shown, FailureClass.POINTER_INVALID, "; ".join(d.format() for d in diags))
+    where = location_problem(p, shown)
+    if where is not None:
+        return _reject(shown, FailureClass.POINTER_INVALID, where)
+    try:
+        pulled = oci.pull(
+            p.oci,
+            cache=cache,
+            offline=offline,
+            allow_tag=allow_tag,
+            expect_digest=p.digest,
+            registry=registry,
+        )
+    except oci.DigestMismatch as e:
+        return _reject(shown, FailureClass.BUNDLE_INVALID, f"{e.message} [{e.rule}]")
+    except oci.RegistryError as e:
+        return _reject(shown, FailureClass.BUNDLE_UNAVAILABLE, f"{e.message} [{e.rule}]")
+    files = dict(pulled.files)
+    prefix = "summary-bundle/"  # an artifact packed from the emit directory, not the bundle
+    if files and all(name.startswith(prefix) for name in files):
+        files = {name.removeprefix(prefix): data for name, data in files.items()}
+    if MANIFEST in files and RECIPE in files:
+        result = verify_summary(
+            files,
+            pulled.signatures,
+            trust_roots=trust_roots,
+            policy=policy,
+            artifact_digest=pulled.digest,
+        )
+        sig, statement = result.signature, result.statement
+        if result.problem is not None:
+            return _reject(shown, result.problem[0], result.problem[1], sig, statement)
+    else:
+        bundles = [name for name in files if name.endswith(SUFFIX)]
+        if len(files) != 1 or len(bundles) != 1:
+            return _reject(
+                shown,
+                FailureClass.BUNDLE_INVALID,
+                f"{pulled.reference} is neither an upstream summary bundle (manifest.json + recipe.yaml) "
+                f"nor one {SUFFIX} file: it holds {', '.join(sorted(files)) or 'nothing'}",
+            )
+        sig = check_signature(files[bundles[0]], trust_roots, policy)
+        if sig.klass is not None:
+            return _reject(shown, sig.klass, sig.message, sig)
+        if sig.statement is None:
+            assert sig.statement_error is not None
+            return _reject(shown, sig.statement_error[0], sig.statement_error[1], sig)
+        statement = sig.statement
+        if bundles[0] != hashlib.sha256(sig.payload).hexdigest() + SUFFIX:
+            return _reject(
+                shown,
+                FailureClass.BUNDLE_INVALID,
+                f"{bundles[0]} is not named after its statement's sha256",
+                sig,
+                statement,
+            )
+    assert statement is not None
+    bad = _disagreement(p, sig, statement)
+    if bad is not None:
+        return _reject(shown, FailureClass.POINTER_INVALID, bad, sig, statement)
+    if sig.rule is None or sig.log_index is None or sig.trust_root is None:
+        return _reject(
+            shown,
+            FailureClass.SIGNER_NOT_ALLOWED,
+            "the signer policy was not applied",
+            sig,
+            statement,
+        )
+    demo = any(r.demo for r in trust_roots if r.name == sig.trust_root)
+    if statement.bundle_digest is None:
+        statement = replace(statement, bundle_digest=pulled.digest)
+    return VerifiedEvidence(
+        path=shown,
+        statement_digest="sha256:" + hashlib.sha256(sig.payload).hexdigest(),
+        statement=statement,
+        signer_identity=sig.identity,
+        signer_issuer=sig.issuer,
+        signer_label=sig.rule.label,
+        signer_class=sig.rule.klass,
+        source=source_id(sig.issuer, sig.identity),
+        trust_root=sig.trust_root,
+        log_index=sig.log_index,
+        integrated_time=sig.integrated_time,
+        sample=demo or statement.sample,
+        stale=True,  # until judged by `judge`
+        current_digest=None,
+    )
+
+
+def verify_pointers(
+    paths: Sequence[Path],
+    *,
+    trust_roots: Sequence[TrustRoot],
+    policy: SignerPolicy,
+    cache: oci.Cache,
+    offline: bool = False,
+    allow_tag: bool = False,
+    base: Path | None = None,
+    registry: oci.Registry | None = None,
+) -> tuple[Evidence, ...]:
+    """One record per pointer file found under `paths` (sorted by path)."""
+    out = [
+        _verify_pointer(
+            f,
+            display_path(f, base),
+            trust_roots=trust_roots,
+            policy=policy,
+            cache=cache,
+            offline=offline,
+            allow_tag=allow_tag,
+            registry=registry,
+        )
+        for f in discover(list(paths))
+    ]
+    return tuple(sorted(out, key=lambda r: r.path))
+
+
+def is_upstream(record: Evidence) -> bool:
+    st = record.statement
+    return st is not None and st.predicate_type in UPSTREAM_PREDICATE_TYPES
+
+
+def judge(
+    records: Iterable[Evidence], catalog_digests: Mapping[str, str], upstream: Mapping[str, str]
+) -> tuple[Evidence, ...]:
+    """Currency: upstream predicates against upstream's digest of the current recipe, this
+    catalog's against its own digests (as `verify.with_current_digests`)."""
+    out: list[Evidence] = []
+    for r in records:
+        if isinstance(r, VerifiedEvidence):
+            current = (
+                upstream.get(r.statement.recipe)
+                if is_upstream(r)
+                else current_digest(r.statement, catalog_digests)
+            )
+            r = replace(r, current_digest=current, stale=current != r.statement.recipe_digest)
+        out.append(r)
+    return tuple(out)
+
+
+OFFLINE_ENV = "AICR_CATALOG_OFFLINE"
+RECIPES_ENV = "AICR_CATALOG_UPSTREAM_RECIPES"
+
+
+def options_from_env() -> UpstreamOptions:
+    """For `status` and `build`: $AICR_CATALOG_OCI_CACHE, $AICR_CATALOG_OFFLINE=1,
+    $AICR_CATALOG_UPSTREAM_RECIPES=DIR (the options `evidence verify` takes as flags)."""
+    recipes = os.environ.get(RECIPES_ENV)
+    return UpstreamOptions(
+        offline=os.environ.get(OFFLINE_ENV, "") not in ("", "0"),
+        recipes=Path(recipes) if recipes else None,
+    )
+
+
+def pointer_records(
+    paths: Sequence[Path],
+    *,
+    trust_roots: Sequence[TrustRoot],
+    policy: SignerPolicy,
+    current_digests: Mapping[str, str],
+    options: UpstreamOptions | None = None,
+    base: Path | None = None,
+) -> tuple[Evidence, ...]:
+    """The records of the pointer files under `paths`, judged for currency (see `judge`)."""
+    opts = options or options_from_env()
+    pointed = verify_pointers(
+        paths,
+        trust_roots=trust_roots,
+        policy=policy,
+        cache=cache_for(opts.cache),
+        offline=opts.offline,
+        allow_tag=opts.allow_tag,
+        base=base,
+    )
+    if not pointed:
+        return ()
+    return judge(pointed, current_digests, upstream_digests(opts.recipes))
+
+
+def has_pointers(directory: Path) -> bool:
+    return directory.is_dir() and any(discover([directory]))
+
+
+def state_key(directory: Path) -> str:
+    """What a build's pointer records depend on besides the files under `directory`: the
+    options from the environment, the upstream recipes, and which pointed-to artifacts the cache
+    holds (a bundle pulled since the last build changes the records, not the evidence tree)."""
+    opts = options_from_env()
+    cache = cache_for(opts.cache)
+    cached: list[str] = []
+    for f in discover([directory]) if directory.is_dir() else ():
+        try:
+            p, _ = parse_pointer(f.read_bytes(), f.name)
+        except OSError:
+            continue
+        if (
+            p is not None
+            and cache.get(p.digest) is not None
+            and cache.referrers(p.digest) is not None
+        ):
+            cached.append(p.digest)
+    return json.dumps(
+        {
+            "offline": opts.offline,
+            "cache": str(cache.root),
+            "recipes": upstream_digests(opts.recipes),
+            "cached": sorted(cached),
+        },
+        sort_keys=True,
+    )
+
+
+def signed_bundle(pointer_file: Path, options: UpstreamOptions | None = None) -> bytes | None:
+    """The Sigstore bundle a pointer's artifact carries (its referrer, or its one .sigstore.json
+    or attestation.intoto.jsonl), from the cache only: for the site's raw download of a run."""
+    opts = options or options_from_env()
+    try:
+        p, _ = parse_pointer(pointer_file.read_bytes(), pointer_file.name)
+        if p is None:
+            return None
+        pulled = oci.pull(p.oci, cache=cache_for(opts.cache), offline=True, expect_digest=p.digest)
+    except (OSError, oci.RegistryError):
+        return None
+    if pulled.signatures:
+        return pulled.signatures[0]
+    for name in sorted(pulled.files):
+        if name.endswith((SUFFIX, "attestation.intoto.jsonl")):
+            return pulled.files[name]
+    return None
