@@ -718,7 +718,10 @@ def check_lanes(
     """Every problem of lanes.yaml and of the profiles' ladders, located (for `validate`).
 
     lanes.yaml: its schema and cross-references (see `parse_lanes`). Each profile's
-    `spec.ladder`: every lane exists, in ascending order, none above the profile's band.
+    `spec.ladder` agrees with its band `spec.nodes`: every lane exists, in ascending order, each
+    within the band (a lane below it would qualify a size the profile is not meant for, one above
+    it a size it does not cover), and the top lane reaches the band's maximum (the band claims no
+    size its ladder cannot qualify).
     """
     try:
         lanes = lanes_of(documents)
@@ -759,16 +762,28 @@ def check_lanes(
                     )
                 )
             previous = max(previous, order[name])
+            band = f"({profile.nodes_min}–{profile.nodes_max})"
             if lane.nodes > profile.nodes_max:
                 out.append(
-                    Diagnostic(
-                        rel,
-                        line,
-                        col,
-                        path,
-                        f"'{name}' needs {lane.nodes} nodes, above the profile's band "
-                        f"({profile.nodes_min}–{profile.nodes_max})",
-                        "ladder.above-band",
-                    )
-                )
+                    Diagnostic(rel, line, col, path,
+                               f"'{name}' needs {lane.nodes} nodes, above the profile's band {band}",
+                               "ladder.above-band")
+                )  # fmt: skip
+            elif lane.nodes < profile.nodes_min:
+                out.append(
+                    Diagnostic(rel, line, col, path,
+                               f"'{name}' runs on {lane.nodes} nodes, below the profile's band "
+                               f"{band}: lower spec.nodes.min to {lane.nodes} or drop the lane",
+                               "ladder.below-band")
+                )  # fmt: skip
+        top = [lanes.lane(n) for n in profile.ladder]
+        tops = [ln.nodes for ln in top if ln is not None]
+        if tops and max(tops) < profile.nodes_max:
+            line, col = doc.locate("$.spec.nodes") if doc is not None else (0, 0)
+            out.append(
+                Diagnostic(rel, line, col, "$.spec.nodes",
+                           f"the band reaches {profile.nodes_max} nodes but the ladder's top lane "
+                           f"runs on {max(tops)}: no lane can qualify the rest of the band",
+                           "ladder.band-uncovered")
+            )  # fmt: skip
     return sort_diagnostics(out)

@@ -91,7 +91,7 @@ def test_large_healthy_cluster_runs_every_check() -> None:
     doc = json.loads(res.stdout)
     assert doc["summary"]["skipped"] == 0
     assert {f["source"] for f in doc["findings"]} == {"recipe", "profile", "catalog"}
-    assert doc["scaleProfile"] == {"name": "nvl72-2304", "version": "1.1.0"}
+    assert doc["scaleProfile"] == {"name": "nvl72-2304", "version": "1.2.0"}
     assert doc["nodes"] == {"declared": 2304, "observed": 2304}
 
 
@@ -139,9 +139,12 @@ def test_the_large_cluster_with_the_standard_profile_is_a_catalog_defect() -> No
         "nfd.master-parallelism", "nfd.worker-rollout-waves", "nodewright.memory-floor",
         "nodewright.interruption-budget", "nvsentinel.platform-connector-waves",
         "nvsentinel.circuit-breaker", "dra.kubelet-plugin-priority", "prometheus.memory-capacity",
-        "prometheus.storage-capacity", "kube-state-metrics.sharding", "slurm.nodeset-replicas",
+        "prometheus.storage-capacity", "kube-state-metrics.sharding",
         "slurm.tree-width", "slurm.slurmd-timeout", "dra.client-qps",
     } <= failed  # fmt: skip
+    # the recipe's nodeset runs in DaemonSet mode at every profile: it follows the cluster
+    replicas = next(f for f in doc["findings"] if f["id"] == "slurm.nodeset-replicas")
+    assert (replicas["result"], replicas["observed"]) == ("pass", 2304)
 
 
 def test_criteria_form_of_recipe_resolves_the_same_recipe() -> None:
@@ -248,3 +251,33 @@ def test_help_documents_the_exit_codes() -> None:
     assert res.exit_code == 0
     for code in ("0  no failed", "1  a catalog-owned", "3  only infrastructure", "2  usage"):
         assert code in res.output
+
+
+SEED = "gb300-eks-ubuntu-training-slurm"
+
+
+@pytest.mark.parametrize(
+    ("profile", "snapshot", "code"),
+    [
+        ("standard", "gb300-eks-36-healthy.yaml", 0),
+        ("standard", "gb300-eks-36-catalog-defect.yaml", 1),
+        ("standard", "gb300-eks-36-infra-defect.yaml", 3),
+        ("nvl72-2304", "gb300-eks-2304-healthy.yaml", 0),
+        ("nvl72-2304", "gb300-eks-2304-catalog-defect.yaml", 1),
+        ("nvl72-2304", "gb300-eks-2304-infra-defect.yaml", 3),
+    ],
+)
+def test_the_seed_recipe_at_both_profiles_on_its_samples(
+    profile: str, snapshot: str, code: int
+) -> None:
+    """Issue 18 item 1: the seed recipe passes its healthy samples at both profiles, and its
+    Slurm nodeset is checked (not skipped, not unavailable) on every one of them."""
+    res = run("--recipe", SEED, "--scale-profile", profile, "--snapshot",
+              str(SNAPSHOTS / snapshot), "--format", "json")  # fmt: skip
+    assert res.exit_code == code, res.output
+    doc = json.loads(res.stdout)
+    assert doc["summary"]["unavailable"] == 0
+    by_id = {f["id"]: f for f in doc["findings"]}
+    for check in ("slurm.nodeset-replicas", "ds.slurm-nodeset"):
+        assert by_id[check]["result"] == "pass", by_id[check]
+    assert by_id["slurm.nodeset-replicas"]["observed"] == doc["nodes"]["observed"]

@@ -557,3 +557,32 @@ def test_check_lanes_locates_ladder_problems_in_the_profile() -> None:
     missing = {k: v for k, v in catalog.documents.items() if k != "scale/lanes.yaml"}
     (d,) = check_lanes(missing, catalog.profiles)
     assert (d.path, d.rule) == ("scale/lanes.yaml", "lanes.missing")
+
+
+def test_check_lanes_keeps_the_ladder_and_the_band_in_step() -> None:
+    """Issue 18 item 4: a ladder lane below the band, and a band above the ladder's top lane."""
+    from dataclasses import replace
+
+    from generator.qualify import check_lanes
+
+    catalog, _ = load_catalog(REPO / "catalog")
+    large = catalog.profiles["nvl72-2304"]
+    assert (large.nodes_min, large.nodes_max, large.ladder[0]) == (36, 2304, "lane-36")
+    below = replace(large, nodes_min=37)  # the band of nvl72-2304 1.1.0 with its own ladder
+    diags = check_lanes(catalog.documents, {"nvl72-2304": below})
+    assert [(d.json_path, d.rule, d.message) for d in diags] == [
+        (
+            "$.spec.ladder[0]",
+            "ladder.below-band",
+            "'lane-36' runs on 36 nodes, below the profile's band (37–2304): lower "
+            "spec.nodes.min to 36 or drop the lane",
+        )
+    ]
+    short = replace(large, ladder=large.ladder[:-1])
+    (d,) = check_lanes(catalog.documents, {"nvl72-2304": short})
+    assert (d.path, d.json_path, d.rule) == (
+        "scale/profiles/nvl72-2304.yaml",
+        "$.spec.nodes",
+        "ladder.band-uncovered",
+    )
+    assert "top lane runs on 1152" in d.message and d.line > 0
