@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "pins": "generator.commands.pins:command",
     "evidence": "generator.commands.evidence:command",
     "preflight": "generator.commands.preflight:command",
+    "snapshot": "generator.commands.snapshot:command",
     "build": "generator.commands.build:command",
     "serve": "generator.commands.serve:command",
     "qualify": "generator.commands.qualify:command",
