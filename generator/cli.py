@@ -1,7 +1,8 @@
 """The `aicr-catalog` command line: a thin click group; one module per command in `commands/`.
 
 Exit codes (every command): 0 ok, 1 bad data or a failed check, 2 usage. `preflight` adds 3
-(only infrastructure prerequisites unmet); `pins` adds 4 (the check could not complete).
+(infrastructure prerequisites unmet) and 4 (insufficient data); `pins` adds 4 (the check could
+not complete).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def main() -> None:
     """AICR Recipe Catalog: validate, resolve, bundle, verify and publish GPU-cluster recipes.
 
     Every command that reads a catalog takes --catalog PATH (default: ./catalog).
-    Exit codes: 0 ok, 1 bad data or failed check, 2 usage (preflight adds 3, pins adds 4).
+    Exit codes: 0 ok, 1 bad data or failed check, 2 usage (preflight adds 3 and 4, pins adds 4).
     """
 
 

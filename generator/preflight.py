@@ -38,6 +38,7 @@ from generator.checkexpr import (
     expr_names,
     truth,
 )
+from generator.collect import how_to_collect
 from generator.errors import Diagnostic, ValidationError
 from generator.records import Catalog, Constraint, Document, RecipeResult, ScaleProfile
 from generator.snapshot import Snapshot, split_path
@@ -45,6 +46,7 @@ from generator.snapshot import Snapshot, split_path
 CHECKS_FILE = "scale/checks.yaml"
 CHECKS_SCHEMA = "scale-checks"
 REPORT_API_VERSION = "catalog.aicr.run/v1alpha1"
+EXIT_CATALOG, EXIT_INFRASTRUCTURE, EXIT_INSUFFICIENT = 1, 3, 4
 
 
 class Owner(StrEnum):
@@ -139,6 +141,7 @@ class Finding:
     remediation: str
     message: str
     unit: str | None = None
+    missing: str | None = None  # the reading an unavailable finding lacks
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -155,6 +158,7 @@ class Finding:
             "remediation": self.remediation,
             "message": self.message,
             "unit": self.unit,
+            "missing": self.missing,
         }
 
 
@@ -182,15 +186,26 @@ class PreflightReport:
             if f.severity == "error" and f.result in (Result.FAIL, Result.UNAVAILABLE)
         )
 
+    def missing_readings(self) -> dict[str, tuple[str, ...]]:
+        """Reading -> the error-severity checks that lack it, sorted."""
+        out: dict[str, list[str]] = {}
+        for f in self.blocking():
+            if f.result is Result.UNAVAILABLE:
+                out.setdefault(f.missing or "(unknown reading)", []).append(f.id)
+        return {k: tuple(sorted(v)) for k, v in sorted(out.items())}
+
     @property
     def exit_code(self) -> int:
-        """0 nothing blocking; 1 a catalog-owned failure; 3 only infrastructure failures or data
-        missing for an error-severity check (never a pass)."""
+        """0 nothing blocking; 1 a catalog-owned failure; 3 infrastructure failures (and no
+        catalog-owned one); 4 no failure, but error-severity checks lack data (never a pass)."""
         blocking = self.blocking()
-        if any(f.result is Result.FAIL and f.owner is Owner.CATALOG for f in blocking):
-            return 1
+        failed = [f for f in blocking if f.result is Result.FAIL]
+        if any(f.owner is Owner.CATALOG for f in failed):
+            return EXIT_CATALOG
+        if failed:
+            return EXIT_INFRASTRUCTURE
         if blocking:
-            return 3
+            return EXIT_INSUFFICIENT
         return 0
 
 
@@ -419,7 +434,14 @@ def _expected_text(op: str, expected: Any, unit: str | None = None) -> str:
     return f"{op} {_show(expected, unit)}"
 
 
-def _finding(check: Check, result: Result, observed: Any, expected: str, message: str) -> Finding:
+def _finding(
+    check: Check,
+    result: Result,
+    observed: Any,
+    expected: str,
+    message: str,
+    missing: str | None = None,
+) -> Finding:
     return Finding(
         id=check.id,
         source=check.source,
@@ -434,6 +456,7 @@ def _finding(check: Check, result: Result, observed: Any, expected: str, message
         remediation=check.remediation,
         message=message,
         unit=check.unit,
+        missing=missing,
     )
 
 
@@ -459,7 +482,8 @@ def evaluate(check: Check, scope: Scope) -> Finding:
         expected = check.value if check.expected is None else evaluate_expr(check.expected, scope)
     except Unavailable as e:
         return _finding(check, Result.UNAVAILABLE, None, _static_expected(check),
-                        f"the snapshot has no reading {e.what}; missing data is never a pass")  # fmt: skip
+                        f"the snapshot has no reading {e.what}; missing data is never a pass",
+                        missing=e.what)  # fmt: skip
     except NotApplicable as e:
         return _finding(check, Result.SKIPPED, None, _static_expected(check), str(e))
     except Unset as e:
@@ -624,7 +648,9 @@ def scale_diagnostics(catalog: Catalog) -> tuple[Diagnostic, ...]:
 _EXIT_MEANING = {
     0: "no blocking finding",
     1: "a catalog-owned defect in the resolved configuration",
-    3: "infrastructure prerequisites unmet or unverified (the catalog configuration is not at fault)",
+    3: "infrastructure prerequisites unmet (no catalog-owned check failed)",
+    4: "insufficient data: error-severity checks lack readings (nothing failed; nothing is shown "
+    "to hold either)",
 }
 _RESULT_ORDER = {Result.FAIL: 0, Result.UNAVAILABLE: 1, Result.PASS: 2, Result.SKIPPED: 3}
 
@@ -646,9 +672,14 @@ def report_json(report: PreflightReport) -> dict[str, Any]:
             "unavailable": report.count(Result.UNAVAILABLE),
             "catalogFailures": report.count(Result.FAIL, Owner.CATALOG),
             "infrastructureFailures": report.count(Result.FAIL, Owner.INFRASTRUCTURE),
+            "missingReadings": len(report.missing_readings()),
             "exitCode": report.exit_code,
         },
         "findings": [f.to_json() for f in report.findings],
+        "missingReadings": [
+            {"reading": r, "checks": list(ids), "howToCollect": how_to_collect(r)}
+            for r, ids in report.missing_readings().items()
+        ],
     }
 
 
@@ -681,6 +712,13 @@ def render_text(report: PreflightReport) -> str:
         elif f.result is Result.SKIPPED and f.message:
             lines.append(f"    skipped: {f.message}")
     code = report.exit_code
+    missing = report.missing_readings()
+    if missing:
+        noun = "reading" if len(missing) == 1 else "readings"
+        lines += ["", f"insufficient data: {len(missing)} {noun} missing"]
+        for reading, ids in missing.items():
+            lines.append(f"  {reading} (needed by {', '.join(ids)})")
+            lines.append(f"    collect: {how_to_collect(reading)}")
     lines += [
         "",
         f"{len(report.findings)} checks: {report.count(Result.PASS)} pass, "

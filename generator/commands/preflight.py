@@ -124,7 +124,9 @@ def command(
     Exit codes:
       0  no failed or unverified error-severity check
       1  a catalog-owned check failed (the resolved configuration is wrong)
-      3  only infrastructure checks failed, or error-severity checks lacked data
+      3  infrastructure checks failed (and no catalog-owned one)
+      4  insufficient data: nothing failed, but error-severity checks lack readings
+         (listed, each with how to collect it: `aicr-catalog snapshot`)
       2  usage, or unreadable input (catalog, snapshot, unknown recipe or profile,
          --nodes outside the profile's band)
     """
