@@ -60,4 +60,12 @@ preflight-samples: $(STAMP)
 	  check $$r standard gb300-eks-36-infra-defect 3; check $$r nvl72-2304 gb300-eks-2304-healthy 0; \
 	  check $$r nvl72-2304 gb300-eks-2304-catalog-defect 1; \
 	  check $$r nvl72-2304 gb300-eks-2304-infra-defect 3; \
+	done; \
+	$(BIN)/aicr-catalog snapshot --from tests/fixtures/kubectl/gb300-eks-36 \
+	  -o .cache/preflight-samples/gb300-eks-36-collected.yaml 2>/dev/null; \
+	SNAP=.cache/preflight-samples; \
+	for r in $(PREFLIGHT_RECIPES); do \
+	  $(BIN)/aicr-catalog preflight --recipe $$r --snapshot $$SNAP/gb300-eks-36-collected.yaml \
+	    >/dev/null || { echo "preflight $$r on the snapshot collected from saved kubectl outputs failed"; exit 1; }; \
+	  echo "preflight $$r standard (snapshot --from tests/fixtures/kubectl/gb300-eks-36): exit 0 as expected"; \
 	done

@@ -50,6 +50,7 @@ SYSCTLS = (
     "/proc/sys/net/ipv4/tcp_max_syn_backlog",
 )
 DECLARED_FILE = "declared.yaml"
+FILL_IN = "FILL-IN"  # collect.sh's placeholder in declared.yaml: not a value
 WINDOW_FILE = "metrics-window-seconds.txt"
 COLLECTED_AT_FILE = "collected-at.txt"
 
@@ -627,6 +628,9 @@ def readings_from(
         b.lack(path, "not visible through the Kubernetes API; declare it")
     merged = dict(parse_declared(outputs[DECLARED_FILE])) if DECLARED_FILE in outputs else {}
     for path, (value, source) in {**merged, **(declared or {})}.items():
+        if value == FILL_IN:
+            b.lack(path, f"{DECLARED_FILE} still says {FILL_IN}; declare the value")
+            continue
         b.put(path, value, f"declared by the operator: {source}")
     metadata = {"source": "aicr-catalog snapshot"}
     if COLLECTED_AT_FILE in outputs:
