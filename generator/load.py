@@ -9,6 +9,7 @@ it can be trusted by later stages. Problems are collected, never raised one at a
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Iterable
 from pathlib import Path
@@ -74,12 +75,28 @@ def read_file(root: Path, path: Path) -> tuple[bytes | None, tuple[Diagnostic, .
         )
 
 
+_HELM_ACTION = re.compile(rb"\{\{.*?\}\}", re.S)
+
+
+def _blank_actions(raw: bytes) -> bytes:
+    """A manifest is a Helm template: its `{{ ... }}` actions are blanked (spaces, newlines kept)
+    so the YAML around them is still parsed and located; it is never read for its values."""
+    return _HELM_ACTION.sub(lambda m: re.sub(rb"[^\n]", b" ", m.group()), raw)
+
+
 def parse_file(
-    root: Path, path: Path, *, multi: bool = False, allow_empty: bool = False
+    root: Path,
+    path: Path,
+    *,
+    multi: bool = False,
+    allow_empty: bool = False,
+    template: bool = False,
 ) -> tuple[Document | None, tuple[Diagnostic, ...]]:
     raw, diags = read_file(root, path)
     if raw is None:
         return None, diags
+    if template:
+        raw = _blank_actions(raw)
     try:
         return parse_yaml(raw, _rel(root, path), multi=multi, allow_empty=allow_empty), ()
     except LoadError as e:
@@ -390,7 +407,7 @@ def load_catalog(root: Path) -> tuple[Catalog, tuple[Diagnostic, ...]]:
                     continue
                 path = Path(dirpath) / fname
                 multi = "manifests" in path.relative_to(comp_dir).parts
-                doc, d = parse_file(root, path, multi=multi, allow_empty=True)
+                doc, d = parse_file(root, path, multi=multi, allow_empty=True, template=multi)
                 diags.extend(d)
                 if doc is not None:
                     files[doc.rel] = doc

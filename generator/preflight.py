@@ -516,14 +516,52 @@ def _observed_nodes(snapshot: Snapshot) -> int | None:
     return int(n) if n is not None and float(n).is_integer() else None
 
 
+def rendered_values(tree: Mapping[str, Any]) -> dict[str, tuple[Mapping[str, Any], ...]]:
+    """Each component's values as a rendered bundle ships them: component -> the values of each
+    of its releases, in bundle order (its chart's, and any local chart of its manifests; a
+    release that hands Helm no values, such as a folder of plain manifests, is not listed).
+
+    Read through `bundle-info.yaml`'s releases (component, path): `<path>/values.yaml` (a local
+    chart nests the component's values under its name, as its templates read them), or the
+    `spec.values` of `<path>/helmrelease.yaml` (flux). `tree` is a `render_bundle` result.
+    """
+    import yaml
+
+    def load(rel: str) -> Any:
+        f = tree.get(rel)
+        return None if f is None else yaml.safe_load(f.data)
+
+    info = load("bundle-info.yaml")
+    if not isinstance(info, dict):
+        raise ValueError("the bundle has no bundle-info.yaml")
+    out: dict[str, list[Mapping[str, Any]]] = {}
+    for rel in info.get("releases") or ():
+        comp, path = str(rel["component"]), str(rel["path"])
+        values = load(f"{path}/values.yaml")
+        if values is None:
+            release = load(f"{path}/helmrelease.yaml")
+            values = (
+                (release or {}).get("spec", {}).get("values") if isinstance(release, dict) else None
+            )
+        if not isinstance(values, dict):
+            continue  # a release with no values (plain manifests applied as they are)
+        if rel.get("name") != comp and set(values) == {comp} and isinstance(values[comp], dict):
+            values = values[comp]  # a local chart of the component's manifests
+        out.setdefault(comp, []).append(values)
+    return {k: tuple(v) for k, v in sorted(out.items())}
+
+
 def scope_for(
     result: RecipeResult,
     profile: ScaleProfile,
     checks: CheckSet,
     snapshot: Snapshot,
     nodes: int | None,
+    values: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Scope:
-    """What check expressions see: readings, resolved values, criteria, names and tables."""
+    """What check expressions see: readings, the configuration's values, criteria, names and
+    tables. `values` (component -> values, from `rendered_values` of the recipe's bundle) is the
+    one source for v(); without it, the resolved values of `result` (the same merge)."""
     sizes = [n for n in (nodes, _observed_nodes(snapshot)) if n is not None]
     names: dict[str, Any] = dict(checks.constants)
     names.update(
@@ -532,9 +570,15 @@ def scope_for(
     if sizes:
         # the larger of the declared and the observed GPU nodes: sizing checks never understate
         names["nodes"] = max(sizes)
+    components = {c.name: c.values for c in result.components}
+    if values is not None:
+        absent = sorted(set(components) - set(values))
+        if absent:  # the bundle was rendered from another recipe: a bug, not bad input
+            raise ValueError(f"the bundle's values lack component(s) {', '.join(absent)}")
+        components = {name: values[name] for name in components}
     return Scope(
         readings=snapshot.readings,
-        components={c.name: c.values for c in result.components},
+        components=components,
         criteria={d: v for d, v in result.criteria.to_json().items()},
         names=names,
         tables=checks.tables,
@@ -548,15 +592,19 @@ def preflight(
     checks: CheckSet,
     snapshot: Snapshot,
     nodes: int | None = None,
+    values: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> PreflightReport:
     """Evaluate every check of (recipe, profile, shared checks) against `snapshot`.
+
+    `values`: each component's values as the recipe's bundle renders them (`rendered_values`);
+    the CLI always passes them, so a check on the configuration reads what the bundle ships.
 
     `nodes` is the GPU-node count the user declared (`--nodes`). Expressions size their checks
     with the larger of it and the snapshot's `K8s.nodes.gpu`, so a declaration below the observed
     cluster cannot hide a sizing defect.
     """
     observed_nodes = _observed_nodes(snapshot)
-    scope = scope_for(result, profile, checks, snapshot, nodes)
+    scope = scope_for(result, profile, checks, snapshot, nodes, values)
     findings = tuple(evaluate(c, scope) for c in all_checks(result, profile, checks))
     return PreflightReport(
         recipe=result.name,

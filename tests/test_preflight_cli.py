@@ -249,7 +249,8 @@ def test_catalog_without_checks_exits_2(tmp_path: Path) -> None:
 def test_help_documents_the_exit_codes() -> None:
     res = CliRunner().invoke(main, ["preflight", "--help"])
     assert res.exit_code == 0
-    for code in ("0  no failed", "1  a catalog-owned", "3  only infrastructure", "2  usage"):
+    for code in ("0  no failed", "1  a catalog-owned", "3  infrastructure checks failed",
+                 "4  insufficient data", "2  usage"):  # fmt: skip
         assert code in res.output
 
 

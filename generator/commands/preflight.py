@@ -8,11 +8,20 @@ from typing import NoReturn
 
 import click
 
+from generator.commands.bundle import read_manifests
 from generator.commands.query import parse_overrides
 from generator.errors import CatalogError, Severity
 from generator.load import load_catalog
-from generator.preflight import CHECKS_FILE, Format, checkset_from, preflight, render
+from generator.preflight import (
+    CHECKS_FILE,
+    Format,
+    checkset_from,
+    preflight,
+    render,
+    rendered_values,
+)
 from generator.records import DIMENSIONS, WILDCARD, Criteria
+from generator.render import render_bundle
 from generator.resolve import resolve, select_profile
 from generator.snapshot import parse_snapshot
 
@@ -158,7 +167,10 @@ def command(
     try:
         snapshot = parse_snapshot(raw, snapshot_path.name)
         scale = select_profile(catalog, result.scale_profile, result.criteria, nodes)
-        report = preflight(result, scale, checks, snapshot, nodes)
+        # one source: the configuration checks read the values the recipe's bundle ships
+        bundle = render_bundle(result, "helm", read_manifests(catalog, result))
+        values = {comp: vals[0] for comp, vals in rendered_values(bundle).items()}
+        report = preflight(result, scale, checks, snapshot, nodes, values)
     except CatalogError as e:
         _usage(e.message, e)
     click.echo(render(report, Format(fmt)), nl=False)
