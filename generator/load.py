@@ -267,6 +267,7 @@ def profile_from(doc: Document) -> ScaleProfile:
                     value=entry.get("value"),
                     rationale=entry.get("rationale", ""),
                     status=entry.get("status", "proposed"),
+                    evidence=tuple(entry.get("evidence") or ()),
                 )
             )
     nodes = spec.get("nodes") or {}

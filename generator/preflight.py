@@ -172,6 +172,7 @@ class PreflightReport:
     nodes_observed: int | None
     snapshot: str
     findings: tuple[Finding, ...]  # sorted by id
+    snapshot_digest: str | None = None
 
     def count(self, result: Result, owner: Owner | None = None) -> int:
         return sum(
@@ -615,6 +616,7 @@ def preflight(
         nodes_observed=observed_nodes,
         snapshot=snapshot.rel,
         findings=findings,
+        snapshot_digest=snapshot.digest,
     )
 
 
@@ -712,6 +714,7 @@ def report_json(report: PreflightReport) -> dict[str, Any]:
         "scaleProfile": {"name": report.profile, "version": report.profile_version},
         "nodes": {"declared": report.nodes_declared, "observed": report.nodes_observed},
         "snapshot": report.snapshot,
+        "snapshotDigest": report.snapshot_digest,
         "summary": {
             "checks": len(report.findings),
             "pass": report.count(Result.PASS),

@@ -34,6 +34,7 @@ class Snapshot:
     api_version: str
     metadata: Mapping[str, str]
     readings: Mapping[str, Reading]  # "{Type}.{Subtype}.{Key}" -> scalar
+    digest: str | None = None  # sha256:<hex> of the file as read (parse_snapshot)
 
     def get(self, path: str) -> Reading | None:
         return self.readings.get(path)
@@ -128,7 +129,12 @@ def snapshot_from(doc: Document) -> Snapshot:
 
 def parse_snapshot(raw: bytes | str, rel: str) -> Snapshot:
     """Parse snapshot bytes (YAML or JSON); raises LoadError with located diagnostics."""
-    return snapshot_from(parse_yaml(raw, rel))
+    import hashlib
+    from dataclasses import replace
+
+    data = raw.encode() if isinstance(raw, str) else raw
+    snap = snapshot_from(parse_yaml(raw, rel))
+    return replace(snap, digest="sha256:" + hashlib.sha256(data).hexdigest())
 
 
 def scale_measurement_keys() -> dict[str, dict[str, Any]]:
