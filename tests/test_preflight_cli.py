@@ -282,3 +282,35 @@ def test_the_seed_recipe_at_both_profiles_on_its_samples(
     for check in ("slurm.nodeset-replicas", "ds.slurm-nodeset"):
         assert by_id[check]["result"] == "pass", by_id[check]
     assert by_id["slurm.nodeset-replicas"]["observed"] == doc["nodes"]["observed"]
+
+
+def test_a_snapshot_of_only_upstreams_readings_is_insufficient_data(tmp_path: Path) -> None:
+    """Issue 18 item 3: what upstream's `aicr snapshot` collects leaves most checks without
+    data; that is insufficient data (exit 4) with the list, not an infrastructure verdict (3)."""
+    full = parse_snapshot((SNAPSHOTS / "gb300-eks-36-healthy.yaml").read_bytes(), "h.yaml")
+    upstream = {k: v for k, v in full.readings.items()
+                if k.startswith(("GPU.", "OS.")) or k == "K8s.server.version"}  # fmt: skip
+    measurements: dict[str, dict[str, dict[str, object]]] = {}
+    for path, value in upstream.items():
+        mtype, _, rest = path.partition(".")
+        sub, _, key = rest.partition(".")
+        measurements.setdefault(mtype, {}).setdefault(sub, {})[key] = value
+    doc = {"apiVersion": "aicr.run/v1", "kind": "Snapshot", "measurements": [
+        {"type": t, "subtypes": [{"subtype": s, "data": d} for s, d in subs.items()]}
+        for t, subs in measurements.items()]}  # fmt: skip
+    snap = tmp_path / "upstream-only.yaml"
+    snap.write_text(yaml.safe_dump(doc))
+    res = run("--recipe", SEED, "--snapshot", str(snap), "--format", "json")
+    assert res.exit_code == 4, res.output
+    report = json.loads(res.stdout)
+    missing = {m["reading"]: m for m in report["missingReadings"]}
+    assert len(missing) == report["summary"]["missingReadings"] == 17
+    assert report["summary"]["unavailable"] > 30 and report["summary"]["fail"] == 0
+    needed_by_catalog = {f["id"] for f in report["findings"]
+                         if f["owner"] == "catalog" and f["result"] == "unavailable"}  # fmt: skip
+    assert "slurm.nodeset-replicas" in needed_by_catalog
+    assert missing["K8s.nodes.gpu"]["howToCollect"].startswith("aicr-catalog snapshot")
+    assert "K8s.control-plane.tier" not in missing  # an nvl72-2304 prerequisite only
+    text = run("--recipe", SEED, "--snapshot", str(snap)).stdout
+    assert f"insufficient data: {len(missing)} readings missing\n" in text
+    assert "not at fault" not in text

@@ -62,9 +62,11 @@ def _read_dir(root: Path) -> dict[str, bytes]:
         _usage(f"--from '{root}' is not a directory")
     files: dict[str, bytes] = {}
     for path in sorted(root.rglob("*")):
-        if not path.is_file() or path.is_symlink():
-            continue
         rel = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            _usage(f"{rel}: a symbolic link; --from reads only the files collect.sh writes")
+        if not path.is_file():
+            continue
         if path.stat().st_size > MAX_FILE:
             _usage(f"{rel}: larger than 1 GiB; not a saved kubectl output")
         files[rel] = path.read_bytes()
