@@ -718,6 +718,8 @@ def collect_live(
             failures[name] = err.decode("utf-8", "replace").strip() or f"exit {rc}"
 
     for src in SOURCES:
+        if src.file == "daemonsets.json" and {"version.json", "nodes.json"} <= set(failures):
+            return outputs, failures  # the cluster does not answer: stop before the rest
         if src.file == "metrics-end.txt":
             progress(f"waiting {options.window_seconds}s between two /metrics scrapes")
             sleep(options.window_seconds)

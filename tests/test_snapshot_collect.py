@@ -359,3 +359,15 @@ def test_a_declared_value_left_as_fill_in_is_not_a_reading() -> None:
     )
     with pytest.raises(LoadError, match="must be a string, number or boolean"):
         readings_from({"declared.yaml": b"K8s.control-plane.tier:\n  value: [a]\n"})
+
+
+def test_live_collection_stops_when_the_cluster_does_not_answer() -> None:
+    calls: list[tuple[str, ...]] = []
+
+    def refused(args: tuple[str, ...]) -> tuple[int, bytes, bytes]:
+        calls.append(args)
+        return 1, b"", b"The connection to the server localhost:8080 was refused"
+
+    outputs, failures = collect_live(refused, LiveOptions(), lambda _: None, lambda _: None)
+    assert outputs == {} and set(failures) == {"version.json", "nodes.json"}
+    assert len(calls) == 2  # no /metrics wait, no per-node requests
