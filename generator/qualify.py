@@ -953,7 +953,7 @@ def qualified_diagnostics(
             if ov.status != "qualified":
                 continue
             for i, ref in enumerate(ov.evidence):
-                jp = f"$.spec.ownedValues.{ov.component}.{ov.path}.evidence[{i}]"
+                jp = f"$.spec.ownedValues['{ov.component}']['{ov.path}'].evidence[{i}]"
                 line, col = doc.locate(jp) if doc is not None else (0, 0)
                 record = records.get(ref)
                 why = _not_counted(record, profile)
