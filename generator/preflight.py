@@ -546,8 +546,8 @@ def rendered_values(tree: Mapping[str, Any]) -> dict[str, tuple[Mapping[str, Any
             )
         if not isinstance(values, dict):
             continue  # a release with no values (plain manifests applied as they are)
-        if rel.get("name") != comp and set(values) == {comp} and isinstance(values[comp], dict):
-            values = values[comp]  # a local chart of the component's manifests
+        if set(values) == {comp} and isinstance(values[comp], dict):
+            values = values[comp]  # a local chart of the component's manifests (nested values)
         out.setdefault(comp, []).append(values)
     return {k: tuple(v) for k, v in sorted(out.items())}
 
