@@ -6,8 +6,10 @@ the whole ladder to 2,304 nodes with two signers, a contested check, a failing l
 undersized cluster, stale evidence after a pin bump, and a signer that is not on the allowlist.
 
 The pipeline is the project's own: `raw_results` writes the files a real run's results directory
-holds (CTRF per phase, kpis.json, snapshot.yaml, run.yaml), `generator.qualify` judges them
-exactly as `aicr-catalog qualify` does, and `generate` signs each statement with the demo trust
+holds (CTRF per phase, kpis.json, snapshot.yaml, preflight.json, run.yaml); the preflight report is
+the real preflight run on the sample snapshot (`catalog_preflight`) and the bundle digest is the
+sha256 of the recipe's real helm archive (`catalog_bundle_digest`), so each statement is bound as
+a real run's is; `generator.qualify` judges them exactly as `aicr-catalog qualify` does, and `generate` signs each statement with the demo trust
 root (deterministic ECDSA, so regeneration is byte-identical). Every run is marked `sample`.
 """
 
