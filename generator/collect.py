@@ -34,7 +34,7 @@ import yaml
 from generator.errors import LoadError
 from generator.snapshot import Reading, split_path
 
-SNAPSHOT_API_VERSION = "aicr.run/v1"
+SNAPSHOT_API_VERSION = "aicr.nvidia.com/v1alpha1"  # what upstream's own snapshotter writes
 GPU_LABEL = "nvidia.com/gpu.present"
 CLIQUE_LABEL = "nvidia.com/gpu.clique"
 GPU_RESOURCE = "nvidia.com/gpu"

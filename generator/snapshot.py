@@ -20,7 +20,12 @@ from generator.errors import Diagnostic, LoadError
 from generator.records import Document
 from generator.yamlio import parse_yaml
 
-SNAPSHOT_API_VERSIONS: tuple[str, ...] = ("aicr.run/v1", "aicr.run/v1alpha2")
+# upstream's snapshotter writes aicr.nvidia.com/v1alpha1 (pkg/snapshotter/version.go)
+SNAPSHOT_API_VERSIONS: tuple[str, ...] = (
+    "aicr.run/v1",
+    "aicr.run/v1alpha2",
+    "aicr.nvidia.com/v1alpha1",
+)
 SCHEMA = "snapshot"
 # Types whose subtype names contain dots: the key follows the last dot.
 DOTTED_SUBTYPE_TYPES: frozenset[str] = frozenset({"SystemD"})

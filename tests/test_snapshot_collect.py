@@ -118,7 +118,7 @@ def test_counts_follow_the_objects_not_the_file() -> None:
 def test_snapshot_has_upstreams_shape_and_says_how_each_reading_was_measured() -> None:
     doc = snapshot_document(readings_from(_outputs()), {})
     jsonschema.Draft202012Validator(schemas.schema("snapshot")).validate(doc)
-    assert (doc["apiVersion"], doc["kind"]) == ("aicr.run/v1", "Snapshot")
+    assert (doc["apiVersion"], doc["kind"]) == ("aicr.nvidia.com/v1alpha1", "Snapshot")
     assert all(isinstance(v, str) for v in doc["metadata"].values())
     for m in doc["measurements"]:
         assert set(m) == {"type", "subtypes"}
