@@ -47,14 +47,28 @@ serve: $(STAMP)
 clean:
 	rm -rf site .cache build
 
-# Preflight on the sample snapshots: the healthy ones pass (0), each defect variant is classified
-# (1 = catalog-owned defect, 3 = infrastructure prerequisite unmet). Run on every pull request.
+# Preflight on the sample snapshots, for the seed recipe (gb300-eks-ubuntu-training-slurm) and
+# its non-Slurm parent, at both scale profiles: the healthy snapshots pass (0), each defect variant
+# is classified (1 = catalog-owned defect, 3 = infrastructure prerequisite unmet). Run on every
+# pull request.
 SNAP := catalog/scale/snapshots
+PREFLIGHT_RECIPES := gb300-eks-ubuntu-training-slurm gb300-eks-ubuntu-training
 preflight-samples: $(STAMP)
-	@set -e; check() { set +e; $(BIN)/aicr-catalog preflight --recipe gb300-eks-ubuntu-training \
-	    --scale-profile $$1 --snapshot $(SNAP)/$$2.yaml >/dev/null; rc=$$?; set -e; \
-	  if [ $$rc -ne $$3 ]; then echo "preflight $$2: exit $$rc, expected $$3"; exit 1; fi; \
-	  echo "preflight $$2: exit $$rc as expected"; }; \
-	check standard gb300-eks-36-healthy 0; check standard gb300-eks-36-catalog-defect 1; \
-	check standard gb300-eks-36-infra-defect 3; check nvl72-2304 gb300-eks-2304-healthy 0; \
-	check nvl72-2304 gb300-eks-2304-catalog-defect 1; check nvl72-2304 gb300-eks-2304-infra-defect 3
+	@set -e; check() { set +e; $(BIN)/aicr-catalog preflight --recipe $$1 \
+	    --scale-profile $$2 --snapshot $(SNAP)/$$3.yaml >/dev/null; rc=$$?; set -e; \
+	  if [ $$rc -ne $$4 ]; then echo "preflight $$1 $$2 $$3: exit $$rc, expected $$4"; exit 1; fi; \
+	  echo "preflight $$1 $$2 $$3: exit $$rc as expected"; }; \
+	for r in $(PREFLIGHT_RECIPES); do \
+	  check $$r standard gb300-eks-36-healthy 0; check $$r standard gb300-eks-36-catalog-defect 1; \
+	  check $$r standard gb300-eks-36-infra-defect 3; check $$r nvl72-2304 gb300-eks-2304-healthy 0; \
+	  check $$r nvl72-2304 gb300-eks-2304-catalog-defect 1; \
+	  check $$r nvl72-2304 gb300-eks-2304-infra-defect 3; \
+	done; \
+	$(BIN)/aicr-catalog snapshot --from tests/fixtures/kubectl/gb300-eks-36 \
+	  -o .cache/preflight-samples/gb300-eks-36-collected.yaml 2>/dev/null; \
+	SNAP=.cache/preflight-samples; \
+	for r in $(PREFLIGHT_RECIPES); do \
+	  $(BIN)/aicr-catalog preflight --recipe $$r --snapshot $$SNAP/gb300-eks-36-collected.yaml \
+	    >/dev/null || { echo "preflight $$r on the snapshot collected from saved kubectl outputs failed"; exit 1; }; \
+	  echo "preflight $$r standard (snapshot --from tests/fixtures/kubectl/gb300-eks-36): exit 0 as expected"; \
+	done

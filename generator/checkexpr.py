@@ -273,6 +273,7 @@ FUNCTIONS: Mapping[str, Callable[..., Any]] = {
     "component": lambda env, name: str(name) in env.components,
     "criteria": _criteria,
     "count": _fn(to_count),
+    "percent": _fn(lambda x: f"{_num(x)}%"),  # percent(10) -> "10%", for count()
     "bytes": _fn(to_bytes),
     "seconds": _fn(to_seconds),
     "cpu": _fn(to_cpu),

@@ -1,7 +1,8 @@
 """The `aicr-catalog` command line: a thin click group; one module per command in `commands/`.
 
 Exit codes (every command): 0 ok, 1 bad data or a failed check, 2 usage. `preflight` adds 3
-(only infrastructure prerequisites unmet); `pins` adds 4 (the check could not complete).
+(infrastructure prerequisites unmet) and 4 (insufficient data); `pins` adds 4 (the check could
+not complete).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "pins": "generator.commands.pins:command",
     "evidence": "generator.commands.evidence:command",
     "preflight": "generator.commands.preflight:command",
+    "snapshot": "generator.commands.snapshot:command",
     "build": "generator.commands.build:command",
     "serve": "generator.commands.serve:command",
     "qualify": "generator.commands.qualify:command",
@@ -130,7 +132,8 @@ def main() -> None:
 
     Every command that reads a catalog takes --catalog PATH (default: ./catalog).
     Exit codes: 0 ok, 1 bad data or failed check (also: the disk is full), 2 usage (also: a
-    read-only output directory, a port in use); preflight adds 3, pins adds 4.
+    read-only output directory, a port in use); preflight adds 3 (infrastructure) and 4
+    (insufficient data), pins adds 4.
     """
 
 

@@ -12,6 +12,7 @@ it can be trusted by later stages. Problems are collected, never raised one at a
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -61,12 +62,28 @@ def read_file(root: Path, path: Path) -> tuple[bytes | None, tuple[Diagnostic, .
         return None, (safeio.diagnostic(rel, r),)
 
 
+_HELM_ACTION = re.compile(rb"\{\{.*?\}\}", re.S)
+
+
+def _blank_actions(raw: bytes) -> bytes:
+    """A manifest is a Helm template: its `{{ ... }}` actions are blanked (spaces, newlines kept)
+    so the YAML around them is still parsed and located; it is never read for its values."""
+    return _HELM_ACTION.sub(lambda m: re.sub(rb"[^\n]", b" ", m.group()), raw)
+
+
 def parse_file(
-    root: Path, path: Path, *, multi: bool = False, allow_empty: bool = False
+    root: Path,
+    path: Path,
+    *,
+    multi: bool = False,
+    allow_empty: bool = False,
+    template: bool = False,
 ) -> tuple[Document | None, tuple[Diagnostic, ...]]:
     raw, diags = read_file(root, path)
     if raw is None:
         return None, diags
+    if template:
+        raw = _blank_actions(raw)
     try:
         return parse_yaml(raw, _rel(root, path), multi=multi, allow_empty=allow_empty), ()
     except LoadError as e:
@@ -260,6 +277,7 @@ def profile_from(doc: Document) -> ScaleProfile:
                     value=entry.get("value"),
                     rationale=entry.get("rationale", ""),
                     status=entry.get("status", "proposed"),
+                    evidence=tuple(entry.get("evidence") or ()),
                 )
             )
     nodes = spec.get("nodes") or {}

@@ -38,6 +38,7 @@ from generator.checkexpr import (
     expr_names,
     truth,
 )
+from generator.collect import how_to_collect
 from generator.errors import Diagnostic, ValidationError
 from generator.records import Catalog, Constraint, Document, RecipeResult, ScaleProfile
 from generator.snapshot import Snapshot, split_path
@@ -45,6 +46,7 @@ from generator.snapshot import Snapshot, split_path
 CHECKS_FILE = "scale/checks.yaml"
 CHECKS_SCHEMA = "scale-checks"
 REPORT_API_VERSION = "catalog.aicr.run/v1alpha1"
+EXIT_CATALOG, EXIT_INFRASTRUCTURE, EXIT_INSUFFICIENT = 1, 3, 4
 
 
 class Owner(StrEnum):
@@ -139,6 +141,7 @@ class Finding:
     remediation: str
     message: str
     unit: str | None = None
+    missing: str | None = None  # the reading an unavailable finding lacks
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -155,6 +158,7 @@ class Finding:
             "remediation": self.remediation,
             "message": self.message,
             "unit": self.unit,
+            "missing": self.missing,
         }
 
 
@@ -168,6 +172,7 @@ class PreflightReport:
     nodes_observed: int | None
     snapshot: str
     findings: tuple[Finding, ...]  # sorted by id
+    snapshot_digest: str | None = None
 
     def count(self, result: Result, owner: Owner | None = None) -> int:
         return sum(
@@ -182,15 +187,26 @@ class PreflightReport:
             if f.severity == "error" and f.result in (Result.FAIL, Result.UNAVAILABLE)
         )
 
+    def missing_readings(self) -> dict[str, tuple[str, ...]]:
+        """Reading -> the error-severity checks that lack it, sorted."""
+        out: dict[str, list[str]] = {}
+        for f in self.blocking():
+            if f.result is Result.UNAVAILABLE:
+                out.setdefault(f.missing or "(unknown reading)", []).append(f.id)
+        return {k: tuple(sorted(v)) for k, v in sorted(out.items())}
+
     @property
     def exit_code(self) -> int:
-        """0 nothing blocking; 1 a catalog-owned failure; 3 only infrastructure failures or data
-        missing for an error-severity check (never a pass)."""
+        """0 nothing blocking; 1 a catalog-owned failure; 3 infrastructure failures (and no
+        catalog-owned one); 4 no failure, but error-severity checks lack data (never a pass)."""
         blocking = self.blocking()
-        if any(f.result is Result.FAIL and f.owner is Owner.CATALOG for f in blocking):
-            return 1
+        failed = [f for f in blocking if f.result is Result.FAIL]
+        if any(f.owner is Owner.CATALOG for f in failed):
+            return EXIT_CATALOG
+        if failed:
+            return EXIT_INFRASTRUCTURE
         if blocking:
-            return 3
+            return EXIT_INSUFFICIENT
         return 0
 
 
@@ -419,7 +435,14 @@ def _expected_text(op: str, expected: Any, unit: str | None = None) -> str:
     return f"{op} {_show(expected, unit)}"
 
 
-def _finding(check: Check, result: Result, observed: Any, expected: str, message: str) -> Finding:
+def _finding(
+    check: Check,
+    result: Result,
+    observed: Any,
+    expected: str,
+    message: str,
+    missing: str | None = None,
+) -> Finding:
     return Finding(
         id=check.id,
         source=check.source,
@@ -434,6 +457,7 @@ def _finding(check: Check, result: Result, observed: Any, expected: str, message
         remediation=check.remediation,
         message=message,
         unit=check.unit,
+        missing=missing,
     )
 
 
@@ -459,7 +483,8 @@ def evaluate(check: Check, scope: Scope) -> Finding:
         expected = check.value if check.expected is None else evaluate_expr(check.expected, scope)
     except Unavailable as e:
         return _finding(check, Result.UNAVAILABLE, None, _static_expected(check),
-                        f"the snapshot has no reading {e.what}; missing data is never a pass")  # fmt: skip
+                        f"the snapshot has no reading {e.what}; missing data is never a pass",
+                        missing=e.what)  # fmt: skip
     except NotApplicable as e:
         return _finding(check, Result.SKIPPED, None, _static_expected(check), str(e))
     except Unset as e:
@@ -492,14 +517,52 @@ def _observed_nodes(snapshot: Snapshot) -> int | None:
     return int(n) if n is not None and float(n).is_integer() else None
 
 
+def rendered_values(tree: Mapping[str, Any]) -> dict[str, tuple[Mapping[str, Any], ...]]:
+    """Each component's values as a rendered bundle ships them: component -> the values of each
+    of its releases, in bundle order (its chart's, and any local chart of its manifests; a
+    release that hands Helm no values, such as a folder of plain manifests, is not listed).
+
+    Read through `bundle-info.yaml`'s releases (component, path): `<path>/values.yaml` (a local
+    chart nests the component's values under its name, as its templates read them), or the
+    `spec.values` of `<path>/helmrelease.yaml` (flux). `tree` is a `render_bundle` result.
+    """
+    import yaml
+
+    def load(rel: str) -> Any:
+        f = tree.get(rel)
+        return None if f is None else yaml.safe_load(f.data)
+
+    info = load("bundle-info.yaml")
+    if not isinstance(info, dict):
+        raise ValueError("the bundle has no bundle-info.yaml")
+    out: dict[str, list[Mapping[str, Any]]] = {}
+    for rel in info.get("releases") or ():
+        comp, path = str(rel["component"]), str(rel["path"])
+        values = load(f"{path}/values.yaml")
+        if values is None:
+            release = load(f"{path}/helmrelease.yaml")
+            values = (
+                (release or {}).get("spec", {}).get("values") if isinstance(release, dict) else None
+            )
+        if not isinstance(values, dict):
+            continue  # a release with no values (plain manifests applied as they are)
+        if set(values) == {comp} and isinstance(values[comp], dict):
+            values = values[comp]  # a local chart of the component's manifests (nested values)
+        out.setdefault(comp, []).append(values)
+    return {k: tuple(v) for k, v in sorted(out.items())}
+
+
 def scope_for(
     result: RecipeResult,
     profile: ScaleProfile,
     checks: CheckSet,
     snapshot: Snapshot,
     nodes: int | None,
+    values: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Scope:
-    """What check expressions see: readings, resolved values, criteria, names and tables."""
+    """What check expressions see: readings, the configuration's values, criteria, names and
+    tables. `values` (component -> values, from `rendered_values` of the recipe's bundle) is the
+    one source for v(); without it, the resolved values of `result` (the same merge)."""
     sizes = [n for n in (nodes, _observed_nodes(snapshot)) if n is not None]
     names: dict[str, Any] = dict(checks.constants)
     names.update(
@@ -508,9 +571,15 @@ def scope_for(
     if sizes:
         # the larger of the declared and the observed GPU nodes: sizing checks never understate
         names["nodes"] = max(sizes)
+    components = {c.name: c.values for c in result.components}
+    if values is not None:
+        absent = sorted(set(components) - set(values))
+        if absent:  # the bundle was rendered from another recipe: a bug, not bad input
+            raise ValueError(f"the bundle's values lack component(s) {', '.join(absent)}")
+        components = {name: values[name] for name in components}
     return Scope(
         readings=snapshot.readings,
-        components={c.name: c.values for c in result.components},
+        components=components,
         criteria={d: v for d, v in result.criteria.to_json().items()},
         names=names,
         tables=checks.tables,
@@ -524,15 +593,19 @@ def preflight(
     checks: CheckSet,
     snapshot: Snapshot,
     nodes: int | None = None,
+    values: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> PreflightReport:
     """Evaluate every check of (recipe, profile, shared checks) against `snapshot`.
+
+    `values`: each component's values as the recipe's bundle renders them (`rendered_values`);
+    the CLI always passes them, so a check on the configuration reads what the bundle ships.
 
     `nodes` is the GPU-node count the user declared (`--nodes`). Expressions size their checks
     with the larger of it and the snapshot's `K8s.nodes.gpu`, so a declaration below the observed
     cluster cannot hide a sizing defect.
     """
     observed_nodes = _observed_nodes(snapshot)
-    scope = scope_for(result, profile, checks, snapshot, nodes)
+    scope = scope_for(result, profile, checks, snapshot, nodes, values)
     findings = tuple(evaluate(c, scope) for c in all_checks(result, profile, checks))
     return PreflightReport(
         recipe=result.name,
@@ -543,6 +616,7 @@ def preflight(
         nodes_observed=observed_nodes,
         snapshot=snapshot.rel,
         findings=findings,
+        snapshot_digest=snapshot.digest,
     )
 
 
@@ -624,7 +698,9 @@ def scale_diagnostics(catalog: Catalog) -> tuple[Diagnostic, ...]:
 _EXIT_MEANING = {
     0: "no blocking finding",
     1: "a catalog-owned defect in the resolved configuration",
-    3: "infrastructure prerequisites unmet or unverified (the catalog configuration is not at fault)",
+    3: "infrastructure prerequisites unmet (no catalog-owned check failed)",
+    4: "insufficient data: error-severity checks lack readings (nothing failed; nothing is shown "
+    "to hold either)",
 }
 _RESULT_ORDER = {Result.FAIL: 0, Result.UNAVAILABLE: 1, Result.PASS: 2, Result.SKIPPED: 3}
 
@@ -638,6 +714,7 @@ def report_json(report: PreflightReport) -> dict[str, Any]:
         "scaleProfile": {"name": report.profile, "version": report.profile_version},
         "nodes": {"declared": report.nodes_declared, "observed": report.nodes_observed},
         "snapshot": report.snapshot,
+        "snapshotDigest": report.snapshot_digest,
         "summary": {
             "checks": len(report.findings),
             "pass": report.count(Result.PASS),
@@ -646,9 +723,14 @@ def report_json(report: PreflightReport) -> dict[str, Any]:
             "unavailable": report.count(Result.UNAVAILABLE),
             "catalogFailures": report.count(Result.FAIL, Owner.CATALOG),
             "infrastructureFailures": report.count(Result.FAIL, Owner.INFRASTRUCTURE),
+            "missingReadings": len(report.missing_readings()),
             "exitCode": report.exit_code,
         },
         "findings": [f.to_json() for f in report.findings],
+        "missingReadings": [
+            {"reading": r, "checks": list(ids), "howToCollect": how_to_collect(r)}
+            for r, ids in report.missing_readings().items()
+        ],
     }
 
 
@@ -686,6 +768,13 @@ def render_text(report: PreflightReport) -> str:
         elif f.result is Result.SKIPPED and f.message:
             lines.append(f"    skipped: {f.message}")
     code = report.exit_code
+    missing = report.missing_readings()
+    if missing:
+        noun = "reading" if len(missing) == 1 else "readings"
+        lines += ["", f"insufficient data: {len(missing)} {noun} missing"]
+        for reading, ids in missing.items():
+            lines.append(f"  {reading} (needed by {', '.join(ids)})")
+            lines.append(f"    collect: {how_to_collect(reading)}")
     lines += [
         "",
         f"{len(report.findings)} checks: {report.count(Result.PASS)} pass, "

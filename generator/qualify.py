@@ -11,12 +11,19 @@ Two parts, both pure (no file is read or written here):
 
 A run's raw results directory holds:
 
-    run.yaml               bundleDigest, componentVersions (as running), optional finishedAt, sample
+    run.yaml               componentVersions (as running), optional finishedAt, sample, and
+                           optionally bundleDigest (then it must be the bundle qualify is given)
     deployment.ctrf.json   one CTRF report per phase; each test is one scenario, named by its id,
     conformance.ctrf.json  with `extra.targets` = how many nodes/objects it ran on
     performance.ctrf.json
     kpis.json              {"kpis": [{id, value | numerator+denominator, unit, targets}]}
-    snapshot.yaml          the AICR Snapshot of the cluster the run saw
+    snapshot.yaml          the AICR Snapshot of the cluster the run saw (`aicr-catalog snapshot`)
+    preflight.json         `aicr-catalog preflight --format json` on that snapshot.yaml
+
+Besides the results, `qualify` takes the bundle that was deployed (its archive, or its digest):
+the statement records the digests of the preflight report and of the bundle, and a run whose
+preflight did not pass (exit 0) on its own snapshot, for the same recipe digest and profile
+version, cannot pass.
 
 Fail closed: the verdict is `pass` only when every required scenario of every required phase was
 executed on at least one target and passed, every applicable KPI was measured on enough targets
@@ -28,6 +35,7 @@ the lane's, and the running component versions are the recipe's pins. Every othe
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import math
 import operator as op
@@ -353,16 +361,99 @@ class RunResults:
     phases: Mapping[str, tuple[RawCheck, ...]]
     kpis: tuple[RawKpi, ...]
     measurements: Mapping[str, Any]  # snapshot "{Type}.{Subtype}.{Key}" -> value
-    bundle_digest: str
+    bundle_digest: str | None  # as run.yaml states it (optional)
     component_versions: Mapping[str, str]
     finished_at: str | None = None
     sample: bool = False
+    snapshot_digest: str | None = None  # sha256 of snapshot.yaml
+    preflight: PreflightBinding | None = None  # preflight.json
+
+
+@dataclass(frozen=True, slots=True)
+class PreflightBinding:
+    """What a qualification needs of a preflight report: its digest and what it was run on."""
+
+    digest: str  # sha256 of the report file
+    recipe: str
+    recipe_digest: str
+    profile: str
+    profile_version: str
+    exit_code: int
+    snapshot_digest: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class BundleBinding:
+    """The deployed bundle: its digest, and (from an archive) the recipe it was rendered from."""
+
+    digest: str
+    recipe_digest: str | None = None
+    profile: str | None = None
+    profile_version: str | None = None
+
+
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def parse_preflight(raw: bytes, rel: str = "preflight.json") -> PreflightBinding:
+    """A `preflight --format json` report; raises LoadError when it is not one."""
+    doc = _json(raw, rel)
+    problems = sorted(f"{e.json_path}: {e.message}"
+                      for e in schemas.validator("preflight-report").iter_errors(doc))  # fmt: skip
+    if problems:
+        raise _fail(rel, "not an aicr-catalog preflight --format json report: " + problems[0],
+                    "results.preflight")  # fmt: skip
+    return PreflightBinding(
+        digest="sha256:" + hashlib.sha256(raw).hexdigest(),
+        recipe=doc["recipe"]["name"],
+        recipe_digest=doc["recipe"]["digest"],
+        profile=doc["scaleProfile"]["name"],
+        profile_version=doc["scaleProfile"]["version"],
+        exit_code=int(doc["summary"]["exitCode"]),
+        snapshot_digest=doc.get("snapshotDigest"),
+    )
+
+
+def bundle_binding(given: str, read: Callable[[str], bytes]) -> BundleBinding:
+    """`--bundle`: a digest (`sha256:<hex>`) or the path of the bundle archive, whose
+    bundle-info.yaml names the recipe digest and profile it was rendered from."""
+    if given.startswith("sha256:"):
+        if not _DIGEST.fullmatch(given):
+            raise UsageError(f"--bundle {given!r} is not sha256:<64 hex>")
+        return BundleBinding(digest=given)
+    import io
+    import tarfile
+
+    raw = read(given)
+    digest = "sha256:" + hashlib.sha256(raw).hexdigest()
+    try:
+        with tarfile.open(fileobj=io.BytesIO(raw), mode="r:gz") as tar:
+            member = next((m for m in tar.getmembers()
+                           if m.isfile() and m.name.split("/")[-1] == "bundle-info.yaml"
+                           and m.name.count("/") <= 1), None)  # fmt: skip
+            data = tar.extractfile(member).read() if member is not None else None  # type: ignore[union-attr]
+    except (tarfile.TarError, OSError, EOFError) as e:
+        raise UsageError(f"--bundle {given}: not a bundle archive: {e}") from e
+    if data is None:
+        raise UsageError(f"--bundle {given}: the archive has no bundle-info.yaml")
+    info = parse_yaml(data, "bundle-info.yaml").data
+    if not isinstance(info, dict):
+        raise UsageError(f"--bundle {given}: bundle-info.yaml is not a mapping")
+    recipe = info.get("recipe") or {}
+    profile = info.get("scaleProfile") or {}
+    return BundleBinding(
+        digest=digest,
+        recipe_digest=str(recipe.get("digest")) if recipe.get("digest") else None,
+        profile=str(profile.get("name")) if profile.get("name") else None,
+        profile_version=str(profile.get("version")) if profile.get("version") else None,
+    )
 
 
 RUN_FILE = "run.yaml"
 KPI_FILE = "kpis.json"
 SNAPSHOT_FILE = "snapshot.yaml"
 CTRF_SUFFIX = ".ctrf.json"
+PREFLIGHT_FILE = "preflight.json"
 
 
 def _fail(rel: str, message: str, rule: str, json_path: str = "$") -> LoadError:
@@ -435,7 +526,7 @@ def parse_run(files: Mapping[str, bytes], phases: Sequence[str]) -> RunResults:
     if not isinstance(run, dict):
         raise _fail(RUN_FILE, "run.yaml is not a mapping", "results.run")
     digest = run.get("bundleDigest")
-    if not isinstance(digest, str) or not digest.startswith("sha256:") or len(digest) != 71:
+    if digest is not None and not _DIGEST.fullmatch(str(digest)):
         raise _fail(
             RUN_FILE, "bundleDigest must be sha256:<64 hex>", "results.run", "$.bundleDigest"
         )
@@ -467,17 +558,22 @@ def parse_run(files: Mapping[str, bytes], phases: Sequence[str]) -> RunResults:
                 )
             )
     measurements: dict[str, Any] = {}
+    snapshot_digest = None
     if SNAPSHOT_FILE in files:
         measurements = flatten_snapshot(parse_yaml(files[SNAPSHOT_FILE], SNAPSHOT_FILE).data)
+        snapshot_digest = "sha256:" + hashlib.sha256(files[SNAPSHOT_FILE]).hexdigest()
+    preflight = parse_preflight(files[PREFLIGHT_FILE]) if PREFLIGHT_FILE in files else None
     finished = run.get("finishedAt")
     return RunResults(
         phases=checks,
         kpis=tuple(kpis),
         measurements=measurements,
-        bundle_digest=digest,
+        bundle_digest=str(digest) if digest is not None else None,
         component_versions={str(k): str(v) for k, v in sorted(versions.items())},
         finished_at=str(finished) if finished is not None else None,
         sample=run.get("sample") is True,
+        snapshot_digest=snapshot_digest,
+        preflight=preflight,
     )
 
 
@@ -613,6 +709,7 @@ def qualify(
     ladder: Sequence[str],
     run: RunResults,
     *,
+    bundle: BundleBinding,
     attested_at: str,
     sample: bool = False,
 ) -> Qualification:
@@ -651,6 +748,7 @@ def qualify(
             reasons.append(
                 f"component {comp.name}: running {running}, the recipe pins {comp.version}"
             )
+    reasons.extend(_binding_reasons(recipe, run, bundle))
     reasons.extend(_check_reasons(lanes, lane, recipe.criteria, run))
     kpis, kpi_reasons = _kpi_results(lanes, lane, recipe.criteria, run)
     reasons.extend(kpi_reasons)
@@ -660,7 +758,16 @@ def qualify(
         "scaleProfile": {"name": recipe.scale_profile, "version": recipe.scale_profile_version},
         "lane": {"name": lane.name, "nodes": lane.nodes, "criteriaVersion": lane.criteria_version},
         "observed": {"nodes": nodes or 0, "gpus": gpus or 0},
-        "bundleDigest": run.bundle_digest,
+        "bundleDigest": bundle.digest,
+        "preflight": (
+            {
+                "digest": run.preflight.digest,
+                "exitCode": run.preflight.exit_code,
+                "snapshotDigest": run.preflight.snapshot_digest,
+            }
+            if run.preflight is not None
+            else None
+        ),
         "componentVersions": dict(run.component_versions),
         "phases": {p: _phase_json(run, p) for p in ("deployment", "conformance", "performance")},
         "kpis": kpis,
@@ -680,6 +787,42 @@ def qualify(
         verdict=verdict,
         reasons=tuple(reasons),
     )
+
+
+def _binding_reasons(recipe: RecipeResult, run: RunResults, bundle: BundleBinding) -> list[str]:
+    """What ties the run to what was tested: a passing preflight of the same recipe digest and
+    profile version on the run's own snapshot, and the bundle rendered from that recipe."""
+    out: list[str] = []
+    pf = run.preflight
+    if pf is None:
+        out.append(f"no preflight report ({PREFLIGHT_FILE}): run `aicr-catalog preflight "
+                   "--format json` on the run's snapshot.yaml")  # fmt: skip
+    else:
+        if pf.recipe_digest != recipe.digest:
+            out.append(f"the preflight report is for recipe digest {pf.recipe_digest}, "
+                       f"not {recipe.digest}")  # fmt: skip
+        if (pf.profile, pf.profile_version) != (recipe.scale_profile, recipe.scale_profile_version):
+            out.append(f"the preflight report is for scale profile {pf.profile} "
+                       f"{pf.profile_version}, not {recipe.scale_profile} "
+                       f"{recipe.scale_profile_version}")  # fmt: skip
+        if pf.exit_code != 0:
+            out.append(f"preflight did not pass (exit {pf.exit_code})")
+        if run.snapshot_digest is None or pf.snapshot_digest != run.snapshot_digest:
+            out.append("the preflight report was not run on the run's snapshot.yaml "
+                       f"({pf.snapshot_digest or 'no snapshot digest'} vs "
+                       f"{run.snapshot_digest or 'no snapshot.yaml'})")  # fmt: skip
+    if run.bundle_digest is not None and run.bundle_digest != bundle.digest:
+        out.append(f"run.yaml says bundle {run.bundle_digest}, qualify was given {bundle.digest}")
+    if bundle.recipe_digest is not None and bundle.recipe_digest != recipe.digest:
+        out.append(f"the bundle was rendered from recipe digest {bundle.recipe_digest}, "
+                   f"not {recipe.digest}")  # fmt: skip
+    if bundle.profile is not None and (bundle.profile, bundle.profile_version) != (
+        recipe.scale_profile,
+        recipe.scale_profile_version,
+    ):
+        out.append(f"the bundle was rendered with scale profile {bundle.profile} "
+                   f"{bundle.profile_version}")  # fmt: skip
+    return out
 
 
 def attested_at_from(epoch: str | None, run: RunResults, given: str | None) -> str:
@@ -720,7 +863,10 @@ def check_lanes(
     """Every problem of lanes.yaml and of the profiles' ladders, located (for `validate`).
 
     lanes.yaml: its schema and cross-references (see `parse_lanes`). Each profile's
-    `spec.ladder`: every lane exists, in ascending order, none above the profile's band.
+    `spec.ladder` agrees with its band `spec.nodes`: every lane exists, in ascending order, each
+    within the band (a lane below it would qualify a size the profile is not meant for, one above
+    it a size it does not cover), and the top lane reaches the band's maximum (the band claims no
+    size its ladder cannot qualify).
     """
     try:
         lanes = lanes_of(documents)
@@ -761,16 +907,110 @@ def check_lanes(
                     )
                 )
             previous = max(previous, order[name])
+            band = f"({profile.nodes_min}–{profile.nodes_max})"
             if lane.nodes > profile.nodes_max:
                 out.append(
-                    Diagnostic(
-                        rel,
-                        line,
-                        col,
-                        path,
-                        f"'{name}' needs {lane.nodes} nodes, above the profile's band "
-                        f"({profile.nodes_min}–{profile.nodes_max})",
-                        "ladder.above-band",
-                    )
-                )
+                    Diagnostic(rel, line, col, path,
+                               f"'{name}' needs {lane.nodes} nodes, above the profile's band {band}",
+                               "ladder.above-band")
+                )  # fmt: skip
+            elif lane.nodes < profile.nodes_min:
+                out.append(
+                    Diagnostic(rel, line, col, path,
+                               f"'{name}' runs on {lane.nodes} nodes, below the profile's band "
+                               f"{band}: lower spec.nodes.min to {lane.nodes} or drop the lane",
+                               "ladder.below-band")
+                )  # fmt: skip
+        top = [lanes.lane(n) for n in profile.ladder]
+        tops = [ln.nodes for ln in top if ln is not None]
+        if tops and max(tops) < profile.nodes_max:
+            line, col = doc.locate("$.spec.nodes") if doc is not None else (0, 0)
+            out.append(
+                Diagnostic(rel, line, col, "$.spec.nodes",
+                           f"the band reaches {profile.nodes_max} nodes but the ladder's top lane "
+                           f"runs on {max(tops)}: no lane can qualify the rest of the band",
+                           "ladder.band-uncovered")
+            )  # fmt: skip
     return sort_diagnostics(out)
+
+
+def qualified_diagnostics(
+    profiles: Mapping[str, ScaleProfile],
+    records: Mapping[str, Any],
+    evidence_dir: str,
+) -> tuple[Diagnostic, ...]:
+    """Every `status: qualified` owned value must name counted evidence at its profile version.
+
+    `records` maps each referenced file (relative to `evidence_dir`) to its verification record
+    (`VerifiedEvidence | RejectedEvidence`, `None` when the file is absent). Counted means: the
+    signature and signer verified, the recipe digest is current (not stale), the predicate is a
+    scale qualification of this profile's name and version on a lane of its ladder, its verdict
+    is pass, and it carries a passing preflight report.
+    """
+    out: list[Diagnostic] = []
+    for name, profile in sorted(profiles.items()):
+        doc = profile.doc
+        rel = doc.rel if doc is not None else f"scale/profiles/{name}.yaml"
+        for ov in profile.owned_values:
+            if ov.status != "qualified":
+                continue
+            for i, ref in enumerate(ov.evidence):
+                jp = f"$.spec.ownedValues['{ov.component}']['{ov.path}'].evidence[{i}]"
+                line, col = doc.locate(jp) if doc is not None else (0, 0)
+                record = records.get(ref)
+                why = _not_counted(record, profile)
+                if why is not None:
+                    out.append(Diagnostic(rel, line, col, jp,
+                                          f"{evidence_dir}/{ref} does not qualify "
+                                          f"{ov.component} {ov.path} at {name} "
+                                          f"{profile.version}: {why}",
+                                          "scale.qualified-evidence"))  # fmt: skip
+    return sort_diagnostics(out)
+
+
+def _not_counted(record: Any, profile: ScaleProfile) -> str | None:
+    from generator.evidence.model import SCALE_QUALIFICATION_V1, VerifiedEvidence
+
+    if record is None:
+        return "no such evidence file"
+    if not isinstance(record, VerifiedEvidence):
+        return f"not verified ({record.klass}: {record.message})"
+    st = record.statement
+    if st.predicate_type != SCALE_QUALIFICATION_V1:
+        return f"not a scale qualification ({st.predicate_type})"
+    if record.stale:
+        return "stale: the recipe digest it names is not the current one"
+    if (st.scale_profile, st.scale_profile_version) != (profile.name, profile.version):
+        return f"it qualifies scale profile {st.scale_profile} {st.scale_profile_version}"
+    if st.lane not in profile.ladder:
+        return f"lane {st.lane} is not on the profile's ladder"
+    if st.predicate.get("verdict") != "pass":
+        return "its verdict is fail"
+    preflight = st.predicate.get("preflight")
+    if not isinstance(preflight, dict) or preflight.get("exitCode") != 0:
+        return "it carries no passing preflight report"
+    return None
+
+
+def verify_qualified_evidence(
+    profiles: Mapping[str, ScaleProfile],
+    evidence_root: Any,
+    catalog: Any,
+    trust_roots: Sequence[str],
+) -> dict[str, Any]:
+    """Verify the evidence files the qualified owned values name (and only those)."""
+    from pathlib import Path
+
+    from generator.evidence.collect import verify_paths
+
+    root = Path(evidence_root)
+    refs = sorted({r for p in profiles.values() for ov in p.owned_values
+                   if ov.status == "qualified" for r in ov.evidence})  # fmt: skip
+    present = [root / r for r in refs if (root / r).is_file()]
+    out: dict[str, Any] = {r: None for r in refs}
+    if present:
+        run = verify_paths(present, catalog_dir=Path(catalog.root), trust_roots=trust_roots,
+                           catalog=catalog, base=root)  # fmt: skip
+        for rec in run.records:
+            out[Path(rec.path).as_posix()] = rec
+    return out

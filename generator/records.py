@@ -161,6 +161,9 @@ class OwnedValue:
     value: Any
     rationale: str
     status: str = "proposed"  # proposed | qualified
+    evidence: tuple[
+        str, ...
+    ] = ()  # qualified: evidence files (`<recipe>/<source>/<sha>.sigstore.json`)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,12 @@ from generator.errors import Diagnostic, LoadError
 from generator.records import Document
 from generator.yamlio import parse_yaml
 
-SNAPSHOT_API_VERSIONS: tuple[str, ...] = ("aicr.run/v1", "aicr.run/v1alpha2")
+# upstream's snapshotter writes aicr.nvidia.com/v1alpha1 (pkg/snapshotter/version.go)
+SNAPSHOT_API_VERSIONS: tuple[str, ...] = (
+    "aicr.run/v1",
+    "aicr.run/v1alpha2",
+    "aicr.nvidia.com/v1alpha1",
+)
 SCHEMA = "snapshot"
 # Types whose subtype names contain dots: the key follows the last dot.
 DOTTED_SUBTYPE_TYPES: frozenset[str] = frozenset({"SystemD"})
@@ -34,6 +39,7 @@ class Snapshot:
     api_version: str
     metadata: Mapping[str, str]
     readings: Mapping[str, Reading]  # "{Type}.{Subtype}.{Key}" -> scalar
+    digest: str | None = None  # sha256:<hex> of the file as read (parse_snapshot)
 
     def get(self, path: str) -> Reading | None:
         return self.readings.get(path)
@@ -128,7 +134,12 @@ def snapshot_from(doc: Document) -> Snapshot:
 
 def parse_snapshot(raw: bytes | str, rel: str) -> Snapshot:
     """Parse snapshot bytes (YAML or JSON); raises LoadError with located diagnostics."""
-    return snapshot_from(parse_yaml(raw, rel))
+    import hashlib
+    from dataclasses import replace
+
+    data = raw.encode() if isinstance(raw, str) else raw
+    snap = snapshot_from(parse_yaml(raw, rel))
+    return replace(snap, digest="sha256:" + hashlib.sha256(data).hexdigest())
 
 
 def scale_measurement_keys() -> dict[str, dict[str, Any]]:

@@ -485,9 +485,15 @@ def authority_seed(seed: int) -> bytes:
 def _sign(run: PlannedRun) -> tuple[str, bytes]:
     from generator.evidence.sign import sign_offline
     from generator.evidence.store import evidence_path
-    from generator.qualify import RUN_FILE, parse_run, qualify
+    from generator.qualify import RUN_FILE, BundleBinding, parse_run, qualify
     from generator.resolve import resolve
-    from generator.samples import SampleRun, finished_at, raw_results, recipe_before
+    from generator.samples import (
+        SampleRun,
+        finished_at,
+        raw_results,
+        recipe_before,
+        sample_bundle_digest,
+    )
 
     key = (run.leaf, run.profile)
     recipe = _W["resolved"].get(key)
@@ -523,6 +529,7 @@ def _sign(run: PlannedRun) -> tuple[str, bytes]:
         recipe,
         _W["ladders"].get(run.profile, ()),
         parse_run(files, lane.phases),
+        bundle=BundleBinding(digest=sample_bundle_digest(recipe)),
         attested_at=finished_at(sample),
     )
     bundle = sign_offline(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -369,10 +369,19 @@ def check_scale_data(catalog: Catalog) -> Iterator[Diagnostic]:
 
 
 def validate_catalog(
-    catalog: Catalog, strict: bool = False, load_diagnostics: Iterable[Diagnostic] = ()
+    catalog: Catalog,
+    strict: bool = False,
+    load_diagnostics: Iterable[Diagnostic] = (),
+    evidence_dir: Path | None = None,
+    trust_roots: Sequence[str] = (),
 ) -> tuple[Diagnostic, ...]:
-    """Every problem in the catalog, sorted. `--strict` turns warnings into errors."""
+    """Every problem in the catalog, sorted. `--strict` turns warnings into errors.
+
+    `evidence_dir`: where the evidence that `status: qualified` owned values name is verified
+    (with `trust_roots`); qualified values without an evidence directory are an error.
+    """
     out: list[Diagnostic] = list(load_diagnostics)
+    out.extend(_qualified(catalog, evidence_dir, trust_roots))
     for ov in (*catalog.overlays.values(), *catalog.mixins.values()):
         out.extend(check_overlay(catalog, ov, strict))
     out.extend(check_ambiguity(catalog))
@@ -389,6 +398,23 @@ def validate_catalog(
     if strict:
         out = [Diagnostic(d.path, d.line, d.col, d.json_path, d.message, d.rule) for d in out]
     return sort_diagnostics(out)
+
+
+def _qualified(
+    catalog: Catalog, evidence_dir: Path | None, trust_roots: Sequence[str]
+) -> list[Diagnostic]:
+    from generator.qualify import qualified_diagnostics, verify_qualified_evidence
+
+    if not any(
+        ov.status == "qualified" for p in catalog.profiles.values() for ov in p.owned_values
+    ):
+        return []
+    if evidence_dir is None or not evidence_dir.is_dir():
+        return [Diagnostic("scale/profiles", 0, 0, "$", "owned values marked qualified cannot "
+                           "be checked without the evidence directory (validate --evidence DIR)",
+                           "scale.qualified-evidence")]  # fmt: skip
+    records = verify_qualified_evidence(catalog.profiles, evidence_dir, catalog, trust_roots)
+    return list(qualified_diagnostics(catalog.profiles, records, evidence_dir.name))
 
 
 @dataclass(frozen=True, slots=True)

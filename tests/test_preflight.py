@@ -19,6 +19,7 @@ from generator.checkexpr import (
     to_cpu,
     to_seconds,
 )
+from generator.collect import how_to_collect
 from generator.errors import ValidationError
 from generator.preflight import (
     Check,
@@ -326,8 +327,11 @@ CAT, INF = Owner.CATALOG, Owner.INFRASTRUCTURE
         ((finding(CAT, Result.PASS), finding(INF, Result.SKIPPED)), 0),
         ((finding(CAT, Result.FAIL, "warning"), finding(INF, Result.UNAVAILABLE, "warning")), 0),
         ((finding(INF, Result.FAIL),), 3),
-        ((finding(CAT, Result.UNAVAILABLE),), 3),
-        ((finding(INF, Result.UNAVAILABLE), finding(CAT, Result.PASS)), 3),
+        # data missing for an error-severity check, nothing failed: insufficient data
+        ((finding(CAT, Result.UNAVAILABLE),), 4),
+        ((finding(INF, Result.UNAVAILABLE), finding(CAT, Result.PASS)), 4),
+        ((finding(INF, Result.UNAVAILABLE), finding(INF, Result.FAIL)), 3),
+        ((finding(CAT, Result.UNAVAILABLE), finding(CAT, Result.FAIL)), 1),
         ((finding(CAT, Result.FAIL),), 1),
         ((finding(CAT, Result.FAIL), finding(INF, Result.FAIL)), 1),
     ],
@@ -373,8 +377,13 @@ def test_report_text_is_the_whole_transcript() -> None:
         "PASS        catalog        error   band                       observed 2304, expected between 37 and 2304\n"
         "PASS        catalog        error   rollout                    observed 20, expected <= 40\n"
         "\n"
+        "insufficient data: 1 reading missing\n"
+        "  K8s.dns.replicas (needed by big.dns)\n"
+        "    collect: aicr-catalog snapshot (or scripts/collect.sh, then aicr-catalog snapshot --from"
+        " DIR): status.readyReplicas of the kube-system Deployments labelled k8s-app=kube-dns\n"
+        "\n"
         "4 checks: 2 pass, 1 fail (0 catalog, 1 infrastructure), 0 skipped, 1 unavailable\n"
-        "exit 3: infrastructure prerequisites unmet or unverified (the catalog configuration is not at fault)\n"
+        "exit 3: infrastructure prerequisites unmet (no catalog-owned check failed)\n"
     )
 
 
@@ -389,12 +398,38 @@ def test_report_json_validates_is_sorted_and_deterministic() -> None:
     assert ids == sorted(ids) == ["band", "big.dns", "recipe.K8s.server.version", "rollout"]
     assert doc["summary"] == {
         "checks": 4, "pass": 2, "fail": 1, "skipped": 0, "unavailable": 1,
-        "catalogFailures": 0, "infrastructureFailures": 1, "exitCode": 3,
+        "catalogFailures": 0, "infrastructureFailures": 1, "missingReadings": 1, "exitCode": 3,
     }  # fmt: skip
+    assert doc["missingReadings"] == [
+        {"reading": "K8s.dns.replicas", "checks": ["big.dns"],
+         "howToCollect": how_to_collect("K8s.dns.replicas")},
+    ]  # fmt: skip
+    assert by_id_missing(doc) == {"big.dns": "K8s.dns.replicas"}
     by_id = {f["id"]: f for f in doc["findings"]}
     assert by_id["big.dns"]["observed"] is None and by_id["big.dns"]["result"] == "unavailable"
     assert by_id["recipe.K8s.server.version"]["source"] == "recipe"
     assert by_id["big.dns"]["source"] == "profile" and by_id["big.dns"]["area"] == "cluster-dns"
+
+
+def by_id_missing(doc: dict[str, object]) -> dict[str, str]:
+    findings = doc["findings"]
+    assert isinstance(findings, list)
+    return {f["id"]: f["missing"] for f in findings if f["missing"] is not None}
+
+
+def test_insufficient_data_exits_4_and_lists_each_reading_with_how_to_collect() -> None:
+    """Issue 18 item 3: with no failure, missing readings are insufficient data (exit 4), not an
+    infrastructure verdict (3), whoever owns the checks that lack them."""
+    r, p, cs, s = _sample_inputs()
+    s = snapshot(**{"K8s.server.version": "v1.34.1", "K8s.nodes.gpu": 2304})
+    rep_ = preflight(r, p, cs, s, 2304)
+    assert rep_.exit_code == 4
+    text = render(rep_, Format.TEXT)
+    assert "insufficient data: 1 reading missing\n  K8s.dns.replicas (needed by big.dns)\n" in text
+    assert text.endswith("exit 4: insufficient data: error-severity checks lack readings "
+                         "(nothing failed; nothing is shown to hold either)\n")  # fmt: skip
+    gh = render(rep_, Format.GITHUB)
+    assert "::notice title=preflight::exit 4: insufficient data" in gh
 
 
 def test_report_schema_rejects_an_observed_value_on_an_unavailable_finding() -> None:

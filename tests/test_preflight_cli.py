@@ -91,7 +91,7 @@ def test_large_healthy_cluster_runs_every_check() -> None:
     doc = json.loads(res.stdout)
     assert doc["summary"]["skipped"] == 0
     assert {f["source"] for f in doc["findings"]} == {"recipe", "profile", "catalog"}
-    assert doc["scaleProfile"] == {"name": "nvl72-2304", "version": "1.1.0"}
+    assert doc["scaleProfile"] == {"name": "nvl72-2304", "version": "1.2.0"}
     assert doc["nodes"] == {"declared": 2304, "observed": 2304}
 
 
@@ -139,9 +139,12 @@ def test_the_large_cluster_with_the_standard_profile_is_a_catalog_defect() -> No
         "nfd.master-parallelism", "nfd.worker-rollout-waves", "nodewright.memory-floor",
         "nodewright.interruption-budget", "nvsentinel.platform-connector-waves",
         "nvsentinel.circuit-breaker", "dra.kubelet-plugin-priority", "prometheus.memory-capacity",
-        "prometheus.storage-capacity", "kube-state-metrics.sharding", "slurm.nodeset-replicas",
+        "prometheus.storage-capacity", "kube-state-metrics.sharding",
         "slurm.tree-width", "slurm.slurmd-timeout", "dra.client-qps",
     } <= failed  # fmt: skip
+    # the recipe's nodeset runs in DaemonSet mode at every profile: it follows the cluster
+    replicas = next(f for f in doc["findings"] if f["id"] == "slurm.nodeset-replicas")
+    assert (replicas["result"], replicas["observed"]) == ("pass", 2304)
 
 
 def test_criteria_form_of_recipe_resolves_the_same_recipe() -> None:
@@ -246,5 +249,68 @@ def test_catalog_without_checks_exits_2(tmp_path: Path) -> None:
 def test_help_documents_the_exit_codes() -> None:
     res = CliRunner().invoke(main, ["preflight", "--help"])
     assert res.exit_code == 0
-    for code in ("0  no failed", "1  a catalog-owned", "3  only infrastructure", "2  usage"):
+    for code in ("0  no failed", "1  a catalog-owned", "3  infrastructure checks failed",
+                 "4  insufficient data", "2  usage"):  # fmt: skip
         assert code in res.output
+
+
+SEED = "gb300-eks-ubuntu-training-slurm"
+
+
+@pytest.mark.parametrize(
+    ("profile", "snapshot", "code"),
+    [
+        ("standard", "gb300-eks-36-healthy.yaml", 0),
+        ("standard", "gb300-eks-36-catalog-defect.yaml", 1),
+        ("standard", "gb300-eks-36-infra-defect.yaml", 3),
+        ("nvl72-2304", "gb300-eks-2304-healthy.yaml", 0),
+        ("nvl72-2304", "gb300-eks-2304-catalog-defect.yaml", 1),
+        ("nvl72-2304", "gb300-eks-2304-infra-defect.yaml", 3),
+    ],
+)
+def test_the_seed_recipe_at_both_profiles_on_its_samples(
+    profile: str, snapshot: str, code: int
+) -> None:
+    """Issue 18 item 1: the seed recipe passes its healthy samples at both profiles, and its
+    Slurm nodeset is checked (not skipped, not unavailable) on every one of them."""
+    res = run("--recipe", SEED, "--scale-profile", profile, "--snapshot",
+              str(SNAPSHOTS / snapshot), "--format", "json")  # fmt: skip
+    assert res.exit_code == code, res.output
+    doc = json.loads(res.stdout)
+    assert doc["summary"]["unavailable"] == 0
+    by_id = {f["id"]: f for f in doc["findings"]}
+    for check in ("slurm.nodeset-replicas", "ds.slurm-nodeset"):
+        assert by_id[check]["result"] == "pass", by_id[check]
+    assert by_id["slurm.nodeset-replicas"]["observed"] == doc["nodes"]["observed"]
+
+
+def test_a_snapshot_of_only_upstreams_readings_is_insufficient_data(tmp_path: Path) -> None:
+    """Issue 18 item 3: what upstream's `aicr snapshot` collects leaves most checks without
+    data; that is insufficient data (exit 4) with the list, not an infrastructure verdict (3)."""
+    full = parse_snapshot((SNAPSHOTS / "gb300-eks-36-healthy.yaml").read_bytes(), "h.yaml")
+    upstream = {k: v for k, v in full.readings.items()
+                if k.startswith(("GPU.", "OS.")) or k == "K8s.server.version"}  # fmt: skip
+    measurements: dict[str, dict[str, dict[str, object]]] = {}
+    for path, value in upstream.items():
+        mtype, _, rest = path.partition(".")
+        sub, _, key = rest.partition(".")
+        measurements.setdefault(mtype, {}).setdefault(sub, {})[key] = value
+    doc = {"apiVersion": "aicr.run/v1", "kind": "Snapshot", "measurements": [
+        {"type": t, "subtypes": [{"subtype": s, "data": d} for s, d in subs.items()]}
+        for t, subs in measurements.items()]}  # fmt: skip
+    snap = tmp_path / "upstream-only.yaml"
+    snap.write_text(yaml.safe_dump(doc))
+    res = run("--recipe", SEED, "--snapshot", str(snap), "--format", "json")
+    assert res.exit_code == 4, res.output
+    report = json.loads(res.stdout)
+    missing = {m["reading"]: m for m in report["missingReadings"]}
+    assert len(missing) == report["summary"]["missingReadings"] == 17
+    assert report["summary"]["unavailable"] > 30 and report["summary"]["fail"] == 0
+    needed_by_catalog = {f["id"] for f in report["findings"]
+                         if f["owner"] == "catalog" and f["result"] == "unavailable"}  # fmt: skip
+    assert "slurm.nodeset-replicas" in needed_by_catalog
+    assert missing["K8s.nodes.gpu"]["howToCollect"].startswith("aicr-catalog snapshot")
+    assert "K8s.control-plane.tier" not in missing  # an nvl72-2304 prerequisite only
+    text = run("--recipe", SEED, "--snapshot", str(snap)).stdout
+    assert f"insufficient data: {len(missing)} readings missing\n" in text
+    assert "not at fault" not in text

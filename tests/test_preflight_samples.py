@@ -45,7 +45,7 @@ SMALL = Cluster(
     name="gb300-eks-36", nodes_total=39, gpu_nodes=36, cliques=2, tier="standard",
     apf_concurrency=600, dns_replicas=2, kube_proxy="iptables", services=140,
     conntrack_max=262144, mirror=False, subnet_free_ips=6000, ds_pods_per_gpu_node=18,
-    backlog=4096,
+    backlog=4096, slurm_nodeset=True,
 )  # fmt: skip
 LARGE = Cluster(
     name="gb300-eks-2304", nodes_total=2340, gpu_nodes=2304, cliques=128, tier="4xl",
@@ -117,8 +117,9 @@ SAMPLES: dict[str, tuple[Cluster, tuple[str, ...]]] = {
         SMALL,
         (
             "A healthy 36-node (two-rack) GB300 NVL72 cluster on EKS: 36 GPU nodes in 2 complete cliques",
-            "plus 3 system nodes. Preflight with recipe gb300-eks-ubuntu-training and scale profile",
-            "standard passes every applicable check (exit 0).",
+            "plus 3 system nodes, with the Slurm nodeset of the -slurm recipes on every GPU node. Preflight",
+            "with scale profile standard passes every applicable check (exit 0) for both",
+            "gb300-eks-ubuntu-training and gb300-eks-ubuntu-training-slurm.",
         ),
     ),
     "gb300-eks-36-catalog-defect.yaml": (

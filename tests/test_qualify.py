@@ -7,6 +7,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from generator.cli import main
@@ -16,6 +17,7 @@ from generator.evidence.statement import parse_statement
 from generator.load import load_catalog
 from generator.qualify import (
     CTRF_SUFFIX,
+    BundleBinding,
     Lanes,
     RunResults,
     attested_at_from,
@@ -26,7 +28,7 @@ from generator.qualify import (
 )
 from generator.records import Criteria, RecipeResult, ResolvedComponent
 from generator.resolve import resolve
-from generator.samples import SampleRun, raw_results
+from generator.samples import SampleRun, catalog_preflight, raw_results
 from generator.yamlio import parse_yaml
 
 REPO = Path(__file__).resolve().parent.parent
@@ -84,10 +86,16 @@ def load_run(case: str, lanes: Lanes) -> RunResults:
     return parse_run(files, lanes.phases)
 
 
+BUNDLE = BundleBinding(
+    digest="sha256:b5bafd097d5f22e5e195b33408eff0358690e1af13b8a70a36cf9ee37118ecd2"
+)
+
+
 def judge(lanes: Lanes, case: str, lane: str, recipe: RecipeResult | None = None):  # type: ignore[no-untyped-def]
     return qualify(
-        lanes, lane, recipe or fixture_recipe(), LADDER, load_run(case, lanes), attested_at=WHEN
-    )
+        lanes, lane, recipe or fixture_recipe(), LADDER, load_run(case, lanes), bundle=BUNDLE,
+        attested_at=WHEN,
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------- the ladder
@@ -288,7 +296,13 @@ def test_a_kpi_outside_its_threshold_fails_even_when_proposed(lanes: Lanes) -> N
         replace(k, value=2400.0) if k.id == "install-to-gpu-ready" else k for k in run.kpis
     )
     result = qualify(
-        lanes, "lane-36", fixture_recipe(), LADDER, replace(run, kpis=slow), attested_at=WHEN
+        lanes,
+        "lane-36",
+        fixture_recipe(),
+        LADDER,
+        replace(run, kpis=slow),
+        bundle=BUNDLE,
+        attested_at=WHEN,
     )
     assert result.reasons == (
         "KPI install-to-gpu-ready: 2400 s is not <= 1800 (proposed threshold)",
@@ -318,10 +332,20 @@ def test_slurm_scenarios_are_not_required_of_other_platforms(lanes: Lanes) -> No
     kpis = tuple(k for k in run.kpis if not k.id.startswith("slurm-"))
     run = replace(run, phases=without, kpis=kpis)
     assert (
-        qualify(lanes, "lane-36", fixture_recipe("kubeflow"), LADDER, run, attested_at=WHEN).verdict
+        qualify(
+            lanes,
+            "lane-36",
+            fixture_recipe("kubeflow"),
+            LADDER,
+            run,
+            bundle=BUNDLE,
+            attested_at=WHEN,
+        ).verdict
         == "pass"
     )
-    result = qualify(lanes, "lane-36", fixture_recipe("slurm"), LADDER, run, attested_at=WHEN)
+    result = qualify(
+        lanes, "lane-36", fixture_recipe("slurm"), LADDER, run, bundle=BUNDLE, attested_at=WHEN
+    )
     assert "conformance/slurm-job-launch: not executed (absent from the report)" in result.reasons
     assert "KPI slurm-job-success: not measured" in result.reasons
 
@@ -341,7 +365,13 @@ def test_a_failure_outside_the_required_checks_still_fails_the_run(lanes: Lanes)
     )
     phases = {**run.phases, "conformance": run.phases["conformance"] + extra}
     result = qualify(
-        lanes, "lane-36", fixture_recipe(), LADDER, replace(run, phases=phases), attested_at=WHEN
+        lanes,
+        "lane-36",
+        fixture_recipe(),
+        LADDER,
+        replace(run, phases=phases),
+        bundle=BUNDLE,
+        attested_at=WHEN,
     )
     assert result.reasons == (
         "conformance/api-throttling: failed (not required by the lane, still counted)",
@@ -352,12 +382,14 @@ def test_a_failure_outside_the_required_checks_still_fails_the_run(lanes: Lanes)
 def test_unknown_lanes_and_lanes_off_the_ladder_are_usage_errors(lanes: Lanes) -> None:
     run = load_run("lane-36-pass", lanes)
     with pytest.raises(UsageError, match="unknown lane 'lane-4608'"):
-        qualify(lanes, "lane-4608", fixture_recipe(), LADDER, run, attested_at=WHEN)
+        qualify(lanes, "lane-4608", fixture_recipe(), LADDER, run, bundle=BUNDLE, attested_at=WHEN)
     with pytest.raises(
         UsageError,
         match=r"lane 'lane-72' is not on the ladder of scale profile 'nvl72-2304' \(lane-36\)",
     ):
-        qualify(lanes, "lane-72", fixture_recipe(), ("lane-36",), run, attested_at=WHEN)
+        qualify(
+            lanes, "lane-72", fixture_recipe(), ("lane-36",), run, bundle=BUNDLE, attested_at=WHEN
+        )
 
 
 def test_the_attestation_date_never_comes_from_the_clock(lanes: Lanes) -> None:
@@ -392,7 +424,10 @@ def _results_dir(tmp_path: Path, lane: str, **kw: object) -> Path:
     run = SampleRun(recipe.name, "nvl72-2304", lane, "lab-a", 3, "cli test", **kw)  # type: ignore[arg-type]
     out = tmp_path / "results"
     out.mkdir(parents=True)
-    for name, data in raw_results(lanes, lanes.lane(lane), recipe, run).items():  # type: ignore[arg-type]
+    files = raw_results(
+        lanes, lanes.lane(lane), recipe, run, catalog_preflight(catalog), BUNDLE.digest
+    )  # type: ignore[arg-type]
+    for name, data in files.items():
         (out / name).write_bytes(data)
     return out
 
@@ -411,6 +446,8 @@ def test_qualify_command_writes_the_statement_and_exits_by_verdict(tmp_path: Pat
         "nvl72-2304",
         "--results",
         str(results),
+        "--bundle",
+        BUNDLE.digest,
         "--catalog",
         str(REPO / "catalog"),
         "-o",
@@ -439,6 +476,8 @@ def test_qualify_command_writes_the_statement_and_exits_by_verdict(tmp_path: Pat
             "gb300-eks-ubuntu-training-slurm",
             "--results",
             str(results),
+            "--bundle",
+            BUNDLE.digest,
             "--catalog",
             str(REPO / "catalog"),
         ],
@@ -487,6 +526,8 @@ def test_sample_evidence_is_what_qualify_then_evidence_sign_produce(
                 profile,
                 "--results",
                 str(results),
+                "--bundle",
+                yaml.safe_load((results / "run.yaml").read_text())["bundleDigest"],
                 "--sample",
                 "--catalog",
                 catalog,
@@ -557,3 +598,185 @@ def test_check_lanes_locates_ladder_problems_in_the_profile() -> None:
     missing = {k: v for k, v in catalog.documents.items() if k != "scale/lanes.yaml"}
     (d,) = check_lanes(missing, catalog.profiles)
     assert (d.path, d.rule) == ("scale/lanes.yaml", "lanes.missing")
+
+
+def test_check_lanes_keeps_the_ladder_and_the_band_in_step() -> None:
+    """Issue 18 item 4: a ladder lane below the band, and a band above the ladder's top lane."""
+    from dataclasses import replace
+
+    from generator.qualify import check_lanes
+
+    catalog, _ = load_catalog(REPO / "catalog")
+    large = catalog.profiles["nvl72-2304"]
+    assert (large.nodes_min, large.nodes_max, large.ladder[0]) == (36, 2304, "lane-36")
+    below = replace(large, nodes_min=37)  # the band of nvl72-2304 1.1.0 with its own ladder
+    diags = check_lanes(catalog.documents, {"nvl72-2304": below})
+    assert [(d.json_path, d.rule, d.message) for d in diags] == [
+        (
+            "$.spec.ladder[0]",
+            "ladder.below-band",
+            "'lane-36' runs on 36 nodes, below the profile's band (37–2304): lower "
+            "spec.nodes.min to 36 or drop the lane",
+        )
+    ]
+    short = replace(large, ladder=large.ladder[:-1])
+    (d,) = check_lanes(catalog.documents, {"nvl72-2304": short})
+    assert (d.path, d.json_path, d.rule) == (
+        "scale/profiles/nvl72-2304.yaml",
+        "$.spec.nodes",
+        "ladder.band-uncovered",
+    )
+    assert "top lane runs on 1152" in d.message and d.line > 0
+
+
+def test_the_statement_binds_the_preflight_report_and_the_bundle(lanes: Lanes) -> None:
+    """Issue 18 item 5: both digests are in the statement; without a passing preflight of the
+    same recipe, profile version and snapshot, or with another bundle, the run cannot pass."""
+    import hashlib
+    from dataclasses import replace
+
+    run = load_run("lane-36-pass", lanes)
+    ok = judge(lanes, "lane-36-pass", "lane-36")
+    assert ok.verdict == "pass", ok.reasons
+    raw = (RUNS / "lane-36-pass" / "preflight.json").read_bytes()
+    assert ok.predicate["preflight"] == {
+        "digest": "sha256:" + hashlib.sha256(raw).hexdigest(),
+        "exitCode": 0,
+        "snapshotDigest": run.snapshot_digest,
+    }
+    assert ok.predicate["bundleDigest"] == BUNDLE.digest
+    assert run.preflight is not None
+
+    def reasons(r: RunResults, bundle: BundleBinding = BUNDLE) -> tuple[str, ...]:
+        q = qualify(lanes, "lane-36", fixture_recipe(), LADDER, r, bundle=bundle, attested_at=WHEN)
+        assert q.verdict == "fail"
+        return q.reasons
+
+    assert reasons(replace(run, preflight=None)) == (
+        "no preflight report (preflight.json): run `aicr-catalog preflight --format json` on "
+        "the run's snapshot.yaml",
+    )
+    assert reasons(replace(run, preflight=replace(run.preflight, exit_code=3))) == (
+        "preflight did not pass (exit 3)",
+    )
+    other = replace(run.preflight, recipe_digest="sha256:" + "cd" * 32, profile_version="0.9.0")
+    assert reasons(replace(run, preflight=other)) == (
+        f"the preflight report is for recipe digest sha256:{'cd' * 32}, not sha256:{'ab' * 32}",
+        "the preflight report is for scale profile nvl72-2304 0.9.0, not nvl72-2304 1.0.0",
+    )
+    assert reasons(replace(run, snapshot_digest="sha256:" + "00" * 32))[0].startswith(
+        "the preflight report was not run on the run's snapshot.yaml"
+    )
+    stranger = BundleBinding("sha256:" + "11" * 32, "sha256:" + "22" * 32, "standard", "1.0.0")
+    assert reasons(run, stranger) == (
+        f"run.yaml says bundle {BUNDLE.digest}, qualify was given sha256:{'11' * 32}",
+        f"the bundle was rendered from recipe digest sha256:{'22' * 32}, not sha256:{'ab' * 32}",
+        "the bundle was rendered with scale profile standard 1.0.0",
+    )
+
+
+def test_bundle_binding_reads_the_archive_it_is_given(tmp_path: Path) -> None:
+    import hashlib
+
+    from generator.commands.bundle import read_manifests
+    from generator.qualify import bundle_binding
+    from generator.render import render_bundle
+    from generator.render.archive import archive_bytes
+
+    catalog, _ = load_catalog(REPO / "catalog")
+    recipe = resolve(catalog, "gb300-eks-ubuntu-training-slurm", profile="nvl72-2304")
+    data = archive_bytes(render_bundle(recipe, "helm", read_manifests(catalog, recipe)), "b")
+    path = tmp_path / "b.tar.gz"
+    path.write_bytes(data)
+    b = bundle_binding(str(path), lambda p: Path(p).read_bytes())
+    assert b == BundleBinding("sha256:" + hashlib.sha256(data).hexdigest(), recipe.digest,
+                              "nvl72-2304", recipe.scale_profile_version)  # fmt: skip
+    assert bundle_binding("sha256:" + "ef" * 32, lambda p: b"") == BundleBinding(
+        "sha256:" + "ef" * 32
+    )
+    with pytest.raises(UsageError, match="not sha256"):
+        bundle_binding("sha256:xyz", lambda p: b"")
+    (tmp_path / "junk.tar.gz").write_bytes(b"junk")
+    with pytest.raises(UsageError, match="not a bundle archive"):
+        bundle_binding(str(tmp_path / "junk.tar.gz"), lambda p: Path(p).read_bytes())
+
+
+def _sample_statements() -> dict[tuple[str, str, str, str, str], str]:
+    """(recipe, profile, version, lane, verdict) -> evidence path relative to evidence/."""
+    import base64
+
+    out = {}
+    for f in sorted((REPO / "evidence").rglob("*.sigstore.json")):
+        payload = json.loads(f.read_bytes())["dsseEnvelope"]["payload"]
+        p = json.loads(base64.b64decode(payload))["predicate"]
+        key = (p["recipe"]["name"], p["scaleProfile"]["name"], p["scaleProfile"]["version"],
+               p["lane"]["name"], p["verdict"])  # fmt: skip
+        out.setdefault(key, f.relative_to(REPO / "evidence").as_posix())
+    return out
+
+
+def _qualified_catalog(tmp_path: Path, evidence: list[str] | None) -> Path:
+    import shutil
+
+    root = tmp_path / "repo"
+    shutil.copytree(REPO / "catalog", root / "catalog")
+    shutil.copytree(REPO / "evidence", root / "evidence")
+    prof = root / "catalog" / "scale" / "profiles" / "nvl72-2304.yaml"
+    text = prof.read_text()
+    old = "      driver.upgradePolicy.maxParallelUpgrades:\n        value: 18\n"
+    assert old in text
+    block = "        status: qualified\n"
+    if evidence is not None:
+        block += "        evidence:\n" + "".join(f"          - {e}\n" for e in evidence)
+    text = text.replace(old, old + block, 1)
+    # the rationale's own `status: proposed` of that value follows; drop it
+    head, sep, tail = text.partition(old + block)
+    tail = tail.replace("        status: proposed\n", "", 1)
+    prof.write_text(head + sep + tail)
+    return root
+
+
+def _validate(root: Path, *extra: str) -> tuple[int, str]:
+    res = CliRunner().invoke(main, ["validate", "--catalog", str(root / "catalog"), *extra])
+    return res.exit_code, res.output
+
+
+def test_a_qualified_owned_value_needs_counted_evidence_at_its_profile_version(
+    tmp_path: Path,
+) -> None:
+    """Issue 18 item 5: `status: qualified` requires a reference to counted evidence, which
+    validate verifies against the evidence directory."""
+    st = _sample_statements()
+    good = st[("gb300-eks-ubuntu-training-slurm", "nvl72-2304", "1.2.0", "lane-36", "pass")]
+    standard = st[("gb300-eks-ubuntu-training-slurm", "standard", "1.0.0", "lane-36", "pass")]
+    failing = st[("gb200-eks-ubuntu-training-kubeflow", "nvl72-2304", "1.2.0", "lane-144", "fail")]
+
+    code, out = _validate(_qualified_catalog(tmp_path / "none", None), "--trust-root", "demo")
+    assert code == 1
+    assert "nvl72-2304.yaml" in out and "evidence" in out  # the schema's if/then: evidence required
+
+    root = _qualified_catalog(tmp_path / "good", [good])
+    code, out = _validate(root, "--trust-root", "demo")
+    assert code == 0, out
+    code, out = _validate(root)  # the public-good root does not verify demo-signed samples
+    assert code == 1 and "[scale.qualified-evidence]" in out and "not verified" in out
+
+    missing = "gb300-eks-ubuntu-training-slurm/" + "0" * 32 + "/" + "1" * 64 + ".sigstore.json"
+    root = _qualified_catalog(tmp_path / "bad", [standard, failing, missing])
+    code, out = _validate(root, "--trust-root", "demo")
+    assert code == 1
+    lines = [ln for ln in out.splitlines() if "[scale.qualified-evidence]" in ln]
+    assert len(lines) == 3, out
+    assert any("it qualifies scale profile standard 1.0.0" in ln for ln in lines)
+    assert any("its verdict is fail" in ln for ln in lines)
+    assert any("no such evidence file" in ln for ln in lines)
+    assert all(ln.startswith("scale/profiles/nvl72-2304.yaml:") for ln in lines)
+    assert all("['driver.upgradePolicy.maxParallelUpgrades'].evidence[" in ln for ln in lines)
+    assert all(not ln.startswith("scale/profiles/nvl72-2304.yaml:0:") for ln in lines)
+
+    no_dir = _qualified_catalog(tmp_path / "nodir", [good])
+    import shutil
+
+    shutil.rmtree(no_dir / "evidence")
+    code, out = _validate(no_dir, "--trust-root", "demo")
+    assert code == 1 and "cannot be checked without the evidence directory" in out

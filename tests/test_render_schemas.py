@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -171,7 +172,10 @@ def test_every_yaml_file_of_real_bundles_parses() -> None:
     for label, _d, tree in _real_trees():
         for path, f in tree.items():
             if path.endswith(".yaml"):
-                list(yaml.safe_load_all(f.data))  # raises on a parse error
+                data = f.data
+                if b"{{" in data:  # a Helm template (Helm renders it): the YAML around its actions
+                    data = re.sub(rb"\{\{.*?\}\}", b"", data, flags=re.S)
+                list(yaml.safe_load_all(data))  # raises on a parse error
         assert "checksums.txt" in tree, label
 
 

@@ -80,7 +80,7 @@ def test_standard_is_the_recipe_as_written(catalog: Catalog) -> None:
 
 def test_large_profile_band_criteria_and_ladder(catalog: Catalog) -> None:
     p = catalog.profiles["nvl72-2304"]
-    assert (p.nodes_min, p.nodes_max) == (37, 2304)
+    assert (p.nodes_min, p.nodes_max) == (36, 2304)
     assert set(p.applies_to) == {
         Criteria(service="eks", accelerator="gb300"),
         Criteria(service="eks", accelerator="gb200"),

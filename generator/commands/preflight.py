@@ -9,11 +9,20 @@ from typing import NoReturn
 import click
 
 from generator import safeio
+from generator.commands.bundle import read_manifests
 from generator.commands.query import parse_overrides
 from generator.errors import CatalogError, Severity
 from generator.load import load_catalog
-from generator.preflight import CHECKS_FILE, Format, checkset_from, preflight, render
+from generator.preflight import (
+    CHECKS_FILE,
+    Format,
+    checkset_from,
+    preflight,
+    render,
+    rendered_values,
+)
 from generator.records import DIMENSIONS, WILDCARD, Criteria
+from generator.render import render_bundle
 from generator.resolve import resolve, select_profile
 from generator.snapshot import parse_snapshot
 
@@ -125,7 +134,9 @@ def command(
     Exit codes:
       0  no failed or unverified error-severity check
       1  a catalog-owned check failed (the resolved configuration is wrong)
-      3  only infrastructure checks failed, or error-severity checks lacked data
+      3  infrastructure checks failed (and no catalog-owned one)
+      4  insufficient data: nothing failed, but error-severity checks lack readings
+         (listed, each with how to collect it: `aicr-catalog snapshot`)
       2  usage, or unreadable input (catalog, snapshot, unknown recipe or profile,
          --nodes outside the profile's band)
     """
@@ -157,7 +168,10 @@ def command(
     try:
         snapshot = parse_snapshot(raw, snapshot_path.name)
         scale = select_profile(catalog, result.scale_profile, result.criteria, nodes)
-        report = preflight(result, scale, checks, snapshot, nodes)
+        # one source: the configuration checks read the values the recipe's bundle ships
+        bundle = render_bundle(result, "helm", read_manifests(catalog, result))
+        values = {comp: vals[0] for comp, vals in rendered_values(bundle).items()}
+        report = preflight(result, scale, checks, snapshot, nodes, values)
     except CatalogError as e:
         _usage(e.message, e)
     click.echo(render(report, Format(fmt), str(snapshot_path)), nl=False)

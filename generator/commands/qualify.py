@@ -11,13 +11,15 @@ import click
 
 from generator import safeio
 from generator.commands.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, catalog_option, open_catalog
-from generator.errors import CatalogError
+from generator.errors import CatalogError, UsageError
 from generator.qualify import (
     CTRF_SUFFIX,
     KPI_FILE,
+    PREFLIGHT_FILE,
     RUN_FILE,
     SNAPSHOT_FILE,
     attested_at_from,
+    bundle_binding,
     lanes_of,
     parse_run,
     qualify,
@@ -26,7 +28,7 @@ from generator.resolve import resolve
 
 
 def _read_results(directory: Path, phases: tuple[str, ...]) -> dict[str, bytes]:
-    names = (RUN_FILE, KPI_FILE, SNAPSHOT_FILE, *(p + CTRF_SUFFIX for p in phases))
+    names = (RUN_FILE, KPI_FILE, SNAPSHOT_FILE, PREFLIGHT_FILE, *(p + CTRF_SUFFIX for p in phases))
     files: dict[str, bytes] = {}
     for name in names:
         path = directory / name
@@ -58,7 +60,23 @@ def _stop(e: CatalogError, code: int) -> NoReturn:
     "--results",
     required=True,
     type=click.Path(path_type=Path, file_okay=False, exists=True),
-    help="The run's raw results: run.yaml, <phase>.ctrf.json, kpis.json, snapshot.yaml.",
+    help="The run's raw results: run.yaml, <phase>.ctrf.json, kpis.json, snapshot.yaml, "
+    "preflight.json (docs/running-a-lane.md).",
+)
+@click.option(
+    "--bundle",
+    required=True,
+    metavar="ARCHIVE|sha256:DIGEST",
+    help="The bundle that was deployed: its archive (`aicr-catalog bundle`), whose digest and "
+    "recipe are checked, or its sha256 digest.",
+)
+@click.option(
+    "--preflight",
+    "preflight_path",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    default=None,
+    help="The preflight report (`preflight --format json` on the run's snapshot.yaml); "
+    "default: preflight.json in --results.",
 )
 @click.option(
     "--output",
@@ -80,6 +98,8 @@ def command(
     recipe: str,
     profile: str,
     results: Path,
+    bundle: str,
+    preflight_path: Path | None,
     output: Path | None,
     attested_at: str | None,
     sample: bool,
@@ -90,7 +110,10 @@ def command(
     The statement (in-toto Statement v1, predicate https://aicr.run/scale-qualification/v1)
     carries every check, every KPI with its threshold, value and pass/fail, and the verdict
     with its reasons. A run on fewer nodes than the lane, or with a check that ran on zero
-    targets or was not executed, cannot pass. Sign it with `aicr-catalog evidence sign`.
+    targets or was not executed, cannot pass. Neither can a run without a passing preflight
+    report (exit 0) of the same recipe digest and profile version on the run's own snapshot,
+    nor one whose bundle was rendered from another recipe: the statement records the digests
+    of the preflight report and of the bundle. Sign it with `aicr-catalog evidence sign`.
 
     Exit codes: 0 verdict pass; 1 verdict fail (the statement is written either way) or bad
     data; 2 usage (unknown lane, lane not on the profile's ladder, unreadable results).
@@ -105,9 +128,17 @@ def command(
     phases = known.phases if known is not None else lanes.phases
     ladder = catalog.profiles[profile].ladder if profile in catalog.profiles else ()
     try:
-        run = parse_run(_read_results(results, phases), phases)
+        files = _read_results(results, phases)
+        if preflight_path is not None:
+            files[PREFLIGHT_FILE] = preflight_path.read_bytes()
+        run = parse_run(files, phases)
+        binding = bundle_binding(bundle, lambda p: Path(p).read_bytes())
         when = attested_at_from(os.environ.get("SOURCE_DATE_EPOCH"), run, attested_at)
-        outcome = qualify(lanes, lane, result, ladder, run, attested_at=when, sample=sample)
+        outcome = qualify(
+            lanes, lane, result, ladder, run, bundle=binding, attested_at=when, sample=sample
+        )
+    except OSError as e:
+        _stop(UsageError(f"--bundle {bundle}: {e.strerror}"), EXIT_USAGE)
     except CatalogError as e:  # unreadable results, unknown lane, lane off the ladder, bad date
         _stop(e, EXIT_USAGE)
     if output is None:

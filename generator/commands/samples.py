@@ -18,7 +18,15 @@ from generator.evidence.sign import demo_authority
 from generator.evidence.store import SUFFIX
 from generator.qualify import lanes_of
 from generator.resolve import resolve
-from generator.samples import PLAN, SampleEvidence, generate, raw_results, recipe_before
+from generator.samples import (
+    PLAN,
+    SampleEvidence,
+    catalog_bundle_digest,
+    catalog_preflight,
+    generate,
+    raw_results,
+    recipe_before,
+)
 
 
 def _stop(e: CatalogError) -> NoReturn:
@@ -49,6 +57,8 @@ def build(catalog_path: Path) -> tuple[SampleEvidence, ...]:
             lambda name, profile: resolve(catalog, name, profile=profile),
             ladders,
             demo_authority(catalog_path),
+            preflight=catalog_preflight(catalog),
+            bundle_digest=catalog_bundle_digest(catalog),
         )
     except CatalogError as e:
         _stop(e)
@@ -116,7 +126,9 @@ def generate_command(catalog_path: Path, root: Path, raw: Path | None, check: bo
             run_dir = (
                 raw / s.run.recipe / s.run.profile / s.run.lane / f"{s.run.signer}-{s.run.day}"
             )
-            for name, data in raw_results(lanes, lane, recipe, s.run).items():
+            files = raw_results(lanes, lane, recipe, s.run, catalog_preflight(catalog),
+                                catalog_bundle_digest(catalog)(recipe))  # fmt: skip
+            for name, data in files.items():
                 _write(run_dir / name, data)
     verdicts = sum(1 for s in samples if s.qualification.verdict == "pass")
     click.echo(

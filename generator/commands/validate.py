@@ -16,6 +16,7 @@ from generator.commands.common import (
     catalog_option,
 )
 from generator.errors import CatalogError, Severity
+from generator.evidence.trustroot import PUBLIC_GOOD
 from generator.load import load_catalog
 from generator.report import REPORTERS, markdown_summary
 from generator.validate import validate_catalog
@@ -42,8 +43,29 @@ from generator.validate import validate_catalog
     default=None,
     help="Also write a Markdown summary here (defaults to $GITHUB_STEP_SUMMARY with --format github).",
 )
+@click.option(
+    "--evidence",
+    "evidence_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Evidence directory that `status: qualified` owned values must name counted evidence "
+    "in (default: evidence/ beside the catalog, when it exists).",
+)
+@click.option(
+    "--trust-root",
+    "trust_roots",
+    multiple=True,
+    metavar="public-good|demo|PATH",
+    help="Trust root(s) that evidence is verified with (default: public-good).",
+)
 def command(
-    path: Path | None, catalog_path: Path, strict: bool, fmt: str, summary_path: Path | None
+    path: Path | None,
+    catalog_path: Path,
+    strict: bool,
+    fmt: str,
+    summary_path: Path | None,
+    evidence_dir: Path | None,
+    trust_roots: tuple[str, ...],
 ) -> None:
     """Validate every file of a recipe tree: YAML, headers, schemas, references and semantics.
 
@@ -71,7 +93,19 @@ def command(
             f"blocks balanced, YAML once masked): {', '.join(templates)}; {plain} plain YAML",
             err=True,
         )
-    diags = validate_catalog(catalog, strict=strict, load_diagnostics=load_diags)
+    if evidence_dir is None and (root.absolute().parent / "evidence").is_dir():
+        evidence_dir = root.absolute().parent / "evidence"
+    try:
+        diags = validate_catalog(
+            catalog,
+            strict=strict,
+            load_diagnostics=load_diags,
+            evidence_dir=evidence_dir,
+            trust_roots=trust_roots or (PUBLIC_GOOD,),
+        )
+    except CatalogError as e:  # an unreadable trust root or signer policy
+        click.echo(e.diagnostics_text() if e.diagnostics else f"error: {e.message}", err=True)
+        sys.exit(e.exit_code)
     subject = f"validate {root}"
     click.echo(REPORTERS[fmt](diags, subject, root), nl=False)
     if summary_path is None and fmt == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
