@@ -110,6 +110,7 @@ def command(
     commit are byte-identical. Exit codes: 0 built, 1 bad data (the located problems are printed
     and the previous site is left as it was), 2 usage.
     """
+    root = click.get_current_context().find_root().command
     options = BuildOptions(
         catalog=catalog_path,
         evidence=evidence_path,
@@ -120,6 +121,8 @@ def command(
         bundles=not no_bundles,
         cache_dir=None if no_cache else out.absolute().parent / ".cache" / "bundles",
         jobs=jobs,
+        # the CLI reference page: every command's help from this very CLI
+        cli_reference=cli_reference(root),
     )
     show_progress()
     try:

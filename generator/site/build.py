@@ -236,7 +236,7 @@ def gather(
     recipes = []
     for leaf, results in resolved.items():
         runs = tuple(by_recipe.get(leaf, ()))
-        health, coverage = stages.structural_health(results)
+        health, coverage, reasons = stages.structural_health(results)
         views = tuple(
             _profile_view(
                 r,
@@ -252,6 +252,7 @@ def gather(
                 criteria=catalog.overlays[leaf].criteria,
                 health=health,
                 coverage=coverage,
+                health_reasons=reasons,
                 chain=results[0].applied_overlays if results else (),
                 profiles=views,
                 evidence=runs,

@@ -132,6 +132,7 @@ class RecipeView:
     chain: tuple[str, ...]  # applied overlays, root to leaf
     profiles: tuple[ProfileView, ...]
     evidence: tuple[EvidenceRun, ...]
+    health_reasons: tuple[str, ...] = ()  # why health is warn or fail; empty when pass
 
 
 @dataclass(frozen=True, slots=True)

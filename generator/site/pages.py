@@ -27,6 +27,7 @@ from generator.site.charts import (
 )
 from generator.site.jinja import render
 from generator.site.model import EvidenceRun, RecipeView, SiteData
+from generator.site.summary import band, summaries
 
 _SAFE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,200}$")
 
@@ -112,11 +113,14 @@ def recipe_page(recipe: RecipeView, site: SiteData) -> str:
                 "owned": prof.owned_values if prof else (),
             }
         )
+    sums = summaries(recipe, profiles, site.lanes)
     ctx = {
         "name": recipe.name,
         "slug": slug(recipe.name),
         "criteria_items": [(d, v) for d, v in recipe.criteria.to_json().items()],
+        "summaries": [(p, sums[p.profile], band(profiles.get(p.profile))) for p in recipe.profiles],
         "health": recipe.health,
+        "health_reasons": recipe.health_reasons,
         "coverage": recipe.coverage,
         "profiles": recipe.profiles,
         "chain": recipe.chain,
@@ -181,6 +185,7 @@ def dashboard_page(site: SiteData) -> str:
         all_recipes=[{"name": r.name, "slug": slug(r.name)} for r in site.recipes],
         notes=site.notes,
         sample=has_sample(site.evidence),
+        base="",
     )
 
 
@@ -359,6 +364,9 @@ def page_plan(
         PagePlan("components.md", "site", "components", None, lambda: components_page(site)),
         PagePlan("evidence/index.md", "site", "evidence", None, lambda: evidence_index(site)),
         PagePlan("cli.md", "site", "cli", None, lambda: cli_page(commands)),
+        PagePlan(
+            "legend.md", "site", "legend", None, lambda: render("pages/legend.md.j2", base="")
+        ),
     ]
     for r in site.recipes:
         plan.append(

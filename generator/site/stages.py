@@ -92,15 +92,16 @@ def recipe_document(result: RecipeResult) -> Mapping[str, Any]:
     return doc(result)
 
 
-def structural_health(results: Sequence[RecipeResult]) -> tuple[str, str]:
-    """(pass | warn | fail, `R:n D:n P:n C:n`) by the rules `aicr-catalog list` uses, from the
-    leaf's resolution at its first profile (no second resolution); fail when it did not resolve."""
+def structural_health(results: Sequence[RecipeResult]) -> tuple[str, str, tuple[str, ...]]:
+    """(pass | warn | fail, `R:n D:n P:n C:n`, why it is not pass) by the rules `aicr-catalog
+    list` uses, from the leaf's resolution at its first profile (no second resolution); fail
+    when it did not resolve."""
     from generator.validate import health_of
 
     if not results:
-        return "fail", "R:0 D:0 P:0 C:0"
+        return "fail", "R:0 D:0 P:0 C:0", ("the recipe does not resolve",)
     h = health_of(results[0])
-    return h.health, h.coverage_text()
+    return h.health, h.coverage_text(), tuple(h.reasons)
 
 
 # --- lanes ------------------------------------------------------------------------------------
