@@ -285,7 +285,11 @@ def _components(
     out = []
     for (name, chart, repo, version), recipes in sorted(used.items()):
         lane, profile = quals.get((name, version), ("", ""))
-        out.append(ComponentUse(name, chart, repo, version, tuple(sorted(recipes)), lane, profile))
+        reg = catalog.registry.components.get(name)
+        display = reg.display_name if reg is not None else ""
+        out.append(
+            ComponentUse(name, chart, repo, version, tuple(sorted(recipes)), lane, profile, display)
+        )
     return tuple(out)
 
 

@@ -153,6 +153,7 @@ class ComponentUse:
     recipes: tuple[str, ...]
     qualified_lane: str  # "" when no lane has qualified this version
     qualified_profile: str
+    display_name: str = ""  # the registry's human-readable name
 
 
 @dataclass(frozen=True, slots=True)
