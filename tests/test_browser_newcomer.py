@@ -371,3 +371,69 @@ def test_cli_reference_is_filled_by_the_real_build(
     assert "not given the CLI's help texts" not in page.inner_text("article")
     assert "--trust-root" in page.inner_text("article")
     context.close()
+
+
+def test_404_works_under_a_sub_path_and_the_sitemap_lists_pages(
+    browser: object,
+    site_inputs: object,
+    tmp_path: Path,
+) -> None:
+    """GitHub Pages serves a project site under /<repo>/ and answers every missing path with
+    404.html: its stylesheets and scripts must load at any depth, and the sitemap is not empty."""
+    import functools
+    import http.server
+    import threading
+
+    from generator.site.build import build_site
+    from tests.test_site import options
+
+    out = tmp_path / "site"
+
+    class Pages(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def send_head(self):  # type: ignore[no-untyped-def]
+            if not self.path.startswith("/sub/"):
+                self.send_error(404)
+                return None
+            self.path = self.path[len("/sub") :]
+            target = Path(self.translate_path(self.path))
+            if target.is_file() or (target / "index.html").is_file():
+                return super().send_head()
+            body = (out / "404.html").read_bytes()
+            self.send_response(404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            import io
+
+            return io.BytesIO(body)
+
+    httpd = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Pages, directory=str(out))
+    )
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/sub/"
+    try:
+        build_site(options(site_inputs, out, site_url=url, bundles=False))  # type: ignore[arg-type]
+        sitemap = (out / "sitemap.xml").read_text()
+        assert sitemap.count("<loc>") >= 10 and f"<loc>{url}index.html</loc>" in sitemap
+        context = browser.new_context()  # type: ignore[attr-defined]
+        page = context.new_page()
+        failed: list[str] = []
+        page.on("response", lambda r: r.status >= 400 and failed.append(r.url))
+        response = page.goto(url + "no/such/deep/page.html")
+        assert response is not None and response.status == 404
+        page.wait_for_load_state("networkidle")
+        assert failed == [url + "no/such/deep/page.html"], failed  # every asset loaded
+        assert page.evaluate("getComputedStyle(document.querySelector('.md-header')).position") in (
+            "sticky",
+            "fixed",
+        )
+        home = page.get_attribute("a.md-header__button.md-logo", "href") or ""
+        assert home.startswith("/sub/") or home.startswith(url), home
+        context.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

@@ -86,6 +86,13 @@ def show_progress() -> None:
     "build).",
 )
 @click.option(
+    "--site-url",
+    default="",
+    metavar="URL",
+    help="Where the site will be served, e.g. https://owner.github.io/repo/ (default: mkdocs.yml's "
+    "site_url): the sitemap lists its pages and 404.html works at any depth under that path.",
+)
+@click.option(
     "--jobs",
     type=click.IntRange(min=1),
     default=None,
@@ -101,6 +108,7 @@ def command(
     strict: bool,
     no_bundles: bool,
     no_cache: bool,
+    site_url: str,
     jobs: int | None,
 ) -> None:
     """Build the static site into OUT (default site/): dashboard, recipe, evidence and scale pages,
@@ -123,6 +131,7 @@ def command(
         jobs=jobs,
         # the CLI reference page: every command's help from this very CLI
         cli_reference=cli_reference(root),
+        site_url=site_url,
     )
     show_progress()
     try:

@@ -75,6 +75,9 @@ class BuildOptions:
     cache_dir: Path | None = None  # bundle archive cache; None renders everything afresh
     # the CLI reference page: every command's help, produced by the CLI (commands/build.py)
     cli_reference: tuple[pages.CommandHelp, ...] = ()
+    # where the site is served (https://owner.github.io/repo/): the sitemap lists its pages and
+    # 404.html links its assets from it, so it works at any depth under a sub-path
+    site_url: str = ""
     # processes for verification and rendering (default: every core); page generation uses
     # them only when given (forked page workers copy the site data they read)
     jobs: int | None = None
@@ -296,14 +299,17 @@ def _components(
 # --- write --------------------------------------------------------------------------------------
 
 
-def mkdocs_config(base: Path, docs_dir: Path, site_dir: Path) -> dict[str, Any]:
-    """The repository's mkdocs.yml with the build's directories filled in."""
+def mkdocs_config(base: Path, docs_dir: Path, site_dir: Path, site_url: str = "") -> dict[str, Any]:
+    """The repository's mkdocs.yml with the build's directories (and `site_url`, when given)
+    filled in."""
     try:
         config = yaml.safe_load(base.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as e:
         raise SiteError(f"cannot read {base.name}: {e}") from e
     config["docs_dir"] = str(docs_dir)
     config["site_dir"] = str(site_dir)
+    if site_url:
+        config["site_url"] = site_url if site_url.endswith("/") else site_url + "/"
     config["strict"] = True
     config["use_directory_urls"] = False
     theme = dict(config.get("theme") or {})
@@ -654,6 +660,11 @@ def build_site(options: BuildOptions) -> BuildReport:
         cache = _cache(options)
         base = inputs_key(options, epoch, TEMPLATES, cache) if cache is not None else ""
         key = build_key(options, epoch, TEMPLATES, cache, without=base) if cache else ""
+        if key:  # options the cache's key does not know yet: the site URL, the CLI's help
+            extra = json.dumps(
+                [options.site_url, [[c.path, c.help] for c in options.cli_reference]]
+            )
+            key = hashlib.sha256((key + extra).encode()).hexdigest()
         done = unchanged_build(cache, out, key) if cache is not None else None
         if done is not None:  # same inputs, same generator, site untouched: nothing to do
             notes = tuple(StageNote(**n) for n in done.pop("notes"))
@@ -693,7 +704,7 @@ def _build(
         )
         _write(docs_dir, static_docs(options))
         _write(docs_dir, generated)
-        config = mkdocs_config(options.config, docs_dir, site_dir)
+        config = mkdocs_config(options.config, docs_dir, site_dir, options.site_url)
         config_file = work / "mkdocs.yml"
         config_file.write_text(yaml.safe_dump(config, sort_keys=True), encoding="utf-8")
         engine_key, engine = run_engine(config_file, docs_dir, site_dir, epoch, cache, base)
