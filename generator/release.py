@@ -123,7 +123,7 @@ def _manifest(
     index = json.loads((site / "api/v1/recipes.json").read_text(encoding="utf-8"))
     evidence = json.loads((site / "api/v1/evidence.json").read_text(encoding="utf-8"))
     counted_sample = [
-        e["path"] for e in evidence["evidence"] if e.get("counted") and e.get("sample")
+        e["repositoryPath"] for e in evidence["evidence"] if e.get("counted") and e.get("sample")
     ]
     if counted_sample:
         raise ReleaseError(
@@ -161,7 +161,7 @@ def _manifest(
         "recipes": recipes,
         "evidence": [
             {
-                "path": e["path"],
+                "path": e["repositoryPath"],
                 "sha256": e["id"],
                 "state": e["state"],
                 "counted": e["counted"],

@@ -437,3 +437,20 @@ def test_404_works_under_a_sub_path_and_the_sitemap_lists_pages(
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_every_address_in_evidence_json_resolves_on_the_site(
+    tab: Watched,
+    built_site: Path,
+) -> None:
+    """`path` used to sit next to `raw` and 404 on the site: it is `repositoryPath` now (where
+    the file is in the repository), and every site address in the file answers."""
+    runs = json.loads((built_site / "api" / "v1" / "evidence.json").read_text())["evidence"]
+    assert runs and all(
+        "path" not in e and e["repositoryPath"].startswith("evidence/") for e in runs
+    )
+    for e in runs[:5] + runs[-3:]:
+        for address in (e["raw"], e["url"].split("#", 1)[0]):
+            if address:
+                response = tab.page.request.get(tab.base + address)  # type: ignore[attr-defined]
+                assert response.ok, address

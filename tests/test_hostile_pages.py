@@ -297,7 +297,7 @@ def test_site_builds_with_every_hostile_bundle(tmp_path: Path) -> None:
     site = _build(tmp_path, "catalog/evidence")
     published = json.loads((site / "api/v1/evidence.json").read_text(encoding="utf-8"))
     shown = {
-        e["path"]: ("rejected" if e["state"] == "rejected" else e["state"], e["class"])
+        e["repositoryPath"]: ("rejected" if e["state"] == "rejected" else e["state"], e["class"])
         for e in published["evidence"]
     }
     assert shown == expected

@@ -213,8 +213,8 @@ def test_status_shown_is_the_status_stage_result(built_site: Path, site_inputs: 
     assert shown == expected
     counted = {e.path for e in verified.records if getattr(e, "counted", False)}
     published = load(built_site, "api/v1/evidence.json")["evidence"]
-    assert {e["path"] for e in published} == {e.path for e in verified.records}
-    assert {e["path"] for e in published if e["counted"]} <= counted
+    assert {e["repositoryPath"] for e in published} == {e.path for e in verified.records}
+    assert {e["repositoryPath"] for e in published if e["counted"]} <= counted
 
 
 def test_sample_evidence_is_marked_sample_wherever_shown(built_site: Path) -> None:

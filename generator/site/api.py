@@ -92,7 +92,8 @@ def evidence_record(e: EvidenceRun) -> dict[str, Any]:
         "id": e.id,
         "statementDigest": e.statement_digest or None,
         "recipe": e.recipe,
-        "path": e.path,
+        # where the file is in the catalog's repository; on this site it is `raw`
+        "repositoryPath": e.path,
         "url": f"evidence/{s}.html#run-{e.id}",
         "raw": e.raw_file if e.raw else None,
         "state": e.state,
