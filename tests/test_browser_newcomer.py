@@ -454,3 +454,84 @@ def test_every_address_in_evidence_json_resolves_on_the_site(
             if address:
                 response = tab.page.request.get(tab.base + address)  # type: ignore[attr-defined]
                 assert response.ok, address
+
+
+def test_commands_have_copy_buttons_and_every_page_says_source_install_and_date(
+    tab: Watched,
+) -> None:
+    tab.page.context.grant_permissions(["clipboard-read", "clipboard-write"])  # type: ignore[attr-defined]
+    tab.page.goto(tab.base + f"recipes/{SLURM}.html")  # type: ignore[attr-defined]
+    pre = tab.page.locator("pre:has(code)").last  # type: ignore[attr-defined]
+    button = pre.locator("button.aicr-copy")
+    assert button.count() == 1
+    button.click()
+    copied = tab.page.evaluate("navigator.clipboard.readText()")  # type: ignore[attr-defined]
+    assert copied.startswith("# standard: resolve") and "aicr-catalog status" in copied
+    assert "Copy" not in copied
+    for path in ("index.html", f"recipes/{SLURM}.html", f"evidence/{SLURM}.html", "cli.html"):
+        tab.page.goto(tab.base + path)  # type: ignore[attr-defined]
+        meta = tab.page.inner_text(".aicr-meta")  # type: ignore[attr-defined]
+        assert "Catalog as of 20" in meta and "Install the CLI" in meta, path
+        assert tab.page.locator(".aicr-meta code.aicr-cmd + button.aicr-copy").count() == 1  # type: ignore[attr-defined]
+    tab.page.goto(tab.base + f"evidence/{SLURM}.html")  # type: ignore[attr-defined]
+    assert "this page's data last changed 2026-" in tab.page.inner_text(".aicr-meta")  # type: ignore[attr-defined]
+    assert tab.errors == [] and tab.outside == []
+
+
+def test_changelog_page_and_atom_feed(tab: Watched, built_site: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    feed = ET.fromstring((built_site / "changelog.xml").read_bytes())
+    ns = {"a": "http://www.w3.org/2005/Atom"}
+    entries = feed.findall("a:entry", ns)
+    titles = [e.findtext("a:title", namespaces=ns) or "" for e in entries]
+    assert any(t.startswith("SAMPLE ceiling: " + SLURM + " × nvl72-2304") for t in titles)
+    assert any("evidence:" in t and "stale" in t for t in titles)
+    dates = [e.findtext("a:updated", namespaces=ns) or "" for e in entries]
+    assert dates == sorted(dates, reverse=True)
+    tab.page.goto(tab.base + "index.html")  # type: ignore[attr-defined]
+    href = tab.page.get_attribute('link[rel=alternate][type="application/atom+xml"]', "href")  # type: ignore[attr-defined]
+    assert href and tab.page.request.get(tab.base + href).ok  # type: ignore[attr-defined]
+    tab.page.goto(tab.base + "changelog.html")  # type: ignore[attr-defined]
+    first = tab.page.locator("table.aicr-t tbody tr a").first  # type: ignore[attr-defined]
+    assert first.inner_text() == titles[0]
+    first.click()
+    tab.page.wait_for_url("**/evidence/*.html#run-*")  # type: ignore[attr-defined]
+    assert tab.errors == []
+
+
+def test_compare_two_profiles_side_by_side(tab: Watched) -> None:
+    open_dashboard(tab, f"?search={SLURM}")
+    tab.page.click(f'#aicr-table tr[data-key="{SLURM}@standard"] a.aicr-rowlink')  # type: ignore[attr-defined]
+    tab.page.wait_for_url("**/compare.html?a=*")  # type: ignore[attr-defined]
+    tab.page.wait_for_selector("#aicr-cmp-out table")  # type: ignore[attr-defined]
+    assert tab.page.input_value("#aicr-cmp-a") == f"{SLURM}@standard"  # type: ignore[attr-defined]
+    tab.page.select_option("#aicr-cmp-b", f"{SLURM}@nvl72-2304")  # type: ignore[attr-defined]
+    tab.page.wait_for_selector("#aicr-cmp-out th:text-is('scale ceiling')")  # type: ignore[attr-defined]
+    ceiling = tab.page.eval_on_selector(  # type: ignore[attr-defined]
+        "#aicr-cmp-out tr:has(th:text-is('scale ceiling'))",
+        "tr => [tr.className, tr.cells[1].textContent, tr.cells[2].textContent]",
+    )
+    assert (
+        ceiling[0] == "aicr-diff"
+        and ceiling[1].startswith("lane-36")
+        and ceiling[2].startswith("lane-2304")
+    )
+    owned = tab.page.inner_text("#aicr-cmp-out")  # type: ignore[attr-defined]
+    assert "not owned" in owned  # the big profile owns values the standard one does not
+    assert "b=" in tab.page.url  # type: ignore[attr-defined]
+    assert tab.errors == [] and tab.outside == []
+
+
+def test_csv_export_of_the_current_view(tab: Watched) -> None:
+    import csv
+    import io
+
+    open_dashboard(tab, "?accelerator=gb300&platform=slurm")
+    with tab.page.expect_download() as info:  # type: ignore[attr-defined]
+        tab.page.click("#aicr-csv")  # type: ignore[attr-defined]
+    text = Path(info.value.path()).read_text(encoding="utf-8")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert sorted((r["name"], r["profile"]) for r in rows) == table_rows(tab.page)
+    assert all(r["accelerator"] == "gb300" and r["platform"] == "slurm" for r in rows)
+    assert any(r["summary"].startswith("SAMPLE evidence") for r in rows)

@@ -93,6 +93,12 @@ def show_progress() -> None:
     "site_url): the sitemap lists its pages and 404.html works at any depth under that path.",
 )
 @click.option(
+    "--repo-url",
+    default="",
+    metavar="URL",
+    help="The catalog's source repository, linked from every page with how to install the CLI.",
+)
+@click.option(
     "--jobs",
     type=click.IntRange(min=1),
     default=None,
@@ -109,6 +115,7 @@ def command(
     no_bundles: bool,
     no_cache: bool,
     site_url: str,
+    repo_url: str,
     jobs: int | None,
 ) -> None:
     """Build the static site into OUT (default site/): dashboard, recipe, evidence and scale pages,
@@ -132,6 +139,7 @@ def command(
         # the CLI reference page: every command's help from this very CLI
         cli_reference=cli_reference(root),
         site_url=site_url,
+        repo_url=repo_url,
     )
     show_progress()
     try:

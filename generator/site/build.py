@@ -41,7 +41,7 @@ from generator.cache import (
     unchanged_build,
 )
 from generator.errors import CatalogError, Diagnostic, SiteError
-from generator.site import api, badges, islands, pages, stages
+from generator.site import api, badges, changelog, islands, pages, stages
 from generator.site.csp import with_csp
 from generator.site.model import (
     ComponentUse,
@@ -78,6 +78,7 @@ class BuildOptions:
     # where the site is served (https://owner.github.io/repo/): the sitemap lists its pages and
     # 404.html links its assets from it, so it works at any depth under a sub-path
     site_url: str = ""
+    repo_url: str = ""  # the catalog's source repository, linked from every page
     # processes for verification and rendering (default: every core); page generation uses
     # them only when given (forked page workers copy the site data they read)
     jobs: int | None = None
@@ -274,6 +275,7 @@ def gather(
         generator_version=__version__,
         notes=tuple(notes),
         trust_root=verified.trust_root,
+        site_url=options.site_url,
     )
 
 
@@ -299,7 +301,9 @@ def _components(
 # --- write --------------------------------------------------------------------------------------
 
 
-def mkdocs_config(base: Path, docs_dir: Path, site_dir: Path, site_url: str = "") -> dict[str, Any]:
+def mkdocs_config(
+    base: Path, docs_dir: Path, site_dir: Path, site_url: str = "", repo_url: str = ""
+) -> dict[str, Any]:
     """The repository's mkdocs.yml with the build's directories (and `site_url`, when given)
     filled in."""
     try:
@@ -310,6 +314,8 @@ def mkdocs_config(base: Path, docs_dir: Path, site_dir: Path, site_url: str = ""
     config["site_dir"] = str(site_dir)
     if site_url:
         config["site_url"] = site_url if site_url.endswith("/") else site_url + "/"
+    if repo_url:  # not the theme's repo_url: that makes every page call the GitHub API
+        config["extra"] = {**(config.get("extra") or {}), "source_repository": repo_url}
     config["strict"] = True
     config["use_directory_urls"] = False
     theme = dict(config.get("theme") or {})
@@ -529,6 +535,7 @@ def iter_published(site: SiteData, reuse: api.Reuse | None = None) -> Iterator[t
     yield "assets/plotly.min.js", plotly_js()
     yield from api.iter_api_files(site, reuse)
     yield from sorted(badges.badge_files(site).items())
+    yield changelog.FEED, changelog.atom(site, site.site_url)
     for r in site.recipes:
         for p in r.profiles:
             for d in p.downloads:
@@ -704,7 +711,9 @@ def _build(
         )
         _write(docs_dir, static_docs(options))
         _write(docs_dir, generated)
-        config = mkdocs_config(options.config, docs_dir, site_dir, options.site_url)
+        config = mkdocs_config(
+            options.config, docs_dir, site_dir, options.site_url, options.repo_url
+        )
         config_file = work / "mkdocs.yml"
         config_file.write_text(yaml.safe_dump(config, sort_keys=True), encoding="utf-8")
         engine_key, engine = run_engine(config_file, docs_dir, site_dir, epoch, cache, base)

@@ -177,3 +177,4 @@ class SiteData:
     generator_version: str
     notes: tuple[StageNote, ...]
     trust_root: str
+    site_url: str = ""  # where the site is served, "" when not given

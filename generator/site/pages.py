@@ -41,6 +41,13 @@ def slug(name: str) -> str:
     return "r-" + hashlib.sha256(name.encode()).hexdigest()[:16]
 
 
+def _updated(runs: Iterable[EvidenceRun]) -> str:
+    """The date of the newest run shown (YYYY-MM-DD), "" when none: when the page's data last
+    changed, as far as the evidence says."""
+    dates = [r.attested_at[:10] for r in runs if re.match(r"^\d{4}-\d{2}-\d{2}", r.attested_at)]
+    return max(dates, default="")
+
+
 def has_sample(runs: Iterable[EvidenceRun]) -> bool:
     return any(r.sample for r in runs)
 
@@ -140,6 +147,7 @@ def recipe_page(recipe: RecipeView, site: SiteData) -> str:
         render_note=render_note,
         epoch=site.source_date_epoch,
         trust_root=site.trust_root,
+        updated=_updated(recipe.evidence),
     )
 
 
@@ -161,6 +169,7 @@ def evidence_page(name: str, runs: tuple[EvidenceRun, ...], site: SiteData, know
         downloads=downloads,
         trust_root=site.trust_root,
         sample=has_sample(runs),
+        updated=_updated(runs),
     )
 
 
@@ -350,6 +359,17 @@ def components_page(site: SiteData) -> str:
     )
 
 
+def changelog_page(site: SiteData) -> str:
+    from generator.site import changelog
+
+    return render(
+        "pages/changelog.md.j2",
+        entries=changelog.entries(site),
+        feed=changelog.FEED,
+        sample=has_sample(site.evidence),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class CommandHelp:
     """One command of the CLI reference: its full path and its `--help` text."""
@@ -392,6 +412,8 @@ def page_plan(
         PagePlan(
             "legend.md", "site", "legend", None, lambda: render("pages/legend.md.j2", base="")
         ),
+        PagePlan("changelog.md", "site", "changelog", None, lambda: changelog_page(site)),
+        PagePlan("compare.md", "site", "compare", None, lambda: render("pages/compare.md.j2")),
     ]
     for r in site.recipes:
         plan.append(

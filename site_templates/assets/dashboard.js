@@ -217,6 +217,8 @@
         var cell = el("td", { "data-label": c[1] });
         if (c[0] === "name") {
           cell.append(el("a", { href: r.url + "#summary-" + encodeURIComponent(r.profile) }, r.name));
+          cell.append(el("span", { class: "aicr-reasons" }),
+            el("a", { class: "aicr-rowlink", href: base + "compare.html?a=" + encodeURIComponent(r.key), "aria-label": "Compare " + r.name + " at " + r.profile }, "compare"));
         } else if (c[0] === "profile") {
           cell.append(r.profile);
           if (r.band) cell.append(el("span", { class: "aicr-reasons" }, r.band));
