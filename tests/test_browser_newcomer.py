@@ -474,7 +474,7 @@ def test_commands_have_copy_buttons_and_every_page_says_source_install_and_date(
         assert "Catalog as of 20" in meta and "Install the CLI" in meta, path
         assert tab.page.locator(".aicr-meta code.aicr-cmd + button.aicr-copy").count() == 1  # type: ignore[attr-defined]
     tab.page.goto(tab.base + f"evidence/{SLURM}.html")  # type: ignore[attr-defined]
-    assert "this page's data last changed 2026-" in tab.page.inner_text(".aicr-meta")  # type: ignore[attr-defined]
+    assert "evidence last changed 2026-" in tab.page.inner_text(".aicr-updated")  # type: ignore[attr-defined]
     assert tab.errors == [] and tab.outside == []
 
 

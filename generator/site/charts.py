@@ -71,7 +71,8 @@ def verdict_heatmap(
 ) -> dict[str, Any]:
     """A rows × lanes heat map of verdicts (pass | fail | stale | untested)."""
     x = [f"{lane.nodes:,}" for lane in lanes]
-    y = [plotly_text(label) for label, _ in rows]
+    # "recipe @ profile" on two lines: the long names fit beside the plot on a phone
+    y = [plotly_text(label).replace(" @ ", "<br>@ ") for label, _ in rows]
     z = [[VERDICT_CODE.get(v, 0) for v in verdicts] for _, verdicts in rows]
     text = [list(verdicts) for _, verdicts in rows]
     return {
@@ -95,7 +96,7 @@ def verdict_heatmap(
         "layout": {
             "title": {"text": plotly_text(title)},
             "font": {**_FONT, "color": "#1f2328"},
-            "height": max(180, 60 + 34 * len(y)),
+            "height": max(180, 70 + 38 * len(y)),
             "margin": {"l": 10, "r": 10, "t": 40, "b": 50},
             "xaxis": {"title": {"text": "lane (nodes)"}, "type": "category", "automargin": True},
             "yaxis": {"autorange": "reversed", "automargin": True},

@@ -26,6 +26,11 @@
     if (!tpl) return;
     var fig = JSON.parse(tpl.content.textContent || tpl.textContent);
     var config = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["sendDataToCloud"] };
+    if (div.clientWidth < 600) {  // a phone: smaller text, so titles and labels stay inside
+      fig.layout.font = Object.assign({}, fig.layout.font, { size: 10 });
+      if (fig.layout.title && fig.layout.title.font) fig.layout.title.font.size = 11;
+      config.displayModeBar = false;
+    }
     div.dataset.drawn = "1";
     Plotly.newPlot(div, fig.data, fig.layout, config);
   }
