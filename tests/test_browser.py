@@ -212,8 +212,19 @@ def test_planted_injection_stays_inert_text(tab: Watched) -> None:
         "scale.html",
         "components.html",
         "legend.html",
+        "changelog.html",
+        "compare.html",
     ],
-    ids=["dashboard", "recipe", "evidence", "scale", "components", "legend"],
+    ids=[
+        "dashboard",
+        "recipe",
+        "evidence",
+        "scale",
+        "components",
+        "legend",
+        "changelog",
+        "compare",
+    ],
 )
 def test_no_wcag_a_or_aa_violation(tab: Watched, path: str) -> None:
     from axe_playwright_python.sync_playwright import Axe
@@ -222,6 +233,9 @@ def test_no_wcag_a_or_aa_violation(tab: Watched, path: str) -> None:
     tab.page.wait_for_load_state("networkidle")  # type: ignore[attr-defined]
     if path == "index.html":
         tab.page.wait_for_selector("#aicr-table tbody tr")  # type: ignore[attr-defined]
+        tab.page.click("#how-to-read > summary")  # type: ignore[attr-defined]  # the legend too
+    if path == "compare.html":
+        tab.page.wait_for_selector("#aicr-cmp-out table")  # type: ignore[attr-defined]
     results = Axe().run(tab.page, options={"runOnly": {"type": "tag", "values": WCAG}})
     assert results.violations_count == 0, results.generate_report()
 
@@ -264,6 +278,7 @@ def test_dashboard_marks_rows_backed_by_sample_evidence(tab: Watched, built_site
 
 def test_every_top_page_loads_clean(tab: Watched) -> None:
     pages = ["scale.html", "components.html", "evidence/index.html", "cli.html", "api.html"]
+    pages += ["legend.html", "changelog.html", "compare.html", "performance.html"]
     pages += ["contributing.html", "releasing.html", "scale-contract.html", "404.html"]
     for path in pages:
         response = tab.page.goto(tab.base + path)  # type: ignore[attr-defined]
