@@ -535,3 +535,15 @@ def test_csv_export_of_the_current_view(tab: Watched) -> None:
     assert sorted((r["name"], r["profile"]) for r in rows) == table_rows(tab.page)
     assert all(r["accelerator"] == "gb300" and r["platform"] == "slurm" for r in rows)
     assert any(r["summary"].startswith("SAMPLE evidence") for r in rows)
+
+
+def test_site_search_snippets_keep_labels_apart_from_values(tab: Watched) -> None:
+    """The theme's search showed "serviceeks acceleratorgb300": labels ran into values."""
+    tab.page.goto(tab.base + "legend.html")  # type: ignore[attr-defined]
+    tab.page.wait_for_load_state("networkidle")  # type: ignore[attr-defined]
+    tab.page.keyboard.press("/")  # type: ignore[attr-defined]  # the theme's search shortcut
+    tab.page.keyboard.type(SLURM)  # type: ignore[attr-defined]
+    tab.page.wait_for_selector(".md-search-result__item")  # type: ignore[attr-defined]
+    text = tab.page.inner_text(".md-search-result")  # type: ignore[attr-defined]
+    assert "service: eks" in text and "platform: slurm" in text, text[:300]
+    assert "serviceeks" not in text
