@@ -401,3 +401,35 @@ def test_kpi_chart_text_from_evidence_is_escaped_for_plotly() -> None:
     assert "lower is better" in figure["layout"]["title"]["text"]
     html = str(pages.recipe_page(replace(r, evidence=(run0,)), s))
     assert '<a href="https://x">' not in html
+
+
+def test_changelog_lists_new_recipes_from_git_history_and_evidence(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    from generator.site import changelog, stages
+
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+        "GIT_AUTHOR_DATE": "2026-10-05T12:00:00Z",
+        "GIT_COMMITTER_DATE": "2026-10-05T12:00:00Z",
+    }
+    (tmp_path / "overlays").mkdir()
+    (tmp_path / "overlays" / "demo-recipe.yaml").write_text("kind: RecipeMetadata\n")
+    for args in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "add"]):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, env=env)
+    added = stages.recipes_added(tmp_path, {"demo-recipe": "overlays/demo-recipe.yaml"})
+    assert added == (("demo-recipe", "2026-10-05"),)
+    assert stages.recipes_added(tmp_path / "overlays" / "missing", {}) == ()
+    s = replace(site(), recipes_added=added)
+    kinds = {(e.kind, e.date[:10]) for e in changelog.entries(s)}
+    assert ("recipe", "2026-10-05") in kinds and any(k == "evidence" for k, _ in kinds)
+    assert ("ceiling", "2026-11-01") in kinds
+    feed = changelog.atom(s, "https://example.invalid/cat")
+    assert b"<title>new recipe: demo-recipe</title>" in feed
+    assert b'<link href="https://example.invalid/cat/recipes/demo-recipe.html"/>' in feed
+    assert changelog.atom(s) == changelog.atom(s)

@@ -276,6 +276,9 @@ def gather(
         notes=tuple(notes),
         trust_root=verified.trust_root,
         site_url=options.site_url,
+        recipes_added=stages.recipes_added(
+            options.catalog, {leaf: catalog.overlays[leaf].doc.rel for leaf in resolved}
+        ),
     )
 
 

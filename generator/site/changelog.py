@@ -1,8 +1,9 @@
 """What changed in the catalog, as a page (`changelog.html`) and an Atom feed (`changelog.xml`).
 
 Entries come from the records the build already has, dated by the evidence itself: each
-evidence run (new evidence, counted or not, and why not), and each scale ceiling (dated by the
-newest counted run on its lane). Newest first; same inputs, same bytes.
+evidence run (new evidence, counted or not, and why not), each scale ceiling (dated by the
+newest counted run on its lane), and each recipe with the date its overlay file was added in the
+catalog's git history. Newest first; same inputs (and history), same bytes.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ FEED_ENTRIES = 200
 @dataclass(frozen=True, slots=True)
 class Entry:
     date: str  # YYYY-MM-DD or an RFC 3339 time
-    kind: str  # evidence | ceiling
+    kind: str  # evidence | ceiling | recipe
     title: str
     link: str  # site-relative
     key: str  # stable and unique
@@ -69,6 +70,18 @@ def entries(site: SiteData) -> list[Entry]:
                     f"({p.ceiling_nodes:,} nodes), {p.consensus}",
                     f"recipes/{slug_of(r.name)}.html#summary-{p.profile}",
                     f"ceiling-{r.name}-{p.profile}-{p.ceiling}",
+                )
+            )
+    known = {r.name for r in site.recipes}
+    for name, date in site.recipes_added:
+        if name in known:
+            out.append(
+                Entry(
+                    date,
+                    "recipe",
+                    f"new recipe: {name}",
+                    f"recipes/{slug_of(name)}.html",
+                    f"recipe-{name}",
                 )
             )
     out.sort(key=lambda x: (x.date, x.kind, x.key), reverse=True)

@@ -178,3 +178,4 @@ class SiteData:
     notes: tuple[StageNote, ...]
     trust_root: str
     site_url: str = ""  # where the site is served, "" when not given
+    recipes_added: tuple[tuple[str, str], ...] = ()  # (recipe, date its overlay was added)
