@@ -161,7 +161,7 @@ def _manifest(
     index = json.loads((site / "api/v1/recipes.json").read_text(encoding="utf-8"))
     evidence = json.loads((site / "api/v1/evidence.json").read_text(encoding="utf-8"))
     counted_sample = [
-        e["path"]
+        e["repositoryPath"]
         for e in evidence["evidence"]
         if e.get("counted") and (e.get("sample") or e.get("trustRoot") == "demo")
     ]
@@ -202,8 +202,8 @@ def _manifest(
         "recipes": recipes,
         "evidence": [
             {
-                "path": e["path"],
-                "sha256": evidence_sha256.get(e["path"]),
+                "path": e["repositoryPath"],
+                "sha256": evidence_sha256.get(e["repositoryPath"]),
                 "state": e["state"],
                 "counted": e["counted"],
                 "class": e.get("class"),

@@ -133,7 +133,14 @@ def passing_predicate(
     enough targets, the observed counts of the lane, the recipe's pins running), then judged by
     `generator.qualify.qualify` itself, so the statement is what an honest signer would sign.
     """
-    from generator.qualify import RawCheck, RawKpi, RunResults, qualify
+    from generator.qualify import (
+        BundleBinding,
+        PreflightBinding,
+        RawCheck,
+        RawKpi,
+        RunResults,
+        qualify,
+    )
 
     lane = lanes.lane(lane_name)
     assert lane is not None, lane_name
@@ -156,7 +163,21 @@ def passing_predicate(
         },
         bundle_digest="sha256:" + "b" * 64,
         component_versions={c.name: c.version for c in recipe.components if c.version},
+        # an honest run is bound to a passing preflight of the same recipe on its own snapshot
+        snapshot_digest="sha256:" + "5" * 64,
+        preflight=PreflightBinding(
+            digest="sha256:" + "f" * 64,
+            recipe=recipe.name,
+            recipe_digest=recipe.digest,
+            profile=recipe.scale_profile,
+            profile_version=recipe.scale_profile_version,
+            exit_code=0,
+            snapshot_digest="sha256:" + "5" * 64,
+        ),
     )
-    result = qualify(lanes, lane_name, recipe, (lane_name,), run, attested_at=attested_at)
+    bundle = BundleBinding("sha256:" + "b" * 64, recipe.digest)
+    result = qualify(
+        lanes, lane_name, recipe, (lane_name,), run, bundle=bundle, attested_at=attested_at
+    )
     assert result.verdict == "pass", result.reasons
     return dict(result.predicate)

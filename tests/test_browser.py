@@ -74,11 +74,10 @@ def expected_rows(built_site: Path, **facets: str) -> list[tuple[str, str]]:  # 
 
 
 def table_rows(page: object) -> list[tuple[str, str]]:
-    cells = page.eval_on_selector_all(  # type: ignore[attr-defined]
-        "#aicr-table tbody tr",
-        "rows => rows.map(r => [r.cells[0].textContent, r.cells[6].textContent])",
+    keys = page.eval_on_selector_all(  # type: ignore[attr-defined]
+        "#aicr-table tbody tr", "rows => rows.map(r => r.dataset.key)"
     )
-    return sorted((a, b) for a, b in cells)
+    return sorted(tuple(k.rsplit("@", 1)) for k in keys)
 
 
 def open_dashboard(w: Watched, query: str = "") -> None:
@@ -123,9 +122,10 @@ def test_search_box_finds_a_recipe_by_name(tab: Watched) -> None:
     tab.page.fill("#aicr-q", "eks-ubuntu-training-slu")  # type: ignore[attr-defined]
     names = {name for name, _ in table_rows(tab.page)}
     assert names == {"gb200-eks-ubuntu-training-slurm", SLURM, "h100-eks-ubuntu-training-slurm"}
-    assert "q=eks-ubuntu-training-slu" in tab.page.url  # type: ignore[attr-defined]
+    # not ?q=: the theme opens its own site search over the page on ?q=
+    assert "search=eks-ubuntu-training-slu" in tab.page.url  # type: ignore[attr-defined]
     tab.page.click(f"#aicr-table a:text-is('{SLURM}')")  # type: ignore[attr-defined]
-    tab.page.wait_for_url(f"**/recipes/{SLURM}.html")  # type: ignore[attr-defined]
+    tab.page.wait_for_url(f"**/recipes/{SLURM}.html#summary-*")  # type: ignore[attr-defined]
 
 
 def test_filters_are_keyboard_usable_and_columns_sort(tab: Watched) -> None:
@@ -152,14 +152,26 @@ def test_phone_width_has_no_horizontal_scroll(browser: object, server: str) -> N
     page.wait_for_selector("#aicr-table tbody tr")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     page.goto(server + f"recipes/{SLURM}.html")  # wide tables scroll inside their own region
+    page.locator(f"#chart-{SLURM}-ladder").scroll_into_view_if_needed()
     page.wait_for_selector(f"#chart-{SLURM}-ladder .main-svg")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.goto(server + f"evidence/{SLURM}.html")  # full digests wrap instead of pushing the page
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.goto(server + "index.html")
+    page.wait_for_selector("#aicr-table tbody tr")
+    # the filter controls keep a margin from both screen edges
+    edges = page.eval_on_selector_all(
+        ".aicr-controls select, .aicr-controls input, #aicr-nodes",
+        "els => els.map(e => { const b = e.getBoundingClientRect(); return [b.left, b.right]; })",
+    )
+    assert edges and all(left >= 8 and right <= 390 - 8 for left, right in edges), edges
     context.close()
 
 
 def test_recipe_page_draws_its_ladder_chart(tab: Watched) -> None:
     tab.page.goto(tab.base + f"recipes/{SLURM}.html")  # type: ignore[attr-defined]
     chart = f"#chart-{SLURM}-ladder"
+    tab.page.locator(chart).scroll_into_view_if_needed()  # type: ignore[attr-defined]
     tab.page.wait_for_selector(f"{chart} .main-svg")  # type: ignore[attr-defined]
     cells = tab.page.eval_on_selector(  # type: ignore[attr-defined]
         chart, "d => d.data[0].z.length * d.data[0].z[0].length"
@@ -186,15 +198,33 @@ def test_planted_injection_stays_inert_text(tab: Watched) -> None:
     assert tab.page.evaluate("typeof window.__pwned") == "undefined"  # type: ignore[attr-defined]
     text = tab.page.inner_text("article")  # type: ignore[attr-defined]
     assert SCRIPT in text and "<img src=x onerror=" in text and "<img src=y onerror=" in text
-    open_dashboard(tab, "?q=" + INJECTED_RECIPE)
+    open_dashboard(tab, "?search=" + INJECTED_RECIPE)
     assert tab.page.evaluate("typeof window.__pwned") == "undefined"  # type: ignore[attr-defined]
     assert tab.errors == [] and tab.outside == []
 
 
 @pytest.mark.parametrize(
     "path",
-    ["index.html", f"recipes/{SLURM}.html", f"evidence/{SLURM}.html", "scale.html"],
-    ids=["dashboard", "recipe", "evidence", "scale"],
+    [
+        "index.html",
+        f"recipes/{SLURM}.html",
+        f"evidence/{SLURM}.html",
+        "scale.html",
+        "components.html",
+        "legend.html",
+        "changelog.html",
+        "compare.html",
+    ],
+    ids=[
+        "dashboard",
+        "recipe",
+        "evidence",
+        "scale",
+        "components",
+        "legend",
+        "changelog",
+        "compare",
+    ],
 )
 def test_no_wcag_a_or_aa_violation(tab: Watched, path: str) -> None:
     from axe_playwright_python.sync_playwright import Axe
@@ -203,6 +233,9 @@ def test_no_wcag_a_or_aa_violation(tab: Watched, path: str) -> None:
     tab.page.wait_for_load_state("networkidle")  # type: ignore[attr-defined]
     if path == "index.html":
         tab.page.wait_for_selector("#aicr-table tbody tr")  # type: ignore[attr-defined]
+        tab.page.click("#how-to-read > summary")  # type: ignore[attr-defined]  # the legend too
+    if path == "compare.html":
+        tab.page.wait_for_selector("#aicr-cmp-out table")  # type: ignore[attr-defined]
     results = Axe().run(tab.page, options={"runOnly": {"type": "tag", "values": WCAG}})
     assert results.violations_count == 0, results.generate_report()
 
@@ -213,6 +246,7 @@ def test_charts_draw_when_the_page_is_opened_from_disk(browser: object, built_si
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto((built_site / "recipes" / f"{SLURM}.html").as_uri())
+    page.locator(f"#chart-{SLURM}-ladder").scroll_into_view_if_needed()
     page.wait_for_selector(f"#chart-{SLURM}-ladder .main-svg")
     # From disk only the theme's site search is unavailable (its worker needs HTTP); the
     # offline plugin that would fix it adds a script from unpkg.com, which the site refuses.
@@ -221,22 +255,30 @@ def test_charts_draw_when_the_page_is_opened_from_disk(browser: object, built_si
 
 
 def test_dashboard_marks_rows_backed_by_sample_evidence(tab: Watched, built_site: Path) -> None:  # noqa: F811
+    """Per row (recipe × profile), not per recipe: a recipe with sample evidence at one profile
+    and none at the other has one marked row."""
     index = json.loads((built_site / "api" / "v1" / "recipes.json").read_text())
     sample = sorted(
-        (r["name"], p["name"]) for r in index["recipes"] if r["sample"] for p in r["profiles"]
+        (r["name"], p["name"])
+        for r in index["recipes"]
+        for p in r["profiles"]
+        if p["summary"]["sample"]
     )
-    assert sample
+    per_recipe = [
+        (r["name"], p["name"]) for r in index["recipes"] if r["sample"] for p in r["profiles"]
+    ]
+    assert sample and len(sample) < len(per_recipe)
     open_dashboard(tab)
     marked = tab.page.eval_on_selector_all(  # type: ignore[attr-defined]
         "#aicr-table tbody tr",
-        "rows => rows.filter(r => r.querySelector('.aicr-sample'))"
-        ".map(r => [r.cells[0].textContent, r.cells[6].textContent])",
+        "rows => rows.filter(r => r.querySelector('.aicr-sample')).map(r => r.dataset.key)",
     )
-    assert sorted((a, b) for a, b in marked) == sample
+    assert sorted(tuple(k.rsplit("@", 1)) for k in marked) == sample
 
 
 def test_every_top_page_loads_clean(tab: Watched) -> None:
     pages = ["scale.html", "components.html", "evidence/index.html", "cli.html", "api.html"]
+    pages += ["legend.html", "changelog.html", "compare.html", "performance.html"]
     pages += ["contributing.html", "releasing.html", "scale-contract.html", "404.html"]
     for path in pages:
         response = tab.page.goto(tab.base + path)  # type: ignore[attr-defined]
@@ -250,8 +292,8 @@ def test_health_and_consensus_cells_are_status_chips(tab: Watched) -> None:
     open_dashboard(tab)
     chips = tab.page.eval_on_selector_all(  # type: ignore[attr-defined]
         "#aicr-table tbody tr",
-        "rows => rows.map(r => [r.cells[7].querySelector('.aicr-chip')?.textContent,"
-        " r.cells[8].querySelector('.aicr-chip')?.textContent])",
+        "rows => rows.map(r => [r.cells[3].querySelector('.aicr-chip')?.textContent,"
+        " r.cells[4].querySelector('.aicr-chip')?.textContent])",
     )
     assert chips and all(h in ("pass", "warn", "fail") for h, _ in chips)
     assert all(

@@ -298,7 +298,7 @@ def test_cli_baseline_is_committed_and_current() -> None:
     for name in ("aicr-catalog bundle", "aicr-catalog evidence verify", "aicr-catalog validate"):
         assert name in baseline
     assert baseline["aicr-catalog bundle"]["options"]["--archive"]["isFlag"] is True
-    assert baseline["aicr-catalog preflight"]["exitCodes"] == [0, 1, 2, 3]
+    assert baseline["aicr-catalog preflight"]["exitCodes"] == [0, 1, 2, 3, 4]
 
 
 def test_renaming_an_option_fails_compat() -> None:

@@ -214,8 +214,8 @@ def test_status_shown_is_the_status_stage_result(built_site: Path, site_inputs: 
     assert shown == expected
     counted = {e.path for e in verified.records if getattr(e, "counted", False)}
     published = load(built_site, "api/v1/evidence.json")["evidence"]
-    assert {e["path"] for e in published} == {e.path for e in verified.records}
-    assert {e["path"] for e in published if e["counted"]} <= counted
+    assert {e["repositoryPath"] for e in published} == {e.path for e in verified.records}
+    assert {e["repositoryPath"] for e in published if e["counted"]} <= counted
 
 
 def test_sample_evidence_is_marked_sample_wherever_shown(built_site: Path) -> None:
@@ -224,7 +224,7 @@ def test_sample_evidence_is_marked_sample_wherever_shown(built_site: Path) -> No
     assert sample, "the repository's sample evidence is missing"
     assert load(built_site, "api/v1/recipes.json")["sample"] is True
     index_page = (built_site / "evidence" / "index.html").read_text()
-    chip = 'class="aicr-chip aicr-sample">SAMPLE<'
+    chip = 'title="sample evidence: demo data, qualifies nothing">SAMPLE<'
     assert index_page.count(chip) == len(sample)
     for recipe in {e["recipe"] for e in sample}:
         page = (built_site / "evidence" / f"{recipe}.html").read_text()
@@ -233,6 +233,13 @@ def test_sample_evidence_is_marked_sample_wherever_shown(built_site: Path) -> No
             if e["recipe"] == recipe:
                 section = page.split(f'id="run-{e["id"]}"', 1)[1].split("</section>", 1)[0]
                 assert chip in section and "demo root (sample)" in section
+    # badges (embedded elsewhere, without the page around them) and the components page too
+    for r in load(built_site, "api/v1/recipes.json")["recipes"]:
+        for p in r["profiles"]:
+            svg = (built_site / p["badge"]).read_text()
+            assert ("SAMPLE" in svg) is p["summary"]["sample"], p["badge"]
+    components = (built_site / "components.html").read_text()
+    assert "Sample evidence — not a real qualification" in components and chip in components
 
 
 def test_recipe_without_evidence_is_untested(built_site: Path) -> None:
@@ -327,11 +334,19 @@ def test_internal_links_resolve_and_no_asset_is_external(built_site: Path) -> No
 
 def test_plotly_is_loaded_only_on_pages_with_charts(built_site: Path) -> None:
     assert (built_site / "assets" / "plotly.min.js").stat().st_size > 1_000_000
+    # charts.js is the only script a chart page adds; it loads plotly (named by data-plotly)
+    # when a chart comes into view, never as a <script> of the page itself
     with_plotly = {
         p.relative_to(built_site).as_posix()
         for p in built_site.rglob("*.html")
-        if re.search(r'<script src="[^"]*plotly\.min\.js"', p.read_text())
+        if re.search(
+            r'<script src="[^"]*charts\.js" data-plotly="[^"]*plotly\.min\.js"', p.read_text()
+        )
     }
+    assert not any(
+        re.search(r'<script src="[^"]*plotly\.min\.js"', p.read_text())
+        for p in built_site.rglob("*.html")
+    )
     with_charts = {
         p.relative_to(built_site).as_posix()
         for p in built_site.rglob("*.html")

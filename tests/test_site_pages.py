@@ -309,3 +309,127 @@ def test_a_linked_evidence_file_is_not_published(tmp_path: Path) -> None:
     assert _stays_inside(evidence / "r" / "s" / "ok.sigstore.json", inside)
     assert not _stays_inside(evidence / "r" / "s" / "leak.sigstore.json", inside)
     assert not _stays_inside(evidence / "r" / "s" / "missing.sigstore.json", inside)
+
+
+# --- the qualification summary, chart text ----------------------------------------------------
+
+
+def test_summary_says_how_far_by_whom_when_and_what_next() -> None:
+    from generator.site.summary import summaries
+
+    s = site()
+    r = s.recipes[0]
+    sums = summaries(r, {p.name: p for p in s.profiles}, s.lanes)
+    big = sums["big"]
+    assert big.qualified and big.text.startswith("SAMPLE evidence, qualifies nothing: ")
+    assert "Qualified up to 36 nodes on profile big (37–2,304 nodes) by 1 signer, Lab a, " in (
+        big.text
+    )
+    assert "first-party" in big.text and "latest counted run 2026-11-02" in big.text
+    assert "second independent signer" in big.text
+    assert "next rung: lane-72 (72 nodes) is failing" in big.text
+    assert [(x.label, x.cls) for x in big.signers] == [("Lab a", "first-party")]
+    std = sums["standard"]
+    assert not std.qualified and std.text.startswith("Not qualified on profile standard")
+    assert "first rung: lane-36 (36 nodes) needs a passing run" in std.text
+    # the API publishes the same text for the same row
+    index = api.recipes_index(s)
+    published = {p["name"]: p["summary"] for p in index["recipes"][0]["profiles"]}
+    assert published["big"]["text"] == big.text and published["standard"]["text"] == std.text
+
+
+def test_summary_counts_signers_by_allowlist_entry_and_proposed_thresholds() -> None:
+    from generator.site.summary import summarise
+
+    s = site()
+    r = s.recipes[0]
+    lanes = (
+        replace(
+            s.lanes[0],
+            raw={
+                "kpis": [
+                    {"id": "k1", "status": "proposed"},
+                    {"id": "k2", "status": "adopted"},
+                ]
+            },
+        ),
+        replace(s.lanes[1], raw={"kpis": [{"id": "k1", "status": "proposed"}]}),
+    )
+    # two runs of one allowlist entry (two identities) and one of another, all passing lane-36
+    runs = (
+        replace(r.evidence[0], signer_identity="x@a", signer_label="Lab a"),
+        replace(r.evidence[0], id="r2", signer_identity="y@a", signer_label="Lab a"),
+        replace(r.evidence[0], id="r3", signer_label="Lab b", signer_class="partner"),
+    )
+    recipe = replace(r, evidence=runs)
+    big = next(p for p in recipe.profiles if p.profile == "big")
+    out = summarise(recipe, big, s.profiles[0], lanes)
+    assert [x.label for x in out.signers] == ["Lab a", "Lab b"]
+    assert "by 2 independent signers: Lab a, first-party; Lab b, partner" in out.text
+    assert out.proposed == 1 and "1 threshold still proposed" in out.text
+
+
+def test_kpi_chart_text_from_evidence_is_escaped_for_plotly() -> None:
+    from generator.site.charts import kpi_figures
+
+    s = site()
+    r = s.recipes[0]
+    link = '<a href="https://x">OFFICIAL RESULTS</a>'
+    run0 = replace(
+        r.evidence[0],
+        observed_nodes=36,
+        kpis=(Kpi(link, 1.0, "<b>s</b>", "<=", 2.0, "passed"),),
+    )
+    figures = kpi_figures(replace(r, evidence=(run0,)))
+    assert len(figures) == 1
+    kpi_id, figure, _caption = figures[0]
+    assert kpi_id == link  # the caption is HTML-escaped by the page, the figure by us
+
+    def strings(node: object) -> list[str]:
+        if isinstance(node, str):
+            return [node]
+        if isinstance(node, dict):
+            return [x for v in node.values() for x in strings(v)]
+        if isinstance(node, list):
+            return [x for v in node for x in strings(v)]
+        return []
+
+    texts = strings(figure)
+    assert any("OFFICIAL RESULTS" in t for t in texts)
+    assert not any("<a" in t or "<b>s" in t for t in texts), texts
+    assert figure["layout"]["title"]["text"].startswith("&lt;a href=")
+    assert "lower is better" in figure["layout"]["title"]["text"]
+    html = str(pages.recipe_page(replace(r, evidence=(run0,)), s))
+    assert '<a href="https://x">' not in html
+
+
+def test_changelog_lists_new_recipes_from_git_history_and_evidence(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    from generator.site import changelog, stages
+
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+        "GIT_AUTHOR_DATE": "2026-10-05T12:00:00Z",
+        "GIT_COMMITTER_DATE": "2026-10-05T12:00:00Z",
+    }
+    (tmp_path / "overlays").mkdir()
+    (tmp_path / "overlays" / "demo-recipe.yaml").write_text("kind: RecipeMetadata\n")
+    for args in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "add"]):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, env=env)
+    added = stages.recipes_added(tmp_path, {"demo-recipe": "overlays/demo-recipe.yaml"})
+    assert added == (("demo-recipe", "2026-10-05"),)
+    assert stages.recipes_added(tmp_path / "overlays" / "missing", {}) == ()
+    s = replace(site(), recipes_added=added)
+    kinds = {(e.kind, e.date[:10]) for e in changelog.entries(s)}
+    assert ("recipe", "2026-10-05") in kinds and any(k == "evidence" for k, _ in kinds)
+    assert ("ceiling", "2026-11-01") in kinds
+    feed = changelog.atom(s, "https://example.invalid/cat")
+    assert b"<title>new recipe: demo-recipe</title>" in feed
+    assert b'<link href="https://example.invalid/cat/recipes/demo-recipe.html"/>' in feed
+    assert changelog.atom(s) == changelog.atom(s)

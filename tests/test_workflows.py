@@ -165,8 +165,10 @@ def test_pr_gate_covers_every_deployer_profile_and_the_seed_preflight() -> None:
     assert "compat --format github" in text
     assert "preflight-samples:" in (REPO / "Makefile").read_text()
     makefile = (REPO / "Makefile").read_text()
+    recipes = next(line for line in makefile.splitlines() if line.startswith("PREFLIGHT_RECIPES"))
+    assert "gb300-eks-ubuntu-training-slurm" in recipes, "the seed recipe is not gated"
     for profile in ("standard", "nvl72-2304"):
-        assert f"check {profile} " in makefile, f"preflight-samples does not run {profile}"
+        assert f"check $$r {profile} " in makefile, f"preflight-samples does not run {profile}"
 
 
 def test_evidence_pull_requests_are_opened_with_an_app_token() -> None:

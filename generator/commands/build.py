@@ -86,6 +86,19 @@ def show_progress() -> None:
     "build).",
 )
 @click.option(
+    "--site-url",
+    default="",
+    metavar="URL",
+    help="Where the site will be served, e.g. https://owner.github.io/repo/ (default: mkdocs.yml's "
+    "site_url): the sitemap lists its pages and 404.html works at any depth under that path.",
+)
+@click.option(
+    "--repo-url",
+    default="",
+    metavar="URL",
+    help="The catalog's source repository, linked from every page with how to install the CLI.",
+)
+@click.option(
     "--jobs",
     type=click.IntRange(min=1),
     default=None,
@@ -101,6 +114,8 @@ def command(
     strict: bool,
     no_bundles: bool,
     no_cache: bool,
+    site_url: str,
+    repo_url: str,
     jobs: int | None,
 ) -> None:
     """Build the static site into OUT (default site/): dashboard, recipe, evidence and scale pages,
@@ -110,6 +125,7 @@ def command(
     commit are byte-identical. Exit codes: 0 built, 1 bad data (the located problems are printed
     and the previous site is left as it was), 2 usage.
     """
+    root = click.get_current_context().find_root().command
     options = BuildOptions(
         catalog=catalog_path,
         evidence=evidence_path,
@@ -120,6 +136,10 @@ def command(
         bundles=not no_bundles,
         cache_dir=None if no_cache else out.absolute().parent / ".cache" / "bundles",
         jobs=jobs,
+        # the CLI reference page: every command's help from this very CLI
+        cli_reference=cli_reference(root),
+        site_url=site_url,
+        repo_url=repo_url,
     )
     show_progress()
     try:

@@ -14,6 +14,7 @@ from typing import Any
 
 from generator.site.model import EvidenceRun, ProfileView, RecipeView, SiteData
 from generator.site.pages import slug
+from generator.site.summary import CONSENSUS_ORDER, band, summarise
 
 API_VERSION = "aicr.run/v1"
 SCHEMAS = Path(__file__).resolve().parent.parent.parent / "catalog" / "schemas" / "api"
@@ -27,8 +28,9 @@ def dumps(obj: object) -> bytes:
     return (text + "\n").encode("utf-8")
 
 
-def _profile_summary(recipe: RecipeView, p: ProfileView) -> dict[str, Any]:
+def _profile_summary(recipe: RecipeView, p: ProfileView, site: SiteData) -> dict[str, Any]:
     s = slug(recipe.name)
+    profile = next((x for x in site.profiles if x.name == p.profile), None)
     return {
         "name": p.profile,
         "version": p.profile_version,
@@ -39,10 +41,12 @@ def _profile_summary(recipe: RecipeView, p: ProfileView) -> dict[str, Any]:
         "lastEvidence": p.last_evidence or None,
         "lanes": {s_.lane: s_.verdict for s_ in p.lanes},
         "badge": f"badges/{s}/{p.profile}.svg",
+        "band": band(profile) or None,
+        "summary": summarise(recipe, p, profile, site.lanes).to_json(),
     }
 
 
-def _recipe_summary(recipe: RecipeView) -> dict[str, Any]:
+def _recipe_summary(recipe: RecipeView, site: SiteData) -> dict[str, Any]:
     s = slug(recipe.name)
     return {
         "name": recipe.name,
@@ -52,9 +56,10 @@ def _recipe_summary(recipe: RecipeView) -> dict[str, Any]:
         "criteria": recipe.criteria.to_json(),
         "health": recipe.health,
         "coverage": recipe.coverage,
+        "healthReasons": list(recipe.health_reasons),
         "evidence": len(recipe.evidence),
         "sample": any(e.sample for e in recipe.evidence),
-        "profiles": [_profile_summary(recipe, p) for p in recipe.profiles],
+        "profiles": [_profile_summary(recipe, p, site) for p in recipe.profiles],
     }
 
 
@@ -72,9 +77,14 @@ def recipes_index(site: SiteData) -> dict[str, Any]:
     return {
         **_header(site, "RecipeIndex"),
         "lanes": [{"name": lane.name, "nodes": lane.nodes} for lane in site.lanes],
+        "scaleProfiles": [
+            {"name": p.name, "nodes": {"min": p.nodes_min, "max": p.nodes_max}}
+            for p in site.profiles
+        ],
+        "consensusOrder": list(CONSENSUS_ORDER),
         "sample": any(e.sample for e in site.evidence),
         "notes": [{"stage": n.stage, "message": n.message} for n in site.notes],
-        "recipes": [_recipe_summary(r) for r in site.recipes],
+        "recipes": [_recipe_summary(r, site) for r in site.recipes],
     }
 
 
@@ -84,7 +94,8 @@ def evidence_record(e: EvidenceRun) -> dict[str, Any]:
         "id": e.id,
         "statementDigest": e.statement_digest or None,
         "recipe": e.recipe,
-        "path": e.path,
+        # where the file is in the catalog's repository; on this site it is `raw`
+        "repositoryPath": e.path,
         "url": f"evidence/{s}.html#run-{e.id}",
         "raw": e.raw_file if e.raw else None,
         "state": e.state,
@@ -136,7 +147,7 @@ def recipe_detail(
     for p in recipe.profiles:
         profiles.append(
             {
-                **_profile_summary(recipe, p),
+                **_profile_summary(recipe, p, site),
                 "recipe": p.document,
                 "downloads": [
                     {"deployer": d.deployer, "url": d.file, "sha256": d.sha256, "size": d.size}
@@ -146,7 +157,7 @@ def recipe_detail(
         )
     return {
         **_header(site, "RecipeDetail"),
-        **{k: v for k, v in _recipe_summary(recipe).items() if k != "profiles"},
+        **{k: v for k, v in _recipe_summary(recipe, site).items() if k != "profiles"},
         "appliedOverlays": list(recipe.chain),
         "profiles": profiles,
         "evidence": [

@@ -47,9 +47,14 @@ def badge_svg(label: str, message: str, colour: str) -> str:
     )
 
 
-def _message(p: ProfileView) -> str:
+def _sample(recipe: RecipeView, p: ProfileView) -> bool:
+    return any(e.sample for e in recipe.evidence if e.profile == p.profile)
+
+
+def _message(recipe: RecipeView, p: ProfileView) -> str:
+    """The badge's text; sample evidence says SAMPLE first, wherever the badge is embedded."""
     ceiling = f"{p.ceiling_nodes} nodes" if p.ceiling_nodes else "no ceiling"
-    return f"{p.consensus} · {ceiling}"
+    return ("SAMPLE · " if _sample(recipe, p) else "") + f"{p.consensus} · {ceiling}"
 
 
 def badge_record(recipe: RecipeView, p: ProfileView, site: SiteData) -> dict[str, Any]:
@@ -63,8 +68,8 @@ def badge_record(recipe: RecipeView, p: ProfileView, site: SiteData) -> dict[str
         "ceilingNodes": p.ceiling_nodes,
         "generatedAt": site.generated_at,
         "attestedAt": max(attested) if attested else None,
-        "sample": any(e.sample for e in recipe.evidence if e.profile == p.profile),
-        "message": _message(p),
+        "sample": _sample(recipe, p),
+        "message": _message(recipe, p),
     }
 
 
@@ -74,6 +79,6 @@ def badge_files(site: SiteData) -> dict[str, bytes]:
         for p in r.profiles:
             base = f"badges/{slug(r.name)}/{p.profile}"
             colour = COLOURS.get(p.consensus, COLOURS["UNTESTED"])
-            files[base + ".svg"] = badge_svg(p.profile, _message(p), colour).encode()
+            files[base + ".svg"] = badge_svg(p.profile, _message(r, p), colour).encode()
             files[base + ".json"] = dumps(badge_record(r, p, site))
     return files

@@ -42,7 +42,7 @@ from generator.cache import (
 )
 from generator.errors import CatalogError, Diagnostic, SiteError
 from generator.outputs import OutputKind, check_output_dir, mark
-from generator.site import api, badges, islands, pages, stages
+from generator.site import api, badges, changelog, islands, pages, stages
 from generator.site.csp import with_csp
 from generator.site.model import (
     ComponentUse,
@@ -76,6 +76,10 @@ class BuildOptions:
     cache_dir: Path | None = None  # bundle archive cache; None renders everything afresh
     # the CLI reference page: every command's help, produced by the CLI (commands/build.py)
     cli_reference: tuple[pages.CommandHelp, ...] = ()
+    # where the site is served (https://owner.github.io/repo/): the sitemap lists its pages and
+    # 404.html links its assets from it, so it works at any depth under a sub-path
+    site_url: str = ""
+    repo_url: str = ""  # the catalog's source repository, linked from every page
     # processes for verification and rendering (default: every core); page generation uses
     # them only when given (forked page workers copy the site data they read)
     jobs: int | None = None
@@ -240,7 +244,7 @@ def gather(
     recipes = []
     for leaf, results in resolved.items():
         runs = tuple(by_recipe.get(leaf, ()))
-        health, coverage = stages.structural_health(results)
+        health, coverage, reasons = stages.structural_health(results)
         views = tuple(
             _profile_view(
                 r,
@@ -256,6 +260,7 @@ def gather(
                 criteria=catalog.overlays[leaf].criteria,
                 health=health,
                 coverage=coverage,
+                health_reasons=reasons,
                 chain=results[0].applied_overlays if results else (),
                 profiles=views,
                 evidence=runs,
@@ -274,6 +279,10 @@ def gather(
         generator_version=__version__,
         notes=tuple(notes),
         trust_root=verified.trust_root,
+        site_url=options.site_url,
+        recipes_added=stages.recipes_added(
+            options.catalog, {leaf: catalog.overlays[leaf].doc.rel for leaf in resolved}
+        ),
     )
 
 
@@ -288,21 +297,32 @@ def _components(
     out = []
     for (name, chart, repo, version), recipes in sorted(used.items()):
         lane, profile = quals.get((name, version), ("", ""))
-        out.append(ComponentUse(name, chart, repo, version, tuple(sorted(recipes)), lane, profile))
+        reg = catalog.registry.components.get(name)
+        display = reg.display_name if reg is not None else ""
+        out.append(
+            ComponentUse(name, chart, repo, version, tuple(sorted(recipes)), lane, profile, display)
+        )
     return tuple(out)
 
 
 # --- write --------------------------------------------------------------------------------------
 
 
-def mkdocs_config(base: Path, docs_dir: Path, site_dir: Path) -> dict[str, Any]:
-    """The repository's mkdocs.yml with the build's directories filled in."""
+def mkdocs_config(
+    base: Path, docs_dir: Path, site_dir: Path, site_url: str = "", repo_url: str = ""
+) -> dict[str, Any]:
+    """The repository's mkdocs.yml with the build's directories (and `site_url`, when given)
+    filled in."""
     try:
         config = yaml.safe_load(base.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as e:
         raise SiteError(f"cannot read {base.name}: {e}") from e
     config["docs_dir"] = str(docs_dir)
     config["site_dir"] = str(site_dir)
+    if site_url:
+        config["site_url"] = site_url if site_url.endswith("/") else site_url + "/"
+    if repo_url:  # not the theme's repo_url: that makes every page call the GitHub API
+        config["extra"] = {**(config.get("extra") or {}), "source_repository": repo_url}
     config["strict"] = True
     config["use_directory_urls"] = False
     theme = dict(config.get("theme") or {})
@@ -526,6 +546,7 @@ def iter_published(site: SiteData, reuse: api.Reuse | None = None) -> Iterator[t
     yield "assets/plotly.min.js", plotly_js()
     yield from api.iter_api_files(site, reuse)
     yield from sorted(badges.badge_files(site).items())
+    yield changelog.FEED, changelog.atom(site, site.site_url)
     for r in site.recipes:
         for p in r.profiles:
             for d in p.downloads:
@@ -662,6 +683,11 @@ def build_site(options: BuildOptions) -> BuildReport:
         cache = _cache(options)
         base = inputs_key(options, epoch, TEMPLATES, cache) if cache is not None else ""
         key = build_key(options, epoch, TEMPLATES, cache, without=base) if cache else ""
+        if key:  # options the cache's key does not know yet: the site URL, the CLI's help
+            extra = json.dumps(
+                [options.site_url, [[c.path, c.help] for c in options.cli_reference]]
+            )
+            key = hashlib.sha256((key + extra).encode()).hexdigest()
         done = unchanged_build(cache, out, key) if cache is not None else None
         if done is not None:  # same inputs, same generator, site untouched: nothing to do
             notes = tuple(StageNote(**n) for n in done.pop("notes"))
@@ -701,7 +727,9 @@ def _build(
         )
         _write(docs_dir, static_docs(options))
         _write(docs_dir, generated)
-        config = mkdocs_config(options.config, docs_dir, site_dir)
+        config = mkdocs_config(
+            options.config, docs_dir, site_dir, options.site_url, options.repo_url
+        )
         config_file = work / "mkdocs.yml"
         config_file.write_text(yaml.safe_dump(config, sort_keys=True), encoding="utf-8")
         engine_key, engine = run_engine(config_file, docs_dir, site_dir, epoch, cache, base)

@@ -40,6 +40,13 @@ def lane_verdicts(
     ]
 
 
+def plotly_text(value: object) -> str:
+    """Text for a plotly string property: plotly reads a subset of HTML (`<a href>`, `<b>`,
+    `<br>`, entities) in titles, labels and hover text, so `&`, `<` and `>` are written as
+    entities and drawn as the characters themselves."""
+    return str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 _FONT = {"family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", "size": 13}
 
 
@@ -64,7 +71,8 @@ def verdict_heatmap(
 ) -> dict[str, Any]:
     """A rows × lanes heat map of verdicts (pass | fail | stale | untested)."""
     x = [f"{lane.nodes:,}" for lane in lanes]
-    y = [label for label, _ in rows]
+    # "recipe @ profile" on two lines: the long names fit beside the plot on a phone
+    y = [plotly_text(label).replace(" @ ", "<br>@ ") for label, _ in rows]
     z = [[VERDICT_CODE.get(v, 0) for v in verdicts] for _, verdicts in rows]
     text = [list(verdicts) for _, verdicts in rows]
     return {
@@ -86,9 +94,9 @@ def verdict_heatmap(
             }
         ],
         "layout": {
-            "title": {"text": title},
+            "title": {"text": plotly_text(title)},
             "font": {**_FONT, "color": "#1f2328"},
-            "height": max(180, 60 + 34 * len(y)),
+            "height": max(180, 70 + 38 * len(y)),
             "margin": {"l": 10, "r": 10, "t": 40, "b": 50},
             "xaxis": {"title": {"text": "lane (nodes)"}, "type": "category", "automargin": True},
             "yaxis": {"autorange": "reversed", "automargin": True},
@@ -109,71 +117,94 @@ def ladder_figure(
     return verdict_heatmap(rows, lanes, "Lane verdicts per scale profile")
 
 
-def kpi_figure(recipe: RecipeView) -> dict[str, Any] | None:
-    """KPI value / threshold against observed node count, one trace per KPI, counted runs only.
+LOWER_IS_BETTER = ("<=", "<", "le", "lt", "lte")
 
-    A ratio keeps KPIs of different units on one axis; the dashed line at 1 is the threshold
-    (for `<=` KPIs lower is better, for `>=` higher is better), the hover shows the real values.
-    """
-    points: dict[str, list[tuple[int, float, str]]] = {}
+
+def kpi_figures(recipe: RecipeView) -> list[tuple[str, dict[str, Any], str]]:
+    """One small chart per KPI of the counted runs: its value against observed node count, in
+    its own unit, with the threshold as a dashed line and the direction in the title.
+
+    Returns (KPI id, figure, caption) sorted by KPI id. Every string that came from evidence is
+    escaped for plotly's HTML subset (`plotly_text`), so a KPI id that looks like markup is
+    drawn as text, never as a link or a style."""
+    points: dict[str, list[tuple[int, float, float, str, str]]] = {}
+    units: dict[str, str] = {}
+    ops: dict[str, str] = {}
     for run in recipe.evidence:
         if not run.counted or run.observed_nodes is None:
             continue
         for k in run.kpis:
-            if not k.threshold:
-                continue
-            label = f"{k.value:g} {k.unit} (threshold {k.operator} {k.threshold:g}) {run.profile}"
             points.setdefault(k.id, []).append(
-                (run.observed_nodes, round(k.value / k.threshold, 6), label)
+                (run.observed_nodes, k.value, k.threshold, run.profile, run.short)
             )
-    if not points:
-        return None
-    data: list[dict[str, Any]] = []
+            units.setdefault(k.id, k.unit)
+            ops.setdefault(k.id, k.operator)
+    out = []
     for kpi_id in sorted(points):
         pts = sorted(points[kpi_id])
-        data.append(
-            {
-                "type": "scatter",
-                "mode": "markers",
-                "marker": {"size": 8, "opacity": 0.8},
-                "name": kpi_id,
-                "x": [p[0] for p in pts],
-                "y": [p[1] for p in pts],
-                "text": [p[2] for p in pts],
-                "hovertemplate": "%{x} nodes: %{text}<extra>" + kpi_id + "</extra>",
-            }
-        )
-    ticks = sorted({x for trace in data for x in trace["x"]})
-    return {
-        "data": data,
-        "layout": {
-            "title": {"text": "KPI value relative to its threshold, by node count"},
-            "font": {**_FONT, "color": "#1f2328"},
-            "height": 460,
-            "margin": {"l": 60, "r": 10, "t": 40, "b": 40},
-            "xaxis": {
-                "title": {"text": "observed nodes"},
-                "type": "log",
-                "tickvals": ticks,
-                "ticktext": [f"{t:,}" for t in ticks],
-            },
-            "yaxis": {"title": {"text": "value / threshold"}},
-            "shapes": [
+        unit, op = units[kpi_id], ops[kpi_id]
+        lower = op in LOWER_IS_BETTER
+        direction = "lower is better" if lower else "higher is better"
+        ok = [(v <= t) if lower else (v >= t) for _, v, t, _, _ in pts]
+        label = [
+            plotly_text(f"{v:g} {unit} (threshold {op} {t:g}), profile {prof}, run {short}")
+            for _, v, t, prof, short in pts
+        ]
+        thresholds = sorted({(n, t) for n, _, t, _, _ in pts})
+        xs = sorted({n for n, *_ in pts})
+        figure = {
+            "data": [
                 {
-                    "type": "line",
-                    "xref": "paper",
-                    "x0": 0,
-                    "x1": 1,
-                    "y0": 1,
-                    "y1": 1,
-                    "line": {"dash": "dash", "color": "#57606a"},
-                }
+                    "type": "scatter",
+                    "mode": "lines",
+                    "name": "threshold",
+                    "x": [n for n, _ in thresholds],
+                    "y": [t for _, t in thresholds],
+                    "line": {"dash": "dash", "color": "#57606a", "shape": "hv"},
+                    "hoverinfo": "skip",
+                },
+                {
+                    "type": "scatter",
+                    "mode": "markers",
+                    "name": "value",
+                    "x": [p[0] for p in pts],
+                    "y": [p[1] for p in pts],
+                    "text": label,
+                    "marker": {
+                        "size": 9,
+                        "color": ["#1a7f37" if good else "#cf222e" for good in ok],
+                        "symbol": ["circle" if good else "x" for good in ok],
+                    },
+                    "hovertemplate": "%{x:,} nodes: %{text}<extra></extra>",
+                },
             ],
-            "legend": {"orientation": "h", "y": -0.25, "yanchor": "top"},
-            "paper_bgcolor": "rgba(0,0,0,0)",
-            "plot_bgcolor": "rgba(0,0,0,0)",
-        },
-    }
+            "layout": {
+                "title": {
+                    "text": plotly_text(kpi_id) + "<br><sub>" + plotly_text(direction) + "</sub>",
+                    "font": {"size": 13},
+                },
+                "font": {**_FONT, "size": 11, "color": "#1f2328"},
+                "height": 240,
+                "showlegend": False,
+                "margin": {"l": 50, "r": 10, "t": 48, "b": 40},
+                "xaxis": {
+                    "title": {"text": "observed nodes"},
+                    "type": "log",
+                    "tickvals": xs,
+                    "ticktext": [f"{t:,}" for t in xs],
+                    "automargin": True,
+                },
+                "yaxis": {"title": {"text": plotly_text(unit)}, "automargin": True},
+                "paper_bgcolor": "rgba(0,0,0,0)",
+                "plot_bgcolor": "rgba(0,0,0,0)",
+            },
+        }
+        caption = (
+            f"{kpi_id} in {unit or 'its unit'} by observed node count ({direction}); dashed: "
+            f"the threshold ({op}); green circles meet it, red crosses do not."
+        )
+        out.append((kpi_id, figure, caption))
+    return out
 
 
 def chart_html(div_id: str, figure: dict[str, Any], caption: str) -> Markup:

@@ -132,6 +132,7 @@ class RecipeView:
     chain: tuple[str, ...]  # applied overlays, root to leaf
     profiles: tuple[ProfileView, ...]
     evidence: tuple[EvidenceRun, ...]
+    health_reasons: tuple[str, ...] = ()  # why health is warn or fail; empty when pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +153,7 @@ class ComponentUse:
     recipes: tuple[str, ...]
     qualified_lane: str  # "" when no lane has qualified this version
     qualified_profile: str
+    display_name: str = ""  # the registry's human-readable name
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,3 +177,5 @@ class SiteData:
     generator_version: str
     notes: tuple[StageNote, ...]
     trust_root: str
+    site_url: str = ""  # where the site is served, "" when not given
+    recipes_added: tuple[tuple[str, str], ...] = ()  # (recipe, date its overlay was added)

@@ -21,13 +21,14 @@ from generator.site.charts import (
     NOT_IN_LADDER,
     chart_html,
     chart_id,
-    kpi_figure,
+    kpi_figures,
     ladder_figure,
     lane_verdicts,
     verdict_heatmap,
 )
 from generator.site.jinja import render
 from generator.site.model import EvidenceRun, RecipeView, SiteData
+from generator.site.summary import band, summaries
 
 _SAFE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,200}$")
 
@@ -39,6 +40,13 @@ def slug(name: str) -> str:
     import hashlib
 
     return "r-" + hashlib.sha256(name.encode()).hexdigest()[:16]
+
+
+def _updated(runs: Iterable[EvidenceRun]) -> str:
+    """The date of the newest run shown (YYYY-MM-DD), "" when none: when the page's data last
+    changed, as far as the evidence says."""
+    dates = [r.attested_at[:10] for r in runs if re.match(r"^\d{4}-\d{2}-\d{2}", r.attested_at)]
+    return max(dates, default="")
 
 
 def has_sample(runs: Iterable[EvidenceRun]) -> bool:
@@ -94,15 +102,10 @@ def recipe_page(recipe: RecipeView, site: SiteData) -> str:
                 f"Lane verdicts of {recipe.name} per scale profile (counted evidence only).",
             )
         )
-    kpis = kpi_figure(recipe)
-    if kpis is not None:
-        charts.append(
-            chart_html(
-                chart_id(recipe.name, "kpis"),
-                kpis,
-                "KPI values of counted runs relative to their thresholds; 1 is the threshold.",
-            )
-        )
+    kpi_charts = [
+        chart_html(chart_id(recipe.name, "kpi", str(i), kpi_id), figure, caption)
+        for i, (kpi_id, figure, caption) in enumerate(kpi_figures(recipe), 1)
+    ]
     owned = []
     for p in recipe.profiles:
         prof = profiles.get(p.profile)
@@ -113,11 +116,14 @@ def recipe_page(recipe: RecipeView, site: SiteData) -> str:
                 "owned": prof.owned_values if prof else (),
             }
         )
+    sums = summaries(recipe, profiles, site.lanes)
     ctx = {
         "name": recipe.name,
         "slug": slug(recipe.name),
         "criteria_items": [(d, v) for d, v in recipe.criteria.to_json().items()],
+        "summaries": [(p, sums[p.profile], band(profiles.get(p.profile))) for p in recipe.profiles],
         "health": recipe.health,
+        "health_reasons": recipe.health_reasons,
         "coverage": recipe.coverage,
         "profiles": recipe.profiles,
         "chain": recipe.chain,
@@ -135,24 +141,36 @@ def recipe_page(recipe: RecipeView, site: SiteData) -> str:
         "pages/recipe.md.j2",
         r=ctx,
         charts=charts,
+        kpi_charts=kpi_charts,
         ladder=site.lanes,
         deployers=site.deployers,
         sample=has_sample(recipe.evidence),
         render_note=render_note,
         epoch=site.source_date_epoch,
         trust_root=site.trust_root,
+        updated=_updated(recipe.evidence),
     )
 
 
 def evidence_page(name: str, runs: tuple[EvidenceRun, ...], site: SiteData, known: bool) -> str:
     """The runs of one recipe name; `known` is False for a name that is not a current leaf."""
     ctx = {"name": name, "slug": slug(name), "known": known}
+    recipe = next((r for r in site.recipes if r.name == name), None) if known else None
+    # the recipe digest of each profile today, and the bundle archives published for it: a
+    # run's digests are shown against these, so a stale run's digest is never called current
+    current = {p.profile: p.result.digest for p in recipe.profiles} if recipe else {}
+    downloads = {
+        "sha256:" + d.sha256: d for p in (recipe.profiles if recipe else ()) for d in p.downloads
+    }
     return render(
         "pages/evidence.md.j2",
         r=ctx,
         runs=runs,
+        current=current,
+        downloads=downloads,
         trust_root=site.trust_root,
         sample=has_sample(runs),
+        updated=_updated(runs),
     )
 
 
@@ -182,6 +200,7 @@ def dashboard_page(site: SiteData) -> str:
         all_recipes=[{"name": r.name, "slug": slug(r.name)} for r in site.recipes],
         notes=site.notes,
         sample=has_sample(site.evidence),
+        base="",
     )
 
 
@@ -299,26 +318,57 @@ def scale_page(site: SiteData, contract_markdown: str | None) -> str:
 
 
 def components_page(site: SiteData) -> str:
-    seen: set[str] = set()
-    comps = []
+    """Component × pinned version: what it is, where it comes from, which recipes pin that
+    version and how far current evidence has qualified it (SAMPLE when the evidence is)."""
+    by_name = {r.name: r for r in site.recipes}
+    groups: dict[str, list[dict[str, Any]]] = {}
+    info: dict[str, dict[str, str]] = {}
     for c in site.components:
-        # the first (lowest-sorting) version of a component owns the plain anchor
-        anchor = c.name if c.name not in seen else f"{c.name}-{slug(c.version or 'unpinned')}"
-        seen.add(c.name)
-        comps.append(
+        sample = any(
+            e.sample and e.counted and e.profile == c.qualified_profile
+            for n in c.recipes
+            if n in by_name
+            for e in by_name[n].evidence
+        )
+        info.setdefault(
+            c.name,
             {
-                "anchor": anchor,
                 "name": c.name,
+                "display": c.display_name or c.name,
                 "chart": c.chart,
                 "repository": c.repository,
+                "link": c.repository if c.repository.startswith("https://") else "",
+            },
+        )
+        groups.setdefault(c.name, []).append(
+            {
+                "anchor": f"{c.name}-{slug(c.version or 'unpinned')}",
                 "version": c.version,
                 "qualified_lane": c.qualified_lane,
                 "qualified_profile": c.qualified_profile,
+                "sample": sample and bool(c.qualified_lane),
                 "recipes": c.recipes,
                 "recipe_links": [(n, slug(n)) for n in c.recipes],
             }
         )
-    return render("pages/components.md.j2", components=comps)
+    comps = [{**info[name], "versions": groups[name]} for name in sorted(groups)]
+    return render(
+        "pages/components.md.j2",
+        components=comps,
+        total=len(site.recipes),
+        sample=any(v["sample"] for versions in groups.values() for v in versions),
+    )
+
+
+def changelog_page(site: SiteData) -> str:
+    from generator.site import changelog
+
+    return render(
+        "pages/changelog.md.j2",
+        entries=changelog.entries(site),
+        feed=changelog.FEED,
+        sample=has_sample(site.evidence),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,6 +410,11 @@ def page_plan(
         PagePlan("components.md", "site", "components", None, lambda: components_page(site)),
         PagePlan("evidence/index.md", "site", "evidence", None, lambda: evidence_index(site)),
         PagePlan("cli.md", "site", "cli", None, lambda: cli_page(commands)),
+        PagePlan(
+            "legend.md", "site", "legend", None, lambda: render("pages/legend.md.j2", base="")
+        ),
+        PagePlan("changelog.md", "site", "changelog", None, lambda: changelog_page(site)),
+        PagePlan("compare.md", "site", "compare", None, lambda: render("pages/compare.md.j2")),
     ]
     for r in site.recipes:
         plan.append(

@@ -92,15 +92,43 @@ def recipe_document(result: RecipeResult) -> Mapping[str, Any]:
     return doc(result)
 
 
-def structural_health(results: Sequence[RecipeResult]) -> tuple[str, str]:
-    """(pass | warn | fail, `R:n D:n P:n C:n`) by the rules `aicr-catalog list` uses, from the
-    leaf's resolution at its first profile (no second resolution); fail when it did not resolve."""
+def structural_health(results: Sequence[RecipeResult]) -> tuple[str, str, tuple[str, ...]]:
+    """(pass | warn | fail, `R:n D:n P:n C:n`, why it is not pass) by the rules `aicr-catalog
+    list` uses, from the leaf's resolution at its first profile (no second resolution); fail
+    when it did not resolve."""
     from generator.validate import health_of
 
     if not results:
-        return "fail", "R:0 D:0 P:0 C:0"
+        return "fail", "R:0 D:0 P:0 C:0", ("the recipe does not resolve",)
     h = health_of(results[0])
-    return h.health, h.coverage_text()
+    return h.health, h.coverage_text(), tuple(h.reasons)
+
+
+def recipes_added(catalog_root: Path, files: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """(recipe, YYYY-MM-DD) of each recipe whose overlay file the catalog's git history shows
+    being added (the newest addition), from one `git log`; empty when the catalog is not in a
+    git checkout (the changelog page says recipe additions come from that history)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(catalog_root), "log", "--diff-filter=A", "--format=@%cs",
+             "--name-only", "--relative", "--", "."],
+            capture_output=True, text=True, check=False, timeout=60,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    if out.returncode != 0:
+        return ()
+    added: dict[str, str] = {}
+    date = ""
+    for line in out.stdout.splitlines():
+        if line.startswith("@"):
+            date = line[1:]
+        elif line and line not in added:
+            added[line] = date
+    by_file = {rel: name for name, rel in files.items()}
+    return tuple(sorted((by_file[f], d) for f, d in added.items() if f in by_file and d))
 
 
 # --- lanes ------------------------------------------------------------------------------------

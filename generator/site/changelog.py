@@ -1,0 +1,121 @@
+"""What changed in the catalog, as a page (`changelog.html`) and an Atom feed (`changelog.xml`).
+
+Entries come from the records the build already has, dated by the evidence itself: each
+evidence run (new evidence, counted or not, and why not), each scale ceiling (dated by the
+newest counted run on its lane), and each recipe with the date its overlay file was added in the
+catalog's git history. Newest first; same inputs (and history), same bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from xml.sax.saxutils import escape, quoteattr
+
+from generator.site.model import SiteData
+
+FEED = "changelog.xml"
+FEED_ENTRIES = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    date: str  # YYYY-MM-DD or an RFC 3339 time
+    kind: str  # evidence | ceiling | recipe
+    title: str
+    link: str  # site-relative
+    key: str  # stable and unique
+
+
+def entries(site: SiteData) -> list[Entry]:
+    from generator.site.pages import slug as slug_of
+
+    out: list[Entry] = []
+    for e in site.evidence:
+        if not e.attested_at:
+            continue
+        state = {"verified": "counted", "stale": "stale, not counted"}.get(
+            e.state, "rejected, not counted"
+        )
+        who = e.signer_label or e.signer_identity or "unknown signer"
+        sample = "SAMPLE " if e.sample else ""
+        out.append(
+            Entry(
+                e.attested_at,
+                "evidence",
+                f"{sample}evidence: {e.recipe} × {e.profile or 'standard'} {e.lane or '?'} "
+                f"{e.verdict or 'no verdict'} by {who} ({state})",
+                f"evidence/{slug_of(e.recipe)}.html#run-{e.id}",
+                f"run-{e.id}",
+            )
+        )
+    for r in site.recipes:
+        for p in r.profiles:
+            if not p.ceiling:
+                continue
+            dates = [
+                e.attested_at
+                for e in r.evidence
+                if e.counted and e.profile == p.profile and e.lane == p.ceiling and e.attested_at
+            ]
+            if not dates:
+                continue
+            sample = (
+                "SAMPLE " if any(e.sample for e in r.evidence if e.profile == p.profile) else ""
+            )
+            out.append(
+                Entry(
+                    max(dates),
+                    "ceiling",
+                    f"{sample}ceiling: {r.name} × {p.profile} qualified up to {p.ceiling} "
+                    f"({p.ceiling_nodes:,} nodes), {p.consensus}",
+                    f"recipes/{slug_of(r.name)}.html#summary-{p.profile}",
+                    f"ceiling-{r.name}-{p.profile}-{p.ceiling}",
+                )
+            )
+    known = {r.name for r in site.recipes}
+    for name, date in site.recipes_added:
+        if name in known:
+            out.append(
+                Entry(
+                    date,
+                    "recipe",
+                    f"new recipe: {name}",
+                    f"recipes/{slug_of(name)}.html",
+                    f"recipe-{name}",
+                )
+            )
+    out.sort(key=lambda x: (x.date, x.kind, x.key), reverse=True)
+    return out
+
+
+def atom(site: SiteData, site_url: str = "") -> bytes:
+    """The Atom feed of the newest entries; links are absolute under `site_url` when given."""
+    base = site_url if not site_url or site_url.endswith("/") else site_url + "/"
+    items = entries(site)[:FEED_ENTRIES]
+    updated = items[0].date if items else site.generated_at
+
+    def when(date: str) -> str:
+        return date if "T" in date else date + "T00:00:00Z"
+
+    lines = [
+        '<?xml version="1.0" encoding="utf-8"?>',
+        '<feed xmlns="http://www.w3.org/2005/Atom">',
+        "<title>AICR Recipe Catalog: what changed</title>",
+        f"<id>{escape(base + FEED) if base else 'urn:aicr-catalog:changelog'}</id>",
+        f'<link rel="self" href={quoteattr(base + FEED)}/>',
+        f'<link rel="alternate" href={quoteattr(base + "changelog.html")}/>',
+        f"<updated>{escape(when(updated))}</updated>",
+        "<author><name>AICR Recipe Catalog</name></author>",
+    ]
+    for x in items:
+        lines += [
+            "<entry>",
+            f"<title>{escape(x.title)}</title>",
+            f"<id>urn:aicr-catalog:{escape(x.key)}</id>",
+            f"<link href={quoteattr(base + x.link)}/>",
+            f"<updated>{escape(when(x.date))}</updated>",
+            f"<category term={quoteattr(x.kind)}/>",
+            "</entry>",
+        ]
+    lines.append("</feed>")
+    return ("\n".join(lines) + "\n").encode("utf-8")
