@@ -109,7 +109,7 @@ def sysctl_pod_args(node: str, image: str) -> tuple[str, ...]:
     name = "aicr-sysctl-" + re.sub(r"[^a-z0-9-]", "-", node.lower())[:40].strip("-")
     return (
         "run", name, "--namespace", "default", "--image", image, "--restart", "Never",
-        "--rm", "--attach", "--quiet", "--overrides", json.dumps(overrides, sort_keys=True),
+        "--rm", "--attach", "--quiet", "--overrides", json.dumps(overrides, sort_keys=True, allow_nan=False),
         "--command", "--", "sh", "-c", script,
     )  # fmt: skip
 

@@ -147,7 +147,12 @@ def _tightenings(
         kept = new.get("enum", old["enum"]) or []
         removed = [v for v in old["enum"] if v not in kept]
         for v in removed:
-            yield Break(subject, path, "removed-enum", f"enum value {json.dumps(v)} removed")
+            yield Break(
+                subject,
+                path,
+                "removed-enum",
+                f"enum value {json.dumps(v, allow_nan=False)} removed",
+            )
     elif "enum" in new:
         yield Break(subject, path, "tightened-type", "an enum now restricts the values")
     if "const" in new and old.get("const") != new["const"]:
@@ -155,7 +160,7 @@ def _tightenings(
             subject,
             path,
             "tightened-type",
-            f"const {json.dumps(old.get('const'))} → {json.dumps(new['const'])}",
+            f"const {json.dumps(old.get('const'), allow_nan=False)} → {json.dumps(new['const'], allow_nan=False)}",
         )
     for req in sorted(set(new.get("required", ())) - set(old.get("required", ()))):
         yield Break(subject, path, "new-required", f"field '{req}' is now required")
@@ -191,9 +196,19 @@ def _loosenings(
         else:
             for v in new["enum"]:
                 if v not in old["enum"]:
-                    yield Break(subject, path, "added-enum", f"enum value {json.dumps(v)} added")
+                    yield Break(
+                        subject,
+                        path,
+                        "added-enum",
+                        f"enum value {json.dumps(v, allow_nan=False)} added",
+                    )
     if "const" in old and "const" not in new and "enum" not in new:
-        yield Break(subject, path, "widened-type", f"const {json.dumps(old['const'])} removed")
+        yield Break(
+            subject,
+            path,
+            "widened-type",
+            f"const {json.dumps(old['const'], allow_nan=False)} removed",
+        )
     nprops = new.get("properties", {})
     for req in sorted(set(old.get("required", ())) - set(new.get("required", ()))):
         if req in nprops or req not in old.get("properties", {}):
@@ -432,7 +447,7 @@ def _compare_param(where: str, o: Mapping[str, Any], n: Mapping[str, Any]) -> It
             subject,
             where,
             "changed-default",
-            f"default {json.dumps(o['default'])} → {json.dumps(n['default'])}",
+            f"default {json.dumps(o['default'], allow_nan=False)} → {json.dumps(n['default'], allow_nan=False)}",
         )
     if (o["type"], o["nargs"], o["multiple"], o.get("isFlag")) != (
         n["type"],
@@ -556,7 +571,10 @@ def update_baselines(
         json.dumps(bundle_layouts(catalog_dir), indent=2, sort_keys=True, allow_nan=False) + "\n"
     )
     (base_dir / CLI).write_text(
-        json.dumps(cli if cli is not None else current_cli(), indent=2, sort_keys=True) + "\n",
+        json.dumps(
+            cli if cli is not None else current_cli(), indent=2, sort_keys=True, allow_nan=False
+        )
+        + "\n",
         encoding="utf-8",
     )
     (base_dir / MANIFEST).write_text(
@@ -666,4 +684,4 @@ def report_json(r: CompatReport) -> str:
         "acknowledged": rows(r.acknowledged),
         "staleAcknowledgements": list(r.stale_acknowledgements),
     }
-    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    return json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n"

@@ -315,7 +315,9 @@ def _flatten(value: Any, path: str, out: dict[str, Any]) -> None:
 
 
 def _json_text(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
+    return json.dumps(
+        value, sort_keys=True, ensure_ascii=False, separators=(", ", ": "), allow_nan=False
+    )
 
 
 def value_changes(old: RecipeResult | None, new: RecipeResult | None) -> tuple[ValueChange, ...]:

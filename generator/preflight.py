@@ -216,7 +216,7 @@ class PreflightReport:
 
 def _check_from(raw: Mapping[str, Any], source: Source) -> Check:
     if "measurement" in raw:
-        observed = f"m({json.dumps(raw['measurement'])})"
+        observed = f"m({json.dumps(raw['measurement'], allow_nan=False)})"
     else:
         observed = str(raw["observed"])
     return Check(
@@ -361,7 +361,7 @@ def constraint_check(c: Constraint) -> Check:
         description=f"recipe constraint {c.name} {op} {literal}",
         remediation=c.remediation or f"Bring {c.name} to {op} {literal} on the cluster.",
         operator=op,
-        observed=f"m({json.dumps(c.name)})",
+        observed=f"m({json.dumps(c.name, allow_nan=False)})",
         expected=None,
         value=literal,
         area=area,

@@ -277,7 +277,7 @@ def unchecked_preflight(recipe: RecipeResult, snapshot: bytes) -> bytes:
         "findings": [],
         "missingReadings": [],
     }  # fmt: skip
-    return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
+    return (json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n").encode()
 
 
 def sample_bundle_digest(recipe: RecipeResult) -> str:

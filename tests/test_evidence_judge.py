@@ -14,7 +14,17 @@ from generator.evidence.judge import judge
 from generator.evidence.model import IN_TOTO_PAYLOAD_TYPE
 from generator.evidence.statement import build_statement, parse_statement
 from generator.load import load_catalog
-from generator.qualify import CTRF_STATUSES, Lanes, RawCheck, RawKpi, RunResults, lanes_of, qualify
+from generator.qualify import (
+    CTRF_STATUSES,
+    BundleBinding,
+    Lanes,
+    PreflightBinding,
+    RawCheck,
+    RawKpi,
+    RunResults,
+    lanes_of,
+    qualify,
+)
 from generator.records import RecipeResult
 from generator.resolve import resolve
 from tests.conftest import CATALOG
@@ -82,14 +92,33 @@ def _runs(draw: st.DrawFn, recipe: RecipeResult, lanes: Lanes) -> tuple[str, Run
             versions[name] = "v0.0.0-other"
         else:
             del versions[name]
+    snapshot = "sha256:" + "5" * 64
+    exit_code = pick(0, 1, 3, 4)
+    preflight = pick(
+        PreflightBinding(
+            "sha256:" + "f" * 64,
+            recipe.name,
+            recipe.digest,
+            recipe.scale_profile,
+            recipe.scale_profile_version,
+            exit_code,
+            snapshot,
+        ),
+        None,
+    )
     run = RunResults(
         phases={p: tuple(cs) for p, cs in phases.items()},
         kpis=tuple(kpis),
         measurements=measurements,
-        bundle_digest="sha256:" + "c" * 64,
+        bundle_digest=BUNDLE.digest,
         component_versions=versions,
+        snapshot_digest=snapshot,
+        preflight=preflight,
     )
     return lane.name, run
+
+
+BUNDLE = BundleBinding("sha256:" + "c" * 64)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -99,7 +128,9 @@ def test_the_recomputation_agrees_with_qualify(
 ) -> None:
     recipe, lanes = world
     lane, run = data.draw(_runs(recipe, lanes))
-    q = qualify(lanes, lane, recipe, (lane,), run, attested_at="2026-11-30T10:00:00Z")
+    q = qualify(
+        lanes, lane, recipe, (lane,), run, bundle=BUNDLE, attested_at="2026-11-30T10:00:00Z"
+    )
     statement = parse_statement(IN_TOTO_PAYLOAD_TYPE, q.statement)
     j = judge(statement, lanes, recipe.criteria, _pins(recipe))
     assert j is not None

@@ -147,6 +147,13 @@ def _judge(
         reasons.append(
             f"names {statement.lane_nodes} nodes for {lane.name}, which has {lane.nodes}"
         )
+    # the run is bound to a passing preflight of the cluster it ran on (generator.qualify):
+    # a signed pass without one, or with a failed one, is not the recomputed verdict
+    preflight = statement.predicate.get("preflight")
+    if not isinstance(preflight, Mapping):
+        reasons.append("no preflight report is bound to the run")
+    elif preflight.get("exitCode") != 0:
+        reasons.append(f"preflight did not pass (exit {preflight.get('exitCode')})")
     nodes, gpus = statement.observed_nodes or 0, statement.observed_gpus or 0
     if nodes < lane.nodes:
         reasons.append(f"observed {nodes} nodes, below the lane's {lane.nodes}")

@@ -175,13 +175,13 @@ def parse_reference(text: str) -> Reference:
     digest: str | None = None
     if "@" in raw:
         raw, digest = raw.split("@", 1)
-        if not _DIGEST_RE.match(digest):
+        if not _DIGEST_RE.fullmatch(digest):
             raise InvalidReference(f"{text!r}: digest must be sha256:<64 lower-case hex>", text)
     host, sep, path = raw.partition("/")
     if (
         not sep
         or not path
-        or not _HOST_RE.match(host)
+        or not _HOST_RE.fullmatch(host)
         or ("." not in host and ":" not in host and host != "localhost")
     ):
         raise InvalidReference(
@@ -192,9 +192,9 @@ def parse_reference(text: str) -> Reference:
     last = path.rsplit("/", 1)[-1]
     if ":" in last:
         path, tag = path.rsplit(":", 1)
-        if not _TAG_RE.match(tag):
+        if not _TAG_RE.fullmatch(tag):
             raise InvalidReference(f"{text!r}: {tag!r} is not a valid tag", text)
-    if not _REPO_RE.match(path):
+    if not _REPO_RE.fullmatch(path):
         raise InvalidReference(f"{text!r}: {path!r} is not a valid repository name", text)
     return Reference(host, path, tag, digest)
 
@@ -204,7 +204,7 @@ def sha256_digest(data: bytes) -> str:
 
 
 def check_digest(digest: str, where: str = "") -> str:
-    if not _DIGEST_RE.match(digest):
+    if not _DIGEST_RE.fullmatch(digest):
         raise InvalidReference(f"{digest!r} is not a sha256:<64 lower-case hex> digest", where)
     return digest
 
@@ -247,14 +247,14 @@ class Cache:
         except (OSError, ValueError):
             return None
         if not isinstance(doc, list) or not all(
-            isinstance(d, str) and _DIGEST_RE.match(d) for d in doc
+            isinstance(d, str) and _DIGEST_RE.fullmatch(d) for d in doc
         ):
             return None
         return list(doc)
 
     def put_referrers(self, subject: str, digests: list[str]) -> None:
         path = self.root / "referrers" / (check_digest(subject).removeprefix("sha256:") + ".json")
-        _write_atomic(path, json.dumps(sorted(set(digests))).encode())
+        _write_atomic(path, json.dumps(sorted(set(digests)), allow_nan=False).encode())
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -576,7 +576,7 @@ def _error_detail(resp: requests.Response) -> str:
 
 
 def _json(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
 
 
 def tar_directory(files: Mapping[str, bytes]) -> bytes:
@@ -809,7 +809,7 @@ def pull(
         sig_manifests: list[str] = []
         for desc in reg.referrers(ref.repository, digest, SIGSTORE_BUNDLE_MEDIA_TYPE):
             rdigest = desc.get("digest")
-            if not isinstance(rdigest, str) or not _DIGEST_RE.match(rdigest):
+            if not isinstance(rdigest, str) or not _DIGEST_RE.fullmatch(rdigest):
                 continue
             rdata, _, _ = reg.get_manifest(ref.repository, rdigest)
             cache.put(rdigest, rdata)
@@ -857,7 +857,7 @@ def _manifest_doc(data: bytes, what: str) -> dict[str, Any]:
         if (
             not isinstance(layer, dict)
             or not isinstance(layer.get("digest"), str)
-            or not _DIGEST_RE.match(layer["digest"])
+            or not _DIGEST_RE.fullmatch(layer["digest"])
         ):
             raise RegistryProtocolError(f"{what}: a layer has no sha256 digest", what)
         if (

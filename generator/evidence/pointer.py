@@ -64,7 +64,7 @@ class Pointer:
 
 
 def is_pointer_name(name: str) -> bool:
-    return _FILE.match(name) is not None
+    return _FILE.fullmatch(name) is not None
 
 
 def discover(paths: list[Path]) -> list[Path]:
@@ -200,7 +200,7 @@ def parse_pointer(raw: bytes, shown: str) -> tuple[Pointer | None, tuple[Diagnos
     diags += _unknown(signer, _SIGNER_KEYS, f"{at}.signer", doc, shown)
     oci = _string(bundle, "oci", f"{at}.bundle", doc, shown, diags)
     digest = _string(bundle, "digest", f"{at}.bundle", doc, shown, diags)
-    if digest and not _DIGEST.match(digest):
+    if digest and not _DIGEST.fullmatch(digest):
         diags.append(
             _diag(
                 doc,

@@ -245,7 +245,7 @@ def _node(value: object) -> Node:
     if isinstance(value, int):
         return ScalarNode("tag:yaml.org,2002:int", str(value))
     text = str(value)
-    plain = bool(_PLAIN_SAFE.match(text)) and not _NOT_STRINGS.match(text) and " #" not in text
+    plain = bool(_PLAIN_SAFE.fullmatch(text)) and not _NOT_STRINGS.match(text) and " #" not in text
     return ScalarNode(_STR, text, style=None if plain else '"')
 
 

@@ -406,6 +406,7 @@ def state_key(directory: Path) -> str:
             "cached": sorted(cached),
         },
         sort_keys=True,
+        allow_nan=False,
     )
 
 

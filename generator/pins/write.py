@@ -202,10 +202,10 @@ def _render(version: str, style: str) -> str:
     if style == "'":
         return "'" + version.replace("'", "''") + "'"
     if style == '"':
-        return json.dumps(version)
+        return json.dumps(version, allow_nan=False)
     if yaml.safe_load(version) == version:
         return version
-    return json.dumps(version)  # a plain 1.10 would read back as a float: quote it
+    return json.dumps(version, allow_nan=False)  # a plain 1.10 would read back as a float: quote it
 
 
 def bump_text(text: str, json_path: str, version: str) -> str:

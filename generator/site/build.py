@@ -685,7 +685,8 @@ def build_site(options: BuildOptions) -> BuildReport:
         key = build_key(options, epoch, TEMPLATES, cache, without=base) if cache else ""
         if key:  # options the cache's key does not know yet: the site URL, the CLI's help
             extra = json.dumps(
-                [options.site_url, [[c.path, c.help] for c in options.cli_reference]]
+                [options.site_url, [[c.path, c.help] for c in options.cli_reference]],
+                allow_nan=False,
             )
             key = hashlib.sha256((key + extra).encode()).hexdigest()
         done = unchanged_build(cache, out, key) if cache is not None else None
