@@ -42,7 +42,7 @@ def test_newcomer_answers_the_2304_node_question_in_three_interactions(
     interactions += 1
     assert table_rows(tab.page) == [(SLURM, "nvl72-2304")]
     finder = tab.page.inner_text("#aicr-finder-msg")  # type: ignore[attr-defined]
-    assert "2,304 nodes is inside the band of scale profile nvl72-2304 (37–2,304 nodes)" in finder
+    assert "2,304 nodes is inside the band of scale profile nvl72-2304 (36–2,304 nodes)" in finder
     text = _summary(tab.page, f"{SLURM}@nvl72-2304")
     # is it qualified, how far, by whom (label and class), when
     assert "Qualified up to 2,304 nodes on profile nvl72-2304" in text

@@ -569,3 +569,31 @@ def test_readme_regenerate_command_reproduces_the_bundle(tmp_path: Path, deploye
     code, _, stderr = run(*args[2:-2], "--catalog", str(CATALOG), "-o", str(again))
     assert code == 0, stderr
     assert (again / "checksums.txt").read_bytes() == (first / "checksums.txt").read_bytes()
+
+
+def test_a_dry_run_says_nothing_was_installed(tmp_path: Path) -> None:
+    """`AICR_DRY_RUN=1 ./deploy.sh` prints every command and says nothing ran (it used to end
+    with "installed …" and "recipe … deployed"); the same for undeploy.sh."""
+    import subprocess
+
+    out = bundle(tmp_path)
+    env = {"PATH": "/usr/bin:/bin", "AICR_DRY_RUN": "1"}
+    deploy = subprocess.run(
+        ["bash", str(out / "deploy.sh")], capture_output=True, text=True, env=env, check=False
+    )
+    assert deploy.returncode == 0, deploy.stderr
+    lines = deploy.stdout.splitlines()
+    assert any(line.startswith("dry-run: helm upgrade --install") for line in lines)
+    assert not [line for line in lines if line.startswith("installed ")]
+    assert f"recipe {RECIPE} deployed" not in lines
+    assert lines[-1] == (
+        f"dry run: recipe {RECIPE} not deployed (the commands above were printed, not run)"
+    )
+    assert sum(line.endswith(" not installed") for line in lines) == len(
+        [p for p in out.iterdir() if (p / "install.sh").is_file()]
+    )
+    undeploy = subprocess.run(
+        ["bash", str(out / "undeploy.sh")], capture_output=True, text=True, env=env, check=False
+    )
+    assert undeploy.returncode == 0, undeploy.stderr
+    assert undeploy.stdout.splitlines()[-1] == f"dry run: recipe {RECIPE} not removed"

@@ -63,4 +63,8 @@ echo '==> [19/20] slinky-slurm-pre'
 bash 019-slinky-slurm-pre/install.sh
 echo '==> [20/20] slinky-slurm'
 bash 020-slinky-slurm/install.sh
-echo 'recipe gb300-eks-ubuntu-training-slurm deployed'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: recipe gb300-eks-ubuntu-training-slurm not deployed (the commands above were printed, not run)'
+else
+  echo 'recipe gb300-eks-ubuntu-training-slurm deployed'
+fi

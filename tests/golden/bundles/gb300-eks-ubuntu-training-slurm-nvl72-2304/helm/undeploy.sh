@@ -97,4 +97,8 @@ echo '==> removing aws-ebs-csi-driver'
 if run helm status aws-ebs-csi-driver --namespace kube-system >/dev/null 2>&1; then
   run helm uninstall aws-ebs-csi-driver --namespace kube-system --wait
 fi
-echo 'recipe gb300-eks-ubuntu-training-slurm removed'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: recipe gb300-eks-ubuntu-training-slurm not removed'
+else
+  echo 'recipe gb300-eks-ubuntu-training-slurm removed'
+fi

@@ -53,4 +53,8 @@ echo '==> [14/15] nvsentinel'
 bash 014-nvsentinel/install.sh
 echo '==> [15/15] prometheus-adapter'
 bash 015-prometheus-adapter/install.sh
-echo 'recipe h100-gke-cos-inference-dynamo deployed'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: recipe h100-gke-cos-inference-dynamo not deployed (the commands above were printed, not run)'
+else
+  echo 'recipe h100-gke-cos-inference-dynamo deployed'
+fi

@@ -77,4 +77,8 @@ echo '==> removing cert-manager'
 if run helm status cert-manager --namespace cert-manager >/dev/null 2>&1; then
   run helm uninstall cert-manager --namespace cert-manager --wait
 fi
-echo 'recipe h100-gke-cos-inference-dynamo removed'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: recipe h100-gke-cos-inference-dynamo not removed'
+else
+  echo 'recipe h100-gke-cos-inference-dynamo removed'
+fi

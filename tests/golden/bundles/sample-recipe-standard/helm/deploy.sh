@@ -35,4 +35,8 @@ echo '==> [5/6] gpu-post'
 bash 005-gpu-post/install.sh
 echo '==> [6/6] tuning'
 bash 006-tuning/install.sh
-echo 'recipe sample-recipe deployed'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: recipe sample-recipe not deployed (the commands above were printed, not run)'
+else
+  echo 'recipe sample-recipe deployed'
+fi

@@ -41,4 +41,8 @@ echo '==> removing cert'
 if run helm status cert --namespace cert >/dev/null 2>&1; then
   run helm uninstall cert --namespace cert --wait
 fi
-echo 'recipe sample-recipe removed'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: recipe sample-recipe not removed'
+else
+  echo 'recipe sample-recipe removed'
+fi

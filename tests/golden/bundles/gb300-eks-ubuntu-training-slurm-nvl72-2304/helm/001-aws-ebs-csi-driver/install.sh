@@ -40,4 +40,8 @@ retry helm upgrade --install aws-ebs-csi-driver aws-ebs-csi-driver \
   --namespace kube-system --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed aws-ebs-csi-driver'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: aws-ebs-csi-driver not installed'
+else
+  echo 'installed aws-ebs-csi-driver'
+fi

@@ -40,4 +40,8 @@ retry helm upgrade --install aws-efa aws-efa-k8s-device-plugin \
   --namespace kube-system --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed aws-efa'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: aws-efa not installed'
+else
+  echo 'installed aws-efa'
+fi

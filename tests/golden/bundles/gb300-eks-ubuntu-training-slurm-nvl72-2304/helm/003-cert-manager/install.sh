@@ -40,4 +40,8 @@ retry helm upgrade --install cert-manager cert-manager \
   --namespace cert-manager --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed cert-manager'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: cert-manager not installed'
+else
+  echo 'installed cert-manager'
+fi

@@ -39,4 +39,8 @@ retry helm upgrade --install mariadb-operator-crds oci://ghcr.io/mariadb-operato
   --namespace mariadb-system --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed mariadb-operator-crds'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: mariadb-operator-crds not installed'
+else
+  echo 'installed mariadb-operator-crds'
+fi

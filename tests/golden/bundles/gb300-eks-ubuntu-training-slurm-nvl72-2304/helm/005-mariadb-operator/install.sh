@@ -39,4 +39,8 @@ retry helm upgrade --install mariadb-operator oci://ghcr.io/mariadb-operator/cha
   --namespace mariadb-system --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed mariadb-operator'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: mariadb-operator not installed'
+else
+  echo 'installed mariadb-operator'
+fi

@@ -40,4 +40,8 @@ retry helm upgrade --install nfd node-feature-discovery \
   --namespace node-feature-discovery --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed nfd'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: nfd not installed'
+else
+  echo 'installed nfd'
+fi

@@ -39,4 +39,8 @@ retry helm upgrade --install nodewright-operator oci://ghcr.io/nvidia/nodewright
   --namespace skyhook --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed nodewright-operator'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: nodewright-operator not installed'
+else
+  echo 'installed nodewright-operator'
+fi

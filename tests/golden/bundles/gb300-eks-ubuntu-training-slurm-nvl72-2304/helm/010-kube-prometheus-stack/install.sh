@@ -40,4 +40,8 @@ retry helm upgrade --install kube-prometheus-stack kube-prometheus-stack \
   --namespace monitoring --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed kube-prometheus-stack'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: kube-prometheus-stack not installed'
+else
+  echo 'installed kube-prometheus-stack'
+fi

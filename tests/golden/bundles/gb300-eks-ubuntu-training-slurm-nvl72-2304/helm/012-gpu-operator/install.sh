@@ -40,4 +40,8 @@ retry helm upgrade --install gpu-operator gpu-operator \
   --namespace gpu-operator --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed gpu-operator'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: gpu-operator not installed'
+else
+  echo 'installed gpu-operator'
+fi

@@ -39,4 +39,8 @@ retry helm upgrade --install kai-scheduler oci://ghcr.io/kai-scheduler/kai-sched
   --namespace kai-scheduler --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed kai-scheduler'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: kai-scheduler not installed'
+else
+  echo 'installed kai-scheduler'
+fi

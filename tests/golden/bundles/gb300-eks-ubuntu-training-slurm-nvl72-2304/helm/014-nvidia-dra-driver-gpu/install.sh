@@ -39,4 +39,8 @@ retry helm upgrade --install nvidia-dra-driver-gpu oci://registry.k8s.io/dra-dri
   --namespace nvidia-dra-driver --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed nvidia-dra-driver-gpu'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: nvidia-dra-driver-gpu not installed'
+else
+  echo 'installed nvidia-dra-driver-gpu'
+fi

@@ -39,4 +39,8 @@ retry helm upgrade --install slinky-slurm-operator-crds oci://ghcr.io/slinkyproj
   --namespace slinky --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed slinky-slurm-operator-crds'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: slinky-slurm-operator-crds not installed'
+else
+  echo 'installed slinky-slurm-operator-crds'
+fi

@@ -39,4 +39,8 @@ retry helm upgrade --install slinky-slurm-operator oci://ghcr.io/slinkyproject/c
   --namespace slinky --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed slinky-slurm-operator'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: slinky-slurm-operator not installed'
+else
+  echo 'installed slinky-slurm-operator'
+fi

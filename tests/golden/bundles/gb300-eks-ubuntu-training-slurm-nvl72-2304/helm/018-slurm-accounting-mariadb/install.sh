@@ -39,4 +39,8 @@ retry helm upgrade --install slurm-accounting-mariadb oci://ghcr.io/mariadb-oper
   --namespace slurm --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed slurm-accounting-mariadb'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: slurm-accounting-mariadb not installed'
+else
+  echo 'installed slurm-accounting-mariadb'
+fi

@@ -39,4 +39,8 @@ retry helm upgrade --install slinky-slurm-pre ./ \
   --namespace slurm --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed slinky-slurm-pre'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: slinky-slurm-pre not installed'
+else
+  echo 'installed slinky-slurm-pre'
+fi

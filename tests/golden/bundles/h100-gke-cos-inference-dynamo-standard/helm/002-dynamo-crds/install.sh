@@ -40,4 +40,8 @@ retry helm upgrade --install dynamo-crds dynamo-crds \
   --namespace dynamo-system --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed dynamo-crds'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: dynamo-crds not installed'
+else
+  echo 'installed dynamo-crds'
+fi

@@ -39,4 +39,8 @@ retry helm upgrade --install nodewright-operator-post ./ \
   --namespace skyhook --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed nodewright-operator-post'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: nodewright-operator-post not installed'
+else
+  echo 'installed nodewright-operator-post'
+fi

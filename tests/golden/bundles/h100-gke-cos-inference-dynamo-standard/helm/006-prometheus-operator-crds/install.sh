@@ -40,4 +40,8 @@ retry helm upgrade --install prometheus-operator-crds prometheus-operator-crds \
   --namespace monitoring --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed prometheus-operator-crds'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: prometheus-operator-crds not installed'
+else
+  echo 'installed prometheus-operator-crds'
+fi

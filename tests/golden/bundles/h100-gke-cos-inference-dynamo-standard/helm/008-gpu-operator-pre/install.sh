@@ -39,4 +39,8 @@ retry helm upgrade --install gpu-operator-pre ./ \
   --namespace gpu-operator --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed gpu-operator-pre'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: gpu-operator-pre not installed'
+else
+  echo 'installed gpu-operator-pre'
+fi

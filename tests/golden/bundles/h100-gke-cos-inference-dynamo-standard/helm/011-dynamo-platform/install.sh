@@ -40,4 +40,8 @@ retry helm upgrade --install dynamo-platform dynamo-platform \
   --namespace dynamo-system --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed dynamo-platform'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: dynamo-platform not installed'
+else
+  echo 'installed dynamo-platform'
+fi

@@ -39,4 +39,8 @@ retry helm upgrade --install dynamo-platform-post ./ \
   --namespace dynamo-system --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed dynamo-platform-post'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: dynamo-platform-post not installed'
+else
+  echo 'installed dynamo-platform-post'
+fi

@@ -40,4 +40,8 @@ retry helm upgrade --install prometheus-adapter prometheus-adapter \
   --namespace monitoring --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed prometheus-adapter'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: prometheus-adapter not installed'
+else
+  echo 'installed prometheus-adapter'
+fi

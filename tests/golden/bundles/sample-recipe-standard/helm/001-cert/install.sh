@@ -40,4 +40,8 @@ retry helm upgrade --install cert cert \
   --namespace cert --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed cert'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: cert not installed'
+else
+  echo 'installed cert'
+fi

@@ -39,4 +39,8 @@ retry helm upgrade --install oci-op oci://ghcr.io/example/charts/operator \
   --namespace ops --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed oci-op'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: oci-op not installed'
+else
+  echo 'installed oci-op'
+fi

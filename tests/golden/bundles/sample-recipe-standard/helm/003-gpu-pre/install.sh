@@ -39,4 +39,8 @@ retry helm upgrade --install gpu-pre ./ \
   --namespace gpu --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed gpu-pre'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: gpu-pre not installed'
+else
+  echo 'installed gpu-pre'
+fi

@@ -40,4 +40,8 @@ retry helm upgrade --install gpu gpu \
   --namespace gpu --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed gpu'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: gpu not installed'
+else
+  echo 'installed gpu'
+fi

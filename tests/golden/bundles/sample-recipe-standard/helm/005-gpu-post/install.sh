@@ -39,4 +39,8 @@ retry helm upgrade --install gpu-post ./ \
   --namespace gpu --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed gpu-post'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: gpu-post not installed'
+else
+  echo 'installed gpu-post'
+fi

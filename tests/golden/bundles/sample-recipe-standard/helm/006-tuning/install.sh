@@ -39,4 +39,8 @@ retry helm upgrade --install tuning ./ \
   --namespace tune --create-namespace \
   --values values.yaml \
   --wait --timeout "${TIMEOUT}"
-echo 'installed tuning'
+if [[ "${AICR_DRY_RUN:-0}" == "1" ]]; then
+  echo 'dry run: tuning not installed'
+else
+  echo 'installed tuning'
+fi
