@@ -746,6 +746,7 @@ def test_sample_evidence_is_regenerated_byte_for_byte_and_says_it_is_sample() ->
 
 
 @pytest.mark.bench
+@pytest.mark.perf
 def test_aggregating_20000_records_over_1000_recipes_takes_under_5_seconds() -> None:
     recipes = [recipe(f"r{i:04d}", LARGE if i % 2 else STANDARD) for i in range(1000)]
     templates = {

@@ -280,6 +280,7 @@ def test_markup_in_a_kpi_id_is_drawn_as_text_by_plotly(tab: Watched) -> None:
     assert '<a href="https://x">OFFICIAL RESULTS</a>' in title
 
 
+@pytest.mark.perf
 def test_page_weight_and_throttled_dom_content_loaded(
     browser: object,
     server: str,

@@ -21,7 +21,7 @@ import pytest
 
 from tests.test_site import built_site, site_inputs  # noqa: F401
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.perf]
 ROWS = 5000
 
 

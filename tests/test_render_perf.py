@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from generator.load import load_catalog
 from generator.render import Deployer, render_bundle
 from generator.resolve import resolve
@@ -13,6 +15,7 @@ from tests.conftest import CATALOG
 BUDGET_SECONDS = 10.0
 
 
+@pytest.mark.perf
 def test_all_leaves_render_for_every_deployer_within_budget() -> None:
     catalog, _ = load_catalog(CATALOG)
     leaves = catalog.leaves()
