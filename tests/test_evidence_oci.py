@@ -847,3 +847,49 @@ def test_status_counts_current_upstream_evidence_per_check(
     row = status()
     assert (row["runs"], row["excluded"]) == (0, 1)
     assert row["excludedEvidence"][0]["exclusion"] == "stale"
+
+
+def test_the_built_site_shows_an_upstream_run_with_its_phases(
+    registry: RealRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #20's end: a pointer + summary bundle made by upstream's flow, through the real
+    build, on the leaf's evidence page: the run, its predicate, and one row per CTRF test in each
+    phase, with the failed conformance test shown failed."""
+    from generator.site.build import BuildOptions, build_site
+    from tests import oci_fixtures
+
+    leaf = "h100-eks-ubuntu-training-slurm"
+    monkeypatch.setattr(oci_fixtures, "UPSTREAM_RECIPE", leaf)  # a leaf has an evidence page
+    authority, _ = _roots(tmp_path)
+    files, predicate = summary_bundle(
+        RECIPE_YAML.replace(b"name: h100-eks-ubuntu-training\n", f"name: {leaf}\n".encode())
+    )
+    published = publish_upstream(registry.client(), "aicr/site-page", authority, files, predicate)
+    evidence = tmp_path / "evidence"
+    target = evidence / published.pointer_rel
+    target.parent.mkdir(parents=True)
+    target.write_bytes(published.pointer)
+    (evidence / "allowlist.yaml").write_text(FIRST_PARTY)
+    monkeypatch.setenv("AICR_CATALOG_OCI_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "site"
+    build_site(
+        BuildOptions(
+            catalog=CATALOG,
+            evidence=evidence,
+            out=out,
+            trust_root=str(tmp_path / "test-root.json"),
+            source_date_epoch=1_764_547_200,
+            bundles=False,
+        )
+    )
+    runs = json.loads((out / "api" / "v1" / "evidence.json").read_text())["evidence"]
+    (run,) = [r for r in runs if r["recipe"] == leaf]
+    assert run["predicateType"] == V3, run
+    page = (out / "evidence" / f"{leaf}.html").read_text()
+    assert published.pushed.digest in page or run["id"] in page
+    for phase, tests in PHASE_TESTS.items():
+        for name, _status in tests:
+            assert name in page, (phase, name)
+    at = page.rindex("gang-scheduling")
+    row = page[page.rfind("<tr", 0, at) : page.find("</tr>", at)]
+    assert row.startswith("<tr><td>conformance</td><td>gang-scheduling</td>") and ">failed<" in row
