@@ -15,11 +15,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import yaml
 
-from generator.errors import Diagnostic, LoadError, Severity
-from generator.records import Document, ManifestFile
+from generator import safeio
+from generator.errors import Diagnostic, LoadError, RenderError, Severity
+from generator.records import Catalog, Document, ManifestFile, RecipeResult
 from generator.yamlio import decode, parse_yaml
 
 PLAIN, TEMPLATE = "plain", "template"
@@ -195,3 +197,38 @@ def check_manifest(raw: bytes, rel: str) -> tuple[ManifestFile, Document, tuple[
                 )
             )
     return ManifestFile(rel, TEMPLATE, sha), doc, tuple(diags)
+
+
+def read_manifests(catalog: Catalog, result: RecipeResult) -> dict[str, bytes]:
+    """Raw bytes of every manifest the recipe names, read from the catalog root through the one
+    reader (`safeio`); what the renderer ships (the CLI, the site, samples and preflight call
+    this one function). RenderError names every manifest that cannot be read."""
+    root = Path(catalog.root)
+    out: dict[str, bytes] = {}
+    diags: list[Diagnostic] = []
+    for c in result.components:
+        for rel in (*c.pre_manifest_files, *c.manifest_files):
+            if rel in out:
+                continue
+            parts = rel.split("/")
+            if rel.startswith("/") or ".." in parts:
+                diags.append(
+                    Diagnostic(rel, 0, 0, "$", "manifest path leaves the catalog", "render.path")
+                )
+                continue
+            try:
+                out[rel] = safeio.read(root / rel, root=root, where="the catalog")
+            except safeio.Refusal as e:
+                diags.append(
+                    Diagnostic(
+                        rel,
+                        0,
+                        0,
+                        "$",
+                        f"cannot read manifest: {e.message}",
+                        "render.missing-manifest",
+                    )
+                )
+    if diags:
+        raise RenderError(f"recipe {result.name}: manifests could not be read", diags)
+    return out

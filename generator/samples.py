@@ -288,7 +288,7 @@ def sample_bundle_digest(recipe: RecipeResult) -> str:
 def catalog_preflight(catalog: Catalog) -> Preflight:
     """The real preflight of `catalog` (its checks, the recipe's profile, the values its helm
     bundle renders), as `aicr-catalog preflight --format json` writes it."""
-    from generator.commands.bundle import read_manifests
+    from generator.manifests import read_manifests
     from generator.preflight import (
         CHECKS_FILE,
         checkset_from,
@@ -314,7 +314,7 @@ def catalog_preflight(catalog: Catalog) -> Preflight:
 
 def catalog_bundle_digest(catalog: Catalog) -> Callable[[RecipeResult], str]:
     """sha256 of the helm bundle archive of a recipe, as `aicr-catalog bundle` writes it."""
-    from generator.commands.bundle import read_manifests
+    from generator.manifests import read_manifests
     from generator.render import render_bundle
     from generator.render.archive import archive_bytes, archive_name
 

@@ -454,7 +454,7 @@ def test_cached_catalog_stage_keeps_an_absolute_root(
 ) -> None:
     """Build from A with a relative --catalog, then from B (holding another `catalog/`) with
     A's catalog by its absolute path: the cached stage must still read A's manifests."""
-    from generator.commands.bundle import read_manifests
+    from generator.manifests import read_manifests
     from generator.site.build import _catalog_stage
 
     a, b = tmp_path / "a", tmp_path / "b"

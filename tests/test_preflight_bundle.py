@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from generator.commands.bundle import read_manifests
 from generator.errors import ScaleError
 from generator.load import load_catalog
+from generator.manifests import read_manifests
 from generator.preflight import Result, checkset_from, preflight, rendered_values
 from generator.render import render_bundle
 from generator.render.common import BundleFile, Deployer

@@ -678,7 +678,7 @@ def test_the_statement_binds_the_preflight_report_and_the_bundle(lanes: Lanes) -
 def test_bundle_binding_reads_the_archive_it_is_given(tmp_path: Path) -> None:
     import hashlib
 
-    from generator.commands.bundle import read_manifests
+    from generator.manifests import read_manifests
     from generator.qualify import bundle_binding
     from generator.render import render_bundle
     from generator.render.archive import archive_bytes

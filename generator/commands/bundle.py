@@ -8,7 +8,6 @@ from pathlib import Path
 
 import click
 
-from generator import safeio
 from generator.aicr_format import load_recipe_result
 from generator.atomic import write_atomic
 from generator.commands.common import (
@@ -21,7 +20,8 @@ from generator.commands.common import (
     open_catalog,
     report_error,
 )
-from generator.errors import CatalogError, Diagnostic, RenderError, Severity
+from generator.errors import CatalogError, Severity
+from generator.manifests import read_manifests
 from generator.outputs import OutputKind, check_output_dir
 from generator.overrides import parse_overrides
 from generator.records import Catalog, Criteria, Override, RecipeResult
@@ -38,39 +38,6 @@ from generator.render.common import DEFAULT_REPO_PATH, DEFAULT_REPO_URL, DEFAULT
 from generator.resolve import resolve
 
 DIMENSIONS = ("service", "accelerator", "os", "intent", "platform")
-
-
-def read_manifests(catalog: Catalog, result: RecipeResult) -> dict[str, bytes]:
-    """Raw bytes of every manifest the recipe names, read from the catalog root."""
-    root = Path(catalog.root)
-    out: dict[str, bytes] = {}
-    diags: list[Diagnostic] = []
-    for c in result.components:
-        for rel in (*c.pre_manifest_files, *c.manifest_files):
-            if rel in out:
-                continue
-            parts = rel.split("/")
-            if rel.startswith("/") or ".." in parts:
-                diags.append(
-                    Diagnostic(rel, 0, 0, "$", "manifest path leaves the catalog", "render.path")
-                )
-                continue
-            try:
-                out[rel] = safeio.read(root / rel, root=root, where="the catalog")
-            except safeio.Refusal as e:
-                diags.append(
-                    Diagnostic(
-                        rel,
-                        0,
-                        0,
-                        "$",
-                        f"cannot read manifest: {e.message}",
-                        "render.missing-manifest",
-                    )
-                )
-    if diags:
-        raise RenderError(f"recipe {result.name}: manifests could not be read", diags)
-    return out
 
 
 RECIPE_FILE_SUFFIXES = (".yaml", ".yml", ".json")

@@ -9,10 +9,10 @@ from typing import NoReturn
 import click
 
 from generator import safeio
-from generator.commands.bundle import read_manifests
 from generator.commands.query import parse_overrides
 from generator.errors import CatalogError, Severity
 from generator.load import load_catalog
+from generator.manifests import read_manifests
 from generator.preflight import (
     CHECKS_FILE,
     Format,

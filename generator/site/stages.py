@@ -213,7 +213,7 @@ def render_bundles(
     render = optional_stage("generator.render")
     if render is None:
         return {}, StageNote("render", "the bundle stage is not available in this build.")
-    from generator.commands.bundle import read_manifests
+    from generator.manifests import read_manifests
 
     problems: list[Diagnostic] = []
     work: list[tuple[RecipeResult, str, Mapping[str, bytes], int, Path | None]] = []
