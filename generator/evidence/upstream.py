@@ -53,9 +53,14 @@ from generator.evidence.pointer import (
 )
 from generator.evidence.policy import read_policy
 from generator.evidence.recipedigest import DigestError, recipe_digest
-from generator.evidence.store import SUFFIX, Found, display_path, read_one, source_id
+from generator.evidence.store import SUFFIX, Found, display_path, read_one
 from generator.evidence.summary import MANIFEST, RECIPE, verify_summary
-from generator.evidence.verify import SignatureCheck, check_signature, current_digest
+from generator.evidence.verify import (
+    SignatureCheck,
+    check_signature,
+    current_digest,
+    verified_record,
+)
 
 SIGNERS_FILE = "signers.yaml"
 CACHE_ENV = "AICR_CATALOG_OCI_CACHE"
@@ -265,25 +270,11 @@ def _verify_pointer(
             sig,
             statement,
         )
-    demo = any(r.demo for r in trust_roots if r.name == sig.trust_root)
     if statement.bundle_digest is None:
         statement = replace(statement, bundle_digest=pulled.digest)
-    return VerifiedEvidence(
-        path=shown,
-        statement_digest="sha256:" + hashlib.sha256(sig.payload).hexdigest(),
-        statement=statement,
-        signer_identity=sig.identity,
-        signer_issuer=sig.issuer,
-        signer_label=sig.rule.label,
-        signer_class=sig.rule.klass,
-        source=source_id(sig.issuer, sig.identity),
-        trust_root=sig.trust_root,
-        log_index=sig.log_index,
-        integrated_time=sig.integrated_time,
-        sample=demo or statement.sample,
-        stale=True,  # until judged by `judge`
-        current_digest=None,
-    )
+    digest = "sha256:" + hashlib.sha256(sig.payload).hexdigest()
+    # stale (current None) until judged by `judge`
+    return verified_record(shown, digest, statement, sig, trust_roots, None)
 
 
 def verify_pointers(

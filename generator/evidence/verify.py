@@ -467,10 +467,25 @@ def verify_one(
             **seen,  # type: ignore[arg-type]
         )
     current = current_digest(statement, current_digests)
+    return verified_record(file.path, digest, statement, sig, trust_roots, current)
+
+
+def verified_record(
+    path: str,
+    statement_digest: str,
+    statement: Statement,
+    sig: SignatureCheck,
+    trust_roots: Sequence[TrustRoot],
+    current: str | None,
+) -> VerifiedEvidence:
+    """The record of a statement whose signature verified under an allowed signer (one
+    constructor for this catalog's bundles and upstream's pointed-to ones). Sample when a demo
+    root verified it or it says so; stale unless `current` is the digest it was signed for."""
+    assert sig.rule is not None and sig.log_index is not None and sig.trust_root is not None
     demo = any(r.demo for r in trust_roots if r.name == sig.trust_root)
     return VerifiedEvidence(
-        path=file.path,
-        statement_digest=digest,
+        path=path,
+        statement_digest=statement_digest,
         statement=statement,
         signer_identity=sig.identity,
         signer_issuer=sig.issuer,
