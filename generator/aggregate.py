@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from generator.core.records import DIMENSIONS, RecipeResult
 from generator.evidence.judge import CLOCK_SKEW_SECONDS, Judge
 from generator.evidence.model import (
     SCALE_QUALIFICATION_V1,
@@ -58,8 +59,7 @@ from generator.evidence.model import (
     RejectedEvidence,
     VerifiedEvidence,
 )
-from generator.qualify import Lanes
-from generator.records import DIMENSIONS, RecipeResult
+from generator.scale.qualify import Lanes
 from generator.validate import health_of
 
 CONFIRMED, SINGLE, CONTESTED, FAILING, UNTESTED, PARTIAL = (

@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from generator import __version__
-from generator.errors import printable
+from generator.core.errors import printable
 
 EXIT_DATA, EXIT_USAGE = 1, 2
 

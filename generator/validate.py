@@ -15,17 +15,24 @@ from pathlib import Path, PurePosixPath
 
 from packaging.version import InvalidVersion, Version
 
-from generator import names
-from generator.criteria import KNOWN_CRITERIA, normalise
-from generator.errors import (
+from generator.catalog.criteria import KNOWN_CRITERIA, normalise
+from generator.catalog.resolve import chain, check_resolves, resolve
+from generator.core import names
+from generator.core.errors import (
     Diagnostic,
     ResolveError,
     ScaleError,
     Severity,
     sort_diagnostics,
 )
-from generator.records import DIMENSIONS, WILDCARD, Catalog, ComponentRef, Overlay, RecipeResult
-from generator.resolve import chain, check_resolves, resolve
+from generator.core.records import (
+    DIMENSIONS,
+    WILDCARD,
+    Catalog,
+    ComponentRef,
+    Overlay,
+    RecipeResult,
+)
 
 # upstream's `ParseConstraintPath`: {Type}.{Subtype}.{Key}, split on the first two dots, the Key
 # being the rest (`OS.sysctl./proc/sys/kernel/osrelease`)
@@ -346,10 +353,10 @@ def _chain_broken(catalog: Catalog, leaf: str) -> bool:
 
 def check_scale_data(catalog: Catalog) -> Iterator[Diagnostic]:
     """The project's own kinds: scale profiles, lanes, shared checks and the signer policy."""
+    from generator.catalog.load import CATALOG_API_VERSIONS, check_header
     from generator.evidence.policy import policy_from
-    from generator.load import CATALOG_API_VERSIONS, check_header
-    from generator.preflight import scale_diagnostics
-    from generator.qualify import check_lanes
+    from generator.scale.preflight import scale_diagnostics
+    from generator.scale.qualify import check_lanes
 
     for _name, prof in sorted(catalog.profiles.items()):
         if prof.nodes_min > prof.nodes_max and prof.doc is not None:
@@ -403,7 +410,7 @@ def validate_catalog(
 def _qualified(
     catalog: Catalog, evidence_dir: Path | None, trust_roots: Sequence[str]
 ) -> list[Diagnostic]:
-    from generator.qualify import qualified_diagnostics, verify_qualified_evidence
+    from generator.scale.qualify import qualified_diagnostics, verify_qualified_evidence
 
     if not any(
         ov.status == "qualified" for p in catalog.profiles.values() for ov in p.owned_values

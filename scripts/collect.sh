@@ -3,7 +3,7 @@
 #
 # Run it where kubectl reaches the cluster (a bastion); copy DIR to wherever the catalog is and
 # run `aicr-catalog snapshot --from DIR -o snapshot.yaml`, then `aicr-catalog preflight`.
-# It runs the same kubectl commands as `aicr-catalog snapshot` does live (generator/collect.py,
+# It runs the same kubectl commands as `aicr-catalog snapshot` does live (generator/scale/collect.py,
 # SOURCES), and writes the same file names.
 #
 # Usage: scripts/collect.sh DIR [--kubeconfig FILE] [--context NAME]

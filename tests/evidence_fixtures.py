@@ -131,9 +131,9 @@ def passing_predicate(
     `recipe` is a resolved `RecipeResult`, `lanes` the catalog's `Lanes`: the raw results are
     made to pass (every required scenario on the lane's nodes, every KPI at its threshold on
     enough targets, the observed counts of the lane, the recipe's pins running), then judged by
-    `generator.qualify.qualify` itself, so the statement is what an honest signer would sign.
+    `generator.scale.qualify.qualify` itself, so the statement is what an honest signer would sign.
     """
-    from generator.qualify import (
+    from generator.scale.qualify import (
         BundleBinding,
         PreflightBinding,
         RawCheck,

@@ -40,11 +40,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from generator.catalog.load import load_catalog
+from generator.catalog.resolve import resolve
 from generator.evidence import testroot
 from generator.evidence.statement import build_statement
 from generator.evidence.store import evidence_path
-from generator.load import load_catalog
-from generator.resolve import resolve
 from tests import evidence_fixtures as fx
 
 CASES = Path(__file__).resolve().parent / "cases"
@@ -327,7 +327,7 @@ def cases() -> tuple[Case, ...]:
                     "verify, and show prints the statement marked UNVERIFIED, but printed raw "
                     "the sequences erase the REJECTED and UNVERIFIED lines and draw a forged "
                     "VERIFIED line. Text from a statement must be printed with its control "
-                    "characters escaped (generator.errors.printable), as diagnostics are.",
+                    "characters escaped (generator.core.errors.printable), as diagnostics are.",
                     {at: edit_bundle(good_bundle, forged_payload)},
                     command=f"evidence show catalog/{at} --catalog catalog "
                     f"--trust-root catalog/{ROOT_FILE}\n",

@@ -32,6 +32,8 @@ from generator.aggregate import (
     status_document,
 )
 from generator.cli import main
+from generator.core.records import Constraint, Criteria, RecipeResult, ResolvedComponent
+from generator.core.yamlio import parse_yaml
 from generator.evidence.model import (
     SCALE_QUALIFICATION_V1,
     CheckResult,
@@ -43,9 +45,7 @@ from generator.evidence.model import (
     Statement,
     VerifiedEvidence,
 )
-from generator.qualify import Lanes, parse_lanes
-from generator.records import Constraint, Criteria, RecipeResult, ResolvedComponent
-from generator.yamlio import parse_yaml
+from generator.scale.qualify import Lanes, parse_lanes
 
 REPO = Path(__file__).resolve().parent.parent
 LADDER = ("lane-36", "lane-72", "lane-144", "lane-288", "lane-576", "lane-1152", "lane-2304")
@@ -169,7 +169,7 @@ def run(
         recipe=r.name,
         recipe_digest=recipe_digest,
         subjects=((f"recipe:{r.name}", {"sha256": recipe_digest[7:]}),),
-        # a run is bound to a passing preflight of its cluster (generator.qualify)
+        # a run is bound to a passing preflight of its cluster (generator.scale.qualify)
         predicate={"preflight": {"digest": "sha256:" + "f" * 64, "exitCode": 0}},
         scale_profile=r.scale_profile,
         scale_profile_version="1.0.0",
@@ -828,8 +828,8 @@ def test_samples_generate_replaces_only_sample_bundles(tmp_path: Path) -> None:
 
 
 def test_status_health_agrees_with_validate_leaf_health() -> None:
-    from generator.load import load_catalog
-    from generator.resolve import resolve
+    from generator.catalog.load import load_catalog
+    from generator.catalog.resolve import resolve
     from generator.validate import leaf_health
 
     catalog, _ = load_catalog(REPO / "catalog")

@@ -18,8 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from generator.cli import main
-from generator.errors import Diagnostic, Severity
-from generator.report import github, markdown_summary, repository_path
+from generator.core.errors import Diagnostic, Severity
+from generator.core.report import github, markdown_summary, repository_path
 from tests.conftest import CATALOG
 
 FILE = re.compile(r"^::(?:error|warning) file=([^,:]+)", re.M)

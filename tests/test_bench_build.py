@@ -1,6 +1,6 @@
 """`make bench`: the build benchmark over synthetic catalogs (skipped by `make test`).
 
-Runs `python -m bench.run` (a snapshot of HEAD; see bench/run.py) for each size — default
+Runs `python -m generator.bench.run` (a snapshot of HEAD; see generator/bench/run.py) for each size — default
 100 recipes / 2,000 evidence and 1,000 / 20,000; override with AICR_BENCH_SIZES="100:2000" —
 which prints the per-stage tables and writes `bench/results/<recipes>x<evidence>.json`. This
 test checks that every build of the run succeeded and that each result holds every stage. The
@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from bench.run import RESULTS, SIZES, main, parse_sizes
+from generator.bench.run import RESULTS, SIZES, main, parse_sizes
 
 pytestmark = pytest.mark.bench
 

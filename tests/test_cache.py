@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.cache import MAGIC, Cache, digest, fingerprint, machine_key, tree_digest
+from generator.core.cache import MAGIC, Cache, digest, fingerprint, machine_key, tree_digest
 
 FP = "fp-1"
 
@@ -138,12 +138,12 @@ def test_fingerprint_covers_the_named_sources() -> None:
 
 # --- the stage hooks: verification and whole builds ------------------------------------------------
 
+from generator.bench.synth import SynthOptions, synthesize  # noqa: E402
 from generator.evidence.model import SignerPolicy, TrustRoot  # noqa: E402
 from generator.evidence.policy import read_policy  # noqa: E402
 from generator.evidence.store import read_files  # noqa: E402
 from generator.evidence.trustroot import load_trust_root  # noqa: E402
 from generator.evidence.verify import verify_evidence  # noqa: E402
-from generator.synth import SynthOptions, synthesize  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +160,7 @@ def _inputs(synth: Path) -> tuple[TrustRoot, SignerPolicy]:
 
 
 def test_verify_cached_verifies_only_what_it_has_not_seen(synth: Path, tmp_path: Path) -> None:
-    from generator.cache import verify_cached
+    from generator.core.cache import verify_cached
 
     root, policy = _inputs(synth)
     files = read_files([synth / "evidence"], base=synth)
@@ -205,7 +205,7 @@ def test_verify_cached_verifies_only_what_it_has_not_seen(synth: Path, tmp_path:
 def test_verify_cached_judges_staleness_against_this_builds_recipes(
     synth: Path, tmp_path: Path
 ) -> None:
-    from generator.cache import verify_cached
+    from generator.core.cache import verify_cached
     from generator.evidence.model import VerifiedEvidence
 
     root, policy = _inputs(synth)
@@ -228,7 +228,7 @@ def test_verify_cached_judges_staleness_against_this_builds_recipes(
 
 
 def test_a_new_evidence_file_is_the_only_one_verified(synth: Path, tmp_path: Path) -> None:
-    from generator.cache import verify_cached
+    from generator.core.cache import verify_cached
 
     root, policy = _inputs(synth)
     files = read_files([synth / "evidence"], base=synth)
@@ -241,7 +241,7 @@ def test_a_new_evidence_file_is_the_only_one_verified(synth: Path, tmp_path: Pat
 
 
 def test_build_skip_needs_the_same_key_and_an_untouched_output(tmp_path: Path) -> None:
-    from generator.cache import record_build, unchanged_build
+    from generator.core.cache import record_build, unchanged_build
 
     out = tmp_path / "site"
     out.mkdir()
@@ -265,7 +265,7 @@ def test_build_skip_needs_the_same_key_and_an_untouched_output(tmp_path: Path) -
 
 def test_build_key_sees_catalog_evidence_and_options(synth: Path, tmp_path: Path) -> None:
 
-    from generator.cache import build_key
+    from generator.core.cache import build_key
     from generator.site.build import TEMPLATES, BuildOptions
 
     options = BuildOptions(

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from generator import compat
+from generator.publish import compat
 from tests.conftest import CATALOG
 
 BASE: dict[str, Any] = {
@@ -152,7 +152,7 @@ def test_removed_schema_and_removed_bundle_path(tmp_path: Path) -> None:
 def test_repository_is_compatible_with_its_baselines() -> None:
     """`make test` runs the gate on the repository itself."""
     from generator import __version__
-    from generator.schemas import SCHEMA_DIR
+    from generator.catalog.schemas import SCHEMA_DIR
 
     if not (SCHEMA_DIR / compat.BASELINE_DIR / compat.MANIFEST).exists():
         pytest.fail(
@@ -223,7 +223,7 @@ def test_input_loosening_passes_and_both_checks_both_ways() -> None:
 
 
 def test_every_published_schema_has_a_role_and_outputs_are_outputs() -> None:
-    from generator.schemas import SCHEMA_DIR
+    from generator.catalog.schemas import SCHEMA_DIR
 
     for rel in compat.schema_files(SCHEMA_DIR):
         assert any(rel == k or (k.endswith("/") and rel.startswith(k)) for k in compat.ROLES), (
@@ -252,7 +252,7 @@ def test_loosening_an_output_fails_the_gate_unless_acknowledged(tmp_path: Path) 
 
 
 def test_every_published_schema_is_valid_against_its_metaschema() -> None:
-    from generator.schemas import SCHEMA_DIR
+    from generator.catalog.schemas import SCHEMA_DIR
 
     docs = compat.schema_files(SCHEMA_DIR)
     assert "api/recipe.schema.json" in docs and len(docs) > 20
@@ -290,7 +290,7 @@ def _renamed(surface: dict[str, Any], command: str, old: str, new: str) -> dict[
 
 
 def test_cli_baseline_is_committed_and_current() -> None:
-    from generator.schemas import SCHEMA_DIR
+    from generator.catalog.schemas import SCHEMA_DIR
 
     baseline = json.loads((SCHEMA_DIR / compat.BASELINE_DIR / compat.CLI).read_text())
     current = compat.current_cli()
@@ -392,7 +392,7 @@ def test_exit_codes_are_read_from_the_help() -> None:
 
 
 def test_compat_github_annotations_name_existing_repository_files(tmp_path: Path) -> None:
-    from generator.schemas import SCHEMA_DIR
+    from generator.catalog.schemas import SCHEMA_DIR
     from tests.conftest import REPO
 
     breaks = (

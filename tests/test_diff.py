@@ -13,12 +13,12 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from generator import markdown
+from generator.catalog.load import load_catalog
+from generator.catalog.resolve import resolve_all
 from generator.cli import main
-from generator.diff import to_markdown
+from generator.core import markdown
 from generator.evidence.store import evidence_path
-from generator.load import load_catalog
-from generator.resolve import resolve_all
+from generator.publish.diff import to_markdown
 from tests import evidence_fixtures as ef
 from tests.conftest import CATALOG
 
@@ -227,7 +227,7 @@ def test_changed_values_show_old_and_new_and_markdown_is_inert(repo: Path) -> No
 
 
 def test_markdown_escaping_of_names() -> None:
-    from generator.diff import Impact, RecipeChange
+    from generator.publish.diff import Impact, RecipeChange
 
     name = "a`b``c<b>x</b>"
     impact = Impact(

@@ -21,15 +21,15 @@ import pytest
 from click.testing import CliRunner
 
 from generator.aggregate import status_document
+from generator.catalog.load import load_catalog
+from generator.catalog.resolve import resolve
 from generator.cli import main
 from generator.commands.status import gather
 from generator.evidence.sign import DEMO_IDENTITY, DEMO_ISSUER, demo_authority
 from generator.evidence.statement import build_statement
 from generator.evidence.store import evidence_path
 from generator.evidence.trustroot import load_trust_root
-from generator.load import load_catalog
-from generator.qualify import lanes_of
-from generator.resolve import resolve
+from generator.scale.qualify import lanes_of
 from generator.site import stages
 from tests import evidence_fixtures as fx
 from tests.conftest import CATALOG

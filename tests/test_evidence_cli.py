@@ -11,13 +11,13 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
+from generator.catalog.load import load_catalog
+from generator.catalog.resolve import resolve
 from generator.cli import main
-from generator.errors import CatalogError
+from generator.core.errors import CatalogError
 from generator.evidence.sign import DEMO_IDENTITY, DEMO_ISSUER
 from generator.evidence.statement import build_statement
 from generator.evidence.store import evidence_path, source_id
-from generator.load import load_catalog
-from generator.resolve import resolve
 from tests import evidence_fixtures as fx
 from tests.conftest import CATALOG
 

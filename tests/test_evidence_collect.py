@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from generator.errors import UsageError
+from generator.catalog.load import load_catalog
+from generator.catalog.resolve import resolve
+from generator.core.errors import UsageError
 from generator.evidence.collect import current_digests, verify_paths
 from generator.evidence.model import FailureClass, RejectedEvidence, VerifiedEvidence
 from generator.evidence.sign import DEMO_IDENTITY, DEMO_ISSUER, demo_authority, sign_offline
 from generator.evidence.statement import build_statement
 from generator.evidence.store import evidence_path
-from generator.load import load_catalog
-from generator.resolve import resolve
 from tests import evidence_fixtures as fx
 from tests.conftest import CATALOG
 

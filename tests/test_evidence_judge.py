@@ -10,11 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from generator.catalog.load import load_catalog
+from generator.catalog.resolve import resolve
+from generator.core.records import RecipeResult
 from generator.evidence.judge import judge
 from generator.evidence.model import IN_TOTO_PAYLOAD_TYPE
 from generator.evidence.statement import build_statement, parse_statement
-from generator.load import load_catalog
-from generator.qualify import (
+from generator.scale.qualify import (
     CTRF_STATUSES,
     BundleBinding,
     Lanes,
@@ -25,8 +27,6 @@ from generator.qualify import (
     lanes_of,
     qualify,
 )
-from generator.records import RecipeResult
-from generator.resolve import resolve
 from tests.conftest import CATALOG
 
 RECIPE, PROFILE = "gb300-eks-ubuntu-training-slurm", "nvl72-2304"

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from generator.cli import main
-from generator.errors import ValidationError
+from generator.core.errors import ValidationError
 from generator.evidence import oci
 from generator.evidence.allowlist import read_allowlist
 from generator.evidence.collect import verify_paths
@@ -624,7 +624,7 @@ def test_site_stage_shows_upstream_phases(
 ) -> None:
     """The build's evidence stage reads pointers: an upstream run reaches the site with one check
     per CTRF test, per phase, and its pointer as the run's raw file."""
-    from generator.load import load_catalog
+    from generator.catalog.load import load_catalog
     from generator.site import stages
 
     authority, _ = _roots(tmp_path)

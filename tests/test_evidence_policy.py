@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generator.errors import ValidationError
+from generator.core.errors import ValidationError
+from generator.core.yamlio import parse_yaml
 from generator.evidence.model import SignerClass
 from generator.evidence.policy import (
     literal_prefixes,
@@ -18,7 +19,6 @@ from generator.evidence.policy import (
     read_policy,
     top_level_alternation,
 )
-from generator.yamlio import parse_yaml
 from tests.conftest import CATALOG
 
 GH = "https://token.actions.githubusercontent.com"

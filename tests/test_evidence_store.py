@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from generator.errors import LoadError
+from generator.core.errors import LoadError
+from generator.core.yamlio import MAX_FILE_BYTES
 from generator.evidence.store import discover, evidence_path, path_problem, read_files, source_id
-from generator.yamlio import MAX_FILE_BYTES
 
 
 def test_source_is_32_hex_of_issuer_newline_identity() -> None:

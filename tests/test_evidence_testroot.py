@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.certificate_transparency import LogEntryType
 
-from generator.errors import UsageError
+from generator.core.errors import UsageError
 from generator.evidence import testroot
 from generator.evidence.sign import signing_time
 from generator.evidence.verify import cert_identity, cert_issuer

@@ -13,7 +13,7 @@ import pytest
 import sigstore
 from sigstore.models import TrustedRoot
 
-from generator.errors import UsageError
+from generator.core.errors import UsageError
 from generator.evidence import testroot
 from generator.evidence.sign import demo_authority, write_demo_root
 from generator.evidence.trustroot import (

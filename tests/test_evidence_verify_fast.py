@@ -238,7 +238,7 @@ def test_the_unchanged_documents_pass_both_checks(kind: str) -> None:
         ({"observed": {"nodes": 4.0, "gpus": 4}}, True),  # an integral float is an integer
         ({"observed": {"nodes": 4.5, "gpus": 4}}, False),
         ({"observed": {"nodes": -1, "gpus": 4}}, False),
-        # `pattern` has its JSON Schema (ECMA) `$`: a trailing newline is refused (generator/names.py)
+        # `pattern` has its JSON Schema (ECMA) `$`: a trailing newline is refused (generator/core/names.py)
         ({"bundleDigest": "sha256:" + "a" * 64 + "\n"}, False),
         ({"componentVersions": {"Bad Name": "1"}}, False),  # propertyNames
         ({"componentVersions": {"gpu-operator": ""}}, False),  # additionalProperties schema

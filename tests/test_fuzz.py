@@ -19,8 +19,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generator.errors import Severity
-from generator.load import load_catalog
+from generator.catalog.load import load_catalog
+from generator.core.errors import Severity
 from generator.validate import validate_catalog
 from tests.conftest import REPO
 

@@ -116,9 +116,9 @@ def duplicated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (repo / "catalog" / "scale").mkdir()
     for name in ("lanes.yaml", "checks.yaml"):
         shutil.copy(CATALOG / "scale" / name, repo / "catalog" / "scale" / name)
-    from generator.load import load_catalog
-    from generator.qualify import lanes_of
-    from generator.resolve import resolve
+    from generator.catalog.load import load_catalog
+    from generator.catalog.resolve import resolve
+    from generator.scale.qualify import lanes_of
 
     catalog, _ = load_catalog(repo / "catalog")
     pred = fx.passing_predicate(

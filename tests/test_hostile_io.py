@@ -23,11 +23,11 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generator import safeio
-from generator.cache import Cache, inputs_key, tree_digest
 from generator.cli import main
-from generator.errors import CatalogError, LoadError
-from generator.yamlio import MAX_DEPTH, parse_yaml
+from generator.core import safeio
+from generator.core.cache import Cache, inputs_key, tree_digest
+from generator.core.errors import CatalogError, LoadError
+from generator.core.yamlio import MAX_DEPTH, parse_yaml
 from tests.test_cases import MEMORY_LIMIT, MINIMAL, run_isolated
 
 REPO = Path(__file__).resolve().parent.parent
@@ -454,7 +454,7 @@ def test_cached_catalog_stage_keeps_an_absolute_root(
 ) -> None:
     """Build from A with a relative --catalog, then from B (holding another `catalog/`) with
     A's catalog by its absolute path: the cached stage must still read A's manifests."""
-    from generator.manifests import read_manifests
+    from generator.catalog.manifests import read_manifests
     from generator.site.build import _catalog_stage
 
     a, b = tmp_path / "a", tmp_path / "b"
@@ -491,7 +491,7 @@ def test_a_write_failure_in_a_render_worker_reaches_the_command_as_an_os_error(
     """The render workers (forked processes) write the bundle cache: their EFBIG/ENOSPC comes
     back to the build as the OSError it is (errno kept), which the command group reports."""
     import generator.site.stages as stages
-    from generator.load import load_catalog
+    from generator.catalog.load import load_catalog
 
     catalog, _ = load_catalog(MINIMAL)
     results = [r for leaf in catalog.leaves() for r in stages.resolve_leaf(catalog, leaf)[0]]

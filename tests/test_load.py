@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from generator.catalog.load import check_header, load_catalog, read_file
+from generator.catalog.resolve import resolve
 from generator.cli import main
-from generator.errors import LoadError
-from generator.load import check_header, load_catalog, read_file
-from generator.records import Criteria
-from generator.resolve import resolve
+from generator.core.errors import LoadError
+from generator.core.records import Criteria
+from generator.core.yamlio import parse_yaml
 from generator.validate import validate_catalog
-from generator.yamlio import parse_yaml
 
 MINIMAL = Path(__file__).resolve().parent / "cases" / "minimal"
 

@@ -1,4 +1,4 @@
-"""generator.markdown: any string, put through `text()` or `code()`, renders as itself and
+"""generator.core.markdown: any string, put through `text()` or `code()`, renders as itself and
 nothing else: no tag, link, image, emphasis or extra table cell (checked with a CommonMark
 renderer with GFM tables), and no backtick closes a code span early."""
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator import markdown
+from generator.core import markdown
 
 MD = markdown_it.MarkdownIt("commonmark").enable("table")
 

@@ -1,4 +1,4 @@
-"""One name validator (`generator/names.py`): whole-string matches, trailing newline refused."""
+"""One name validator (`generator/core/names.py`): whole-string matches, trailing newline refused."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from generator import names, schemas
-from generator.overrides import typed_scalar
-from generator.release import VERSION_RE
+from generator.catalog import schemas
+from generator.catalog.overrides import typed_scalar
+from generator.core import names
+from generator.publish.release import VERSION_RE
 from generator.render.common import _RECIPE_NAME, _TOKEN
 from generator.validate import SAFE_VERSION
 

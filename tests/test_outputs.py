@@ -1,4 +1,4 @@
-"""Output directories that must never be replaced (generator/outputs.py), through the real CLI.
+"""Output directories that must never be replaced (generator/core/outputs.py), through the real CLI.
 
 Each refused case checks the exit code (2, usage), the message naming the rule, and that every
 file that was there before is still there, byte for byte, afterwards.
@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from generator.cli import main
-from generator.errors import UsageError
-from generator.outputs import MARKER, OutputKind, check_output_dir, marked_kind
+from generator.core.errors import UsageError
+from generator.core.outputs import MARKER, OutputKind, check_output_dir, marked_kind
 from tests.conftest import CATALOG
 
 RECIPE = "gb300-eks-ubuntu-training"

@@ -1,4 +1,4 @@
-"""generator.overrides: `--set` typing and `--set-file` objects."""
+"""generator.catalog.overrides: `--set` typing and `--set-file` objects."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from generator.errors import UsageError
-from generator.overrides import parse_overrides, parse_set, parse_set_file, typed_scalar
-from generator.records import Override
-from generator.yamlio import MAX_SAFE_INT
+from generator.catalog.overrides import parse_overrides, parse_set, parse_set_file, typed_scalar
+from generator.core.errors import UsageError
+from generator.core.records import Override
+from generator.core.yamlio import MAX_SAFE_INT
 
 
 @pytest.mark.parametrize(

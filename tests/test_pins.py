@@ -12,18 +12,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.errors import UsageError
-from generator.pins import http as pins_http
-from generator.pins import oci
-from generator.pins.check import check_pins
-from generator.pins.collect import collect_pins, recipe_usage, with_recipes
-from generator.pins.helm_index import chart_versions, parse_index
-from generator.pins.http import ETagCache, Fetcher, FetchError
-from generator.pins.model import ExitCode, Newer, Pin, PinLocation, ProblemKind
-from generator.pins.report import format_markdown, format_text
-from generator.pins.versions import is_published, newer_versions, parse_version
-from generator.pins.write import PinWriteError, bump_text, parse_request
-from generator.records import (
+from generator.core.errors import UsageError
+from generator.core.records import (
     Catalog,
     ComponentRef,
     Criteria,
@@ -34,6 +24,16 @@ from generator.records import (
     RegistryComponent,
     ResolvedComponent,
 )
+from generator.pins import http as pins_http
+from generator.pins import oci
+from generator.pins.check import check_pins
+from generator.pins.collect import collect_pins, recipe_usage, with_recipes
+from generator.pins.helm_index import chart_versions, parse_index
+from generator.pins.http import ETagCache, Fetcher, FetchError
+from generator.pins.model import ExitCode, Newer, Pin, PinLocation, ProblemKind
+from generator.pins.report import format_markdown, format_text
+from generator.pins.versions import is_published, newer_versions, parse_version
+from generator.pins.write import PinWriteError, bump_text, parse_request
 from tests.fixtures.pins.server import PinsServer, Reply, Route, helm_index, tag_list
 
 FIXTURE_REGISTRY = Path(__file__).parent / "fixtures" / "pins" / "catalog" / "registry.yaml"
@@ -345,7 +345,7 @@ def _result(name: str, *components: ResolvedComponent) -> RecipeResult:
 
 
 def test_recipe_usage_matches_resolved_components() -> None:
-    from generator.errors import ResolveError
+    from generator.core.errors import ResolveError
 
     results = {
         "a": _result("a", _resolved("op", "https://charts.example/repo", "op", "1.1.0")),

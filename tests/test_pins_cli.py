@@ -517,8 +517,8 @@ def snapshot(root: Path) -> dict[str, str]:
 
 
 def digests(root: Path) -> dict[str, str]:
-    from generator.load import load_catalog
-    from generator.resolve import resolve
+    from generator.catalog.load import load_catalog
+    from generator.catalog.resolve import resolve
 
     cat, _ = load_catalog(root)
     return {leaf: resolve(cat, leaf).digest for leaf in cat.leaves()}

@@ -9,8 +9,17 @@ from typing import Any
 import jsonschema
 import pytest
 
-from generator import schemas
-from generator.checkexpr import (
+from generator.catalog import schemas
+from generator.core.errors import ValidationError
+from generator.core.records import (
+    Constraint,
+    Criteria,
+    RecipeResult,
+    ResolvedComponent,
+    ScaleProfile,
+)
+from generator.core.yamlio import parse_yaml
+from generator.scale.checkexpr import (
     ExprError,
     compare,
     compile_expr,
@@ -19,9 +28,8 @@ from generator.checkexpr import (
     to_cpu,
     to_seconds,
 )
-from generator.collect import how_to_collect
-from generator.errors import ValidationError
-from generator.preflight import (
+from generator.scale.collect import how_to_collect
+from generator.scale.preflight import (
     Check,
     CheckSet,
     Finding,
@@ -37,15 +45,7 @@ from generator.preflight import (
     render,
     report_json,
 )
-from generator.records import (
-    Constraint,
-    Criteria,
-    RecipeResult,
-    ResolvedComponent,
-    ScaleProfile,
-)
-from generator.snapshot import Snapshot
-from generator.yamlio import parse_yaml
+from generator.scale.snapshot import Snapshot
 
 # ---------------------------------------------------------------------------------------------
 # hand-built inputs

@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 import yaml
 
-from generator.errors import ScaleError
-from generator.load import load_catalog
-from generator.manifests import read_manifests
-from generator.preflight import Result, checkset_from, preflight, rendered_values
+from generator.catalog.load import load_catalog
+from generator.catalog.manifests import read_manifests
+from generator.catalog.resolve import resolve_all
+from generator.core.errors import ScaleError
 from generator.render import render_bundle
 from generator.render.common import BundleFile, Deployer
-from generator.resolve import resolve_all
-from generator.snapshot import parse_snapshot
+from generator.scale.preflight import Result, checkset_from, preflight, rendered_values
+from generator.scale.snapshot import parse_snapshot
 from tests.conftest import CATALOG
 
 SNAPSHOTS = CATALOG / "scale" / "snapshots"
@@ -93,7 +93,7 @@ def test_the_tuning_manifests_read_the_budget_from_the_values() -> None:
 
 def test_preflight_reads_the_values_the_bundle_ships(catalog: Any) -> None:
     """Change a value in the rendered bundle only: the finding follows the bundle."""
-    from generator.resolve import resolve, select_profile
+    from generator.catalog.resolve import resolve, select_profile
 
     result = resolve(catalog, "gb300-eks-ubuntu-training-slurm", profile="nvl72-2304")
     profile = select_profile(catalog, "nvl72-2304", result.criteria, None)
@@ -117,7 +117,7 @@ def test_preflight_reads_the_values_the_bundle_ships(catalog: Any) -> None:
 
 
 def test_rendered_values_refuses_values_of_another_recipe(catalog: Any) -> None:
-    from generator.resolve import resolve, select_profile
+    from generator.catalog.resolve import resolve, select_profile
 
     result = resolve(catalog, "gb300-eks-ubuntu-training-slurm")
     other = resolve(catalog, "gb300-eks-ubuntu-training")
@@ -132,7 +132,7 @@ def test_rendered_values_refuses_values_of_another_recipe(catalog: Any) -> None:
 
 
 def test_a_profile_that_does_not_apply_is_not_rendered(catalog: Any) -> None:
-    from generator.resolve import resolve
+    from generator.catalog.resolve import resolve
 
     with pytest.raises(ScaleError):
         resolve(catalog, "h100-eks-ubuntu-training-slurm", profile="nvl72-2304")

@@ -1,4 +1,4 @@
-"""Properties of the check expression language (generator/checkexpr.py)."""
+"""Properties of the check expression language (generator/scale/checkexpr.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from generator.checkexpr import (
+from generator.scale.checkexpr import (
     ExprError,
     NotApplicable,
     Scope,

@@ -10,12 +10,12 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
-from generator import schemas
+from generator.catalog import schemas
+from generator.catalog.load import load_catalog
+from generator.catalog.resolve import resolve
 from generator.cli import main
-from generator.load import load_catalog
-from generator.preflight import checkset_from, preflight
-from generator.resolve import resolve
-from generator.snapshot import parse_snapshot
+from generator.scale.preflight import checkset_from, preflight
+from generator.scale.snapshot import parse_snapshot
 from tests.conftest import CATALOG
 
 SNAPSHOTS = CATALOG / "scale" / "snapshots"

@@ -1,4 +1,4 @@
-"""Reading AICR Snapshots into `{Type}.{Subtype}.{Key}` readings (generator/snapshot.py)."""
+"""Reading AICR Snapshots into `{Type}.{Subtype}.{Key}` readings (generator/scale/snapshot.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from generator.errors import LoadError
-from generator.snapshot import parse_snapshot, scale_measurement_keys, split_path
+from generator.core.errors import LoadError
+from generator.scale.snapshot import parse_snapshot, scale_measurement_keys, split_path
 
 GOOD = """apiVersion: aicr.run/v1
 kind: Snapshot

@@ -10,12 +10,15 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from generator.catalog.load import load_catalog
+from generator.catalog.resolve import resolve
 from generator.cli import main
-from generator.errors import LoadError, UsageError, ValidationError
+from generator.core.errors import LoadError, UsageError, ValidationError
+from generator.core.records import Criteria, RecipeResult, ResolvedComponent
+from generator.core.yamlio import parse_yaml
 from generator.evidence.model import IN_TOTO_PAYLOAD_TYPE, SCALE_QUALIFICATION_V1
 from generator.evidence.statement import parse_statement
-from generator.load import load_catalog
-from generator.qualify import (
+from generator.scale.qualify import (
     CTRF_SUFFIX,
     BundleBinding,
     Lanes,
@@ -26,10 +29,7 @@ from generator.qualify import (
     parse_run,
     qualify,
 )
-from generator.records import Criteria, RecipeResult, ResolvedComponent
-from generator.resolve import resolve
-from generator.samples import SampleRun, catalog_preflight, raw_results
-from generator.yamlio import parse_yaml
+from generator.scale.samples import SampleRun, catalog_preflight, raw_results
 
 REPO = Path(__file__).resolve().parent.parent
 LANES_YAML = REPO / "catalog" / "scale" / "lanes.yaml"
@@ -354,7 +354,7 @@ def test_a_failure_outside_the_required_checks_still_fails_the_run(lanes: Lanes)
     run = load_run("lane-36-pass", lanes)
     from dataclasses import replace
 
-    from generator.qualify import RawCheck
+    from generator.scale.qualify import RawCheck
 
     extra = (
         RawCheck(
@@ -490,7 +490,7 @@ def test_sample_evidence_is_what_qualify_then_evidence_sign_produce(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """samples generate == its raw results → `qualify` → `evidence sign --trust-root demo`."""
-    from generator.samples import SIGNERS
+    from generator.scale.samples import SIGNERS
 
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
     runner = CliRunner()
@@ -567,7 +567,7 @@ def test_sample_evidence_is_what_qualify_then_evidence_sign_produce(
 def test_check_lanes_locates_ladder_problems_in_the_profile() -> None:
     from dataclasses import replace
 
-    from generator.qualify import check_lanes
+    from generator.scale.qualify import check_lanes
 
     catalog, _ = load_catalog(REPO / "catalog")
     assert check_lanes(catalog.documents, catalog.profiles) == ()
@@ -604,7 +604,7 @@ def test_check_lanes_keeps_the_ladder_and_the_band_in_step() -> None:
     """Issue 18 item 4: a ladder lane below the band, and a band above the ladder's top lane."""
     from dataclasses import replace
 
-    from generator.qualify import check_lanes
+    from generator.scale.qualify import check_lanes
 
     catalog, _ = load_catalog(REPO / "catalog")
     large = catalog.profiles["nvl72-2304"]
@@ -678,10 +678,10 @@ def test_the_statement_binds_the_preflight_report_and_the_bundle(lanes: Lanes) -
 def test_bundle_binding_reads_the_archive_it_is_given(tmp_path: Path) -> None:
     import hashlib
 
-    from generator.manifests import read_manifests
-    from generator.qualify import bundle_binding
+    from generator.catalog.manifests import read_manifests
     from generator.render import render_bundle
     from generator.render.archive import archive_bytes
+    from generator.scale.qualify import bundle_binding
 
     catalog, _ = load_catalog(REPO / "catalog")
     recipe = resolve(catalog, "gb300-eks-ubuntu-training-slurm", profile="nvl72-2304")

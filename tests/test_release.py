@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from generator import markdown
 from generator.cli import main
+from generator.core import markdown
 from tests.conftest import REPO
 
 ENV = {

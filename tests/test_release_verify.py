@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from generator.cli import main
 from generator.evidence import testroot
 from generator.evidence.trustroot import load_trust_root
-from generator.release_verify import (
+from generator.publish.release_verify import (
     GITHUB_ISSUER,
     SIGNATURE,
     expected_identity,

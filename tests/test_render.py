@@ -15,8 +15,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.errors import RenderError
-from generator.records import Criteria, Override, RecipeResult, ResolvedComponent
+from generator.core.errors import RenderError
+from generator.core.records import Criteria, Override, RecipeResult, ResolvedComponent
 from generator.render import (
     BundleFile,
     Deployer,

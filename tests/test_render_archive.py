@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.errors import RenderError
+from generator.core.errors import RenderError
 from generator.render import BundleFile, archive_bytes, archive_name, render_bundle
 from generator.render.archive import source_date_epoch
 from tests.conftest import REPO

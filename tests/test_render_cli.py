@@ -203,7 +203,7 @@ def test_disabled_component_is_rejected(tmp_path: Path) -> None:
 
 
 def test_owned_value_contradiction_is_rejected(tmp_path: Path) -> None:
-    from generator.load import load_catalog
+    from generator.catalog.load import load_catalog
 
     catalog, _ = load_catalog(CATALOG)
     profile = catalog.profiles["nvl72-2304"]
@@ -391,7 +391,7 @@ deploymentOrder: [gpu-operator, nvsentinel, gke-nccl-tcpxo]
 def test_bundle_of_an_upstream_recipe_result(
     tmp_path: Path, shared_dir: Path, deployer: str
 ) -> None:
-    """With the real reader (generator.aicr_format) and upstream's own recipe tree: the templated
+    """With the real reader (generator.catalog.aicr_format) and upstream's own recipe tree: the templated
     manifests become local charts with the component's values under its name, the OCI chart
     keeps one `nvidia`, the manifest-only component is a release in its own namespace."""
     tree = shared_dir / "upstream-aicr" / "v0.11.1" / "recipes"

@@ -11,9 +11,9 @@ import shutil
 
 import pytest
 
-from generator.load import load_catalog
+from generator.catalog.load import load_catalog
+from generator.catalog.resolve import resolve
 from generator.render import Deployer, render_bundle, write_bundle
-from generator.resolve import resolve
 from tests.conftest import CATALOG, REPO
 from tests.test_render import MANIFESTS, sample_result
 

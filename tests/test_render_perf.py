@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from generator.load import load_catalog
+from generator.catalog.load import load_catalog
+from generator.catalog.resolve import resolve
 from generator.render import Deployer, render_bundle
-from generator.resolve import resolve
 from tests.conftest import CATALOG
 
 BUDGET_SECONDS = 10.0

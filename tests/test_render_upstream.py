@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from generator.records import Criteria, RecipeResult, ResolvedComponent
+from generator.core.records import Criteria, RecipeResult, ResolvedComponent
 from generator.render import Deployer, render_bundle, write_bundle
 
 UPSTREAM = ("upstream-aicr", "v0.11.1", "recipes")

@@ -10,10 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.errors import ResolveError, ScaleError
-from generator.load import load_catalog
-from generator.records import Catalog, Criteria, Override
-from generator.resolve import deep_merge, deployment_order, matches, recipe_document, resolve
+from generator.catalog.load import load_catalog
+from generator.catalog.resolve import (
+    deep_merge,
+    deployment_order,
+    matches,
+    recipe_document,
+    resolve,
+)
+from generator.core.errors import ResolveError, ScaleError
+from generator.core.records import Catalog, Criteria, Override
 from tests.conftest import CATALOG
 
 LEAF = "gb300-eks-ubuntu-training-slurm"

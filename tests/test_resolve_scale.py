@@ -18,12 +18,9 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator import resolve as resolve_mod
-from generator.canonical import canonical_json, check_canonical
-from generator.errors import CatalogError
-from generator.load import load_catalog
-from generator.records import DIMENSIONS, Catalog, Criteria, Overlay
-from generator.resolve import (
+from generator.catalog import resolve as resolve_mod
+from generator.catalog.load import load_catalog
+from generator.catalog.resolve import (
     _deepcopy,
     chain,
     check_resolves,
@@ -32,6 +29,9 @@ from generator.resolve import (
     select,
     set_path,
 )
+from generator.core.canonical import canonical_json, check_canonical
+from generator.core.errors import CatalogError
+from generator.core.records import DIMENSIONS, Catalog, Criteria, Overlay
 from tests.conftest import CATALOG
 
 

@@ -12,10 +12,12 @@ import jsonschema
 import pytest
 import yaml
 
-from generator import schemas
-from generator.checkexpr import compile_expr
-from generator.load import load_catalog
-from generator.preflight import (
+from generator.catalog import schemas
+from generator.catalog.load import load_catalog
+from generator.catalog.resolve import get_path, resolve
+from generator.core.records import Catalog, Criteria
+from generator.scale.checkexpr import compile_expr
+from generator.scale.preflight import (
     NON_OWNED_AREAS,
     OPERATORS,
     Owner,
@@ -25,9 +27,7 @@ from generator.preflight import (
     profile_checks,
     scale_diagnostics,
 )
-from generator.records import Catalog, Criteria
-from generator.resolve import get_path, resolve
-from generator.snapshot import scale_measurement_keys
+from generator.scale.snapshot import scale_measurement_keys
 from tests.conftest import CATALOG, REPO
 
 PROFILES = CATALOG / "scale" / "profiles"
@@ -308,7 +308,7 @@ def test_scale_diagnostics_finds_unknown_components_duplicate_ids_and_empty_band
 ) -> None:
     from dataclasses import replace
 
-    from generator.records import OwnedValue
+    from generator.core.records import OwnedValue
 
     big = catalog.profiles["nvl72-2304"]
     broken = replace(
@@ -332,7 +332,7 @@ def test_scale_diagnostics_requires_the_checks_file(catalog: Catalog) -> None:
 
 
 def test_catalog_checks_lists_shared_then_profile_checks(catalog: Catalog) -> None:
-    from generator.preflight import catalog_checks
+    from generator.scale.preflight import catalog_checks
 
     rows = catalog_checks(catalog)
     shared = [c.id for p, c in rows if p is None]

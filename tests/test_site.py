@@ -25,8 +25,8 @@ from click.testing import CliRunner
 
 from generator.cli import main
 from generator.commands.build import cli_reference
-from generator.errors import CatalogError, SiteError
-from generator.outputs import MARKER
+from generator.core.errors import CatalogError, SiteError
+from generator.core.outputs import MARKER
 from generator.site import charts
 from generator.site.build import BuildOptions, build_site
 from generator.site.jinja import md_inline, script_json, url_part
@@ -187,8 +187,8 @@ def test_every_leaf_has_a_page_and_a_row_per_profile(built_site: Path) -> None:
 def test_status_shown_is_the_status_stage_result(built_site: Path, site_inputs: Inputs) -> None:
     """Consensus, ceiling and lane verdicts on the site are exactly what `aggregate` computes."""
     from generator.aggregate import aggregate
-    from generator.load import load_catalog
-    from generator.qualify import parse_lanes
+    from generator.catalog.load import load_catalog
+    from generator.scale.qualify import parse_lanes
     from generator.site import stages
 
     catalog, _ = load_catalog(site_inputs.catalog)
@@ -439,7 +439,7 @@ def test_broken_recipe_fails_with_located_error_and_keeps_previous_site(
     out = tmp_path / "site"
     out.mkdir()
     (out / "index.html").write_text("previous site")
-    (out / MARKER).write_text("site\n")  # a previous build's output (generator/outputs.py)
+    (out / MARKER).write_text("site\n")  # a previous build's output (generator/core/outputs.py)
     result = CliRunner().invoke(
         main,
         [
@@ -588,7 +588,7 @@ def test_a_strict_mkdocs_warning_fails_the_build_and_keeps_the_site(
     out = tmp_path / "site"
     out.mkdir()
     (out / "index.html").write_text("previous site")
-    (out / MARKER).write_text("site\n")  # a previous build's output (generator/outputs.py)
+    (out / MARKER).write_text("site\n")  # a previous build's output (generator/core/outputs.py)
     with pytest.raises(SiteError) as info:
         build_site(options(site_inputs, out, docs=docs, bundles=False))
     text = info.value.diagnostics_text()
@@ -598,8 +598,8 @@ def test_a_strict_mkdocs_warning_fails_the_build_and_keeps_the_site(
 
 
 def test_the_built_site_is_marked_and_recognised_as_a_site(built_site: Path) -> None:
-    """The mark is what lets the next build replace this directory (generator/outputs.py)."""
-    from generator.outputs import OutputKind, check_output_dir, marked_kind
+    """The mark is what lets the next build replace this directory (generator/core/outputs.py)."""
+    from generator.core.outputs import OutputKind, check_output_dir, marked_kind
 
     assert marked_kind(built_site) is OutputKind.SITE
     check_output_dir(built_site, OutputKind.SITE)  # a rebuild may replace it

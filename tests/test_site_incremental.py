@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.cache import MAGIC
+from generator.core.cache import MAGIC
 from generator.site.build import ENGINE_STAGE, PAGES_STAGE, BuildOptions, build_site
 from tests.conftest import CATALOG, REPO
 

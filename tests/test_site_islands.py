@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from markdown import Markdown
 
-from generator.errors import SiteError
+from generator.core.errors import SiteError
 from generator.site import islands
 from generator.site.jinja import environment
 

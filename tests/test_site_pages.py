@@ -14,7 +14,7 @@ import pytest
 
 from generator.cli import main
 from generator.commands.build import cli_reference
-from generator.records import (
+from generator.core.records import (
     Constraint,
     Criteria,
     OwnedValue,

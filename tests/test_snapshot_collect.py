@@ -22,9 +22,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from generator import schemas
+from generator.catalog import schemas
 from generator.cli import main
-from generator.collect import (
+from generator.core.errors import LoadError
+from generator.scale.collect import (
     SOURCES,
     LiveOptions,
     collect_live,
@@ -32,7 +33,6 @@ from generator.collect import (
     readings_from,
     snapshot_document,
 )
-from generator.errors import LoadError
 from tests import kubectl_fixtures
 from tests.conftest import CATALOG, REPO
 

@@ -9,14 +9,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from generator.cache import tree_digest
-from generator.cli import main
-from generator.errors import Severity, UsageError
-from generator.evidence.collect import verify_paths
-from generator.evidence.model import FailureClass, RejectedEvidence, VerifiedEvidence
-from generator.load import load_catalog
-from generator.resolve import resolve
-from generator.synth import (
+from generator.bench.synth import (
     MARKER,
     SynthOptions,
     catalog_files,
@@ -24,6 +17,13 @@ from generator.synth import (
     plan_evidence,
     synthesize,
 )
+from generator.catalog.load import load_catalog
+from generator.catalog.resolve import resolve
+from generator.cli import main
+from generator.core.cache import tree_digest
+from generator.core.errors import Severity, UsageError
+from generator.evidence.collect import verify_paths
+from generator.evidence.model import FailureClass, RejectedEvidence, VerifiedEvidence
 from generator.validate import validate_catalog
 
 RECIPES, EVIDENCE = 12, 40

@@ -28,21 +28,21 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from generator.aicr_format import (
+from generator.catalog.aicr_format import (
     API_VERSION,
     dump_recipe_result,
     load_recipe_result,
     recipe_result_document,
     recipe_result_from,
 )
+from generator.catalog.criteria import normalise_criteria
+from generator.catalog.load import load_catalog
+from generator.catalog.resolve import resolve
 from generator.cli import main
-from generator.criteria import normalise_criteria
-from generator.errors import LoadError, Severity, UsageError
-from generator.load import load_catalog
-from generator.records import Catalog, Criteria, Override, RecipeResult
-from generator.resolve import resolve
+from generator.core.errors import LoadError, Severity, UsageError
+from generator.core.records import Catalog, Criteria, Override, RecipeResult
+from generator.core.yamlio import parse_yaml
 from generator.validate import constraint_name_ok, validate_catalog
-from generator.yamlio import parse_yaml
 
 DIMS = ("service", "accelerator", "intent", "os", "platform")
 

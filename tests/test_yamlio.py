@@ -11,9 +11,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generator.errors import Diagnostic, LoadError
-from generator.records import Document
-from generator.yamlio import (
+from generator.core.errors import Diagnostic, LoadError
+from generator.core.records import Document
+from generator.core.yamlio import (
     MAX_DEPTH,
     MAX_EXPANDED_BYTES,
     MAX_FILE_BYTES,

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from generator.commands.common import EXIT_USAGE, catalog_option, report_error
-from generator.errors import CatalogError, UsageError
+from generator.core.errors import CatalogError, UsageError
 from generator.site.build import DEFAULT_DEPLOYERS, BuildOptions, build_site
 from generator.site.pages import CommandHelp
 

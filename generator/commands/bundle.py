@@ -8,8 +8,10 @@ from pathlib import Path
 
 import click
 
-from generator.aicr_format import load_recipe_result
-from generator.atomic import write_atomic
+from generator.catalog.aicr_format import load_recipe_result
+from generator.catalog.manifests import read_manifests
+from generator.catalog.overrides import parse_overrides
+from generator.catalog.resolve import resolve
 from generator.commands.common import (
     EXIT_DATA,
     EXIT_USAGE,
@@ -20,11 +22,10 @@ from generator.commands.common import (
     open_catalog,
     report_error,
 )
-from generator.errors import CatalogError, Severity
-from generator.manifests import read_manifests
-from generator.outputs import OutputKind, check_output_dir
-from generator.overrides import parse_overrides
-from generator.records import Catalog, Criteria, Override, RecipeResult
+from generator.core.atomic import write_atomic
+from generator.core.errors import CatalogError, Severity
+from generator.core.outputs import OutputKind, check_output_dir
+from generator.core.records import Catalog, Criteria, Override, RecipeResult
 from generator.render import (
     Deployer,
     GitOpsTarget,
@@ -35,7 +36,6 @@ from generator.render import (
 )
 from generator.render.bundle_verify import verify_bundle
 from generator.render.common import DEFAULT_REPO_PATH, DEFAULT_REPO_URL, DEFAULT_REVISION
-from generator.resolve import resolve
 
 DIMENSIONS = ("service", "accelerator", "os", "intent", "platform")
 

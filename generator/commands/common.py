@@ -9,10 +9,10 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from generator.criteria import normalise_criteria
-from generator.errors import CatalogError, Severity
-from generator.load import load_catalog
-from generator.records import Catalog, Criteria
+from generator.catalog.criteria import normalise_criteria
+from generator.catalog.load import load_catalog
+from generator.core.errors import CatalogError, Severity
+from generator.core.records import Catalog, Criteria
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
 F = TypeVar("F", bound=Callable[..., Any])

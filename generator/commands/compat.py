@@ -7,9 +7,10 @@ from pathlib import Path
 
 import click
 
-from generator import __version__, compat
+from generator import __version__
+from generator.catalog.schemas import SCHEMA_DIR
 from generator.commands.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, catalog_option
-from generator.schemas import SCHEMA_DIR
+from generator.publish import compat
 
 
 @click.command("compat")

@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from generator.commands.common import EXIT_USAGE, report_error
-from generator.diff import FORMATTERS, WORKTREE, compare, repo_root, snapshot
-from generator.errors import CatalogError, UsageError
+from generator.core.errors import CatalogError, UsageError
+from generator.publish.diff import FORMATTERS, WORKTREE, compare, repo_root, snapshot
 
 
 @click.command("diff")

@@ -19,7 +19,7 @@ from generator.commands.common import (
     open_catalog,
     report_error,
 )
-from generator.errors import CatalogError, UsageError, printable
+from generator.core.errors import CatalogError, UsageError, printable
 from generator.evidence import report
 from generator.evidence.collect import EvidenceRun, verify_paths
 from generator.evidence.model import (
@@ -204,7 +204,7 @@ def verify_command(
 
 def _github(run: EvidenceRun) -> str:
     """One annotation per file that does not count (rejected: error; stale: warning)."""
-    from generator.report import annotation
+    from generator.core.report import annotation
 
     lines = []
     for r in run.records:
@@ -384,7 +384,7 @@ def digest_command(recipe: str, profile: str, catalog_path: Path) -> None:
 
     Exit codes: 0 printed; 1 the recipe does not resolve; 2 usage.
     """
-    from generator.resolve import resolve
+    from generator.catalog.resolve import resolve
 
     catalog = open_catalog(catalog_path)
     try:

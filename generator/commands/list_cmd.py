@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from generator.commands.common import catalog_option, open_catalog
-from generator.records import DIMENSIONS, WILDCARD
+from generator.core.records import DIMENSIONS, WILDCARD
 from generator.validate import leaf_health
 
 

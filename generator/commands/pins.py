@@ -8,9 +8,11 @@ from typing import NoReturn
 
 import click
 
+from generator.catalog.load import load_catalog
+from generator.catalog.resolve import resolve
 from generator.commands.common import catalog_option
-from generator.errors import CatalogError, Severity
-from generator.load import load_catalog
+from generator.core.errors import CatalogError, Severity
+from generator.core.records import Catalog
 from generator.pins.check import check_pins
 from generator.pins.collect import catalog_pins, pin_key
 from generator.pins.http import DEFAULT_RETRIES, DEFAULT_TIMEOUT, ETagCache, Fetcher
@@ -25,8 +27,6 @@ from generator.pins.write import (
     plan_write,
 )
 from generator.pins.write import format_plan as format_write_plan
-from generator.records import Catalog
-from generator.resolve import resolve
 
 HELP = """Check every component pin against its upstream repository.
 

@@ -8,12 +8,15 @@ from typing import NoReturn
 
 import click
 
-from generator import safeio
+from generator.catalog.load import load_catalog
+from generator.catalog.manifests import read_manifests
+from generator.catalog.resolve import resolve, select_profile
 from generator.commands.query import parse_overrides
-from generator.errors import CatalogError, Severity
-from generator.load import load_catalog
-from generator.manifests import read_manifests
-from generator.preflight import (
+from generator.core import safeio
+from generator.core.errors import CatalogError, Severity
+from generator.core.records import DIMENSIONS, WILDCARD, Criteria
+from generator.render import render_bundle
+from generator.scale.preflight import (
     CHECKS_FILE,
     Format,
     checkset_from,
@@ -21,10 +24,7 @@ from generator.preflight import (
     render,
     rendered_values,
 )
-from generator.records import DIMENSIONS, WILDCARD, Criteria
-from generator.render import render_bundle
-from generator.resolve import resolve, select_profile
-from generator.snapshot import parse_snapshot
+from generator.scale.snapshot import parse_snapshot
 
 EXIT_USAGE = 2
 

@@ -9,10 +9,11 @@ from typing import NoReturn
 
 import click
 
-from generator import safeio
+from generator.catalog.resolve import resolve
 from generator.commands.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, catalog_option, open_catalog
-from generator.errors import CatalogError, UsageError
-from generator.qualify import (
+from generator.core import safeio
+from generator.core.errors import CatalogError, UsageError
+from generator.scale.qualify import (
     CTRF_SUFFIX,
     KPI_FILE,
     PREFLIGHT_FILE,
@@ -24,7 +25,6 @@ from generator.qualify import (
     parse_run,
     qualify,
 )
-from generator.resolve import resolve
 
 
 def _read_results(directory: Path, phases: tuple[str, ...]) -> dict[str, bytes]:

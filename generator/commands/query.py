@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from generator.aicr_format import dump_recipe_result
-from generator.canonical import dump_yaml
+from generator.catalog.aicr_format import dump_recipe_result
+from generator.catalog.resolve import recipe_document, resolve
 from generator.commands.common import (
     EXIT_USAGE,
     F,
@@ -19,14 +19,14 @@ from generator.commands.common import (
     open_catalog,
     report_error,
 )
-from generator.errors import CatalogError
-from generator.records import Override
-from generator.resolve import recipe_document, resolve
+from generator.core.canonical import dump_yaml
+from generator.core.errors import CatalogError
+from generator.core.records import Override
 
 
 def parse_overrides(sets: tuple[str, ...], set_files: tuple[str, ...]) -> tuple[Override, ...]:
     """The overrides as `bundle` reads them (one syntax, one order: --set-file, then --set)."""
-    from generator.overrides import parse_overrides as parse
+    from generator.catalog.overrides import parse_overrides as parse
 
     try:
         return parse(sets, set_files)

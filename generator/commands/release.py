@@ -8,9 +8,9 @@ from pathlib import Path
 import click
 
 from generator.commands.release_verify import verify_command
-from generator.diff import repo_root
-from generator.errors import CatalogError
-from generator.release import release
+from generator.core.errors import CatalogError
+from generator.publish.diff import repo_root
+from generator.publish.release import release
 
 
 @click.group("release", invoke_without_command=True)

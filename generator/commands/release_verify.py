@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from generator.commands.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, fail
-from generator.errors import UsageError
-from generator.release_verify import (
+from generator.core.errors import UsageError
+from generator.publish.release_verify import (
     DEFAULT_REPOSITORY,
     GITHUB_ISSUER,
     WORKFLOW,

@@ -11,14 +11,14 @@ from typing import NoReturn
 
 import click
 
-from generator.atomic import write_atomic
+from generator.catalog.resolve import resolve
 from generator.commands.common import EXIT_DATA, EXIT_OK, catalog_option, open_catalog
-from generator.errors import CatalogError
+from generator.core.atomic import write_atomic
+from generator.core.errors import CatalogError
 from generator.evidence.sign import demo_authority
 from generator.evidence.store import SUFFIX
-from generator.qualify import lanes_of
-from generator.resolve import resolve
-from generator.samples import (
+from generator.scale.qualify import lanes_of
+from generator.scale.samples import (
     PLAN,
     SampleEvidence,
     catalog_bundle_digest,

@@ -1,7 +1,7 @@
 """`aicr-catalog snapshot`: the readings preflight's checks use, as an AICR Snapshot.
 
 From a live cluster through the real `kubectl`, or `--from DIR` of outputs saved by
-`scripts/collect.sh`. The reading logic lives in `generator/collect.py`.
+`scripts/collect.sh`. The reading logic lives in `generator/scale/collect.py`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,11 @@ from typing import NoReturn
 import click
 import yaml
 
-from generator.atomic import write_atomic
-from generator.collect import (
+from generator.catalog.load import load_catalog
+from generator.commands.common import EXIT_USAGE
+from generator.core.atomic import write_atomic
+from generator.core.errors import CatalogError
+from generator.scale.collect import (
     Collected,
     LiveOptions,
     collect_live,
@@ -26,11 +29,8 @@ from generator.collect import (
     readings_from,
     snapshot_document,
 )
-from generator.commands.common import EXIT_USAGE
-from generator.errors import CatalogError
-from generator.load import load_catalog
-from generator.preflight import catalog_checks, measurement_paths
-from generator.snapshot import Reading, split_path
+from generator.scale.preflight import catalog_checks, measurement_paths
+from generator.scale.snapshot import Reading, split_path
 
 MAX_FILE = 1 << 30  # a saved output larger than 1 GiB is not a kubectl answer
 

@@ -11,16 +11,16 @@ from typing import Any, NoReturn
 import click
 
 from generator.aggregate import Status, aggregate, status_document
+from generator.catalog.resolve import profile_applies, resolve
 from generator.commands.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, catalog_option, open_catalog
-from generator.errors import CatalogError, ResolveError, ScaleError, UsageError, printable
+from generator.core.errors import CatalogError, ResolveError, ScaleError, UsageError, printable
+from generator.core.records import Catalog, RecipeResult
 from generator.evidence.model import Evidence
 from generator.evidence.store import read_files
 from generator.evidence.trustroot import PUBLIC_GOOD, load_trust_root
 from generator.evidence.upstream import load_policy, pointer_records
 from generator.evidence.verify import digest_key, verify_evidence
-from generator.qualify import Lanes, lanes_of
-from generator.records import Catalog, RecipeResult
-from generator.resolve import profile_applies, resolve
+from generator.scale.qualify import Lanes, lanes_of
 
 
 def _stop(e: CatalogError, code: int) -> NoReturn:

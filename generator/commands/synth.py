@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
+from generator.bench.synth import TRUST_FILE, SynthOptions, synthesize
 from generator.commands.common import EXIT_USAGE, fail, report_error
-from generator.errors import CatalogError, UsageError
-from generator.synth import TRUST_FILE, SynthOptions, synthesize
+from generator.core.errors import CatalogError, UsageError
 
 
 @click.command("synth")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from generator.catalog.load import load_catalog
 from generator.commands.common import (
     EXIT_DATA,
     EXIT_OK,
@@ -15,10 +16,9 @@ from generator.commands.common import (
     announce_defaults,
     catalog_option,
 )
-from generator.errors import CatalogError, Severity
+from generator.core.errors import CatalogError, Severity
+from generator.core.report import REPORTERS, markdown_summary
 from generator.evidence.trustroot import PUBLIC_GOOD
-from generator.load import load_catalog
-from generator.report import REPORTERS, markdown_summary
 from generator.validate import validate_catalog
 
 

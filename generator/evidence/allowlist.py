@@ -29,12 +29,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.errors import Diagnostic, LoadError, ValidationError
+from generator.core.errors import Diagnostic, LoadError, ValidationError
+from generator.core.records import Document
+from generator.core.yamlio import parse_yaml
 from generator.evidence.model import SignerClass, SignerPolicy, SignerRule
 from generator.evidence.policy import pattern_problem
 from generator.evidence.store import SOURCE_LENGTH, source_id
-from generator.records import Document
-from generator.yamlio import parse_yaml
 
 ALLOWLIST_FILE = "allowlist.yaml"
 _CLASSES: tuple[tuple[str, SignerClass], ...] = (

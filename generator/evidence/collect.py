@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.errors import CatalogError
+from generator.core.errors import CatalogError
+from generator.core.records import Catalog, RecipeResult
 from generator.evidence.judge import Judge, attested_after_logged
 from generator.evidence.model import (
     Evidence,
@@ -46,7 +47,6 @@ from generator.evidence.verify import (
     verify_evidence,
     with_current_digests,
 )
-from generator.records import Catalog, RecipeResult
 
 SIGNERS_FILE = "signers.yaml"
 
@@ -63,7 +63,7 @@ class EvidenceRun:
 def resolve_current(records: Iterable[Evidence], catalog: Catalog) -> dict[str, RecipeResult]:
     """`<recipe>@<profile>` -> the current resolved recipe, for every pair the verified
     statements name. A recipe or profile that no longer resolves gets no entry."""
-    from generator.resolve import resolve
+    from generator.catalog.resolve import resolve
 
     wanted = sorted(
         {
@@ -94,7 +94,7 @@ def judge_claims(
 ) -> tuple[Evidence, ...]:
     """The records with every current verified statement whose claims do not hold turned into
     a rejected record naming why (see the module). A catalog without lanes judges none."""
-    from generator.qualify import lanes_of
+    from generator.scale.qualify import lanes_of
 
     records = tuple(records)
     try:
@@ -172,7 +172,7 @@ def verify_paths(
     )
     if any(isinstance(r, VerifiedEvidence) for r in (*records, *pointed)):
         if catalog is None:
-            from generator.load import load_catalog
+            from generator.catalog.load import load_catalog
 
             catalog, _ = load_catalog(catalog_dir)
         ours = [*records, *(r for r in pointed if not is_upstream(r))]

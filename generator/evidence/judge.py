@@ -4,7 +4,7 @@ A statement signs its raw results (check statuses and targets, KPI values and ta
 counts, running component versions) *and* what its signer concluded (each KPI's status, the
 verdict). Only the raw results are taken as signed; the conclusions are recomputed here against
 the lane criteria the catalog publishes (`catalog/scale/lanes.yaml`), by the rules
-`generator.qualify.qualify` applies when it writes a statement:
+`generator.scale.qualify.qualify` applies when it writes a statement:
 
 - the lane's node count is the one the catalog gives it, and the run observed at least the
   lane's nodes and GPUs;
@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING
 
 from generator.evidence.model import SCALE_QUALIFICATION_V1, Statement
 
-if TYPE_CHECKING:  # generator.qualify imports the evidence package: types only here
-    from generator.qualify import Lane, Lanes, Threshold
-    from generator.records import Criteria
+if TYPE_CHECKING:  # generator.scale.qualify imports the evidence package: types only here
+    from generator.core.records import Criteria
+    from generator.scale.qualify import Lane, Lanes, Threshold
 
 PASSED = "passed"
 NOT_RUN = ("skipped", "pending")
@@ -147,7 +147,7 @@ def _judge(
         reasons.append(
             f"names {statement.lane_nodes} nodes for {lane.name}, which has {lane.nodes}"
         )
-    # the run is bound to a passing preflight of the cluster it ran on (generator.qualify):
+    # the run is bound to a passing preflight of the cluster it ran on (generator.scale.qualify):
     # a signed pass without one, or with a failed one, is not the recomputed verdict
     preflight = statement.predicate.get("preflight")
     if not isinstance(preflight, Mapping):

@@ -37,7 +37,7 @@ from urllib.parse import quote, urlencode, urljoin
 
 import requests
 
-from generator.errors import CatalogError, Diagnostic
+from generator.core.errors import CatalogError, Diagnostic
 
 MANIFEST_V1 = "application/vnd.oci.image.manifest.v1+json"
 INDEX_V1 = "application/vnd.oci.image.index.v1+json"

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from generator.errors import Diagnostic, LoadError
+from generator.core.errors import Diagnostic, LoadError
+from generator.core.records import Document
+from generator.core.yamlio import parse_yaml
 from generator.evidence.recipedigest import dump_yaml_v3
 from generator.evidence.store import is_safe_name, source_id
-from generator.records import Document
-from generator.yamlio import parse_yaml
 
 SCHEMA_VERSION = "1.0.0"
 POINTER_GLOB = "sha256-*.yaml"

@@ -23,11 +23,12 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from generator import safeio, schemas
-from generator.errors import Diagnostic, ValidationError
+from generator.catalog import schemas
+from generator.core import safeio
+from generator.core.errors import Diagnostic, ValidationError
+from generator.core.records import Document
+from generator.core.yamlio import parse_yaml
 from generator.evidence.model import SignerClass, SignerPolicy, SignerRule
-from generator.records import Document
-from generator.yamlio import parse_yaml
 
 API_VERSION = "aicr.run/v1"
 KIND = "SignerPolicy"

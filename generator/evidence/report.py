@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from generator.errors import printable
+from generator.core.errors import printable
 from generator.evidence.model import (
     UPSTREAM_PREDICATE_TYPES,
     Evidence,

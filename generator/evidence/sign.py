@@ -15,7 +15,7 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from generator.errors import Diagnostic, UsageError
+from generator.core.errors import Diagnostic, UsageError
 from generator.evidence import testroot
 from generator.evidence.testroot import Authority
 from generator.evidence.trustroot import (

@@ -22,7 +22,8 @@ from typing import Any
 
 import jsonschema
 
-from generator import schemas
+from generator.catalog import schemas
+from generator.core.names import schema_regex
 from generator.evidence.model import (
     IN_TOTO_PAYLOAD_TYPE,
     PREDICATE_TYPES,
@@ -36,7 +37,6 @@ from generator.evidence.model import (
     Statement,
 )
 from generator.evidence.store import NAME_RE, is_safe_name
-from generator.names import schema_regex
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "catalog" / "schemas"
 PREDICATE_SCHEMA_FILE = "scale-qualification-v1.schema.json"

@@ -15,10 +15,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator import names, safeio
-from generator.errors import Diagnostic, LoadError
+from generator.core import names, safeio
+from generator.core.errors import Diagnostic, LoadError
+from generator.core.yamlio import MAX_FILE_BYTES
 from generator.evidence.model import EvidenceFile
-from generator.yamlio import MAX_FILE_BYTES
 
 EVIDENCE_DIR = "evidence"
 SUFFIX = ".sigstore.json"

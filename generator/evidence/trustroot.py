@@ -38,8 +38,8 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from generator import safeio
-from generator.errors import Diagnostic, UsageError
+from generator.core import safeio
+from generator.core.errors import Diagnostic, UsageError
 from generator.evidence.model import TrustRoot
 
 PUBLIC_GOOD = "public-good"
@@ -73,7 +73,7 @@ def trust_root_path(spec: str, catalog: Path | None = None) -> Path:
 
 
 def _read_root(path: Path, spec: str) -> bytes:
-    """The file's bytes through the one reader (generator/safeio.py): a named root stays inside
+    """The file's bytes through the one reader (generator/core/safeio.py): a named root stays inside
     the catalog's trust/ directory; any root is a regular file of bounded size (a FIFO cannot
     block, /dev/zero cannot fill memory)."""
     inside = path.parent.parent if spec in (PUBLIC_GOOD, DEMO) else None

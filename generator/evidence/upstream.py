@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from generator.errors import Diagnostic, ValidationError
+from generator.core.errors import Diagnostic, ValidationError
 from generator.evidence import oci
 from generator.evidence.allowlist import ALLOWLIST_FILE, combine, read_allowlist
 from generator.evidence.model import (

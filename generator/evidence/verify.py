@@ -570,7 +570,7 @@ def verify_evidence(
 
     `current_digests` maps `<recipe>@<scale-profile>` (see `digest_key`; upstream evidence has
     no profile and uses `standard`) or a bare `<recipe>` to the digest of the current resolved
-    recipe (the caller resolves recipes, e.g. with `generator.resolve.resolve`); a statement
+    recipe (the caller resolves recipes, e.g. with `generator.catalog.resolve.resolve`); a statement
     whose recipe is missing from it is stale. `with_current_digests` re-judges records for other
     digests without verifying again, so a caller can verify first and resolve only the
     (recipe, profile) pairs the verified statements name.

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 
-from generator.errors import CatalogError
+from generator.core.errors import CatalogError
+from generator.core.records import Catalog, ComponentRef, Document, RecipeResult
 from generator.pins.model import Pin, PinLocation
-from generator.records import Catalog, ComponentRef, Document, RecipeResult
 
 PinKey = tuple[str, str, str, str]  # component, version, repository, chart
 

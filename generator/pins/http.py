@@ -17,7 +17,7 @@ from pathlib import Path
 import requests
 import urllib3
 
-from generator.atomic import write_atomic
+from generator.core.atomic import write_atomic
 from generator.pins.model import Problem, ProblemKind
 
 DEFAULT_TIMEOUT = 10.0

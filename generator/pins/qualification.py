@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from generator.errors import UsageError
+from generator.core.errors import UsageError
 from generator.pins.model import Qualification
 
 NOT_QUALIFIED = "none"

@@ -25,12 +25,12 @@ import yaml
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError as RuamelError
 
-from generator import diff
-from generator.atomic import write_atomic
-from generator.errors import CatalogError, Diagnostic, UsageError
+from generator.core.atomic import write_atomic
+from generator.core.errors import CatalogError, Diagnostic, UsageError
+from generator.core.records import Catalog
 from generator.pins.collect import canonical_component
 from generator.pins.model import PinLocation
-from generator.records import Catalog
+from generator.publish import diff
 
 VERSION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 _PATH_TOKEN = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
@@ -245,7 +245,7 @@ def plan_write(
 ) -> WritePlan:
     """Everything `--write` will do, computed on copies: nothing under `root` is touched.
 
-    The impact is `aicr-catalog diff`'s own comparison (`generator.diff`) of the catalog before
+    The impact is `aicr-catalog diff`'s own comparison (`generator.publish.diff`) of the catalog before
     and after the bump, over every leaf recipe x applicable scale profile, with the same evidence
     tree on both sides: so it is, by construction, what `diff` reports for the change.
     """

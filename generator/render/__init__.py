@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any, assert_never
 
 from generator import __version__
-from generator.errors import RenderError
-from generator.outputs import OutputKind, check_output_dir
-from generator.records import RecipeResult
+from generator.core.errors import RenderError
+from generator.core.outputs import OutputKind, check_output_dir
+from generator.core.records import RecipeResult
 from generator.render import argocd, flux, helm, helmfile
 from generator.render.archive import archive_bytes, archive_name
 from generator.render.argocd import SYNC_MARKER
@@ -157,7 +157,7 @@ def render_bundle(
     regenerate command).
     Raises RenderError (with every problem found) when the recipe cannot be expressed.
     """
-    from generator.resolve import recipe_document
+    from generator.catalog.resolve import recipe_document
 
     dep = deployer_of(deployer)
     tgt = target or GitOpsTarget()
@@ -182,7 +182,7 @@ def render_bundle(
 def write_bundle(tree: BundleTree, out_dir: Path, inputs: Iterable[Path] = ()) -> None:
     """Write `tree` to `out_dir`, replacing it atomically: build in a sibling temporary directory,
     then swap it in, so a failure leaves the previous bundle intact. `out_dir` must be missing,
-    empty or a previous bundle, and outside `inputs` (generator/outputs.py)."""
+    empty or a previous bundle, and outside `inputs` (generator/core/outputs.py)."""
     check_paths(tuple(tree))
     out_dir = Path(out_dir)
     check_output_dir(out_dir, OutputKind.BUNDLE, inputs)

@@ -14,8 +14,8 @@ import tarfile
 import zlib
 from collections.abc import Mapping
 
-from generator.errors import RenderError
-from generator.records import RecipeResult
+from generator.core.errors import RenderError
+from generator.core.records import RecipeResult
 from generator.render.common import (
     MODE_EXEC,
     MODE_FILE,

@@ -26,8 +26,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from generator.errors import RenderError
-from generator.records import RecipeResult
+from generator.core.errors import RenderError
+from generator.core.records import RecipeResult
 from generator.render.common import (
     BundleFile,
     Folder,

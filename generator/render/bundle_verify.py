@@ -20,8 +20,8 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from generator import safeio
-from generator.errors import Diagnostic, Severity, sort_diagnostics
+from generator.core import safeio
+from generator.core.errors import Diagnostic, Severity, sort_diagnostics
 from generator.render.common import BUNDLE_INFO, CHECKSUMS
 
 _LINE = re.compile(r"([0-9a-f]{64})  (.+)")

@@ -7,7 +7,7 @@ archive mtime, and the renderer itself (generator version plus the source of
 `generator/render/` and the bundle templates), so a change to the code invalidates the cache.
 
 Each archive is stored with an HMAC-SHA256 of its key and bytes (`<entry>.hmac`) under this
-machine's cache key (`generator.cache.machine_key`, kept outside the cache directory): the
+machine's cache key (`generator.core.cache.machine_key`, kept outside the cache directory): the
 site publishes these archives as downloads, so an entry written by anyone else (a restored CI
 cache, a pull request's job) is not trusted, whatever checksum it comes with. A corrupted,
 truncated or foreign entry is rendered again and replaced.
@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from generator import __version__
-from generator.atomic import write_atomic
-from generator.records import RecipeResult
+from generator.core.atomic import write_atomic
+from generator.core.records import RecipeResult
 from generator.render.common import TEMPLATES, Deployer, GitOpsTarget, deployer_of
 
 _HERE = Path(__file__).resolve().parent
@@ -99,13 +99,13 @@ def entry_name(
 
 @functools.cache
 def _secret(path: Path) -> bytes:
-    from generator.cache import machine_key
+    from generator.core.cache import machine_key
 
     return machine_key(path)
 
 
 def _seal(key: str, data: bytes) -> str:
-    from generator.cache import key_path
+    from generator.core.cache import key_path
 
     mac = hmac.new(_secret(key_path()), key.encode() + b"\0" + data, hashlib.sha256)
     return mac.hexdigest()

@@ -20,9 +20,10 @@ from typing import Any, ClassVar
 import jinja2
 import yaml
 
-from generator import __version__, names
-from generator.errors import Diagnostic, RenderError
-from generator.records import Override, RecipeResult, ResolvedComponent
+from generator import __version__
+from generator.core import names
+from generator.core.errors import Diagnostic, RenderError
+from generator.core.records import Override, RecipeResult, ResolvedComponent
 
 GENERATOR_NAME = "aicr-catalog"
 BUNDLE_INFO = "bundle-info.yaml"

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from generator.records import RecipeResult, ResolvedComponent
+from generator.core.records import RecipeResult, ResolvedComponent
 from generator.render.common import (
     BundleFile,
     Folder,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from generator.records import RecipeResult
+from generator.core.records import RecipeResult
 from generator.render.common import (
     BundleFile,
     Release,

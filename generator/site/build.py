@@ -29,8 +29,9 @@ from typing import Any
 
 import yaml
 
-from generator import __version__, safeio
-from generator.cache import (
+from generator import __version__
+from generator.core import safeio
+from generator.core.cache import (
     Cache,
     build_key,
     fingerprint,
@@ -40,8 +41,8 @@ from generator.cache import (
     tree_digest,
     unchanged_build,
 )
-from generator.errors import CatalogError, Diagnostic, SiteError
-from generator.outputs import OutputKind, check_output_dir, mark
+from generator.core.errors import CatalogError, Diagnostic, SiteError
+from generator.core.outputs import OutputKind, check_output_dir, mark
 from generator.site import api, badges, changelog, islands, pages, stages
 from generator.site.csp import with_csp
 from generator.site.model import (

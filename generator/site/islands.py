@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from generator.errors import SiteError
+from generator.core.errors import SiteError
 
 OPEN = "<!--aicr:island-->"
 CLOSE = "<!--/aicr:island-->"

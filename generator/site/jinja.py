@@ -24,7 +24,7 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup, escape
 
-from generator.errors import SiteError
+from generator.core.errors import SiteError
 
 TEMPLATES = Path(__file__).resolve().parent.parent.parent / "site_templates"
 

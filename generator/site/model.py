@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from generator.records import Criteria, RecipeResult, ScaleProfile
+from generator.core.records import Criteria, RecipeResult, ScaleProfile
 
 UNTESTED = "UNTESTED"
 

@@ -15,7 +15,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from generator.errors import SiteError
+from generator.core.errors import SiteError
 
 _HELD_LOCKS: set[int] = set()  # descriptors of the build locks this process holds
 

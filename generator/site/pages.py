@@ -15,8 +15,8 @@ from typing import Any
 
 from markupsafe import Markup
 
-from generator import names
-from generator.records import ScaleProfile
+from generator.core import names
+from generator.core.records import ScaleProfile
 from generator.site.charts import (
     NOT_IN_LADDER,
     chart_html,

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from generator.errors import (
+from generator.core.errors import (
     CatalogError,
     Diagnostic,
     RenderError,
@@ -29,7 +29,7 @@ from generator.errors import (
     Severity,
     ValidationError,
 )
-from generator.records import Catalog, RecipeResult
+from generator.core.records import Catalog, RecipeResult
 from generator.site.model import Check, Download, EvidenceRun, Kpi, Lane, LaneStatus, StageNote
 
 
@@ -47,7 +47,7 @@ def optional_stage(module: str) -> ModuleType | None:
 
 def load_and_validate(root: Path, *, strict: bool = False) -> Catalog:
     """Load and validate the catalog; raise ValidationError carrying every located problem."""
-    from generator.load import load_catalog
+    from generator.catalog.load import load_catalog
     from generator.validate import validate_catalog
 
     catalog, load_diags = load_catalog(root)
@@ -69,7 +69,7 @@ def resolve_leaf(
     A profile whose `appliesTo` excludes the leaf raises ScaleError: it is simply not offered.
     A leaf that does not resolve at all is reported with the resolver's diagnostics.
     """
-    from generator.resolve import resolve
+    from generator.catalog.resolve import resolve
 
     names = sorted(catalog.profiles, key=lambda n: (n != "standard", n)) or ["standard"]
     results: list[RecipeResult] = []
@@ -87,7 +87,7 @@ def resolve_leaf(
 
 
 def recipe_document(result: RecipeResult) -> Mapping[str, Any]:
-    from generator.resolve import recipe_document as doc
+    from generator.catalog.resolve import recipe_document as doc
 
     return doc(result)
 
@@ -213,7 +213,7 @@ def render_bundles(
     render = optional_stage("generator.render")
     if render is None:
         return {}, StageNote("render", "the bundle stage is not available in this build.")
-    from generator.manifests import read_manifests
+    from generator.catalog.manifests import read_manifests
 
     problems: list[Diagnostic] = []
     work: list[tuple[RecipeResult, str, Mapping[str, bytes], int, Path | None]] = []
@@ -352,7 +352,7 @@ def verify_evidence(
 ) -> tuple[Verified, StageNote | None]:
     """Verify every evidence file offline against the chosen trust root and the signer policy.
 
-    `jobs` processes (default: every core); with a `generator.cache.Cache`, only files whose
+    `jobs` processes (default: every core); with a `generator.core.cache.Cache`, only files whose
     (path, bytes, trust root, policy) it has not seen are verified again.
     """
     empty = Verified((), {}, trust_root, trust_root == "demo")
@@ -376,7 +376,7 @@ def verify_evidence(
     files = read_files([evidence_dir], base=evidence_dir.parent)
     current = {verify.digest_key(r.name, r.scale_profile): r.digest for r in results}
     if cache is not None:
-        from generator.cache import verify_cached
+        from generator.core.cache import verify_cached
 
         records = verify_cached(
             files, trust_root=root, policy=policy, current_digests=current, cache=cache, jobs=jobs
@@ -472,7 +472,7 @@ def aggregate(
                 "UNTESTED.",
             )
         return Aggregated({}, {}, _sorted_runs(plain)), note
-    from generator.qualify import parse_lanes
+    from generator.scale.qualify import parse_lanes
 
     lanes_ = parse_lanes(doc)
     ladders = {name: p.ladder for name, p in catalog.profiles.items()}

@@ -283,9 +283,9 @@ _NNN = re.compile(r"^\d{3}-[^/]+/")
 
 def bundle_layouts(catalog_dir: Path) -> dict[str, list[str]]:
     """Per deployer, the path patterns of a reference bundle (component directories generalised)."""
-    from generator.load import load_catalog
+    from generator.catalog.load import load_catalog
+    from generator.catalog.resolve import resolve
     from generator.render import Deployer, render_bundle
-    from generator.resolve import resolve
 
     catalog, _ = load_catalog(catalog_dir)
     leaf = (
@@ -637,7 +637,7 @@ def _command_source(path: str) -> tuple[str | None, Path | None]:
 
 def report_github(r: CompatReport, schema_dir: Path) -> str:
     """GitHub annotations: each names the file to look at, from the repository root."""
-    from generator.report import annotation
+    from generator.core.report import annotation
 
     lines = []
     for b in r.invalid:

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
 
-from generator.errors import UsageError
+from generator.core.errors import UsageError
 
 MARKER = ".aicr-catalog-output"  # inside a site or release directory: its kind, one line
 BUNDLE_HEADER = "bundle-info.yaml"  # a bundle directory's own header (render/common.py)

@@ -7,8 +7,8 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from generator import markdown
-from generator.errors import Diagnostic, Severity, printable
+from generator.core import markdown
+from generator.core.errors import Diagnostic, Severity, printable
 
 
 def _counts(diags: Sequence[Diagnostic]) -> tuple[int, int]:

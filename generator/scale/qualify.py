@@ -44,8 +44,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from generator import __version__, schemas
-from generator.errors import (
+from generator import __version__
+from generator.catalog import schemas
+from generator.core.errors import (
     CatalogError,
     Diagnostic,
     LoadError,
@@ -53,9 +54,9 @@ from generator.errors import (
     ValidationError,
     sort_diagnostics,
 )
+from generator.core.records import DIMENSIONS, Criteria, Document, RecipeResult, ScaleProfile
+from generator.core.yamlio import parse_yaml
 from generator.evidence.statement import build_statement
-from generator.records import DIMENSIONS, Criteria, Document, RecipeResult, ScaleProfile
-from generator.yamlio import parse_yaml
 
 LANES_FILE = "scale/lanes.yaml"
 LANES_SCHEMA = "lanes"

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import yaml
 
-from generator import safeio
-from generator.errors import Diagnostic, LoadError, RenderError, Severity
-from generator.records import Catalog, Document, ManifestFile, RecipeResult
-from generator.yamlio import decode, parse_yaml
+from generator.core import safeio
+from generator.core.errors import Diagnostic, LoadError, RenderError, Severity
+from generator.core.records import Catalog, Document, ManifestFile, RecipeResult
+from generator.core.yamlio import decode, parse_yaml
 
 PLAIN, TEMPLATE = "plain", "template"
 _OPENERS = frozenset({"if", "range", "with", "define", "block"})

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 import string
 
-from generator.errors import printable
+from generator.core.errors import printable
 
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _PUNCT = frozenset(string.punctuation) - set(_ENTITIES)

@@ -1,6 +1,6 @@
 """`release verify DIR`: check a directory of downloaded release assets, offline.
 
-What a release publishes (see `generator/release.py` and `.github/workflows/release.yml`): flat,
+What a release publishes (see `generator/publish/release.py` and `.github/workflows/release.yml`): flat,
 uniquely named assets; `SHA256SUMS` naming each of them; `release-manifest.json`, signed keylessly
 by the release workflow; and its Sigstore bundle `release-manifest.json.sigstore.json`.
 
@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generator.errors import Diagnostic, printable
+from generator.core.errors import Diagnostic, printable
 from generator.evidence.model import TrustRoot
-from generator.release import MANIFEST, SITE_ARCHIVE, SUMS
+from generator.publish.release import MANIFEST, SITE_ARCHIVE, SUMS
 
 SIGNATURE = f"{MANIFEST}.sigstore.json"
 GITHUB_ISSUER = "https://token.actions.githubusercontent.com"

@@ -23,7 +23,7 @@ import os
 import stat
 from pathlib import Path
 
-from generator.errors import Diagnostic, LoadError
+from generator.core.errors import Diagnostic, LoadError
 
 # size caps by kind of file, in bytes
 YAML_BYTES = 1024 * 1024  # catalog YAML and evidence bundles (yamlio.MAX_FILE_BYTES)

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from generator.errors import Diagnostic, UsageError
-from generator.records import DIMENSIONS, WILDCARD, Criteria
+from generator.core.errors import Diagnostic, UsageError
+from generator.core.records import DIMENSIONS, WILDCARD, Criteria
 
 # upstream v0.11.1's enums (GetCriteria<Dimension>Types)
 UPSTREAM_VALUES: dict[str, frozenset[str]] = {

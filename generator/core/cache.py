@@ -36,13 +36,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from generator import __version__, safeio
-from generator.atomic import write_atomic
-from generator.errors import Diagnostic, LoadError
+from generator import __version__
+from generator.core import safeio
+from generator.core.atomic import write_atomic
+from generator.core.errors import Diagnostic, LoadError
 
 MAGIC = b"AICR-CACHE 1\n"
 DEFAULT_DIR = Path(".cache")
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parents[1]  # the generator package
 
 
 @functools.cache
@@ -357,7 +358,7 @@ def verify_cached(
     """
     from generator.evidence import verify
 
-    fp = fingerprint("evidence", "records.py", "canonical.py")
+    fp = fingerprint("evidence", "core/records.py", "core/canonical.py")
     policy_digest = hashlib.sha256(repr(policy).encode()).hexdigest()
     keys = [
         cache.key(
@@ -484,7 +485,7 @@ def _memo_digest(
     """`tree_digest` of `root` with its stat memo kept in the cache (one entry per directory)."""
     if cache is None or not cache.enabled:
         return tree_digest(root, suffixes, shown=shown, where=where)
-    key, fp = digest(MEMO_STAGE, str(root.resolve()), *suffixes), fingerprint("cache.py")
+    key, fp = digest(MEMO_STAGE, str(root.resolve()), *suffixes), fingerprint("core/cache.py")
     raw = cache.get(MEMO_STAGE, key, fp)
     try:
         memo = json.loads(raw) if raw is not None else {}

@@ -8,7 +8,7 @@ component's root when `path` is empty: `--set-file component=FILE`); its recorde
 the file by its base name only.
 
 Parsing only: whether the component exists, is enabled, or contradicts a scale-profile owned
-value is decided by `generator.resolve.resolve`, which rejects such overrides.
+value is decided by `generator.catalog.resolve.resolve`, which rejects such overrides.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from generator import names, safeio
-from generator.errors import Diagnostic, LoadError, UsageError
-from generator.records import Override
+from generator.core import names, safeio
+from generator.core.errors import Diagnostic, LoadError, UsageError
+from generator.core.records import Override
 
 _COMPONENT = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$")
 _PATH_SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
@@ -40,7 +40,7 @@ def typed_scalar(text: str) -> bool | int | float | str:
     (`yamlio`): an integer beyond ±(2^53 - 1), which JSON and the recipe digest (RFC 8785)
     cannot represent exactly, and a number that overflows to infinity.
     """
-    from generator.yamlio import MAX_SAFE_INT
+    from generator.core.yamlio import MAX_SAFE_INT
 
     if text == "true":
         return True
@@ -98,7 +98,7 @@ def parse_set(text: str) -> Override:
 
 
 def _load_object(path: str, read: Callable[[str], bytes]) -> dict[str, Any]:
-    from generator.yamlio import parse_yaml
+    from generator.core.yamlio import parse_yaml
 
     origin = f"--set-file {path}"
     try:

@@ -11,11 +11,11 @@ from typing import Any
 import jsonschema
 from jsonschema.protocols import Validator
 
-from generator import names
-from generator.errors import Diagnostic
-from generator.records import Document
+from generator.core import names
+from generator.core.errors import Diagnostic
+from generator.core.records import Document
 
-SCHEMA_DIR = Path(__file__).resolve().parent.parent / "catalog" / "schemas"
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "catalog" / "schemas"
 
 
 @cache

@@ -4,7 +4,7 @@ Reads the AICR recipe-data layout (`registry.yaml`, `overlays/`, `mixins/`, `com
 project's own kinds (`scale/`, `signers.yaml`, `criteria.yaml`); a tree without the project's own
 files (upstream AICR's `recipes/`) gets built-in defaults, listed in `Catalog.defaulted`. Files that
 are not recipe data (`data.go`, READMEs, upstream's `checks/` and `validators/`) are not read, as
-upstream skips them. Manifests are kept as bytes and classified (`generator.manifests`). Each file is parsed safely
+upstream skips them. Manifests are kept as bytes and classified (`generator.catalog.manifests`). Each file is parsed safely
 (`yamlio`), its header checked, and its schema validated here at the boundary, so records built from
 it can be trusted by later stages. Problems are collected, never raised one at a time.
 """
@@ -17,10 +17,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from generator import safeio, schemas
-from generator.errors import Diagnostic, LoadError
-from generator.manifests import check_manifest
-from generator.records import (
+from generator.catalog import schemas
+from generator.catalog.manifests import check_manifest
+from generator.core import safeio
+from generator.core.errors import Diagnostic, LoadError
+from generator.core.records import (
     DIMENSIONS,
     WILDCARD,
     Catalog,
@@ -35,7 +36,7 @@ from generator.records import (
     RegistryComponent,
     ScaleProfile,
 )
-from generator.yamlio import MAX_FILE_BYTES, parse_yaml
+from generator.core.yamlio import MAX_FILE_BYTES, parse_yaml
 
 AICR_API_VERSIONS: tuple[str, ...] = (
     "aicr.run/v1beta1",

@@ -7,7 +7,7 @@ digest, bundle digest, evidence digest, status and scale ceiling), `CHANGELOG.md
 previous release, and `SHA256SUMS` over everything. Every file sits at the top level under a
 unique name, so the directory is the list of release assets and `SHA256SUMS` names them as they
 are published (the release workflow adds the manifest's Sigstore bundle; `release verify` checks
-the lot: generator/release_verify.py). The same commit and version give
+the lot: generator/publish/release_verify.py). The same commit and version give
 byte-identical outputs: dates come from the commit, never from the clock.
 
 Refused: a dirty tree, a tag that points elsewhere, a version not greater than the previous one,
@@ -32,10 +32,11 @@ from typing import Any
 
 from packaging.version import Version
 
-from generator import __version__, markdown, names
-from generator.diff import compare, materialize, snapshot, to_markdown
-from generator.errors import CatalogError, ReleaseError
-from generator.outputs import OutputKind, check_output_dir
+from generator import __version__
+from generator.core import markdown, names
+from generator.core.errors import CatalogError, ReleaseError
+from generator.core.outputs import OutputKind, check_output_dir
+from generator.publish.diff import compare, materialize, snapshot, to_markdown
 from generator.render.archive import archive_bytes
 from generator.render.common import MODE_FILE, BundleFile, Deployer
 from generator.site.outdir import swap_in

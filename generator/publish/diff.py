@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from generator import markdown, safeio
-from generator.errors import CatalogError, UsageError, printable
-from generator.load import load_catalog
-from generator.records import Catalog, RecipeResult
-from generator.resolve import resolve_all
+from generator.catalog.load import load_catalog
+from generator.catalog.resolve import resolve_all
+from generator.core import markdown, safeio
+from generator.core.errors import CatalogError, UsageError, printable
+from generator.core.records import Catalog, RecipeResult
 
 WORKTREE = "WORKTREE"
 
@@ -520,7 +520,7 @@ MARKDOWN_VALUES_PER_RECIPE = 200  # a pull-request comment holds at most 65,536 
 
 def to_markdown(impact: Impact) -> str:
     """The impact as GitHub-flavoured Markdown; every name and value from the revisions goes
-    through `generator.markdown`, so nothing in them can become markup."""
+    through `generator.core.markdown`, so nothing in them can become markup."""
     md, code = markdown.text, markdown.code
     out = [f"### Catalog impact: {code(impact.base)} → {code(impact.head)}", ""]
     if impact.is_empty():

@@ -31,8 +31,8 @@ from typing import Any
 
 import yaml
 
-from generator.errors import LoadError
-from generator.snapshot import Reading, split_path
+from generator.core.errors import LoadError
+from generator.scale.snapshot import Reading, split_path
 
 SNAPSHOT_API_VERSION = "aicr.nvidia.com/v1alpha1"  # what upstream's own snapshotter writes
 GPU_LABEL = "nvidia.com/gpu.present"

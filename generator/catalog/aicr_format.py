@@ -23,10 +23,19 @@ from typing import Any
 
 import yaml
 
-from generator.canonical import sha256_digest
-from generator.criteria import check_known, normalise
-from generator.errors import CatalogError, Diagnostic, LoadError, ResolveError, Severity
-from generator.records import (
+from generator.catalog.criteria import check_known, normalise
+from generator.catalog.resolve import (
+    DEFAULT_PROFILE,
+    component_values,
+    deployment_order,
+    document_without_digest,
+    enabled_override,
+    ref_enabled,
+    set_path,
+)
+from generator.core.canonical import sha256_digest
+from generator.core.errors import CatalogError, Diagnostic, LoadError, ResolveError, Severity
+from generator.core.records import (
     DIMENSIONS,
     WILDCARD,
     Catalog,
@@ -38,16 +47,7 @@ from generator.records import (
     RecipeResult,
     ResolvedComponent,
 )
-from generator.resolve import (
-    DEFAULT_PROFILE,
-    component_values,
-    deployment_order,
-    document_without_digest,
-    enabled_override,
-    ref_enabled,
-    set_path,
-)
-from generator.yamlio import MAX_FILE_BYTES, parse_yaml
+from generator.core.yamlio import MAX_FILE_BYTES, parse_yaml
 
 KIND = "RecipeResult"
 API_VERSION = "aicr.nvidia.com/v1alpha1"

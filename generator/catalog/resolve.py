@@ -23,10 +23,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from generator.canonical import check_canonical, sha256_digest
-from generator.criteria import check_known
-from generator.errors import Diagnostic, ResolveError, ScaleError
-from generator.records import (
+from generator.catalog.criteria import check_known
+from generator.core.canonical import check_canonical, sha256_digest
+from generator.core.errors import Diagnostic, ResolveError, ScaleError
+from generator.core.records import (
     DIMENSIONS,
     Catalog,
     ComponentRef,

@@ -16,8 +16,8 @@ import yaml
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from generator.errors import Diagnostic, LoadError
-from generator.records import Document
+from generator.core.errors import Diagnostic, LoadError
+from generator.core.records import Document
 
 MAX_FILE_BYTES = 1024 * 1024  # 1 MiB: no recipe, values or evidence file comes near it
 MAX_NODES = 200_000  # nodes visited while expanding one document (alias bombs end here)

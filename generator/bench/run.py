@@ -1,10 +1,10 @@
 """The build benchmark: synthetic catalogs of increasing size, per-stage cost, overhead over mkdocs.
 
-    .venv/bin/python -m bench.run [--sizes 100:2000,1000:20000] [--jobs N]     (or `make bench`)
+    .venv/bin/python -m generator.bench.run [--sizes 100:2000,1000:20000] [--jobs N]     (or `make bench`)
 
 For each size (leaf recipes : evidence files) it
 
-1. makes the synthetic catalog with `generator.synth` (kept under `.cache/bench/` and reused while
+1. makes the synthetic catalog with `generator.bench.synth` (kept under `.cache/bench/` and reused while
    the generator and the seed are unchanged: synthesis is not what is measured);
 2. runs the build's stages one after another in this process, with the build's own functions —
    load, validate, resolve, render, verify, aggregate, pages (Markdown, JSON and charts
@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent  # the code measured (a snapshot, see main)
+REPO = Path(__file__).resolve().parents[2]  # the code measured (a snapshot, see main)
 HOME = Path(os.environ.get("AICR_BENCH_HOME") or REPO)  # the checkout results are written to
 RESULTS = HOME / "bench" / "results"
 WORK = HOME / ".cache" / "bench"
@@ -200,8 +200,8 @@ def run_process(args: list[str], cwd: Path, env: dict[str, str] | None = None) -
 
 def synthetic(recipes: int, evidence: int, jobs: int | None) -> Path:
     """The synthetic catalog of this size, made once per generator fingerprint."""
-    from generator.cache import fingerprint
-    from generator.synth import SynthOptions, synthesize
+    from generator.bench.synth import SynthOptions, synthesize
+    from generator.core.cache import fingerprint
 
     out = WORK / f"synth-{recipes}x{evidence}"
     stamp = out / ".bench-stamp"
@@ -224,7 +224,7 @@ def synthetic(recipes: int, evidence: int, jobs: int | None) -> Path:
 
 def stages_in_process(synth: Path, out: Path, jobs: int | None) -> tuple[list[Stage], int]:
     """Each stage of the site build, measured; returns the stages and the generated page count."""
-    from generator.load import load_catalog
+    from generator.catalog.load import load_catalog
     from generator.site import build as site_build
     from generator.site import stages as st
     from generator.validate import validate_catalog
@@ -393,7 +393,7 @@ def whole_builds(synth: Path, jobs: int | None) -> dict[str, Run]:
 
 def add_one_evidence(synth: Path) -> Path:
     """Sign one more run (as a lab would add one) into the synthetic evidence; returns its path."""
-    from generator.synth import N_SIGNERS, PlannedRun, _init, _sign, leaves, signer_identity
+    from generator.bench.synth import N_SIGNERS, PlannedRun, _init, _sign, leaves, signer_identity
 
     _init(str(synth / "catalog"), SEED)
     leaf = leaves(int(synth.name.split("-")[1].split("x")[0]))[0].name
@@ -516,7 +516,7 @@ def bench(recipes: int, evidence: int, jobs: int | None = None) -> Result:
         r.pop("stdout_tail", None) if r["command"] != "api/v1/recipes.json" else None
     doc["mkdocs_plain"].pop("stdout_tail", None)
     (RESULTS / f"{recipes}x{evidence}.json").write_text(
-        json.dumps(doc, indent=2, sort_keys=True) + "\n"
+        json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n"
     )
     return result
 
@@ -556,7 +556,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.rev != "worktree" and "AICR_BENCH_HOME" not in os.environ:
         src = snapshot(args.rev)
         env = {**os.environ, "AICR_BENCH_HOME": str(HOME), "PYTHONPATH": str(src)}
-        cmd = [sys.executable, "-m", "bench.run", "--rev", "worktree", "--sizes", args.sizes]
+        cmd = [
+            sys.executable,
+            "-m",
+            "generator.bench.run",
+            "--rev",
+            "worktree",
+            "--sizes",
+            args.sizes,
+        ]
         if args.jobs is not None:
             cmd += ["--jobs", str(args.jobs)]
         print(f"measuring commit {(src / 'COMMIT').read_text().strip()} (snapshot {src})")

@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from generator import schemas
-from generator.errors import Diagnostic, LoadError
-from generator.records import Document
-from generator.yamlio import parse_yaml
+from generator.catalog import schemas
+from generator.core.errors import Diagnostic, LoadError
+from generator.core.records import Document
+from generator.core.yamlio import parse_yaml
 
 # upstream's snapshotter writes aicr.nvidia.com/v1alpha1 (pkg/snapshotter/version.go)
 SNAPSHOT_API_VERSIONS: tuple[str, ...] = (

@@ -11,7 +11,7 @@ Each finding has an owner (`catalog`: a defect in the resolved configuration; `i
 external prerequisite the catalog detects and never changes) and a result (pass | fail | skipped |
 unavailable). Missing data is `unavailable`, never `pass`.
 
-The expressions checks are written in live in `generator/checkexpr.py`.
+The expressions checks are written in live in `generator/scale/checkexpr.py`.
 """
 
 from __future__ import annotations
@@ -24,8 +24,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, assert_never
 
-from generator import schemas
-from generator.checkexpr import (
+from generator.catalog import schemas
+from generator.core.errors import Diagnostic, ValidationError
+from generator.core.records import Catalog, Constraint, Document, RecipeResult, ScaleProfile
+from generator.scale.checkexpr import (
     ExprError,
     NotApplicable,
     Scope,
@@ -38,10 +40,8 @@ from generator.checkexpr import (
     expr_names,
     truth,
 )
-from generator.collect import how_to_collect
-from generator.errors import Diagnostic, ValidationError
-from generator.records import Catalog, Constraint, Document, RecipeResult, ScaleProfile
-from generator.snapshot import Snapshot, split_path
+from generator.scale.collect import how_to_collect
+from generator.scale.snapshot import Snapshot, split_path
 
 CHECKS_FILE = "scale/checks.yaml"
 CHECKS_SCHEMA = "scale-checks"
@@ -790,7 +790,7 @@ def render_text(report: PreflightReport) -> str:
 def render_github(report: PreflightReport, snapshot_file: str | None = None) -> str:
     """GitHub Actions workflow annotations, one per failed or unavailable finding, on the
     snapshot file (named from the repository root) when it is given."""
-    from generator.report import annotation
+    from generator.core.report import annotation
 
     out: list[str] = []
     for f in report.findings:

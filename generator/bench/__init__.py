@@ -1,0 +1,1 @@
+"""Benchmark support: synthetic catalogs of any size (SYNTHETIC DATA)."""

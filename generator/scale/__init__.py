@@ -1,0 +1,1 @@
+"""The scale contract: snapshots, preflight checks, qualification runs along the node-count ladder, sample runs."""

@@ -1,0 +1,120 @@
+"""The code's shape, held by tests: imports flow one way, no god functions, one entry per stage.
+
+Read with the standard library's `ast` (imports and function spans) and radon (cyclomatic
+complexity, the grade a reader meets as A..F). These tests fail when a change reintroduces what
+issue #21 removed: a stage importing the CLI, the cache knowing a stage, a function rated F.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+GENERATOR = Path(__file__).resolve().parent.parent / "generator"
+
+# Packages from the bottom up: a module may import from its own layer or any layer below it.
+LAYERS: list[tuple[str, ...]] = [
+    ("core", "fast"),
+    ("catalog",),
+    ("render", "scale", "evidence"),
+    ("validate", "aggregate"),
+    ("site",),
+    ("publish", "pins"),
+    ("bench",),
+    ("commands", "cli"),
+]
+RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in GENERATOR.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _top(path: Path) -> str:
+    rel = path.relative_to(GENERATOR)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def _imports(path: Path) -> set[str]:
+    """The generator modules a file imports (module level or inside functions)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "generator":
+                found |= {f"generator.{a.name}" for a in node.names}
+            elif node.module.startswith("generator."):
+                found.add(node.module)
+                found |= {f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("generator.")}
+    return found
+
+
+def _target_top(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in RANK else None
+
+
+def test_every_module_belongs_to_a_layer() -> None:
+    tops = {_top(p) for p in _modules()} - {"__init__"}
+    assert tops <= set(RANK), f"place these in LAYERS: {sorted(tops - set(RANK))}"
+
+
+def test_imports_flow_one_way() -> None:
+    """Nothing imports upward: the CLI sits on top, `core` at the bottom imports no stage."""
+    upward: list[str] = []
+    for path in _modules():
+        top = _top(path)
+        if top == "__init__":
+            continue
+        for module in sorted(_imports(path)):
+            target = _target_top(module)
+            if target is not None and RANK[target] > RANK[top]:
+                upward.append(f"{path.relative_to(GENERATOR)} -> {module}")
+    assert upward == []
+
+
+def test_nothing_below_the_cli_imports_commands() -> None:
+    offenders = [
+        str(p.relative_to(GENERATOR))
+        for p in _modules()
+        if _top(p) not in ("commands", "cli")
+        and any(m.startswith("generator.commands") for m in _imports(p))
+    ]
+    assert offenders == []
+
+
+def _functions(path: Path) -> list[tuple[str, int]]:
+    tree = ast.parse(path.read_text("utf-8"))
+    return [
+        (node.name, (node.end_lineno or node.lineno) - node.lineno + 1)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
+
+
+MAX_LINES = 60
+
+
+def test_no_god_functions() -> None:
+    """No function in the pipeline's modules runs over ~60 lines (docstring included)."""
+    long = [
+        f"{p.relative_to(GENERATOR)}:{name} ({n} lines)"
+        for p in _modules()
+        for name, n in _functions(p)
+        if n > MAX_LINES
+    ]
+    assert long == []
+
+
+def test_nothing_rated_f() -> None:
+    """radon's cyclomatic complexity grade F (over 40 paths) is refused everywhere."""
+    from radon import complexity as cc
+
+    graded = [
+        f"{p.relative_to(GENERATOR)}:{block.name} ({block.complexity})"
+        for p in _modules()
+        for block in cc.cc_visit(p.read_text("utf-8"))
+        if cc.cc_rank(block.complexity) == "F"
+    ]
+    assert graded == []
