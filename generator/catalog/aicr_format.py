@@ -25,7 +25,6 @@ import yaml
 
 from generator.catalog.criteria import check_known, normalise
 from generator.catalog.resolve import (
-    DEFAULT_PROFILE,
     component_values,
     deployment_order,
     document_without_digest,
@@ -34,8 +33,16 @@ from generator.catalog.resolve import (
     set_path,
 )
 from generator.core.canonical import sha256_digest
-from generator.core.errors import CatalogError, Diagnostic, LoadError, ResolveError, Severity
+from generator.core.errors import (
+    CatalogError,
+    DependencyCycleError,
+    Diagnostic,
+    LoadError,
+    ResolveError,
+    Severity,
+)
 from generator.core.records import (
+    DEFAULT_PROFILE,
     DIMENSIONS,
     WILDCARD,
     Catalog,
@@ -295,8 +302,8 @@ def recipe_result_from(
         deps[name] = tuple(d for d in listed if d in enabled)
     try:
         _, depth = deployment_order(deps)
-    except ValueError as e:
-        raise _fail(doc, "$.componentRefs", f"dependency cycle: {e}", "dependency.cycle") from e
+    except DependencyCycleError as e:
+        raise _fail(doc, "$.componentRefs", e.message, "dependency.cycle") from e
 
     file_order = _str_list(doc, data.get("deploymentOrder"), "$.deploymentOrder")
     for i, n in enumerate(file_order):

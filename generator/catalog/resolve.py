@@ -25,8 +25,9 @@ from typing import Any
 
 from generator.catalog.criteria import check_known
 from generator.core.canonical import check_canonical, sha256_digest
-from generator.core.errors import Diagnostic, ResolveError, ScaleError
+from generator.core.errors import DependencyCycleError, Diagnostic, ResolveError, ScaleError
 from generator.core.records import (
+    DEFAULT_PROFILE,
     DIMENSIONS,
     Catalog,
     ComponentRef,
@@ -40,7 +41,6 @@ from generator.core.records import (
 )
 
 API_VERSION = "aicr.run/v1"
-DEFAULT_PROFILE = "standard"
 
 
 # ---------------------------------------------------------------- matching and selection
@@ -342,7 +342,8 @@ def _set_path_in_place(out: dict[str, Any], path: str, value: Any) -> dict[str, 
 
 
 def deployment_order(deps: Mapping[str, Sequence[str]]) -> tuple[tuple[str, ...], dict[str, int]]:
-    """Topological order (alphabetical tie-break) and dependency depth. Raises on a cycle."""
+    """Topological order (alphabetical tie-break) and dependency depth. Raises
+    DependencyCycleError, naming one cycle, when there is no order."""
     indeg = {n: 0 for n in deps}
     users: dict[str, list[str]] = {n: [] for n in deps}
     for n, ds in deps.items():
@@ -361,8 +362,8 @@ def deployment_order(deps: Mapping[str, Sequence[str]]) -> tuple[tuple[str, ...]
                 heapq.heappush(ready, u)
     if len(order) != len(deps):
         remaining = {n for n in deps if n not in order}
-        raise ValueError(
-            " → ".join(find_cycle({n: [d for d in deps[n] if d in remaining] for n in remaining}))
+        raise DependencyCycleError(
+            find_cycle({n: [d for d in deps[n] if d in remaining] for n in remaining})
         )
     depth: dict[str, int] = {}
     for n in order:
@@ -694,12 +695,11 @@ def _resolve(
     try:
         # upstream orders every declared component, then leaves the disabled out of the order
         full_order, _ = deployment_order({n: r.dependency_refs for n, r in acc.refs.items()})
-    except ValueError as e:
-        cycle = str(e).split(" → ")
-        msg = f"dependency cycle: {e}"
-        raise ResolveError(
-            f"recipe '{name}': {msg}",
-            [_dep_diag(catalog, acc, cycle[0], cycle[1], msg, "dependency.cycle")],
+    except DependencyCycleError as e:
+        raise DependencyCycleError(
+            e.cycle,
+            f"recipe '{name}': {e.message}",
+            [_dep_diag(catalog, acc, e.cycle[0], e.cycle[1], e.message, "dependency.cycle")],
         ) from e
     for n, r in refs.items():
         deps[n] = tuple(d for d in r.dependency_refs if d in refs)
