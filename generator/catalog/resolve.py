@@ -35,6 +35,7 @@ from generator.core.records import (
     Criteria,
     Overlay,
     Override,
+    OwnedValue,
     RecipeResult,
     ResolvedComponent,
     ScaleProfile,
@@ -594,7 +595,53 @@ def _resolve(
     *,
     digest: bool,
 ) -> RecipeResult:
+    """The resolution, step by step; each step raises what the query or the catalog breaks, in
+    this order: the query, the overlays, the mixins, the profile, the overrides, the values, the
+    dependencies."""
     criteria, wanted = _query_of(catalog, query)
+    applied, name, notes = _applied(catalog, criteria, wanted)
+    acc, mixin_names = _accumulate(catalog, applied, name)
+    scale = select_profile(catalog, profile, criteria, nodes)
+    wanted_state, value_overrides = _split_overrides(catalog, acc, overrides, name)
+    refs = {n: r for n, r in acc.refs.items() if wanted_state.get(n, ref_enabled(r))}
+    disabled = {n for n in acc.refs if n not in refs}
+    values, used_files = _values(catalog, refs, scale, value_overrides, disabled, name)
+    order, deps, depth = _order(catalog, acc, refs, name)
+    components = tuple(
+        _component(catalog, refs[n], i, values[n], used_files[n], deps[n], depth[n])
+        for i, n in enumerate(order)
+    )
+    result = RecipeResult(
+        name=name,
+        criteria=criteria,
+        applied_overlays=tuple(o.name for o in applied),
+        mixins=mixin_names,
+        constraints=tuple(acc.constraints[k] for k in sorted(acc.constraints)),
+        components=components,
+        validation={k: acc.validation[k] for k in sorted(acc.validation)},
+        scale_profile=scale.name,
+        scale_profile_version=scale.version,
+        overrides=tuple(overrides),
+        digest="",
+        file_digests={
+            p: _file_digest(catalog, p)
+            for c in components
+            for p in sorted({*c.values_files, *c.manifest_files, *c.pre_manifest_files})
+        },
+        disabled=tuple(sorted(disabled)),
+        notes=notes,
+    )
+    if not digest:
+        check_canonical(_document(result, with_digest=False))  # what the digest would raise
+        return result
+    return replace(result, digest=sha256_digest(_document(result, with_digest=False)))
+
+
+def _applied(
+    catalog: Catalog, criteria: Criteria, wanted: str | None
+) -> tuple[tuple[Overlay, ...], str, tuple[str, ...]]:
+    """The overlays applied for `criteria` in merge order, the recipe's name (the leaf asked
+    for, else the most specific applied overlay), and the notes to print with the recipe."""
     applied = select(catalog, criteria)
     if wanted is not None and wanted not in {o.name for o in applied}:
         raise ResolveError(
@@ -616,8 +663,13 @@ def _resolve(
         key=lambda o: (o.criteria.specificity(), o.name),
         default=None,
     )
-    name = wanted or (chosen.name if chosen else "base")
+    return applied, wanted or (chosen.name if chosen else "base"), tuple(notes)
 
+
+def _accumulate(
+    catalog: Catalog, applied: Sequence[Overlay], name: str
+) -> tuple[_Acc, tuple[str, ...]]:
+    """The applied overlays merged in order, then their mixins; and the mixins' names."""
     acc = _Acc()
     for overlay in applied:
         acc.add(overlay)
@@ -627,10 +679,15 @@ def _resolve(
         if mixin is None:
             raise ResolveError(f"mixin '{m}' does not exist (used by {name})")
         acc.add(mixin)
+    return acc, mixin_names
 
-    scale = select_profile(catalog, profile, criteria, nodes)
 
-    # enabled: the user's `--set component:enabled=…` wins over the recipe's (upstream)
+def _split_overrides(
+    catalog: Catalog, acc: _Acc, overrides: Sequence[Override], name: str
+) -> tuple[dict[str, bool], list[tuple[str, Override]]]:
+    """The user's overrides checked against the recipe's components: the enabled states they ask
+    for (`--set component:enabled=…` wins over the recipe's, as upstream), and the value
+    overrides, each with its component's canonical name."""
     wanted_state: dict[str, bool] = {}
     value_overrides: list[tuple[str, Override]] = []
     for o in overrides:
@@ -648,8 +705,19 @@ def _resolve(
             wanted_state[comp] = state
         else:
             value_overrides.append((comp, o))
-    refs = {n: r for n, r in acc.refs.items() if wanted_state.get(n, ref_enabled(r))}
-    disabled = {n for n in acc.refs if n not in refs}
+    return wanted_state, value_overrides
+
+
+def _values(
+    catalog: Catalog,
+    refs: Mapping[str, ComponentRef],
+    scale: ScaleProfile,
+    value_overrides: Sequence[tuple[str, Override]],
+    disabled: set[str],
+    name: str,
+) -> tuple[dict[str, dict[str, Any]], dict[str, tuple[str, ...]]]:
+    """Each enabled component's values (its files and overrides, then the scale profile's owned
+    values, then the user's overrides) and the files they came from."""
     values: dict[str, dict[str, Any]] = {}
     used_files: dict[str, tuple[str, ...]] = {}
     for n, r in refs.items():
@@ -658,32 +726,49 @@ def _resolve(
     owned = {(ov.component, ov.path): ov for ov in scale.owned_values if ov.component in refs}
     for (owner, path), ov in sorted(owned.items()):
         values[owner] = _set_path_in_place(values[owner], path, ov.value)
-    # user overrides, never contradicting an owned value
     for comp, o in value_overrides:
         if comp in disabled:
             raise ResolveError(
                 f"override {o.origin}: component '{comp}' is disabled in recipe '{name}'"
             )
-        blocked = _non_mapping_prefix(values[comp], o.path)
-        if blocked:
-            raise ResolveError(
-                f"override {o.origin}: '{blocked}' of component '{comp}' is not a mapping, so "
-                f"'{o.path}' cannot be set inside it"
-            )
-        new = set_path(values[comp], o.path, o.value)
-        for (oc, opath), ov in sorted(owned.items()):
-            if oc != comp:
-                continue
-            found, now = get_path(new, opath)
-            if not found or now != ov.value:
-                raise ScaleError(
-                    f"override {o.origin} contradicts {comp}:{opath}={ov.value!r}, owned by scale profile "
-                    f"'{scale.name}' {scale.version} ({ov.rationale.strip()}); drop the override or choose "
-                    "another profile"
-                )
-        values[comp] = new
+        values[comp] = _user_override(values[comp], comp, o, owned, scale)
+    return values, used_files
 
-    deps: dict[str, tuple[str, ...]] = {}
+
+def _user_override(
+    current: dict[str, Any],
+    comp: str,
+    o: Override,
+    owned: Mapping[tuple[str, str], OwnedValue],
+    scale: ScaleProfile,
+) -> dict[str, Any]:
+    """`current` with one user override applied, which may not contradict an owned value."""
+    blocked = _non_mapping_prefix(current, o.path)
+    if blocked:
+        raise ResolveError(
+            f"override {o.origin}: '{blocked}' of component '{comp}' is not a mapping, so "
+            f"'{o.path}' cannot be set inside it"
+        )
+    new = set_path(current, o.path, o.value)
+    for (oc, opath), ov in sorted(owned.items()):
+        if oc != comp:
+            continue
+        found, now = get_path(new, opath)
+        if not found or now != ov.value:
+            raise ScaleError(
+                f"override {o.origin} contradicts {comp}:{opath}={ov.value!r}, owned by scale profile "
+                f"'{scale.name}' {scale.version} ({ov.rationale.strip()}); drop the override or choose "
+                "another profile"
+            )
+    return new
+
+
+def _order(
+    catalog: Catalog, acc: _Acc, refs: Mapping[str, ComponentRef], name: str
+) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]], dict[str, int]]:
+    """The enabled components' deployment order, their dependencies among themselves and their
+    depth. Upstream orders every declared component, then leaves the disabled out of the order,
+    so an unknown dependency or a cycle is refused even through a disabled component."""
     for n, r in acc.refs.items():
         unknown = [d for d in r.dependency_refs if d not in acc.refs]
         if unknown:
@@ -693,7 +778,6 @@ def _resolve(
                 [_dep_diag(catalog, acc, n, unknown[0], msg, "dependency.unknown")],
             )
     try:
-        # upstream orders every declared component, then leaves the disabled out of the order
         full_order, _ = deployment_order({n: r.dependency_refs for n, r in acc.refs.items()})
     except DependencyCycleError as e:
         raise DependencyCycleError(
@@ -701,60 +785,41 @@ def _resolve(
             f"recipe '{name}': {e.message}",
             [_dep_diag(catalog, acc, e.cycle[0], e.cycle[1], e.message, "dependency.cycle")],
         ) from e
-    for n, r in refs.items():
-        deps[n] = tuple(d for d in r.dependency_refs if d in refs)
+    deps = {n: tuple(d for d in r.dependency_refs if d in refs) for n, r in refs.items()}
     _, depth = deployment_order(deps)
-    order = tuple(n for n in full_order if n in refs)
+    return tuple(n for n in full_order if n in refs), deps, depth
 
-    components = []
-    for i, n in enumerate(order):
-        r = refs[n]
-        reg = catalog.registry.components.get(n)
-        repo = r.source or (reg.repository if reg else None)
-        chart = r.chart or registry_chart(reg.chart if reg else None)
-        components.append(
-            ResolvedComponent(
-                name=n,
-                type=r.type or (reg.kind if reg else "Helm"),
-                repository=repo,
-                chart=(chart or n) if repo else None,
-                version=r.version or (reg.version if reg else None),
-                namespace=r.namespace or (reg.namespace if reg and reg.namespace else ""),
-                values=values[n],
-                manifest_files=r.manifest_files,
-                pre_manifest_files=r.pre_manifest_files,
-                dependency_refs=tuple(sorted(deps[n])),
-                order=i,
-                depth=depth[n],
-                values_files=used_files[n],
-                values_file=r.values_file,
-                overrides=r.overrides,
-            )
-        )
-    result = RecipeResult(
-        name=name,
-        criteria=criteria,
-        applied_overlays=tuple(o.name for o in applied),
-        mixins=mixin_names,
-        constraints=tuple(acc.constraints[k] for k in sorted(acc.constraints)),
-        components=tuple(components),
-        validation={k: acc.validation[k] for k in sorted(acc.validation)},
-        scale_profile=scale.name,
-        scale_profile_version=scale.version,
-        overrides=tuple(overrides),
-        digest="",
-        file_digests={
-            p: _file_digest(catalog, p)
-            for c in components
-            for p in sorted({*c.values_files, *c.manifest_files, *c.pre_manifest_files})
-        },
-        disabled=tuple(sorted(disabled)),
-        notes=tuple(notes),
+
+def _component(
+    catalog: Catalog,
+    r: ComponentRef,
+    order: int,
+    values: dict[str, Any],
+    values_files: tuple[str, ...],
+    deps: tuple[str, ...],
+    depth: int,
+) -> ResolvedComponent:
+    """One resolved component: the merged reference, registry defaults for what it leaves out."""
+    reg = catalog.registry.components.get(r.name)
+    repo = r.source or (reg.repository if reg else None)
+    chart = r.chart or registry_chart(reg.chart if reg else None)
+    return ResolvedComponent(
+        name=r.name,
+        type=r.type or (reg.kind if reg else "Helm"),
+        repository=repo,
+        chart=(chart or r.name) if repo else None,
+        version=r.version or (reg.version if reg else None),
+        namespace=r.namespace or (reg.namespace if reg and reg.namespace else ""),
+        values=values,
+        manifest_files=r.manifest_files,
+        pre_manifest_files=r.pre_manifest_files,
+        dependency_refs=tuple(sorted(deps)),
+        order=order,
+        depth=depth,
+        values_files=values_files,
+        values_file=r.values_file,
+        overrides=r.overrides,
     )
-    if not digest:
-        check_canonical(_document(result, with_digest=False))  # what the digest would raise
-        return result
-    return replace(result, digest=sha256_digest(_document(result, with_digest=False)))
 
 
 def _dep_diag(catalog: Catalog, acc: _Acc, comp: str, dep: str, msg: str, rule: str) -> Diagnostic:
