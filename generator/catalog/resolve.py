@@ -11,6 +11,13 @@ values are `components/<name>/values.yaml` → its `valuesFile` → its `overrid
 applies the selected scale profile's owned values and finally the user's `--set` overrides, which
 may not contradict an owned value. `enabled: false` (in overrides or `--set`) leaves a component
 out of the recipe and its order.
+
+Entry: `resolve(catalog, query, profile=, overrides=, nodes=) -> RecipeResult` (raises
+ResolveError, its subclass DependencyCycleError, or ScaleError); `_resolve` reads as its steps.
+`check_resolves` asks the same without the digest (for `validate`), `resolve_all` resolves every
+leaf at every profile that applies to it, `recipe_document` is the result's canonical document.
+The merge, path and ordering helpers (`deep_merge`, `set_path`, `deployment_order`,
+`component_values`, …) are shared with `aicr_format`, which reads upstream's RecipeResult files.
 """
 
 from __future__ import annotations
@@ -167,17 +174,17 @@ def select(catalog: Catalog, query: Criteria) -> tuple[Overlay, ...]:
     return tuple(order)
 
 
-def completions(catalog: Catalog, query: Criteria) -> tuple[str, ...]:
+def _completions(catalog: Catalog, query: Criteria) -> tuple[str, ...]:
     """Leaf recipes compatible with every dimension the query states."""
     out = []
     for name in catalog.leaves():
         crit = catalog.overlays[name].criteria
         if all(q is None or crit.get(d) in (None, q) for d, q in query.items()):
-            out.append(f"{name} ({format_criteria(crit)})")
+            out.append(f"{name} ({_format_criteria(crit)})")
     return tuple(out)
 
 
-def format_criteria(c: Criteria) -> str:
+def _format_criteria(c: Criteria) -> str:
     return " ".join(f"{d}={v}" for d, v in c.items() if v is not None) or "(any)"
 
 
@@ -364,7 +371,7 @@ def deployment_order(deps: Mapping[str, Sequence[str]]) -> tuple[tuple[str, ...]
     if len(order) != len(deps):
         remaining = {n for n in deps if n not in order}
         raise DependencyCycleError(
-            find_cycle({n: [d for d in deps[n] if d in remaining] for n in remaining})
+            _find_cycle({n: [d for d in deps[n] if d in remaining] for n in remaining})
         )
     depth: dict[str, int] = {}
     for n in order:
@@ -372,7 +379,7 @@ def deployment_order(deps: Mapping[str, Sequence[str]]) -> tuple[tuple[str, ...]
     return tuple(order), depth
 
 
-def find_cycle(graph: Mapping[str, Sequence[str]]) -> list[str]:
+def _find_cycle(graph: Mapping[str, Sequence[str]]) -> list[str]:
     """One cycle in `graph` (every node has an edge inside it), smallest name first, closed."""
     start = min(graph)
     path: list[str] = []
@@ -417,9 +424,9 @@ def select_profile(
     else:
         profile = catalog.profiles[name]
     if not profile_applies(profile, criteria):
-        allowed = "; ".join(format_criteria(c) for c in profile.applies_to)
+        allowed = "; ".join(_format_criteria(c) for c in profile.applies_to)
         raise ScaleError(
-            f"scale profile '{profile.name}' does not apply to {format_criteria(criteria)}; it applies to: {allowed}"
+            f"scale profile '{profile.name}' does not apply to {_format_criteria(criteria)}; it applies to: {allowed}"
         )
     if nodes is not None and not profile.covers(nodes):
         covering = sorted(
@@ -455,7 +462,7 @@ def _canonical_component(catalog: Catalog, name: str) -> str | None:
     return None
 
 
-def registry_chart(chart: str | None) -> str | None:
+def _registry_chart(chart: str | None) -> str | None:
     """upstream's `ApplyRegistryDefaults`: a registry `defaultChart` loses its repository prefix
     (`nvidia/gpu-operator` -> `gpu-operator`), whatever the repository; a chart an overlay
     names is kept as written."""
@@ -464,7 +471,7 @@ def registry_chart(chart: str | None) -> str | None:
     return chart.rsplit("/", 1)[-1]
 
 
-def base_values_file(component: str) -> str:
+def _base_values_file(component: str) -> str:
     """The component's base values file, the first layer of its values (upstream)."""
     return f"components/{component}/values.yaml"
 
@@ -493,7 +500,7 @@ def component_values(
     data: dict[str, Any] = {}
     used: list[str] = []
     if values_file is not None:
-        base_rel = base_values_file(name)
+        base_rel = _base_values_file(name)
         if values_file != base_rel:
             base = _file_mapping(catalog, base_rel, required=False)
             if base is not None:
@@ -577,7 +584,7 @@ def check_resolves(
     _resolve(catalog, query, profile, (), None, digest=False)
 
 
-def unhonoured(criteria: Criteria, applied: Sequence[Overlay]) -> tuple[str, ...]:
+def _unhonoured(criteria: Criteria, applied: Sequence[Overlay]) -> tuple[str, ...]:
     """The query's stated dimensions no applied overlay states (upstream answers regardless)."""
     return tuple(
         f"{d}={q}"
@@ -648,10 +655,10 @@ def _applied(
             f"recipe '{wanted}' is shadowed by another overlay with the same criteria"
         )
     notes: list[str] = []
-    missing_dims = unhonoured(criteria, applied)
+    missing_dims = _unhonoured(criteria, applied)
     if missing_dims:
         # upstream answers with the overlays that match; it does not refuse the query
-        options = completions(catalog, criteria)
+        options = _completions(catalog, criteria)
         listed = "; ".join(options) if options else "none"
         notes.append(
             f"no overlay states {', '.join(missing_dims)}: the recipe is built from the "
@@ -802,7 +809,7 @@ def _component(
     """One resolved component: the merged reference, registry defaults for what it leaves out."""
     reg = catalog.registry.components.get(r.name)
     repo = r.source or (reg.repository if reg else None)
-    chart = r.chart or registry_chart(reg.chart if reg else None)
+    chart = r.chart or _registry_chart(reg.chart if reg else None)
     return ResolvedComponent(
         name=r.name,
         type=r.type or (reg.kind if reg else "Helm"),
@@ -902,7 +909,7 @@ def recipe_document(result: RecipeResult) -> dict[str, Any]:
     return _document(result, with_digest=True)
 
 
-def applicable_profiles(catalog: Catalog, leaf: str) -> tuple[str, ...]:
+def _applicable_profiles(catalog: Catalog, leaf: str) -> tuple[str, ...]:
     """The scale profiles that apply to a leaf recipe (`standard` always), sorted."""
     crit = catalog.overlays[leaf].criteria
     names = {DEFAULT_PROFILE} | {
@@ -915,7 +922,7 @@ def resolve_all(catalog: Catalog) -> dict[tuple[str, str], RecipeResult]:
     """Every leaf × applicable profile that resolves (validate reports the ones that do not)."""
     out: dict[tuple[str, str], RecipeResult] = {}
     for leaf in catalog.leaves():
-        for prof in applicable_profiles(catalog, leaf):
+        for prof in _applicable_profiles(catalog, leaf):
             try:
                 out[(leaf, prof)] = resolve(catalog, leaf, profile=prof)
             except (ResolveError, ScaleError):
