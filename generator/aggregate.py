@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from generator.core.records import DIMENSIONS, RecipeResult
+from generator.core.records import DEFAULT_PROFILE, DIMENSIONS, RecipeResult
 from generator.evidence.judge import CLOCK_SKEW_SECONDS, Judge
 from generator.evidence.model import (
     SCALE_QUALIFICATION_V1,
@@ -76,7 +76,6 @@ CONFIRMED, SINGLE, CONTESTED, FAILING, UNTESTED, PARTIAL = (
 STATE_ORDER: tuple[str, ...] = (FAILING, CONTESTED, PARTIAL, UNTESTED, SINGLE, CONFIRMED)
 QUALIFYING = (CONFIRMED, SINGLE)
 
-DEFAULT_PROFILE = "standard"
 HEALTH_PHASES: tuple[tuple[str, str], ...] = (
     ("R", "readiness"),
     ("D", "deployment"),

@@ -3,13 +3,18 @@
 Schema and parse problems come from `load`; this stage adds what a schema cannot say: base chains,
 mixins, component references and pins, file references, criteria values and ambiguity, constraint
 syntax, and whether every leaf resolves (dependency references and cycles included).
+
+Entry: `validate_catalog(catalog, ...) -> diagnostics`, every problem sorted. Each overlay and
+mixin goes through the rules of `_OVERLAY_RULES` (each componentRefs entry through `_REF_RULES`),
+one small function per rule; then the catalog-wide checks, and the leaves' resolution once
+nothing else is an error. `leaf_health`/`health_of` grade a leaf for `list`, `status` and the site.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -59,12 +64,12 @@ PHASE_LETTERS = (
 )
 
 
-def parse_version(text: str) -> Version:
+def _parse_version(text: str) -> Version:
     """A version, tolerant of a leading `v` (v1.34, v26.7.0)."""
     return Version(text.strip().removeprefix("v").removeprefix("V"))
 
 
-def split_operator(value: str) -> tuple[str | None, str]:
+def _split_operator(value: str) -> tuple[str | None, str]:
     """(`>=`, `1.34`) for `>= 1.34`; (None, value) for an exact value."""
     v = value.strip()
     for op in OPERATORS:
@@ -73,8 +78,8 @@ def split_operator(value: str) -> tuple[str | None, str]:
     return None, v
 
 
-def constraint_value_problem(value: str) -> str | None:
-    op, operand = split_operator(value)
+def _constraint_value_problem(value: str) -> str | None:
+    op, operand = _split_operator(value)
     if op is None:
         return None if operand else "constraint value is empty"
     if not operand:
@@ -82,7 +87,7 @@ def constraint_value_problem(value: str) -> str | None:
     if op in ("==", "!="):
         return None
     try:
-        parse_version(operand)
+        _parse_version(operand)
     except InvalidVersion:
         return f"'{operand}' is not a version or number, so '{op}' cannot compare it"
     return None
@@ -119,76 +124,122 @@ def _file_problem(root: Path, rel: str, catalog: Catalog) -> tuple[str, str] | N
     return "ref.file-missing", f"'{rel}' does not exist in the catalog"
 
 
-def _refs(ov: Overlay) -> Iterator[ComponentRef]:
-    yield from ov.component_refs
+# ---------------------------------------------------------------- rules for one overlay or mixin
+# Each rule is a small generator of diagnostics, run from the tables below; add a rule by adding
+# a function and its table entry.
+
+_OverlayRule = Callable[[Catalog, Overlay, bool], Iterator[Diagnostic]]
+_RefRule = Callable[[Catalog, Overlay, ComponentRef], Iterator[Diagnostic]]
 
 
-def check_overlay(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagnostic]:
-    root = Path(catalog.root)
-    if ov.kind == "RecipeMetadata" and ov.name != "base":
-        try:
-            chain(catalog, ov.name)
-        except ResolveError as e:
-            root_missing = ov.base == "base" and "base" not in catalog.overlays
-            if ov.base not in catalog.unloadable and not root_missing:
-                yield from (d for d in e.diagnostics if d.path == ov.doc.rel)
+def _check_overlay(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagnostic]:
+    """Every rule of `_OVERLAY_RULES` over one overlay or mixin (`strict`: warnings as errors
+    where a rule says so)."""
+    for rule in _OVERLAY_RULES:
+        yield from rule(catalog, ov, strict)
+
+
+def _base_chain(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagnostic]:
+    """The base chain resolves (no missing base, no cycle), reported where it breaks; a base that
+    could not be loaded, or a missing root overlay, has its own diagnostic."""
+    if ov.kind != "RecipeMetadata" or ov.name == "base":
+        return
+    try:
+        chain(catalog, ov.name)
+    except ResolveError as e:
+        root_missing = ov.base == "base" and "base" not in catalog.overlays
+        if ov.base not in catalog.unloadable and not root_missing:
+            yield from (d for d in e.diagnostics if d.path == ov.doc.rel)
+
+
+def _mixins_exist(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagnostic]:
     for i, m in enumerate(ov.mixins):
         if m not in catalog.mixins and m not in catalog.unloadable:
             yield _d(ov, f"$.spec.mixins[{i}]", f"mixin '{m}' does not exist", "mixin.missing")
+
+
+def _duplicate_components(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagnostic]:
     seen: dict[str, str] = {}
-    for ref in _refs(ov):
-        jp = ref.json_path
+    for ref in ov.component_refs:
         if ref.name in seen:
             yield _d(
                 ov,
-                f"{jp}.name",
+                f"{ref.json_path}.name",
                 f"component '{ref.name}' is listed twice (first at {seen[ref.name]})",
                 "component.duplicate",
             )
-        seen.setdefault(ref.name, jp)
-        reg = catalog.registry.components.get(ref.name)
-        if reg is None and not ref.source and catalog.registry.doc is not None:
+        seen.setdefault(ref.name, ref.json_path)
+
+
+def _component_refs(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagnostic]:
+    """Every rule of `_REF_RULES` over each componentRefs entry."""
+    for ref in ov.component_refs:
+        for rule in _REF_RULES:
+            yield from rule(catalog, ov, ref)
+
+
+def _ref_registered(catalog: Catalog, ov: Overlay, ref: ComponentRef) -> Iterator[Diagnostic]:
+    reg = catalog.registry.components.get(ref.name)
+    if reg is None and not ref.source and catalog.registry.doc is not None:
+        yield _d(
+            ov,
+            f"{ref.json_path}.name",
+            f"component '{ref.name}' is not in the registry and names no source",
+            "component.unknown",
+        )
+
+
+def _ref_pinned(catalog: Catalog, ov: Overlay, ref: ComponentRef) -> Iterator[Diagnostic]:
+    if (ref.type or "Helm") == "Helm" and ref.source and not ref.version:
+        yield _d(
+            ov,
+            f"{ref.json_path}.source",
+            f"Helm component '{ref.name}' names a source but pins no version",
+            "helm.unpinned",
+        )
+
+
+def _ref_safe_values(catalog: Catalog, ov: Overlay, ref: ComponentRef) -> Iterator[Diagnostic]:
+    for field, value, pattern, what in (
+        ("source", ref.source, SAFE_SOURCE, "a plain URL"),
+        ("version", ref.version, SAFE_VERSION, "a version"),
+        ("chart", ref.chart, SAFE_CHART, "a plain chart name"),
+    ):
+        if value is not None and not names.valid(pattern, value):
+            jp = f"{ref.json_path}.{field}"
+            yield _d(ov, jp, f"{value!r} is not {what}", "component.unsafe-value")
+
+
+def _ref_files(catalog: Catalog, ov: Overlay, ref: ComponentRef) -> Iterator[Diagnostic]:
+    """The files a reference names are safe, present, and (a valuesFile) a mapping."""
+    jp = ref.json_path
+    files = [(f"{jp}.valuesFile", ref.values_file)] if ref.values_file else []
+    files += [(f"{jp}.manifestFiles[{k}]", f) for k, f in enumerate(ref.manifest_files)]
+    files += [(f"{jp}.preManifestFiles[{k}]", f) for k, f in enumerate(ref.pre_manifest_files)]
+    root = Path(catalog.root)
+    for path, rel in files:
+        problem = _file_problem(root, rel, catalog)
+        if problem:
+            yield _d(ov, path, problem[1], problem[0])
+        elif path.endswith(".valuesFile"):
+            data = catalog.files[rel].data
+            if data is not None and not isinstance(data, dict):
+                yield _d(ov, path, f"values file '{rel}' must hold a mapping", "values.not-mapping")
+
+
+def _ref_self_dependency(catalog: Catalog, ov: Overlay, ref: ComponentRef) -> Iterator[Diagnostic]:
+    for k, dep in enumerate(ref.dependency_refs):
+        if dep == ref.name:
             yield _d(
                 ov,
-                f"{jp}.name",
-                f"component '{ref.name}' is not in the registry and names no source",
-                "component.unknown",
+                f"{ref.json_path}.dependencyRefs[{k}]",
+                f"component '{ref.name}' depends on itself",
+                "dependency.cycle",
             )
-        if (ref.type or "Helm") == "Helm" and ref.source and not ref.version:
-            yield _d(
-                ov,
-                f"{jp}.source",
-                f"Helm component '{ref.name}' names a source but pins no version",
-                "helm.unpinned",
-            )
-        for field, value, pattern, what in (
-            ("source", ref.source, SAFE_SOURCE, "a plain URL"),
-            ("version", ref.version, SAFE_VERSION, "a version"),
-            ("chart", ref.chart, SAFE_CHART, "a plain chart name"),
-        ):
-            if value is not None and not names.valid(pattern, value):
-                yield _d(ov, f"{jp}.{field}", f"{value!r} is not {what}", "component.unsafe-value")
-        files = [(f"{jp}.valuesFile", ref.values_file)] if ref.values_file else []
-        files += [(f"{jp}.manifestFiles[{k}]", f) for k, f in enumerate(ref.manifest_files)]
-        files += [(f"{jp}.preManifestFiles[{k}]", f) for k, f in enumerate(ref.pre_manifest_files)]
-        for path, rel in files:
-            problem = _file_problem(root, rel, catalog)
-            if problem:
-                yield _d(ov, path, problem[1], problem[0])
-            elif path.endswith(".valuesFile"):
-                data = catalog.files[rel].data
-                if data is not None and not isinstance(data, dict):
-                    yield _d(
-                        ov, path, f"values file '{rel}' must hold a mapping", "values.not-mapping"
-                    )
-        for k, dep in enumerate(ref.dependency_refs):
-            if dep == ref.name:
-                yield _d(
-                    ov,
-                    f"{jp}.dependencyRefs[{k}]",
-                    f"component '{ref.name}' depends on itself",
-                    "dependency.cycle",
-                )
+
+
+def _check_names_printable(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagnostic]:
+    """Validation check names hold no invisible or control characters."""
     for phase, raw in ov.validation.items():
         for i, check in enumerate(raw.get("checks") or ()):
             bad = sorted({f"U+{ord(ch):04X}" for ch in str(check) if not ch.isprintable()})
@@ -199,6 +250,10 @@ def check_overlay(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagn
                     f"{check!r} contains invisible or control characters ({', '.join(bad)})",
                     "name.unsafe-character",
                 )
+
+
+def _overlay_constraints(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagnostic]:
+    """Recipe constraints: well-formed, and of a type upstream can measure (a warning)."""
     for i, c in enumerate(ov.constraints):
         yield from _constraint(ov, f"$.spec.constraints[{i}]", c.name, c.value)
         kind = c.name.split(".", 1)[0]
@@ -212,6 +267,9 @@ def check_overlay(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagn
                 "constraint.type",
                 Severity.WARNING,
             )
+
+
+def _validation_constraints(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagnostic]:
     for phase, raw in ov.validation.items():
         for i, c in enumerate(raw.get("constraints") or ()):
             yield from _constraint(
@@ -221,11 +279,10 @@ def check_overlay(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagn
                 str(c["value"]),
                 check_names=True,
             )
-    yield from _criteria_checks(catalog, ov, strict)
 
 
-def _criteria_checks(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagnostic]:
-    sev = Severity.ERROR if strict else Severity.WARNING
+def _criteria_missing(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagnostic]:
+    """An overlay without criteria that no overlay uses as its base is never applied."""
     if ov.kind == "RecipeMetadata" and ov.name != "base" and not ov.has_criteria:
         used_as_base = any(o.base == ov.name for o in catalog.overlays.values())
         if not used_as_base:
@@ -235,8 +292,11 @@ def _criteria_checks(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Di
                 "overlay has no criteria, so no query ever applies it and no overlay uses it "
                 "as its base (upstream: FindMatchingOverlays skips overlays without criteria)",
                 "criteria.missing",
-                sev,
+                Severity.ERROR if strict else Severity.WARNING,
             )
+
+
+def _criteria_nodes(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagnostic]:
     if ov.nodes:
         yield _d(
             ov,
@@ -247,6 +307,11 @@ def _criteria_checks(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Di
             "criteria.nodes",
             Severity.WARNING,
         )
+
+
+def _criteria_values(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagnostic]:
+    """Each stated criteria value is written as upstream parses queries, and known."""
+    sev = Severity.ERROR if strict else Severity.WARNING
     raw = (ov.doc.data.get("spec") or {}).get("criteria") if isinstance(ov.doc.data, dict) else None
     for d in DIMENSIONS:
         v = ov.criteria.get(d)
@@ -275,6 +340,27 @@ def _criteria_checks(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Di
             )
 
 
+_REF_RULES: tuple[_RefRule, ...] = (
+    _ref_registered,
+    _ref_pinned,
+    _ref_safe_values,
+    _ref_files,
+    _ref_self_dependency,
+)
+_OVERLAY_RULES: tuple[_OverlayRule, ...] = (
+    _base_chain,
+    _mixins_exist,
+    _duplicate_components,
+    _component_refs,
+    _check_names_printable,
+    _overlay_constraints,
+    _validation_constraints,
+    _criteria_missing,
+    _criteria_nodes,
+    _criteria_values,
+)
+
+
 def _constraint(
     ov: Overlay, jp: str, name: str, value: str, *, check_names: bool = False
 ) -> Iterator[Diagnostic]:
@@ -288,12 +374,12 @@ def _constraint(
             f"constraint name '{name}' is not of the form {form}",
             "constraint.name",
         )
-    problem = constraint_value_problem(value)
+    problem = _constraint_value_problem(value)
     if problem:
         yield _d(ov, f"{jp}.value", problem, "constraint.value")
 
 
-def check_registry(catalog: Catalog) -> Iterator[Diagnostic]:
+def _check_registry(catalog: Catalog) -> Iterator[Diagnostic]:
     """The registry's defaults that reach a bundle (chart, version, repository, namespace), by
     the renderer's own patterns (`names.TOKEN`, `names.DNS_LABEL`): what `bundle` and `build`
     would refuse is reported here, where it is written."""
@@ -314,7 +400,7 @@ def check_registry(catalog: Catalog) -> Iterator[Diagnostic]:
                 yield Diagnostic(doc.rel, line, col, jp, msg, "component.unsafe-value")
 
 
-def check_ambiguity(catalog: Catalog) -> Iterator[Diagnostic]:
+def _check_ambiguity(catalog: Catalog) -> Iterator[Diagnostic]:
     by_criteria: dict[tuple[tuple[str, str | None], ...], list[Overlay]] = {}
     for ov in catalog.overlays.values():
         if ov.name != "base":
@@ -331,7 +417,7 @@ def check_ambiguity(catalog: Catalog) -> Iterator[Diagnostic]:
                 )
 
 
-def check_leaves(catalog: Catalog) -> Iterator[Diagnostic]:
+def _check_leaves(catalog: Catalog) -> Iterator[Diagnostic]:
     for leaf in catalog.leaves():
         ov = catalog.overlays[leaf]
         try:
@@ -351,7 +437,7 @@ def _chain_broken(catalog: Catalog, leaf: str) -> bool:
     return False
 
 
-def check_scale_data(catalog: Catalog) -> Iterator[Diagnostic]:
+def _check_scale_data(catalog: Catalog) -> Iterator[Diagnostic]:
     """The project's own kinds: scale profiles, lanes, shared checks and the signer policy."""
     from generator.catalog.load import CATALOG_API_VERSIONS, check_header
     from generator.evidence.policy import policy_from
@@ -390,18 +476,18 @@ def validate_catalog(
     out: list[Diagnostic] = list(load_diagnostics)
     out.extend(_qualified(catalog, evidence_dir, trust_roots))
     for ov in (*catalog.overlays.values(), *catalog.mixins.values()):
-        out.extend(check_overlay(catalog, ov, strict))
-    out.extend(check_ambiguity(catalog))
-    out.extend(check_registry(catalog))
+        out.extend(_check_overlay(catalog, ov, strict))
+    out.extend(_check_ambiguity(catalog))
+    out.extend(_check_registry(catalog))
     if "base" not in catalog.overlays and "base" not in catalog.unloadable and catalog.overlays:
         out.append(
             Diagnostic(
                 "overlays/base.yaml", 0, 0, "$", "the catalog has no base overlay", "base.missing"
             )
         )
-    out.extend(check_scale_data(catalog))
+    out.extend(_check_scale_data(catalog))
     if not any(d.severity is Severity.ERROR for d in out):
-        out.extend(check_leaves(catalog))
+        out.extend(_check_leaves(catalog))
     if strict:
         out = [Diagnostic(d.path, d.line, d.col, d.json_path, d.message, d.rule) for d in out]
     return sort_diagnostics(out)
@@ -449,14 +535,14 @@ def health_of(r: RecipeResult) -> LeafHealth:
     and the site share."""
     reasons: list[str] = []
     for c in r.constraints:
-        if not constraint_name_ok(c.name) or constraint_value_problem(c.value):
+        if not constraint_name_ok(c.name) or _constraint_value_problem(c.value):
             reasons.append(f"constraint {c.name} is malformed")
     for comp in r.components:
         if comp.type == "Helm" and comp.repository and not comp.version:
             reasons.append(f"{comp.name} has no pinned chart version")
         elif comp.version:
             try:
-                if parse_version(comp.version).is_prerelease:
+                if _parse_version(comp.version).is_prerelease:
                     reasons.append(f"{comp.name} is pinned to a pre-release ({comp.version})")
             except InvalidVersion:
                 reasons.append(f"{comp.name} version '{comp.version}' is not a semantic version")

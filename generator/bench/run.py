@@ -394,11 +394,12 @@ def whole_builds(synth: Path, jobs: int | None) -> dict[str, Run]:
 def add_one_evidence(synth: Path) -> Path:
     """Sign one more run (as a lab would add one) into the synthetic evidence; returns its path."""
     from generator.bench.synth import N_SIGNERS, PlannedRun, _init, _sign, leaves, signer_identity
+    from generator.core.records import DEFAULT_PROFILE
 
     _init(str(synth / "catalog"), SEED)
     leaf = leaves(int(synth.name.split("-")[1].split("x")[0]))[0].name
     rel, bundle = _sign(
-        PlannedRun(leaf, "standard", "lane-36", signer_identity(N_SIGNERS), 999, "pass")
+        PlannedRun(leaf, DEFAULT_PROFILE, "lane-36", signer_identity(N_SIGNERS), 999, "pass")
     )
     path = synth / rel
     path.parent.mkdir(parents=True, exist_ok=True)

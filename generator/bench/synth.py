@@ -44,6 +44,7 @@ import yaml
 from generator.core.canonical import dump_yaml
 from generator.core.errors import Diagnostic, UsageError
 from generator.core.outputs import SYNTH_MARKER, OutputKind, check_output_dir
+from generator.core.records import DEFAULT_PROFILE
 
 PROJECT_CATALOG = Path(__file__).resolve().parents[2] / "catalog"
 TRUST_FILE = "trust/synth-root.json"
@@ -431,8 +432,8 @@ def plan_evidence(
     up its ladder two signers per lane. About 5% fail a scenario, 2% run undersized, 5% are stale
     (signed before a pin bump) and 2% are signed by a lab not on the allowlist.
     """
-    profiles = sorted(ladders, key=lambda n: (n != "standard", n))
-    large = [p for p in profiles if p != "standard"] or profiles
+    profiles = sorted(ladders, key=lambda n: (n != DEFAULT_PROFILE, n))
+    large = [p for p in profiles if p != DEFAULT_PROFILE] or profiles
     out: list[PlannedRun] = []
     n = len(leaf_names)
     for i in range(evidence):

@@ -9,9 +9,11 @@ top-level `metadata.appliedOverlays`, `criteria`, `constraints`, `componentRefs`
   recipe written in that shape (`query --format aicr`). The values a reader rebuilds from it
   (base values.yaml -> valuesFile -> overrides) are the recipe's values exactly: when a scale
   profile or `--set` changed them, `overrides` carries the whole merged values.
-- `read_recipe_result(path, catalog)`: such a file (ours or upstream's) read back into a
-  `RecipeResult`, the values built as upstream's bundler builds them, `enabled: false` components
-  (in the file's overrides or in `--set`) left out, as upstream's bundler leaves them out.
+- `load_recipe_result(path, catalog, overrides)` (with its warnings; `read_recipe_result` without):
+  such a file (ours or upstream's) read back into a `RecipeResult`, the values built as upstream's
+  bundler builds them, `enabled: false` components (in the file's overrides or in `--set`) left
+  out, as upstream's bundler leaves them out. `recipe_result_from` reads it in named steps, each
+  raising a located LoadError for what it refuses.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ import yaml
 
 from generator.catalog.criteria import check_known, normalise
 from generator.catalog.resolve import (
-    DEFAULT_PROFILE,
     component_values,
     deployment_order,
     document_without_digest,
@@ -34,8 +35,16 @@ from generator.catalog.resolve import (
     set_path,
 )
 from generator.core.canonical import sha256_digest
-from generator.core.errors import CatalogError, Diagnostic, LoadError, ResolveError, Severity
+from generator.core.errors import (
+    CatalogError,
+    DependencyCycleError,
+    Diagnostic,
+    LoadError,
+    ResolveError,
+    Severity,
+)
 from generator.core.records import (
+    DEFAULT_PROFILE,
     DIMENSIONS,
     WILDCARD,
     Catalog,
@@ -89,32 +98,35 @@ def _phase(raw: Mapping[str, Any]) -> dict[str, Any]:
     return {k: raw[k] for k in keys}
 
 
+def _ref(c: ResolvedComponent, catalog: Catalog | None) -> dict[str, Any]:
+    """One componentRefs entry, its fields in upstream's order."""
+    ref: dict[str, Any] = {"name": c.name}
+    if c.namespace:
+        ref["namespace"] = c.namespace
+    if c.chart:
+        ref["chart"] = c.chart
+    ref["type"] = c.type
+    ref["source"] = c.repository or ""
+    if c.version:
+        ref["version"] = c.version
+    if c.values_file:
+        ref["valuesFile"] = c.values_file
+    overrides = _written_overrides(c, catalog)
+    if overrides:
+        ref["overrides"] = dict(overrides)
+    if c.dependency_refs:
+        ref["dependencyRefs"] = list(c.dependency_refs)
+    if c.manifest_files:
+        ref["manifestFiles"] = list(c.manifest_files)
+    if c.pre_manifest_files:  # this project's field: upstream ignores it
+        ref["preManifestFiles"] = list(c.pre_manifest_files)
+    return ref
+
+
 def recipe_result_document(result: RecipeResult, catalog: Catalog | None = None) -> dict[str, Any]:
     """`result` as upstream's RecipeResult document (`catalog`: the tree it was resolved from,
     to keep the recipe's own `overrides` where they rebuild its values)."""
-    refs = []
-    for c in sorted(result.components, key=lambda c: c.name):
-        ref: dict[str, Any] = {"name": c.name}
-        if c.namespace:
-            ref["namespace"] = c.namespace
-        if c.chart:
-            ref["chart"] = c.chart
-        ref["type"] = c.type
-        ref["source"] = c.repository or ""
-        if c.version:
-            ref["version"] = c.version
-        if c.values_file:
-            ref["valuesFile"] = c.values_file
-        overrides = _written_overrides(c, catalog)
-        if overrides:
-            ref["overrides"] = dict(overrides)
-        if c.dependency_refs:
-            ref["dependencyRefs"] = list(c.dependency_refs)
-        if c.manifest_files:
-            ref["manifestFiles"] = list(c.manifest_files)
-        if c.pre_manifest_files:  # this project's field: upstream ignores it
-            ref["preManifestFiles"] = list(c.pre_manifest_files)
-        refs.append(ref)
+    refs = [_ref(c, catalog) for c in sorted(result.components, key=lambda c: c.name)]
     doc: dict[str, Any] = {
         "kind": KIND,
         "apiVersion": API_VERSION,
@@ -210,8 +222,47 @@ def recipe_result_from(
     component whose `enabled` is false (file overrides, or `--set NAME:enabled=false`, which
     wins) is left out, as upstream's bundler does. Raises LoadError for a malformed file,
     ResolveError when a values file is missing or the order contradicts the dependencies."""
+    data = _header(doc)
+    applied = _applied_overlays(doc, data)
+    criteria = _known_criteria(doc, data, catalog)
+    constraints = _constraints(doc, data)
+    refs = _refs(doc, data)
+    strangers = {o.component for o in overrides} - set(refs)
+    if strangers:
+        raise ResolveError(
+            f"override for {', '.join(sorted(strangers))}: not a component of {doc.rel}"
+        )
+    enabled = _enabled(refs, overrides)
+    deps, depth = _dependencies(doc, refs, enabled)
+    order, warnings = _deployment_order(doc, data, refs, enabled, deps)
+    file_digests: dict[str, str] = {}
+    components = tuple(
+        _component(doc, catalog, overrides, enabled[n], i, deps[n], depth[n], file_digests)
+        for i, n in enumerate(order)
+    )
+    validation = _validation(doc, data)
+    result = RecipeResult(
+        name=applied[-1] if applied else Path(doc.rel).stem,
+        criteria=criteria,
+        applied_overlays=applied,
+        mixins=(),
+        constraints=tuple(constraints[k] for k in sorted(constraints)),
+        components=components,
+        validation={k: validation[k] for k in sorted(validation)},
+        scale_profile=DEFAULT_PROFILE,
+        scale_profile_version="0.0.0",
+        overrides=tuple(overrides),
+        digest="",
+        file_digests=dict(sorted(file_digests.items())),
+        disabled=tuple(sorted(set(refs) - set(enabled))),
+    )
+    result = replace(result, digest=sha256_digest(document_without_digest(result)))
+    return result, warnings
+
+
+def _header(doc: Document) -> dict[str, Any]:
+    """The document's mapping, once its kind and apiVersion are upstream's RecipeResult."""
     data = doc.data
-    warnings: list[Diagnostic] = []
     if not isinstance(data, dict):
         raise _fail(doc, "$", "expected a RecipeResult mapping", "recipe-result.kind")
     if data.get("kind") != KIND:
@@ -225,16 +276,28 @@ def recipe_result_from(
             f"apiVersion is {data.get('apiVersion')!r}, expected {API_VERSION!r} (upstream AICR)",
             "recipe-result.api-version",
         )
+    return data
+
+
+def _applied_overlays(doc: Document, data: Mapping[str, Any]) -> tuple[str, ...]:
     meta = data.get("metadata") or {}
     if not isinstance(meta, dict):
         raise _fail(doc, "$.metadata", "metadata must be a mapping", "recipe-result.field")
-    applied = _str_list(doc, meta.get("appliedOverlays"), "$.metadata.appliedOverlays")
+    return _str_list(doc, meta.get("appliedOverlays"), "$.metadata.appliedOverlays")
+
+
+def _known_criteria(doc: Document, data: Mapping[str, Any], catalog: Catalog | None) -> Criteria:
+    """The file's criteria, every value one the catalog (or this project) knows."""
     criteria = _criteria(doc, data.get("criteria"))
     try:
         check_known(criteria, catalog.extra_criteria if catalog else None)
     except CatalogError as e:
         raise _fail(doc, "$.criteria", e.message, "criteria.invalid") from e
+    return criteria
 
+
+def _constraints(doc: Document, data: Mapping[str, Any]) -> dict[str, Constraint]:
+    """The constraints by name (a later one of the same name replaces the earlier)."""
     constraints: dict[str, Constraint] = {}
     for i, c in enumerate(data.get("constraints") or ()):
         jp = f"$.constraints[{i}]"
@@ -248,7 +311,11 @@ def recipe_result_from(
             remediation=c.get("remediation") or None,
             unit=c.get("unit") or None,
         )
+    return constraints
 
+
+def _refs(doc: Document, data: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The componentRefs by name, each with its JSON path (`_jp`) for diagnostics."""
     raw_refs = data.get("componentRefs") or ()
     if not isinstance(raw_refs, list):
         raise _fail(doc, "$.componentRefs", "componentRefs must be a list", "recipe-result.field")
@@ -266,13 +333,13 @@ def recipe_result_from(
                 doc, f"{jp}.overrides", "overrides must be a mapping", "recipe-result.field"
             )
         refs[r["name"]] = {**r, "_jp": jp}
+    return refs
 
-    strangers = {o.component for o in overrides} - set(refs)
-    if strangers:
-        raise ResolveError(
-            f"override for {', '.join(sorted(strangers))}: not a component of {doc.rel}"
-        )
 
+def _enabled(
+    refs: Mapping[str, dict[str, Any]], overrides: Sequence[Override]
+) -> dict[str, dict[str, Any]]:
+    """The components left in: `--set NAME:enabled=…` wins over the file's overrides."""
     enabled: dict[str, dict[str, Any]] = {}
     for name, r in refs.items():
         state = _enabled_by_set(overrides, name)
@@ -280,7 +347,13 @@ def recipe_result_from(
             state = ref_enabled(ComponentRef(name=name, overrides=r.get("overrides")))
         if state:
             enabled[name] = r
+    return enabled
 
+
+def _dependencies(
+    doc: Document, refs: Mapping[str, dict[str, Any]], enabled: Mapping[str, dict[str, Any]]
+) -> tuple[dict[str, tuple[str, ...]], dict[str, int]]:
+    """Each enabled component's dependencies among the enabled, and its dependency depth."""
     deps: dict[str, tuple[str, ...]] = {}
     for name, r in enabled.items():
         listed = _str_list(doc, r.get("dependencyRefs"), f"{r['_jp']}.dependencyRefs")
@@ -295,23 +368,30 @@ def recipe_result_from(
         deps[name] = tuple(d for d in listed if d in enabled)
     try:
         _, depth = deployment_order(deps)
-    except ValueError as e:
-        raise _fail(doc, "$.componentRefs", f"dependency cycle: {e}", "dependency.cycle") from e
+    except DependencyCycleError as e:
+        raise _fail(doc, "$.componentRefs", e.message, "dependency.cycle") from e
+    return deps, depth
 
+
+def _deployment_order(
+    doc: Document,
+    data: Mapping[str, Any],
+    refs: Mapping[str, dict[str, Any]],
+    enabled: Mapping[str, dict[str, Any]],
+    deps: Mapping[str, tuple[str, ...]],
+) -> tuple[list[str], tuple[Diagnostic, ...]]:
+    """The file's deploymentOrder over the enabled components (those it leaves out appended by
+    name), refused when it puts a component before its dependency; and a warning for each
+    entry that names no component (upstream's own examples have such entries)."""
     file_order = _str_list(doc, data.get("deploymentOrder"), "$.deploymentOrder")
+    warnings: list[Diagnostic] = []
     for i, n in enumerate(file_order):
         if n not in refs:
-            line, col = doc.locate(f"$.deploymentOrder[{i}]")
+            jp = f"$.deploymentOrder[{i}]"
+            line, col = doc.locate(jp)
+            msg = f"'{n}' is in deploymentOrder but not in componentRefs: ignored"
             warnings.append(
-                Diagnostic(
-                    doc.rel,
-                    line,
-                    col,
-                    f"$.deploymentOrder[{i}]",
-                    f"'{n}' is in deploymentOrder but not in componentRefs: ignored",
-                    "recipe-result.order",
-                    Severity.WARNING,
-                )
+                Diagnostic(doc.rel, line, col, jp, msg, "recipe-result.order", Severity.WARNING)
             )
     order = [n for n in dict.fromkeys(file_order) if n in enabled]
     order += sorted(n for n in enabled if n not in order)
@@ -325,69 +405,97 @@ def recipe_result_from(
                     f"deploymentOrder puts '{n}' before its dependency '{d}'",
                     "recipe-result.order",
                 )
+    return order, tuple(warnings)
 
-    components = []
-    file_digests: dict[str, str] = {}
-    for i, n in enumerate(order):
-        r = enabled[n]
-        values_file = r.get("valuesFile") or None
-        ref_overrides = r.get("overrides") or None
-        if values_file is not None and catalog is None:
+
+def _component(
+    doc: Document,
+    catalog: Catalog | None,
+    overrides: Sequence[Override],
+    r: Mapping[str, Any],
+    order: int,
+    deps: tuple[str, ...],
+    depth: int,
+    file_digests: dict[str, str],
+) -> ResolvedComponent:
+    """One component as upstream's bundler builds it; the digests of the files it reads are
+    added to `file_digests`."""
+    n = r["name"]
+    values_file = r.get("valuesFile") or None
+    ref_overrides = r.get("overrides") or None
+    values, used = _values(doc, catalog, r, values_file, ref_overrides)
+    for o in overrides:
+        if o.component == n and o.path != "enabled":
+            values = set_path(values, o.path, o.value)
+    manifests = _str_list(doc, r.get("manifestFiles"), f"{r['_jp']}.manifestFiles")
+    pre = _str_list(doc, r.get("preManifestFiles"), f"{r['_jp']}.preManifestFiles")
+    if catalog is not None:
+        _check_manifests(doc, catalog, r["_jp"], manifests, pre)
+    for rel in (*used, *manifests, *pre):
+        found = catalog.files.get(rel) if catalog is not None else None
+        file_digests[rel] = found.sha256 if found is not None else ""
+    source = r.get("source") or None
+    return ResolvedComponent(
+        name=n,
+        type=str(r.get("type") or "Helm"),
+        repository=source,
+        chart=(str(r.get("chart") or n)) if source else None,
+        version=str(r["version"]) if r.get("version") else None,
+        namespace=str(r.get("namespace") or ""),
+        values=values,
+        manifest_files=manifests,
+        pre_manifest_files=pre,
+        dependency_refs=tuple(sorted(deps)),
+        order=order,
+        depth=depth,
+        values_files=used,
+        values_file=values_file,
+        overrides=ref_overrides,
+    )
+
+
+def _values(
+    doc: Document,
+    catalog: Catalog | None,
+    r: Mapping[str, Any],
+    values_file: str | None,
+    ref_overrides: Mapping[str, Any] | None,
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """A component's values from the recipe tree (base values.yaml -> valuesFile -> overrides),
+    and the files read; without a tree, only its overrides (it may then name no valuesFile)."""
+    if values_file is not None and catalog is None:
+        raise _fail(
+            doc,
+            f"{r['_jp']}.valuesFile",
+            f"'{values_file}' is read from the recipe tree this recipe came from: give it "
+            "(--catalog)",
+            "recipe-result.values-file",
+        )
+    if catalog is None:
+        return dict(ref_overrides or {}), ()
+    try:
+        return component_values(catalog, r["name"], values_file, ref_overrides)
+    except ResolveError as e:
+        raise _fail(doc, f"{r['_jp']}.valuesFile", e.message, "recipe-result.values-file") from e
+
+
+def _check_manifests(
+    doc: Document, catalog: Catalog, jp: str, manifests: Sequence[str], pre: Sequence[str]
+) -> None:
+    """Every manifest a component names is in the recipe tree."""
+    for k, rel in [(f"manifestFiles[{k}]", m) for k, m in enumerate(manifests)] + [
+        (f"preManifestFiles[{k}]", m) for k, m in enumerate(pre)
+    ]:
+        if rel not in catalog.files:
             raise _fail(
                 doc,
-                f"{r['_jp']}.valuesFile",
-                f"'{values_file}' is read from the recipe tree this recipe came from: give it "
-                "(--catalog)",
-                "recipe-result.values-file",
+                f"{jp}.{k}",
+                f"manifest '{rel}' is not in the recipe tree",
+                "recipe-result.manifest-missing",
             )
-        if catalog is not None:
-            try:
-                values, used = component_values(catalog, n, values_file, ref_overrides)
-            except ResolveError as e:
-                raise _fail(
-                    doc, f"{r['_jp']}.valuesFile", e.message, "recipe-result.values-file"
-                ) from e
-        else:
-            values, used = dict(ref_overrides or {}), ()
-        for o in overrides:
-            if o.component == n and o.path != "enabled":
-                values = set_path(values, o.path, o.value)
-        manifests = _str_list(doc, r.get("manifestFiles"), f"{r['_jp']}.manifestFiles")
-        pre = _str_list(doc, r.get("preManifestFiles"), f"{r['_jp']}.preManifestFiles")
-        if catalog is not None:
-            for k, rel in [(f"manifestFiles[{k}]", m) for k, m in enumerate(manifests)] + [
-                (f"preManifestFiles[{k}]", m) for k, m in enumerate(pre)
-            ]:
-                if rel not in catalog.files:
-                    raise _fail(
-                        doc,
-                        f"{r['_jp']}.{k}",
-                        f"manifest '{rel}' is not in the recipe tree",
-                        "recipe-result.manifest-missing",
-                    )
-        for rel in (*used, *manifests, *pre):
-            found = catalog.files.get(rel) if catalog is not None else None
-            file_digests[rel] = found.sha256 if found is not None else ""
-        source = r.get("source") or None
-        components.append(
-            ResolvedComponent(
-                name=n,
-                type=str(r.get("type") or "Helm"),
-                repository=source,
-                chart=(str(r.get("chart") or n)) if source else None,
-                version=str(r["version"]) if r.get("version") else None,
-                namespace=str(r.get("namespace") or ""),
-                values=values,
-                manifest_files=manifests,
-                pre_manifest_files=pre,
-                dependency_refs=tuple(sorted(deps[n])),
-                order=i,
-                depth=depth[n],
-                values_files=used,
-                values_file=values_file,
-                overrides=ref_overrides,
-            )
-        )
+
+
+def _validation(doc: Document, data: Mapping[str, Any]) -> dict[str, Any]:
     validation = data.get("validation") or {}
     if not isinstance(validation, dict) or not all(
         isinstance(v, dict) for v in validation.values()
@@ -395,23 +503,7 @@ def recipe_result_from(
         raise _fail(
             doc, "$.validation", "validation must map phases to mappings", "recipe-result.field"
         )
-    result = RecipeResult(
-        name=applied[-1] if applied else Path(doc.rel).stem,
-        criteria=criteria,
-        applied_overlays=applied,
-        mixins=(),
-        constraints=tuple(constraints[k] for k in sorted(constraints)),
-        components=tuple(components),
-        validation={k: validation[k] for k in sorted(validation)},
-        scale_profile=DEFAULT_PROFILE,
-        scale_profile_version="0.0.0",
-        overrides=tuple(overrides),
-        digest="",
-        file_digests=dict(sorted(file_digests.items())),
-        disabled=tuple(sorted(set(refs) - set(enabled))),
-    )
-    result = replace(result, digest=sha256_digest(document_without_digest(result)))
-    return result, tuple(warnings)
+    return validation
 
 
 def read_recipe_result(

@@ -8,6 +8,9 @@ section 4); a catalog may declare more in its `criteria.yaml`.
 
 Overlay criteria are not normalised (upstream compares them as written); `validate` warns when
 one is not in its canonical form.
+
+Entry: `normalise_criteria(values) -> Criteria` for a query (`normalise` for one value), then
+`check_known(criteria, extra)`, which raises UsageError for a value no set knows.
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ def normalise_criteria(values: Mapping[str, str | None]) -> Criteria:
     return Criteria(**{d: normalise(d, values.get(d)) for d in DIMENSIONS})
 
 
-def known_values(dim: str, extra: Mapping[str, Sequence[str]] | None = None) -> frozenset[str]:
+def _known_values(dim: str, extra: Mapping[str, Sequence[str]] | None = None) -> frozenset[str]:
     return KNOWN_CRITERIA[dim] | frozenset((extra or {}).get(dim, ()))
 
 
@@ -71,7 +74,7 @@ def check_known(criteria: Criteria, extra: Mapping[str, Sequence[str]] | None = 
     for dim, value in criteria.items():
         if value is None:
             continue
-        known = known_values(dim, extra)
+        known = _known_values(dim, extra)
         if value not in known:
             msg = (
                 f"invalid {dim} '{value}'; known: {', '.join(sorted(known))}"

@@ -1,19 +1,23 @@
 """Stage 1, load: read every catalog file into located documents and typed records.
 
+Entry: `load_catalog(root) -> (Catalog, diagnostics)`, one step per kind of file. `check_header`
+is shared with `validate`, which checks the headers of the lanes and signer policy loaded here.
+
 Reads the AICR recipe-data layout (`registry.yaml`, `overlays/`, `mixins/`, `components/`) plus the
 project's own kinds (`scale/`, `signers.yaml`, `criteria.yaml`); a tree without the project's own
 files (upstream AICR's `recipes/`) gets built-in defaults, listed in `Catalog.defaulted`. Files that
 are not recipe data (`data.go`, READMEs, upstream's `checks/` and `validators/`) are not read, as
-upstream skips them. Manifests are kept as bytes and classified (`generator.catalog.manifests`). Each file is parsed safely
-(`yamlio`), its header checked, and its schema validated here at the boundary, so records built from
-it can be trusted by later stages. Problems are collected, never raised one at a time.
+upstream skips them. Manifests are kept as bytes and classified (`generator.catalog.manifests`).
+Each file is parsed safely (`yamlio`), its header checked, and its schema validated here at the
+boundary, so records built from it can be trusted by later stages. Problems are collected, never
+raised one at a time.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +76,7 @@ def _blank_actions(raw: bytes) -> bytes:
     return _HELM_ACTION.sub(lambda m: re.sub(rb"[^\n]", b" ", m.group()), raw)
 
 
-def parse_file(
+def _parse_file(
     root: Path,
     path: Path,
     *,
@@ -96,62 +100,31 @@ def check_header(doc: Document, kind: str, accepted: Iterable[str]) -> tuple[Dia
     accepted = tuple(accepted)
     data = doc.data
     if not isinstance(data, dict):
-        line, col = doc.locate("$")
         seen = type(data).__name__ if data is not None else "nothing"
-        return (
-            Diagnostic(
-                doc.rel,
-                line,
-                col,
-                "$",
-                f"expected a {kind} mapping, found {seen}",
-                "header.missing",
-            ),
-        )
-    out: list[Diagnostic] = []
+        return (_header_diag(doc, "$", f"expected a {kind} mapping, found {seen}", "missing"),)
     api = data.get("apiVersion")
     seen_kind = data.get("kind")
     if api is None or seen_kind is None:
         missing = " and ".join(
             k for k, v in (("apiVersion", api), ("kind", seen_kind)) if v is None
         )
-        line, col = doc.locate("$")
-        out.append(
-            Diagnostic(
-                doc.rel,
-                line,
-                col,
-                "$",
-                f"missing {missing}: expected kind {kind} with apiVersion one of {', '.join(accepted)}",
-                "header.missing",
-            )
+        msg = (
+            f"missing {missing}: expected kind {kind} with apiVersion one of {', '.join(accepted)}"
         )
-        return tuple(out)
+        return (_header_diag(doc, "$", msg, "missing"),)
+    out: list[Diagnostic] = []
     if seen_kind != kind:
-        line, col = doc.locate("$.kind")
-        out.append(
-            Diagnostic(
-                doc.rel,
-                line,
-                col,
-                "$.kind",
-                f"kind is '{seen_kind}', expected '{kind}' here",
-                "header.kind",
-            )
-        )
+        msg = f"kind is '{seen_kind}', expected '{kind}' here"
+        out.append(_header_diag(doc, "$.kind", msg, "kind"))
     if api not in accepted:
-        line, col = doc.locate("$.apiVersion")
-        out.append(
-            Diagnostic(
-                doc.rel,
-                line,
-                col,
-                "$.apiVersion",
-                f"unknown apiVersion '{api}' for {kind}; accepted: {', '.join(accepted)}",
-                "header.api-version",
-            )
-        )
+        msg = f"unknown apiVersion '{api}' for {kind}; accepted: {', '.join(accepted)}"
+        out.append(_header_diag(doc, "$.apiVersion", msg, "api-version"))
     return tuple(out)
+
+
+def _header_diag(doc: Document, json_path: str, message: str, rule: str) -> Diagnostic:
+    line, col = doc.locate(json_path)
+    return Diagnostic(doc.rel, line, col, json_path, message, f"header.{rule}")
 
 
 def _criteria(raw: Any) -> Criteria:
@@ -164,7 +137,7 @@ def _criteria(raw: Any) -> Criteria:
     return Criteria(**values)
 
 
-def upstream_specificity(raw: Any) -> int:
+def _upstream_specificity(raw: Any) -> int:
     """upstream's `Criteria.Specificity()` of criteria loaded from YAML: a dimension counts unless
     its value is the literal `any` (an absent one is "" there, which counts); nodes count when set."""
     raw = raw if isinstance(raw, dict) else {}
@@ -213,7 +186,7 @@ def _component_refs(raw: Any, base_path: str) -> tuple[ComponentRef, ...]:
     return tuple(out)
 
 
-def overlay_from(doc: Document) -> Overlay:
+def _overlay_from(doc: Document) -> Overlay:
     data = doc.data
     spec = data.get("spec") or {}
     base = spec.get("base")
@@ -233,12 +206,12 @@ def overlay_from(doc: Document) -> Overlay:
         validation={k: v for k, v in sorted((spec.get("validation") or {}).items())},
         doc=doc,
         has_criteria=isinstance(raw_criteria, dict),
-        upstream_specificity=upstream_specificity(raw_criteria),
+        upstream_specificity=_upstream_specificity(raw_criteria),
         nodes=_nodes(raw_criteria),
     )
 
 
-def registry_from(doc: Document) -> Registry:
+def _registry_from(doc: Document) -> Registry:
     comps: dict[str, RegistryComponent] = {}
     for i, c in enumerate(doc.data.get("components") or ()):
         helm = c.get("helm") or {}
@@ -265,7 +238,7 @@ def registry_from(doc: Document) -> Registry:
     return Registry(components=comps, doc=doc)
 
 
-def profile_from(doc: Document) -> ScaleProfile:
+def _profile_from(doc: Document) -> ScaleProfile:
     data = doc.data
     spec = data.get("spec") or {}
     owned: list[OwnedValue] = []
@@ -321,7 +294,7 @@ def _kind_doc(
     schema_name: str | None,
     diags: list[Diagnostic],
 ) -> Document | None:
-    doc, d = parse_file(root, path)
+    doc, d = _parse_file(root, path)
     diags.extend(d)
     if doc is None:
         return None
@@ -338,145 +311,28 @@ def _kind_doc(
 
 
 def load_catalog(root: Path) -> tuple[Catalog, tuple[Diagnostic, ...]]:
-    """Read the catalog at `root`. Returns the catalog (what could be loaded) and every load problem."""
+    """Read the catalog at `root`. Returns the catalog (what could be loaded) and every load problem.
+
+    The stage's entry: each kind of file is read by its own step below, in this order, every
+    problem appended to one list."""
     root = Path(root)
-    diags: list[Diagnostic] = []
     if not root.is_dir():
         raise LoadError(
             f"catalog directory not found: {root}",
             [Diagnostic(str(root), 0, 0, "$", "catalog directory not found", "catalog.missing")],
         )
-
-    # a file (or a pipe, or a link to one) where a directory of recipe data is expected would
-    # silently hide every recipe in it
-    for sub in ("overlays", "mixins", "components", "scale/profiles"):
-        if os.path.lexists(root / sub) and not (root / sub).is_dir():
-            msg = "expected a directory of catalog files here, found a file"
-            diags.append(Diagnostic(sub, 0, 0, "$", msg, "file.not-directory"))
-
-    registry = Registry(components={}, doc=None)
-    reg_path = root / "registry.yaml"
-    if reg_path.exists() or reg_path.is_symlink():
-        doc = _kind_doc(
-            root, reg_path, "ComponentRegistry", AICR_API_VERSIONS, "ComponentRegistry", diags
-        )
-        if doc is not None:
-            registry = registry_from(doc)
-    else:
-        diags.append(
-            Diagnostic(
-                "registry.yaml",
-                0,
-                0,
-                "$",
-                "the catalog has no registry.yaml",
-                "catalog.registry-missing",
-            )
-        )
-
-    overlays: dict[str, Overlay] = {}
-    mixins: dict[str, Overlay] = {}
+    diags: list[Diagnostic] = list(_not_directories(root))
+    registry = _load_registry(root, diags)
     unloadable: set[str] = set()
-    for sub, kind, target in (
-        ("overlays", "RecipeMetadata", overlays),
-        ("mixins", "RecipeMixin", mixins),
-    ):
-        escape = _dir_escapes(root, root / sub)
-        if escape is not None:
-            diags.append(escape)
-            continue
-        parsed: list[tuple[str, Path, Overlay]] = []
-        for path in _yaml_files(root / sub):
-            doc = _kind_doc(root, path, kind, AICR_API_VERSIONS, kind, diags)
-            stem = path.name.rsplit(".", 1)[0]
-            if doc is None:
-                unloadable.add(stem)
-                continue
-            parsed.append((stem, path, overlay_from(doc)))
-        # the file whose name matches metadata.name keeps the name; the others are the duplicates
-        parsed.sort(key=lambda t: (t[2].name != t[0], t[1].name))
-        for stem, path, item in parsed:
-            doc = item.doc
-            if item.name != stem:
-                line, col = doc.locate("$.metadata.name")
-                msg = f"metadata.name '{item.name}' does not match the file name '{path.name}'"
-                diags.append(
-                    Diagnostic(doc.rel, line, col, "$.metadata.name", msg, "overlay.name-mismatch")
-                )
-            if item.name in target or item.name in unloadable:
-                line, col = doc.locate("$.metadata.name")
-                other = target[item.name].doc.rel if item.name in target else "another file"
-                msg = f"{kind} '{item.name}' is already defined in {other}"
-                diags.append(
-                    Diagnostic(doc.rel, line, col, "$.metadata.name", msg, "overlay.duplicate-name")
-                )
-                continue
-            target[item.name] = item
-
-    files: dict[str, Document] = {}
-    manifests: dict[str, ManifestFile] = {}
-    comp_dir = root / "components"
-    comp_escape = _dir_escapes(root, comp_dir)
-    if comp_escape is not None:
-        diags.append(comp_escape)
-    elif comp_dir.is_dir():
-        for dirpath, dirnames, filenames in os.walk(comp_dir):
-            dirnames.sort()
-            for fname in sorted(filenames):
-                if not fname.endswith(YAML_SUFFIXES):
-                    continue
-                path = Path(dirpath) / fname
-                if "manifests" in path.relative_to(comp_dir).parts:
-                    # a Helm template or plain YAML: its bytes are kept, never understood
-                    raw, d = read_file(root, path)
-                    diags.extend(d)
-                    if raw is not None:
-                        info, mdoc, d = check_manifest(raw, _rel(root, path))
-                        diags.extend(d)
-                        manifests[info.rel] = info
-                        files[mdoc.rel] = mdoc
-                    continue
-                doc, d = parse_file(root, path, allow_empty=True)
-                diags.extend(d)
-                if doc is not None:
-                    files[doc.rel] = doc
-
-    profiles: dict[str, ScaleProfile] = {}
-    prof_escape = _dir_escapes(root, root / "scale" / "profiles")
-    if prof_escape is not None:
-        diags.append(prof_escape)
-    for path in [] if prof_escape else _yaml_files(root / "scale" / "profiles"):
-        doc = _kind_doc(root, path, "ScaleProfile", CATALOG_API_VERSIONS, "scale-profile", diags)
-        if doc is not None:
-            prof = profile_from(doc)
-            profiles.setdefault(prof.name, prof)
-
-    documents: dict[str, Document] = {}
-    for rel, _kind in (
-        ("scale/lanes.yaml", "QualificationLanes"),
-        ("signers.yaml", "SignerPolicy"),
-        ("scale/checks.yaml", None),
-    ):
-        path = root / rel
-        if path.exists():
-            doc, d = parse_file(root, path)
-            diags.extend(d)
-            if doc is not None:
-                documents[rel] = doc
-
-    extra: dict[str, tuple[str, ...]] = {}
-    crit_path = root / "criteria.yaml"
-    if crit_path.exists():
-        doc = _kind_doc(
-            root, crit_path, "CriteriaValues", CATALOG_API_VERSIONS, "CriteriaValues", diags
-        )
-        if doc is not None:
-            extra = {d: tuple(v) for d, v in sorted((doc.data.get("spec") or {}).items())}
-
+    overlays = _load_overlays(root, "overlays", "RecipeMetadata", unloadable, diags)
+    mixins = _load_overlays(root, "mixins", "RecipeMixin", unloadable, diags)
+    files, manifests = _load_components(root, diags)
+    profiles = _load_profiles(root, diags)
+    documents = _load_documents(root, diags)
+    extra = _load_criteria(root, diags)
     # a build reads every file of the tree (to key its cache): report what it would refuse
     for rel, refusal in safeio.scan_tree(root, where="the catalog"):
         diags.append(safeio.diagnostic(rel, refusal))
-
     catalog = Catalog(
         root=str(root),
         overlays=dict(sorted(overlays.items())),
@@ -498,3 +354,147 @@ def load_catalog(root: Path) -> tuple[Catalog, tuple[Diagnostic, ...]]:
         ),
     )
     return catalog, tuple(diags)
+
+
+def _not_directories(root: Path) -> Iterator[Diagnostic]:
+    """A file (or a pipe, or a link to one) where a directory of recipe data is expected would
+    silently hide every recipe in it."""
+    for sub in ("overlays", "mixins", "components", "scale/profiles"):
+        if os.path.lexists(root / sub) and not (root / sub).is_dir():
+            msg = "expected a directory of catalog files here, found a file"
+            yield Diagnostic(sub, 0, 0, "$", msg, "file.not-directory")
+
+
+def _load_registry(root: Path, diags: list[Diagnostic]) -> Registry:
+    reg_path = root / "registry.yaml"
+    if not (reg_path.exists() or reg_path.is_symlink()):
+        msg = "the catalog has no registry.yaml"
+        diags.append(Diagnostic("registry.yaml", 0, 0, "$", msg, "catalog.registry-missing"))
+        return Registry(components={}, doc=None)
+    kind = "ComponentRegistry"
+    doc = _kind_doc(root, reg_path, kind, AICR_API_VERSIONS, kind, diags)
+    return _registry_from(doc) if doc is not None else Registry(components={}, doc=None)
+
+
+def _load_overlays(
+    root: Path, sub: str, kind: str, unloadable: set[str], diags: list[Diagnostic]
+) -> dict[str, Overlay]:
+    """The overlays (or mixins) of directory `sub`, by name. The stem of every file that could
+    not be loaded is added to `unloadable` (shared by overlays and mixins)."""
+    escape = _dir_escapes(root, root / sub)
+    if escape is not None:
+        diags.append(escape)
+        return {}
+    parsed: list[tuple[str, Path, Overlay]] = []
+    for path in _yaml_files(root / sub):
+        doc = _kind_doc(root, path, kind, AICR_API_VERSIONS, kind, diags)
+        stem = path.name.rsplit(".", 1)[0]
+        if doc is None:
+            unloadable.add(stem)
+            continue
+        parsed.append((stem, path, _overlay_from(doc)))
+    # the file whose name matches metadata.name keeps the name; the others are the duplicates
+    parsed.sort(key=lambda t: (t[2].name != t[0], t[1].name))
+    target: dict[str, Overlay] = {}
+    for stem, path, item in parsed:
+        diags.extend(_name_problems(item, stem, path, kind, target, unloadable))
+        if item.name not in target and item.name not in unloadable:
+            target[item.name] = item
+    return target
+
+
+def _name_problems(
+    item: Overlay,
+    stem: str,
+    path: Path,
+    kind: str,
+    target: dict[str, Overlay],
+    unloadable: set[str],
+) -> Iterator[Diagnostic]:
+    """An overlay whose metadata.name differs from its file name, or is already taken."""
+    doc = item.doc
+    line, col = doc.locate("$.metadata.name")
+    if item.name != stem:
+        msg = f"metadata.name '{item.name}' does not match the file name '{path.name}'"
+        yield Diagnostic(doc.rel, line, col, "$.metadata.name", msg, "overlay.name-mismatch")
+    if item.name in target or item.name in unloadable:
+        other = target[item.name].doc.rel if item.name in target else "another file"
+        msg = f"{kind} '{item.name}' is already defined in {other}"
+        yield Diagnostic(doc.rel, line, col, "$.metadata.name", msg, "overlay.duplicate-name")
+
+
+def _load_components(
+    root: Path, diags: list[Diagnostic]
+) -> tuple[dict[str, Document], dict[str, ManifestFile]]:
+    """Every YAML file under `components/`: values files parsed, manifests kept as bytes and
+    classified (their documents carry no data, only their digest)."""
+    files: dict[str, Document] = {}
+    manifests: dict[str, ManifestFile] = {}
+    comp_dir = root / "components"
+    comp_escape = _dir_escapes(root, comp_dir)
+    if comp_escape is not None:
+        diags.append(comp_escape)
+        return files, manifests
+    if not comp_dir.is_dir():
+        return files, manifests
+    for dirpath, dirnames, filenames in os.walk(comp_dir):
+        dirnames.sort()
+        for fname in sorted(filenames):
+            if not fname.endswith(YAML_SUFFIXES):
+                continue
+            path = Path(dirpath) / fname
+            if "manifests" in path.relative_to(comp_dir).parts:
+                # a Helm template or plain YAML: its bytes are kept, never understood
+                raw, d = read_file(root, path)
+                diags.extend(d)
+                if raw is not None:
+                    info, mdoc, d = check_manifest(raw, _rel(root, path))
+                    diags.extend(d)
+                    manifests[info.rel] = info
+                    files[mdoc.rel] = mdoc
+                continue
+            doc, d = _parse_file(root, path, allow_empty=True)
+            diags.extend(d)
+            if doc is not None:
+                files[doc.rel] = doc
+    return files, manifests
+
+
+def _load_profiles(root: Path, diags: list[Diagnostic]) -> dict[str, ScaleProfile]:
+    profiles: dict[str, ScaleProfile] = {}
+    prof_escape = _dir_escapes(root, root / "scale" / "profiles")
+    if prof_escape is not None:
+        diags.append(prof_escape)
+        return profiles
+    for path in _yaml_files(root / "scale" / "profiles"):
+        doc = _kind_doc(root, path, "ScaleProfile", CATALOG_API_VERSIONS, "scale-profile", diags)
+        if doc is not None:
+            prof = _profile_from(doc)
+            profiles.setdefault(prof.name, prof)
+    return profiles
+
+
+def _load_documents(root: Path, diags: list[Diagnostic]) -> dict[str, Document]:
+    """The project's own files read by later stages (lanes, signer policy, shared checks),
+    parsed here; their headers and contents are checked by `validate`."""
+    documents: dict[str, Document] = {}
+    for rel in ("scale/lanes.yaml", "signers.yaml", "scale/checks.yaml"):
+        path = root / rel
+        if path.exists():
+            doc, d = _parse_file(root, path)
+            diags.extend(d)
+            if doc is not None:
+                documents[rel] = doc
+    return documents
+
+
+def _load_criteria(root: Path, diags: list[Diagnostic]) -> dict[str, tuple[str, ...]]:
+    """The criteria values `criteria.yaml` adds to the known sets."""
+    crit_path = root / "criteria.yaml"
+    if not crit_path.exists():
+        return {}
+    kind = "CriteriaValues"
+    doc = _kind_doc(root, crit_path, kind, CATALOG_API_VERSIONS, kind, diags)
+    if doc is None:
+        return {}
+    return {d: tuple(v) for d, v in sorted((doc.data.get("spec") or {}).items())}

@@ -8,6 +8,10 @@ never parsed as YAML to be understood here. What can be checked without Helm is 
 - a file with actions is a `template`: every `{{` must be closed by `}}`, its control blocks
   (`if`/`range`/`with`/`define`/`block` … `end`) must balance, and once its actions are masked
   it should still parse as YAML (a warning only: a template may build structure Helm alone sees).
+
+Entries: `check_manifest(raw, rel)`, which `load` calls for each manifest (its record, document
+and diagnostics), and `read_manifests(catalog, result)`, the one reader of the bytes a recipe's
+manifests ship (the CLI, the site, samples and preflight call it).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ _LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True, slots=True)
-class Action:
+class _Action:
     start: int  # offset of `{{`
     end: int  # offset just past `}}`
     body: str  # the text between the delimiters, trim markers and spaces removed
@@ -71,9 +75,9 @@ def _close(text: str, i: int) -> int:
     return -1
 
 
-def actions(text: str) -> tuple[tuple[Action, ...], int | None]:
+def _actions(text: str) -> tuple[tuple[_Action, ...], int | None]:
     """The template actions of `text`, and the offset of an unclosed `{{` (None when all close)."""
-    out: list[Action] = []
+    out: list[_Action] = []
     i = 0
     while True:
         start = text.find("{{", i)
@@ -85,7 +89,7 @@ def actions(text: str) -> tuple[tuple[Action, ...], int | None]:
             return tuple(out), start
         body = text[body_start:end].strip()
         body = body.removeprefix("-").removesuffix("-").strip()
-        out.append(Action(start, end + 2, body))
+        out.append(_Action(start, end + 2, body))
         i = end + 2
 
 
@@ -95,7 +99,7 @@ def _keyword(body: str) -> str:
     return body.split(None, 1)[0] if body else ""
 
 
-def block_problems(text: str, acts: tuple[Action, ...]) -> Iterator[tuple[int, str]]:
+def _block_problems(text: str, acts: tuple[_Action, ...]) -> Iterator[tuple[int, str]]:
     """(offset, message) for every unbalanced control block."""
     stack: list[tuple[str, int]] = []
     for a in acts:
@@ -114,7 +118,7 @@ def block_problems(text: str, acts: tuple[Action, ...]) -> Iterator[tuple[int, s
         yield offset, f"'{kw}' is never closed by an 'end'"
 
 
-def masked(text: str, acts: tuple[Action, ...]) -> str:
+def _masked(text: str, acts: tuple[_Action, ...]) -> str:
     """`text` with its actions masked: a line holding only actions becomes blank, an action among
     other text becomes the scalar `x`; newlines are kept, so lines still match the file's."""
     pieces: list[str] = []
@@ -155,7 +159,7 @@ def check_manifest(raw: bytes, rel: str) -> tuple[ManifestFile, Document, tuple[
         except LoadError as e:
             return ManifestFile(rel, PLAIN, sha), doc, e.diagnostics
         return ManifestFile(rel, PLAIN, sha), doc, ()
-    acts, unclosed = actions(text)
+    acts, unclosed = _actions(text)
     diags: list[Diagnostic] = []
     if unclosed is not None:
         diags.append(
@@ -167,7 +171,7 @@ def check_manifest(raw: bytes, rel: str) -> tuple[ManifestFile, Document, tuple[
                 "manifest.template-unclosed",
             )
         )
-    for offset, message in block_problems(text, acts):
+    for offset, message in _block_problems(text, acts):
         diags.append(
             _d(
                 rel,
@@ -179,7 +183,7 @@ def check_manifest(raw: bytes, rel: str) -> tuple[ManifestFile, Document, tuple[
         )
     if not diags:
         try:
-            list(yaml.load_all(masked(text, acts), Loader=_LOADER))
+            list(yaml.load_all(_masked(text, acts), Loader=_LOADER))
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             line, col = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)

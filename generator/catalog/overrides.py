@@ -9,6 +9,9 @@ the file by its base name only.
 
 Parsing only: whether the component exists, is enabled, or contradicts a scale-profile owned
 value is decided by `generator.catalog.resolve.resolve`, which rejects such overrides.
+
+Entry: `parse_overrides(sets, set_files) -> tuple[Override, ...]`, every error collected into one
+UsageError (`parse_set`, `parse_set_file` and `typed_scalar` parse one of each).
 """
 
 from __future__ import annotations

@@ -11,6 +11,13 @@ values are `components/<name>/values.yaml` → its `valuesFile` → its `overrid
 applies the selected scale profile's owned values and finally the user's `--set` overrides, which
 may not contradict an owned value. `enabled: false` (in overrides or `--set`) leaves a component
 out of the recipe and its order.
+
+Entry: `resolve(catalog, query, profile=, overrides=, nodes=) -> RecipeResult` (raises
+ResolveError, its subclass DependencyCycleError, or ScaleError); `_resolve` reads as its steps.
+`check_resolves` asks the same without the digest (for `validate`), `resolve_all` resolves every
+leaf at every profile that applies to it, `recipe_document` is the result's canonical document.
+The merge, path and ordering helpers (`deep_merge`, `set_path`, `deployment_order`,
+`component_values`, …) are shared with `aicr_format`, which reads upstream's RecipeResult files.
 """
 
 from __future__ import annotations
@@ -25,8 +32,9 @@ from typing import Any
 
 from generator.catalog.criteria import check_known
 from generator.core.canonical import check_canonical, sha256_digest
-from generator.core.errors import Diagnostic, ResolveError, ScaleError
+from generator.core.errors import DependencyCycleError, Diagnostic, ResolveError, ScaleError
 from generator.core.records import (
+    DEFAULT_PROFILE,
     DIMENSIONS,
     Catalog,
     ComponentRef,
@@ -34,13 +42,13 @@ from generator.core.records import (
     Criteria,
     Overlay,
     Override,
+    OwnedValue,
     RecipeResult,
     ResolvedComponent,
     ScaleProfile,
 )
 
 API_VERSION = "aicr.run/v1"
-DEFAULT_PROFILE = "standard"
 
 
 # ---------------------------------------------------------------- matching and selection
@@ -166,17 +174,17 @@ def select(catalog: Catalog, query: Criteria) -> tuple[Overlay, ...]:
     return tuple(order)
 
 
-def completions(catalog: Catalog, query: Criteria) -> tuple[str, ...]:
+def _completions(catalog: Catalog, query: Criteria) -> tuple[str, ...]:
     """Leaf recipes compatible with every dimension the query states."""
     out = []
     for name in catalog.leaves():
         crit = catalog.overlays[name].criteria
         if all(q is None or crit.get(d) in (None, q) for d, q in query.items()):
-            out.append(f"{name} ({format_criteria(crit)})")
+            out.append(f"{name} ({_format_criteria(crit)})")
     return tuple(out)
 
 
-def format_criteria(c: Criteria) -> str:
+def _format_criteria(c: Criteria) -> str:
     return " ".join(f"{d}={v}" for d, v in c.items() if v is not None) or "(any)"
 
 
@@ -342,7 +350,8 @@ def _set_path_in_place(out: dict[str, Any], path: str, value: Any) -> dict[str, 
 
 
 def deployment_order(deps: Mapping[str, Sequence[str]]) -> tuple[tuple[str, ...], dict[str, int]]:
-    """Topological order (alphabetical tie-break) and dependency depth. Raises on a cycle."""
+    """Topological order (alphabetical tie-break) and dependency depth. Raises
+    DependencyCycleError, naming one cycle, when there is no order."""
     indeg = {n: 0 for n in deps}
     users: dict[str, list[str]] = {n: [] for n in deps}
     for n, ds in deps.items():
@@ -361,8 +370,8 @@ def deployment_order(deps: Mapping[str, Sequence[str]]) -> tuple[tuple[str, ...]
                 heapq.heappush(ready, u)
     if len(order) != len(deps):
         remaining = {n for n in deps if n not in order}
-        raise ValueError(
-            " → ".join(find_cycle({n: [d for d in deps[n] if d in remaining] for n in remaining}))
+        raise DependencyCycleError(
+            _find_cycle({n: [d for d in deps[n] if d in remaining] for n in remaining})
         )
     depth: dict[str, int] = {}
     for n in order:
@@ -370,7 +379,7 @@ def deployment_order(deps: Mapping[str, Sequence[str]]) -> tuple[tuple[str, ...]
     return tuple(order), depth
 
 
-def find_cycle(graph: Mapping[str, Sequence[str]]) -> list[str]:
+def _find_cycle(graph: Mapping[str, Sequence[str]]) -> list[str]:
     """One cycle in `graph` (every node has an edge inside it), smallest name first, closed."""
     start = min(graph)
     path: list[str] = []
@@ -415,9 +424,9 @@ def select_profile(
     else:
         profile = catalog.profiles[name]
     if not profile_applies(profile, criteria):
-        allowed = "; ".join(format_criteria(c) for c in profile.applies_to)
+        allowed = "; ".join(_format_criteria(c) for c in profile.applies_to)
         raise ScaleError(
-            f"scale profile '{profile.name}' does not apply to {format_criteria(criteria)}; it applies to: {allowed}"
+            f"scale profile '{profile.name}' does not apply to {_format_criteria(criteria)}; it applies to: {allowed}"
         )
     if nodes is not None and not profile.covers(nodes):
         covering = sorted(
@@ -453,7 +462,7 @@ def _canonical_component(catalog: Catalog, name: str) -> str | None:
     return None
 
 
-def registry_chart(chart: str | None) -> str | None:
+def _registry_chart(chart: str | None) -> str | None:
     """upstream's `ApplyRegistryDefaults`: a registry `defaultChart` loses its repository prefix
     (`nvidia/gpu-operator` -> `gpu-operator`), whatever the repository; a chart an overlay
     names is kept as written."""
@@ -462,7 +471,7 @@ def registry_chart(chart: str | None) -> str | None:
     return chart.rsplit("/", 1)[-1]
 
 
-def base_values_file(component: str) -> str:
+def _base_values_file(component: str) -> str:
     """The component's base values file, the first layer of its values (upstream)."""
     return f"components/{component}/values.yaml"
 
@@ -491,7 +500,7 @@ def component_values(
     data: dict[str, Any] = {}
     used: list[str] = []
     if values_file is not None:
-        base_rel = base_values_file(name)
+        base_rel = _base_values_file(name)
         if values_file != base_rel:
             base = _file_mapping(catalog, base_rel, required=False)
             if base is not None:
@@ -575,7 +584,7 @@ def check_resolves(
     _resolve(catalog, query, profile, (), None, digest=False)
 
 
-def unhonoured(criteria: Criteria, applied: Sequence[Overlay]) -> tuple[str, ...]:
+def _unhonoured(criteria: Criteria, applied: Sequence[Overlay]) -> tuple[str, ...]:
     """The query's stated dimensions no applied overlay states (upstream answers regardless)."""
     return tuple(
         f"{d}={q}"
@@ -593,17 +602,63 @@ def _resolve(
     *,
     digest: bool,
 ) -> RecipeResult:
+    """The resolution, step by step; each step raises what the query or the catalog breaks, in
+    this order: the query, the overlays, the mixins, the profile, the overrides, the values, the
+    dependencies."""
     criteria, wanted = _query_of(catalog, query)
+    applied, name, notes = _applied(catalog, criteria, wanted)
+    acc, mixin_names = _accumulate(catalog, applied, name)
+    scale = select_profile(catalog, profile, criteria, nodes)
+    wanted_state, value_overrides = _split_overrides(catalog, acc, overrides, name)
+    refs = {n: r for n, r in acc.refs.items() if wanted_state.get(n, ref_enabled(r))}
+    disabled = {n for n in acc.refs if n not in refs}
+    values, used_files = _values(catalog, refs, scale, value_overrides, disabled, name)
+    order, deps, depth = _order(catalog, acc, refs, name)
+    components = tuple(
+        _component(catalog, refs[n], i, values[n], used_files[n], deps[n], depth[n])
+        for i, n in enumerate(order)
+    )
+    result = RecipeResult(
+        name=name,
+        criteria=criteria,
+        applied_overlays=tuple(o.name for o in applied),
+        mixins=mixin_names,
+        constraints=tuple(acc.constraints[k] for k in sorted(acc.constraints)),
+        components=components,
+        validation={k: acc.validation[k] for k in sorted(acc.validation)},
+        scale_profile=scale.name,
+        scale_profile_version=scale.version,
+        overrides=tuple(overrides),
+        digest="",
+        file_digests={
+            p: _file_digest(catalog, p)
+            for c in components
+            for p in sorted({*c.values_files, *c.manifest_files, *c.pre_manifest_files})
+        },
+        disabled=tuple(sorted(disabled)),
+        notes=notes,
+    )
+    if not digest:
+        check_canonical(_document(result, with_digest=False))  # what the digest would raise
+        return result
+    return replace(result, digest=sha256_digest(_document(result, with_digest=False)))
+
+
+def _applied(
+    catalog: Catalog, criteria: Criteria, wanted: str | None
+) -> tuple[tuple[Overlay, ...], str, tuple[str, ...]]:
+    """The overlays applied for `criteria` in merge order, the recipe's name (the leaf asked
+    for, else the most specific applied overlay), and the notes to print with the recipe."""
     applied = select(catalog, criteria)
     if wanted is not None and wanted not in {o.name for o in applied}:
         raise ResolveError(
             f"recipe '{wanted}' is shadowed by another overlay with the same criteria"
         )
     notes: list[str] = []
-    missing_dims = unhonoured(criteria, applied)
+    missing_dims = _unhonoured(criteria, applied)
     if missing_dims:
         # upstream answers with the overlays that match; it does not refuse the query
-        options = completions(catalog, criteria)
+        options = _completions(catalog, criteria)
         listed = "; ".join(options) if options else "none"
         notes.append(
             f"no overlay states {', '.join(missing_dims)}: the recipe is built from the "
@@ -615,8 +670,13 @@ def _resolve(
         key=lambda o: (o.criteria.specificity(), o.name),
         default=None,
     )
-    name = wanted or (chosen.name if chosen else "base")
+    return applied, wanted or (chosen.name if chosen else "base"), tuple(notes)
 
+
+def _accumulate(
+    catalog: Catalog, applied: Sequence[Overlay], name: str
+) -> tuple[_Acc, tuple[str, ...]]:
+    """The applied overlays merged in order, then their mixins; and the mixins' names."""
     acc = _Acc()
     for overlay in applied:
         acc.add(overlay)
@@ -626,10 +686,15 @@ def _resolve(
         if mixin is None:
             raise ResolveError(f"mixin '{m}' does not exist (used by {name})")
         acc.add(mixin)
+    return acc, mixin_names
 
-    scale = select_profile(catalog, profile, criteria, nodes)
 
-    # enabled: the user's `--set component:enabled=…` wins over the recipe's (upstream)
+def _split_overrides(
+    catalog: Catalog, acc: _Acc, overrides: Sequence[Override], name: str
+) -> tuple[dict[str, bool], list[tuple[str, Override]]]:
+    """The user's overrides checked against the recipe's components: the enabled states they ask
+    for (`--set component:enabled=…` wins over the recipe's, as upstream), and the value
+    overrides, each with its component's canonical name."""
     wanted_state: dict[str, bool] = {}
     value_overrides: list[tuple[str, Override]] = []
     for o in overrides:
@@ -647,8 +712,19 @@ def _resolve(
             wanted_state[comp] = state
         else:
             value_overrides.append((comp, o))
-    refs = {n: r for n, r in acc.refs.items() if wanted_state.get(n, ref_enabled(r))}
-    disabled = {n for n in acc.refs if n not in refs}
+    return wanted_state, value_overrides
+
+
+def _values(
+    catalog: Catalog,
+    refs: Mapping[str, ComponentRef],
+    scale: ScaleProfile,
+    value_overrides: Sequence[tuple[str, Override]],
+    disabled: set[str],
+    name: str,
+) -> tuple[dict[str, dict[str, Any]], dict[str, tuple[str, ...]]]:
+    """Each enabled component's values (its files and overrides, then the scale profile's owned
+    values, then the user's overrides) and the files they came from."""
     values: dict[str, dict[str, Any]] = {}
     used_files: dict[str, tuple[str, ...]] = {}
     for n, r in refs.items():
@@ -657,32 +733,49 @@ def _resolve(
     owned = {(ov.component, ov.path): ov for ov in scale.owned_values if ov.component in refs}
     for (owner, path), ov in sorted(owned.items()):
         values[owner] = _set_path_in_place(values[owner], path, ov.value)
-    # user overrides, never contradicting an owned value
     for comp, o in value_overrides:
         if comp in disabled:
             raise ResolveError(
                 f"override {o.origin}: component '{comp}' is disabled in recipe '{name}'"
             )
-        blocked = _non_mapping_prefix(values[comp], o.path)
-        if blocked:
-            raise ResolveError(
-                f"override {o.origin}: '{blocked}' of component '{comp}' is not a mapping, so "
-                f"'{o.path}' cannot be set inside it"
-            )
-        new = set_path(values[comp], o.path, o.value)
-        for (oc, opath), ov in sorted(owned.items()):
-            if oc != comp:
-                continue
-            found, now = get_path(new, opath)
-            if not found or now != ov.value:
-                raise ScaleError(
-                    f"override {o.origin} contradicts {comp}:{opath}={ov.value!r}, owned by scale profile "
-                    f"'{scale.name}' {scale.version} ({ov.rationale.strip()}); drop the override or choose "
-                    "another profile"
-                )
-        values[comp] = new
+        values[comp] = _user_override(values[comp], comp, o, owned, scale)
+    return values, used_files
 
-    deps: dict[str, tuple[str, ...]] = {}
+
+def _user_override(
+    current: dict[str, Any],
+    comp: str,
+    o: Override,
+    owned: Mapping[tuple[str, str], OwnedValue],
+    scale: ScaleProfile,
+) -> dict[str, Any]:
+    """`current` with one user override applied, which may not contradict an owned value."""
+    blocked = _non_mapping_prefix(current, o.path)
+    if blocked:
+        raise ResolveError(
+            f"override {o.origin}: '{blocked}' of component '{comp}' is not a mapping, so "
+            f"'{o.path}' cannot be set inside it"
+        )
+    new = set_path(current, o.path, o.value)
+    for (oc, opath), ov in sorted(owned.items()):
+        if oc != comp:
+            continue
+        found, now = get_path(new, opath)
+        if not found or now != ov.value:
+            raise ScaleError(
+                f"override {o.origin} contradicts {comp}:{opath}={ov.value!r}, owned by scale profile "
+                f"'{scale.name}' {scale.version} ({ov.rationale.strip()}); drop the override or choose "
+                "another profile"
+            )
+    return new
+
+
+def _order(
+    catalog: Catalog, acc: _Acc, refs: Mapping[str, ComponentRef], name: str
+) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]], dict[str, int]]:
+    """The enabled components' deployment order, their dependencies among themselves and their
+    depth. Upstream orders every declared component, then leaves the disabled out of the order,
+    so an unknown dependency or a cycle is refused even through a disabled component."""
     for n, r in acc.refs.items():
         unknown = [d for d in r.dependency_refs if d not in acc.refs]
         if unknown:
@@ -692,69 +785,48 @@ def _resolve(
                 [_dep_diag(catalog, acc, n, unknown[0], msg, "dependency.unknown")],
             )
     try:
-        # upstream orders every declared component, then leaves the disabled out of the order
         full_order, _ = deployment_order({n: r.dependency_refs for n, r in acc.refs.items()})
-    except ValueError as e:
-        cycle = str(e).split(" → ")
-        msg = f"dependency cycle: {e}"
-        raise ResolveError(
-            f"recipe '{name}': {msg}",
-            [_dep_diag(catalog, acc, cycle[0], cycle[1], msg, "dependency.cycle")],
+    except DependencyCycleError as e:
+        raise DependencyCycleError(
+            e.cycle,
+            f"recipe '{name}': {e.message}",
+            [_dep_diag(catalog, acc, e.cycle[0], e.cycle[1], e.message, "dependency.cycle")],
         ) from e
-    for n, r in refs.items():
-        deps[n] = tuple(d for d in r.dependency_refs if d in refs)
+    deps = {n: tuple(d for d in r.dependency_refs if d in refs) for n, r in refs.items()}
     _, depth = deployment_order(deps)
-    order = tuple(n for n in full_order if n in refs)
+    return tuple(n for n in full_order if n in refs), deps, depth
 
-    components = []
-    for i, n in enumerate(order):
-        r = refs[n]
-        reg = catalog.registry.components.get(n)
-        repo = r.source or (reg.repository if reg else None)
-        chart = r.chart or registry_chart(reg.chart if reg else None)
-        components.append(
-            ResolvedComponent(
-                name=n,
-                type=r.type or (reg.kind if reg else "Helm"),
-                repository=repo,
-                chart=(chart or n) if repo else None,
-                version=r.version or (reg.version if reg else None),
-                namespace=r.namespace or (reg.namespace if reg and reg.namespace else ""),
-                values=values[n],
-                manifest_files=r.manifest_files,
-                pre_manifest_files=r.pre_manifest_files,
-                dependency_refs=tuple(sorted(deps[n])),
-                order=i,
-                depth=depth[n],
-                values_files=used_files[n],
-                values_file=r.values_file,
-                overrides=r.overrides,
-            )
-        )
-    result = RecipeResult(
-        name=name,
-        criteria=criteria,
-        applied_overlays=tuple(o.name for o in applied),
-        mixins=mixin_names,
-        constraints=tuple(acc.constraints[k] for k in sorted(acc.constraints)),
-        components=tuple(components),
-        validation={k: acc.validation[k] for k in sorted(acc.validation)},
-        scale_profile=scale.name,
-        scale_profile_version=scale.version,
-        overrides=tuple(overrides),
-        digest="",
-        file_digests={
-            p: _file_digest(catalog, p)
-            for c in components
-            for p in sorted({*c.values_files, *c.manifest_files, *c.pre_manifest_files})
-        },
-        disabled=tuple(sorted(disabled)),
-        notes=tuple(notes),
+
+def _component(
+    catalog: Catalog,
+    r: ComponentRef,
+    order: int,
+    values: dict[str, Any],
+    values_files: tuple[str, ...],
+    deps: tuple[str, ...],
+    depth: int,
+) -> ResolvedComponent:
+    """One resolved component: the merged reference, registry defaults for what it leaves out."""
+    reg = catalog.registry.components.get(r.name)
+    repo = r.source or (reg.repository if reg else None)
+    chart = r.chart or _registry_chart(reg.chart if reg else None)
+    return ResolvedComponent(
+        name=r.name,
+        type=r.type or (reg.kind if reg else "Helm"),
+        repository=repo,
+        chart=(chart or r.name) if repo else None,
+        version=r.version or (reg.version if reg else None),
+        namespace=r.namespace or (reg.namespace if reg and reg.namespace else ""),
+        values=values,
+        manifest_files=r.manifest_files,
+        pre_manifest_files=r.pre_manifest_files,
+        dependency_refs=tuple(sorted(deps)),
+        order=order,
+        depth=depth,
+        values_files=values_files,
+        values_file=r.values_file,
+        overrides=r.overrides,
     )
-    if not digest:
-        check_canonical(_document(result, with_digest=False))  # what the digest would raise
-        return result
-    return replace(result, digest=sha256_digest(_document(result, with_digest=False)))
 
 
 def _dep_diag(catalog: Catalog, acc: _Acc, comp: str, dep: str, msg: str, rule: str) -> Diagnostic:
@@ -837,7 +909,7 @@ def recipe_document(result: RecipeResult) -> dict[str, Any]:
     return _document(result, with_digest=True)
 
 
-def applicable_profiles(catalog: Catalog, leaf: str) -> tuple[str, ...]:
+def _applicable_profiles(catalog: Catalog, leaf: str) -> tuple[str, ...]:
     """The scale profiles that apply to a leaf recipe (`standard` always), sorted."""
     crit = catalog.overlays[leaf].criteria
     names = {DEFAULT_PROFILE} | {
@@ -850,7 +922,7 @@ def resolve_all(catalog: Catalog) -> dict[tuple[str, str], RecipeResult]:
     """Every leaf × applicable profile that resolves (validate reports the ones that do not)."""
     out: dict[tuple[str, str], RecipeResult] = {}
     for leaf in catalog.leaves():
-        for prof in applicable_profiles(catalog, leaf):
+        for prof in _applicable_profiles(catalog, leaf):
             try:
                 out[(leaf, prof)] = resolve(catalog, leaf, profile=prof)
             except (ResolveError, ScaleError):

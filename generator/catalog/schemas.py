@@ -1,4 +1,8 @@
-"""The project's JSON Schemas (draft 2020-12, in `catalog/schemas/`) and located schema diagnostics."""
+"""The project's JSON Schemas (draft 2020-12, in `catalog/schemas/`) and located schema diagnostics.
+
+Entry: `check(doc, name) -> diagnostics`, used by `load` at the boundary and by every reader of the
+project's own kinds; `schema(name)` and `validator(name)` give the schema and its validator.
+"""
 
 from __future__ import annotations
 

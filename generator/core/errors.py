@@ -6,7 +6,7 @@ it and says what the user should do.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -94,6 +94,23 @@ class ResolveError(CatalogError):
     """A query or recipe name does not resolve to a recipe."""
 
     hint = "check the criteria with `aicr-catalog list`"
+
+
+class DependencyCycleError(ResolveError, ValueError):
+    """Components whose `dependencyRefs` form a cycle. `cycle` names it closed, smallest name
+    first (`a → b → a`). Also a ValueError, as the ordering raised before it was typed."""
+
+    def __init__(
+        self,
+        cycle: Sequence[str],
+        message: str | None = None,
+        diagnostics: Iterable[Diagnostic] = (),
+    ) -> None:
+        self.cycle = tuple(cycle)
+        super().__init__(message or f"dependency cycle: {self.cycle_text()}", diagnostics)
+
+    def cycle_text(self) -> str:
+        return " → ".join(self.cycle)
 
 
 class ScaleError(CatalogError):

@@ -166,6 +166,11 @@ class OwnedValue:
     ] = ()  # qualified: evidence files (`<recipe>/<source>/<sha>.sigstore.json`)
 
 
+# The scale profile a recipe is resolved, bundled and qualified at unless another is named; a
+# catalog without a profile of that name gets a built-in one (the recipe as written).
+DEFAULT_PROFILE = "standard"
+
+
 @dataclass(frozen=True, slots=True)
 class ScaleProfile:
     name: str

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generator.core.errors import CatalogError
-from generator.core.records import Catalog, RecipeResult
+from generator.core.records import DEFAULT_PROFILE, Catalog, RecipeResult
 from generator.evidence.judge import Judge, attested_after_logged
 from generator.evidence.model import (
     Evidence,
@@ -42,7 +42,6 @@ from generator.evidence.upstream import (
     verify_pointers,
 )
 from generator.evidence.verify import (
-    DEFAULT_PROFILE,
     digest_key,
     verify_evidence,
     with_current_digests,

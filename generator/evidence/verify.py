@@ -50,6 +50,7 @@ from sigstore.errors import CertValidationError, Error, VerificationError
 from sigstore.models import Bundle, TrustedRoot
 from sigstore.verify import Verifier
 
+from generator.core.records import DEFAULT_PROFILE
 from generator.evidence.model import (
     Evidence,
     EvidenceFile,
@@ -75,7 +76,6 @@ _OID_ISSUER_V2 = ObjectIdentifier("1.3.6.1.4.1.57264.1.8")
 _OID_OTHERNAME = ObjectIdentifier("1.3.6.1.4.1.57264.1.7")
 # Below this many files the pool's start-up costs more than it saves.
 PARALLEL_THRESHOLD = 64
-DEFAULT_PROFILE = "standard"
 
 
 # --- reading the certificate (for policy and for explaining failures) -------------------------

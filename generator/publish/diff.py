@@ -25,7 +25,7 @@ from generator.catalog.load import load_catalog
 from generator.catalog.resolve import resolve_all
 from generator.core import markdown, safeio
 from generator.core.errors import CatalogError, UsageError, printable
-from generator.core.records import Catalog, RecipeResult
+from generator.core.records import DEFAULT_PROFILE, Catalog, RecipeResult
 
 WORKTREE = "WORKTREE"
 
@@ -188,9 +188,11 @@ def _evidence_refs(root: Path, evidence_dir: str) -> dict[str, EvidenceRef]:
             raw = safeio.read(path, root=base, where="the evidence directory")
             env = json.loads(raw)["dsseEnvelope"]
             st = parse_statement(env["payloadType"], base64.b64decode(env["payload"]))
-            out[rel] = EvidenceRef(rel, st.recipe, st.scale_profile or "standard", st.recipe_digest)
+            out[rel] = EvidenceRef(
+                rel, st.recipe, st.scale_profile or DEFAULT_PROFILE, st.recipe_digest
+            )
         except (OSError, ValueError, KeyError, TypeError, StatementError, safeio.Refusal):
-            out[rel] = EvidenceRef(rel, recipe, "standard", "")
+            out[rel] = EvidenceRef(rel, recipe, DEFAULT_PROFILE, "")
     return out
 
 

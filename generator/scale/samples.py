@@ -25,7 +25,7 @@ from typing import Any
 
 from generator.catalog.resolve import recipe_document
 from generator.core.canonical import dump_yaml, sha256_digest
-from generator.core.records import Catalog, RecipeResult
+from generator.core.records import DEFAULT_PROFILE, Catalog, RecipeResult
 from generator.evidence.sign import DEMO_IDENTITY, DEMO_ISSUER, sign_offline
 from generator.evidence.store import evidence_path
 from generator.evidence.testroot import Authority
@@ -85,7 +85,6 @@ GB300_DYNAMO = "gb300-eks-ubuntu-inference-dynamo"
 GB200_KUBEFLOW = "gb200-eks-ubuntu-training-kubeflow"
 GB200_SLURM = "gb200-eks-ubuntu-training-slurm"
 LARGE = "nvl72-2304"
-STANDARD = "standard"
 LADDER = ("lane-36", "lane-72", "lane-144", "lane-288", "lane-576", "lane-1152", "lane-2304")
 
 
@@ -97,8 +96,8 @@ def _plan() -> tuple[SampleRun, ...]:
                 SampleRun(GB300_SLURM, LARGE, lane, signer, 10 + 3 * i + offset, "ladder climb")
             )
     runs += [
-        SampleRun(GB300_SLURM, STANDARD, "lane-36", "lab-a", 5, "standard profile"),
-        SampleRun(GB300_SLURM, STANDARD, "lane-36", "lab-b", 6, "standard profile"),
+        SampleRun(GB300_SLURM, DEFAULT_PROFILE, "lane-36", "lab-a", 5, "standard profile"),
+        SampleRun(GB300_SLURM, DEFAULT_PROFILE, "lane-36", "lab-b", 6, "standard profile"),
         SampleRun(
             GB300_SLURM,
             LARGE,
@@ -147,7 +146,7 @@ def _plan() -> tuple[SampleRun, ...]:
             "failing lane: undersized cluster",
             missing_nodes=18,
         ),
-        SampleRun(GB200_SLURM, STANDARD, "lane-36", "lab-a", 8, "single signer"),
+        SampleRun(GB200_SLURM, DEFAULT_PROFILE, "lane-36", "lab-a", 8, "single signer"),
     ]
     return tuple(runs)
 

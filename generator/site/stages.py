@@ -29,7 +29,7 @@ from generator.core.errors import (
     Severity,
     ValidationError,
 )
-from generator.core.records import Catalog, RecipeResult
+from generator.core.records import DEFAULT_PROFILE, Catalog, RecipeResult
 from generator.site.model import Check, Download, EvidenceRun, Kpi, Lane, LaneStatus, StageNote
 
 
@@ -71,7 +71,7 @@ def resolve_leaf(
     """
     from generator.catalog.resolve import resolve
 
-    names = sorted(catalog.profiles, key=lambda n: (n != "standard", n)) or ["standard"]
+    names = sorted(catalog.profiles, key=lambda n: (n != DEFAULT_PROFILE, n)) or [DEFAULT_PROFILE]
     results: list[RecipeResult] = []
     problems: list[Diagnostic] = []
     for profile in names:
@@ -489,7 +489,7 @@ def aggregate(
             exclusion, downgraded = verdict
             if exclusion in ("stale", "stale-criteria"):
                 run = replace(run, state="stale", reason=run.reason or _EXCLUSION_TEXT[exclusion])
-                stale_lanes.add((run.recipe, run.profile or "standard", run.lane))
+                stale_lanes.add((run.recipe, run.profile or DEFAULT_PROFILE, run.lane))
             elif exclusion:
                 # verdict-mismatch and attested-after-logged name the disagreement themselves
                 reason = run.reason or downgraded or _EXCLUSION_TEXT.get(exclusion, exclusion)
