@@ -45,9 +45,12 @@ def command(catalog_path: Path, update_baselines: bool, fmt: str) -> None:
     Exit codes: 0 compatible, 1 breaking change, invalid schema or stale acknowledgement,
     2 usage.
     """
+    from generator.cli import main
+
+    surface = compat.cli_surface(main)
     if update_baselines:
         try:
-            written = compat.update_baselines(SCHEMA_DIR, catalog_path, __version__)
+            written = compat.update_baselines(SCHEMA_DIR, catalog_path, __version__, cli=surface)
         except ValueError as e:
             click.echo(f"error: {e}", err=True)
             sys.exit(EXIT_USAGE)
@@ -56,11 +59,11 @@ def command(catalog_path: Path, update_baselines: bool, fmt: str) -> None:
             err=True,
         )
         return
-    report = compat.check(SCHEMA_DIR, catalog_path, __version__)
+    report = compat.check(SCHEMA_DIR, catalog_path, __version__, cli=surface)
     if fmt == "json":
         out = compat.report_json(report)
     elif fmt == "github":
-        out = compat.report_github(report, SCHEMA_DIR)
+        out = compat.report_github(report, SCHEMA_DIR, main)
     else:
         out = compat.report_text(report)
     click.echo(out, nl=False)
