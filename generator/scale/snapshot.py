@@ -6,7 +6,7 @@ the subtype ends at the first dot after the type, so keys may themselves contain
 (`OS.sysctl./proc/sys/net/core/somaxconn`), except for `SystemD`, whose subtypes are unit names
 (`containerd.service`) and whose key follows the last dot. The schema
 (`catalog/schemas/snapshot.schema.json`) is checked at this boundary, so every reading in a
-`Snapshot` record is a JSON scalar.
+`ClusterSnapshot` record is a JSON scalar.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ Reading = str | int | float | bool
 
 
 @dataclass(frozen=True, slots=True)
-class Snapshot:
+class ClusterSnapshot:
     rel: str  # the file name as the user gave it, for messages
     api_version: str
     metadata: Mapping[str, str]
@@ -66,8 +66,8 @@ def join_path(mtype: str, subtype: str, key: str) -> str:
     return f"{mtype}.{subtype}.{key}"
 
 
-def snapshot_from(doc: Document) -> Snapshot:
-    """A `Snapshot` from a parsed document; raises LoadError listing every problem."""
+def snapshot_from(doc: Document) -> ClusterSnapshot:
+    """A `ClusterSnapshot` from a parsed document; raises LoadError listing every problem."""
     diags: list[Diagnostic] = []
     data = doc.data
     if not isinstance(data, dict):
@@ -124,7 +124,7 @@ def snapshot_from(doc: Document) -> Snapshot:
     if diags:
         raise LoadError(f"{doc.rel}: invalid Snapshot", diags)
     metadata = {str(k): str(v) for k, v in sorted((data.get("metadata") or {}).items())}
-    return Snapshot(
+    return ClusterSnapshot(
         rel=doc.rel,
         api_version=str(api),
         metadata=metadata,
@@ -132,7 +132,7 @@ def snapshot_from(doc: Document) -> Snapshot:
     )
 
 
-def parse_snapshot(raw: bytes | str, rel: str) -> Snapshot:
+def parse_snapshot(raw: bytes | str, rel: str) -> ClusterSnapshot:
     """Parse snapshot bytes (YAML or JSON); raises LoadError with located diagnostics."""
     import hashlib
     from dataclasses import replace
