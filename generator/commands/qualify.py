@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -13,6 +12,7 @@ from generator.catalog.resolve import resolve
 from generator.commands.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, catalog_option, open_catalog
 from generator.core import safeio
 from generator.core.errors import CatalogError, UsageError
+from generator.core.timeutil import source_date_epoch
 from generator.scale.qualify import (
     CTRF_SUFFIX,
     KPI_FILE,
@@ -133,7 +133,8 @@ def command(
             files[PREFLIGHT_FILE] = preflight_path.read_bytes()
         run = parse_run(files, phases)
         binding = bundle_binding(bundle, lambda p: Path(p).read_bytes())
-        when = attested_at_from(os.environ.get("SOURCE_DATE_EPOCH"), run, attested_at)
+        epoch = source_date_epoch()
+        when = attested_at_from(None if epoch is None else str(epoch), run, attested_at)
         outcome = qualify(
             lanes, lane, result, ladder, run, bundle=binding, attested_at=when, sample=sample
         )

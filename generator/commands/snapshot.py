@@ -20,6 +20,7 @@ from generator.catalog.load import load_catalog
 from generator.commands.common import EXIT_USAGE
 from generator.core.atomic import write_atomic
 from generator.core.errors import CatalogError
+from generator.core.timeutil import now_rfc3339
 from generator.scale.collect import (
     Collected,
     LiveOptions,
@@ -97,7 +98,7 @@ def _live(kubeconfig: Path | None, context: str | None, options: LiveOptions) ->
         _usage(f"kubectl cannot reach the cluster: {failures['version.json']}")
     for name, err in sorted(failures.items()):
         click.echo(f"warning: {name}: kubectl failed: {err}", err=True)
-    outputs["collected-at.txt"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()).encode()
+    outputs["collected-at.txt"] = now_rfc3339().encode()
     return outputs
 
 

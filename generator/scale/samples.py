@@ -26,6 +26,7 @@ from typing import Any
 from generator.catalog.resolve import recipe_document
 from generator.core.canonical import dump_yaml, sha256_digest
 from generator.core.records import Catalog, RecipeResult
+from generator.core.timeutil import rfc3339
 from generator.evidence.sign import DEMO_IDENTITY, DEMO_ISSUER, sign_offline
 from generator.evidence.store import evidence_path
 from generator.evidence.testroot import Authority
@@ -200,7 +201,7 @@ def _ctrf(tests: list[dict[str, Any]], start: int) -> bytes:
 
 
 def finished_at(run: SampleRun) -> str:
-    return (EPOCH + dt.timedelta(days=run.day)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(EPOCH + dt.timedelta(days=run.day))
 
 
 Preflight = Callable[[RecipeResult, bytes], bytes]  # (recipe, snapshot bytes) -> report JSON
