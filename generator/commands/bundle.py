@@ -19,6 +19,7 @@ from generator.commands.common import (
     criteria_from,
     criteria_options,
     fail,
+    handles_errors,
     open_catalog,
     report_error,
 )
@@ -173,6 +174,7 @@ def _write_archive(data: bytes, out_dir: Path, name: str) -> Path:
 )
 @catalog_option
 @click.pass_context
+@handles_errors
 def command(
     ctx: click.Context,
     recipe: str | None,
@@ -267,6 +269,7 @@ def command(
 
 @command.command(name="verify")
 @click.argument("directory", type=click.Path(path_type=Path))
+@handles_errors
 def verify_command(directory: Path) -> None:
     """Check a bundle directory against its checksums.txt: every changed, missing or unlisted
     file is named.

@@ -10,7 +10,7 @@ import click
 
 from generator.catalog.load import load_catalog
 from generator.catalog.resolve import resolve
-from generator.commands.common import catalog_option
+from generator.commands.common import catalog_option, handles_errors
 from generator.core.errors import CatalogError, Severity
 from generator.core.records import Catalog
 from generator.pins.check import check_pins
@@ -67,8 +67,9 @@ Exit codes:
 
 
 def _fail(message: str, code: ExitCode = ExitCode.USAGE) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(int(code))
+    """Stop `pins` (printed by `handles_errors`): by default a usage error, as the catalog
+    could not be read or the call was wrong."""
+    raise CatalogError(message, exit_code=int(code))
 
 
 def _load(root: Path) -> Catalog:
@@ -164,6 +165,7 @@ def _progress(message: str) -> None:
     show_default=True,
     help="With --write: the evidence tree checked for evidence made stale.",
 )
+@handles_errors
 def command(
     catalog_path: Path,
     fmt: str,

@@ -11,9 +11,10 @@ import click
 from generator.catalog.load import load_catalog
 from generator.catalog.manifests import read_manifests
 from generator.catalog.resolve import resolve, select_profile
+from generator.commands.common import handles_errors
 from generator.commands.query import parse_overrides
 from generator.core import safeio
-from generator.core.errors import CatalogError, Severity
+from generator.core.errors import CatalogError, Severity, UsageError
 from generator.core.records import DIMENSIONS, WILDCARD, Criteria
 from generator.render import render_bundle
 from generator.scale.preflight import (
@@ -30,10 +31,8 @@ EXIT_USAGE = 2
 
 
 def _usage(message: str, e: CatalogError | None = None) -> NoReturn:
-    if e is not None and e.diagnostics:
-        click.echo(e.diagnostics_text(), err=True)
-    click.echo(f"error: {message}", err=True)
-    sys.exit(EXIT_USAGE)
+    """Every refusal of preflight's inputs is a usage error (exit 2), its diagnostics kept."""
+    raise UsageError(message, e.diagnostics if e is not None else ()) from e
 
 
 def parse_recipe(text: str) -> Criteria | str:
@@ -113,6 +112,7 @@ def parse_recipe(text: str) -> Criteria | str:
     help="text for people, json (catalog/schemas/preflight-report.schema.json) for tools, "
     "github for workflow annotations.",
 )
+@handles_errors
 def command(
     recipe: str,
     profile: str,

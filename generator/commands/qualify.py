@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 import click
 
 from generator.catalog.resolve import resolve
-from generator.commands.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, catalog_option, open_catalog
+from generator.commands.common import (
+    EXIT_DATA,
+    EXIT_OK,
+    catalog_option,
+    handles_errors,
+    open_catalog,
+)
 from generator.core import safeio
 from generator.core.errors import CatalogError, UsageError
 from generator.core.timeutil import source_date_epoch
@@ -37,13 +42,6 @@ def _read_results(directory: Path, phases: tuple[str, ...]) -> dict[str, bytes]:
                 path, root=directory, where="the results directory", limit=safeio.OTHER_BYTES
             )
     return files
-
-
-def _stop(e: CatalogError, code: int) -> NoReturn:
-    click.echo(e.diagnostics_text() if e.diagnostics else f"error: {e.message}", err=True)
-    if e.diagnostics:
-        click.echo(f"error: {e.message}", err=True)
-    sys.exit(code)
 
 
 @click.command("qualify")
@@ -93,6 +91,7 @@ def _stop(e: CatalogError, code: int) -> NoReturn:
 )
 @click.option("--sample", is_flag=True, help="Mark the statement as sample data.")
 @catalog_option
+@handles_errors
 def command(
     lane: str,
     recipe: str,
@@ -123,7 +122,7 @@ def command(
         lanes = lanes_of(catalog.documents)
         result = resolve(catalog, recipe, profile=profile)
     except CatalogError as e:
-        _stop(e, EXIT_DATA)
+        raise e.with_exit_code(EXIT_DATA) from e
     known = lanes.lane(lane)
     phases = known.phases if known is not None else lanes.phases
     ladder = catalog.profiles[profile].ladder if profile in catalog.profiles else ()
@@ -139,9 +138,9 @@ def command(
             lanes, lane, result, ladder, run, bundle=binding, attested_at=when, sample=sample
         )
     except OSError as e:
-        _stop(UsageError(f"--bundle {bundle}: {e.strerror}"), EXIT_USAGE)
+        raise UsageError(f"--bundle {bundle}: {e.strerror}") from e
     except CatalogError as e:  # unreadable results, unknown lane, lane off the ladder, bad date
-        _stop(e, EXIT_USAGE)
+        raise e.as_usage() from e
     if output is None:
         click.echo(outcome.statement.decode())
     else:

@@ -16,6 +16,7 @@ from generator.commands.common import (
     criteria_from,
     criteria_options,
     fail,
+    handles_errors,
     open_catalog,
     report_error,
 )
@@ -88,6 +89,7 @@ def _query(name: str, help_text: str | None = None) -> click.Command:
         "aicr: upstream AICR's RecipeResult (aicr.nvidia.com/v1alpha1), as `aicr recipe` "
         "writes it.",
     )
+    @handles_errors
     def command(
         recipe: str | None,
         service: str | None,

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from generator.bench.synth import TRUST_FILE, SynthOptions, synthesize
-from generator.commands.common import EXIT_USAGE, fail, report_error
+from generator.commands.common import EXIT_USAGE, fail, handles_errors, report_error
 from generator.core.errors import CatalogError, UsageError
 
 
@@ -28,6 +28,7 @@ from generator.core.errors import CatalogError, UsageError
     required=True,
     help="Output directory: new, empty, or one synth wrote before (it is replaced).",
 )
+@handles_errors
 def command(recipes: int, evidence: int, seed: int, jobs: int | None, out: Path) -> None:
     """Write a SYNTHETIC catalog of RECIPES leaf recipes (both scale profiles apply to each) and
     EVIDENCE scale-qualification runs signed by a generated trust root, for benchmarks.
