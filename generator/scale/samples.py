@@ -90,6 +90,33 @@ STANDARD = "standard"
 LADDER = ("lane-36", "lane-72", "lane-144", "lane-288", "lane-576", "lane-1152", "lane-2304")
 
 
+def _failing_lane_runs() -> tuple[SampleRun, ...]:
+    """GB200 Kubeflow: a climb that fails at lane-144 (a slow rollout, an undersized cluster)."""
+    return (
+        SampleRun(GB200_KUBEFLOW, LARGE, "lane-36", "lab-a", 20, "failing lane: climb"),
+        SampleRun(GB200_KUBEFLOW, LARGE, "lane-72", "lab-a", 22, "failing lane: climb"),
+        SampleRun(
+            GB200_KUBEFLOW,
+            LARGE,
+            "lane-144",
+            "lab-a",
+            24,
+            "failing lane: rollout too slow, monitoring on zero targets",
+            zero_targets=("monitoring-convergence",),
+            kpis=(("daemonset-rollout", 1410.0),),
+        ),
+        SampleRun(
+            GB200_KUBEFLOW,
+            LARGE,
+            "lane-144",
+            "lab-b",
+            25,
+            "failing lane: undersized cluster",
+            missing_nodes=18,
+        ),
+    )
+
+
 def _plan() -> tuple[SampleRun, ...]:
     runs: list[SampleRun] = []
     for i, lane in enumerate(LADDER):
@@ -127,27 +154,7 @@ def _plan() -> tuple[SampleRun, ...]:
                 ),
             ),
         ),
-        SampleRun(GB200_KUBEFLOW, LARGE, "lane-36", "lab-a", 20, "failing lane: climb"),
-        SampleRun(GB200_KUBEFLOW, LARGE, "lane-72", "lab-a", 22, "failing lane: climb"),
-        SampleRun(
-            GB200_KUBEFLOW,
-            LARGE,
-            "lane-144",
-            "lab-a",
-            24,
-            "failing lane: rollout too slow, monitoring on zero targets",
-            zero_targets=("monitoring-convergence",),
-            kpis=(("daemonset-rollout", 1410.0),),
-        ),
-        SampleRun(
-            GB200_KUBEFLOW,
-            LARGE,
-            "lane-144",
-            "lab-b",
-            25,
-            "failing lane: undersized cluster",
-            missing_nodes=18,
-        ),
+        *_failing_lane_runs(),
         SampleRun(GB200_SLURM, STANDARD, "lane-36", "lab-a", 8, "single signer"),
     ]
     return tuple(runs)
@@ -327,6 +334,30 @@ def catalog_bundle_digest(catalog: Catalog) -> Callable[[RecipeResult], str]:
     return digest
 
 
+def _kpis(
+    lanes: Lanes, lane: Lane, recipe: RecipeResult, run: SampleRun, seed: str, nodes: int
+) -> list[dict[str, Any]]:
+    """The run's kpis.json entries: each required KPI passing its threshold (a ratio as
+    numerator/denominator), unless the run overrides the value."""
+    racks = nodes // lanes.nodes_per_rack
+    overrides = dict(run.kpis)
+    kpis = []
+    for spec, threshold in lanes.required_kpis(lane, recipe.criteria):
+        u = _unit(seed + spec.id)
+        targets = {"nodes": nodes, "racks": racks}.get(spec.min_targets, max(1, nodes // 4))
+        item: dict[str, Any] = {"id": spec.id, "unit": spec.unit, "targets": targets}
+        if spec.measure == "ratio":
+            denominator = nodes * (40 + int(u * 20))
+            item["numerator"] = _ratio(threshold.operator, threshold.value, denominator, u)
+            item["denominator"] = denominator
+        else:
+            item["value"] = overrides.get(
+                spec.id, _passing_value(threshold.operator, threshold.value, u)
+            )
+        kpis.append(item)
+    return kpis
+
+
 def raw_results(
     lanes: Lanes,
     lane: Lane,
@@ -360,21 +391,7 @@ def raw_results(
                 test["message"] = failed[s.id]
             tests.append(test)
         files[phase + CTRF_SUFFIX] = _ctrf(tests, start)
-    overrides = dict(run.kpis)
-    kpis = []
-    for spec, threshold in lanes.required_kpis(lane, recipe.criteria):
-        u = _unit(seed + spec.id)
-        targets = {"nodes": nodes, "racks": racks}.get(spec.min_targets, max(1, nodes // 4))
-        item: dict[str, Any] = {"id": spec.id, "unit": spec.unit, "targets": targets}
-        if spec.measure == "ratio":
-            denominator = nodes * (40 + int(u * 20))
-            item["numerator"] = _ratio(threshold.operator, threshold.value, denominator, u)
-            item["denominator"] = denominator
-        else:
-            item["value"] = overrides.get(
-                spec.id, _passing_value(threshold.operator, threshold.value, u)
-            )
-        kpis.append(item)
+    kpis = _kpis(lanes, lane, recipe, run, seed, nodes)
     files[KPI_FILE] = (
         json.dumps({"kpis": kpis}, indent=2, sort_keys=True, allow_nan=False) + "\n"
     ).encode()
