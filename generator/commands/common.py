@@ -143,10 +143,7 @@ def open_catalog(path: Path) -> Catalog:
             f"catalog directory '{path}' not found; run from the repository root or pass --catalog PATH",
             EXIT_USAGE,
         )
-    try:
-        catalog, diags = load_catalog(path)
-    except CatalogError as e:
-        report_error(e)
+    catalog, diags = load_catalog(path)  # a CatalogError is reported by handles_errors
     errors = [d for d in diags if d.severity is Severity.ERROR]
     if errors:
         for d in errors:

@@ -469,7 +469,9 @@ def push_command(
             cache=cache_for(oci_cache),
         )
     except RegistryError as e:
-        fail(printable(f"{e.message} [{e.rule}]"), e.exit_code)
+        raise CatalogError(
+            printable(f"{e.message} [{e.rule}]"), hint=e.hint, exit_code=e.exit_code
+        ) from e
     except UsageError as e:
         fail(e.message, EXIT_USAGE)
     except CatalogError as e:
@@ -509,7 +511,9 @@ def pull_command(reference: str, offline: bool, allow_tag: bool, oci_cache: Path
     try:
         pulled = pull(reference, cache=cache_for(oci_cache), offline=offline, allow_tag=allow_tag)
     except RegistryError as e:
-        fail(printable(f"{e.message} [{e.rule}]"), e.exit_code)
+        raise CatalogError(
+            printable(f"{e.message} [{e.rule}]"), hint=e.hint, exit_code=e.exit_code
+        ) from e
     where = "cache" if pulled.from_cache else "registry"
     click.echo(printable(f"{pulled.reference} ({pulled.artifact_type}, from the {where})"))
     for name in sorted(pulled.files):
