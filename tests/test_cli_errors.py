@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Iterator
+from pathlib import Path
 
 import click
 import pytest
@@ -93,7 +94,7 @@ def test_a_bug_is_not_swallowed() -> None:
     assert isinstance(result.exception, KeyError)
 
 
-def test_the_real_cli_exits_with_the_errors_code(tmp_path: object) -> None:
+def test_the_real_cli_exits_with_the_errors_code() -> None:
     runner = CliRunner()
     missing = runner.invoke(main, ["validate", "--catalog", "/nonexistent/catalog"])
     assert missing.exit_code == 2
@@ -101,3 +102,20 @@ def test_the_real_cli_exits_with_the_errors_code(tmp_path: object) -> None:
     unknown = runner.invoke(main, ["query", "--recipe", "no-such-recipe"])
     assert unknown.exit_code == 1 and "Traceback" not in unknown.stderr
     assert "error: no recipe named 'no-such-recipe'" in unknown.stderr
+
+
+def test_a_non_ascii_digit_epoch_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    """`'²'.isdigit()` is True but int('²') fails: the archive path once raised a ValueError."""
+    from tests.conftest import CATALOG
+
+    result = CliRunner().invoke(
+        main,
+        [
+            *("bundle", "--catalog", str(CATALOG), "--recipe", "gb300-eks-ubuntu-training-slurm"),
+            *("--archive", "-o", str(tmp_path)),
+        ],
+        env={"SOURCE_DATE_EPOCH": "²"},
+    )
+    assert result.exit_code == 1, result.exception
+    assert result.stderr == "error: SOURCE_DATE_EPOCH must be a non-negative integer, got '²'\n"
+    assert list(tmp_path.iterdir()) == []
