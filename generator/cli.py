@@ -69,13 +69,9 @@ class LazyCommands(MutableMapping[str, click.Command]):
         return len({*self._spec, *self._loaded})
 
 
-class CatalogGroup(click.Group):
-    """The command group. Errors are handled by each command's `handles_errors` (one decorator,
-    in commands/common.py; a test checks every registered command goes through it)."""
-
-
+# errors: every command's callback goes through commands.common.handles_errors (a test checks
+# each registered command), which prints them and exits with CatalogError.exit_code
 @click.group(
-    cls=CatalogGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.version_option(__version__, prog_name="aicr-catalog")

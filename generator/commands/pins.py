@@ -80,9 +80,8 @@ def _load(root: Path) -> Catalog:
         )
     try:
         catalog, diags = load_catalog(root)
-    except CatalogError as e:
-        click.echo(e.diagnostics_text(), err=True)
-        _fail(e.message)
+    except CatalogError as e:  # an unreadable catalog is a usage error for pins (exit 2)
+        raise e.as_usage() from e
     errors = [d for d in diags if d.severity is Severity.ERROR]
     for d in errors:
         click.echo(d.format(), err=True)
@@ -228,9 +227,7 @@ def _write(
     except PinWriteError as e:
         _fail(f"--write {spec}: {e.message}")
     except CatalogError as e:
-        for d in e.diagnostics:
-            click.echo(d.format(), err=True)
-        _fail(e.message)
+        raise e.as_usage() from e
     if check:
         _check_target(plan, fetcher)
     if not dry_run:
