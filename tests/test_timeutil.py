@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from generator.core.errors import RenderError, UsageError
-from generator.core.timeutil import now_rfc3339, parse_epoch, rfc3339, source_date_epoch
+from generator.core.timeutil import (
+    midnight_rfc3339,
+    now_rfc3339,
+    parse_epoch,
+    rfc3339,
+    source_date_epoch,
+)
 
 GENERATOR = Path(__file__).resolve().parent.parent / "generator"
 
@@ -65,3 +71,8 @@ def test_no_other_module_formats_rfc3339_or_reads_source_date_epoch() -> None:
             ):
                 offenders.append(f"{path.name}:{node.lineno}: reads SOURCE_DATE_EPOCH")
     assert offenders == []
+
+
+def test_midnight_rfc3339_of_a_date_and_a_time() -> None:
+    assert midnight_rfc3339("2026-12-02") == "2026-12-02T00:00:00Z"
+    assert midnight_rfc3339("2026-12-02T11:00:00Z") == "2026-12-02T11:00:00Z"

@@ -58,6 +58,12 @@ def rfc3339(when: int | float | datetime) -> str:
     return moment.strftime(RFC3339_FORMAT)
 
 
+def midnight_rfc3339(date: str) -> str:
+    """A `YYYY-MM-DD` date as the RFC 3339 time of its midnight UTC; a time (with a `T`) as
+    it is (the Atom feed's <updated> needs a time; the changelog dates some entries by day)."""
+    return date if "T" in date else f"{date}T00:00:00Z"
+
+
 def now_rfc3339() -> str:
     """The wall clock, as `rfc3339` writes it: only for records of when something was observed."""
     return rfc3339(datetime.now(UTC))
