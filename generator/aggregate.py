@@ -42,7 +42,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from itertools import repeat
 from operator import attrgetter
 from typing import Any
@@ -51,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 from generator.core.records import DEFAULT_PROFILE, DIMENSIONS, RecipeResult
+from generator.core.timeutil import rfc3339
 from generator.evidence.judge import CLOCK_SKEW_SECONDS, Judge
 from generator.evidence.model import (
     SCALE_QUALIFICATION_V1,
@@ -396,7 +396,7 @@ def _judgements(
 def _log_time(seconds: float) -> str:
     if seconds != seconds:  # NaN: no log time
         return "-"
-    return datetime.fromtimestamp(int(seconds), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(int(seconds))
 
 
 def _judge_runs(

@@ -7,19 +7,12 @@ not complete).
 
 from __future__ import annotations
 
-import errno
 import importlib
-import os
-import sys
 from collections.abc import Iterator, MutableMapping
-from typing import Any
 
 import click
 
 from generator import __version__
-from generator.core.errors import printable
-
-EXIT_DATA, EXIT_USAGE = 1, 2
 
 # name -> "module:attribute" of the click command. Commands are imported when used, so
 # `validate` does not pay for pandas, sigstore and plotly (the site, status and evidence stages).
@@ -76,54 +69,9 @@ class LazyCommands(MutableMapping[str, click.Command]):
         return len({*self._spec, *self._loaded})
 
 
-# what the environment refuses, as exit codes: an argument that cannot work (a read-only or
-# unwritable output directory, a path that is not a directory) is a usage error; the rest
-# (a full disk, a quota, an I/O error) fails the command like bad data
-_USAGE_ERRNOS = frozenset(
-    {
-        errno.EROFS,
-        errno.EACCES,
-        errno.EPERM,
-        errno.ENOTDIR,
-        errno.EISDIR,
-        errno.EADDRINUSE,
-        errno.EBUSY,
-    }
-)
-
-
-def os_error_text(e: OSError) -> str:
-    """One line for an OSError: what failed, on which path, and why (no traceback)."""
-    reason = e.strerror or str(e) or type(e).__name__
-    name = errno.errorcode.get(e.errno or 0, "")
-    where = f" {printable(os.fsdecode(e.filename))}:" if e.filename is not None else ""
-    hint = {
-        errno.ENOSPC: "; free disk space (or point TMPDIR and -o elsewhere) and run it again",
-        errno.EDQUOT: "; free space within the quota and run it again",
-        errno.EROFS: "; choose a writable output directory",
-        errno.EACCES: "; check the permissions or choose another path",
-    }.get(e.errno or 0, "")
-    return f"cannot complete:{where} {reason}" + (f" [{name}]" if name else "") + hint
-
-
-class CatalogGroup(click.Group):
-    """The command group: an OSError escaping any command (ENOSPC in a build or render worker,
-    a read-only output directory, ...) ends with one clear line and an exit code, never a
-    traceback. The one place that owns this: commands need no handler of their own."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except BrokenPipeError:  # `aicr-catalog list | head`: the reader left
-            sys.stderr.close()
-            ctx.exit(EXIT_DATA)
-        except OSError as e:
-            click.echo(f"error: {os_error_text(e)}", err=True)
-            ctx.exit(EXIT_USAGE if e.errno in _USAGE_ERRNOS else EXIT_DATA)
-
-
+# errors: every command's callback goes through commands.common.handles_errors (a test checks
+# each registered command), which prints them and exits with CatalogError.exit_code
 @click.group(
-    cls=CatalogGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.version_option(__version__, prog_name="aicr-catalog")

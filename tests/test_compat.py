@@ -289,11 +289,18 @@ def _renamed(surface: dict[str, Any], command: str, old: str, new: str) -> dict[
     return s
 
 
+def current_cli() -> dict[str, Any]:
+    """This program's command-line surface (compat takes the click group from its caller)."""
+    from generator.cli import main
+
+    return compat.cli_surface(main)
+
+
 def test_cli_baseline_is_committed_and_current() -> None:
     from generator.catalog.schemas import SCHEMA_DIR
 
     baseline = json.loads((SCHEMA_DIR / compat.BASELINE_DIR / compat.CLI).read_text())
-    current = compat.current_cli()
+    current = current_cli()
     assert list(compat.compare_cli(baseline, current)) == []
     for name in ("aicr-catalog bundle", "aicr-catalog evidence verify", "aicr-catalog validate"):
         assert name in baseline
@@ -302,7 +309,7 @@ def test_cli_baseline_is_committed_and_current() -> None:
 
 
 def test_renaming_an_option_fails_compat() -> None:
-    current = compat.current_cli()
+    current = current_cli()
     new = _renamed(current, "aicr-catalog bundle", "--archive", "--tarball")
     assert [b.format() for b in compat.compare_cli(current, new)] == [
         "cli: aicr-catalog bundle --archive: removed-option: option --archive removed or renamed"
@@ -325,13 +332,13 @@ def test_renaming_an_option_in_the_click_tree_fails_the_gate(tmp_path: Path) -> 
     for name in main.commands:
         group.add_command(clone if name == "bundle" else main.commands[name], name)
     schemas, catalog = _repo_copy(tmp_path)
-    compat.update_baselines(schemas, catalog, "1.0.0", cli=compat.current_cli())
+    compat.update_baselines(schemas, catalog, "1.0.0", cli=current_cli())
     r = compat.check(schemas, catalog, "1.0.1", cli=compat.cli_surface(group))
     assert not r.ok
     assert [(b.subject, b.path, b.kind) for b in r.breaks] == [
         ("cli", "aicr-catalog bundle --archive", "removed-option")
     ]
-    out = compat.report_github(r, schemas)
+    out = compat.report_github(r, schemas, group)
     assert "::error file=generator/commands/bundle.py,title=compat removed-option::" in out
 
 
@@ -364,14 +371,14 @@ def test_renaming_an_option_in_the_click_tree_fails_the_gate(tmp_path: Path) -> 
     ],
 )
 def test_each_cli_break_is_caught(edit: Any, kind: str) -> None:
-    current = compat.current_cli()
+    current = current_cli()
     new = copy.deepcopy(current)
     edit(new)
     assert [b.kind for b in compat.compare_cli(current, new)] == [kind]
 
 
 def test_new_commands_and_optional_options_pass() -> None:
-    current = compat.current_cli()
+    current = current_cli()
     new = copy.deepcopy(current)
     new["aicr-catalog brand-new"] = copy.deepcopy(current["aicr-catalog list"])
     new["aicr-catalog list"]["options"]["--extra"] = {
@@ -401,7 +408,9 @@ def test_compat_github_annotations_name_existing_repository_files(tmp_path: Path
         compat.Break("bundle-layout:helm", "deploy.sh", "removed-path", "z"),
     )
     r = compat.CompatReport(breaks, (), (), "0.1.0", "0.1.1")
-    out = compat.report_github(r, SCHEMA_DIR)
+    from generator.cli import main
+
+    out = compat.report_github(r, SCHEMA_DIR, main)
     files = re.findall(r"^::(?:error|warning) file=([^,]+),", out, re.M)
     assert len(files) == 3
     for f in files:

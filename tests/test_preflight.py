@@ -45,7 +45,7 @@ from generator.scale.preflight import (
     render,
     report_json,
 )
-from generator.scale.snapshot import Snapshot
+from generator.scale.snapshot import ClusterSnapshot
 
 # ---------------------------------------------------------------------------------------------
 # hand-built inputs
@@ -79,8 +79,10 @@ def profile(prerequisites: tuple[Mapping[str, Any], ...] = ()) -> ScaleProfile:
     )  # fmt: skip
 
 
-def snapshot(**readings: Any) -> Snapshot:
-    return Snapshot(rel="snap.yaml", api_version="aicr.run/v1", metadata={}, readings=readings)
+def snapshot(**readings: Any) -> ClusterSnapshot:
+    return ClusterSnapshot(
+        rel="snap.yaml", api_version="aicr.run/v1", metadata={}, readings=readings
+    )
 
 
 def check(**kw: Any) -> Check:
@@ -340,7 +342,7 @@ def test_exit_codes(findings: tuple[Finding, ...], code: int) -> None:
     assert report(*findings).exit_code == code
 
 
-def _sample_inputs() -> tuple[RecipeResult, ScaleProfile, CheckSet, Snapshot]:
+def _sample_inputs() -> tuple[RecipeResult, ScaleProfile, CheckSet, ClusterSnapshot]:
     r = recipe(
         (component("gpu-operator", {"daemonsets": {"rollingUpdate": {"maxUnavailable": "5%"}}}),),
         (Constraint("K8s.server.version", ">= 1.34", "error", "Upgrade to 1.34."),),

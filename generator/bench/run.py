@@ -37,7 +37,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from generator.site.build import BuildOptions
 
 REPO = Path(__file__).resolve().parents[2]  # the code measured (a snapshot, see main)
 HOME = Path(os.environ.get("AICR_BENCH_HOME") or REPO)  # the checkout results are written to
@@ -222,6 +225,39 @@ def synthetic(recipes: int, evidence: int, jobs: int | None) -> Path:
 # --- the stages, in process ---------------------------------------------------------------------
 
 
+def _measure_pages(
+    options: BuildOptions,
+    jobs: int | None,
+    out: Path,
+    result: dict[str, Stage],
+    sampler: PeakSampler,
+) -> int:
+    """The `pages` and `mkdocs` stages, measured into `result`; returns the page count."""
+    from generator.site import build as site_build
+
+    # the site's own gather gives SiteData (verification is memoized in this process;
+    # bundles are left out here, they were measured above)
+    site = site_build.gather(replace(site_build_options(options, jobs), bundles=False), 0)
+    work = out.parent / f".{out.name}-bench"
+    shutil.rmtree(work, ignore_errors=True)
+    with measure(result["pages"], sampler):
+        made = site_build.make_pages(site, site_build_options(options, jobs))
+        generated = made.skeletons
+        site_build._write(work / "docs", site_build.static_docs(options))
+        site_build._write(work / "docs", generated)
+        config = site_build.mkdocs_config(options.config, work / "docs", work / "site")
+        import yaml
+
+        (work / "mkdocs.yml").write_text(yaml.safe_dump(config, sort_keys=True))
+    pages = sum(1 for p in (work / "docs").rglob("*.md"))
+    result["pages"].note = f"{len(generated)} generated files, {pages} pages"
+    with measure(result["mkdocs"], sampler):
+        site_build.run_mkdocs(work / "mkdocs.yml", 0)
+        site_build.finish_pages(work / "site", made.blocks)  # the data blocks put back
+    shutil.rmtree(work, ignore_errors=True)
+    return pages
+
+
 def stages_in_process(synth: Path, out: Path, jobs: int | None) -> tuple[list[Stage], int]:
     """Each stage of the site build, measured; returns the stages and the generated page count."""
     from generator.catalog.load import load_catalog
@@ -238,7 +274,6 @@ def stages_in_process(synth: Path, out: Path, jobs: int | None) -> tuple[list[St
     )
     names = ("load", "validate", "resolve", "render", "verify", "aggregate", "pages", "mkdocs")
     result = {n: Stage(n) for n in names}
-    pages = 0
     with PeakSampler(os.getpid()) as sampler:
         with measure(result["load"], sampler):
             catalog, load_diags = load_catalog(options.catalog)
@@ -265,26 +300,7 @@ def stages_in_process(synth: Path, out: Path, jobs: int | None) -> tuple[list[St
         result["verify"].note = f"{len(verified.records)} files"
         with measure(result["aggregate"], sampler):
             st.aggregate(catalog, results, verified)
-        # the site's own gather gives SiteData (verification is memoized in this process;
-        # bundles are left out here, they were measured above)
-        site = site_build.gather(replace(site_build_options(options, jobs), bundles=False), 0)
-        work = out.parent / f".{out.name}-bench"
-        shutil.rmtree(work, ignore_errors=True)
-        with measure(result["pages"], sampler):
-            made = site_build.make_pages(site, site_build_options(options, jobs))
-            generated = made.skeletons
-            site_build._write(work / "docs", site_build.static_docs(options))
-            site_build._write(work / "docs", generated)
-            config = site_build.mkdocs_config(options.config, work / "docs", work / "site")
-            import yaml
-
-            (work / "mkdocs.yml").write_text(yaml.safe_dump(config, sort_keys=True))
-        pages = sum(1 for p in (work / "docs").rglob("*.md"))
-        result["pages"].note = f"{len(generated)} generated files, {pages} pages"
-        with measure(result["mkdocs"], sampler):
-            site_build.run_mkdocs(work / "mkdocs.yml", 0)
-            site_build.finish_pages(work / "site", made.blocks)  # the data blocks put back
-        shutil.rmtree(work, ignore_errors=True)
+        pages = _measure_pages(options, jobs, out, result, sampler)
     return [result[n] for n in names], pages
 
 

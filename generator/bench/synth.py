@@ -35,7 +35,7 @@ import os
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -184,10 +184,32 @@ def _check_names(*parts: str) -> list[str]:
     return [f"synth-{'-'.join(parts)}-{i}" for i in range(1, 3)]
 
 
-def catalog_files(recipes: int, source: Path = PROJECT_CATALOG) -> dict[str, bytes]:
-    """Every file of the synthetic catalog, by catalog-relative path."""
-    if recipes < 1:
-        raise _usage("--recipes must be at least 1")
+def _ref(name: str, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": name, "type": "Helm"}
+    out.update({k: v for k, v in extra.items() if v})
+    return out
+
+
+@dataclass
+class _Tree:
+    """The synthetic catalog while it is written: its files and the components it adds."""
+
+    files: dict[str, bytes]
+    gpu_op: str | None  # the real gpu-operator, when the source registry has it
+    new_components: list[str] = field(default_factory=list)
+
+    def component(self, name: str, size: int, manifest: bool = False) -> None:
+        self.new_components.append(name)
+        self.files[f"components/{name}/values.yaml"] = _values(name, size).encode()
+        if manifest:
+            self.files[f"components/{name}/manifests/smoke.yaml"] = _manifest(name).encode()
+
+    def gpu(self, overrides: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return [_ref(self.gpu_op, overrides=dict(overrides))] if self.gpu_op else []
+
+
+def _copied_files(source: Path) -> dict[str, bytes]:
+    """The source catalog's files synth keeps: COPIED, components/ and scale/profiles/."""
     files: dict[str, bytes] = {}
     for rel in COPIED:
         files[rel] = (source / rel).read_bytes()
@@ -195,30 +217,13 @@ def catalog_files(recipes: int, source: Path = PROJECT_CATALOG) -> dict[str, byt
         for path in sorted((source / sub).rglob("*")):
             if path.is_file() and path.suffix in (".yaml", ".yml"):
                 files[path.relative_to(source).as_posix()] = path.read_bytes()
-    registry = yaml.safe_load(files["registry.yaml"])
-    known = {c["name"] for c in registry.get("components") or ()}
-    gpu_op = "gpu-operator" if "gpu-operator" in known else None
+    return files
 
-    all_leaves = leaves(recipes)
-    oses, platforms = dimensions(recipes)
-    new_components: list[str] = []
 
-    def component(name: str, size: int, manifest: bool = False) -> None:
-        new_components.append(name)
-        files[f"components/{name}/values.yaml"] = _values(name, size).encode()
-        if manifest:
-            files[f"components/{name}/manifests/smoke.yaml"] = _manifest(name).encode()
-
-    def ref(name: str, **extra: Any) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": name, "type": "Helm"}
-        out.update({k: v for k, v in extra.items() if v})
-        return out
-
-    def gpu(overrides: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return [ref(gpu_op, overrides=dict(overrides))] if gpu_op else []
-
-    # service
-    component(f"synth-{SERVICE}-storage", 24)
+def _service_overlays(tree: _Tree, intents: Iterable[str]) -> dict[str, str]:
+    """The service overlay (with its storage component) and one overlay per intent under it."""
+    storage = f"synth-{SERVICE}-storage"
+    tree.component(storage, 24)
     overlays: dict[str, str] = {
         SERVICE: _doc(
             "RecipeMetadata",
@@ -226,75 +231,64 @@ def catalog_files(recipes: int, source: Path = PROJECT_CATALOG) -> dict[str, byt
             {
                 "criteria": {"service": SERVICE},
                 "componentRefs": [
-                    ref(
-                        f"synth-{SERVICE}-storage",
-                        valuesFile=f"components/synth-{SERVICE}-storage/values.yaml",
-                    )
+                    _ref(storage, valuesFile=f"components/{storage}/values.yaml"),
                 ],
             },
         )
     }
-    used = {(leaf.accelerator, leaf.intent, leaf.os) for leaf in all_leaves}
-    for intent in sorted({i for _, i, _ in used}):
+    for intent in sorted(intents):
         comp = f"synth-{intent}-scheduler"
-        component(comp, 16)
+        tree.component(comp, 16)
         name = f"{SERVICE}-{intent}"
-        overlays[name] = _doc(
-            "RecipeMetadata",
-            name,
-            {
-                "base": SERVICE,
-                "criteria": {"service": SERVICE, "intent": intent},
-                "componentRefs": [
-                    ref(
-                        comp,
-                        valuesFile=f"components/{comp}/values.yaml",
-                        dependencyRefs=[f"synth-{SERVICE}-storage"],
-                    )
-                ],
-                "validation": {
-                    "conformance": {"checks": _check_names(intent), "timeout": "45m"},
-                    "deployment": {"checks": ["synth-deploy"], "timeout": "30m"},
-                },
+        spec = {
+            "base": SERVICE,
+            "criteria": {"service": SERVICE, "intent": intent},
+            "componentRefs": [
+                _ref(comp, valuesFile=f"components/{comp}/values.yaml", dependencyRefs=[storage])
+            ],
+            "validation": {
+                "conformance": {"checks": _check_names(intent), "timeout": "45m"},
+                "deployment": {"checks": ["synth-deploy"], "timeout": "30m"},
             },
-        )
+        }
+        overlays[name] = _doc("RecipeMetadata", name, spec)
+    return overlays
+
+
+def _accelerator_overlays(tree: _Tree, used: set[tuple[str, str, str]]) -> dict[str, str]:
+    """Per accelerator × intent, then per accelerator × os × intent (the leaves' bases)."""
+    overlays: dict[str, str] = {}
     for accel, intent in sorted({(a, i) for a, i, _ in used}):
         name = f"{accel}-{SERVICE}-{intent}"
-        overlays[name] = _doc(
-            "RecipeMetadata",
-            name,
-            {
-                "base": f"{SERVICE}-{intent}",
-                "criteria": {"service": SERVICE, "accelerator": accel, "intent": intent},
-                "constraints": [
-                    {"name": "K8s.server.version", "value": ">= 1.34", "severity": "error"},
-                    {"name": "GPU.smi.driver", "value": ">= 580", "severity": "error"},
-                ],
-                "componentRefs": gpu({"gdrcopy": {"enabled": True}, "cdi": {"enabled": True}}),
-                "validation": {
-                    "performance": {"checks": _check_names(accel, intent), "timeout": "60m"}
-                },
+        spec = {
+            "base": f"{SERVICE}-{intent}",
+            "criteria": {"service": SERVICE, "accelerator": accel, "intent": intent},
+            "constraints": [
+                {"name": "K8s.server.version", "value": ">= 1.34", "severity": "error"},
+                {"name": "GPU.smi.driver", "value": ">= 580", "severity": "error"},
+            ],
+            "componentRefs": tree.gpu({"gdrcopy": {"enabled": True}, "cdi": {"enabled": True}}),
+            "validation": {
+                "performance": {"checks": _check_names(accel, intent), "timeout": "60m"}
             },
-        )
+        }
+        overlays[name] = _doc("RecipeMetadata", name, spec)
     for accel, intent, os_ in sorted(used):
         name = f"{accel}-{SERVICE}-{os_}-{intent}"
-        overlays[name] = _doc(
-            "RecipeMetadata",
-            name,
-            {
-                "base": f"{accel}-{SERVICE}-{intent}",
-                "criteria": {
-                    "service": SERVICE,
-                    "accelerator": accel,
-                    "os": os_,
-                    "intent": intent,
-                },
-                "constraints": [
-                    {"name": "OS.release.VERSION_ID", "value": "24.04", "severity": "error"}
-                ],
-                "componentRefs": gpu({"driver": {"enabled": True, "kernelModuleType": "open"}}),
-            },
-        )
+        spec = {
+            "base": f"{accel}-{SERVICE}-{intent}",
+            "criteria": {"service": SERVICE, "accelerator": accel, "os": os_, "intent": intent},
+            "constraints": [
+                {"name": "OS.release.VERSION_ID", "value": "24.04", "severity": "error"}
+            ],
+            "componentRefs": tree.gpu({"driver": {"enabled": True, "kernelModuleType": "open"}}),
+        }
+        overlays[name] = _doc("RecipeMetadata", name, spec)
+    return overlays
+
+
+def _mixins(tree: _Tree, oses: Iterable[str], platforms: Iterable[str]) -> dict[str, str]:
+    """One mixin per OS (its constraint) and per platform (its operator, with a manifest)."""
     mixins: dict[str, str] = {}
     for os_ in oses:
         mixins[f"synth-os-{os_}"] = _doc(
@@ -304,61 +298,50 @@ def catalog_files(recipes: int, source: Path = PROJECT_CATALOG) -> dict[str, byt
         )
     for platform in platforms:
         comp = f"synth-{platform}-operator"
-        component(comp, 32, manifest=True)
-        mixins[f"synth-platform-{platform}"] = _doc(
-            "RecipeMixin",
-            f"synth-platform-{platform}",
-            {
-                "componentRefs": [
-                    ref(
-                        comp,
-                        valuesFile=f"components/{comp}/values.yaml",
-                        manifestFiles=[f"components/{comp}/manifests/smoke.yaml"],
-                        dependencyRefs=[f"synth-{SERVICE}-storage"],
-                    )
-                ]
-            },
+        tree.component(comp, 32, manifest=True)
+        ref = _ref(
+            comp,
+            valuesFile=f"components/{comp}/values.yaml",
+            manifestFiles=[f"components/{comp}/manifests/smoke.yaml"],
+            dependencyRefs=[f"synth-{SERVICE}-storage"],
         )
-    for leaf in all_leaves:
-        comp = f"synth-{leaf.platform}-operator"
-        overlays[leaf.name] = _doc(
-            "RecipeMetadata",
-            leaf.name,
-            {
-                "base": f"{leaf.accelerator}-{SERVICE}-{leaf.os}-{leaf.intent}",
-                "criteria": {
-                    "service": SERVICE,
-                    "accelerator": leaf.accelerator,
-                    "os": leaf.os,
-                    "intent": leaf.intent,
-                    "platform": leaf.platform,
-                },
-                "mixins": [f"synth-os-{leaf.os}", f"synth-platform-{leaf.platform}"],
-                "componentRefs": [
-                    ref(
-                        comp,
-                        overrides={
-                            "settings": {
-                                "leaf": leaf.name,
-                                "gpusPerPod": 4 if leaf.accelerator == "gb300" else 2,
-                            }
-                        },
-                    )
-                ],
-                "validation": {
-                    "conformance": {"checks": _check_names(leaf.platform, "health")},
-                    "readiness": {"checks": ["synth-nodes-ready"]},
-                },
-            },
-        )
-    for name, text in overlays.items():
-        files[f"overlays/{name}.yaml"] = text.encode()
-    for name, text in mixins.items():
-        files[f"mixins/{name}.yaml"] = text.encode()
+        name = f"synth-platform-{platform}"
+        mixins[name] = _doc("RecipeMixin", name, {"componentRefs": [ref]})
+    return mixins
 
+
+def _leaf_overlay(leaf: Leaf) -> str:
+    settings = {"leaf": leaf.name, "gpusPerPod": 4 if leaf.accelerator == "gb300" else 2}
+    spec = {
+        "base": f"{leaf.accelerator}-{SERVICE}-{leaf.os}-{leaf.intent}",
+        "criteria": {
+            "service": SERVICE,
+            "accelerator": leaf.accelerator,
+            "os": leaf.os,
+            "intent": leaf.intent,
+            "platform": leaf.platform,
+        },
+        "mixins": [f"synth-os-{leaf.os}", f"synth-platform-{leaf.platform}"],
+        "componentRefs": [
+            _ref(f"synth-{leaf.platform}-operator", overrides={"settings": settings})
+        ],
+        "validation": {
+            "conformance": {"checks": _check_names(leaf.platform, "health")},
+            "readiness": {"checks": ["synth-nodes-ready"]},
+        },
+    }
+    return _doc("RecipeMetadata", leaf.name, spec)
+
+
+def _registry_and_criteria(
+    tree: _Tree, registry: dict[str, Any], oses: Sequence[str], platforms: Sequence[str]
+) -> None:
+    """registry.yaml with the synthetic components appended; criteria.yaml with the synthetic
+    OS and platform values; signers.yaml."""
+    files = tree.files
     base_index = len(registry.get("components") or ())
     registry["components"] = list(registry.get("components") or ()) + [
-        _component(n, base_index + i) for i, n in enumerate(sorted(new_components))
+        _component(n, base_index + i) for i, n in enumerate(sorted(tree.new_components))
     ]
     files["registry.yaml"] = (f"# {SYNTH_NOTE}\n" + dump_yaml(registry)).encode()
     extra_os = [o for o in oses if o not in REAL_OS]
@@ -370,6 +353,28 @@ def catalog_files(recipes: int, source: Path = PROJECT_CATALOG) -> dict[str, byt
         api="catalog.aicr.run/v1alpha1",
     ).encode()
     files["signers.yaml"] = signers_yaml().encode()
+
+
+def catalog_files(recipes: int, source: Path = PROJECT_CATALOG) -> dict[str, bytes]:
+    """Every file of the synthetic catalog, by catalog-relative path."""
+    if recipes < 1:
+        raise _usage("--recipes must be at least 1")
+    files = _copied_files(source)
+    registry = yaml.safe_load(files["registry.yaml"])
+    known = {c["name"] for c in registry.get("components") or ()}
+    tree = _Tree(files, "gpu-operator" if "gpu-operator" in known else None)
+    all_leaves = leaves(recipes)
+    oses, platforms = dimensions(recipes)
+    used = {(leaf.accelerator, leaf.intent, leaf.os) for leaf in all_leaves}
+    overlays = _service_overlays(tree, {i for _, i, _ in used})
+    overlays.update(_accelerator_overlays(tree, used))
+    mixins = _mixins(tree, oses, platforms)
+    overlays.update({leaf.name: _leaf_overlay(leaf) for leaf in all_leaves})
+    for name, text in overlays.items():
+        files[f"overlays/{name}.yaml"] = text.encode()
+    for name, text in mixins.items():
+        files[f"mixins/{name}.yaml"] = text.encode()
+    _registry_and_criteria(tree, registry, oses, platforms)
     return dict(sorted(files.items()))
 
 

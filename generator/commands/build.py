@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from generator.commands.common import EXIT_USAGE, catalog_option, report_error
-from generator.core.errors import CatalogError, UsageError
+from generator.commands.common import catalog_option, handles_errors
+from generator.core.errors import CatalogError
 from generator.site.build import DEFAULT_DEPLOYERS, BuildOptions, build_site
 from generator.site.pages import CommandHelp
 
@@ -106,6 +106,7 @@ def show_progress() -> None:
     "given explicitly, page generation uses them too (faster, about 500 MB more memory per "
     "process at 1,000 recipes).",
 )
+@handles_errors
 def command(
     catalog_path: Path,
     evidence_path: Path,
@@ -144,12 +145,9 @@ def command(
     show_progress()
     try:
         report = build_site(options)
-    except CatalogError as e:
+    except CatalogError:  # reported by handles_errors (a corrupt trust root is usage: exit 2)
         click.echo(f"build failed; {out}/ was left unchanged", err=True)
-        if isinstance(e, UsageError):  # e.g. a missing or corrupt trust root: exit 2
-            click.echo(e.diagnostics_text() or f"error: {e.message}", err=True)
-            sys.exit(EXIT_USAGE)
-        report_error(e)
+        raise
     for note in report.notes:
         click.echo(f"note: {note.stage}: {note.message}", err=True)
     click.echo(

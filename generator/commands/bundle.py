@@ -3,7 +3,7 @@ checks a bundle against its checksums.txt."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import click
@@ -19,14 +19,15 @@ from generator.commands.common import (
     criteria_from,
     criteria_options,
     fail,
+    handles_errors,
     open_catalog,
-    report_error,
 )
 from generator.core.atomic import write_atomic
 from generator.core.errors import CatalogError, Severity
 from generator.core.outputs import OutputKind, check_output_dir
 from generator.core.records import Catalog, Criteria, Override, RecipeResult
 from generator.render import (
+    BundleFile,
     Deployer,
     GitOpsTarget,
     archive_bytes,
@@ -173,6 +174,7 @@ def _write_archive(data: bytes, out_dir: Path, name: str) -> Path:
 )
 @catalog_option
 @click.pass_context
+@handles_errors
 def command(
     ctx: click.Context,
     recipe: str | None,
@@ -208,18 +210,7 @@ def command(
         service=service, accelerator=accelerator, os=os, intent=intent, platform=platform
     )
     from_file = recipe_file(recipe)
-    query: str | Criteria | None = None
-    if from_file is not None:
-        if crit.specificity():
-            fail("give either --recipe or criteria options, not both", EXIT_USAGE)
-        if profile != DEFAULT_PROFILE_NAME or nodes is not None:
-            fail(
-                "--scale-profile and --nodes do not apply to a RecipeResult file: its values "
-                "are final (change them with --set)",
-                EXIT_USAGE,
-            )
-    else:
-        query = _query(recipe, crit)
+    query = _bundle_query(recipe, crit, from_file, profile, nodes)
     if out is None:
         fail("give the output directory with -o DIR", EXIT_USAGE)
     try:
@@ -228,45 +219,68 @@ def command(
         click.echo(e.diagnostics_text(), err=True)
         fail(e.message, EXIT_USAGE)
     inputs = (catalog_path,) if from_file is None else (catalog_path, from_file)
-    if not archive:
-        try:  # before any work: a refused output directory is a usage error
-            check_output_dir(out, OutputKind.BUNDLE, inputs)
-        except CatalogError as e:
-            report_error(e)
+    if not archive:  # before any work: a refused output directory is a usage error
+        check_output_dir(out, OutputKind.BUNDLE, inputs)
     catalog = open_catalog(catalog_path)
-    target = GitOpsTarget(repo_url, revision, repo_path)
-    try:
-        if from_file is not None:
-            result = read_recipe_file(from_file, catalog, overrides)
-        else:
-            assert query is not None
-            result = resolve(catalog, query, profile=profile, overrides=overrides, nodes=nodes)
-        tree = render_bundle(
-            result,
-            deployer,
-            read_manifests(catalog, result),
-            target=target,
-            recipe_file=None if from_file is None else str(from_file),
+    if from_file is not None:
+        result = read_recipe_file(from_file, catalog, overrides)
+    else:
+        assert query is not None
+        result = resolve(catalog, query, profile=profile, overrides=overrides, nodes=nodes)
+    tree = render_bundle(
+        result,
+        deployer,
+        read_manifests(catalog, result),
+        target=GitOpsTarget(repo_url, revision, repo_path),
+        recipe_file=None if from_file is None else str(from_file),
+    )
+    _write_bundle(tree, result, deployer, out, inputs, archive=archive)
+
+
+def _bundle_query(
+    recipe: str | None, crit: Criteria, from_file: Path | None, profile: str, nodes: int | None
+) -> str | Criteria | None:
+    """What to resolve: a name or criteria; None for a RecipeResult file (whose values are
+    final, so a profile or node count given with it is a usage error)."""
+    if from_file is None:
+        return _query(recipe, crit)
+    if crit.specificity():
+        fail("give either --recipe or criteria options, not both", EXIT_USAGE)
+    if profile != DEFAULT_PROFILE_NAME or nodes is not None:
+        fail(
+            "--scale-profile and --nodes do not apply to a RecipeResult file: its values "
+            "are final (change them with --set)",
+            EXIT_USAGE,
         )
-        if archive:
-            name = archive_name(result, deployer)
-            path = _write_archive(archive_bytes(tree, name.removesuffix(".tar.gz")), out, name)
-            click.echo(
-                f"wrote {path} ({len(tree)} files, {deployer}, {result.name}, "
-                f"{result.scale_profile} {result.scale_profile_version}, {result.digest})"
-            )
-        else:
-            write_bundle(tree, out, inputs)
-            click.echo(
-                f"wrote {out}/ ({len(tree)} files, {deployer}, {result.name}, "
-                f"{result.scale_profile} {result.scale_profile_version}, {result.digest})"
-            )
-    except CatalogError as e:
-        report_error(e)
+    return None
+
+
+def _write_bundle(
+    tree: Mapping[str, BundleFile],
+    result: RecipeResult,
+    deployer: str,
+    out: Path,
+    inputs: tuple[Path, ...],
+    *,
+    archive: bool,
+) -> None:
+    """Write the bundle (a directory, or a reproducible archive in `out`) and say so."""
+    what = (
+        f"{deployer}, {result.name}, {result.scale_profile} {result.scale_profile_version}, "
+        f"{result.digest}"
+    )
+    if archive:
+        name = archive_name(result, deployer)
+        path = _write_archive(archive_bytes(tree, name.removesuffix(".tar.gz")), out, name)
+        click.echo(f"wrote {path} ({len(tree)} files, {what})")
+    else:
+        write_bundle(tree, out, inputs)
+        click.echo(f"wrote {out}/ ({len(tree)} files, {what})")
 
 
 @command.command(name="verify")
 @click.argument("directory", type=click.Path(path_type=Path))
+@handles_errors
 def verify_command(directory: Path) -> None:
     """Check a bundle directory against its checksums.txt: every changed, missing or unlisted
     file is named.

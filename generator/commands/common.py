@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import errno
+import functools
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar, cast
 
 import click
 
 from generator.catalog.criteria import normalise_criteria
 from generator.catalog.load import load_catalog
-from generator.core.errors import CatalogError, Severity
+from generator.core.errors import CatalogError, Severity, printable
 from generator.core.records import Catalog, Criteria
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
@@ -55,16 +58,71 @@ def criteria_from(**kw: str | None) -> Criteria:
 
 
 def fail(message: str, code: int = EXIT_DATA) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
+    """Stop the command: `handles_errors` prints `error: message` and exits with `code`."""
+    raise CatalogError(message, exit_code=code)
 
 
 def report_error(e: CatalogError) -> NoReturn:
-    """Print a pipeline error; exit 2 for invalid input (UsageError), else 1."""
-    click.echo(e.diagnostics_text() if e.diagnostics else f"error: {e.message}", err=True)
-    if e.diagnostics:
-        click.echo(f"error: {e.message}", err=True)
-    sys.exit(e.exit_code)
+    """Stop the command with a pipeline error (printed and exited by `handles_errors`)."""
+    raise e
+
+
+# what the environment refuses, as exit codes: an argument that cannot work (a read-only or
+# unwritable output directory, a path that is not a directory) is a usage error; the rest
+# (a full disk, a quota, an I/O error) fails the command like bad data
+_USAGE_ERRNOS = frozenset(
+    {
+        errno.EROFS,
+        errno.EACCES,
+        errno.EPERM,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.EADDRINUSE,
+        errno.EBUSY,
+    }
+)
+
+
+def os_error_text(e: OSError) -> str:
+    """One line for an OSError: what failed, on which path, and why (no traceback)."""
+    reason = e.strerror or str(e) or type(e).__name__
+    name = errno.errorcode.get(e.errno or 0, "")
+    where = f" {printable(os.fsdecode(e.filename))}:" if e.filename is not None else ""
+    hint = {
+        errno.ENOSPC: "; free disk space (or point TMPDIR and -o elsewhere) and run it again",
+        errno.EDQUOT: "; free space within the quota and run it again",
+        errno.EROFS: "; choose a writable output directory",
+        errno.EACCES: "; check the permissions or choose another path",
+    }.get(e.errno or 0, "")
+    return f"cannot complete:{where} {reason}" + (f" [{name}]" if name else "") + hint
+
+
+def handles_errors(f: F) -> F:
+    """The one error handler of every command (a test checks each registered command has it).
+
+    A `CatalogError` is printed as its diagnostics, `error: message` and `hint: ...` (when it
+    has one) and exits with its `exit_code`; an OSError escaping a command (ENOSPC in a build or
+    render worker, a read-only output directory, ...) ends with one clear line, exit 2 when the
+    argument cannot work (read-only, not a directory, port in use), else 1; a closed pipe
+    (`aicr-catalog list | head`) exits 1 quietly. Never a traceback for any of these."""
+
+    @functools.wraps(f)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return f(*args, **kwargs)
+        except CatalogError as e:
+            for line in e.report_lines():
+                click.echo(line, err=True)
+            sys.exit(e.exit_code)
+        except BrokenPipeError:  # the reader left
+            sys.stderr.close()
+            sys.exit(EXIT_DATA)
+        except OSError as e:
+            click.echo(f"error: {os_error_text(e)}", err=True)
+            sys.exit(EXIT_USAGE if e.errno in _USAGE_ERRNOS else EXIT_DATA)
+
+    run.handles_errors = True  # type: ignore[attr-defined]
+    return cast(F, run)
 
 
 def announce_defaults(catalog: Catalog) -> None:
@@ -85,10 +143,7 @@ def open_catalog(path: Path) -> Catalog:
             f"catalog directory '{path}' not found; run from the repository root or pass --catalog PATH",
             EXIT_USAGE,
         )
-    try:
-        catalog, diags = load_catalog(path)
-    except CatalogError as e:
-        report_error(e)
+    catalog, diags = load_catalog(path)  # a CatalogError is reported by handles_errors
     errors = [d for d in diags if d.severity is Severity.ERROR]
     if errors:
         for d in errors:

@@ -9,7 +9,8 @@ import click
 
 from generator import __version__
 from generator.catalog.schemas import SCHEMA_DIR
-from generator.commands.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, catalog_option
+from generator.commands.common import EXIT_DATA, EXIT_OK, catalog_option, handles_errors
+from generator.core.errors import UsageError
 from generator.publish import compat
 
 
@@ -29,6 +30,7 @@ from generator.publish import compat
     show_default=True,
     help="text for people, json for tools, github for workflow annotations on the files.",
 )
+@handles_errors
 def command(catalog_path: Path, update_baselines: bool, fmt: str) -> None:
     """Check every published JSON Schema against its metaschema, and the schemas, bundle layouts
     and command line against their committed baselines.
@@ -45,22 +47,24 @@ def command(catalog_path: Path, update_baselines: bool, fmt: str) -> None:
     Exit codes: 0 compatible, 1 breaking change, invalid schema or stale acknowledgement,
     2 usage.
     """
+    from generator.cli import main
+
+    surface = compat.cli_surface(main)
     if update_baselines:
         try:
-            written = compat.update_baselines(SCHEMA_DIR, catalog_path, __version__)
+            written = compat.update_baselines(SCHEMA_DIR, catalog_path, __version__, cli=surface)
         except ValueError as e:
-            click.echo(f"error: {e}", err=True)
-            sys.exit(EXIT_USAGE)
+            raise UsageError(str(e)) from e
         click.echo(
             f"compat: wrote {len(written)} schema baseline(s), the bundle layouts and the CLI",
             err=True,
         )
         return
-    report = compat.check(SCHEMA_DIR, catalog_path, __version__)
+    report = compat.check(SCHEMA_DIR, catalog_path, __version__, cli=surface)
     if fmt == "json":
         out = compat.report_json(report)
     elif fmt == "github":
-        out = compat.report_github(report, SCHEMA_DIR)
+        out = compat.report_github(report, SCHEMA_DIR, main)
     else:
         out = compat.report_text(report)
     click.echo(out, nl=False)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from generator.commands.common import EXIT_USAGE, report_error
-from generator.core.errors import CatalogError, UsageError
+from generator.commands.common import handles_errors
 from generator.publish.diff import FORMATTERS, WORKTREE, compare, repo_root, snapshot
 
 
@@ -38,6 +36,7 @@ from generator.publish.diff import FORMATTERS, WORKTREE, compare, repo_root, sna
     help="markdown is ready for a pull-request comment or job summary.",
 )
 @click.option("--no-bundles", is_flag=True, help="Skip re-rendering bundles of changed recipes.")
+@handles_errors
 def command(
     base: str, head: str, catalog_rel: str, evidence_rel: str, fmt: str, no_bundles: bool
 ) -> None:
@@ -51,13 +50,7 @@ def command(
     Exit codes: 0 compared (whether or not anything changed), 1 a revision's catalog cannot be
     read, 2 usage (not a git repository, unknown revision).
     """
-    try:
-        repo = repo_root(Path.cwd())
-        before = snapshot(repo, base, catalog_rel, evidence_rel)
-        after = snapshot(repo, head, catalog_rel, evidence_rel)
-    except UsageError as e:
-        click.echo(f"error: {e.message}", err=True)
-        sys.exit(EXIT_USAGE)
-    except CatalogError as e:
-        report_error(e)
+    repo = repo_root(Path.cwd())  # not a repository, an unknown revision: UsageError, exit 2
+    before = snapshot(repo, base, catalog_rel, evidence_rel)
+    after = snapshot(repo, head, catalog_rel, evidence_rel)
     click.echo(FORMATTERS[fmt](compare(before, after, bundles=not no_bundles)), nl=False)

@@ -16,6 +16,7 @@ from generator.commands.common import (
     EXIT_USAGE,
     catalog_option,
     fail,
+    handles_errors,
     open_catalog,
     report_error,
 )
@@ -130,6 +131,7 @@ def _upstream(values: dict[str, Any]) -> UpstreamOptions:
 
 
 @click.group("evidence")
+@handles_errors
 def command() -> None:
     """Signed evidence: verify, show, sign, push, pull, and the digest a statement must carry.
 
@@ -161,6 +163,7 @@ def command() -> None:
     "--jobs", type=click.IntRange(min=1), default=None, help="Processes (default: every core)."
 )
 @upstream_options
+@handles_errors
 def verify_command(
     paths: tuple[Path, ...],
     trust_roots: tuple[str, ...],
@@ -234,6 +237,7 @@ def _github(run: EvidenceRun) -> str:
 )
 @catalog_option
 @upstream_options
+@handles_errors
 def show_command(
     path: Path, trust_roots: tuple[str, ...], catalog_path: Path, **upstream: Any
 ) -> None:
@@ -310,6 +314,7 @@ def _unverified_statement(file: EvidenceFile) -> Statement | None:
     help="Repository root under which the default evidence/ path is created.",
 )
 @catalog_option
+@handles_errors
 def sign_command(
     statement_file: Path,
     trust_root: str,
@@ -379,6 +384,7 @@ def _signer_of(doc: dict) -> tuple[str, str]:  # type: ignore[type-arg]  # pragm
 @click.option("--recipe", required=True, help="A leaf recipe name.")
 @click.option("--scale-profile", "profile", default="standard", show_default=True)
 @catalog_option
+@handles_errors
 def digest_command(recipe: str, profile: str, catalog_path: Path) -> None:
     """Print the recipe digest an evidence statement must carry (predicate.recipe.digest).
 
@@ -425,6 +431,7 @@ def digest_command(recipe: str, profile: str, catalog_path: Path) -> None:
     help="The OCI cache to seed with what is pushed (default as for verify).",
 )
 @catalog_option
+@handles_errors
 def push_command(
     paths: tuple[Path, ...],
     to: str,
@@ -462,7 +469,9 @@ def push_command(
             cache=cache_for(oci_cache),
         )
     except RegistryError as e:
-        fail(printable(f"{e.message} [{e.rule}]"), e.exit_code)
+        raise CatalogError(
+            printable(f"{e.message} [{e.rule}]"), hint=e.hint, exit_code=e.exit_code
+        ) from e
     except UsageError as e:
         fail(e.message, EXIT_USAGE)
     except CatalogError as e:
@@ -488,6 +497,7 @@ def push_command(
     default=None,
     help="Content-addressed OCI cache (default as for verify).",
 )
+@handles_errors
 def pull_command(reference: str, offline: bool, allow_tag: bool, oci_cache: Path | None) -> None:
     """Pull an evidence artifact by digest into the cache and list what it holds (not verified:
     `evidence verify` on its pointer verifies it).
@@ -501,7 +511,9 @@ def pull_command(reference: str, offline: bool, allow_tag: bool, oci_cache: Path
     try:
         pulled = pull(reference, cache=cache_for(oci_cache), offline=offline, allow_tag=allow_tag)
     except RegistryError as e:
-        fail(printable(f"{e.message} [{e.rule}]"), e.exit_code)
+        raise CatalogError(
+            printable(f"{e.message} [{e.rule}]"), hint=e.hint, exit_code=e.exit_code
+        ) from e
     where = "cache" if pulled.from_cache else "registry"
     click.echo(printable(f"{pulled.reference} ({pulled.artifact_type}, from the {where})"))
     for name in sorted(pulled.files):
@@ -517,6 +529,7 @@ def pull_command(reference: str, offline: bool, allow_tag: bool, oci_cache: Path
     show_default=True,
     help="v3 leaves metadata.version out of the digest; v1/v2 keep it.",
 )
+@handles_errors
 def upstream_digest_command(recipe: Path, predicate_type: str) -> None:
     """Print upstream AICR's digest of a hydrated recipe YAML (what its `aicr evidence digest`
     stamps into predicate.recipe.digest), for RECIPE as `aicr recipe` wrote it.

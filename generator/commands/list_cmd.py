@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from generator.commands.common import catalog_option, open_catalog
+from generator.commands.common import catalog_option, handles_errors, open_catalog
 from generator.core.records import DIMENSIONS, WILDCARD
 from generator.validate import leaf_health
 
@@ -18,6 +18,7 @@ from generator.validate import leaf_health
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
+@handles_errors
 def command(catalog_path: Path, fmt: str) -> None:
     """List leaf recipes: criteria, structural health (pass|warn|fail) and coverage R:n D:n P:n C:n.
 

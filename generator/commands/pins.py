@@ -10,7 +10,7 @@ import click
 
 from generator.catalog.load import load_catalog
 from generator.catalog.resolve import resolve
-from generator.commands.common import catalog_option
+from generator.commands.common import catalog_option, handles_errors
 from generator.core.errors import CatalogError, Severity
 from generator.core.records import Catalog
 from generator.pins.check import check_pins
@@ -67,8 +67,9 @@ Exit codes:
 
 
 def _fail(message: str, code: ExitCode = ExitCode.USAGE) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(int(code))
+    """Stop `pins` (printed by `handles_errors`): by default a usage error, as the catalog
+    could not be read or the call was wrong."""
+    raise CatalogError(message, exit_code=int(code))
 
 
 def _load(root: Path) -> Catalog:
@@ -79,9 +80,8 @@ def _load(root: Path) -> Catalog:
         )
     try:
         catalog, diags = load_catalog(root)
-    except CatalogError as e:
-        click.echo(e.diagnostics_text(), err=True)
-        _fail(e.message)
+    except CatalogError as e:  # an unreadable catalog is a usage error for pins (exit 2)
+        raise e.as_usage() from e
     errors = [d for d in diags if d.severity is Severity.ERROR]
     for d in errors:
         click.echo(d.format(), err=True)
@@ -164,6 +164,7 @@ def _progress(message: str) -> None:
     show_default=True,
     help="With --write: the evidence tree checked for evidence made stale.",
 )
+@handles_errors
 def command(
     catalog_path: Path,
     fmt: str,
@@ -226,9 +227,7 @@ def _write(
     except PinWriteError as e:
         _fail(f"--write {spec}: {e.message}")
     except CatalogError as e:
-        for d in e.diagnostics:
-            click.echo(d.format(), err=True)
-        _fail(e.message)
+        raise e.as_usage() from e
     if check:
         _check_target(plan, fetcher)
     if not dry_run:

@@ -11,10 +11,11 @@ import click
 from generator.catalog.load import load_catalog
 from generator.catalog.manifests import read_manifests
 from generator.catalog.resolve import resolve, select_profile
+from generator.commands.common import handles_errors
 from generator.commands.query import parse_overrides
 from generator.core import safeio
-from generator.core.errors import CatalogError, Severity
-from generator.core.records import DIMENSIONS, WILDCARD, Criteria
+from generator.core.errors import CatalogError, Severity, UsageError
+from generator.core.records import DIMENSIONS, WILDCARD, Catalog, Criteria
 from generator.render import render_bundle
 from generator.scale.preflight import (
     CHECKS_FILE,
@@ -30,10 +31,8 @@ EXIT_USAGE = 2
 
 
 def _usage(message: str, e: CatalogError | None = None) -> NoReturn:
-    if e is not None and e.diagnostics:
-        click.echo(e.diagnostics_text(), err=True)
-    click.echo(f"error: {message}", err=True)
-    sys.exit(EXIT_USAGE)
+    """Every refusal of preflight's inputs is a usage error (exit 2), its diagnostics kept."""
+    raise UsageError(message, e.diagnostics if e is not None else ()) from e
 
 
 def parse_recipe(text: str) -> Criteria | str:
@@ -53,6 +52,22 @@ def parse_recipe(text: str) -> Criteria | str:
             raise click.BadParameter(f"{key} is given twice", param_hint="--recipe")
         values[key] = None if value == WILDCARD else value
     return Criteria(**values)
+
+
+def _catalog(catalog_path: Path) -> Catalog:
+    """The catalog preflight checks against; any load problem is a usage error (exit 2)."""
+    if not catalog_path.is_dir():
+        _usage(f"catalog directory '{catalog_path}' not found; pass --catalog PATH")
+    try:
+        catalog, load_diags = load_catalog(catalog_path)
+    except CatalogError as e:
+        _usage(f"the catalog at '{catalog_path}' cannot be read", e)
+    errors = [d for d in load_diags if d.severity is Severity.ERROR]
+    if errors:
+        for d in errors:
+            click.echo(d.format(), err=True)
+        _usage(f"the catalog at '{catalog_path}' has {len(errors)} load error(s)")
+    return catalog
 
 
 @click.command("preflight")
@@ -113,6 +128,7 @@ def parse_recipe(text: str) -> Criteria | str:
     help="text for people, json (catalog/schemas/preflight-report.schema.json) for tools, "
     "github for workflow annotations.",
 )
+@handles_errors
 def command(
     recipe: str,
     profile: str,
@@ -141,17 +157,7 @@ def command(
          --nodes outside the profile's band)
     """
     query = parse_recipe(recipe)
-    if not catalog_path.is_dir():
-        _usage(f"catalog directory '{catalog_path}' not found; pass --catalog PATH")
-    try:
-        catalog, load_diags = load_catalog(catalog_path)
-    except CatalogError as e:
-        _usage(f"the catalog at '{catalog_path}' cannot be read", e)
-    errors = [d for d in load_diags if d.severity is Severity.ERROR]
-    if errors:
-        for d in errors:
-            click.echo(d.format(), err=True)
-        _usage(f"the catalog at '{catalog_path}' has {len(errors)} load error(s)")
+    catalog = _catalog(catalog_path)
     checks_doc = catalog.documents.get(CHECKS_FILE)
     if checks_doc is None:
         _usage(f"the catalog has no {CHECKS_FILE}: preflight has nothing to check")

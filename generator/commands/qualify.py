@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 import click
 
 from generator.catalog.resolve import resolve
-from generator.commands.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, catalog_option, open_catalog
+from generator.commands.common import (
+    EXIT_DATA,
+    EXIT_OK,
+    catalog_option,
+    handles_errors,
+    open_catalog,
+)
 from generator.core import safeio
 from generator.core.errors import CatalogError, UsageError
+from generator.core.timeutil import source_date_epoch
 from generator.scale.qualify import (
     CTRF_SUFFIX,
     KPI_FILE,
@@ -37,13 +42,6 @@ def _read_results(directory: Path, phases: tuple[str, ...]) -> dict[str, bytes]:
                 path, root=directory, where="the results directory", limit=safeio.OTHER_BYTES
             )
     return files
-
-
-def _stop(e: CatalogError, code: int) -> NoReturn:
-    click.echo(e.diagnostics_text() if e.diagnostics else f"error: {e.message}", err=True)
-    if e.diagnostics:
-        click.echo(f"error: {e.message}", err=True)
-    sys.exit(code)
 
 
 @click.command("qualify")
@@ -93,6 +91,7 @@ def _stop(e: CatalogError, code: int) -> NoReturn:
 )
 @click.option("--sample", is_flag=True, help="Mark the statement as sample data.")
 @catalog_option
+@handles_errors
 def command(
     lane: str,
     recipe: str,
@@ -123,7 +122,7 @@ def command(
         lanes = lanes_of(catalog.documents)
         result = resolve(catalog, recipe, profile=profile)
     except CatalogError as e:
-        _stop(e, EXIT_DATA)
+        raise e.with_exit_code(EXIT_DATA) from e
     known = lanes.lane(lane)
     phases = known.phases if known is not None else lanes.phases
     ladder = catalog.profiles[profile].ladder if profile in catalog.profiles else ()
@@ -133,14 +132,15 @@ def command(
             files[PREFLIGHT_FILE] = preflight_path.read_bytes()
         run = parse_run(files, phases)
         binding = bundle_binding(bundle, lambda p: Path(p).read_bytes())
-        when = attested_at_from(os.environ.get("SOURCE_DATE_EPOCH"), run, attested_at)
+        epoch = source_date_epoch()
+        when = attested_at_from(None if epoch is None else str(epoch), run, attested_at)
         outcome = qualify(
             lanes, lane, result, ladder, run, bundle=binding, attested_at=when, sample=sample
         )
     except OSError as e:
-        _stop(UsageError(f"--bundle {bundle}: {e.strerror}"), EXIT_USAGE)
+        raise UsageError(f"--bundle {bundle}: {e.strerror}") from e
     except CatalogError as e:  # unreadable results, unknown lane, lane off the ladder, bad date
-        _stop(e, EXIT_USAGE)
+        raise e.as_usage() from e
     if output is None:
         click.echo(outcome.statement.decode())
     else:

@@ -16,12 +16,12 @@ from generator.commands.common import (
     criteria_from,
     criteria_options,
     fail,
+    handles_errors,
     open_catalog,
-    report_error,
 )
 from generator.core.canonical import dump_yaml
 from generator.core.errors import CatalogError
-from generator.core.records import Override
+from generator.core.records import Criteria, Override
 
 
 def parse_overrides(sets: tuple[str, ...], set_files: tuple[str, ...]) -> tuple[Override, ...]:
@@ -71,6 +71,39 @@ def override_options(f: F) -> F:
     return f
 
 
+def _print_query(
+    recipe: str | None,
+    crit: Criteria,
+    profile: str,
+    nodes: int | None,
+    sets: tuple[str, ...],
+    set_files: tuple[str, ...],
+    catalog_path: Path,
+    fmt: str,
+) -> None:
+    """`query`'s work: resolve `recipe` or `crit` and print the result in `fmt`."""
+    if recipe and crit.specificity():
+        fail("give either --recipe or criteria, not both", EXIT_USAGE)
+    if not recipe and not crit.specificity():
+        fail(
+            "give --recipe NAME or at least one criterion (--service, --accelerator, ...)",
+            EXIT_USAGE,
+        )
+    catalog = open_catalog(catalog_path)
+    overrides = parse_overrides(sets, set_files)
+    result = resolve(catalog, recipe or crit, profile=profile, overrides=overrides, nodes=nodes)
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
+    if fmt == "aicr":
+        click.echo(dump_recipe_result(result, catalog), nl=False)
+        return
+    doc = recipe_document(result)
+    if fmt == "json":
+        click.echo(json.dumps(doc, indent=2, sort_keys=True, allow_nan=False))
+    else:
+        click.echo(dump_yaml(doc), nl=False)
+
+
 def _query(name: str, help_text: str | None = None) -> click.Command:
     @click.command(name, help=help_text)
     @click.option("--recipe", default=None, help="A leaf recipe name (instead of criteria).")
@@ -88,6 +121,7 @@ def _query(name: str, help_text: str | None = None) -> click.Command:
         "aicr: upstream AICR's RecipeResult (aicr.nvidia.com/v1alpha1), as `aicr recipe` "
         "writes it.",
     )
+    @handles_errors
     def command(
         recipe: str | None,
         service: str | None,
@@ -116,31 +150,7 @@ def _query(name: str, help_text: str | None = None) -> click.Command:
         crit = criteria_from(
             service=service, accelerator=accelerator, os=os, intent=intent, platform=platform
         )
-        if recipe and crit.specificity():
-            fail("give either --recipe or criteria, not both", EXIT_USAGE)
-        if not recipe and not crit.specificity():
-            fail(
-                "give --recipe NAME or at least one criterion (--service, --accelerator, ...)",
-                EXIT_USAGE,
-            )
-        catalog = open_catalog(catalog_path)
-        overrides = parse_overrides(sets, set_files)
-        try:
-            result = resolve(
-                catalog, recipe or crit, profile=profile, overrides=overrides, nodes=nodes
-            )
-        except CatalogError as e:
-            report_error(e)
-        for note in result.notes:
-            click.echo(f"note: {note}", err=True)
-        if fmt == "aicr":
-            click.echo(dump_recipe_result(result, catalog), nl=False)
-            return
-        doc = recipe_document(result)
-        if fmt == "json":
-            click.echo(json.dumps(doc, indent=2, sort_keys=True, allow_nan=False))
-        else:
-            click.echo(dump_yaml(doc), nl=False)
+        _print_query(recipe, crit, profile, nodes, sets, set_files, catalog_path, fmt)
 
     return command
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
+from generator.commands.common import handles_errors
 from generator.commands.release_verify import verify_command
-from generator.core.errors import CatalogError
 from generator.publish.diff import repo_root
 from generator.publish.release import release
 
@@ -37,6 +36,7 @@ from generator.publish.release import release
     help="Trust root for evidence; the demo root is refused.",
 )
 @click.pass_context
+@handles_errors
 def command(
     ctx: click.Context, version: str | None, previous: str | None, out: Path, trust_root: str
 ) -> None:
@@ -54,13 +54,7 @@ def command(
         return
     if version is None:
         raise click.UsageError("Missing option '--version'.")
-    try:
-        report = release(
-            repo_root(Path.cwd()), version, out, previous=previous, trust_root=trust_root
-        )
-    except CatalogError as e:
-        click.echo(f"error: {e.message}", err=True)
-        sys.exit(e.exit_code)
+    report = release(repo_root(Path.cwd()), version, out, previous=previous, trust_root=trust_root)
     click.echo(
         f"released {report.version} at {report.commit[:12]} into {out}/: {len(report.files)} files"
         + (f" (changelog against {report.previous})" if report.previous else " (first release)")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from generator.commands.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, fail
+from generator.commands.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, fail, handles_errors
 from generator.core.errors import UsageError
 from generator.publish.release_verify import (
     DEFAULT_REPOSITORY,
@@ -61,6 +61,7 @@ from generator.publish.release_verify import (
     help="Skip assets listed in SHA256SUMS that were not downloaded (the manifest and its "
     "bundle are always required).",
 )
+@handles_errors
 def verify_command(
     directory: Path,
     version: str | None,

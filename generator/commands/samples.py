@@ -7,12 +7,17 @@ import binascii
 import json
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 import click
 
 from generator.catalog.resolve import resolve
-from generator.commands.common import EXIT_DATA, EXIT_OK, catalog_option, open_catalog
+from generator.commands.common import (
+    EXIT_DATA,
+    EXIT_OK,
+    catalog_option,
+    handles_errors,
+    open_catalog,
+)
 from generator.core.atomic import write_atomic
 from generator.core.errors import CatalogError
 from generator.evidence.sign import demo_authority
@@ -27,11 +32,6 @@ from generator.scale.samples import (
     raw_results,
     recipe_before,
 )
-
-
-def _stop(e: CatalogError) -> NoReturn:
-    click.echo(e.diagnostics_text() if e.diagnostics else f"error: {e.message}", err=True)
-    sys.exit(EXIT_DATA)
 
 
 def is_sample_bundle(data: bytes) -> bool:
@@ -61,10 +61,11 @@ def build(catalog_path: Path) -> tuple[SampleEvidence, ...]:
             bundle_digest=catalog_bundle_digest(catalog),
         )
     except CatalogError as e:
-        _stop(e)
+        raise e.with_exit_code(EXIT_DATA) from e
 
 
 @click.group("samples")
+@handles_errors
 def command() -> None:
     """SAMPLE evidence for demonstration, signed with the demo trust root (never a release)."""
 
@@ -89,6 +90,7 @@ def command() -> None:
 @click.option(
     "--check", is_flag=True, help="Write nothing; exit 1 if evidence/ differs from a regeneration."
 )
+@handles_errors
 def generate_command(catalog_path: Path, root: Path, raw: Path | None, check: bool) -> None:
     """Regenerate the sample runs: raw results → qualify → sign with the demo root.
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from generator.commands.common import EXIT_USAGE, fail
+from generator.commands.common import EXIT_USAGE, fail, handles_errors
 
 
 @click.command("serve")
@@ -22,6 +22,7 @@ from generator.commands.common import EXIT_USAGE, fail
     help="The built site (run `aicr-catalog build` first).",
 )
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@handles_errors
 def command(site_dir: Path, port: int) -> None:
     """Serve the built site on http://127.0.0.1:PORT/ until interrupted (Ctrl-C).
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import NoReturn
@@ -17,9 +16,10 @@ import click
 import yaml
 
 from generator.catalog.load import load_catalog
-from generator.commands.common import EXIT_USAGE
+from generator.commands.common import handles_errors
 from generator.core.atomic import write_atomic
-from generator.core.errors import CatalogError
+from generator.core.errors import CatalogError, UsageError
+from generator.core.timeutil import now_rfc3339
 from generator.scale.collect import (
     Collected,
     LiveOptions,
@@ -36,8 +36,7 @@ MAX_FILE = 1 << 30  # a saved output larger than 1 GiB is not a kubectl answer
 
 
 def _usage(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(EXIT_USAGE)
+    raise UsageError(message)
 
 
 def _declared(items: tuple[str, ...]) -> dict[str, tuple[Reading, str]]:
@@ -97,7 +96,7 @@ def _live(kubeconfig: Path | None, context: str | None, options: LiveOptions) ->
         _usage(f"kubectl cannot reach the cluster: {failures['version.json']}")
     for name, err in sorted(failures.items()):
         click.echo(f"warning: {name}: kubectl failed: {err}", err=True)
-    outputs["collected-at.txt"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()).encode()
+    outputs["collected-at.txt"] = now_rfc3339().encode()
     return outputs
 
 
@@ -140,6 +139,7 @@ def _report_missing(collected: Collected, catalog_path: Path) -> None:
 @click.option("--catalog", "catalog_path", type=click.Path(path_type=Path, file_okay=False),
               default=Path("catalog"), show_default=True,
               help="Catalog whose checks say which readings are needed (for the missing list).")  # fmt: skip
+@handles_errors
 def command(
     from_dir: Path | None,
     kubeconfig: Path | None,
@@ -176,9 +176,8 @@ def command(
         outputs = _live(kubeconfig, context, options)
     try:
         collected = readings_from(outputs, declared)
-    except CatalogError as e:
-        click.echo(f"error: {e.message}", err=True)
-        sys.exit(1)
+    except CatalogError as e:  # the readings' own diagnostics are not repeated
+        raise CatalogError(e.message) from e
     doc = snapshot_document(collected, {})
     text = yaml.safe_dump(doc, sort_keys=False, width=100, allow_unicode=True)
     if output is None:

@@ -6,14 +6,19 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
 from generator.aggregate import Status, aggregate, status_document
 from generator.catalog.resolve import profile_applies, resolve
-from generator.commands.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, catalog_option, open_catalog
-from generator.core.errors import CatalogError, ResolveError, ScaleError, UsageError, printable
+from generator.commands.common import (
+    EXIT_OK,
+    catalog_option,
+    handles_errors,
+    open_catalog,
+)
+from generator.core.errors import CatalogError, ResolveError, ScaleError, printable
 from generator.core.records import Catalog, RecipeResult
 from generator.evidence.model import Evidence
 from generator.evidence.store import read_files
@@ -21,13 +26,6 @@ from generator.evidence.trustroot import PUBLIC_GOOD, load_trust_root
 from generator.evidence.upstream import load_policy, pointer_records
 from generator.evidence.verify import digest_key, verify_evidence
 from generator.scale.qualify import Lanes, lanes_of
-
-
-def _stop(e: CatalogError, code: int) -> NoReturn:
-    click.echo(e.diagnostics_text() if e.diagnostics else f"error: {e.message}", err=True)
-    if e.diagnostics:
-        click.echo(f"error: {e.message}", err=True)
-    sys.exit(code)
 
 
 def _resolve_all(
@@ -233,6 +231,7 @@ def render_text(doc: dict[str, Any], detail: bool) -> str:
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
 @catalog_option
+@handles_errors
 def command(
     recipe: str | None,
     profile: str | None,
@@ -259,8 +258,8 @@ def command(
     """
     try:
         status, lanes, root = gather(catalog_path, evidence_dir, recipe, profile, trust)
-    except CatalogError as e:
-        _stop(e, EXIT_USAGE if isinstance(e, UsageError | ResolveError | ScaleError) else EXIT_DATA)
+    except (ResolveError, ScaleError) as e:  # an unknown recipe or profile: usage (exit 2)
+        raise e.as_usage() from e
     detail = recipe is not None
     doc = status_document(status, lanes, root, detail=detail)
     if fmt == "json":

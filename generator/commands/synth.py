@@ -8,8 +8,7 @@ from pathlib import Path
 import click
 
 from generator.bench.synth import TRUST_FILE, SynthOptions, synthesize
-from generator.commands.common import EXIT_USAGE, fail, report_error
-from generator.core.errors import CatalogError, UsageError
+from generator.commands.common import handles_errors
 
 
 @click.command("synth")
@@ -28,6 +27,7 @@ from generator.core.errors import CatalogError, UsageError
     required=True,
     help="Output directory: new, empty, or one synth wrote before (it is replaced).",
 )
+@handles_errors
 def command(recipes: int, evidence: int, seed: int, jobs: int | None, out: Path) -> None:
     """Write a SYNTHETIC catalog of RECIPES leaf recipes (both scale profiles apply to each) and
     EVIDENCE scale-qualification runs signed by a generated trust root, for benchmarks.
@@ -36,12 +36,7 @@ def command(recipes: int, evidence: int, seed: int, jobs: int | None, out: Path)
     `aicr-catalog build --catalog OUT/catalog --evidence OUT/evidence
     --trust-root OUT/trust/synth-root.json`. Exit codes: 0 written, 1 bad data, 2 usage.
     """
-    try:
-        report = synthesize(SynthOptions(recipes, evidence, seed, jobs), out)
-    except UsageError as e:
-        fail(e.message, EXIT_USAGE)
-    except CatalogError as e:
-        report_error(e)
+    report = synthesize(SynthOptions(recipes, evidence, seed, jobs), out)
     kinds = ", ".join(f"{n} {k}" for k, n in report.kinds.items()) or "none"
     click.echo(
         f"synthesized {report.out}/: {report.leaves} leaf recipes, {report.overlays} overlays, "

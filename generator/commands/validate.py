@@ -12,11 +12,11 @@ from generator.catalog.load import load_catalog
 from generator.commands.common import (
     EXIT_DATA,
     EXIT_OK,
-    EXIT_USAGE,
     announce_defaults,
     catalog_option,
+    handles_errors,
 )
-from generator.core.errors import CatalogError, Severity
+from generator.core.errors import CatalogError, Severity, UsageError
 from generator.core.report import REPORTERS, markdown_summary
 from generator.evidence.trustroot import PUBLIC_GOOD
 from generator.validate import validate_catalog
@@ -58,6 +58,7 @@ from generator.validate import validate_catalog
     metavar="public-good|demo|PATH",
     help="Trust root(s) that evidence is verified with (default: public-good).",
 )
+@handles_errors
 def command(
     path: Path | None,
     catalog_path: Path,
@@ -76,13 +77,11 @@ def command(
     """
     root = path or catalog_path
     if not root.is_dir():
-        click.echo(f"error: catalog directory '{root}' not found", err=True)
-        sys.exit(EXIT_USAGE)
+        raise UsageError(f"catalog directory '{root}' not found")
     try:
         catalog, load_diags = load_catalog(root)
-    except CatalogError as e:
-        click.echo(e.diagnostics_text(), err=True)
-        sys.exit(EXIT_DATA)
+    except CatalogError as e:  # an unreadable tree is bad data, whatever the cause
+        raise e.with_exit_code(EXIT_DATA) from e
     announce_defaults(catalog)
     templates = [rel for rel, m in catalog.manifests.items() if m.kind == "template"]
     if templates:
@@ -95,17 +94,13 @@ def command(
         )
     if evidence_dir is None and (root.absolute().parent / "evidence").is_dir():
         evidence_dir = root.absolute().parent / "evidence"
-    try:
-        diags = validate_catalog(
-            catalog,
-            strict=strict,
-            load_diagnostics=load_diags,
-            evidence_dir=evidence_dir,
-            trust_roots=trust_roots or (PUBLIC_GOOD,),
-        )
-    except CatalogError as e:  # an unreadable trust root or signer policy
-        click.echo(e.diagnostics_text() if e.diagnostics else f"error: {e.message}", err=True)
-        sys.exit(e.exit_code)
+    diags = validate_catalog(  # an unreadable trust root or signer policy raises
+        catalog,
+        strict=strict,
+        load_diagnostics=load_diags,
+        evidence_dir=evidence_dir,
+        trust_roots=trust_roots or (PUBLIC_GOOD,),
+    )
     subject = f"validate {root}"
     click.echo(REPORTERS[fmt](diags, subject, root), nl=False)
     if summary_path is None and fmt == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):

@@ -67,19 +67,52 @@ def sort_diagnostics(diags: Iterable[Diagnostic]) -> tuple[Diagnostic, ...]:
 
 
 class CatalogError(Exception):
-    """Root of every error the pipeline raises on purpose."""
+    """Root of every error the pipeline raises on purpose.
 
-    hint = "fix the reported input and run the command again"
+    The command line prints it one way (`report_lines`) and exits with `exit_code`: 1 bad data
+    or a failed check, 2 usage. `hint`, when there is one, says what to do next and is printed on
+    its own `hint:` line; a subclass may set one for all its errors, a raise site for its own."""
+
+    hint: str | None = None
     exit_code = 1  # the CLI's exit status for this error: 1 bad data, 2 usage
 
-    def __init__(self, message: str, diagnostics: Iterable[Diagnostic] = ()) -> None:
+    def __init__(
+        self,
+        message: str,
+        diagnostics: Iterable[Diagnostic] = (),
+        *,
+        hint: str | None = None,
+        exit_code: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.diagnostics = sort_diagnostics(diagnostics)
+        if hint is not None:
+            self.hint = hint
+        if exit_code is not None:
+            self.exit_code = exit_code
 
     def diagnostics_text(self) -> str:
         lines = [d.format() for d in self.diagnostics] or [self.message]
         return "\n".join(lines)
+
+    def report_lines(self) -> list[str]:
+        """What the CLI prints on stderr: each diagnostic, `error: message`, then `hint: ...`."""
+        lines = [d.format() for d in self.diagnostics]
+        lines.append(f"error: {self.message}")
+        if self.hint:
+            lines.append(f"hint: {self.hint}")
+        return lines
+
+    def with_exit_code(self, code: int) -> CatalogError:
+        """This error (message, diagnostics, hint) with the exit status a command's contract
+        gives it: e.g. `pins` exits 2 for any catalog it cannot read, `qualify` 1 for any
+        recipe it cannot resolve."""
+        return CatalogError(self.message, self.diagnostics, hint=self.hint, exit_code=code)
+
+    def as_usage(self) -> CatalogError:
+        """This error as a usage error (exit 2), e.g. an unknown recipe given to `status`."""
+        return self.with_exit_code(2)
 
 
 class LoadError(CatalogError):
@@ -92,8 +125,6 @@ class ValidationError(CatalogError):
 
 class ResolveError(CatalogError):
     """A query or recipe name does not resolve to a recipe."""
-
-    hint = "check the criteria with `aicr-catalog list`"
 
 
 class DependencyCycleError(ResolveError, ValueError):
@@ -119,10 +150,6 @@ class ScaleError(CatalogError):
 
 class RenderError(CatalogError):
     """A bundle could not be rendered."""
-
-
-class VerifyError(CatalogError):
-    """Evidence could not be verified."""
 
 
 class SiteError(CatalogError):

@@ -268,15 +268,9 @@ def _children(node: Node) -> list[Node]:
     return list(node.value) if isinstance(node, SequenceNode) else []
 
 
-def _expanded_size(roots: list[Node], rel: str, multi: bool) -> None:
-    """Refuse a document whose aliases expand it beyond MAX_EXPANDED_BYTES.
-
-    An alias is a reference: one 600 KB scalar aliased 100,000 times is 100,000 nodes but
-    60 GB once anything serialises it (`query`, the bundles, the site). The size of a node is
-    the length of its scalars plus one per node, counted once per *expansion*; sizes are
-    memoised per node, so the walk visits each composed node once (iteratively: an alias chain
-    can be deeper than the nesting). A recursive alias (`&a [*a]`) has no finite expansion.
-    """
+def _node_sizes(roots: list[Node], rel: str) -> dict[int, int]:
+    """The expanded size of every node under `roots`, by id (see `_expanded_size`); a
+    recursive alias raises LoadError."""
     size: dict[int, int] = {}
     for root in roots:
         stack: list[tuple[Node, bool]] = [(root, False)]
@@ -305,9 +299,12 @@ def _expanded_size(roots: list[Node], rel: str, multi: bool) -> None:
                     )
                 if id(child) not in size:
                     stack.append((child, False))
-    if sum(size[id(r)] for r in roots) <= MAX_EXPANDED_BYTES:
-        return
-    # locate the smallest node that is too large alone, by its path in the first expansion
+    return size
+
+
+def _too_large(roots: list[Node], size: dict[int, int], multi: bool) -> tuple[str, Node]:
+    """The smallest node too large alone and its path in the first expansion (the last root
+    when only the roots together are too large)."""
     big = [(i, r) for i, r in enumerate(roots) if size[id(r)] > MAX_EXPANDED_BYTES]
     index, node = big[0] if big else (len(roots) - 1, roots[-1])
     path = f"$[{index}]" if multi else "$"
@@ -326,6 +323,22 @@ def _expanded_size(roots: list[Node], rel: str, multi: bool) -> None:
         if step is None:
             break
         path, node = step
+    return path, node
+
+
+def _expanded_size(roots: list[Node], rel: str, multi: bool) -> None:
+    """Refuse a document whose aliases expand it beyond MAX_EXPANDED_BYTES.
+
+    An alias is a reference: one 600 KB scalar aliased 100,000 times is 100,000 nodes but
+    60 GB once anything serialises it (`query`, the bundles, the site). The size of a node is
+    the length of its scalars plus one per node, counted once per *expansion*; sizes are
+    memoised per node, so the walk visits each composed node once (iteratively: an alias chain
+    can be deeper than the nesting). A recursive alias (`&a [*a]`) has no finite expansion.
+    """
+    size = _node_sizes(roots, rel)
+    if sum(size[id(r)] for r in roots) <= MAX_EXPANDED_BYTES:
+        return
+    path, node = _too_large(roots, size, multi)
     msg = (
         f"aliases expand this to {size[id(node)]} bytes; the limit is {MAX_EXPANDED_BYTES} "
         "(alias expansion bomb?)"
@@ -333,23 +346,12 @@ def _expanded_size(roots: list[Node], rel: str, multi: bool) -> None:
     raise LoadError(f"{rel}: {msg}", [_diag(rel, node.start_mark, msg, "yaml.alias-bomb", path)])
 
 
-def parse_yaml(
-    raw: bytes | str, rel: str, *, multi: bool = False, allow_empty: bool = False
-) -> Document:
-    """Parse one YAML document (or, with `multi`, a stream whose documents become a list).
-
-    `allow_empty`: a file with no document (empty, or only comments) gives `data` None instead of
-    a `yaml.empty` error (Helm values files: "the chart defaults are fine").
-    """
-    if isinstance(raw, bytes):
-        sha = hashlib.sha256(raw).hexdigest()
-        text = decode(raw, rel)
-    else:
-        sha = hashlib.sha256(raw.encode("utf-8")).hexdigest()
-        text = raw
+def _compose(text: str, rel: str, multi: bool) -> list[Any]:
+    """The YAML node trees of `text` (None for an empty document); a syntax error, a control
+    character or nesting past MAX_DEPTH raises LoadError located at the problem."""
     try:
         _check_depth(text, rel, multi)
-        nodes = list(yaml.compose_all(text, Loader=_LOADER))
+        return list(yaml.compose_all(text, Loader=_LOADER))
     except yaml.reader.ReaderError as e:
         line, col = _position(text, e.position)
         msg = f"unacceptable character #x{e.character:04x}: control characters are not allowed"
@@ -367,44 +369,64 @@ def parse_yaml(
     except yaml.YAMLError as e:
         msg = " ".join(str(e).split())
         raise LoadError(f"{rel}: {msg}", [Diagnostic(rel, 0, 0, "$", msg, "yaml.parse")]) from e
-    nodes = [n for n in nodes if n is not None]
+
+
+def _single(builder: _Builder, nodes: list[Any], rel: str) -> Any:
+    """The data of the one document `nodes` must hold (LoadError if none or several)."""
+    if not nodes:
+        raise LoadError(
+            f"{rel}: empty",
+            [Diagnostic(rel, 1, 1, "$", "file has no YAML document", "yaml.empty")],
+        )
+    if len(nodes) > 1:
+        second = nodes[1].start_mark
+        raise LoadError(
+            f"{rel}: several documents",
+            [
+                _diag(
+                    rel,
+                    second,
+                    f"expected one YAML document, found {len(nodes)}",
+                    "yaml.multi-document",
+                )
+            ],
+        )
+    try:
+        return builder.build(nodes[0], "$", 0, yaml.Mark(rel, 0, 0, 0, "", 0))
+    except RecursionError as e:
+        raise LoadError(
+            f"{rel}: nesting too deep",
+            [
+                Diagnostic(
+                    rel, 0, 0, "$", f"nesting deeper than {MAX_DEPTH} levels", "yaml.too-deep"
+                )
+            ],
+        ) from e
+
+
+def parse_yaml(
+    raw: bytes | str, rel: str, *, multi: bool = False, allow_empty: bool = False
+) -> Document:
+    """Parse one YAML document (or, with `multi`, a stream whose documents become a list).
+
+    `allow_empty`: a file with no document (empty, or only comments) gives `data` None instead of
+    a `yaml.empty` error (Helm values files: "the chart defaults are fine").
+    """
+    if isinstance(raw, bytes):
+        sha = hashlib.sha256(raw).hexdigest()
+        text = decode(raw, rel)
+    else:
+        sha = hashlib.sha256(raw.encode("utf-8")).hexdigest()
+        text = raw
+    nodes = [n for n in _compose(text, rel, multi) if n is not None]
     if "*" in text:  # an alias needs one: without, the expansion is the text itself
         _expanded_size(nodes, rel, multi)
     builder = _Builder(rel)
-    start = yaml.Mark(rel, 0, 0, 0, "", 0)
     if multi:
         data: Any = [builder.build(n, f"$[{i}]", 1, n.start_mark) for i, n in enumerate(nodes)]
         builder.lines.setdefault("$", (1, 1))
     else:
         if not nodes and allow_empty:
             return Document(rel=rel, data=None, lines={"$": (1, 1)}, sha256=sha)
-        if not nodes:
-            raise LoadError(
-                f"{rel}: empty",
-                [Diagnostic(rel, 1, 1, "$", "file has no YAML document", "yaml.empty")],
-            )
-        if len(nodes) > 1:
-            second = nodes[1].start_mark
-            raise LoadError(
-                f"{rel}: several documents",
-                [
-                    _diag(
-                        rel,
-                        second,
-                        f"expected one YAML document, found {len(nodes)}",
-                        "yaml.multi-document",
-                    )
-                ],
-            )
-        try:
-            data = builder.build(nodes[0], "$", 0, start)
-        except RecursionError as e:
-            raise LoadError(
-                f"{rel}: nesting too deep",
-                [
-                    Diagnostic(
-                        rel, 0, 0, "$", f"nesting deeper than {MAX_DEPTH} levels", "yaml.too-deep"
-                    )
-                ],
-            ) from e
+        data = _single(builder, nodes, rel)
     return Document(rel=rel, data=data, lines=dict(builder.lines), sha256=sha)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from generator.core.timeutil import rfc3339
 from generator.evidence.model import SCALE_QUALIFICATION_V1, Statement
 
 if TYPE_CHECKING:  # generator.scale.qualify imports the evidence package: types only here
@@ -53,7 +54,7 @@ def attested_after_logged(attested_at: str | None, integrated_time: int | None) 
         when = when.replace(tzinfo=UTC)
     if when.timestamp() <= integrated_time + CLOCK_SKEW_SECONDS:
         return None
-    logged = datetime.fromtimestamp(integrated_time, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    logged = rfc3339(integrated_time)
     return (
         f"attested-after-logged: attestedAt {attested_at} is later than the transparency log's "
         f"time for the entry ({logged})"

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
+from generator.core.timeutil import rfc3339
 from generator.evidence import oci
 from generator.evidence.model import Evidence, SignerPolicy, TrustRoot, VerifiedEvidence
 from generator.evidence.pointer import render_pointer
@@ -43,7 +43,7 @@ def _attested_at(r: VerifiedEvidence) -> str:
     if r.statement.attested_at:
         return r.statement.attested_at
     if r.integrated_time is not None:
-        return datetime.fromtimestamp(r.integrated_time, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return rfc3339(r.integrated_time)
     return "1970-01-01T00:00:00Z"
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from generator.core.errors import printable
+from generator.core.timeutil import rfc3339
 from generator.evidence.model import (
     UPSTREAM_PREDICATE_TYPES,
     Evidence,
@@ -29,7 +29,7 @@ KIND = "EvidenceVerification"
 def _time(seconds: int | None) -> str | None:
     if seconds is None:
         return None
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(seconds)
 
 
 def status(record: Evidence) -> str:

@@ -11,10 +11,10 @@
 from __future__ import annotations
 
 import json
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 
+from generator.core import timeutil
 from generator.core.errors import Diagnostic, UsageError
 from generator.evidence import testroot
 from generator.evidence.testroot import Authority
@@ -51,9 +51,9 @@ def signing_time(statement: bytes) -> datetime:
             return datetime.fromisoformat(attested.replace("Z", "+00:00")).astimezone(UTC)
         except ValueError:
             pass
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch and epoch.isdigit():
-        return datetime.fromtimestamp(int(epoch), UTC)
+    epoch = timeutil.source_date_epoch(error=UsageError)
+    if epoch is not None:
+        return datetime.fromtimestamp(epoch, UTC)
     raise _usage("the statement has no predicate.attestedAt and SOURCE_DATE_EPOCH is not set")
 
 

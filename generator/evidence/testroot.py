@@ -42,6 +42,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID, ObjectIdentifier
 
+from generator.core.timeutil import rfc3339
 from generator.evidence.model import IN_TOTO_PAYLOAD_TYPE
 
 TRUSTED_ROOT_MEDIA_TYPE = "application/vnd.dev.sigstore.trustedroot+json;version=0.1"
@@ -171,7 +172,7 @@ def _public_key_entry(key: ec.EllipticCurvePrivateKey, url: str) -> dict[str, An
         "publicKey": {
             "rawBytes": _b64(_spki(pub)),
             "keyDetails": KEY_DETAILS,
-            "validFor": {"start": ROOT_NOT_BEFORE.strftime("%Y-%m-%dT%H:%M:%SZ")},
+            "validFor": {"start": rfc3339(ROOT_NOT_BEFORE)},
         },
         "logId": {"keyId": _b64(key_id(pub))},
     }
@@ -195,7 +196,7 @@ def trusted_root_json(authority: Authority) -> bytes:
                         }
                     ]
                 },
-                "validFor": {"start": ROOT_NOT_BEFORE.strftime("%Y-%m-%dT%H:%M:%SZ")},
+                "validFor": {"start": rfc3339(ROOT_NOT_BEFORE)},
             }
         ],
         "ctlogs": [_public_key_entry(authority.ct_key, f"https://ctfe.{authority.name}.invalid")],

@@ -51,6 +51,7 @@ from sigstore.models import Bundle, TrustedRoot
 from sigstore.verify import Verifier
 
 from generator.core.records import DEFAULT_PROFILE
+from generator.core.timeutil import rfc3339
 from generator.evidence.model import (
     Evidence,
     EvidenceFile,
@@ -122,11 +123,6 @@ def cert_issuer(cert: x509.Certificate) -> str:
         if text:
             return text
     return ""
-
-
-def _rfc3339(seconds: int | float | datetime) -> str:
-    when = seconds if isinstance(seconds, datetime) else datetime.fromtimestamp(seconds, UTC)
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # --- the signer policy, inside sigstore's policy hook ---------------------------------------
@@ -271,9 +267,9 @@ def _classify(
         when = datetime.fromtimestamp(integrated_time, UTC)
         if not (cert.not_valid_before_utc <= when <= cert.not_valid_after_utc):
             return FailureClass.CERTIFICATE_EXPIRED, (
-                f"certificate valid {_rfc3339(cert.not_valid_before_utc)} to "
-                f"{_rfc3339(cert.not_valid_after_utc)} was not valid at signing time "
-                f"{_rfc3339(when)} (transparency log integrated time)"
+                f"certificate valid {rfc3339(cert.not_valid_before_utc)} to "
+                f"{rfc3339(cert.not_valid_after_utc)} was not valid at signing time "
+                f"{rfc3339(when)} (transparency log integrated time)"
             )
     if isinstance(exc, CertValidationError):
         return FailureClass.CERTIFICATE_UNTRUSTED, (

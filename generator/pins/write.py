@@ -60,7 +60,9 @@ class WriteRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class RecipeChange:
+class RecipeDigestChange:
+    """A recipe whose digest a pin bump changes (before/after), and why."""
+
     recipe: str
     profile: str
     before: str | None  # digest; None when the recipe does not resolve on that side
@@ -73,7 +75,7 @@ class WritePlan:
     place: PinPlace
     version: str
     text: str  # the whole new text of `place.location.path`
-    changes: tuple[RecipeChange, ...]
+    changes: tuple[RecipeDigestChange, ...]
     stale: tuple[str, ...]  # evidence files current before the bump and stale after it
 
 
@@ -253,7 +255,7 @@ def plan_write(
     with open(root / place.location.path, encoding="utf-8", newline="") as fh:
         old_text = fh.read()
     new_text = bump_text(old_text, place.location.json_path, request.version)
-    snaps: list[diff.Snapshot] = []
+    snaps: list[diff.GitSnapshot] = []
     with tempfile.TemporaryDirectory(prefix="aicr-pins-") as tmp:
         for side, text in (("base", None), ("head", new_text)):
             top = Path(tmp) / side
@@ -268,7 +270,7 @@ def plan_write(
             snaps.append(diff.snapshot(top, diff.WORKTREE, "catalog", "evidence"))
     impact = diff.compare(snaps[0], snaps[1], bundles=False)
     changes = tuple(
-        RecipeChange(r.recipe, r.profile, r.base_digest, r.head_digest, r.reasons)
+        RecipeDigestChange(r.recipe, r.profile, r.base_digest, r.head_digest, r.reasons)
         for r in impact.recipes
     )
     return WritePlan(place, request.version, new_text, changes, impact.evidence_stale)

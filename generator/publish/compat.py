@@ -469,12 +469,6 @@ def _compare_param(where: str, o: Mapping[str, Any], n: Mapping[str, Any]) -> It
         yield Break(subject, where, "new-required", "now required")
 
 
-def current_cli() -> dict[str, Any]:
-    from generator.cli import main
-
-    return cli_surface(main)
-
-
 @dataclass(frozen=True, slots=True)
 class CompatReport:
     breaks: tuple[Break, ...]
@@ -512,8 +506,9 @@ def check(
     cli: Mapping[str, Any] | None = None,
 ) -> CompatReport:
     """The gate over `schema_dir` (and its baselines) and `catalog_dir`'s bundle layouts; `cli`
-    is the current command-line surface (default: this program's), checked when a CLI baseline
-    exists."""
+    is the current command-line surface (`cli_surface` of the caller's click group), checked
+    against the CLI baseline when one exists. Without `cli` the command line is not checked
+    (a library caller gating schemas and layouts only); the `compat` command always passes it."""
     base_dir = schema_dir / BASELINE_DIR
     manifest = json.loads((base_dir / MANIFEST).read_text(encoding="utf-8"))
     found: list[Break] = []
@@ -525,9 +520,9 @@ def check(
             found.append(Break(rel, "$", "removed-schema", "published schema removed"))
             continue
         found.extend(compare_schemas(rel, old, current[rel], role=role_of(rel)))
-    if (base_dir / CLI).exists():
+    if cli is not None and (base_dir / CLI).exists():
         old_cli = json.loads((base_dir / CLI).read_text(encoding="utf-8"))
-        found.extend(compare_cli(old_cli, cli if cli is not None else current_cli()))
+        found.extend(compare_cli(old_cli, cli))
     old_layouts = json.loads((base_dir / LAYOUTS).read_text(encoding="utf-8"))
     new_layouts = bundle_layouts(catalog_dir)
     for dep, paths in sorted(old_layouts.items()):
@@ -552,8 +547,9 @@ def check(
 def update_baselines(
     schema_dir: Path, catalog_dir: Path, version: str, cli: Mapping[str, Any] | None = None
 ) -> tuple[str, ...]:
-    """Rewrite the baselines from the current schemas, layouts and CLI (at a release). Refuses
-    while a published schema is invalid against its metaschema."""
+    """Rewrite the baselines from the current schemas, layouts and CLI (`cli`, the surface of
+    the caller's click group; without it the CLI baseline is left as it is) at a release.
+    Refuses while a published schema is invalid against its metaschema."""
     base_dir = schema_dir / BASELINE_DIR
     current = schema_files(schema_dir)
     invalid = [b.format() for rel, doc in current.items() for b in meta_validate(rel, doc)]
@@ -570,13 +566,10 @@ def update_baselines(
     (base_dir / LAYOUTS).write_text(
         json.dumps(bundle_layouts(catalog_dir), indent=2, sort_keys=True, allow_nan=False) + "\n"
     )
-    (base_dir / CLI).write_text(
-        json.dumps(
-            cli if cli is not None else current_cli(), indent=2, sort_keys=True, allow_nan=False
+    if cli is not None:
+        (base_dir / CLI).write_text(
+            json.dumps(cli, indent=2, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8"
         )
-        + "\n",
-        encoding="utf-8",
-    )
     (base_dir / MANIFEST).write_text(
         json.dumps({"version": version, "schemas": sorted(current)}, indent=2, allow_nan=False)
         + "\n"
@@ -605,22 +598,20 @@ def report_text(r: CompatReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _subject_file(b: Break, schema_dir: Path) -> tuple[str | None, Path | None]:
+def _subject_file(b: Break, schema_dir: Path, group: Any) -> tuple[str | None, Path | None]:
     """(path, base) an annotation of `b` names: the schema file, the exceptions file for a
-    stale acknowledgement, the command's module for a CLI break."""
+    stale acknowledgement, the command's module (found in `group`) for a CLI break."""
     if b.subject == "cli":
-        return _command_source(b.path)
+        return _command_source(b.path, group) if group is not None else (None, None)
     if b.subject.startswith("bundle-layout:"):
         return f"{BASELINE_DIR}/{LAYOUTS}", schema_dir
     return b.subject, schema_dir
 
 
-def _command_source(path: str) -> tuple[str | None, Path | None]:
+def _command_source(path: str, group: Any) -> tuple[str | None, Path | None]:
     import inspect
 
-    from generator.cli import main
-
-    cmd: Any = main
+    cmd: Any = group
     for word in path.split()[1:]:
         sub = getattr(cmd, "commands", {}).get(word) if hasattr(cmd, "commands") else None
         if sub is None:
@@ -635,19 +626,21 @@ def _command_source(path: str) -> tuple[str | None, Path | None]:
     return Path(source).name, Path(source).parent
 
 
-def report_github(r: CompatReport, schema_dir: Path) -> str:
-    """GitHub annotations: each names the file to look at, from the repository root."""
+def report_github(r: CompatReport, schema_dir: Path, group: Any = None) -> str:
+    """GitHub annotations: each names the file to look at, from the repository root; a CLI
+    break names the module of its command in `group` (the caller's click group; without it,
+    no file)."""
     from generator.core.report import annotation
 
     lines = []
     for b in r.invalid:
-        path, base = _subject_file(b, schema_dir)
+        path, base = _subject_file(b, schema_dir, group)
         lines.append(
             annotation("error", f"{b.path}: {b.detail}", title=b.kind, path=path, base=base)
         )
     level = "warning" if r.major_changed else "error"
     for b in r.breaks:
-        path, base = _subject_file(b, schema_dir)
+        path, base = _subject_file(b, schema_dir, group)
         lines.append(
             annotation(
                 level, f"{b.path}: {b.detail}", title=f"compat {b.kind}", path=path, base=base

@@ -2,7 +2,7 @@
 
 Both revisions are read with git itself (`git archive` into a temporary directory), never by
 checking out over the user's tree; HEAD may be the working tree. The comparison is pure: two
-`Snapshot`s in, one `Impact` out.
+`GitSnapshot`s in, one `Impact` out.
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ class EvidenceRef:
 
 
 @dataclass(frozen=True, slots=True)
-class Snapshot:
+class GitSnapshot:
+    """One git revision of the catalog: what it resolves to, its evidence and bundle inputs."""
+
     rev: str
     catalog: Catalog
     results: Mapping[tuple[str, str], RecipeResult]
@@ -206,14 +208,14 @@ def _manifests(catalog_dir: Path, catalog: Catalog) -> dict[str, bytes]:
 
 def snapshot(
     repo: Path, rev: str, catalog_rel: str = "catalog", evidence_rel: str = "evidence"
-) -> Snapshot:
+) -> GitSnapshot:
     with materialize(repo, rev, [catalog_rel, evidence_rel]) as root:
         cat_dir = root / catalog_rel
         if not cat_dir.is_dir():
             raise UsageError(f"revision {rev} has no {catalog_rel}/ directory")
         catalog, _diags = load_catalog(cat_dir)
         results = resolve_all(catalog)
-        return Snapshot(
+        return GitSnapshot(
             rev, catalog, results, _evidence_refs(root, evidence_rel), _manifests(cat_dir, catalog)
         )
 
@@ -229,7 +231,9 @@ def _doc_shas(catalog: Catalog) -> dict[str, str]:
     return out
 
 
-def _reasons(base: Snapshot, head: Snapshot, b: RecipeResult, h: RecipeResult) -> tuple[str, ...]:
+def _reasons(
+    base: GitSnapshot, head: GitSnapshot, b: RecipeResult, h: RecipeResult
+) -> tuple[str, ...]:
     reasons: list[str] = []
     if b.applied_overlays != h.applied_overlays:
         reasons.append(
@@ -345,7 +349,7 @@ def value_changes(old: RecipeResult | None, new: RecipeResult | None) -> tuple[V
 
 
 def _bundle_changes(
-    base: Snapshot, head: Snapshot, b: RecipeResult, h: RecipeResult
+    base: GitSnapshot, head: GitSnapshot, b: RecipeResult, h: RecipeResult
 ) -> tuple[str, ...]:
     try:
         from generator.render import Deployer, render_bundle
@@ -369,7 +373,7 @@ def _tree_key(tree: Any) -> Any:
     return sorted((k, getattr(v, "data", v), getattr(v, "mode", 0)) for k, v in files.items())
 
 
-def _pins(snap: Snapshot) -> dict[str, set[str]]:
+def _pins(snap: GitSnapshot) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for r in snap.results.values():
         for c in r.components:
@@ -381,7 +385,7 @@ def _pins(snap: Snapshot) -> dict[str, set[str]]:
     return out
 
 
-def compare(base: Snapshot, head: Snapshot, *, bundles: bool = True) -> Impact:
+def compare(base: GitSnapshot, head: GitSnapshot, *, bundles: bool = True) -> Impact:
     recipes: list[RecipeChange] = []
     for key in sorted(set(base.results) | set(head.results)):
         b, h = base.results.get(key), head.results.get(key)

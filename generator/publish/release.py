@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -33,7 +32,7 @@ from typing import Any
 from packaging.version import Version
 
 from generator import __version__
-from generator.core import markdown, names
+from generator.core import markdown, names, timeutil
 from generator.core.errors import CatalogError, ReleaseError
 from generator.core.outputs import OutputKind, check_output_dir
 from generator.publish.diff import compare, materialize, snapshot, to_markdown
@@ -282,10 +281,9 @@ def release(
 ) -> ReleaseReport:
     check_output_dir(out, OutputKind.RELEASE)
     commit, previous = check_preconditions(repo, version, previous, trust_root)
-    epoch = int(
-        os.environ.get("SOURCE_DATE_EPOCH")
-        or _git(repo, "log", "-1", "--format=%ct", commit).strip()
-    )
+    epoch = timeutil.source_date_epoch(error=ReleaseError)
+    if epoch is None:
+        epoch = int(_git(repo, "log", "-1", "--format=%ct", commit).strip())
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}-release-", dir=out.parent))

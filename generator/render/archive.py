@@ -8,12 +8,12 @@ header with mtime 0, no file name and a fixed OS byte.
 
 from __future__ import annotations
 
-import os
 import struct
 import tarfile
 import zlib
 from collections.abc import Mapping
 
+from generator.core import timeutil
 from generator.core.errors import RenderError
 from generator.core.records import RecipeResult
 from generator.render.common import (
@@ -32,13 +32,8 @@ def archive_name(result: RecipeResult, deployer: Deployer | str) -> str:
 
 
 def source_date_epoch(environ: Mapping[str, str] | None = None) -> int:
-    env = os.environ if environ is None else environ
-    raw = env.get("SOURCE_DATE_EPOCH", "").strip()
-    if not raw:
-        return 0
-    if not raw.isdigit():
-        raise RenderError(f"SOURCE_DATE_EPOCH must be a non-negative integer, got {raw!r}")
-    return int(raw)
+    """An archive's mtime: SOURCE_DATE_EPOCH (`timeutil`'s policy), 0 when unset."""
+    return timeutil.source_date_epoch(environ, error=RenderError) or 0
 
 
 def _info(name: str, mtime: int, *, directory: bool, mode: int, size: int = 0) -> tarfile.TarInfo:

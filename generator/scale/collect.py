@@ -301,6 +301,45 @@ def _version_key(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", text))
 
 
+def _cliques(b: _Builder, gpu: list[dict[str, Any]]) -> None:
+    """The NVLink cliques of the GPU nodes: how many, the smallest and the largest."""
+    cliques = Counter(_labels(n)[CLIQUE_LABEL] for n in gpu if CLIQUE_LABEL in _labels(n))
+    outside = len(gpu) - sum(cliques.values())
+    if cliques:
+        note = f"; {outside} GPU node(s) carry no clique label" if outside else ""
+        b.put("K8s.cliques.count", len(cliques),
+              f"distinct {CLIQUE_LABEL} values over the GPU nodes{note}")  # fmt: skip
+        smallest = 0 if outside else min(cliques.values())
+        b.put("K8s.cliques.min-nodes", smallest,
+              f"GPU nodes in the smallest {CLIQUE_LABEL} group (0 when a GPU node has none)")  # fmt: skip
+        b.put("K8s.cliques.max-nodes", max(cliques.values()),
+              f"GPU nodes in the largest {CLIQUE_LABEL} group")  # fmt: skip
+    else:
+        for p in ("K8s.cliques.count", "K8s.cliques.min-nodes", "K8s.cliques.max-nodes"):
+            b.lack(
+                p, f"no GPU node carries {CLIQUE_LABEL} (GPU Feature Discovery on NVL72 sets it)"
+            )
+
+
+def _driver(b: _Builder, gpu: list[dict[str, Any]]) -> None:
+    """The lowest GPU driver version over the GPU nodes, from GPU Feature Discovery labels."""
+    drivers: list[str] = []
+    for n in gpu:
+        labels = _labels(n)
+        if DRIVER_LABEL in labels:
+            drivers.append(labels[DRIVER_LABEL])
+        elif all(p in labels for p in DRIVER_PARTS):
+            drivers.append(".".join(labels[p] for p in DRIVER_PARTS))
+    if len(drivers) == len(gpu):
+        lowest = min(drivers, key=_version_key)
+        spread = "" if len(set(drivers)) == 1 else f" ({len(set(drivers))} versions in the cluster)"
+        b.put("GPU.smi.driver", lowest,
+              f"the lowest {DRIVER_LABEL} label over the GPU nodes{spread}")  # fmt: skip
+    else:
+        b.lack("GPU.smi.driver", f"{len(gpu) - len(drivers)} GPU node(s) have no driver label "
+               "(GPU Feature Discovery not running yet)")  # fmt: skip
+
+
 def _nodes(b: _Builder, outputs: Mapping[str, bytes]) -> list[dict[str, Any]]:
     nodes = _items(outputs, "nodes.json", "Node")
     paths = ("K8s.nodes.total", "K8s.nodes.gpu", "K8s.nodes.ready-gpu", "K8s.nodes.gpus-per-node",
@@ -325,42 +364,13 @@ def _nodes(b: _Builder, outputs: Mapping[str, bytes]) -> list[dict[str, Any]]:
     else:
         b.put("K8s.nodes.gpus-per-node", min(c for c in capacity if c is not None),
               f"the smallest status.capacity[{GPU_RESOURCE}] over {len(gpu)} GPU nodes")  # fmt: skip
-    cliques = Counter(_labels(n)[CLIQUE_LABEL] for n in gpu if CLIQUE_LABEL in _labels(n))
-    outside = len(gpu) - sum(cliques.values())
-    if cliques:
-        note = f"; {outside} GPU node(s) carry no clique label" if outside else ""
-        b.put("K8s.cliques.count", len(cliques),
-              f"distinct {CLIQUE_LABEL} values over the GPU nodes{note}")  # fmt: skip
-        smallest = 0 if outside else min(cliques.values())
-        b.put("K8s.cliques.min-nodes", smallest,
-              f"GPU nodes in the smallest {CLIQUE_LABEL} group (0 when a GPU node has none)")  # fmt: skip
-        b.put("K8s.cliques.max-nodes", max(cliques.values()),
-              f"GPU nodes in the largest {CLIQUE_LABEL} group")  # fmt: skip
-    else:
-        for p in ("K8s.cliques.count", "K8s.cliques.min-nodes", "K8s.cliques.max-nodes"):
-            b.lack(
-                p, f"no GPU node carries {CLIQUE_LABEL} (GPU Feature Discovery on NVL72 sets it)"
-            )
+    _cliques(b, gpu)
     pods = [_quantity(_status(n).get("capacity", {}).get("pods")) for n in gpu]
     if all(p is not None for p in pods):
         b.put("K8s.kubelet.max-pods", min(p for p in pods if p is not None),
               "the smallest status.capacity.pods over the GPU nodes (the kubelet's maxPods)")  # fmt: skip
     _os(b, gpu)
-    drivers: list[str] = []
-    for n in gpu:
-        labels = _labels(n)
-        if DRIVER_LABEL in labels:
-            drivers.append(labels[DRIVER_LABEL])
-        elif all(p in labels for p in DRIVER_PARTS):
-            drivers.append(".".join(labels[p] for p in DRIVER_PARTS))
-    if len(drivers) == len(gpu):
-        lowest = min(drivers, key=_version_key)
-        spread = "" if len(set(drivers)) == 1 else f" ({len(set(drivers))} versions in the cluster)"
-        b.put("GPU.smi.driver", lowest,
-              f"the lowest {DRIVER_LABEL} label over the GPU nodes{spread}")  # fmt: skip
-    else:
-        b.lack("GPU.smi.driver", f"{len(gpu) - len(drivers)} GPU node(s) have no driver label "
-               "(GPU Feature Discovery not running yet)")  # fmt: skip
+    _driver(b, gpu)
     return nodes
 
 

@@ -41,7 +41,7 @@ from generator.scale.checkexpr import (
     truth,
 )
 from generator.scale.collect import how_to_collect
-from generator.scale.snapshot import Snapshot, split_path
+from generator.scale.snapshot import ClusterSnapshot, split_path
 
 CHECKS_FILE = "scale/checks.yaml"
 CHECKS_SCHEMA = "scale-checks"
@@ -511,7 +511,7 @@ def evaluate(check: Check, scope: Scope) -> Finding:
                     f"observed {_show(observed, check.unit)}, expected {expected_text}")  # fmt: skip
 
 
-def _observed_nodes(snapshot: Snapshot) -> int | None:
+def _observed_nodes(snapshot: ClusterSnapshot) -> int | None:
     value = snapshot.get("K8s.nodes.gpu")
     n = as_number(value) if value is not None else None
     return int(n) if n is not None and float(n).is_integer() else None
@@ -556,7 +556,7 @@ def scope_for(
     result: RecipeResult,
     profile: ScaleProfile,
     checks: CheckSet,
-    snapshot: Snapshot,
+    snapshot: ClusterSnapshot,
     nodes: int | None,
     values: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Scope:
@@ -591,7 +591,7 @@ def preflight(
     result: RecipeResult,
     profile: ScaleProfile,
     checks: CheckSet,
-    snapshot: Snapshot,
+    snapshot: ClusterSnapshot,
     nodes: int | None = None,
     values: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> PreflightReport:

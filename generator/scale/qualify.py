@@ -34,7 +34,6 @@ the lane's, and the running component versions are the recipe's pins. Every othe
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import math
@@ -46,6 +45,7 @@ from typing import Any
 
 from generator import __version__
 from generator.catalog import schemas
+from generator.core import timeutil
 from generator.core.errors import (
     CatalogError,
     Diagnostic,
@@ -832,11 +832,7 @@ def attested_at_from(epoch: str | None, run: RunResults, given: str | None) -> s
     if given is None:
         given = run.finished_at
     if given is None and epoch:
-        try:
-            seconds = int(epoch)
-        except ValueError as e:
-            raise UsageError(f"SOURCE_DATE_EPOCH is not an integer: {epoch!r}") from e
-        return dt.datetime.fromtimestamp(seconds, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return timeutil.rfc3339(timeutil.parse_epoch(epoch, error=UsageError))
     if given is None:
         raise UsageError(
             "no attestation date: pass --attested-at, give finishedAt in run.yaml, "

@@ -26,6 +26,7 @@ from typing import Any
 from generator.catalog.resolve import recipe_document
 from generator.core.canonical import dump_yaml, sha256_digest
 from generator.core.records import DEFAULT_PROFILE, Catalog, RecipeResult
+from generator.core.timeutil import rfc3339
 from generator.evidence.sign import DEMO_IDENTITY, DEMO_ISSUER, sign_offline
 from generator.evidence.store import evidence_path
 from generator.evidence.testroot import Authority
@@ -88,6 +89,33 @@ LARGE = "nvl72-2304"
 LADDER = ("lane-36", "lane-72", "lane-144", "lane-288", "lane-576", "lane-1152", "lane-2304")
 
 
+def _failing_lane_runs() -> tuple[SampleRun, ...]:
+    """GB200 Kubeflow: a climb that fails at lane-144 (a slow rollout, an undersized cluster)."""
+    return (
+        SampleRun(GB200_KUBEFLOW, LARGE, "lane-36", "lab-a", 20, "failing lane: climb"),
+        SampleRun(GB200_KUBEFLOW, LARGE, "lane-72", "lab-a", 22, "failing lane: climb"),
+        SampleRun(
+            GB200_KUBEFLOW,
+            LARGE,
+            "lane-144",
+            "lab-a",
+            24,
+            "failing lane: rollout too slow, monitoring on zero targets",
+            zero_targets=("monitoring-convergence",),
+            kpis=(("daemonset-rollout", 1410.0),),
+        ),
+        SampleRun(
+            GB200_KUBEFLOW,
+            LARGE,
+            "lane-144",
+            "lab-b",
+            25,
+            "failing lane: undersized cluster",
+            missing_nodes=18,
+        ),
+    )
+
+
 def _plan() -> tuple[SampleRun, ...]:
     runs: list[SampleRun] = []
     for i, lane in enumerate(LADDER):
@@ -125,27 +153,7 @@ def _plan() -> tuple[SampleRun, ...]:
                 ),
             ),
         ),
-        SampleRun(GB200_KUBEFLOW, LARGE, "lane-36", "lab-a", 20, "failing lane: climb"),
-        SampleRun(GB200_KUBEFLOW, LARGE, "lane-72", "lab-a", 22, "failing lane: climb"),
-        SampleRun(
-            GB200_KUBEFLOW,
-            LARGE,
-            "lane-144",
-            "lab-a",
-            24,
-            "failing lane: rollout too slow, monitoring on zero targets",
-            zero_targets=("monitoring-convergence",),
-            kpis=(("daemonset-rollout", 1410.0),),
-        ),
-        SampleRun(
-            GB200_KUBEFLOW,
-            LARGE,
-            "lane-144",
-            "lab-b",
-            25,
-            "failing lane: undersized cluster",
-            missing_nodes=18,
-        ),
+        *_failing_lane_runs(),
         SampleRun(GB200_SLURM, DEFAULT_PROFILE, "lane-36", "lab-a", 8, "single signer"),
     ]
     return tuple(runs)
@@ -199,7 +207,7 @@ def _ctrf(tests: list[dict[str, Any]], start: int) -> bytes:
 
 
 def finished_at(run: SampleRun) -> str:
-    return (EPOCH + dt.timedelta(days=run.day)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(EPOCH + dt.timedelta(days=run.day))
 
 
 Preflight = Callable[[RecipeResult, bytes], bytes]  # (recipe, snapshot bytes) -> report JSON
@@ -325,6 +333,30 @@ def catalog_bundle_digest(catalog: Catalog) -> Callable[[RecipeResult], str]:
     return digest
 
 
+def _kpis(
+    lanes: Lanes, lane: Lane, recipe: RecipeResult, run: SampleRun, seed: str, nodes: int
+) -> list[dict[str, Any]]:
+    """The run's kpis.json entries: each required KPI passing its threshold (a ratio as
+    numerator/denominator), unless the run overrides the value."""
+    racks = nodes // lanes.nodes_per_rack
+    overrides = dict(run.kpis)
+    kpis = []
+    for spec, threshold in lanes.required_kpis(lane, recipe.criteria):
+        u = _unit(seed + spec.id)
+        targets = {"nodes": nodes, "racks": racks}.get(spec.min_targets, max(1, nodes // 4))
+        item: dict[str, Any] = {"id": spec.id, "unit": spec.unit, "targets": targets}
+        if spec.measure == "ratio":
+            denominator = nodes * (40 + int(u * 20))
+            item["numerator"] = _ratio(threshold.operator, threshold.value, denominator, u)
+            item["denominator"] = denominator
+        else:
+            item["value"] = overrides.get(
+                spec.id, _passing_value(threshold.operator, threshold.value, u)
+            )
+        kpis.append(item)
+    return kpis
+
+
 def raw_results(
     lanes: Lanes,
     lane: Lane,
@@ -358,21 +390,7 @@ def raw_results(
                 test["message"] = failed[s.id]
             tests.append(test)
         files[phase + CTRF_SUFFIX] = _ctrf(tests, start)
-    overrides = dict(run.kpis)
-    kpis = []
-    for spec, threshold in lanes.required_kpis(lane, recipe.criteria):
-        u = _unit(seed + spec.id)
-        targets = {"nodes": nodes, "racks": racks}.get(spec.min_targets, max(1, nodes // 4))
-        item: dict[str, Any] = {"id": spec.id, "unit": spec.unit, "targets": targets}
-        if spec.measure == "ratio":
-            denominator = nodes * (40 + int(u * 20))
-            item["numerator"] = _ratio(threshold.operator, threshold.value, denominator, u)
-            item["denominator"] = denominator
-        else:
-            item["value"] = overrides.get(
-                spec.id, _passing_value(threshold.operator, threshold.value, u)
-            )
-        kpis.append(item)
+    kpis = _kpis(lanes, lane, recipe, run, seed, nodes)
     files[KPI_FILE] = (
         json.dumps({"kpis": kpis}, indent=2, sort_keys=True, allow_nan=False) + "\n"
     ).encode()

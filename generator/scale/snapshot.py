@@ -6,7 +6,7 @@ the subtype ends at the first dot after the type, so keys may themselves contain
 (`OS.sysctl./proc/sys/net/core/somaxconn`), except for `SystemD`, whose subtypes are unit names
 (`containerd.service`) and whose key follows the last dot. The schema
 (`catalog/schemas/snapshot.schema.json`) is checked at this boundary, so every reading in a
-`Snapshot` record is a JSON scalar.
+`ClusterSnapshot` record is a JSON scalar.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ Reading = str | int | float | bool
 
 
 @dataclass(frozen=True, slots=True)
-class Snapshot:
+class ClusterSnapshot:
     rel: str  # the file name as the user gave it, for messages
     api_version: str
     metadata: Mapping[str, str]
@@ -66,9 +66,9 @@ def join_path(mtype: str, subtype: str, key: str) -> str:
     return f"{mtype}.{subtype}.{key}"
 
 
-def snapshot_from(doc: Document) -> Snapshot:
-    """A `Snapshot` from a parsed document; raises LoadError listing every problem."""
-    diags: list[Diagnostic] = []
+def _check_header(doc: Document) -> None:
+    """Raise LoadError unless `doc` is a Snapshot mapping of an accepted apiVersion that holds
+    to the schema."""
     data = doc.data
     if not isinstance(data, dict):
         line, col = doc.locate("$")
@@ -80,59 +80,62 @@ def snapshot_from(doc: Document) -> Snapshot:
     if kind != "Snapshot" or api not in SNAPSHOT_API_VERSIONS:
         line, col = doc.locate("$.kind" if kind != "Snapshot" else "$.apiVersion")
         accepted = ", ".join(SNAPSHOT_API_VERSIONS)
+        message = (
+            f"found kind {kind!r} apiVersion {api!r}; expected kind 'Snapshot' with "
+            f"apiVersion one of {accepted}"
+        )
         raise LoadError(
             f"{doc.rel}: not a Snapshot",
-            [
-                Diagnostic(
-                    doc.rel,
-                    line,
-                    col,
-                    "$",
-                    f"found kind {kind!r} apiVersion {api!r}; expected kind 'Snapshot' with "
-                    f"apiVersion one of {accepted}",
-                    "snapshot.header",
-                )
-            ],
+            [Diagnostic(doc.rel, line, col, "$", message, "snapshot.header")],
         )
-    diags.extend(schemas.check(doc, SCHEMA))
+    diags = schemas.check(doc, SCHEMA)
     if diags:
         raise LoadError(f"{doc.rel}: invalid Snapshot", diags)
 
+
+def _readings(doc: Document) -> dict[str, Reading]:
+    """Every reading by `{Type}.{Subtype}.{Key}`; a path given twice with different values
+    raises LoadError (the same value twice is one reading)."""
+    diags: list[Diagnostic] = []
     readings: dict[str, Reading] = {}
     seen_at: dict[str, str] = {}
-    for i, m in enumerate(data["measurements"]):
+    for i, m in enumerate(doc.data["measurements"]):
         for j, sub in enumerate(m["subtypes"]):
             for key, value in sorted(sub["data"].items()):
                 path = join_path(m["type"], sub["subtype"], key)
                 jpath = f"$.measurements[{i}].subtypes[{j}].data.{key}"
                 if path in readings and readings[path] != value:
                     line, col = doc.locate(jpath)
+                    message = (
+                        f"reading {path} is given twice with different values "
+                        f"({readings[path]!r} at {seen_at[path]}, {value!r} here)"
+                    )
                     diags.append(
-                        Diagnostic(
-                            doc.rel,
-                            line,
-                            col,
-                            jpath,
-                            f"reading {path} is given twice with different values "
-                            f"({readings[path]!r} at {seen_at[path]}, {value!r} here)",
-                            "snapshot.duplicate-reading",
-                        )
+                        Diagnostic(doc.rel, line, col, jpath, message, "snapshot.duplicate-reading")
                     )
                     continue
                 readings[path] = value
                 seen_at[path] = jpath
     if diags:
         raise LoadError(f"{doc.rel}: invalid Snapshot", diags)
+    return readings
+
+
+def snapshot_from(doc: Document) -> ClusterSnapshot:
+    """A `ClusterSnapshot` from a parsed document; raises LoadError listing every problem."""
+    _check_header(doc)
+    readings = _readings(doc)
+    data = doc.data
     metadata = {str(k): str(v) for k, v in sorted((data.get("metadata") or {}).items())}
-    return Snapshot(
+    return ClusterSnapshot(
         rel=doc.rel,
-        api_version=str(api),
+        api_version=str(data.get("apiVersion")),
         metadata=metadata,
         readings=dict(sorted(readings.items())),
     )
 
 
-def parse_snapshot(raw: bytes | str, rel: str) -> Snapshot:
+def parse_snapshot(raw: bytes | str, rel: str) -> ClusterSnapshot:
     """Parse snapshot bytes (YAML or JSON); raises LoadError with located diagnostics."""
     import hashlib
     from dataclasses import replace

@@ -23,14 +23,13 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from generator import __version__
-from generator.core import safeio
+from generator.core import safeio, timeutil
 from generator.core.cache import (
     Cache,
     build_key,
@@ -43,6 +42,7 @@ from generator.core.cache import (
 )
 from generator.core.errors import CatalogError, Diagnostic, SiteError
 from generator.core.outputs import OutputKind, check_output_dir, mark
+from generator.core.timeutil import rfc3339
 from generator.site import api, badges, changelog, islands, pages, stages
 from generator.site.csp import with_csp
 from generator.site.model import (
@@ -106,9 +106,9 @@ def source_date_epoch(explicit: int | None, repo: Path) -> int:
     """SOURCE_DATE_EPOCH from the option, the environment, the last git commit, else 0."""
     if explicit is not None:
         return explicit
-    env = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
-    if env.isdigit():
-        return int(env)
+    env = timeutil.source_date_epoch(error=SiteError)
+    if env is not None:
+        return env
     try:
         out = subprocess.run(
             ["git", "-C", str(repo), "log", "-1", "--format=%ct"],
@@ -121,10 +121,6 @@ def source_date_epoch(explicit: int | None, repo: Path) -> int:
         return 0
     text = out.stdout.strip()
     return int(text) if out.returncode == 0 and text.isdigit() else 0
-
-
-def rfc3339(epoch: int) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # --- gather -------------------------------------------------------------------------------------

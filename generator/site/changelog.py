@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
+from generator.core.timeutil import midnight_rfc3339
 from generator.site.model import SiteData
 
 FEED = "changelog.xml"
@@ -94,9 +95,6 @@ def atom(site: SiteData, site_url: str = "") -> bytes:
     items = entries(site)[:FEED_ENTRIES]
     updated = items[0].date if items else site.generated_at
 
-    def when(date: str) -> str:
-        return date if "T" in date else date + "T00:00:00Z"
-
     lines = [
         '<?xml version="1.0" encoding="utf-8"?>',
         '<feed xmlns="http://www.w3.org/2005/Atom">',
@@ -104,7 +102,7 @@ def atom(site: SiteData, site_url: str = "") -> bytes:
         f"<id>{escape(base + FEED) if base else 'urn:aicr-catalog:changelog'}</id>",
         f'<link rel="self" href={quoteattr(base + FEED)}/>',
         f'<link rel="alternate" href={quoteattr(base + "changelog.html")}/>',
-        f"<updated>{escape(when(updated))}</updated>",
+        f"<updated>{escape(midnight_rfc3339(updated))}</updated>",
         "<author><name>AICR Recipe Catalog</name></author>",
     ]
     for x in items:
@@ -113,7 +111,7 @@ def atom(site: SiteData, site_url: str = "") -> bytes:
             f"<title>{escape(x.title)}</title>",
             f"<id>urn:aicr-catalog:{escape(x.key)}</id>",
             f"<link href={quoteattr(base + x.link)}/>",
-            f"<updated>{escape(when(x.date))}</updated>",
+            f"<updated>{escape(midnight_rfc3339(x.date))}</updated>",
             f"<category term={quoteattr(x.kind)}/>",
             "</entry>",
         ]

@@ -16,7 +16,6 @@ import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -30,6 +29,7 @@ from generator.core.errors import (
     ValidationError,
 )
 from generator.core.records import DEFAULT_PROFILE, Catalog, RecipeResult
+from generator.core.timeutil import rfc3339
 from generator.site.model import Check, Download, EvidenceRun, Kpi, Lane, LaneStatus, StageNote
 
 
@@ -262,7 +262,7 @@ def render_bundles(
 def _iso(seconds: int | None) -> str:
     if seconds is None:
         return ""
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(seconds)
 
 
 def _run_from(record: Any, raw: bytes, trust_root: str) -> EvidenceRun:
