@@ -1,0 +1,1 @@
+"""Speed-ups (see the list below)."""

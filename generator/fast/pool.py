@@ -1,0 +1,67 @@
+"""`parallel_map`: one function over many items on forked processes, results in order.
+
+Reference: `[fn(x) for x in items]` in this process (what `jobs=1` runs). The pool forks after
+`fn` and `items` are set aside in this module, so a worker reads both from the memory it was
+forked with: nothing but chunk bounds goes to a worker (no pickling of the inputs, and `fn` may
+be any callable, a closure or a `functools.partial` included); each chunk's results come back
+pickled, in order. An exception raised by `fn` in a worker is raised again here, as
+`ProcessPoolExecutor.map` raises it.
+
+Measured gain: the build's three pools (bundle archives, evidence verification, pages) and the
+synthetic catalog's signing use both cores of the build machine: `aicr-catalog synth --recipes
+100 --evidence 2000`, jobs 2 vs jobs 1, median 9.9 s vs 17.5 s (0.57x), see generator/fast.
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+# what the forked workers compute, (fn, items) per running call, set only while its pool runs
+_SHARED: dict[int, tuple[Callable[[Any], Any], Sequence[Any]]] = {}
+_calls = itertools.count()
+
+
+def workers_for(jobs: int | None, items: int) -> int:
+    """The number of processes for `items` items: `jobs` (default: every core), at most one per
+    item, at least one."""
+    return max(1, min(jobs or os.cpu_count() or 1, items))
+
+
+def _run_chunk(call: int, start: int, stop: int) -> list[Any]:
+    fn, items = _SHARED[call]
+    return [fn(items[i]) for i in range(start, stop)]
+
+
+def parallel_map(
+    fn: Callable[[T], R], items: Sequence[T], *, jobs: int | None = None, chunksize: int = 1
+) -> Iterator[R]:
+    """`fn(x) for x in items`, in order, spread over `workers_for(jobs, len(items))` forked
+    processes in chunks of `chunksize` items; in this process when that is one.
+
+    Results are yielded as their chunk comes back, so the caller's work on them overlaps the
+    workers' (the processes are forked at the first `next`)."""
+    workers = workers_for(jobs, len(items))
+    if workers <= 1:
+        yield from map(fn, items)
+        return
+    size = max(1, chunksize)
+    starts = range(0, len(items), size)
+    call = next(_calls)
+    _SHARED[call] = (fn, items)
+    try:
+        with ProcessPoolExecutor(
+            max_workers=workers, mp_context=multiprocessing.get_context("fork")
+        ) as pool:
+            stops = (min(i + size, len(items)) for i in starts)
+            for part in pool.map(_run_chunk, itertools.repeat(call), starts, stops):
+                yield from part
+    finally:
+        del _SHARED[call]
