@@ -1,16 +1,12 @@
 """The fast paths of the render stage write exactly what the plain library calls would.
 
-`archive_bytes` builds tar headers and the gzip frame itself; it is compared here with the
-`tarfile` + `gzip` writer it replaced. `to_yaml` memoizes dumps and represents plain data with a
-lean representer; both are compared with a plain `yaml.dump`.
+`to_yaml` memoizes dumps and represents plain data with a lean representer; both are compared
+with a plain `yaml.dump`. (The archive writer's differential test: tests/test_fast_tarball.py.)
 """
 
 from __future__ import annotations
 
 import datetime
-import gzip
-import io
-import tarfile
 from typing import Any
 
 import pytest
@@ -18,80 +14,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.render import BundleFile, archive_bytes, common
-from generator.render.common import MODE_EXEC, MODE_FILE, BundleTree, to_yaml
-
-# --- archive ------------------------------------------------------------------------------------
-
-
-def _reference_archive(tree: BundleTree, top: str, mtime: int) -> bytes:
-    """The archive as `tarfile` and `gzip` write it (the writer `archive_bytes` replaced)."""
-    dirs = {top}
-    for rel in tree:
-        parts = rel.split("/")[:-1]
-        for i in range(1, len(parts) + 1):
-            dirs.add(f"{top}/{'/'.join(parts[:i])}")
-    entries: list[tuple[str, str | None]] = [(d, None) for d in dirs]
-    entries += [(f"{top}/{p}", p) for p in tree]
-    entries.sort(key=lambda e: e[0])
-
-    def info(name: str, directory: bool, mode: int, size: int = 0) -> tarfile.TarInfo:
-        ti = tarfile.TarInfo(name)
-        ti.type = tarfile.DIRTYPE if directory else tarfile.REGTYPE
-        ti.mode, ti.size, ti.mtime = mode, size, mtime
-        ti.uid = ti.gid = 0
-        ti.uname = ti.gname = ""
-        return ti
-
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
-        for name, member in entries:
-            if member is None:
-                tar.addfile(info(name, True, 0o755))
-                continue
-            f = tree[member]
-            mode = MODE_EXEC if f.mode & 0o111 else MODE_FILE
-            tar.addfile(info(name, False, mode, len(f.data)), io.BytesIO(f.data))
-    out = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=6) as gz:
-        gz.write(raw.getvalue())
-    data = bytearray(out.getvalue())
-    data[9] = 255
-    return bytes(data)
-
-
-# segments long enough to push paths past the 100-byte ustar name field, non-ASCII included
-_segment = st.from_regex(r"[a-zé0-9][a-zé0-9._-]{0,60}", fullmatch=True).filter(
-    lambda s: s not in (".", "..")
-)
-_trees = st.dictionaries(
-    st.lists(_segment, min_size=1, max_size=4).map("/".join),
-    st.tuples(
-        st.one_of(st.binary(max_size=1100), st.sampled_from([b"", b"x" * 512, b"y" * 1024])),
-        st.sampled_from([0o644, 0o755, 0o600, 0o700]),
-    ),
-    min_size=1,
-    max_size=8,
-).filter(lambda t: not any(a != b and b.startswith(a + "/") for a in t for b in t))
-
-
-@settings(max_examples=150, deadline=None)
-@given(
-    _trees,
-    st.sampled_from(["top", "a" * 99, "b" * 100, "c" * 101, "d" * 180]),
-    st.one_of(st.sampled_from([0, 1, 1700000000, 8**11 - 1, 8**11, 2**40]), st.integers(0, 2**34)),
-)
-def test_archive_is_what_tarfile_and_gzip_write(
-    raw: dict[str, tuple[bytes, int]], top: str, mtime: int
-) -> None:
-    tree = {p: BundleFile(data, mode) for p, (data, mode) in raw.items()}
-    assert archive_bytes(tree, top, mtime=mtime) == _reference_archive(tree, top, mtime)
-
-
-def test_archive_of_a_large_file_is_what_tarfile_writes() -> None:
-    tree = {"big.bin": BundleFile(bytes(range(256)) * 5000), "run.sh": BundleFile(b"#!", 0o755)}
-    assert archive_bytes(tree, "t", mtime=3) == _reference_archive(tree, "t", 3)
-
+from generator.render import common
+from generator.render.common import to_yaml
 
 # --- YAML ---------------------------------------------------------------------------------------
 
