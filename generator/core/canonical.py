@@ -6,8 +6,7 @@ import hashlib
 import json
 from typing import Any
 
-import yaml
-
+from generator.fast import yamlwrite
 from generator.fast.jcs import canonical_json as canonical_json
 
 
@@ -26,26 +25,9 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-class _Dumper(yaml.SafeDumper):
-    """Safe dumper that never emits anchors/aliases (shared sub-objects are written out)."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-def _str_representer(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in data else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
-
-
-_Dumper.add_representer(str, _str_representer)
-
-
 def dump_yaml(obj: Any) -> str:
     """Deterministic YAML: sorted keys, block style, no aliases, unicode kept."""
-    return yaml.dump(
-        obj, Dumper=_Dumper, sort_keys=True, default_flow_style=False, allow_unicode=True, width=100
-    )
+    return yamlwrite.dump_yaml(obj, yamlwrite.YamlStyle.CATALOG, sort_keys=True)
 
 
 def dump_json(obj: Any) -> str:

@@ -1,7 +1,6 @@
-"""The fast paths of the render stage write exactly what the plain library calls would.
-
-`to_yaml` memoizes dumps and represents plain data with a lean representer; both are compared
-with a plain `yaml.dump`. (The archive writer's differential test: tests/test_fast_tarball.py.)
+"""generator.fast.yamlwrite: the fast BUNDLE path writes exactly what a plain `yaml.dump` with
+the style's dumper writes (`dump_yaml_reference`), from the memo too; the CATALOG style is the
+reference itself; `render.common.to_yaml` and `core.canonical.dump_yaml` go through it.
 """
 
 from __future__ import annotations
@@ -14,38 +13,25 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.render import common
-from generator.render.common import to_yaml
+from generator.core.canonical import dump_yaml as catalog_dump_yaml
+from generator.fast import yamlwrite
+from generator.fast.yamlwrite import YamlStyle, dump_yaml, dump_yaml_reference
+from generator.render.common import to_yaml as render_to_yaml
 
 # --- YAML ---------------------------------------------------------------------------------------
 
 
-class _StockDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
-    """The dumper as it was before the fast paths: PyYAML's own representer and resolver."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-_StockDumper.add_representer(str, common._represent_str)
-
-
 def _plain_dump(obj: Any, sort_keys: bool) -> str:
-    text: str = yaml.dump(
-        obj,
-        Dumper=_StockDumper,
-        sort_keys=sort_keys,
-        default_flow_style=False,
-        allow_unicode=True,
-        width=1_000_000,
-        indent=2,
-    )
-    return text
+    return dump_yaml_reference(obj, YamlStyle.BUNDLE, sort_keys=sort_keys)
+
+
+def to_yaml(obj: Any, *, sort_keys: bool = False) -> str:
+    return dump_yaml(obj, YamlStyle.BUNDLE, sort_keys=sort_keys)
 
 
 @pytest.fixture(autouse=True)
 def _empty_memo() -> None:
-    common._MEMO.clear()
+    yamlwrite._MEMO.clear()
 
 
 def test_memo_hits_only_for_equal_typed_values() -> None:
@@ -69,7 +55,7 @@ def test_memo_hits_only_for_equal_typed_values() -> None:
         for v in variants:
             for sort_keys in (False, True):
                 assert to_yaml(v, sort_keys=sort_keys) == _plain_dump(v, sort_keys), v
-    assert len(common._MEMO) > 0
+    assert len(yamlwrite._MEMO) > 0
 
 
 class _Str(str):
@@ -86,10 +72,10 @@ def test_memo_does_not_serve_values_yaml_refuses() -> None:
 
 
 def test_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(common, "_MEMO_LIMIT", 100)
+    monkeypatch.setattr(yamlwrite, "_MEMO_LIMIT", 100)
     for i in range(50):
         assert to_yaml({"key": f"value {i}"}) == f"key: value {i}\n"
-    assert sum(len(t) for t in common._MEMO.values()) <= 100
+    assert sum(len(t) for t in yamlwrite._MEMO.values()) <= 100
 
 
 _scalars = st.one_of(
@@ -163,11 +149,36 @@ def test_to_yaml_of_dates_and_mixed_keys() -> None:
 
 
 def test_resolver_memo_keeps_quoting_what_would_read_back_as_another_type() -> None:
-    common._Dumper._implicit_tags.clear()
+    yamlwrite._FastDumper._implicit_tags.clear()
     tricky = ["yes", "1", "1.5", "null", "~", "", "2024-01-01", "true", "<<", "=", "plain"]
     obj = {t: [t, {t: t}] for t in tricky}
     first = to_yaml(obj)
-    common._MEMO.clear()  # dump again, now with every tag from the resolver memo
+    yamlwrite._MEMO.clear()  # dump again, now with every tag from the resolver memo
     assert to_yaml(obj) == first == _plain_dump(obj, False)
     assert yaml.safe_load(first) == obj
-    assert set(common._Dumper._implicit_tags) >= set(tricky) - {""}
+    assert set(yamlwrite._FastDumper._implicit_tags) >= set(tricky) - {""}
+
+
+@settings(max_examples=150, deadline=None)
+@given(_data)
+def test_the_catalog_style_is_the_plain_dump(obj: Any) -> None:
+    want = yaml.dump(
+        obj,
+        Dumper=yamlwrite._CatalogDumper,
+        sort_keys=True,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=100,
+    )
+    assert catalog_dump_yaml(obj) == dump_yaml(obj, YamlStyle.CATALOG, sort_keys=True) == want
+
+
+def test_the_two_styles_differ_where_they_should() -> None:
+    doc = {"z": "a long line " * 12, "a": "two\nlines ", "m": "x\ny"}
+    bundle = render_to_yaml(doc)
+    catalog = catalog_dump_yaml(doc)
+    assert bundle.startswith("z: ") and catalog.startswith("a: ")  # given order vs sorted
+    assert "'two\n\n  lines '" in bundle and '"two\\nlines "' in catalog  # trailing space
+    assert "m: |-\n  x\n  y\n" in bundle and "m: |-\n  x\n  y\n" in catalog
+    assert max(map(len, bundle.splitlines())) > 140 > max(map(len, catalog.splitlines()))  # folded
+    assert yaml.safe_load(bundle) == yaml.safe_load(catalog) == doc
