@@ -11,8 +11,9 @@ anchors (`generator.core.names.schema_regex`, as the catalog's validators use), 
 any other keyword (or a `$ref` that was not inlined, a non-string enum or const) gets no compiled
 check at all: `known_valid` is then always False.
 
-Measured gain: see `generator/fast/__init__.py` (the evidence of a synthetic 100-recipe catalog
-verified with the compiled check vs with jsonschema alone).
+Measured gain: `aicr-catalog evidence verify --jobs 1` of the 2,000 statements of a synthetic
+100-recipe catalog, with the compiled check vs jsonschema alone: median 6.8 s vs 11.9 s CPU
+(whole process, three paired runs), ratio 0.57.
 """
 
 from __future__ import annotations
