@@ -77,3 +77,22 @@ def test_collector_is_paused_inside_and_restored_after() -> None:
         assert not gc.isenabled()  # left as it was found
     finally:
         gc.enable()
+
+
+def _collector_state(x: int) -> bool:
+    return gc.isenabled()
+
+
+def test_the_workers_are_forked_before_the_caller_pauses_the_collector() -> None:
+    results = parallel_map(_collector_state, list(range(8)), jobs=2)
+    with collector_paused():
+        seen = list(results)
+    assert seen == [True] * 8  # forked (with the collector on) when parallel_map returned
+    assert _SHARED == {}
+
+
+def test_an_abandoned_iteration_releases_the_pool() -> None:
+    results = parallel_map(_square_and_pid, list(range(50)), jobs=2, chunksize=5)
+    assert next(results)[0] == 0
+    results.close()  # type: ignore[attr-defined]
+    assert _SHARED == {}

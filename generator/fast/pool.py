@@ -44,24 +44,37 @@ def parallel_map(
     fn: Callable[[T], R], items: Sequence[T], *, jobs: int | None = None, chunksize: int = 1
 ) -> Iterator[R]:
     """`fn(x) for x in items`, in order, spread over `workers_for(jobs, len(items))` forked
-    processes in chunks of `chunksize` items; in this process when that is one.
+    processes in chunks of `chunksize` items; in this process (lazily) when that is one.
 
-    Results are yielded as their chunk comes back, so the caller's work on them overlaps the
-    workers' (the processes are forked at the first `next`)."""
+    With more than one process, the workers are forked and every chunk is handed out before
+    this returns (so a `collector_paused` block around the iteration does not reach them);
+    results are yielded as their chunk comes back, so the caller's work on them overlaps the
+    workers'. Iterate to the end (or close the iterator) to release the pool."""
     workers = workers_for(jobs, len(items))
     if workers <= 1:
-        yield from map(fn, items)
-        return
+        return map(fn, items)
     size = max(1, chunksize)
     starts = range(0, len(items), size)
+    stops = (min(i + size, len(items)) for i in starts)
     call = next(_calls)
     _SHARED[call] = (fn, items)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
     try:
-        with ProcessPoolExecutor(
-            max_workers=workers, mp_context=multiprocessing.get_context("fork")
-        ) as pool:
-            stops = (min(i + size, len(items)) for i in starts)
-            for part in pool.map(_run_chunk, itertools.repeat(call), starts, stops):
-                yield from part
+        parts = pool.map(_run_chunk, itertools.repeat(call), starts, stops)
+    except BaseException:
+        _release(pool, call)
+        raise
+    return _results(pool, call, parts)
+
+
+def _results(pool: ProcessPoolExecutor, call: int, parts: Iterator[list[Any]]) -> Iterator[Any]:
+    try:
+        for part in parts:
+            yield from part
     finally:
-        del _SHARED[call]
+        _release(pool, call)
+
+
+def _release(pool: ProcessPoolExecutor, call: int) -> None:
+    pool.shutdown(wait=True, cancel_futures=True)
+    del _SHARED[call]
