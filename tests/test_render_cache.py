@@ -94,3 +94,12 @@ def test_no_cache_dir_renders_directly() -> None:
     assert cached_archive(r, "helm", MANIFESTS, cache_dir=None) == archive_bytes(
         render_bundle(r, "helm", MANIFESTS), "sample-recipe-standard-helm"
     )
+
+
+def test_the_renderer_fingerprint_covers_the_writers_in_generator_fast() -> None:
+    """The YAML and tar writers live in generator/fast: a change there must miss the cache."""
+    from generator.fast import tarball, yamlwrite
+    from generator.render import cache as render_cache
+
+    for module in (tarball, yamlwrite):
+        assert Path(str(module.__file__)).resolve().parent == render_cache._FAST

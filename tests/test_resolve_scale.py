@@ -1,27 +1,23 @@
 """Resolution at catalog scale: the quick paths give exactly what the plain ones gave.
 
 The criteria index must select what comparing the query with every overlay selects (same overlays,
-same order, same errors); the C `json` digest path must write RFC 8785 bytes or leave the object
-to `rfc8785`; the quicker deep copy must copy as `copy.deepcopy` does (shared objects included).
+same order, same errors); `set_path` keeps shared values shared as `copy.deepcopy` does. (The digest's JSON fast path:
+tests/test_fast_jcs.py.)
 """
 
 from __future__ import annotations
 
 import copy
 import itertools
-import math
 from dataclasses import replace
 from typing import Any
 
 import pytest
 import rfc8785
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from generator.catalog import resolve as resolve_mod
 from generator.catalog.load import load_catalog
 from generator.catalog.resolve import (
-    _deepcopy,
     chain,
     check_resolves,
     matches,
@@ -29,7 +25,6 @@ from generator.catalog.resolve import (
     select,
     set_path,
 )
-from generator.core.canonical import canonical_json, check_canonical
 from generator.core.errors import CatalogError
 from generator.core.records import DIMENSIONS, Catalog, Criteria, Overlay
 from tests.conftest import CATALOG
@@ -121,88 +116,13 @@ def test_the_index_cache_stays_small(catalog: Catalog) -> None:
     assert len(resolve_mod._INDEXES) <= resolve_mod._INDEXES_KEPT
 
 
-# ---------------------------------------------------------------- canonical JSON
-
-_keys = st.one_of(
-    st.text(max_size=4),
-    st.sampled_from(["a", "B", "é", "\U0001f600", "\uffff", "\ue000", "\U00010000x", "ab"]),
-)
-_scalars = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(2**60), max_value=2**60),
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.sampled_from([1.0, 0.5, 1e21, 1e-7, 123456789.0, -0.0, 5e-324]),
-    st.text(max_size=6),
-    st.sampled_from(["\x00\x1f\x7f", '"\\/', "\u2028\u2029", "\ud800", "é€😀"]),
-)
-
-
-def _containers_of(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    return st.one_of(
-        st.lists(inner, max_size=4),
-        st.tuples(inner, inner),
-        st.dictionaries(_keys, inner, max_size=4),
-    )
-
-
-_json = st.recursive(_scalars, _containers_of, max_leaves=20)
-
-
-def _outcome(f: Any, obj: Any) -> Any:
-    try:
-        return f(obj)
-    except (ValueError, UnicodeEncodeError) as e:
-        return type(e)
-
-
-@settings(max_examples=400, deadline=None)
-@given(_json)
-def test_canonical_json_is_rfc8785(obj: Any) -> None:
-    assert _outcome(canonical_json, obj) == _outcome(rfc8785.dumps, obj)
-
-
-def test_canonical_json_leaves_what_json_writes_differently_to_rfc8785() -> None:
-    cases: list[Any] = [
-        {"x": 1.0},  # json: 1.0, JCS: 1
-        {"x": 1e-7},
-        {"\U0001f600": 1, "\uffff": 2},  # UTF-16 order differs from code point order
-        {"x": [2**53]},
-        {1: "non-string key"},
-        {"x": math.inf},
-        {"x": "\ud800"},
-        {"x": b"bytes"},
-    ]
-    for obj in cases:
-        assert _outcome(canonical_json, obj) == _outcome(rfc8785.dumps, obj), obj
-    assert canonical_json({"\U0001f600": 1, "\uffff": 2}) == rfc8785.dumps(
-        {"\U0001f600": 1, "\uffff": 2}
-    )
-    itself: list[Any] = []
-    itself.append(itself)
-    with pytest.raises(RecursionError):
-        canonical_json(itself)
-
-
 # ---------------------------------------------------------------- copies
 
 
-@settings(max_examples=200, deadline=None)
-@given(_json)
-def test_quick_deepcopy_copies_as_deepcopy_does(obj: Any) -> None:
-    got, want = _deepcopy(obj), copy.deepcopy(obj)
-    assert repr(got) == repr(want)
-    if isinstance(obj, (dict, list)) and obj:
-        assert got is not obj
-
-
-def test_quick_deepcopy_keeps_shared_objects_shared() -> None:
+def test_set_path_keeps_shared_objects_shared() -> None:
     shared = {"x": [1, 2]}
     values = {"a": shared, "b": shared, "c": [shared, {"d": "e"}]}
-    out = _deepcopy(values)
-    assert out == values and out["a"] is not shared
-    assert out["a"] is out["b"] is out["c"][0]  # as copy.deepcopy keeps them
-    # so set_path on shared values changes what it changed before (both places, not the input)
+    # set_path on shared values changes what it changed before (both places, not the input)
     before = _set_path_by_deepcopy(values, "a.x", [3])
     after = set_path(values, "a.x", [3])
     assert after == before and after["b"]["x"] == [3]
@@ -244,14 +164,6 @@ def test_resolution_never_shares_values_with_the_catalog(catalog: Catalog) -> No
         r = resolve(catalog, "gb300-eks-ubuntu-training-slurm", profile=profile)
         ids = set().union(*(_containers(c.values) for c in r.components))
         assert ids and not ids & catalog_ids
-
-
-@settings(max_examples=300, deadline=None)
-@given(_json)
-def test_check_canonical_raises_what_canonical_json_raises(obj: Any) -> None:
-    want = _outcome(canonical_json, obj)
-    got = _outcome(check_canonical, obj)
-    assert got == (want if isinstance(want, type) else None)
 
 
 def test_check_resolves_raises_what_resolve_raises(catalog: Catalog) -> None:

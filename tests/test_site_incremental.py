@@ -138,24 +138,6 @@ def test_entries_of_earlier_inputs_are_swept(
     assert len(_entries(cache, ENGINE_STAGE)) == 1
 
 
-def test_collector_is_paused_inside_and_restored_after() -> None:
-    import gc
-
-    from generator.site.build import collector_paused
-
-    assert gc.isenabled()
-    with collector_paused():
-        assert not gc.isenabled()
-    assert gc.isenabled()
-    gc.disable()
-    try:
-        with collector_paused():
-            pass
-        assert not gc.isenabled()  # left as it was found
-    finally:
-        gc.enable()
-
-
 def test_a_catalog_change_is_loaded_validated_and_resolved_again(
     inputs: tuple[Path, Path, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -34,7 +34,6 @@ import math
 import os
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +44,7 @@ from generator.core.canonical import dump_yaml
 from generator.core.errors import Diagnostic, UsageError
 from generator.core.outputs import SYNTH_MARKER, OutputKind, check_output_dir
 from generator.core.records import DEFAULT_PROFILE
+from generator.fast.pool import parallel_map
 
 PROJECT_CATALOG = Path(__file__).resolve().parents[2] / "catalog"
 TRUST_FILE = "trust/synth-root.json"
@@ -544,28 +544,13 @@ def _sign(run: PlannedRun) -> tuple[str, bytes]:
     return evidence_path(recipe.name, SYNTH_ISSUER, run.identity, result.statement), bundle
 
 
-def _sign_chunk(chunk: Sequence[PlannedRun]) -> list[tuple[str, bytes]]:
-    return [_sign(r) for r in chunk]
-
-
-def _chunks(items: Sequence[PlannedRun], size: int) -> Iterable[Sequence[PlannedRun]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
-
-
 def sign_runs(
     catalog_dir: Path, plan: Sequence[PlannedRun], seed: int, jobs: int | None = None
 ) -> list[tuple[str, bytes]]:
     """(evidence path, bundle bytes) per planned run, in plan order; spread over `jobs`."""
     workers = min(jobs or os.cpu_count() or 1, max(1, len(plan) // 50))
-    if workers <= 1:
-        _init(str(catalog_dir), seed)
-        return _sign_chunk(plan)
-    with ProcessPoolExecutor(
-        max_workers=workers, initializer=_init, initargs=(str(catalog_dir), seed)
-    ) as pool:
-        parts = pool.map(_sign_chunk, _chunks(plan, 100))
-        return [item for part in parts for item in part]
+    _init(str(catalog_dir), seed)  # the forked workers sign with what it sets up
+    return list(parallel_map(_sign, plan, jobs=workers, chunksize=100))
 
 
 # --- the whole tree -----------------------------------------------------------------------------

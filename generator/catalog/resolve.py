@@ -191,46 +191,14 @@ def _format_criteria(c: Criteria) -> str:
 # ---------------------------------------------------------------- merging
 
 
-_ATOMS = frozenset({str, int, float, bool, type(None)})
-
-
-def _deepcopy(obj: Any, memo: dict[int, Any] | None = None) -> Any:
-    """`copy.deepcopy`, quicker on the plain dicts, lists and scalars values are made of.
-
-    The same result: plain dicts and lists are copied through the same memo (an object reached
-    twice is copied once, as deepcopy does), scalars are shared, anything else goes to deepcopy.
-    """
-    t = type(obj)
-    if t in _ATOMS:
-        return obj
-    if memo is None:
-        memo = {}
-    if t is dict:
-        y = memo.get(id(obj))
-        if y is None:
-            y = memo[id(obj)] = {}
-            for k, v in obj.items():
-                y[k if type(k) in _ATOMS else _deepcopy(k, memo)] = (
-                    v if type(v) in _ATOMS else _deepcopy(v, memo)
-                )
-        return y
-    if t is list:
-        y = memo.get(id(obj))
-        if y is None:
-            y = memo[id(obj)] = []
-            y.extend(v if type(v) in _ATOMS else _deepcopy(v, memo) for v in obj)
-        return y
-    return copy.deepcopy(obj, memo)
-
-
 def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     """Recursive merge: mappings merge, anything else (lists included) is replaced by `over`."""
-    out: dict[str, Any] = _deepcopy(dict(base))
+    out: dict[str, Any] = copy.deepcopy(dict(base))
     for k, v in over.items():
         if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
             out[k] = deep_merge(out[k], v)
         else:
-            out[k] = _deepcopy(v)
+            out[k] = copy.deepcopy(v)
     return out
 
 
@@ -288,7 +256,7 @@ class _Acc:
             self.add_ref(ref, overlay.doc.rel)
         for phase, raw in overlay.validation.items():
             # upstream: a phase an overlay states replaces the earlier one whole
-            self.validation[phase] = _deepcopy(dict(raw))
+            self.validation[phase] = copy.deepcopy(dict(raw))
 
 
 # ---------------------------------------------------------------- dotted paths
@@ -321,7 +289,7 @@ def set_path(values: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     """A copy of `values` with `path` set (intermediate mappings created)."""
     if path == "":
         return deep_merge(values, value) if isinstance(value, Mapping) else values
-    return _set_path_in_place(_deepcopy(values), path, value)
+    return _set_path_in_place(copy.deepcopy(values), path, value)
 
 
 def _set_path_in_place(out: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
@@ -342,7 +310,7 @@ def _set_path_in_place(out: dict[str, Any], path: str, value: Any) -> dict[str, 
     if isinstance(value, Mapping) and isinstance(cur.get(last), Mapping):
         cur[last] = deep_merge(cur[last], value)
     else:
-        cur[last] = _deepcopy(value)
+        cur[last] = copy.deepcopy(value)
     return out
 
 
@@ -504,10 +472,10 @@ def component_values(
         if values_file != base_rel:
             base = _file_mapping(catalog, base_rel, required=False)
             if base is not None:
-                data = _deepcopy(base)
+                data = copy.deepcopy(base)
                 used.append(base_rel)
         layer = _file_mapping(catalog, values_file, required=True) or {}
-        data = deep_merge(data, layer) if used else _deepcopy(layer)
+        data = deep_merge(data, layer) if used else copy.deepcopy(layer)
         used.append(values_file)
     if overrides:
         data = deep_merge(data, overrides)

@@ -358,7 +358,7 @@ def verify_cached(
     """
     from generator.evidence import verify
 
-    fp = fingerprint("evidence", "core/records.py", "core/canonical.py")
+    fp = fingerprint("evidence", "core/records.py", "core/canonical.py", "fast")
     policy_digest = hashlib.sha256(repr(policy).encode()).hexdigest()
     keys = [
         cache.key(

@@ -14,8 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import numbers
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,6 @@ from typing import Any
 import jsonschema
 
 from generator.catalog import schemas
-from generator.core.names import schema_regex
 from generator.evidence.model import (
     IN_TOTO_PAYLOAD_TYPE,
     PREDICATE_TYPES,
@@ -37,6 +35,7 @@ from generator.evidence.model import (
     Statement,
 )
 from generator.evidence.store import NAME_RE, is_safe_name
+from generator.fast.schemacheck import known_valid
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "catalog" / "schemas"
 PREDICATE_SCHEMA_FILE = "scale-qualification-v1.schema.json"
@@ -158,290 +157,12 @@ def _validator(kind: str) -> jsonschema.protocols.Validator:
     return validator
 
 
-# --- a fast yes/no check for the schemas above ------------------------------------------------
-#
-# jsonschema walks every node through generic machinery (about 1 ms per statement, more than the
-# whole signature check). The schemas here use a small set of keywords, so each is compiled once
-# into plain Python predicates that answer only "valid?". The answer is used in one direction
-# only: "valid" skips jsonschema (which would have found no error); "not valid" hands the
-# statement to jsonschema, whose errors are what is reported. So the predicates must never accept
-# what jsonschema rejects; they follow jsonschema's keyword functions (jsonschema/_keywords.py)
-# and its draft 2020-12 type checker exactly, and a schema using any other keyword (or a `$ref`
-# that was not inlined, or a non-string enum/const) gets no fast check at all.
-
-_Check = Callable[[Any], bool]
-_ANNOTATIONS = frozenset({"$schema", "$id", "title", "description", "$comment", "examples"})
-
-
-def _is_integer(x: Any) -> bool:
-    """jsonschema's draft 6+ "integer": an int that is not a bool, or an integral float."""
-    if isinstance(x, bool):
-        return False
-    return isinstance(x, int) or (isinstance(x, float) and x.is_integer())
-
-
-def _is_number(x: Any) -> bool:
-    """jsonschema's "number": any numbers.Number but a bool (an exact int or float: at once)."""
-    if type(x) is float or type(x) is int:
-        return True
-    return isinstance(x, numbers.Number) and not isinstance(x, bool)
-
-
-_TYPES: dict[str, _Check] = {
-    "array": lambda x: isinstance(x, list),
-    "boolean": lambda x: isinstance(x, bool),
-    "integer": _is_integer,
-    "null": lambda x: x is None,
-    "number": _is_number,
-    "object": lambda x: isinstance(x, dict),
-    "string": lambda x: isinstance(x, str),
-}
-
-
-class _Unsupported(Exception):
-    """The schema uses something the fast check does not model: use jsonschema alone."""
-
-
-def _all(checks: list[_Check]) -> _Check:
-    if not checks:
-        return lambda x: True
-    if len(checks) == 1:
-        return checks[0]
-    every = tuple(checks)
-
-    def check_all(x: Any) -> bool:
-        for check in every:
-            if not check(x):
-                return False
-        return True
-
-    return check_all
-
-
-def _compile_schema(schema: Any) -> _Check:
-    """A predicate that is True only for instances `schema` accepts (raises _Unsupported)."""
-    if schema is True:
-        return lambda x: True
-    if schema is False:
-        return lambda x: False
-    if not isinstance(schema, dict):
-        raise _Unsupported(f"schema {schema!r}")
-    leaf = _compile_leaf(schema)
-    if leaf is not None:
-        return leaf
-    checks: list[_Check] = []
-    fused = _compile_object(schema)
-    if fused is not None:
-        checks.append(fused)
-    for key, value in schema.items():
-        if key in _ANNOTATIONS or key in ("then", "else"):  # then/else: with "if"
-            continue
-        if fused is not None and key in _OBJECT_KEYS:
-            continue
-        checks.append(_compile_keyword(key, value, schema))
-    return _all(checks)
-
-
-_OBJECT_KEYS = frozenset({"type", "required", "properties", "additionalProperties"})
-
-
-def _compile_object(schema: Mapping[str, Any]) -> _Check | None:
-    """`type: object` with `required`, `properties` and `additionalProperties` in one pass over
-    the object's members (each member is judged by its property's schema, or by
-    `additionalProperties` when no property names it: there is no `patternProperties`)."""
-    if schema.get("type") != "object" or "patternProperties" in schema:
-        return None
-    required = tuple(_strings(schema.get("required", [])))
-    raw = schema.get("properties", {})
-    if not isinstance(raw, dict):
-        raise _Unsupported("properties")
-    props = {name: _compile_schema(sub) for name, sub in raw.items()}
-    extra = schema.get("additionalProperties", True)
-    closed = extra is False
-    other = None if extra is True or closed else _compile_schema(extra)
-
-    def check_object(x: Any) -> bool:
-        if not isinstance(x, dict):
-            return False
-        for name in required:
-            if name not in x:
-                return False
-        for key, value in x.items():
-            check = props.get(key)
-            if check is None:
-                if closed or (other is not None and not other(value)):
-                    return False
-            elif not check(value):
-                return False
-        return True
-
-    return check_object
-
-
-_STRING_KEYS = frozenset({"type", "minLength", "maxLength", "pattern"})
-_NUMBER_KEYS = frozenset({"type", "minimum", "maximum"})
-
-
-def _compile_leaf(schema: Mapping[str, Any]) -> _Check | None:
-    """One function for the commonest leaves (a string with bounds and a pattern, an integer or
-    number with a minimum): the same tests as the keyword functions, without a call for each."""
-    keys = frozenset(schema) - _ANNOTATIONS
-    kind = schema.get("type")
-    if kind == "string" and keys <= _STRING_KEYS:
-        shortest = _count(schema.get("minLength", 0))
-        longest = _count(schema["maxLength"]) if "maxLength" in schema else None
-        pattern = schema.get("pattern")
-        if pattern is not None and not isinstance(pattern, str):
-            raise _Unsupported(f"pattern {pattern!r}")
-        search = schema_regex(pattern).search if pattern is not None else None
-
-        def check_string(x: Any) -> bool:
-            if not isinstance(x, str) or len(x) < shortest:
-                return False
-            if longest is not None and len(x) > longest:
-                return False
-            return search is None or search(x) is not None
-
-        return check_string
-    if kind in ("integer", "number") and keys <= _NUMBER_KEYS:
-        least, most = schema.get("minimum"), schema.get("maximum")
-        for bound in (least, most):
-            if bound is not None and not _is_number(bound):
-                raise _Unsupported(f"bound {bound!r}")
-        is_kind = _TYPES[kind]
-
-        def check_number(x: Any) -> bool:
-            return (
-                is_kind(x) and (least is None or not x < least) and (most is None or not x > most)
-            )
-
-        return check_number
-    return None
-
-
-def _strings(value: Any) -> frozenset[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise _Unsupported(f"non-string values {value!r}")
-    return frozenset(value)
-
-
-def _count(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _Unsupported(f"non-integer bound {value!r}")
-    return value
-
-
-def _compile_keyword(key: str, value: Any, schema: Mapping[str, Any]) -> _Check:
-    if key == "type":
-        names = [value] if isinstance(value, str) else value
-        if not isinstance(names, list) or not names or any(n not in _TYPES for n in names):
-            raise _Unsupported(f"type {value!r}")
-        tests = [_TYPES[n] for n in names]
-        return tests[0] if len(tests) == 1 else (lambda x: any(t(x) for t in tests))
-    if key == "enum":
-        allowed = _strings(value)
-        return lambda x: isinstance(x, str) and x in allowed
-    if key == "const":
-        if not isinstance(value, str):
-            raise _Unsupported(f"const {value!r}")
-        return lambda x: isinstance(x, str) and x == value
-    if key == "required":
-        names = tuple(_strings(value)) if value else ()
-        return lambda x: not isinstance(x, dict) or all(n in x for n in names)
-    if key == "properties":
-        if not isinstance(value, dict):
-            raise _Unsupported("properties")
-        props = tuple((name, _compile_schema(sub)) for name, sub in value.items())
-
-        def check_properties(x: Any) -> bool:
-            if isinstance(x, dict):
-                for name, check in props:
-                    if name in x and not check(x[name]):
-                        return False
-            return True
-
-        return check_properties
-    if key == "additionalProperties":
-        if "patternProperties" in schema:
-            raise _Unsupported("patternProperties")
-        known = frozenset(schema.get("properties", {}))
-        if value is False:
-            return lambda x: not isinstance(x, dict) or all(k in known for k in x)
-        extra = _compile_schema(value)
-
-        def check_additional(x: Any) -> bool:
-            if isinstance(x, dict):
-                for k, v in x.items():
-                    if k not in known and not extra(v):
-                        return False
-            return True
-
-        return check_additional
-    if key == "propertyNames":
-        names_ok = _compile_schema(value)
-        return lambda x: not isinstance(x, dict) or all(names_ok(k) for k in x)
-    if key == "items":
-        if "prefixItems" in schema:
-            raise _Unsupported("prefixItems")
-        item = _compile_schema(value)
-
-        def check_items(x: Any) -> bool:
-            if isinstance(x, list):
-                for v in x:
-                    if not item(v):
-                        return False
-            return True
-
-        return check_items
-    if key == "minItems":
-        least = _count(value)
-        return lambda x: not isinstance(x, list) or len(x) >= least
-    if key == "minLength":
-        shortest = _count(value)
-        return lambda x: not isinstance(x, str) or len(x) >= shortest
-    if key == "maxLength":
-        longest = _count(value)
-        return lambda x: not isinstance(x, str) or len(x) <= longest
-    if key == "minimum":
-        if not _is_number(value):
-            raise _Unsupported(f"minimum {value!r}")
-        return lambda x: not _is_number(x) or not x < value
-    if key == "maximum":
-        if not _is_number(value):
-            raise _Unsupported(f"maximum {value!r}")
-        return lambda x: not _is_number(x) or not x > value
-    if key == "pattern":
-        if not isinstance(value, str):
-            raise _Unsupported(f"pattern {value!r}")
-        search = schema_regex(value).search  # the `pattern` keyword, ECMA anchors
-        return lambda x: not isinstance(x, str) or search(x) is not None
-    if key == "allOf":
-        if not isinstance(value, list):
-            raise _Unsupported("allOf")
-        return _all([_compile_schema(sub) for sub in value])
-    if key == "if":
-        condition = _compile_schema(value)
-        then = _compile_schema(schema.get("then", True))
-        otherwise = _compile_schema(schema.get("else", True))
-        return lambda x: then(x) if condition(x) else otherwise(x)
-    raise _Unsupported(f"keyword {key!r}")
-
-
-@cache
-def _fast_check(kind: str) -> _Check | None:
-    """The compiled yes/no check of one of our schemas, or None when it cannot be compiled."""
-    try:
-        return _compile_schema(_validator(kind).schema)
-    except _Unsupported:
-        return None
-
-
 def schema_errors(kind: str, instance: Any, prefix: str) -> tuple[str, ...]:
     """Every schema error as `$.json.path: message`, sorted; empty when valid."""
-    fast = _fast_check(kind)
-    if fast is not None and fast(instance):
+    validator = _validator(kind)
+    if known_valid(validator, instance):  # a compiled check: jsonschema would find nothing
         return ()
-    errors = _validator(kind).iter_errors(instance)
+    errors = validator.iter_errors(instance)
     found = sorted({(f"{prefix}{e.json_path[1:]}", _message(e)) for e in errors})
     return tuple(f"{path}: {message}" for path, message in found)
 

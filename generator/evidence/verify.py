@@ -31,15 +31,12 @@ results: an accepted statement travels as its payload bytes and is built again i
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
-import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from cryptography import x509
@@ -71,6 +68,8 @@ from generator.evidence.statement import (
 )
 from generator.evidence.store import evidence_path, path_problem, source_id
 from generator.evidence.trustroot import parse_trusted_root
+from generator.fast.collector import collector_paused
+from generator.fast.pool import parallel_map, workers_for
 
 _OID_ISSUER_V1 = ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
 _OID_ISSUER_V2 = ObjectIdentifier("1.3.6.1.4.1.57264.1.8")
@@ -499,20 +498,14 @@ def verified_record(
 
 # --- many files, both cores -------------------------------------------------------------------
 
-_WORKER: dict[str, Any] = {}
 
-
-def _init_worker(trust_roots: tuple[TrustRoot, ...], policy: SignerPolicy) -> None:
-    _WORKER["roots"] = trust_roots
-    _WORKER["policy"] = policy
-
-
-def _check_chunk(chunk: list[bytes]) -> list[SignatureCheck]:
-    """Checks of one chunk, as small as they can be sent back: an accepted statement travels as
-    its payload bytes (already in the check) and is built again by `_complete` in the parent;
-    unpickling a Statement costs several times what building it from those bytes does."""
-    roots, policy = _WORKER["roots"], _WORKER["policy"]
-    return [_check_signature(data, roots, policy, build=False) for data in chunk]
+def _check_to_send(
+    roots: tuple[TrustRoot, ...], policy: SignerPolicy, data: bytes
+) -> SignatureCheck:
+    """The check of one file in a worker, as small as it can be sent back: an accepted statement
+    travels as its payload bytes (already in the check) and is built again by `_complete` in the
+    parent; unpickling a Statement costs several times what building it from those bytes does."""
+    return _check_signature(data, roots, policy, build=False)
 
 
 def _complete(check: SignatureCheck) -> SignatureCheck:
@@ -527,30 +520,8 @@ def _complete(check: SignatureCheck) -> SignatureCheck:
 CHUNK_MIN, CHUNK_MAX = 16, 128
 
 
-def _chunks(items: list[bytes], workers: int) -> Iterable[list[bytes]]:
-    size = min(CHUNK_MAX, max(CHUNK_MIN, len(items) // (workers * 8) or 1))
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
-
-
-@contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """Pause Python's cycle collector while many long-lived records are built.
-
-    Every collection of the oldest generation walks every object alive, and building 20,000
-    statements (a few hundred objects each) sets off collections whose walks grow with the
-    records already built: a third of the parent's time at catalog scale. What is built here
-    (statements from JSON, frozen dataclasses) holds no reference cycles, so nothing waits for
-    the collector; it runs again, as it was, as soon as the block ends. The pool's workers are
-    already forked when it starts and keep their own collector.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+def _chunk_size(items: int, workers: int) -> int:
+    return min(CHUNK_MAX, max(CHUNK_MIN, items // (workers * 8) or 1))
 
 
 def verify_evidence(
@@ -584,19 +555,21 @@ def verify_evidence(
     if todo:
         pending = list(todo.items())
         datas = [d for _, d in pending]
-        workers = min(jobs or os.cpu_count() or 1, len(datas))
+        workers = workers_for(jobs, len(datas))
         if workers <= 1 or len(datas) < PARALLEL_THRESHOLD:
             checks = [check_signature(d, roots, policy) for d in datas]
         else:
-            with ProcessPoolExecutor(
-                max_workers=workers, initializer=_init_worker, initargs=(roots, policy)
-            ) as pool:
-                parts = pool.map(_check_chunk, _chunks(datas, workers))
-                with _cyclic_gc_paused():
-                    checks = [_complete(c) for part in parts for c in part]
+            sent = parallel_map(
+                partial(_check_to_send, roots, policy),
+                datas,
+                jobs=workers,
+                chunksize=_chunk_size(len(datas), workers),
+            )
+            with collector_paused():  # the workers are forked by then, with their collector
+                checks = [_complete(c) for c in sent]
         for (key, _), check in zip(pending, checks, strict=True):
             memo[key] = check
-    with _cyclic_gc_paused():
+    with collector_paused():
         return tuple(
             verify_one(f, memo[key], roots, current_digests, check_paths)
             for key, f in zip(keys, files, strict=True)

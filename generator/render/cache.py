@@ -27,13 +27,15 @@ from generator.core.records import RecipeResult
 from generator.render.common import TEMPLATES, Deployer, GitOpsTarget, deployer_of
 
 _HERE = Path(__file__).resolve().parent
+_FAST = _HERE.parent / "fast"  # the YAML writer and the tar writer the renderer calls
 
 
 @functools.cache
 def renderer_fingerprint() -> str:
-    """sha256 over the renderer's source and templates, in sorted path order."""
+    """sha256 over the renderer's source (with generator/fast) and templates, in sorted path
+    order."""
     h = hashlib.sha256(__version__.encode())
-    for base in (_HERE, TEMPLATES):
+    for base in (_HERE, _FAST, TEMPLATES):
         for p in sorted(base.rglob("*")):
             if p.is_file() and p.suffix in (".py", ".j2"):
                 h.update(p.relative_to(base).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")

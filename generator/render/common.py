@@ -8,22 +8,21 @@ writers (`write_bundle`, `archive_bytes`) are the only code that touches the fil
 from __future__ import annotations
 
 import hashlib
-import pickle
 import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import jinja2
-import yaml
 
 from generator import __version__
 from generator.core import names
 from generator.core.errors import Diagnostic, RenderError
 from generator.core.records import Override, RecipeResult, ResolvedComponent
+from generator.fast.yamlwrite import YamlStyle, dump_yaml
 
 GENERATOR_NAME = "aicr-catalog"
 BUNDLE_INFO = "bundle-info.yaml"
@@ -104,144 +103,10 @@ class Rendered:
 
 # --- YAML -----------------------------------------------------------------------------------
 
-_BaseDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-
-_STR_TAG = "tag:yaml.org,2002:str"
-_INT_TAG = "tag:yaml.org,2002:int"
-_BOOL_TAG = "tag:yaml.org,2002:bool"
-_NULL_TAG = "tag:yaml.org,2002:null"
-_MAP_TAG = "tag:yaml.org,2002:map"
-_SEQ_TAG = "tag:yaml.org,2002:seq"
-
-
-class _Dumper(_BaseDumper):  # type: ignore[misc,valid-type]
-    """Safe dumper (libyaml when present) that never writes anchors or aliases.
-
-    `represent_data` builds the nodes of plain data (dict, list, str, int, bool, None) directly:
-    the same nodes `SafeRepresenter` builds for them (with `_represent_str` for strings), without
-    its per-node alias bookkeeping and representer lookup, which cost more than the emitter.
-    Every other type, and every dump with a default style or without a default flow style, goes
-    through the registered representers.
-    """
-
-    # tag of each plain scalar the emitter has asked about (`resolve` below), per process
-    _implicit_tags: ClassVar[dict[str, str]] = {}
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-    def resolve(self, kind: type[yaml.Node], value: Any, implicit: Any) -> str:
-        """The tag a scalar would resolve to, memoized: the emitter asks twice for every scalar,
-        and without path resolvers the answer depends on the text alone (`implicit[1]` only
-        matters after a path resolver has run). Everything else goes to the resolver."""
-        if kind is not yaml.ScalarNode or self.yaml_path_resolvers:
-            resolved: str = super().resolve(kind, value, implicit)
-            return resolved
-        if not implicit[0]:
-            return str(self.DEFAULT_SCALAR_TAG)
-        memo = self._implicit_tags
-        tag = memo.get(value)
-        if tag is None:
-            tag = super().resolve(kind, value, implicit)
-            if len(value) <= 256:  # keys, names, numbers: what repeats; long texts would pile up
-                if len(memo) >= 100_000:
-                    memo.clear()
-                memo[value] = tag
-        return tag
-
-    def represent_data(self, data: Any) -> yaml.Node:
-        if self.default_style is not None or self.default_flow_style is None:
-            plain: yaml.Node = super().represent_data(data)
-            return plain
-        flow = self.default_flow_style
-        sort_keys = self.sort_keys
-        scalar, mapping, sequence = yaml.ScalarNode, yaml.MappingNode, yaml.SequenceNode
-        other = super().represent_data
-
-        def node(x: Any) -> yaml.Node:
-            t = type(x)
-            if t is str:
-                style = "|" if "\n" in x and not x.endswith(" ") else None
-                return scalar(_STR_TAG, x, style=style)
-            if t is dict:
-                items = list(x.items())
-                if sort_keys:
-                    try:
-                        items = sorted(items)
-                    except TypeError:
-                        pass
-                return mapping(_MAP_TAG, [(node(k), node(v)) for k, v in items], flow_style=flow)
-            if t is list:
-                return sequence(_SEQ_TAG, [node(v) for v in x], flow_style=flow)
-            if t is int:
-                return scalar(_INT_TAG, str(x))
-            if t is bool:
-                return scalar(_BOOL_TAG, "true" if x else "false")
-            if x is None:
-                return scalar(_NULL_TAG, "null")
-            built: yaml.Node = other(x)  # its children come back here through represent_data
-            return built
-
-        return node(data)
-
-
-def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in data and not data.endswith(" ") else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
-
-
-_Dumper.add_representer(str, _represent_str)
-
-
-# Memo of `to_yaml` per process. The same documents are dumped again and again: `recipe.yaml` for
-# each of the four deployers, a component's `values.yaml` for three of them, and components shared
-# by many recipes. The key is sha256 over the object's pickle, which records every value with its
-# exact type (1, 1.0, True and "1" all differ; so do a str and a str subclass), plus the options;
-# equal pickles mean equal inputs, so a hit returns exactly what `yaml.dump` would. Only successful
-# dumps are kept; the memo is emptied when it grows past _MEMO_LIMIT characters.
-_MEMO: dict[tuple[bool, bytes], str] = {}
-_MEMO_LIMIT = 32 << 20
-_memo_chars = 0
-
-
-def _memo_key(obj: Any, sort_keys: bool) -> tuple[bool, bytes] | None:
-    try:
-        data = pickle.dumps(obj, protocol=5)
-    except (pickle.PicklingError, TypeError, AttributeError, ValueError, RecursionError):
-        return None  # not plain data: dump it uncached (yaml.dump reports what it cannot write)
-    return sort_keys, hashlib.sha256(data).digest()
-
 
 def to_yaml(obj: Any, *, sort_keys: bool = False) -> str:
     """Block-style YAML, UTF-8 safe, no aliases, stable for identical input."""
-    global _memo_chars
-    key = _memo_key(obj, sort_keys)
-    if key is not None:
-        hit = _MEMO.get(key)
-        if hit is not None:
-            return hit
-    text = _dump(obj, sort_keys)
-    if key is not None:
-        if _memo_chars + len(text) > _MEMO_LIMIT:
-            _MEMO.clear()
-            _memo_chars = 0
-        _MEMO[key] = text
-        _memo_chars += len(text)
-    return text
-
-
-def _dump(obj: Any, sort_keys: bool) -> str:
-    text: str = yaml.dump(
-        obj,
-        Dumper=_Dumper,
-        sort_keys=sort_keys,
-        default_flow_style=False,
-        allow_unicode=True,
-        width=1_000_000,
-        indent=2,
-    )
-    return text
+    return dump_yaml(obj, YamlStyle.BUNDLE, sort_keys=sort_keys)
 
 
 def yaml_bytes(obj: Any, *, sort_keys: bool = False, header: str = "") -> bytes:

@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gc
 import hashlib
 import json
 import logging
-import multiprocessing
 import os
 import re
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +40,8 @@ from generator.core.cache import (
 from generator.core.errors import CatalogError, Diagnostic, SiteError
 from generator.core.outputs import OutputKind, check_output_dir, mark
 from generator.core.timeutil import rfc3339
+from generator.fast.collector import collector_paused
+from generator.fast.pool import parallel_map
 from generator.site import api, badges, changelog, islands, pages, stages
 from generator.site.csp import with_csp
 from generator.site.model import (
@@ -382,11 +381,6 @@ def generated_docs(site: SiteData, options: BuildOptions) -> dict[str, str]:
 PAGES_STAGE = "pages"
 ENGINE_STAGE = "mkdocs"
 _PARALLEL_PAGES = 64  # below this many pages to render, a process pool costs more than it saves
-_PLAN: tuple[pages.PagePlan, ...] = ()  # the plan a forked page worker renders from
-
-
-def _render_planned(index: int) -> tuple[str, tuple[str, ...]]:
-    return islands.lift(_PLAN[index].render())
 
 
 class RecipeKeys:
@@ -455,7 +449,6 @@ def make_pages(
 ) -> Pages:
     """Render every page (site-wide pages always; with `recipe_keys`, a recipe's pages only
     when the cache has no entry for them)."""
-    global _PLAN
     plan = pages.page_plan(site, _contract(options), options.cli_reference)
     done: dict[int, tuple[str, tuple[str, ...]]] = {}
     keys: dict[int, str] = {}
@@ -472,17 +465,11 @@ def make_pages(
     # copies every page of the site data it reads (reference counts are writes), about
     # 500 MB each at 1,000 recipes and 20,000 runs, for ~5 s saved on a cold build.
     workers = min(options.jobs or 1, len(todo))
-    if workers > 1 and len(todo) >= _PARALLEL_PAGES:
-        _PLAN = plan
-        try:
-            with ProcessPoolExecutor(
-                max_workers=workers, mp_context=multiprocessing.get_context("fork")
-            ) as pool:
-                fresh = list(pool.map(_render_planned, todo, chunksize=16))
-        finally:
-            _PLAN = ()
-    else:
-        fresh = [islands.lift(plan[i].render()) for i in todo]
+    if len(todo) < _PARALLEL_PAGES:
+        workers = 1
+    fresh = list(
+        parallel_map(lambda i: islands.lift(plan[i].render()), todo, jobs=workers, chunksize=16)
+    )
     for i, lifted in zip(todo, fresh, strict=True):
         done[i] = lifted
         if i in keys and recipe_keys is not None:
@@ -645,24 +632,6 @@ def run_mkdocs(config_file: Path, epoch: int) -> None:
         raise SiteError(f"mkdocs build --strict failed: {e}", diags) from e
     finally:
         logger.removeHandler(handler)
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off while the build creates its data.
-
-    The build allocates millions of long-lived objects (records, runs, pages) and frees almost
-    none: each full collection the allocations trigger walks all of them again, which made the
-    stages grow faster than linearly (about half of `aggregate` at 20,000 evidence files). The
-    data holds no reference cycles worth collecting; objects are still freed by reference
-    counting, and the collector is back on (as it was) when the block ends."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def build_site(options: BuildOptions) -> BuildReport:

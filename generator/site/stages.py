@@ -14,7 +14,6 @@ import importlib
 import importlib.util
 import os
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
@@ -30,6 +29,7 @@ from generator.core.errors import (
 )
 from generator.core.records import DEFAULT_PROFILE, Catalog, RecipeResult
 from generator.core.timeutil import rfc3339
+from generator.fast.pool import parallel_map
 from generator.site.model import Check, Download, EvidenceRun, Kpi, Lane, LaneStatus, StageNote
 
 
@@ -225,11 +225,10 @@ def render_bundles(
             continue
         work.extend((result, d, manifests, epoch, cache_dir) for d in deployers)
     workers = min(jobs or os.cpu_count() or 1, len(work))
-    if workers > 1 and len(work) >= _PARALLEL_RENDER:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            done = list(pool.map(_render_one, work, chunksize=max(1, len(work) // (workers * 4))))
-    else:
-        done = [_render_one(job) for job in work]
+    if len(work) < _PARALLEL_RENDER:
+        workers = 1
+    chunk = max(1, len(work) // (max(1, workers) * 4))
+    done = list(parallel_map(_render_one, work, jobs=workers, chunksize=chunk))
     out: dict[tuple[str, str], list[Download]] = {(r.name, r.scale_profile): [] for r in results}
     for (result, deployer, _, _, _), (data, message, diags) in zip(work, done, strict=True):
         if data is None:

