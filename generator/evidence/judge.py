@@ -27,13 +27,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
+from generator.catalog.lanes import Lane, Lanes, Threshold
+from generator.core.records import Criteria
 from generator.evidence.model import SCALE_QUALIFICATION_V1, Statement
-
-if TYPE_CHECKING:  # generator.scale.qualify imports the evidence package: types only here
-    from generator.core.records import Criteria
-    from generator.scale.qualify import Lane, Lanes, Threshold
 
 PASSED = "passed"
 NOT_RUN = ("skipped", "pending")
