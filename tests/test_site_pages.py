@@ -27,7 +27,7 @@ from generator.site.model import (
     Check,
     ComponentUse,
     Download,
-    EvidenceRun,
+    EvidenceView,
     Kpi,
     Lane,
     LaneStatus,
@@ -77,8 +77,8 @@ def result(profile: str) -> RecipeResult:
     )
 
 
-def run(lane: str, nodes: int, signer: str, verdict: str) -> EvidenceRun:
-    return EvidenceRun(
+def run(lane: str, nodes: int, signer: str, verdict: str) -> EvidenceView:
+    return EvidenceView(
         id=f"{nodes:016x}-{len(signer):08x}",
         statement_digest="sha256:" + f"{nodes:x}".ljust(64, "0"),
         path=f"evidence/demo-recipe/{'1' * 32}/{nodes:04d}{signer}.sigstore.json",

@@ -17,6 +17,7 @@ from generator.evidence.model import (
     UPSTREAM_PREDICATE_TYPES,
     Evidence,
     RejectedEvidence,
+    RunState,
     Statement,
     TrustRoot,
     VerifiedEvidence,
@@ -34,9 +35,7 @@ def _time(seconds: int | None) -> str | None:
 
 def status(record: Evidence) -> str:
     """verified | stale | rejected."""
-    if isinstance(record, RejectedEvidence):
-        return "rejected"
-    return "stale" if record.stale else "verified"
+    return str(RunState.of(record))
 
 
 def summary(records: Sequence[Evidence]) -> dict[str, int]:

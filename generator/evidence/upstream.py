@@ -102,16 +102,14 @@ def allowlists(paths: Iterable[Path]) -> list[Path]:
 
 
 def load_policy(
-    catalog_dir: Path, paths: Iterable[Path] = (), extra: Sequence[Path] = ()
+    catalog_dir: Path,
+    paths: Iterable[Path] = (),
+    extra: Sequence[Path] = (),
+    signers: SignerPolicy | None = None,
 ) -> SignerPolicy:
-    """signers.yaml, combined with the allowlist.yaml files given or found under `paths`."""
-    signers = catalog_dir / SIGNERS_FILE
-    # a tree without this project's signers.yaml (upstream AICR's recipes/): only the allowlist
-    policy = (
-        read_policy(signers, SIGNERS_FILE)
-        if signers.exists() or signers.is_symlink()
-        else SignerPolicy(rules=())
-    )
+    """signers.yaml (`signers` when the caller holds it already), combined with the
+    allowlist.yaml files given or found under `paths`."""
+    policy = signers if signers is not None else _read_signers(catalog_dir)
     given = {p.resolve() for p in extra}
     files = list(extra) + [p for p in allowlists(paths) if p.resolve() not in given]
     if len(files) > 1:
@@ -129,6 +127,14 @@ def load_policy(
     shown = display_path(files[0])
     rules, slugs = read_allowlist(files[0], shown)
     return combine(policy, rules, slugs, shown)
+
+
+def _read_signers(catalog_dir: Path) -> SignerPolicy:
+    signers = catalog_dir / SIGNERS_FILE
+    # a tree without this project's signers.yaml (upstream AICR's recipes/): only the allowlist
+    if signers.exists() or signers.is_symlink():
+        return read_policy(signers, SIGNERS_FILE)
+    return SignerPolicy(rules=())
 
 
 def upstream_digests(directory: Path | None) -> dict[str, str]:

@@ -876,6 +876,10 @@ def _not_counted(record: Any, profile: ScaleProfile) -> str | None:
     return None
 
 
+def _lanes_of_catalog(catalog: Any) -> Lanes:
+    return lanes_of(catalog.documents)
+
+
 def verify_qualified_evidence(
     profiles: Mapping[str, ScaleProfile],
     evidence_root: Any,
@@ -885,7 +889,7 @@ def verify_qualified_evidence(
     """Verify the evidence files the qualified owned values name (and only those)."""
     from pathlib import Path
 
-    from generator.evidence.collect import verify_paths
+    from generator.evidence.stage import verify_stage
 
     root = Path(evidence_root)
     refs = sorted({r for p in profiles.values() for ov in p.owned_values
@@ -893,8 +897,8 @@ def verify_qualified_evidence(
     present = [root / r for r in refs if (root / r).is_file()]
     out: dict[str, Any] = {r: None for r in refs}
     if present:
-        run = verify_paths(present, catalog_dir=Path(catalog.root), trust_roots=trust_roots,
-                           catalog=catalog, base=root)  # fmt: skip
+        run = verify_stage(present, catalog_dir=Path(catalog.root), trust_roots=trust_roots,
+                           catalog=catalog, base=root, claims=_lanes_of_catalog)  # fmt: skip
         for rec in run.records:
             out[Path(rec.path).as_posix()] = rec
     return out
