@@ -30,7 +30,7 @@ OPERATORS: Mapping[str, Callable[[float, float], bool]] = {
 @dataclass(frozen=True, slots=True)
 class Threshold:
     operator: str
-    value: float
+    value: float  # as lanes.yaml writes it (an int stays one: the site shows it so)
     status: str  # proposed | adopted | calibrated
     source: str | None = None
 
