@@ -641,7 +641,7 @@ def test_site_stage_shows_upstream_phases(
     assert note is None
     (record,) = verified.records
     assert isinstance(record, VerifiedEvidence), record.message
-    run = stages._run_from(record, verified.raw[record.path], verified.trust_root)
+    run = stages.evidence_view(record, verified.raw[record.path], verified.trust_root)
     assert run.bundle_digest == published.pushed.digest and run.predicate_type == V3
     assert [(c.phase, c.name, c.status) for c in run.checks] == [
         (p, n, s) for p in ("deployment", "conformance", "performance") for n, s in PHASE_TESTS[p]

@@ -165,3 +165,29 @@ def test_a_loaded_catalog_without_signers_allows_nobody(tmp_path: Path) -> None:
         catalog, documents={k: v for k, v in catalog.documents.items() if k != "signers.yaml"}
     )
     assert signer_policy(tmp_path, bare).rules == ()
+
+
+def test_the_cli_json_and_the_api_name_what_they_share_alike(tmp_path: Path) -> None:
+    """`evidence verify --format json` and api/v1/evidence.json: one vocabulary for one record."""
+    from generator.evidence.report import record_json
+    from generator.site.stages import evidence_view
+
+    catalog, _ = load_catalog(CATALOG)
+    leaf = catalog.leaves()[0]
+    _write(tmp_path, leaf, resolve(catalog, leaf).digest)
+    (tmp_path / "evidence" / leaf / "junk.sigstore.json").write_text("[]")
+    run = verify_stage([tmp_path / "evidence"], catalog_dir=CATALOG, trust_roots=("demo",))
+    assert len(run.records) == 2
+    for record in run.records:
+        cli, api = record_json(record), evidence_view(record, b"", "demo").to_json()
+        shared = {"statementDigest", "predicateType", "recipeDigest", "verdict", "counted", "tlog"}
+        shared |= {"trustRoot", "sample", "class"} if record.counted else set()
+        assert {k: cli[k] for k in shared} == {k: api[k] for k in shared}, record.path
+        assert set(cli["tlog"]) == {"index", "integratedTime"}
+        if cli["signer"] is not None:
+            assert {k: cli["signer"][k] for k in ("identity", "issuer")} == {
+                k: api["signer"][k] for k in ("identity", "issuer")
+            }
+        if record.counted:
+            assert cli["signer"]["class"] == api["signer"]["class"] == "first-party"
+            assert cli["signer"]["label"] == api["signer"]["label"]

@@ -368,9 +368,6 @@ def evidence_view(record: Evidence, raw: bytes, trust_root: str) -> EvidenceView
     )
 
 
-_run_from = evidence_view  # the name tests and older callers use
-
-
 @dataclass(frozen=True, slots=True)
 class Verified:
     """What the verify stage gave the site: its records (for aggregate), the raw files to
@@ -496,7 +493,7 @@ def aggregate(
     doc = catalog.documents.get("scale/lanes.yaml")
     if agg is None or doc is None:
         plain = [
-            _run_from(r, verified.raw.get(r.path, b""), verified.trust_root)
+            evidence_view(r, verified.raw.get(r.path, b""), verified.trust_root)
             for r in verified.records
         ]
         note = None
@@ -518,7 +515,7 @@ def aggregate(
     judged = agg.run_verdicts(status)
     stale_lanes: set[tuple[str, str, str]] = set()
     for i, rec in enumerate(verified.records):
-        run = _run_from(rec, verified.raw.get(rec.path, b""), verified.trust_root)
+        run = evidence_view(rec, verified.raw.get(rec.path, b""), verified.trust_root)
         verdict = judged.get(i)
         if verdict is not None:
             exclusion, downgraded = verdict
