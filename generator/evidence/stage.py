@@ -268,10 +268,12 @@ def verify_stage(
     `catalog_dir` holds signers.yaml and the demo trust root; `catalog` (loaded from it on
     demand when `current` is None and a statement verified) resolves the current recipes.
     `current`: the current digests by `digest_key` (None: those the statements name, see the
-    module). Paths in the records are relative to `base` (default: the working directory).
+    module); `claims` (only without `current`) judges what current statements claim. Paths in the records are relative to `base` (default: the working directory).
     `jobs`: processes (default: every core). `cache`: a build cache (one trust root only).
     Raises UsageError (trust roots), ValidationError (signer policy), LoadError (files).
     """
+    if claims is not None and current is not None:
+        raise ValueError("claims are judged against the recipes the statements name: no current")
     roots = tuple(load_trust_root(spec, catalog_dir) for spec in trust_roots)
     up = upstream or UpstreamOptions()
     search = paths if allowlists_under is None else allowlists_under
