@@ -268,8 +268,9 @@ def verify_stage(
     `catalog_dir` holds signers.yaml and the demo trust root; `catalog` (loaded from it on
     demand when `current` is None and a statement verified) resolves the current recipes.
     `current`: the current digests by `digest_key` (None: those the statements name, see the
-    module); `claims` (only without `current`) judges what current statements claim. Paths in the records are relative to `base` (default: the working directory).
-    `jobs`: processes (default: every core). `cache`: a build cache (one trust root only).
+    module); `claims` (only without `current`) judges what current statements claim. Paths in
+    the records are relative to `base` (default: the working directory). `jobs`: processes
+    (default: every core). `cache`: a build cache (used with one trust root only).
     Raises UsageError (trust roots), ValidationError (signer policy), LoadError (files).
     """
     if claims is not None and current is not None:
