@@ -433,7 +433,7 @@ def _judge_runs(
             ~runs["verified"] & cls.eq(str(FailureClass.SIGNER_NOT_ALLOWED)),
             ~runs["verified"] & cls.isin([str(c) for c in _INVALID_CLASSES]),
             ~runs["verified"] & cls.eq(str(FailureClass.STALE)),
-            # judged already (records of `evidence.collect.verify_paths`)
+            # judged already (records of `evidence.stage.verify_stage`)
             ~runs["verified"] & cls.eq(str(FailureClass.VERDICT_MISMATCH)),
             ~runs["verified"] & cls.eq(str(FailureClass.ATTESTED_AFTER_LOGGED)),
             ~runs["verified"],

@@ -72,7 +72,7 @@ def _predicate(honest: dict[str, Any], **changes: Any) -> dict[str, Any]:
 class Outcome:
     status: dict[str, Any]  # the status document's row for RECIPE × PROFILE (detail)
     runs: dict[str, Any]  # status runs table rows by path
-    site: dict[str, Any]  # site EvidenceRun by path
+    site: dict[str, Any]  # site EvidenceView by path
     site_lane: str  # the site's verdict for LANE
     sample: bool  # the status document says sample
 

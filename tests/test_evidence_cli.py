@@ -162,7 +162,7 @@ def test_verify_json_validates_and_reports_each_status(
         "identity": DEMO_IDENTITY,
         "issuer": DEMO_ISSUER,
         "label": "Demo qualification lab (sample)",
-        "signerClass": "first-party",
+        "class": "first-party",
         "source": source_id(DEMO_ISSUER, DEMO_IDENTITY),
     }
     stale = by_status["stale"]

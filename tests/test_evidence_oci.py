@@ -17,10 +17,10 @@ from generator.cli import main
 from generator.core.errors import ValidationError
 from generator.evidence import oci
 from generator.evidence.allowlist import read_allowlist
-from generator.evidence.collect import verify_paths
 from generator.evidence.model import FailureClass, RejectedEvidence, SignerPolicy, VerifiedEvidence
 from generator.evidence.pointer import parse_pointer, render_pointer
 from generator.evidence.recipedigest import canonical_yaml, recipe_digest
+from generator.evidence.stage import verify_stage
 from generator.evidence.store import source_id
 from generator.evidence.trustroot import load_trust_root
 from generator.evidence.upstream import UpstreamOptions, verify_pointers
@@ -311,7 +311,7 @@ def test_upstream_summary_bundle_verifies_here(registry: RealRegistry, tmp_path:
     recipes = tmp_path / "upstream-recipes"
     recipes.mkdir()
     (recipes / f"{UPSTREAM_RECIPE}.yaml").write_bytes(RECIPE_YAML)
-    run = verify_paths(
+    run = verify_stage(
         [tmp_path / "recipes" / "evidence"],
         catalog_dir=CATALOG,
         trust_roots=(str(tmp_path / "test-root.json"),),
@@ -336,7 +336,7 @@ def test_upstream_summary_bundle_verifies_here(registry: RealRegistry, tmp_path:
     real = socket.socket.connect
     try:
         socket.socket.connect = lambda *a: (_ for _ in ()).throw(AssertionError("network"))  # type: ignore[method-assign]
-        again = verify_paths(
+        again = verify_stage(
             [tmp_path / "recipes" / "evidence"],
             catalog_dir=CATALOG,
             trust_roots=(str(tmp_path / "test-root.json"),),
@@ -347,7 +347,7 @@ def test_upstream_summary_bundle_verifies_here(registry: RealRegistry, tmp_path:
     assert again.records == run.records
     # another current recipe: the same evidence is stale (shown, not counted)
     (recipes / f"{UPSTREAM_RECIPE}.yaml").write_bytes(RECIPE_YAML.replace(b"v25.7.0", b"v25.8.0"))
-    stale = verify_paths(
+    stale = verify_stage(
         [tmp_path / "recipes" / "evidence"],
         catalog_dir=CATALOG,
         trust_roots=(str(tmp_path / "test-root.json"),),
@@ -641,7 +641,7 @@ def test_site_stage_shows_upstream_phases(
     assert note is None
     (record,) = verified.records
     assert isinstance(record, VerifiedEvidence), record.message
-    run = stages._run_from(record, verified.raw[record.path], verified.trust_root)
+    run = stages.evidence_view(record, verified.raw[record.path], verified.trust_root)
     assert run.bundle_digest == published.pushed.digest and run.predicate_type == V3
     assert [(c.phase, c.name, c.status) for c in run.checks] == [
         (p, n, s) for p in ("deployment", "conformance", "performance") for n, s in PHASE_TESTS[p]

@@ -144,7 +144,7 @@ def _expected(name: str, payload: bytes, root: TrustRoot) -> str:
     }[name]
 
 
-# Judged against the catalog by `collect.verify_paths` (and status, the site, release), not by
+# Judged against the catalog by `stage.verify_stage` (and status, the site, release), not by
 # the pure verifier: tested in tests/test_evidence_cli.py and tests/test_evidence_attacks.py.
 CATALOG_CLASSES = {FailureClass.VERDICT_MISMATCH, FailureClass.ATTESTED_AFTER_LOGGED}
 # pointer-invalid, bundle-unavailable, bundle-invalid arise only for upstream pointer files:

@@ -27,7 +27,7 @@ from generator.site.model import (
     Check,
     ComponentUse,
     Download,
-    EvidenceRun,
+    EvidenceView,
     Kpi,
     Lane,
     LaneStatus,
@@ -77,8 +77,8 @@ def result(profile: str) -> RecipeResult:
     )
 
 
-def run(lane: str, nodes: int, signer: str, verdict: str) -> EvidenceRun:
-    return EvidenceRun(
+def run(lane: str, nodes: int, signer: str, verdict: str) -> EvidenceView:
+    return EvidenceView(
         id=f"{nodes:016x}-{len(signer):08x}",
         statement_digest="sha256:" + f"{nodes:x}".ljust(64, "0"),
         path=f"evidence/demo-recipe/{'1' * 32}/{nodes:04d}{signer}.sigstore.json",
@@ -269,11 +269,11 @@ def test_front_matter_title_is_html_escaped_for_the_theme() -> None:
 
 def test_copies_of_one_statement_get_distinct_ids_and_anchors() -> None:
     from generator.evidence.model import FailureClass, RejectedEvidence
-    from generator.site.stages import _run_from
+    from generator.site.stages import evidence_view
 
     digest = "sha256:" + "12" * 32
     a, b = (
-        _run_from(
+        evidence_view(
             RejectedEvidence(
                 path=p, klass=FailureClass.SIGNER_NOT_ALLOWED, message="m", statement_digest=digest
             ),
@@ -286,7 +286,7 @@ def test_copies_of_one_statement_get_distinct_ids_and_anchors() -> None:
         )
     )
     assert a.id != b.id and a.id.startswith("1212121212121212-") and a.short == "121212121212"
-    unreadable = _run_from(
+    unreadable = evidence_view(
         RejectedEvidence(
             path="evidence/r/x/y.sigstore.json", klass=FailureClass.MALFORMED_BUNDLE, message="m"
         ),

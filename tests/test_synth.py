@@ -22,8 +22,8 @@ from generator.catalog.resolve import resolve
 from generator.cli import main
 from generator.core.cache import tree_digest
 from generator.core.errors import Severity, UsageError
-from generator.evidence.collect import verify_paths
 from generator.evidence.model import FailureClass, RejectedEvidence, VerifiedEvidence
+from generator.evidence.stage import verify_stage
 from generator.validate import validate_catalog
 
 RECIPES, EVIDENCE = 12, 40
@@ -71,7 +71,7 @@ def test_catalog_validates_strictly_and_every_leaf_has_both_profiles(synth: Path
 
 
 def test_evidence_verifies_with_the_generated_root(synth: Path) -> None:
-    run = verify_paths(
+    run = verify_stage(
         [synth / "evidence"],
         catalog_dir=synth / "catalog",
         trust_roots=(str(synth / "trust" / "synth-root.json"),),
@@ -103,7 +103,7 @@ def test_evidence_verifies_with_the_generated_root(synth: Path) -> None:
 
 
 def test_evidence_is_rejected_under_another_root(synth: Path) -> None:
-    run = verify_paths(
+    run = verify_stage(
         [next((synth / "evidence").rglob("*.sigstore.json"))],
         catalog_dir=synth / "catalog",
         trust_roots=("public-good",),

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from generator.catalog.lanes import Lanes
 from generator.commands.common import (
     EXIT_DATA,
     EXIT_OK,
@@ -21,11 +22,13 @@ from generator.commands.common import (
     report_error,
 )
 from generator.core.errors import CatalogError, UsageError, printable
+from generator.core.records import Catalog
 from generator.evidence import report
-from generator.evidence.collect import EvidenceRun, verify_paths
 from generator.evidence.model import (
     IN_TOTO_PAYLOAD_TYPE,
+    Evidence,
     EvidenceFile,
+    RunState,
     Statement,
 )
 from generator.evidence.sign import (
@@ -35,6 +38,7 @@ from generator.evidence.sign import (
     sign_keyless,
     sign_offline,
 )
+from generator.evidence.stage import VerificationRun, verify_stage
 from generator.evidence.statement import StatementError, parse_statement
 from generator.evidence.store import evidence_path
 from generator.evidence.trustroot import DEMO, PUBLIC_GOOD
@@ -55,7 +59,7 @@ def _run(
     catalog_path: Path,
     jobs: int | None,
     upstream: UpstreamOptions | None = None,
-) -> EvidenceRun:
+) -> VerificationRun:
     if not catalog_path.is_dir():
         fail(f"catalog directory '{catalog_path}' not found; pass --catalog PATH", EXIT_USAGE)
     if not (catalog_path / "signers.yaml").exists():
@@ -65,10 +69,11 @@ def _run(
             err=True,
         )
     try:
-        return verify_paths(
+        return verify_stage(
             paths,
             catalog_dir=catalog_path,
             trust_roots=trust_roots or (PUBLIC_GOOD,),
+            claims=_lanes,
             jobs=jobs,
             upstream=upstream,
         )
@@ -76,6 +81,13 @@ def _run(
         fail(e.message, EXIT_USAGE)
     except CatalogError as e:
         report_error(e)
+
+
+def _lanes(catalog: Catalog) -> Lanes:
+    """The catalog's lanes, against which `verify_stage` judges what statements claim."""
+    from generator.scale.qualify import lanes_of
+
+    return lanes_of(catalog.documents)
 
 
 def upstream_options(f: Any) -> Any:
@@ -191,29 +203,31 @@ def verify_command(
     missing or corrupt trust root included).
     """
     run = _run(paths, trust_roots, catalog_path, jobs, _upstream(upstream))
-    if not run.records:
+    records = run.by_path()
+    if not records:
         fail(
             "no *.sigstore.json evidence file or sha256-<hex>.yaml pointer found under the given paths",
             EXIT_USAGE,
         )
     if fmt == "json":
-        click.echo(report.verification_json(run.records, run.trust_roots), nl=False)
+        click.echo(report.verification_json(records, run.trust_roots), nl=False)
     elif fmt == "github":
-        click.echo(_github(run), nl=False)
+        click.echo(_github(records), nl=False)
     else:
-        click.echo(report.verification_text(run.records), nl=False)
-    sys.exit(EXIT_OK if all(r.counted for r in run.records) else EXIT_DATA)
+        click.echo(report.verification_text(records), nl=False)
+    sys.exit(EXIT_OK if all(r.counted for r in records) else EXIT_DATA)
 
 
-def _github(run: EvidenceRun) -> str:
+def _github(records: Sequence[Evidence]) -> str:
     """One annotation per file that does not count (rejected: error; stale: warning)."""
     from generator.core.report import annotation
 
     lines = []
-    for r in run.records:
+    for r in records:
         if r.counted:
             continue
-        klass = "stale" if getattr(r, "stale", False) else str(getattr(r, "klass", "rejected"))
+        stale = RunState.of(r) is RunState.STALE
+        klass = "stale" if stale else str(r.klass)
         lines.append(
             annotation(
                 "warning" if klass == "stale" else "error",
@@ -222,7 +236,7 @@ def _github(run: EvidenceRun) -> str:
                 path=r.path,
             )
         )
-    lines.append(report.verification_text(run.records).splitlines()[-1])
+    lines.append(report.verification_text(records).splitlines()[-1])
     return "\n".join(lines) + "\n"
 
 

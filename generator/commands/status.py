@@ -20,11 +20,10 @@ from generator.commands.common import (
 )
 from generator.core.errors import CatalogError, ResolveError, ScaleError, printable
 from generator.core.records import Catalog, RecipeResult
-from generator.evidence.model import Evidence
-from generator.evidence.store import read_files
-from generator.evidence.trustroot import PUBLIC_GOOD, load_trust_root
-from generator.evidence.upstream import load_policy, pointer_records
-from generator.evidence.verify import digest_key, verify_evidence
+from generator.evidence.stage import verify_stage
+from generator.evidence.trustroot import PUBLIC_GOOD
+from generator.evidence.upstream import options_from_env
+from generator.evidence.verify import digest_key
 from generator.scale.qualify import Lanes, lanes_of
 
 
@@ -73,19 +72,18 @@ def gather(
     catalog = open_catalog(catalog_path)
     lanes = lanes_of(catalog.documents)
     recipes, failures = _resolve_all(catalog, recipe, profile, evidence_dir)
-    roots = tuple(load_trust_root(spec, catalog_path) for spec in (trust or (PUBLIC_GOOD,)))
-    # signers.yaml plus upstream's allowlist.yaml when the evidence directory holds one
-    policy = load_policy(catalog_path, [evidence_dir])
     where = evidence_dir / recipe if recipe else evidence_dir
-    files = read_files([where]) if where.is_dir() else ()
-    current = {digest_key(r.name, r.scale_profile): r.digest for r in recipes}
-    records: tuple[Evidence, ...] = verify_evidence(
-        files, trust_roots=roots, policy=policy, current_digests=current
+    run = verify_stage(
+        [where] if where.is_dir() else [],
+        catalog_dir=catalog_path,
+        trust_roots=trust or (PUBLIC_GOOD,),
+        catalog=catalog,
+        current={digest_key(r.name, r.scale_profile): r.digest for r in recipes},
+        # upstream's allowlist.yaml beside the evidence, even when one recipe is asked for
+        allowlists_under=[evidence_dir],
+        upstream=options_from_env(),
     )
-    if where.is_dir():  # upstream pointer files, bundles pulled by digest (cache first)
-        records += pointer_records(
-            [where], trust_roots=roots, policy=policy, current_digests=current
-        )
+    records = run.records
     if profile:  # keep what this profile's status is about (and unreadable files, shown)
         records = tuple(
             r
@@ -93,9 +91,10 @@ def gather(
             if r.statement is None or (r.statement.scale_profile or "standard") == profile
         )
     ladders = {name: p.ladder for name, p in catalog.profiles.items()}
-    demo_roots = {r.name for r in roots if r.demo}
-    status = aggregate(recipes, records, lanes, ladders, demo_roots=demo_roots, failures=failures)
-    return status, lanes, ", ".join(r.name for r in roots)
+    status = aggregate(
+        recipes, records, lanes, ladders, demo_roots=run.demo_roots, failures=failures
+    )
+    return status, lanes, run.trust_root
 
 
 # ---------------------------------------------------------------- text reporter

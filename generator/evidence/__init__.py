@@ -8,38 +8,41 @@ Modules, in the order data flows:
 - `trustroot`: public-good (vendored, pinned), demo, or a file.
 - `store`: where evidence files live and reading them.
 - `verify`: `verify_evidence(files, trust_roots=, policy=, current_digests=)` (pure).
-- `collect`: `verify_paths(paths, catalog_dir=, trust_roots=)`: the whole stage in one call.
+- `stage`: `verify_stage(paths, catalog_dir=, trust_roots=, ...)`: the whole stage in one call,
+  for `evidence verify`, `status`, `build` and `validate --evidence`.
 - `report`: text and JSON output.
 - `sign`: keyless (CI) and offline (demo) signing; `testroot`: the offline authority.
 """
 
-from generator.evidence.collect import EvidenceRun, verify_paths
 from generator.evidence.model import (
     Evidence,
     EvidenceFile,
     FailureClass,
     RejectedEvidence,
+    RunState,
     SignerClass,
     SignerPolicy,
     Statement,
     TrustRoot,
     VerifiedEvidence,
 )
+from generator.evidence.stage import VerificationRun, verify_stage
 from generator.evidence.verify import digest_key, verify_evidence, with_current_digests
 
 __all__ = [
     "Evidence",
     "EvidenceFile",
-    "EvidenceRun",
     "FailureClass",
     "RejectedEvidence",
+    "RunState",
     "SignerClass",
     "SignerPolicy",
     "Statement",
     "TrustRoot",
+    "VerificationRun",
     "VerifiedEvidence",
     "digest_key",
     "verify_evidence",
-    "verify_paths",
+    "verify_stage",
     "with_current_digests",
 ]

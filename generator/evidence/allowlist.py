@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from generator.core.errors import Diagnostic, LoadError, ValidationError
 from generator.core.records import Document
@@ -169,131 +170,161 @@ def pattern_key(issuer: str, pattern: str) -> tuple[str, str]:
     return issuer, _unescape(body[:at] if at >= 0 else body)
 
 
+class _Builder:
+    """The rules of one allowlist document, collected entry by entry with every problem."""
+
+    def __init__(self, doc: Document) -> None:
+        self.doc = doc
+        self.diags: list[Diagnostic] = []
+        self.rules: list[SignerRule] = []
+        self.slugs: list[SlugRule] = []
+        self.labels: dict[str, str] = {}
+        self.seen_slugs: dict[str, str] = {}
+        self.seen_patterns: dict[tuple[str, str], str] = {}
+
+    def diag(self, path: str, message: str, rule: str) -> None:
+        line, col = self.doc.locate(path)
+        self.diags.append(Diagnostic(self.doc.rel, line, col, path, message, rule))
+
+    def header(self, data: dict[str, Any]) -> None:
+        for key in sorted(map(str, data)):
+            if key not in {"schemaVersion", *(c for c, _ in _CLASSES)}:
+                self.diag(f"$.{key}", f"unknown key {key!r}", "allowlist.schema")
+        version = str(data.get("schemaVersion", ""))
+        if not (version == "1.0" or version.startswith("1.0.")):
+            self.diag(
+                "$.schemaVersion",
+                f"schemaVersion {version!r} is not supported (1.0.x)",
+                "allowlist.schema",
+            )
+
+    def _keys_bad(self, entry: dict[str, Any], at: str) -> bool:
+        bad = False
+        for k in sorted(map(str, entry)):
+            if k == "identity":
+                self.diag(
+                    f"{at}.identity",
+                    "a cleartext identity is not allowed in the allowlist: name the signer by "
+                    'its source slug (first 32 hex of sha256(issuer + "\\n" + identity))',
+                    "allowlist.cleartext-identity",
+                )
+                bad = True
+            elif k not in _ENTRY_KEYS:
+                self.diag(f"{at}.{k}", f"unknown key {k!r}", "allowlist.schema")
+                bad = True
+        return bad
+
+    def _who_bad(self, entry: dict[str, Any], at: str, klass: SignerClass) -> bool:
+        """Problems with issuer, source and identityPattern."""
+        issuer, source, pattern = (
+            entry.get("issuer"),
+            entry.get("source"),
+            entry.get("identityPattern"),
+        )
+        bad = False
+        if not isinstance(issuer, str) or not issuer:
+            self.diag(f"{at}.issuer", "issuer is required", "allowlist.schema")
+            bad = True
+        if (source is None) == (pattern is None):
+            self.diag(
+                at, "an entry sets exactly one of source or identityPattern", "allowlist.schema"
+            )
+            bad = True
+        elif klass is SignerClass.COMMUNITY and pattern is not None:
+            self.diag(
+                f"{at}.identityPattern",
+                "community entries name their signer by source slug only",
+                "allowlist.community-pattern",
+            )
+            bad = True
+        if source is not None and (not isinstance(source, str) or not _SLUG.match(source)):
+            self.diag(
+                f"{at}.source",
+                f"source must be {SOURCE_LENGTH} lower-case hex characters",
+                "allowlist.schema",
+            )
+            bad = True
+        return self._pattern_bad(pattern, at) or bad
+
+    def _pattern_bad(self, pattern: Any, at: str) -> bool:
+        if pattern is None:
+            return False
+        problem = (
+            "identityPattern must be a string"
+            if not isinstance(pattern, str)
+            else upstream_pattern_problem(pattern) or pattern_problem(pattern)
+        )
+        if problem is not None:
+            self.diag(f"{at}.identityPattern", problem, "allowlist.over-broad")
+        return problem is not None
+
+    def entry(self, entry: dict[str, Any], at: str, key: str, klass: SignerClass) -> None:
+        bad = self._keys_bad(entry, at)
+        bad = self._who_bad(entry, at, klass) or bad
+        label = entry.get("label")
+        if label is not None and not isinstance(label, str):
+            self.diag(f"{at}.label", "label must be a string", "allowlist.schema")
+            bad = True
+        if not bad:
+            self._add(entry, at, key, klass)
+
+    def _add(self, entry: dict[str, Any], at: str, key: str, klass: SignerClass) -> None:
+        """A well-formed entry, unless its label, source or pattern is listed already."""
+        issuer, source, pattern = entry["issuer"], entry.get("source"), entry.get("identityPattern")
+        label = entry.get("label")
+        name = label or (f"source {source}" if source else f"{key} pattern {pattern}")
+        if label:
+            if label in self.labels:
+                self.diag(
+                    f"{at}.label",
+                    f"label {label!r} is already used by {self.labels[label]}",
+                    "allowlist.overlap",
+                )
+                return
+            self.labels[label] = at
+        if source is not None:
+            if source in self.seen_slugs:
+                self.diag(
+                    f"{at}.source",
+                    f"source {source} is already listed at {self.seen_slugs[source]}",
+                    "allowlist.overlap",
+                )
+                return
+            self.seen_slugs[source] = at
+            self.slugs.append(SlugRule(name, klass, issuer, source))
+            return
+        assert isinstance(pattern, str)
+        k2 = pattern_key(issuer, pattern)
+        if k2 in self.seen_patterns:
+            self.diag(
+                f"{at}.identityPattern",
+                f"overlaps {self.seen_patterns[k2]}: same issuer and workflow {k2[1]!r}",
+                "allowlist.overlap",
+            )
+            return
+        self.seen_patterns[k2] = at
+        self.rules.append(SignerRule(name, klass, issuer, None, pattern))
+
+
 def allowlist_from(doc: Document) -> tuple[list[SignerRule], list[SlugRule], list[Diagnostic]]:
-    diags: list[Diagnostic] = []
-
-    def diag(path: str, message: str, rule: str) -> None:
-        line, col = doc.locate(path)
-        diags.append(Diagnostic(doc.rel, line, col, path, message, rule))
-
+    b = _Builder(doc)
     data = doc.data if doc.data is not None else {}
     if not isinstance(data, dict):
-        diag("$", "the allowlist is a mapping", "allowlist.schema")
-        return [], [], diags
-    for key in sorted(map(str, data)):
-        if key not in {"schemaVersion", *(c for c, _ in _CLASSES)}:
-            diag(f"$.{key}", f"unknown key {key!r}", "allowlist.schema")
-    version = str(data.get("schemaVersion", ""))
-    if not (version == "1.0" or version.startswith("1.0.")):
-        diag(
-            "$.schemaVersion",
-            f"schemaVersion {version!r} is not supported (1.0.x)",
-            "allowlist.schema",
-        )
-    rules: list[SignerRule] = []
-    slugs: list[SlugRule] = []
-    labels: dict[str, str] = {}
-    seen_slugs: dict[str, str] = {}
-    seen_patterns: dict[tuple[str, str], str] = {}
+        b.diag("$", "the allowlist is a mapping", "allowlist.schema")
+        return [], [], b.diags
+    b.header(data)
     for key, klass in _CLASSES:
         entries = data.get(key) or []
         if not isinstance(entries, list):
-            diag(f"$.{key}", f"{key} must be a list of entries", "allowlist.schema")
+            b.diag(f"$.{key}", f"{key} must be a list of entries", "allowlist.schema")
             continue
         for i, entry in enumerate(entries):
             at = f"$.{key}[{i}]"
             if not isinstance(entry, dict):
-                diag(at, "an entry is a mapping", "allowlist.schema")
+                b.diag(at, "an entry is a mapping", "allowlist.schema")
                 continue
-            bad = False
-            for k in sorted(map(str, entry)):
-                if k == "identity":
-                    diag(
-                        f"{at}.identity",
-                        "a cleartext identity is not allowed in the allowlist: name the signer by "
-                        'its source slug (first 32 hex of sha256(issuer + "\\n" + identity))',
-                        "allowlist.cleartext-identity",
-                    )
-                    bad = True
-                elif k not in _ENTRY_KEYS:
-                    diag(f"{at}.{k}", f"unknown key {k!r}", "allowlist.schema")
-                    bad = True
-            issuer, source, pattern = (
-                entry.get("issuer"),
-                entry.get("source"),
-                entry.get("identityPattern"),
-            )
-            label = entry.get("label")
-            if not isinstance(issuer, str) or not issuer:
-                diag(f"{at}.issuer", "issuer is required", "allowlist.schema")
-                bad = True
-            if (source is None) == (pattern is None):
-                diag(
-                    at, "an entry sets exactly one of source or identityPattern", "allowlist.schema"
-                )
-                bad = True
-            elif klass is SignerClass.COMMUNITY and pattern is not None:
-                diag(
-                    f"{at}.identityPattern",
-                    "community entries name their signer by source slug only",
-                    "allowlist.community-pattern",
-                )
-                bad = True
-            if source is not None and (not isinstance(source, str) or not _SLUG.match(source)):
-                diag(
-                    f"{at}.source",
-                    f"source must be {SOURCE_LENGTH} lower-case hex characters",
-                    "allowlist.schema",
-                )
-                bad = True
-            if pattern is not None:
-                problem = (
-                    "identityPattern must be a string"
-                    if not isinstance(pattern, str)
-                    else upstream_pattern_problem(pattern) or pattern_problem(pattern)
-                )
-                if problem is not None:
-                    diag(f"{at}.identityPattern", problem, "allowlist.over-broad")
-                    bad = True
-            if label is not None and not isinstance(label, str):
-                diag(f"{at}.label", "label must be a string", "allowlist.schema")
-                bad = True
-            if bad:
-                continue
-            assert isinstance(issuer, str)
-            name = label or (f"source {source}" if source else f"{key} pattern {pattern}")
-            if label:
-                if label in labels:
-                    diag(
-                        f"{at}.label",
-                        f"label {label!r} is already used by {labels[label]}",
-                        "allowlist.overlap",
-                    )
-                    continue
-                labels[label] = at
-            if source is not None:
-                if source in seen_slugs:
-                    diag(
-                        f"{at}.source",
-                        f"source {source} is already listed at {seen_slugs[source]}",
-                        "allowlist.overlap",
-                    )
-                    continue
-                seen_slugs[source] = at
-                slugs.append(SlugRule(name, klass, issuer, source))
-            else:
-                assert isinstance(pattern, str)
-                k2 = pattern_key(issuer, pattern)
-                if k2 in seen_patterns:
-                    diag(
-                        f"{at}.identityPattern",
-                        f"overlaps {seen_patterns[k2]}: same issuer and workflow {k2[1]!r}",
-                        "allowlist.overlap",
-                    )
-                    continue
-                seen_patterns[k2] = at
-                rules.append(SignerRule(name, klass, issuer, None, pattern))
-    return rules, slugs, diags
+            b.entry(entry, at, key, klass)
+    return b.rules, b.slugs, b.diags
 
 
 def read_allowlist(path: Path, shown: str) -> tuple[tuple[SignerRule, ...], tuple[SlugRule, ...]]:

@@ -27,14 +27,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
+from generator.catalog.lanes import Lane, Lanes, Threshold
+from generator.core.records import Criteria
 from generator.core.timeutil import rfc3339
-from generator.evidence.model import SCALE_QUALIFICATION_V1, Statement
-
-if TYPE_CHECKING:  # generator.scale.qualify imports the evidence package: types only here
-    from generator.core.records import Criteria
-    from generator.scale.qualify import Lane, Lanes, Threshold
+from generator.evidence.model import SCALE_QUALIFICATION_V1, Kpi, Statement
 
 PASSED = "passed"
 NOT_RUN = ("skipped", "pending")
@@ -139,11 +136,9 @@ def judge(
     return Judge(lanes)(statement, criteria, pins)
 
 
-def _judge(
-    statement: Statement, lane: Lane, need: _Required, pins: Mapping[str, str | None]
-) -> Judgement:
+def _run_reasons(statement: Statement, lane: Lane, pins: Mapping[str, str | None]) -> list[str]:
+    """Why the run itself fails: the lane's size, the preflight, what it observed, its pins."""
     reasons: list[str] = []
-    mismatches: list[str] = []
     if statement.lane_nodes != lane.nodes:
         reasons.append(
             f"names {statement.lane_nodes} nodes for {lane.name}, which has {lane.nodes}"
@@ -168,7 +163,12 @@ def _judge(
             reasons.append(f"component {name}: the run does not report its version")
         elif running != version:
             reasons.append(f"component {name}: running {running}, the recipe pins {version}")
+    return reasons
 
+
+def _scenario_reasons(statement: Statement, need: _Required) -> list[str]:
+    """Why the checks fail: a required scenario not run, not passed or absent, any failure."""
+    reasons: list[str] = []
     wanted = set(need.scenarios)
     seen: set[tuple[str, str]] = set()
     for phase, checks in statement.phases.items():
@@ -188,7 +188,26 @@ def _judge(
     for phase, sid in need.scenarios:
         if (phase, sid) not in seen:
             reasons.append(f"{phase}/{sid}: not executed (absent from the report)")
+    return reasons
 
+
+def _kpi_failure(k: Kpi, unit: str, least: int, threshold: Threshold) -> str | None:
+    """Why one reported KPI fails the lane, or None."""
+    if k.unit != unit:
+        return f"KPI {k.id}: reported in '{k.unit}', the lane uses '{unit}'"
+    if (k.targets or 0) < least:
+        return f"KPI {k.id}: measured on {k.targets or 0} target(s), the lane needs {least}"
+    if not threshold.holds(k.value):
+        return f"KPI {k.id}: {_num(k.value)} {unit} is not {threshold.describe()}"
+    return None
+
+
+def _kpi_outcomes(
+    statement: Statement, lane: Lane, need: _Required
+) -> tuple[list[str], list[str], dict[str, str]]:
+    """(reasons, mismatches, recomputed status by KPI id) of the lane's required KPIs."""
+    reasons: list[str] = []
+    mismatches: list[str] = []
     by_id: dict[str, list[int]] = {}
     for i, k in enumerate(statement.kpis):
         by_id.setdefault(k.id, []).append(i)
@@ -210,19 +229,10 @@ def _judge(
                 f"KPI {kid}: signed threshold {k.operator} {_num(k.threshold)} is not the lane's "
                 f"{threshold.describe()}"
             )
-        ok = True
-        if k.unit != unit:
-            ok = False
-            reasons.append(f"KPI {kid}: reported in '{k.unit}', the lane uses '{unit}'")
-        elif (k.targets or 0) < least:
-            ok = False
-            reasons.append(
-                f"KPI {kid}: measured on {k.targets or 0} target(s), the lane needs {least}"
-            )
-        elif not threshold.holds(k.value):
-            ok = False
-            reasons.append(f"KPI {kid}: {_num(k.value)} {unit} is not {threshold.describe()}")
-        status[kid] = PASSED if ok else "failed"
+        failure = _kpi_failure(k, unit, least, threshold)
+        if failure is not None:
+            reasons.append(failure)
+        status[kid] = PASSED if failure is None else "failed"
         if k.status != status[kid]:
             mismatches.append(
                 f"KPI {kid}: signed {k.status or 'no status'}, recomputed {status[kid]}"
@@ -230,7 +240,18 @@ def _judge(
     for kid in by_id:
         if kid not in judged:
             mismatches.append(f"KPI {kid}: not among the criteria of {lane.name}")
+    return reasons, mismatches, status
 
+
+def _judge(
+    statement: Statement, lane: Lane, need: _Required, pins: Mapping[str, str | None]
+) -> Judgement:
+    kpi_reasons, mismatches, status = _kpi_outcomes(statement, lane, need)
+    reasons = [
+        *_run_reasons(statement, lane, pins),
+        *_scenario_reasons(statement, need),
+        *kpi_reasons,
+    ]
     verdict = "fail" if reasons else "pass"
     if statement.verdict != verdict:
         why = f": {'; '.join(reasons[:3])}" if reasons else ""

@@ -305,3 +305,17 @@ class RejectedEvidence:
 
 
 Evidence = VerifiedEvidence | RejectedEvidence
+
+
+class RunState(StrEnum):
+    """What became of one evidence file: counted, shown as out of date, or not counted."""
+
+    VERIFIED = "verified"
+    STALE = "stale"
+    REJECTED = "rejected"
+
+    @classmethod
+    def of(cls, record: Evidence) -> RunState:
+        if isinstance(record, RejectedEvidence):
+            return cls.REJECTED
+        return cls.STALE if record.stale else cls.VERIFIED

@@ -298,6 +298,49 @@ class Registry:
 
     # -- transport
 
+    def _send(
+        self, method: str, url: str, what: str, hdrs: Mapping[str, str], data: bytes | None
+    ) -> requests.Response:
+        """One HTTP request; a failure to get any answer is a RegistryError naming why."""
+        try:
+            return self.session.request(
+                method,
+                url,
+                headers=hdrs,
+                data=data,
+                timeout=self.timeout,
+                allow_redirects=True,
+                stream=True,  # bodies are read with a limit (`_read`)
+            )
+        except requests.Timeout as e:
+            raise RegistryTimeout(
+                f"{what}: {self.host} did not answer within {self.timeout:g} s", what
+            ) from e
+        except requests.ConnectionError as e:
+            raise RegistryUnreachable(
+                f"{what}: cannot connect to {self.host} ({_reason(e)})", what
+            ) from e
+        except requests.RequestException as e:
+            raise RegistryProtocolError(f"{what}: {type(e).__name__}: {_reason(e)}", what) from e
+
+    def _refused(self, resp: requests.Response, what: str) -> RegistryError:
+        """The error for an answer that is not one of those asked for."""
+        code = resp.status_code
+        detail = _error_detail(resp)
+        if code == 401:
+            return RegistryUnauthorized(
+                f"{what}: {self.host} answered 401 Unauthorized{detail}", what
+            )
+        if code == 403:
+            return RegistryForbidden(f"{what}: {self.host} answered 403 Forbidden{detail}", what)
+        if code == 404:
+            return RegistryNotFound(f"{what}: {self.host} answered 404 Not Found{detail}", what)
+        if 500 <= code <= 599:
+            return RegistryServerError(
+                f"{what}: {self.host} answered {code} (server error){detail}", what
+            )
+        return RegistryProtocolError(f"{what}: {self.host} answered {code}{detail}", what)
+
     def _request(
         self,
         method: str,
@@ -315,28 +358,7 @@ class Registry:
             token = self._tokens.get(scope)
             if token:
                 hdrs["Authorization"] = f"Bearer {token}"
-            try:
-                resp = self.session.request(
-                    method,
-                    url,
-                    headers=hdrs,
-                    data=data,
-                    timeout=self.timeout,
-                    allow_redirects=True,
-                    stream=True,  # bodies are read with a limit (`_read`)
-                )
-            except requests.Timeout as e:
-                raise RegistryTimeout(
-                    f"{what}: {self.host} did not answer within {self.timeout:g} s", what
-                ) from e
-            except requests.ConnectionError as e:
-                raise RegistryUnreachable(
-                    f"{what}: cannot connect to {self.host} ({_reason(e)})", what
-                ) from e
-            except requests.RequestException as e:
-                raise RegistryProtocolError(
-                    f"{what}: {type(e).__name__}: {_reason(e)}", what
-                ) from e
+            resp = self._send(method, url, what, hdrs, data)
             if resp.status_code == 401 and attempt == 0 and self._anonymous_token(resp, scope):
                 resp.close()
                 continue
@@ -349,20 +371,7 @@ class Registry:
         if code == 404 and missing_ok:
             resp.close()
             return None
-        detail = _error_detail(resp)
-        if code == 401:
-            raise RegistryUnauthorized(
-                f"{what}: {self.host} answered 401 Unauthorized{detail}", what
-            )
-        if code == 403:
-            raise RegistryForbidden(f"{what}: {self.host} answered 403 Forbidden{detail}", what)
-        if code == 404:
-            raise RegistryNotFound(f"{what}: {self.host} answered 404 Not Found{detail}", what)
-        if 500 <= code <= 599:
-            raise RegistryServerError(
-                f"{what}: {self.host} answered {code} (server error){detail}", what
-            )
-        raise RegistryProtocolError(f"{what}: {self.host} answered {code}{detail}", what)
+        raise self._refused(resp, what)
 
     def _anonymous_token(self, resp: requests.Response, scope: str) -> bool:
         """Follow a `Bearer realm=...` challenge anonymously (public repositories)."""
@@ -755,21 +764,9 @@ class Pulled:
     from_cache: bool
 
 
-def pull(
-    reference: str | Reference,
-    *,
-    cache: Cache,
-    offline: bool = False,
-    allow_tag: bool = False,
-    registry: Registry | None = None,
-    expect_digest: str | None = None,
-) -> Pulled:
-    """Pull by digest (from the cache when it has every piece; never the network when `offline`).
-
-    A tag-only reference is refused (UnpinnedReference) unless `allow_tag`; `expect_digest`
-    (a pointer's `bundle.digest`) must then equal what the tag resolves to.
-    """
-    ref = parse_reference(reference) if isinstance(reference, str) else reference
+def _pinned(ref: Reference, expect_digest: str | None, allow_tag: bool) -> Reference:
+    """The reference pinned to `expect_digest` when given; a tag-only one only with
+    `allow_tag`."""
     shown = str(ref)
     if expect_digest is not None:
         check_digest(expect_digest, shown)
@@ -786,6 +783,67 @@ def pull(
             "(REGISTRY/REPO@sha256:<hex>) or allow tags explicitly (--allow-tag)",
             shown,
         )
+    return ref
+
+
+def _store_layers(
+    reg: Registry, ref: Reference, doc: Mapping[str, Any], cache: Cache, limit: int = MAX_BLOB_BYTES
+) -> None:
+    for layer in doc["layers"]:
+        if cache.get(layer["digest"]) is None:
+            cache.put(layer["digest"], reg.get_blob(ref.repository, layer["digest"], limit))
+
+
+def _store_signatures(reg: Registry, ref: Reference, digest: str, cache: Cache) -> list[str]:
+    """The subject's Sigstore bundle referrers, stored; their manifest digests."""
+    shown = str(ref)
+    sig_manifests: list[str] = []
+    for desc in reg.referrers(ref.repository, digest, SIGSTORE_BUNDLE_MEDIA_TYPE):
+        rdigest = desc.get("digest")
+        if not isinstance(rdigest, str) or not _DIGEST_RE.fullmatch(rdigest):
+            continue
+        rdata, _, _ = reg.get_manifest(ref.repository, rdigest)
+        cache.put(rdigest, rdata)
+        rdoc = _manifest_doc(rdata, f"{shown} referrer {rdigest}")
+        if (rdoc.get("subject") or {}).get("digest") != digest:
+            continue  # an index entry whose manifest does not name this subject: ignored
+        _store_layers(reg, ref, rdoc, cache, 1 << 20)
+        sig_manifests.append(rdigest)
+    return sig_manifests
+
+
+def _download(ref: Reference, cache: Cache, registry: Registry | None) -> str:
+    """The artifact, its layers and signature referrers into the cache; its manifest digest."""
+    reg = registry or Registry.for_reference(ref)
+    try:
+        data, _, digest = reg.get_manifest(ref.repository, ref.digest or ref.tag or "")
+        cache.put(digest, data)
+        _store_layers(reg, ref, _manifest_doc(data, str(ref)), cache)
+        sig_manifests = _store_signatures(reg, ref, digest, cache)
+    finally:
+        if registry is None:
+            reg.session.close()
+    cache.put_referrers(digest, sig_manifests)
+    return digest
+
+
+def pull(
+    reference: str | Reference,
+    *,
+    cache: Cache,
+    offline: bool = False,
+    allow_tag: bool = False,
+    registry: Registry | None = None,
+    expect_digest: str | None = None,
+) -> Pulled:
+    """Pull by digest (from the cache when it has every piece; never the network when `offline`).
+
+    A tag-only reference is refused (UnpinnedReference) unless `allow_tag`; `expect_digest`
+    (a pointer's `bundle.digest`) must then equal what the tag resolves to.
+    """
+    ref = parse_reference(reference) if isinstance(reference, str) else reference
+    ref = _pinned(ref, expect_digest, allow_tag)
+    shown = str(ref)
     if ref.digest is not None:
         hit = _from_cache(ref, cache)
         # a cached artifact with no signature yet is asked again when the network may be used:
@@ -798,34 +856,7 @@ def pull(
             "pull it once without --offline",
             shown,
         )
-    reg = registry or Registry.for_reference(ref)
-    try:
-        data, _, digest = reg.get_manifest(ref.repository, ref.digest or ref.tag or "")
-        cache.put(digest, data)
-        manifest = _manifest_doc(data, shown)
-        for layer in manifest["layers"]:
-            if cache.get(layer["digest"]) is None:
-                cache.put(layer["digest"], reg.get_blob(ref.repository, layer["digest"]))
-        sig_manifests: list[str] = []
-        for desc in reg.referrers(ref.repository, digest, SIGSTORE_BUNDLE_MEDIA_TYPE):
-            rdigest = desc.get("digest")
-            if not isinstance(rdigest, str) or not _DIGEST_RE.fullmatch(rdigest):
-                continue
-            rdata, _, _ = reg.get_manifest(ref.repository, rdigest)
-            cache.put(rdigest, rdata)
-            rdoc = _manifest_doc(rdata, f"{shown} referrer {rdigest}")
-            if (rdoc.get("subject") or {}).get("digest") != digest:
-                continue  # an index entry whose manifest does not name this subject: ignored
-            for layer in rdoc["layers"]:
-                if cache.get(layer["digest"]) is None:
-                    cache.put(
-                        layer["digest"], reg.get_blob(ref.repository, layer["digest"], 1 << 20)
-                    )
-            sig_manifests.append(rdigest)
-    finally:
-        if registry is None:
-            reg.session.close()
-    cache.put_referrers(digest, sig_manifests)
+    digest = _download(ref, cache, registry)
     out = _from_cache(ref.at(digest), cache)
     if out is None:  # pragma: no cover - everything was just stored
         raise NotCached(f"{shown}: cache write did not take", shown)

@@ -80,6 +80,9 @@ def discover(paths: list[Path]) -> list[Path]:
     return sorted(out)
 
 
+_AT = "$.attestations[0]"
+
+
 def _diag(doc: Document | None, shown: str, json_path: str, message: str, rule: str) -> Diagnostic:
     line, col = doc.locate(json_path) if doc is not None else (0, 0)
     return Diagnostic(shown, line, col, json_path, message, rule)
@@ -115,6 +118,93 @@ def _string(
     return ""
 
 
+class _Problems:
+    """The diagnostics of one pointer file, located in its document."""
+
+    def __init__(self, doc: Document, shown: str) -> None:
+        self.doc, self.shown = doc, shown
+        self.diags: list[Diagnostic] = []
+
+    def add(self, json_path: str, message: str, rule: str = "pointer.schema") -> None:
+        self.diags.append(_diag(self.doc, self.shown, json_path, message, rule))
+
+    def unknown(self, data: dict[str, Any], allowed: set[str], at: str) -> None:
+        self.diags += _unknown(data, allowed, at, self.doc, self.shown)
+
+    def string(self, data: dict[str, Any], key: str, at: str) -> str:
+        return _string(data, key, at, self.doc, self.shown, self.diags)
+
+
+def _header(data: dict[str, Any], p: _Problems) -> tuple[str, str | None]:
+    """(recipe, profile) after checking the keys and the schema version."""
+    p.unknown(data, _KEYS, "$")
+    version = str(data.get("schemaVersion", ""))
+    if not (version == "1.0" or version.startswith("1.0.")):
+        p.add("$.schemaVersion", f"schemaVersion {version!r} is not supported (1.0.x)")
+    recipe = p.string(data, "recipe", "$")
+    if recipe and not is_safe_name(recipe):
+        p.add("$.recipe", f"{recipe!r} is not a safe path segment")
+    profile = data.get("profile")
+    if profile is not None and (not isinstance(profile, str) or not profile):
+        p.add("$.profile", "profile must be a non-empty string when present")
+        profile = None
+    return recipe, profile
+
+
+def _attestation(data: dict[str, Any], p: _Problems) -> dict[str, Any] | None:
+    """The one attestation entry, or None (said why)."""
+    atts = data.get("attestations")
+    if not isinstance(atts, list) or len(atts) != 1:
+        p.add(
+            "$.attestations",
+            "attestations must list exactly one entry (pointer schema 1.0; upstream writes one per file)",
+        )
+        return None
+    if not isinstance(atts[0], dict):
+        p.add(_AT, "an attestation is a mapping")
+        return None
+    p.unknown(atts[0], _ATT_KEYS, _AT)
+    return atts[0]
+
+
+def _parts(att: dict[str, Any], p: _Problems) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The attestation's bundle and signer mappings ({} when missing, said why)."""
+    bundle, signer = att.get("bundle"), att.get("signer")
+    if not isinstance(bundle, dict):
+        p.add(f"{_AT}.bundle", "bundle must be a mapping {oci, digest, predicateType}")
+        bundle = {}
+    if not isinstance(signer, dict):
+        p.add(
+            f"{_AT}.signer",
+            "signer is required: an unsigned pointer has no place under <recipe>/<source>/",
+            "pointer.unsigned",
+        )
+        signer = {}
+    p.unknown(bundle, _BUNDLE_KEYS, f"{_AT}.bundle")
+    p.unknown(signer, _SIGNER_KEYS, f"{_AT}.signer")
+    return bundle, signer
+
+
+def _bundle(bundle: dict[str, Any], p: _Problems) -> tuple[str, str, str]:
+    """(oci reference, digest, predicateType) of the attestation's bundle."""
+    oci = p.string(bundle, "oci", f"{_AT}.bundle")
+    digest = p.string(bundle, "digest", f"{_AT}.bundle")
+    if digest and not _DIGEST.fullmatch(digest):
+        p.add(f"{_AT}.bundle.digest", "digest must be sha256:<64 lower-case hex>")
+    return oci, digest, p.string(bundle, "predicateType", f"{_AT}.bundle")
+
+
+def _signer(signer: dict[str, Any], p: _Problems) -> tuple[str, str, int | None]:
+    """(identity, issuer, rekorLogIndex) of the attestation's signer."""
+    identity = p.string(signer, "identity", f"{_AT}.signer") if signer else ""
+    issuer = p.string(signer, "issuer", f"{_AT}.signer") if signer else ""
+    index = signer.get("rekorLogIndex")
+    if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
+        p.add(f"{_AT}.signer.rekorLogIndex", "rekorLogIndex must be a whole number")
+        index = None
+    return identity, issuer, index
+
+
 def parse_pointer(raw: bytes, shown: str) -> tuple[Pointer | None, tuple[Diagnostic, ...]]:
     """The pointer in `raw`, or None and why not."""
     try:
@@ -124,110 +214,17 @@ def parse_pointer(raw: bytes, shown: str) -> tuple[Pointer | None, tuple[Diagnos
     data = doc.data
     if not isinstance(data, dict):
         return None, (_diag(doc, shown, "$", "a pointer is a mapping", "pointer.schema"),)
-    diags = _unknown(data, _KEYS, "$", doc, shown)
-    version = str(data.get("schemaVersion", ""))
-    if not (version == "1.0" or version.startswith("1.0.")):
-        diags.append(
-            _diag(
-                doc,
-                shown,
-                "$.schemaVersion",
-                f"schemaVersion {version!r} is not supported (1.0.x)",
-                "pointer.schema",
-            )
-        )
-    recipe = _string(data, "recipe", "$", doc, shown, diags)
-    if recipe and not is_safe_name(recipe):
-        diags.append(
-            _diag(
-                doc, shown, "$.recipe", f"{recipe!r} is not a safe path segment", "pointer.schema"
-            )
-        )
-    profile = data.get("profile")
-    if profile is not None and (not isinstance(profile, str) or not profile):
-        diags.append(
-            _diag(
-                doc,
-                shown,
-                "$.profile",
-                "profile must be a non-empty string when present",
-                "pointer.schema",
-            )
-        )
-        profile = None
-    atts = data.get("attestations")
-    if not isinstance(atts, list) or len(atts) != 1:
-        diags.append(
-            _diag(
-                doc,
-                shown,
-                "$.attestations",
-                "attestations must list exactly one entry (pointer schema 1.0; upstream writes one per file)",
-                "pointer.schema",
-            )
-        )
-        return None, tuple(diags)
-    att = atts[0]
-    at = "$.attestations[0]"
-    if not isinstance(att, dict):
-        diags.append(_diag(doc, shown, at, "an attestation is a mapping", "pointer.schema"))
-        return None, tuple(diags)
-    diags += _unknown(att, _ATT_KEYS, at, doc, shown)
-    bundle, signer = att.get("bundle"), att.get("signer")
-    if not isinstance(bundle, dict):
-        diags.append(
-            _diag(
-                doc,
-                shown,
-                f"{at}.bundle",
-                "bundle must be a mapping {oci, digest, predicateType}",
-                "pointer.schema",
-            )
-        )
-        bundle = {}
-    if not isinstance(signer, dict):
-        diags.append(
-            _diag(
-                doc,
-                shown,
-                f"{at}.signer",
-                "signer is required: an unsigned pointer has no place under <recipe>/<source>/",
-                "pointer.unsigned",
-            )
-        )
-        signer = {}
-    diags += _unknown(bundle, _BUNDLE_KEYS, f"{at}.bundle", doc, shown)
-    diags += _unknown(signer, _SIGNER_KEYS, f"{at}.signer", doc, shown)
-    oci = _string(bundle, "oci", f"{at}.bundle", doc, shown, diags)
-    digest = _string(bundle, "digest", f"{at}.bundle", doc, shown, diags)
-    if digest and not _DIGEST.fullmatch(digest):
-        diags.append(
-            _diag(
-                doc,
-                shown,
-                f"{at}.bundle.digest",
-                "digest must be sha256:<64 lower-case hex>",
-                "pointer.schema",
-            )
-        )
-    ptype = _string(bundle, "predicateType", f"{at}.bundle", doc, shown, diags)
-    identity = _string(signer, "identity", f"{at}.signer", doc, shown, diags) if signer else ""
-    issuer = _string(signer, "issuer", f"{at}.signer", doc, shown, diags) if signer else ""
-    index = signer.get("rekorLogIndex")
-    if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
-        diags.append(
-            _diag(
-                doc,
-                shown,
-                f"{at}.signer.rekorLogIndex",
-                "rekorLogIndex must be a whole number",
-                "pointer.schema",
-            )
-        )
-        index = None
-    attested = _string(att, "attestedAt", at, doc, shown, diags)
-    if diags:
-        return None, tuple(diags)
+    p = _Problems(doc, shown)
+    recipe, profile = _header(data, p)
+    att = _attestation(data, p)
+    if att is None:
+        return None, tuple(p.diags)
+    bundle, signer = _parts(att, p)
+    oci, digest, ptype = _bundle(bundle, p)
+    identity, issuer, index = _signer(signer, p)
+    attested = p.string(att, "attestedAt", _AT)
+    if p.diags:
+        return None, tuple(p.diags)
     return (
         Pointer(shown, recipe, profile, oci, digest, ptype, identity, issuer, index, attested),
         (),

@@ -47,6 +47,45 @@ def _attested_at(r: VerifiedEvidence) -> str:
     return "1970-01-01T00:00:00Z"
 
 
+def _push_one(
+    reg: oci.Registry,
+    target: oci.Reference,
+    r: VerifiedEvidence,
+    data: bytes,
+    cache: oci.Cache,
+    pointers: Path,
+) -> PushOutcome:
+    """One verified bundle pushed, the cache seeded with it, its pointer written."""
+    title = r.statement_digest.removeprefix("sha256:") + ".sigstore.json"
+    pushed = oci.push_artifact(
+        reg,
+        target,
+        artifact_type=oci.CATALOG_ARTIFACT_TYPE,
+        layers=[(oci.SIGSTORE_BUNDLE_MEDIA_TYPE, data, {oci.TITLE: title})],
+        annotations={RECIPE_ANNOTATION: r.recipe},
+    )
+    # seed the cache with exactly what was pushed (checked by digest when read)
+    manifest, _, _ = reg.get_manifest(target.repository, pushed.digest)
+    cache.put(pushed.digest, manifest)
+    cache.put(oci.sha256_digest(data), data)
+    cache.put_referrers(pushed.digest, [])
+    pointer = render_pointer(
+        recipe=r.recipe,
+        profile=None,
+        oci=target.name,
+        digest=pushed.digest,
+        predicate_type=r.statement.predicate_type,
+        identity=r.signer_identity,
+        issuer=r.signer_issuer,
+        rekor_log_index=r.log_index,
+        attested_at=_attested_at(r),
+    )
+    where = pointers / r.recipe / r.source / (pushed.digest.replace(":", "-") + ".yaml")
+    where.parent.mkdir(parents=True, exist_ok=True)
+    where.write_bytes(pointer)
+    return PushOutcome(r.path, pushed, where)
+
+
 def push_evidence(
     paths: Sequence[Path],
     *,
@@ -76,35 +115,7 @@ def push_evidence(
             if not isinstance(r, VerifiedEvidence):
                 out.append(PushOutcome(r.path, None, None, f"not pushed: {r.message} [{r.klass}]"))
                 continue
-            data = by_path[r.path].data
-            title = r.statement_digest.removeprefix("sha256:") + ".sigstore.json"
-            pushed = oci.push_artifact(
-                reg,
-                target,
-                artifact_type=oci.CATALOG_ARTIFACT_TYPE,
-                layers=[(oci.SIGSTORE_BUNDLE_MEDIA_TYPE, data, {oci.TITLE: title})],
-                annotations={RECIPE_ANNOTATION: r.recipe},
-            )
-            # seed the cache with exactly what was pushed (checked by digest when read)
-            manifest, _, _ = reg.get_manifest(target.repository, pushed.digest)
-            cache.put(pushed.digest, manifest)
-            cache.put(oci.sha256_digest(data), data)
-            cache.put_referrers(pushed.digest, [])
-            pointer = render_pointer(
-                recipe=r.recipe,
-                profile=None,
-                oci=target.name,
-                digest=pushed.digest,
-                predicate_type=r.statement.predicate_type,
-                identity=r.signer_identity,
-                issuer=r.signer_issuer,
-                rekor_log_index=r.log_index,
-                attested_at=_attested_at(r),
-            )
-            where = pointers / r.recipe / r.source / (pushed.digest.replace(":", "-") + ".yaml")
-            where.parent.mkdir(parents=True, exist_ok=True)
-            where.write_bytes(pointer)
-            out.append(PushOutcome(r.path, pushed, where))
+            out.append(_push_one(reg, target, r, by_path[r.path].data, cache, pointers))
     finally:
         if registry is None:
             reg.session.close()

@@ -17,6 +17,7 @@ from generator.evidence.model import (
     UPSTREAM_PREDICATE_TYPES,
     Evidence,
     RejectedEvidence,
+    RunState,
     Statement,
     TrustRoot,
     VerifiedEvidence,
@@ -34,9 +35,7 @@ def _time(seconds: int | None) -> str | None:
 
 def status(record: Evidence) -> str:
     """verified | stale | rejected."""
-    if isinstance(record, RejectedEvidence):
-        return "rejected"
-    return "stale" if record.stale else "verified"
+    return str(RunState.of(record))
 
 
 def summary(records: Sequence[Evidence]) -> dict[str, int]:
@@ -55,7 +54,10 @@ def record_json(r: Evidence) -> dict[str, Any]:
     if r.signer_identity or r.signer_issuer:
         signer = {"identity": r.signer_identity, "issuer": r.signer_issuer}
         if isinstance(r, VerifiedEvidence):
-            signer.update(label=r.signer_label, signerClass=str(r.signer_class), source=r.source)
+            # `class`, `tlog.index`: the API's names for them (api/v1/evidence.json)
+            signer.update(
+                {"label": r.signer_label, "class": str(r.signer_class), "source": r.source}
+            )
     return {
         "path": r.path,
         "status": status(r),
@@ -71,8 +73,7 @@ def record_json(r: Evidence) -> dict[str, Any]:
         "verdict": st.verdict if st else None,
         "signer": signer,
         "trustRoot": r.trust_root,
-        "logIndex": r.log_index,
-        "integratedTime": _time(r.integrated_time),
+        "tlog": {"index": r.log_index, "integratedTime": _time(r.integrated_time)},
         "sample": bool(r.sample) if isinstance(r, VerifiedEvidence) else False,
         "counted": r.counted,
     }

@@ -234,6 +234,20 @@ def _sct_extension(
     return x509.UnrecognizedExtension(OID_SCT_LIST, _der_octet_string(sct_list))
 
 
+# a code-signing leaf signs, and does nothing else
+_LEAF_KEY_USAGE = x509.KeyUsage(
+    digital_signature=True,
+    content_commitment=False,
+    key_encipherment=False,
+    data_encipherment=False,
+    key_agreement=False,
+    key_cert_sign=False,
+    crl_sign=False,
+    encipher_only=False,
+    decipher_only=False,
+)
+
+
 def issue_leaf(
     authority: Authority,
     public_key: ec.EllipticCurvePublicKey,
@@ -259,20 +273,7 @@ def issue_leaf(
         )
         .not_valid_before(not_before)
         .not_valid_after(not_after)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        .add_extension(_LEAF_KEY_USAGE, critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CODE_SIGNING]), critical=False)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
         .add_extension(
@@ -315,6 +316,57 @@ def _checkpoint(authority: Authority, root_hash: bytes, tree_size: int) -> str:
     return f"{note}\n\u2014 {authority.log_host} {_b64(hint + signature)}\n"
 
 
+def _rekor_body(
+    envelope: dict[str, Any], payload: bytes, signature: bytes, cert_pem: bytes
+) -> bytes:
+    """The canonical Rekor `dsse` entry body of the envelope."""
+    body: dict[str, Any] = {
+        "apiVersion": "0.0.1",
+        "kind": "dsse",
+        "spec": {
+            "envelopeHash": {
+                "algorithm": "sha256",
+                "value": hashlib.sha256(rfc8785.dumps(envelope)).hexdigest(),
+            },
+            "payloadHash": {"algorithm": "sha256", "value": hashlib.sha256(payload).hexdigest()},
+            "signatures": [{"signature": _b64(signature), "verifier": _b64(cert_pem)}],
+        },
+    }
+    return rfc8785.dumps(body)
+
+
+def _tlog_entry(
+    authority: Authority, canonical_body: bytes, integrated_time: int, log_index: int
+) -> dict[str, Any]:
+    """The bundle's transparency-log entry: a signed promise and a one-leaf inclusion proof."""
+    log_id = key_id(authority.rekor_key.public_key())
+    # One-leaf Merkle tree: the root is the leaf hash and the inclusion proof is empty.
+    root_hash = hashlib.sha256(b"\x00" + canonical_body).digest()
+    promise = rfc8785.dumps(
+        {
+            "body": _b64(canonical_body),
+            "integratedTime": integrated_time,
+            "logID": log_id.hex(),
+            "logIndex": log_index,
+        }
+    )
+    return {
+        "logIndex": str(log_index),
+        "logId": {"keyId": _b64(log_id)},
+        "kindVersion": {"kind": "dsse", "version": "0.0.1"},
+        "integratedTime": str(integrated_time),
+        "inclusionPromise": {"signedEntryTimestamp": _b64(authority.rekor_key.sign(promise, _SIG))},
+        "inclusionProof": {
+            "logIndex": "0",
+            "rootHash": _b64(root_hash),
+            "treeSize": "1",
+            "hashes": [],
+            "checkpoint": {"envelope": _checkpoint(authority, root_hash, 1)},
+        },
+        "canonicalizedBody": _b64(canonical_body),
+    }
+
+
 def sign_dsse(
     authority: Authority,
     payload: bytes,
@@ -355,55 +407,14 @@ def sign_dsse(
         "signatures": [{"sig": _b64(signature)}],
     }
     cert_pem = cert.public_bytes(serialization.Encoding.PEM)
-    body: dict[str, Any] = {
-        "apiVersion": "0.0.1",
-        "kind": "dsse",
-        "spec": {
-            "envelopeHash": {
-                "algorithm": "sha256",
-                "value": hashlib.sha256(rfc8785.dumps(envelope)).hexdigest(),
-            },
-            "payloadHash": {"algorithm": "sha256", "value": hashlib.sha256(payload).hexdigest()},
-            "signatures": [{"signature": _b64(signature), "verifier": _b64(cert_pem)}],
-        },
-    }
-    canonical_body = rfc8785.dumps(body)
+    canonical_body = _rekor_body(envelope, payload, signature, cert_pem)
     if log_index is None:
         log_index = int.from_bytes(hashlib.sha256(canonical_body).digest()[:4], "big")
-    log_id = key_id(authority.rekor_key.public_key())
-    # One-leaf Merkle tree: the root is the leaf hash and the inclusion proof is empty.
-    root_hash = hashlib.sha256(b"\x00" + canonical_body).digest()
-    promise = rfc8785.dumps(
-        {
-            "body": _b64(canonical_body),
-            "integratedTime": integrated_time,
-            "logID": log_id.hex(),
-            "logIndex": log_index,
-        }
-    )
     bundle = {
         "mediaType": BUNDLE_MEDIA_TYPE,
         "verificationMaterial": {
             "certificate": {"rawBytes": _b64(cert.public_bytes(serialization.Encoding.DER))},
-            "tlogEntries": [
-                {
-                    "logIndex": str(log_index),
-                    "logId": {"keyId": _b64(log_id)},
-                    "kindVersion": {"kind": "dsse", "version": "0.0.1"},
-                    "integratedTime": str(integrated_time),
-                    "inclusionPromise": {
-                        "signedEntryTimestamp": _b64(authority.rekor_key.sign(promise, _SIG))
-                    },
-                    "inclusionProof": {
-                        "logIndex": "0",
-                        "rootHash": _b64(root_hash),
-                        "treeSize": "1",
-                        "hashes": [],
-                        "checkpoint": {"envelope": _checkpoint(authority, root_hash, 1)},
-                    },
-                    "canonicalizedBody": _b64(canonical_body),
-                }
-            ],
+            "tlogEntries": [_tlog_entry(authority, canonical_body, integrated_time, log_index)],
         },
         "dsseEnvelope": envelope,
     }

@@ -102,16 +102,14 @@ def allowlists(paths: Iterable[Path]) -> list[Path]:
 
 
 def load_policy(
-    catalog_dir: Path, paths: Iterable[Path] = (), extra: Sequence[Path] = ()
+    catalog_dir: Path,
+    paths: Iterable[Path] = (),
+    extra: Sequence[Path] = (),
+    signers: SignerPolicy | None = None,
 ) -> SignerPolicy:
-    """signers.yaml, combined with the allowlist.yaml files given or found under `paths`."""
-    signers = catalog_dir / SIGNERS_FILE
-    # a tree without this project's signers.yaml (upstream AICR's recipes/): only the allowlist
-    policy = (
-        read_policy(signers, SIGNERS_FILE)
-        if signers.exists() or signers.is_symlink()
-        else SignerPolicy(rules=())
-    )
+    """signers.yaml (`signers` when the caller holds it already), combined with the
+    allowlist.yaml files given or found under `paths`."""
+    policy = signers if signers is not None else _read_signers(catalog_dir)
     given = {p.resolve() for p in extra}
     files = list(extra) + [p for p in allowlists(paths) if p.resolve() not in given]
     if len(files) > 1:
@@ -129,6 +127,14 @@ def load_policy(
     shown = display_path(files[0])
     rules, slugs = read_allowlist(files[0], shown)
     return combine(policy, rules, slugs, shown)
+
+
+def _read_signers(catalog_dir: Path) -> SignerPolicy:
+    signers = catalog_dir / SIGNERS_FILE
+    # a tree without this project's signers.yaml (upstream AICR's recipes/): only the allowlist
+    if signers.exists() or signers.is_symlink():
+        return read_policy(signers, SIGNERS_FILE)
+    return SignerPolicy(rules=())
 
 
 def upstream_digests(directory: Path | None) -> dict[str, str]:
@@ -184,17 +190,8 @@ def _disagreement(p: Pointer, sig: SignatureCheck, st: Statement) -> str | None:
     return None
 
 
-def _verify_pointer(
-    pointer_path: Path,
-    shown: str,
-    *,
-    trust_roots: Sequence[TrustRoot],
-    policy: SignerPolicy,
-    cache: oci.Cache,
-    offline: bool,
-    allow_tag: bool,
-    registry: oci.Registry | None,
-) -> Evidence:
+def _read_pointer(pointer_path: Path, shown: str) -> Pointer | RejectedEvidence:
+    """The pointer file parsed and where it sits checked, or why it is not a pointer."""
     raw, problem = read_one(Found(pointer_path, pointer_path.parent, pointer_path.name), shown)
     if problem is not None or raw is None:
         return _reject(
@@ -206,59 +203,111 @@ def _verify_pointer(
     where = location_problem(p, shown)
     if where is not None:
         return _reject(shown, FailureClass.POINTER_INVALID, where)
+    return p
+
+
+def _pull(p: Pointer, shown: str, how: _Pulling) -> oci.Pulled | RejectedEvidence:
     try:
-        pulled = oci.pull(
+        return oci.pull(
             p.oci,
-            cache=cache,
-            offline=offline,
-            allow_tag=allow_tag,
+            cache=how.cache,
+            offline=how.offline,
+            allow_tag=how.allow_tag,
             expect_digest=p.digest,
-            registry=registry,
+            registry=how.registry,
         )
     except oci.DigestMismatch as e:
         return _reject(shown, FailureClass.BUNDLE_INVALID, f"{e.message} [{e.rule}]")
     except oci.RegistryError as e:
         return _reject(shown, FailureClass.BUNDLE_UNAVAILABLE, f"{e.message} [{e.rule}]")
+
+
+def _one_bundle(
+    shown: str,
+    pulled: oci.Pulled,
+    files: Mapping[str, bytes],
+    trust_roots: Sequence[TrustRoot],
+    policy: SignerPolicy,
+) -> tuple[SignatureCheck, Statement] | RejectedEvidence:
+    """This catalog's own bundle, pushed with `evidence push`: one .sigstore.json layer named
+    after its statement's sha256, verified as a file under evidence/ is."""
+    bundles = [name for name in files if name.endswith(SUFFIX)]
+    if len(files) != 1 or len(bundles) != 1:
+        return _reject(
+            shown,
+            FailureClass.BUNDLE_INVALID,
+            f"{pulled.reference} is neither an upstream summary bundle (manifest.json + recipe.yaml) "
+            f"nor one {SUFFIX} file: it holds {', '.join(sorted(files)) or 'nothing'}",
+        )
+    sig = check_signature(files[bundles[0]], trust_roots, policy)
+    if sig.klass is not None:
+        return _reject(shown, sig.klass, sig.message, sig)
+    if sig.statement is None:
+        assert sig.statement_error is not None
+        return _reject(shown, sig.statement_error[0], sig.statement_error[1], sig)
+    if bundles[0] != hashlib.sha256(sig.payload).hexdigest() + SUFFIX:
+        return _reject(
+            shown,
+            FailureClass.BUNDLE_INVALID,
+            f"{bundles[0]} is not named after its statement's sha256",
+            sig,
+            sig.statement,
+        )
+    return sig, sig.statement
+
+
+def _verify_artifact(
+    shown: str, pulled: oci.Pulled, trust_roots: Sequence[TrustRoot], policy: SignerPolicy
+) -> tuple[SignatureCheck, Statement] | RejectedEvidence:
+    """The pulled artifact verified: an upstream summary bundle, else one of our bundles."""
     files = dict(pulled.files)
     prefix = "summary-bundle/"  # an artifact packed from the emit directory, not the bundle
     if files and all(name.startswith(prefix) for name in files):
         files = {name.removeprefix(prefix): data for name, data in files.items()}
-    if MANIFEST in files and RECIPE in files:
-        result = verify_summary(
-            files,
-            pulled.signatures,
-            trust_roots=trust_roots,
-            policy=policy,
-            artifact_digest=pulled.digest,
-        )
-        sig, statement = result.signature, result.statement
-        if result.problem is not None:
-            return _reject(shown, result.problem[0], result.problem[1], sig, statement)
-    else:
-        bundles = [name for name in files if name.endswith(SUFFIX)]
-        if len(files) != 1 or len(bundles) != 1:
-            return _reject(
-                shown,
-                FailureClass.BUNDLE_INVALID,
-                f"{pulled.reference} is neither an upstream summary bundle (manifest.json + recipe.yaml) "
-                f"nor one {SUFFIX} file: it holds {', '.join(sorted(files)) or 'nothing'}",
-            )
-        sig = check_signature(files[bundles[0]], trust_roots, policy)
-        if sig.klass is not None:
-            return _reject(shown, sig.klass, sig.message, sig)
-        if sig.statement is None:
-            assert sig.statement_error is not None
-            return _reject(shown, sig.statement_error[0], sig.statement_error[1], sig)
-        statement = sig.statement
-        if bundles[0] != hashlib.sha256(sig.payload).hexdigest() + SUFFIX:
-            return _reject(
-                shown,
-                FailureClass.BUNDLE_INVALID,
-                f"{bundles[0]} is not named after its statement's sha256",
-                sig,
-                statement,
-            )
+    if not (MANIFEST in files and RECIPE in files):
+        return _one_bundle(shown, pulled, files, trust_roots, policy)
+    result = verify_summary(
+        files,
+        pulled.signatures,
+        trust_roots=trust_roots,
+        policy=policy,
+        artifact_digest=pulled.digest,
+    )
+    sig, statement = result.signature, result.statement
+    if result.problem is not None:
+        return _reject(shown, result.problem[0], result.problem[1], sig, statement)
     assert statement is not None
+    return sig, statement
+
+
+@dataclass(frozen=True, slots=True)
+class _Pulling:
+    """How pointed-to artifacts are pulled."""
+
+    cache: oci.Cache
+    offline: bool
+    allow_tag: bool
+    registry: oci.Registry | None
+
+
+def _verify_pointer(
+    pointer_path: Path,
+    shown: str,
+    *,
+    trust_roots: Sequence[TrustRoot],
+    policy: SignerPolicy,
+    how: _Pulling,
+) -> Evidence:
+    p = _read_pointer(pointer_path, shown)
+    if isinstance(p, RejectedEvidence):
+        return p
+    pulled = _pull(p, shown, how)
+    if isinstance(pulled, RejectedEvidence):
+        return pulled
+    verified = _verify_artifact(shown, pulled, trust_roots, policy)
+    if isinstance(verified, RejectedEvidence):
+        return verified
+    sig, statement = verified
     bad = _disagreement(p, sig, statement)
     if bad is not None:
         return _reject(shown, FailureClass.POINTER_INVALID, bad, sig, statement)
@@ -289,17 +338,9 @@ def verify_pointers(
     registry: oci.Registry | None = None,
 ) -> tuple[Evidence, ...]:
     """One record per pointer file found under `paths` (sorted by path)."""
+    how = _Pulling(cache, offline, allow_tag, registry)
     out = [
-        _verify_pointer(
-            f,
-            display_path(f, base),
-            trust_roots=trust_roots,
-            policy=policy,
-            cache=cache,
-            offline=offline,
-            allow_tag=allow_tag,
-            registry=registry,
-        )
+        _verify_pointer(f, display_path(f, base), trust_roots=trust_roots, policy=policy, how=how)
         for f in discover(list(paths))
     ]
     return tuple(sorted(out, key=lambda r: r.path))

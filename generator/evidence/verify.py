@@ -310,11 +310,8 @@ def check_signature(
     return _check_signature(data, trust_roots, policy, build=True)
 
 
-def _check_signature(
-    data: bytes, trust_roots: Sequence[TrustRoot], policy: SignerPolicy, *, build: bool
-) -> SignatureCheck:
-    """`check_signature`; with `build=False` an accepted statement is checked but not built
-    (`statement` and `statement_error` both None: see `_complete`)."""
+def _parse_bundle(data: bytes) -> tuple[Bundle, dict[str, Any]] | SignatureCheck:
+    """The Sigstore bundle and its JSON document, or why it is not a DSSE bundle."""
     try:
         doc = json.loads(data)
     except (ValueError, RecursionError) as e:  # incl. JSONDecodeError, Unicode, int digits
@@ -331,6 +328,65 @@ def _check_signature(
             FailureClass.MALFORMED_BUNDLE,
             "bundle holds a message signature, not a DSSE envelope: it is not an attestation",
         )
+    return bundle, doc
+
+
+def _accepted(
+    root: TrustRoot,
+    hook: _AllowlistPolicy,
+    payload_type: str,
+    payload: bytes,
+    read: tuple[str, str, int | None, int | None],
+    build: bool,
+) -> SignatureCheck:
+    """The check of a bundle `root` accepted, its payload read as an evidence statement."""
+    statement: Statement | None = None
+    problem: tuple[FailureClass, str] | None = None
+    try:
+        if build:
+            statement = parse_statement(payload_type, payload)
+        else:
+            check_statement(payload_type, payload)
+    except StatementError as e:
+        problem = (e.klass, e.message)
+    identity, issuer, log_index, integrated_time = read
+    return SignatureCheck(
+        klass=None,
+        message="verified",
+        statement=statement,
+        statement_error=problem,
+        trust_root=root.name,
+        payload_type=payload_type,
+        payload=payload,
+        identity=identity,
+        issuer=issuer,
+        rule=hook.matched,
+        log_index=log_index,
+        integrated_time=integrated_time,
+    )
+
+
+def _most_telling(
+    failures: Sequence[tuple[FailureClass, str]], trust_roots: Sequence[TrustRoot]
+) -> tuple[FailureClass, str]:
+    """One failure from a root the certificate did chain to, else the first."""
+    chained = [f for f in failures if f[0] is not FailureClass.CERTIFICATE_UNTRUSTED]
+    klass, message = (chained or failures)[0]
+    if not chained and len(trust_roots) > 1:
+        names = " or ".join(r.name for r in trust_roots)
+        message = f"certificate does not chain to trust root {names}"
+    return klass, message
+
+
+def _check_signature(
+    data: bytes, trust_roots: Sequence[TrustRoot], policy: SignerPolicy, *, build: bool
+) -> SignatureCheck:
+    """`check_signature`; with `build=False` an accepted statement is checked but not built
+    (`statement` and `statement_error` both None: see `_complete`)."""
+    parsed = _parse_bundle(data)
+    if isinstance(parsed, SignatureCheck):
+        return parsed
+    bundle, doc = parsed
     cert = bundle.signing_certificate
     identity, issuer = cert_identity(cert), cert_issuer(cert)
     # Unauthenticated until verify_dsse succeeds: used for explanations and then reported.
@@ -343,35 +399,9 @@ def _check_signature(
         except (Error, ValueError, OSError, x509.ExtensionNotFound, UnsupportedAlgorithm) as e:
             failures.append(_classify(e, cert, integrated_time, root))
             continue
-        statement: Statement | None = None
-        problem: tuple[FailureClass, str] | None = None
-        try:
-            if build:
-                statement = parse_statement(payload_type, payload)
-            else:
-                check_statement(payload_type, payload)
-        except StatementError as e:
-            problem = (e.klass, e.message)
-        return SignatureCheck(
-            klass=None,
-            message="verified",
-            statement=statement,
-            statement_error=problem,
-            trust_root=root.name,
-            payload_type=payload_type,
-            payload=payload,
-            identity=identity,
-            issuer=issuer,
-            rule=hook.matched,
-            log_index=log_index,
-            integrated_time=integrated_time,
-        )
-    # The most telling failure: one from a root the certificate did chain to, else the first.
-    chained = [f for f in failures if f[0] is not FailureClass.CERTIFICATE_UNTRUSTED]
-    klass, message = (chained or failures)[0]
-    if not chained and len(trust_roots) > 1:
-        names = " or ".join(r.name for r in trust_roots)
-        message = f"certificate does not chain to trust root {names}"
+        read = (identity, issuer, log_index, integrated_time)
+        return _accepted(root, hook, payload_type, payload, read, build)
+    klass, message = _most_telling(failures, trust_roots)
     return SignatureCheck(
         klass,
         message,

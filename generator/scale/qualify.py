@@ -37,13 +37,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import operator as op
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from generator import __version__
+from generator.catalog import lanes as _lanes
 from generator.catalog import schemas
 from generator.core import timeutil
 from generator.core.errors import (
@@ -58,6 +58,14 @@ from generator.core.records import DIMENSIONS, Criteria, Document, RecipeResult,
 from generator.core.yamlio import parse_yaml
 from generator.evidence.statement import build_statement
 
+# The lane records live in `generator.catalog.lanes` (below both this stage and evidence's
+# judge); their names stay importable from here.
+KpiSpec = _lanes.KpiSpec
+Lane = _lanes.Lane
+Lanes = _lanes.Lanes
+Scenario = _lanes.Scenario
+Threshold = _lanes.Threshold
+
 LANES_FILE = "scale/lanes.yaml"
 LANES_SCHEMA = "lanes"
 PREDICATE_SCHEMA = "scale-qualification-v1"
@@ -68,131 +76,6 @@ _RFC3339 = re.compile(
 )
 
 CTRF_STATUSES: tuple[str, ...] = ("passed", "failed", "skipped", "pending", "other")
-
-OPERATORS: Mapping[str, Callable[[float, float], bool]] = {
-    ">=": op.ge,
-    "<=": op.le,
-    ">": op.gt,
-    "<": op.lt,
-    "==": op.eq,
-    "!=": op.ne,
-}
-
-
-# ---------------------------------------------------------------- lane records
-
-
-@dataclass(frozen=True, slots=True)
-class Threshold:
-    operator: str
-    value: float
-    status: str  # proposed | adopted | calibrated
-    source: str | None = None
-
-    def holds(self, value: float) -> bool:
-        return OPERATORS[self.operator](value, self.value)
-
-    def describe(self) -> str:
-        return f"{self.operator} {_num(self.value)}"
-
-
-@dataclass(frozen=True, slots=True)
-class Scenario:
-    id: str
-    phase: str
-    title: str
-    description: str
-    applies_to: Criteria | None = None  # None: every recipe
-
-
-@dataclass(frozen=True, slots=True)
-class KpiSpec:
-    id: str
-    title: str
-    unit: str
-    phase: str
-    measure: str  # value | ratio
-    min_targets: str  # nodes | racks | any
-    description: str
-    applies_to: Criteria | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Lane:
-    name: str
-    nodes: int
-    racks: int
-    gpus: int
-    criteria_version: str
-    phases: tuple[str, ...]
-    scenarios: tuple[str, ...]
-    thresholds: tuple[tuple[str, Threshold], ...]  # (kpi id, threshold), in lanes.yaml order
-
-    def threshold(self, kpi: str) -> Threshold | None:
-        for k, t in self.thresholds:
-            if k == kpi:
-                return t
-        return None
-
-    def required_targets(self, min_targets: str) -> int:
-        return {"nodes": self.nodes, "racks": self.racks}.get(min_targets, 1)
-
-
-@dataclass(frozen=True, slots=True)
-class Lanes:
-    name: str
-    gpus_per_node: int
-    nodes_per_rack: int
-    observe_nodes: str  # snapshot measurement key {Type}.{Subtype}.{Key}: ready GPU nodes
-    observe_gpus_per_node: str  # smallest GPU capacity per node
-    phases: tuple[str, ...]
-    scenarios: tuple[Scenario, ...]
-    kpis: tuple[KpiSpec, ...]
-    lanes: tuple[Lane, ...]  # ascending node count
-
-    def lane(self, name: str) -> Lane | None:
-        for lane in self.lanes:
-            if lane.name == name:
-                return lane
-        return None
-
-    def scenario(self, sid: str) -> Scenario | None:
-        for s in self.scenarios:
-            if s.id == sid:
-                return s
-        return None
-
-    def kpi(self, kid: str) -> KpiSpec | None:
-        for k in self.kpis:
-            if k.id == kid:
-                return k
-        return None
-
-    def required_scenarios(self, lane: Lane, criteria: Criteria) -> tuple[Scenario, ...]:
-        """The lane's scenarios that apply to a recipe with these criteria, in lanes.yaml order."""
-        wanted = set(lane.scenarios)
-        return tuple(
-            s
-            for s in self.scenarios
-            if s.id in wanted and s.phase in lane.phases and applies(s.applies_to, criteria)
-        )
-
-    def required_kpis(
-        self, lane: Lane, criteria: Criteria
-    ) -> tuple[tuple[KpiSpec, Threshold], ...]:
-        out = []
-        for k in self.kpis:
-            t = lane.threshold(k.id)
-            if t is not None and k.phase in lane.phases and applies(k.applies_to, criteria):
-                out.append((k, t))
-        return tuple(out)
-
-
-def applies(pattern: Criteria | None, criteria: Criteria) -> bool:
-    """A dimension the pattern names must equal the recipe's (a recipe wildcard does not match)."""
-    if pattern is None:
-        return True
-    return all(v is None or criteria.get(d) == v for d, v in pattern.items())
 
 
 def _applies_to(raw: Any) -> Criteria | None:
@@ -989,6 +872,10 @@ def _not_counted(record: Any, profile: ScaleProfile) -> str | None:
     return None
 
 
+def _lanes_of_catalog(catalog: Any) -> Lanes:
+    return lanes_of(catalog.documents)
+
+
 def verify_qualified_evidence(
     profiles: Mapping[str, ScaleProfile],
     evidence_root: Any,
@@ -998,7 +885,7 @@ def verify_qualified_evidence(
     """Verify the evidence files the qualified owned values name (and only those)."""
     from pathlib import Path
 
-    from generator.evidence.collect import verify_paths
+    from generator.evidence.stage import verify_stage
 
     root = Path(evidence_root)
     refs = sorted({r for p in profiles.values() for ov in p.owned_values
@@ -1006,8 +893,8 @@ def verify_qualified_evidence(
     present = [root / r for r in refs if (root / r).is_file()]
     out: dict[str, Any] = {r: None for r in refs}
     if present:
-        run = verify_paths(present, catalog_dir=Path(catalog.root), trust_roots=trust_roots,
-                           catalog=catalog, base=root)  # fmt: skip
+        run = verify_stage(present, catalog_dir=Path(catalog.root), trust_roots=trust_roots,
+                           catalog=catalog, base=root, claims=_lanes_of_catalog)  # fmt: skip
         for rec in run.records:
             out[Path(rec.path).as_posix()] = rec
     return out

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from generator.site.model import EvidenceRun, ProfileView, RecipeView, SiteData
+from generator.site.model import EvidenceView, ProfileView, RecipeView, SiteData
 from generator.site.pages import slug
 from generator.site.summary import CONSENSUS_ORDER, band, summarise
 
@@ -88,56 +88,6 @@ def recipes_index(site: SiteData) -> dict[str, Any]:
     }
 
 
-def evidence_record(e: EvidenceRun) -> dict[str, Any]:
-    s = slug(e.recipe)
-    return {
-        "id": e.id,
-        "statementDigest": e.statement_digest or None,
-        "recipe": e.recipe,
-        # where the file is in the catalog's repository; on this site it is `raw`
-        "repositoryPath": e.path,
-        "url": f"evidence/{s}.html#run-{e.id}",
-        "raw": e.raw_file if e.raw else None,
-        "state": e.state,
-        "counted": e.counted,
-        "reason": e.reason or None,
-        "class": e.failure_class or None,
-        "sample": e.sample,
-        "predicateType": e.predicate_type or None,
-        "scaleProfile": {"name": e.profile or None, "version": e.profile_version or None},
-        "lane": {"name": e.lane or None, "nodes": e.lane_nodes},
-        "observed": {"nodes": e.observed_nodes, "gpus": e.observed_gpus},
-        "verdict": e.verdict or None,
-        "reasons": list(e.reasons),
-        "recipeDigest": e.recipe_digest or None,
-        "bundleDigest": e.bundle_digest or None,
-        "componentVersions": dict(sorted(e.component_versions.items())),
-        "attestedAt": e.attested_at or None,
-        "signer": {
-            "identity": e.signer_identity or None,
-            "issuer": e.signer_issuer or None,
-            "class": e.signer_class or None,
-            "label": e.signer_label or None,
-        },
-        "trustRoot": e.trust_root or None,
-        "tlog": {"index": e.tlog_index, "integratedTime": e.integrated_time or None},
-        "checks": [
-            {"phase": c.phase, "name": c.name, "status": c.status, "targets": c.targets}
-            for c in e.checks
-        ],
-        "kpis": [
-            {
-                "id": k.id,
-                "value": k.value,
-                "unit": k.unit,
-                "threshold": {"operator": k.operator, "value": k.threshold},
-                "status": k.status or None,
-            }
-            for k in e.kpis
-        ],
-    }
-
-
 def recipe_detail(
     recipe: RecipeView, site: SiteData, records: Mapping[str, dict[str, Any]] | None = None
 ) -> dict[str, Any]:
@@ -161,7 +111,7 @@ def recipe_detail(
         "appliedOverlays": list(recipe.chain),
         "profiles": profiles,
         "evidence": [
-            records[e.id] if records is not None and e.id in records else evidence_record(e)
+            records[e.id] if records is not None and e.id in records else e.to_json()
             for e in recipe.evidence
         ],
     }
@@ -226,7 +176,7 @@ def evidence_index(
         **_header(site, "EvidenceIndex"),
         "sample": any(e.sample for e in site.evidence),
         "evidence": [
-            records[e.id] if records is not None and e.id in records else evidence_record(e)
+            records[e.id] if records is not None and e.id in records else e.to_json()
             for e in site.evidence
         ],
     }
@@ -241,19 +191,19 @@ _SPLICE = "aicr:evidence-records"  # stands for the record list in evidence.json
 class _Records(dict[str, dict[str, Any]]):
     """Evidence records by run id, each made the first time it is asked for."""
 
-    def __init__(self, runs: Iterable[EvidenceRun]) -> None:
+    def __init__(self, runs: Iterable[EvidenceView]) -> None:
         super().__init__()
         self.runs = {e.id: e for e in runs}
 
     def __missing__(self, key: str) -> dict[str, Any]:
-        record = self[key] = evidence_record(self.runs[key])
+        record = self[key] = self.runs[key].to_json()
         return record
 
     def __contains__(self, key: object) -> bool:
         return key in self.runs
 
 
-def _runs_json(runs: Iterable[EvidenceRun], records: Mapping[str, dict[str, Any]]) -> bytes:
+def _runs_json(runs: Iterable[EvidenceView], records: Mapping[str, dict[str, Any]]) -> bytes:
     """The records of `runs` as the JSON array `dumps` writes inside a document."""
     return dumps([records[e.id] for e in runs]).rstrip(b"\n")
 
@@ -276,7 +226,7 @@ def evidence_file(
         group = runs[i:j]
         if recipe is not None and reuse is not None and tuple(recipe.evidence) == tuple(group):
 
-            def make(group: Sequence[EvidenceRun] = group) -> bytes:
+            def make(group: Sequence[EvidenceView] = group) -> bytes:
                 return _runs_json(group, records)
 
             chunk = reuse(recipe, "runs", make)

@@ -47,7 +47,7 @@ from generator.site.csp import with_csp
 from generator.site.model import (
     ComponentUse,
     Download,
-    EvidenceRun,
+    EvidenceView,
     ProfileView,
     RecipeView,
     SiteData,
@@ -127,7 +127,7 @@ def source_date_epoch(explicit: int | None, repo: Path) -> int:
 
 def _profile_view(
     result: Any,
-    runs: tuple[EvidenceRun, ...],
+    runs: tuple[EvidenceView, ...],
     status: stages.ProfileStatus | None,
     downloads: tuple[Download, ...],
 ) -> ProfileView:
@@ -234,7 +234,7 @@ def gather(
         notes.append(note)
     evidence, statuses, comp_quals = judged.runs, judged.statuses, judged.components
 
-    by_recipe: dict[str, list[EvidenceRun]] = {}
+    by_recipe: dict[str, list[EvidenceView]] = {}
     for e in evidence:
         by_recipe.setdefault(e.recipe, []).append(e)
     recipes = []
@@ -400,14 +400,14 @@ class RecipeKeys:
         )
         self._runs: dict[int, str] = {}  # by object identity: the build holds every run alive
 
-    def _run(self, run: EvidenceRun) -> str:
+    def _run(self, run: EvidenceView) -> str:
         found = self._runs.get(id(run))
         if found is None:
             sha = hashlib.sha256(run.raw).hexdigest()
             found = self._runs[id(run)] = f"{run.path}\0{run.id}\0{run.state}\0{sha}"
         return found
 
-    def key(self, kind: str, name: str, rel: str, runs: tuple[EvidenceRun, ...]) -> str:
+    def key(self, kind: str, name: str, rel: str, runs: tuple[EvidenceView, ...]) -> str:
         parts = (self.base_key, self.shared, kind, name, rel, *(self._run(r) for r in runs))
         return self.cache.key(PAGES_STAGE, self.fp, *parts)
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from generator.core.records import Criteria, RecipeResult, ScaleProfile
+from generator.evidence.model import RunState
 
 UNTESTED = "UNTESTED"
 
@@ -35,6 +36,14 @@ class Check:
     targets: int | None
     message: str
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "phase": self.phase,
+            "name": self.name,
+            "status": self.status,
+            "targets": self.targets,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Kpi:
@@ -45,16 +54,27 @@ class Kpi:
     threshold: float
     status: str  # passed | failed | proposed | ""
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "value": self.value,
+            "unit": self.unit,
+            "threshold": {"operator": self.operator, "value": self.threshold},
+            "status": self.status or None,
+        }
+
 
 @dataclass(frozen=True, slots=True)
-class EvidenceRun:
-    """One evidence file, verified or not, as shown on the site."""
+class EvidenceView:
+    """One evidence file, verified or not, as the site and its API show it (made from a
+    verification record by `generator.site.stages.evidence_view`; `to_json()` is its published
+    form, `api/v1/evidence.json` and each recipe's `evidence`)."""
 
     id: str  # stable and unique: <statement digest hex[:16]>-<sha256(path) hex[:8]>
     statement_digest: str  # "sha256:<hex>" of the statement, "" when unreadable
     path: str  # evidence/<recipe>/<source>/<digest>.sigstore.json (repository-relative)
     recipe: str
-    state: str  # verified | stale | rejected
+    state: RunState
     reason: str  # why rejected/stale ("" when verified)
     failure_class: str  # failure class: "stale", a verification failure, or "" when verified
     sample: bool
@@ -84,7 +104,7 @@ class EvidenceRun:
 
     @property
     def counted(self) -> bool:
-        return self.state == "verified"
+        return self.state == RunState.VERIFIED
 
     @property
     def raw_file(self) -> str:
@@ -97,6 +117,45 @@ class EvidenceRun:
     def short(self) -> str:
         """The run's short name on pages: the first 12 hex of its statement digest."""
         return (self.statement_digest.removeprefix("sha256:") or self.id)[:12]
+
+    def to_json(self) -> dict[str, Any]:
+        """The run as the API publishes it (`catalog/schemas/api/evidence.schema.json`)."""
+        from generator.site.pages import slug
+
+        return {
+            "id": self.id,
+            "statementDigest": self.statement_digest or None,
+            "recipe": self.recipe,
+            # where the file is in the catalog's repository; on this site it is `raw`
+            "repositoryPath": self.path,
+            "url": f"evidence/{slug(self.recipe)}.html#run-{self.id}",
+            "raw": self.raw_file if self.raw else None,
+            "state": self.state,
+            "counted": self.counted,
+            "reason": self.reason or None,
+            "class": self.failure_class or None,
+            "sample": self.sample,
+            "predicateType": self.predicate_type or None,
+            "scaleProfile": {"name": self.profile or None, "version": self.profile_version or None},
+            "lane": {"name": self.lane or None, "nodes": self.lane_nodes},
+            "observed": {"nodes": self.observed_nodes, "gpus": self.observed_gpus},
+            "verdict": self.verdict or None,
+            "reasons": list(self.reasons),
+            "recipeDigest": self.recipe_digest or None,
+            "bundleDigest": self.bundle_digest or None,
+            "componentVersions": dict(sorted(self.component_versions.items())),
+            "attestedAt": self.attested_at or None,
+            "signer": {
+                "identity": self.signer_identity or None,
+                "issuer": self.signer_issuer or None,
+                "class": self.signer_class or None,
+                "label": self.signer_label or None,
+            },
+            "trustRoot": self.trust_root or None,
+            "tlog": {"index": self.tlog_index, "integratedTime": self.integrated_time or None},
+            "checks": [c.to_json() for c in self.checks],
+            "kpis": [k.to_json() for k in self.kpis],
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +190,7 @@ class RecipeView:
     coverage: str  # R:n D:n P:n C:n
     chain: tuple[str, ...]  # applied overlays, root to leaf
     profiles: tuple[ProfileView, ...]
-    evidence: tuple[EvidenceRun, ...]
+    evidence: tuple[EvidenceView, ...]
     health_reasons: tuple[str, ...] = ()  # why health is warn or fail; empty when pass
 
 
@@ -167,7 +226,7 @@ class StageNote:
 @dataclass(frozen=True, slots=True)
 class SiteData:
     recipes: tuple[RecipeView, ...]
-    evidence: tuple[EvidenceRun, ...]  # every run, including those of unknown recipes
+    evidence: tuple[EvidenceView, ...]  # every run, including those of unknown recipes
     lanes: tuple[Lane, ...]
     profiles: tuple[ScaleProfile, ...]
     components: tuple[ComponentUse, ...]

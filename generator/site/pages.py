@@ -27,7 +27,7 @@ from generator.site.charts import (
     verdict_heatmap,
 )
 from generator.site.jinja import render
-from generator.site.model import EvidenceRun, RecipeView, SiteData
+from generator.site.model import EvidenceView, RecipeView, SiteData
 from generator.site.summary import band, summaries
 
 _SAFE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,200}$")
@@ -42,14 +42,14 @@ def slug(name: str) -> str:
     return "r-" + hashlib.sha256(name.encode()).hexdigest()[:16]
 
 
-def _updated(runs: Iterable[EvidenceRun]) -> str:
+def _updated(runs: Iterable[EvidenceView]) -> str:
     """The date of the newest run shown (YYYY-MM-DD), "" when none: when the page's data last
     changed, as far as the evidence says."""
     dates = [r.attested_at[:10] for r in runs if re.match(r"^\d{4}-\d{2}-\d{2}", r.attested_at)]
     return max(dates, default="")
 
 
-def has_sample(runs: Iterable[EvidenceRun]) -> bool:
+def has_sample(runs: Iterable[EvidenceView]) -> bool:
     return any(r.sample for r in runs)
 
 
@@ -152,7 +152,7 @@ def recipe_page(recipe: RecipeView, site: SiteData) -> str:
     )
 
 
-def evidence_page(name: str, runs: tuple[EvidenceRun, ...], site: SiteData, known: bool) -> str:
+def evidence_page(name: str, runs: tuple[EvidenceView, ...], site: SiteData, known: bool) -> str:
     """The runs of one recipe name; `known` is False for a name that is not a current leaf."""
     ctx = {"name": name, "slug": slug(name), "known": known}
     recipe = next((r for r in site.recipes if r.name == name), None) if known else None
@@ -395,7 +395,7 @@ class PagePlan:
     rel: str
     kind: str
     name: str
-    runs: tuple[EvidenceRun, ...] | None
+    runs: tuple[EvidenceView, ...] | None
     render: Callable[[], str]
 
 
@@ -436,7 +436,7 @@ def page_plan(
             )
         )
     known = {r.name for r in site.recipes}
-    orphans: dict[str, list[EvidenceRun]] = {}
+    orphans: dict[str, list[EvidenceView]] = {}
     for e in site.evidence:
         if e.recipe not in known:
             orphans.setdefault(e.recipe, []).append(e)

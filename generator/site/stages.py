@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from generator.core.errors import (
     CatalogError,
@@ -29,8 +29,14 @@ from generator.core.errors import (
 )
 from generator.core.records import DEFAULT_PROFILE, Catalog, RecipeResult
 from generator.core.timeutil import rfc3339
+from generator.evidence.model import Evidence, RunState, Statement, VerifiedEvidence
+from generator.evidence.stage import VerificationRun, verify_stage
 from generator.fast.pool import parallel_map
-from generator.site.model import Check, Download, EvidenceRun, Kpi, Lane, LaneStatus, StageNote
+
+if TYPE_CHECKING:
+    from generator.core.cache import Cache
+
+from generator.site.model import Check, Download, EvidenceView, Kpi, Lane, LaneStatus, StageNote
 
 
 def optional_stage(module: str) -> ModuleType | None:
@@ -264,80 +270,138 @@ def _iso(seconds: int | None) -> str:
     return rfc3339(seconds)
 
 
-def _run_from(record: Any, raw: bytes, trust_root: str) -> EvidenceRun:
-    """The site's view of one verification record (`VerifiedEvidence | RejectedEvidence`)."""
-    from generator.evidence.model import VerifiedEvidence
-
-    st = getattr(record, "statement", None)
-    verified = isinstance(record, VerifiedEvidence)
-    stale = bool(getattr(record, "stale", False))
-    if verified:
-        state, reason, klass = ("stale", record.message, "stale") if stale else ("verified", "", "")
-    else:
-        state, reason, klass = "rejected", record.message, str(record.klass)
-    digest = getattr(record, "statement_digest", None) or ""
-    # two files may hold the same statement (a copy under another signer's directory): the key
-    # adds the path so ids, anchors and links stay unique and stable
+def _view_id(record: Evidence) -> str:
+    """Stable and unique: two files may hold the same statement (a copy under another signer's
+    directory), so the key adds the path and ids, anchors and links stay unique and stable."""
+    digest = record.statement_digest or ""
     key = digest.removeprefix("sha256:")[:16] or "file"  # "file": no readable statement
-    key = f"{key}-{hashlib.sha256(record.path.encode()).hexdigest()[:8]}"
-    checks = tuple(
-        Check(phase, c.name, c.status, c.targets, c.message)
-        for phase, cs in (st.phases.items() if st else ())
-        for c in cs
-    )
-    kpis = tuple(
-        Kpi(k.id, k.value, k.unit, k.operator, k.threshold, k.status or "")
-        for k in (st.kpis if st else ())
-    )
-    rule_label = getattr(record, "signer_label", "") or ""
-    rule_class = getattr(record, "signer_class", "") or ""
-    return EvidenceRun(
-        id=key,
-        statement_digest=digest,
+    return f"{key}-{hashlib.sha256(record.path.encode()).hexdigest()[:8]}"
+
+
+def _judged(record: Evidence) -> tuple[RunState, str, str]:
+    """(state, why it is not counted, failure class) as the verifier judged the file."""
+    state = RunState.of(record)
+    if state is RunState.VERIFIED:
+        return state, "", ""
+    if state is RunState.STALE:
+        return state, record.message, "stale"
+    return state, record.message, str(record.klass)
+
+
+def _statement_fields(st: Statement) -> dict[str, Any]:
+    """What a view shows of the statement a record carries."""
+    return {
+        "recipe": st.recipe,
+        "predicate_type": st.predicate_type,
+        "profile": st.scale_profile or "",
+        "profile_version": st.scale_profile_version or "",
+        "lane": st.lane or "",
+        "lane_nodes": st.lane_nodes,
+        "observed_nodes": st.observed_nodes,
+        "observed_gpus": st.observed_gpus,
+        "verdict": st.verdict or "",
+        "reasons": tuple(st.reasons),
+        "recipe_digest": st.recipe_digest,
+        "bundle_digest": st.bundle_digest or "",
+        "attested_at": st.attested_at or "",
+        "checks": tuple(
+            Check(phase, c.name, c.status, c.targets, c.message)
+            for phase, cs in st.phases.items()
+            for c in cs
+        ),
+        "kpis": tuple(
+            Kpi(k.id, k.value, k.unit, k.operator, k.threshold, k.status or "") for k in st.kpis
+        ),
+        "component_versions": dict(st.component_versions),
+    }
+
+
+def _no_statement(path: str) -> dict[str, Any]:
+    """The statement fields of a file whose statement could not be read."""
+    return {
+        "recipe": path.split("/")[1] if "/" in path else "",
+        "predicate_type": "",
+        "profile": "",
+        "profile_version": "",
+        "lane": "",
+        "lane_nodes": None,
+        "observed_nodes": None,
+        "observed_gpus": None,
+        "verdict": "",
+        "reasons": (),
+        "recipe_digest": "",
+        "bundle_digest": "",
+        "attested_at": "",
+        "checks": (),
+        "kpis": (),
+        "component_versions": {},
+    }
+
+
+def evidence_view(record: Evidence, raw: bytes, trust_root: str) -> EvidenceView:
+    """The site's view of one verification record; `trust_root` names the root when the
+    record does not (it could not be verified by any)."""
+    st = record.statement
+    ok = record if isinstance(record, VerifiedEvidence) else None
+    state, reason, klass = _judged(record)
+    return EvidenceView(
+        id=_view_id(record),
+        statement_digest=record.statement_digest or "",
         path=record.path,
-        recipe=(st.recipe if st else record.path.split("/")[1] if "/" in record.path else ""),
         state=state,
         reason=reason,
         failure_class=klass,
-        sample=bool(
-            getattr(record, "sample", False)
-            or (st.sample if st else False)
-            or getattr(record, "trust_root", None) == "demo"  # signed under the demo root
-        ),
-        predicate_type=st.predicate_type if st else "",
-        profile=(st.scale_profile or "") if st else "",
-        profile_version=(st.scale_profile_version or "") if st else "",
-        lane=(st.lane or "") if st else "",
-        lane_nodes=st.lane_nodes if st else None,
-        observed_nodes=st.observed_nodes if st else None,
-        observed_gpus=st.observed_gpus if st else None,
-        verdict=(st.verdict or "") if st else "",
-        reasons=tuple(st.reasons) if st else (),
-        recipe_digest=st.recipe_digest if st else "",
-        bundle_digest=(st.bundle_digest or "") if st else "",
-        attested_at=(st.attested_at or "") if st else "",
-        signer_identity=getattr(record, "signer_identity", None) or "",
-        signer_issuer=getattr(record, "signer_issuer", None) or "",
-        signer_class=str(rule_class),
-        signer_label=rule_label,
-        trust_root=getattr(record, "trust_root", None) or trust_root,
-        tlog_index=getattr(record, "log_index", None),
-        integrated_time=_iso(getattr(record, "integrated_time", None)),
-        checks=checks,
-        kpis=kpis,
-        component_versions=dict(st.component_versions) if st else {},
+        # signed under the demo root, or sample by its own word
+        sample=(ok is not None and ok.sample)
+        or (st is not None and st.sample)
+        or record.trust_root == "demo",
+        signer_identity=record.signer_identity or "",
+        signer_issuer=record.signer_issuer or "",
+        signer_class=str(ok.signer_class) if ok else "",
+        signer_label=ok.signer_label if ok else "",
+        trust_root=record.trust_root or trust_root,
+        tlog_index=record.log_index,
+        integrated_time=_iso(record.integrated_time),
         raw=raw,
+        **(_statement_fields(st) if st is not None else _no_statement(record.path)),
     )
 
 
 @dataclass(frozen=True, slots=True)
 class Verified:
-    """What the verify stage gave: its records (for aggregate), the raw files, the root's name."""
+    """What the verify stage gave the site: its records (for aggregate), the raw files to
+    publish, the trust root's name."""
 
-    records: tuple[Any, ...]
+    records: tuple[Evidence, ...]
     raw: Mapping[str, bytes]
     trust_root: str
     demo: bool
+
+
+def _has_evidence(evidence_dir: Path) -> bool:
+    from generator.evidence.upstream import has_pointers
+
+    if not evidence_dir.is_dir():
+        return False
+    return any(evidence_dir.rglob("*.sigstore.json")) or has_pointers(evidence_dir)
+
+
+def _raw_files(run: VerificationRun, evidence_dir: Path) -> dict[str, bytes]:
+    """The files the site publishes as each run's raw download: a bundle as committed, a
+    pointer's Sigstore bundle (else the pointer itself); never what a link reads."""
+    from generator.evidence.upstream import signed_bundle
+
+    inside = evidence_dir.resolve()
+    raw = {
+        f.path: f.data
+        for f in run.files
+        if _stays_inside(evidence_dir.parent / f.path, inside, f.real)
+    }
+    for rel in run.pointers:
+        path = evidence_dir.parent / rel
+        if _stays_inside(path, inside):
+            raw[rel] = signed_bundle(path) or path.read_bytes()
+    return raw
 
 
 def verify_evidence(
@@ -347,64 +411,32 @@ def verify_evidence(
     trust_root: str,
     *,
     jobs: int | None = None,
-    cache: Any = None,
+    cache: Cache | None = None,
 ) -> tuple[Verified, StageNote | None]:
-    """Verify every evidence file offline against the chosen trust root and the signer policy.
+    """Verify every evidence file offline against the chosen trust root and the signer policy
+    (`generator.evidence.stage.verify_stage`); a build without evidence needs no trust root.
 
     `jobs` processes (default: every core); with a `generator.core.cache.Cache`, only files whose
     (path, bytes, trust root, policy) it has not seen are verified again.
     """
-    empty = Verified((), {}, trust_root, trust_root == "demo")
-    pointers = optional_stage("generator.evidence.upstream")
-    has_pointers = pointers is not None and pointers.has_pointers(evidence_dir)
-    if not evidence_dir.is_dir() or not (
-        any(evidence_dir.rglob("*.sigstore.json")) or has_pointers
-    ):
-        return empty, None
-    verify = optional_stage("generator.evidence.verify")
-    if verify is None:
-        return empty, StageNote("verify", "the evidence verifier is not available in this build.")
-    from generator.evidence.policy import read_policy
-    from generator.evidence.store import read_files
-    from generator.evidence.trustroot import load_trust_root
+    if not _has_evidence(evidence_dir):
+        return Verified((), {}, trust_root, trust_root == "demo"), None
+    from generator.evidence.upstream import options_from_env
+    from generator.evidence.verify import digest_key
 
-    root = load_trust_root(trust_root, Path(catalog.root))
-    policy = read_policy(Path(catalog.root) / "signers.yaml", "signers.yaml")
-    if pointers is not None:  # plus upstream's allowlist.yaml, when the evidence holds one
-        policy = pointers.load_policy(Path(catalog.root), [evidence_dir])
-    files = read_files([evidence_dir], base=evidence_dir.parent)
-    current = {verify.digest_key(r.name, r.scale_profile): r.digest for r in results}
-    if cache is not None:
-        from generator.core.cache import verify_cached
-
-        records = verify_cached(
-            files, trust_root=root, policy=policy, current_digests=current, cache=cache, jobs=jobs
-        )
-    else:
-        records = verify.verify_evidence(
-            files, trust_roots=root, policy=policy, current_digests=current, jobs=jobs
-        )
-    inside = evidence_dir.resolve()
-    raw = {
-        f.path: f.data
-        for f in files
-        # never publish what a link reads
-        if _stays_inside(evidence_dir.parent / f.path, inside, f.real)
-    }
-    if has_pointers and pointers is not None:  # upstream pointers: pulled by digest, cache first
-        pointed = pointers.pointer_records(
-            [evidence_dir],
-            trust_roots=(root,),
-            policy=policy,
-            current_digests=current,
-            base=evidence_dir.parent,
-        )
-        records = (*records, *pointed)
-        for r in pointed:  # the run's raw download: its Sigstore bundle (else the pointer)
-            path = evidence_dir.parent / r.path
-            if _stays_inside(path, inside):
-                raw[r.path] = pointers.signed_bundle(path) or path.read_bytes()
-    return Verified(tuple(records), raw, root.name, root.demo), None
+    run = verify_stage(
+        [evidence_dir],
+        catalog_dir=Path(catalog.root),
+        trust_roots=(trust_root,),
+        catalog=catalog,
+        current={digest_key(r.name, r.scale_profile): r.digest for r in results},
+        upstream=options_from_env(),
+        jobs=jobs,
+        base=evidence_dir.parent,
+        cache=cache,
+    )
+    root = run.trust_roots[0]
+    return Verified(run.records, _raw_files(run, evidence_dir), root.name, root.demo), None
 
 
 def _stays_inside(path: Path, directory: Path, real: str = "") -> bool:
@@ -434,7 +466,7 @@ class Aggregated:
     components: Mapping[
         tuple[str, str], tuple[str, str]
     ]  # (component, version) -> (lane, profiles)
-    runs: tuple[EvidenceRun, ...]
+    runs: tuple[EvidenceView, ...]
 
 
 _EXCLUSION_TEXT = {
@@ -460,7 +492,7 @@ def aggregate(
     doc = catalog.documents.get("scale/lanes.yaml")
     if agg is None or doc is None:
         plain = [
-            _run_from(r, verified.raw.get(r.path, b""), verified.trust_root)
+            evidence_view(r, verified.raw.get(r.path, b""), verified.trust_root)
             for r in verified.records
         ]
         note = None
@@ -478,23 +510,25 @@ def aggregate(
     status = agg.aggregate(results, verified.records, lanes_, ladders, demo=verified.demo)
 
     # evidence runs, judged: counted, or why not
-    runs: list[EvidenceRun] = []
+    runs: list[EvidenceView] = []
     judged = agg.run_verdicts(status)
     stale_lanes: set[tuple[str, str, str]] = set()
     for i, rec in enumerate(verified.records):
-        run = _run_from(rec, verified.raw.get(rec.path, b""), verified.trust_root)
+        run = evidence_view(rec, verified.raw.get(rec.path, b""), verified.trust_root)
         verdict = judged.get(i)
         if verdict is not None:
             exclusion, downgraded = verdict
             if exclusion in ("stale", "stale-criteria"):
-                run = replace(run, state="stale", reason=run.reason or _EXCLUSION_TEXT[exclusion])
+                run = replace(
+                    run, state=RunState.STALE, reason=run.reason or _EXCLUSION_TEXT[exclusion]
+                )
                 stale_lanes.add((run.recipe, run.profile or DEFAULT_PROFILE, run.lane))
             elif exclusion:
                 # verdict-mismatch and attested-after-logged name the disagreement themselves
                 reason = run.reason or downgraded or _EXCLUSION_TEXT.get(exclusion, exclusion)
                 run = replace(
                     run,
-                    state="rejected",
+                    state=RunState.REJECTED,
                     reason=reason,
                     failure_class=run.failure_class or exclusion,
                 )
@@ -539,7 +573,7 @@ def aggregate(
 _STATE_ORDER = {"verified": 0, "stale": 1, "rejected": 2}
 
 
-def _sorted_runs(runs: Sequence[EvidenceRun]) -> tuple[EvidenceRun, ...]:
+def _sorted_runs(runs: Sequence[EvidenceView]) -> tuple[EvidenceView, ...]:
     """Per recipe: counted runs first, then stale, then rejected; each by profile and lane."""
     return tuple(
         sorted(
