@@ -85,7 +85,7 @@ OPERATORS: Mapping[str, Callable[[float, float], bool]] = {
 @dataclass(frozen=True, slots=True)
 class Threshold:
     operator: str
-    value: float
+    value: float  # as lanes.yaml writes it (an int stays one: the site shows it so)
     status: str  # proposed | adopted | calibrated
     source: str | None = None
 
@@ -277,7 +277,7 @@ def parse_lanes(doc: Document) -> Lanes:
                     kid,
                     Threshold(
                         operator=t["operator"],
-                        value=float(t["value"]),
+                        value=t["value"],
                         status=t["status"],
                         source=t.get("source"),
                     ),
@@ -681,7 +681,7 @@ def _kpi_results(
                 "id": spec.id,
                 "value": value,
                 "unit": spec.unit,
-                "threshold": {"operator": threshold.operator, "value": threshold.value},
+                "threshold": {"operator": threshold.operator, "value": float(threshold.value)},
                 "status": "passed" if ok else "failed",
                 # signed, so the catalog can recompute minTargets (generator/evidence/judge.py)
                 **({"targets": max(0, min(raw.targets, 10**6))} if raw.targets is not None else {}),

@@ -371,7 +371,7 @@ def raw_results(
             item["denominator"] = denominator
         else:
             item["value"] = overrides.get(
-                spec.id, _passing_value(threshold.operator, threshold.value, u)
+                spec.id, _passing_value(threshold.operator, float(threshold.value), u)
             )
         kpis.append(item)
     files[KPI_FILE] = (

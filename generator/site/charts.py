@@ -15,10 +15,17 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from generator.site.jinja import script_json
-from generator.site.model import Lane, LaneStatus, RecipeView
+from generator.site.model import LaneOutcome, LaneVerdict, LaneView, RecipeView
 
 NOT_IN_LADDER = "n/a"
-VERDICT_CODE = {NOT_IN_LADDER: 0, "untested": 1, "stale": 2, "contested": 3, "fail": 4, "pass": 5}
+VERDICT_CODE: dict[str, int] = {
+    NOT_IN_LADDER: 0,
+    LaneVerdict.UNTESTED: 1,
+    LaneVerdict.STALE: 2,
+    LaneVerdict.CONTESTED: 3,
+    LaneVerdict.FAIL: 4,
+    LaneVerdict.PASS: 5,
+}
 VERDICT_COLOURS = (  # light fills: the cell labels are drawn dark on every one
     (0, "#ffffff"),  # n/a: the lane is not on this profile's ladder
     (1, "#d0d7de"),  # untested: grey
@@ -30,12 +37,12 @@ VERDICT_COLOURS = (  # light fills: the cell labels are drawn dark on every one
 
 
 def lane_verdicts(
-    statuses: Sequence[LaneStatus], ladder: Sequence[str], lanes: Sequence[Lane]
+    statuses: Sequence[LaneOutcome], ladder: Sequence[str], lanes: Sequence[LaneView]
 ) -> list[str]:
     """One verdict per lane of the catalog: n/a off the profile's ladder, untested by default."""
     by_lane = {s.lane: s.verdict for s in statuses}
     return [
-        by_lane.get(lane.name, "untested") if lane.name in ladder else NOT_IN_LADDER
+        by_lane.get(lane.name, LaneVerdict.UNTESTED) if lane.name in ladder else NOT_IN_LADDER
         for lane in lanes
     ]
 
@@ -67,7 +74,7 @@ def _stepped_colourscale() -> list[list[Any]]:
 
 
 def verdict_heatmap(
-    rows: Sequence[tuple[str, Sequence[str]]], lanes: Sequence[Lane], title: str
+    rows: Sequence[tuple[str, Sequence[str]]], lanes: Sequence[LaneView], title: str
 ) -> dict[str, Any]:
     """A rows × lanes heat map of verdicts (pass | fail | stale | untested)."""
     x = [f"{lane.nodes:,}" for lane in lanes]
@@ -107,7 +114,7 @@ def verdict_heatmap(
 
 
 def ladder_figure(
-    recipe: RecipeView, lanes: Sequence[Lane], ladders: Mapping[str, Sequence[str]]
+    recipe: RecipeView, lanes: Sequence[LaneView], ladders: Mapping[str, Sequence[str]]
 ) -> dict[str, Any]:
     """The recipe's ladder: one row per scale profile, one column per lane."""
     rows = [

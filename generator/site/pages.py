@@ -27,7 +27,7 @@ from generator.site.charts import (
     verdict_heatmap,
 )
 from generator.site.jinja import render
-from generator.site.model import EvidenceRun, RecipeView, SiteData
+from generator.site.model import EvidenceRun, LaneVerdict, RecipeView, SiteData
 from generator.site.summary import band, summaries
 
 _SAFE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,200}$")
@@ -289,7 +289,7 @@ def scale_page(site: SiteData, contract_markdown: str | None) -> str:
     for r in site.recipes:
         for p in r.profiles:
             row = lane_verdicts(p.lanes, lad.get(p.profile, ()), site.lanes)
-            if any(v not in ("untested", NOT_IN_LADDER) for v in row):
+            if any(v not in (LaneVerdict.UNTESTED, NOT_IN_LADDER) for v in row):
                 rows.append((f"{r.name} @ {p.profile}", row))
     total = sum(len(r.profiles) for r in site.recipes)
     if site.lanes and rows:

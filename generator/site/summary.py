@@ -11,11 +11,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from generator.aggregate import Consensus
 from generator.core.records import ScaleProfile
-from generator.site.model import Lane, ProfileView, RecipeView
+from generator.site.model import LaneVerdict, LaneView, ProfileView, RecipeView
 
 # Consensus states, strongest first: the order the dashboard sorts by and the legend lists.
-CONSENSUS_ORDER = ("CONFIRMED", "SINGLE", "PARTIAL", "UNTESTED", "CONTESTED", "FAILING")
+CONSENSUS_ORDER: tuple[Consensus, ...] = (
+    Consensus.CONFIRMED,
+    Consensus.SINGLE,
+    Consensus.PARTIAL,
+    Consensus.UNTESTED,
+    Consensus.CONTESTED,
+    Consensus.FAILING,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +68,7 @@ def band(profile: ScaleProfile | None) -> str:
     return f"{profile.nodes_min:,}–{profile.nodes_max:,} nodes"
 
 
-def _proposed(lanes: Sequence[Lane], names: Sequence[str]) -> int:
+def _proposed(lanes: Sequence[LaneView], names: Sequence[str]) -> int:
     """Distinct KPIs whose threshold is still proposed on any of the lanes `names`."""
     wanted = set(names)
     ids: set[str] = set()
@@ -84,7 +92,7 @@ def summarise(
     recipe: RecipeView,
     p: ProfileView,
     profile: ScaleProfile | None,
-    lanes: Sequence[Lane],
+    lanes: Sequence[LaneView],
 ) -> Summary:
     """The qualification summary of `recipe` at scale profile `p`."""
     ladder = tuple(profile.ladder) if profile is not None else tuple(s.lane for s in p.lanes)
@@ -107,12 +115,12 @@ def summarise(
     if rest:
         nxt = rest[0]
         where = f"{nxt} ({_nodes(lane_nodes.get(nxt, 0))})"
-        verdict = by_lane[nxt].verdict if nxt in by_lane else "untested"
-        if verdict == "fail":
+        verdict = by_lane[nxt].verdict if nxt in by_lane else LaneVerdict.UNTESTED
+        if verdict == LaneVerdict.FAIL:
             next_step = f"{where} is failing: its latest counted runs report fail"
-        elif verdict == "contested":
+        elif verdict == LaneVerdict.CONTESTED:
             next_step = f"{where} is contested: its signers disagree (pass and fail)"
-        elif verdict == "stale":
+        elif verdict == LaneVerdict.STALE:
             next_step = f"{where} has only stale evidence (the recipe changed since): re-run it"
         else:
             next_step = f"{where} needs a passing run from an allowlisted signer"
@@ -132,8 +140,8 @@ def summarise(
             parts.insert(1, "a second independent signer would make it CONFIRMED")
     else:
         why = {
-            "FAILING": "its counted runs fail",
-            "CONTESTED": "its signers disagree",
+            Consensus.FAILING: "its counted runs fail",
+            Consensus.CONTESTED: "its signers disagree",
         }.get(p.consensus, "no lane of its ladder has passing, counted evidence yet")
         parts = [
             f"Not qualified {where}: {why}",
@@ -153,7 +161,7 @@ def summarise(
 
 
 def summaries(
-    recipe: RecipeView, profiles: Mapping[str, ScaleProfile], lanes: Sequence[Lane]
+    recipe: RecipeView, profiles: Mapping[str, ScaleProfile], lanes: Sequence[LaneView]
 ) -> dict[str, Summary]:
     """The summary of every profile of `recipe`, by profile name."""
     return {
