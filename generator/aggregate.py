@@ -60,7 +60,7 @@ from generator.evidence.model import (
     RejectedEvidence,
     VerifiedEvidence,
 )
-from generator.scale.qualify import Lane, Lanes
+from generator.scale.qualify import Lane, Lanes, Verdict
 from generator.validate import health_of
 
 
@@ -159,13 +159,6 @@ UNVERIFIED, UNALLOWLISTED, INVALID, STALE, STALE_CRITERIA, SAMPLE_OUTSIDE_DEMO, 
 )
 VERDICT_MISMATCH = Exclusion.VERDICT_MISMATCH
 ATTESTED_AFTER_LOGGED = Exclusion.ATTESTED_AFTER_LOGGED
-
-
-class RunVerdict(StrEnum):
-    """A run's verdict as counted: recomputed for a scale run, as signed for other evidence."""
-
-    PASS = "pass"
-    FAIL = "fail"
 
 
 _INVALID_CLASSES = {
@@ -490,7 +483,7 @@ def _judge_runs(
     runs["effective"] = np.where(
         runs["recomputed"].ne(""),
         runs["recomputed"],
-        np.where(runs["verdict"].eq("pass") & ~scale, RunVerdict.PASS, RunVerdict.FAIL),
+        np.where(runs["verdict"].eq(Verdict.PASS) & ~scale, Verdict.PASS, Verdict.FAIL),
     )
     runs["downgraded"] = _downgraded(runs)
     return runs
@@ -762,7 +755,7 @@ def _lane_table(
 ) -> pd.DataFrame:
     """Per recipe × profile × lane: consensus over the latest scale runs' verdicts."""
     lane_rows = latest[latest["predicate_type"].eq(SCALE_QUALIFICATION_V1)].assign(
-        fail=lambda d: d["effective"].ne(RunVerdict.PASS)
+        fail=lambda d: d["effective"].ne(Verdict.PASS)
     )
     lane_state = _with_scope(_consensus(lane_rows, rungs, ["scope"]), scopes, _KEYS_RUN)
     lane_state = lane_state.merge(rungs[["scope", "rung"]], on="scope", how="left").merge(
@@ -895,7 +888,7 @@ class RunStatus:
     issuer: str
     attested_at: str
     verdict: str  # as signed, "" when none
-    effective: RunVerdict
+    effective: Verdict  # as counted: recomputed for a scale run, as signed for other evidence
     reasons: tuple[str, ...]
     sample: bool
     counted: bool
@@ -1018,7 +1011,7 @@ def aggregate(
 
 _CONSENSUS: Mapping[str, Consensus] = {str(c): c for c in Consensus}
 _EXCLUSION: Mapping[str, Exclusion | None] = {"": None} | {str(e): e for e in Exclusion}
-_VERDICT: Mapping[str, RunVerdict] = {str(v): v for v in RunVerdict}
+_VERDICT: Mapping[str, Verdict] = {str(v): v for v in Verdict}
 
 
 def _optional(v: Any) -> Any:

@@ -42,6 +42,7 @@ import operator as op
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from generator import __version__
@@ -80,6 +81,13 @@ OPERATORS: Mapping[str, Callable[[float, float], bool]] = {
 
 
 # ---------------------------------------------------------------- lane records
+
+
+class Verdict(StrEnum):
+    """A scale run's verdict: pass only when every requirement of its lane is met (fail closed)."""
+
+    PASS = "pass"
+    FAIL = "fail"
 
 
 @dataclass(frozen=True, slots=True)
@@ -606,7 +614,7 @@ class Qualification:
 
     predicate: Mapping[str, Any]
     statement: bytes
-    verdict: str  # pass | fail
+    verdict: Verdict
     reasons: tuple[str, ...]
 
 
@@ -751,7 +759,7 @@ def qualify(
     reasons.extend(_check_reasons(lanes, lane, recipe.criteria, run))
     kpis, kpi_reasons = _kpi_results(lanes, lane, recipe.criteria, run)
     reasons.extend(kpi_reasons)
-    verdict = "fail" if reasons else "pass"
+    verdict = Verdict.FAIL if reasons else Verdict.PASS
     predicate = _predicate(
         recipe, lane, run, bundle, (nodes, gpus), kpis, verdict, reasons, attested_at, sample
     )
@@ -805,7 +813,7 @@ def _predicate(
     bundle: BundleBinding,
     observed: tuple[int | None, int | None],
     kpis: list[dict[str, Any]],
-    verdict: str,
+    verdict: Verdict,
     reasons: list[str],
     attested_at: str,
     sample: bool,
@@ -830,7 +838,7 @@ def _predicate(
         "componentVersions": dict(run.component_versions),
         "phases": {p: _phase_json(run, p) for p in ("deployment", "conformance", "performance")},
         "kpis": kpis,
-        "verdict": verdict,
+        "verdict": str(verdict),
         "reasons": reasons,
         "attestedAt": attested_at,
         "sample": sample or run.sample,
