@@ -46,7 +46,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from itertools import repeat
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -899,9 +899,12 @@ class RunStatus:
     downgraded: str  # verdict-mismatch or attested-after-logged: the disagreement named
 
 
-@dataclass(frozen=True, slots=True)
-class CheckStatus:
-    """Consensus on one required (or reported) check or KPI (`kpi:<id>`) of a lane."""
+class CheckStatus(NamedTuple):
+    """Consensus on one required (or reported) check or KPI (`kpi:<id>`) of a lane.
+
+    A typed named tuple rather than a frozen dataclass: there is one per check, lane and recipe
+    × profile (102,500 at 1,000 recipes), and a tuple is made in C from the table's columns
+    (0.02 s there, against 0.09 s for a frozen dataclass's `__init__`, collector paused)."""
 
     lane: str
     phase: str
@@ -1128,18 +1131,17 @@ def _lane_records(
 def _check_records(checks: pd.DataFrame) -> dict[tuple[str, str], tuple[CheckStatus, ...]]:
     """Per recipe × profile, its checks in table order (the hot part: built column-wise)."""
     recipe, profile = checks["recipe"].tolist(), checks["profile"].tolist()
-    records = list(
-        map(
-            CheckStatus,
-            checks["lane"].tolist(),
-            checks["phase"].tolist(),
-            checks["check"].tolist(),
-            [_CONSENSUS[s] for s in checks["state"].tolist()],
-            checks["passed"].tolist(),
-            checks["failed"].tolist(),
-            checks["required"].tolist(),
-        )
+    columns = zip(
+        checks["lane"].tolist(),
+        checks["phase"].tolist(),
+        checks["check"].tolist(),
+        [_CONSENSUS[s] for s in checks["state"].tolist()],
+        checks["passed"].tolist(),
+        checks["failed"].tolist(),
+        checks["required"].tolist(),
+        strict=True,
     )
+    records = list(map(tuple.__new__, repeat(CheckStatus), columns))
     out: dict[tuple[str, str], tuple[CheckStatus, ...]] = {}
     start = 0
     for i in range(1, len(records) + 1):
