@@ -42,9 +42,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from itertools import repeat
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -59,21 +60,33 @@ from generator.evidence.model import (
     RejectedEvidence,
     VerifiedEvidence,
 )
-from generator.scale.qualify import Lanes
+from generator.scale.qualify import Lane, Lanes, Verdict
 from generator.validate import health_of
 
+
+class Consensus(StrEnum):
+    """Agreement of distinct verified signers on a check, phase, lane or recipe × profile."""
+
+    CONFIRMED = "CONFIRMED"  # ≥ 2 pass, none fail
+    SINGLE = "SINGLE"  # 1 pass, none fail
+    CONTESTED = "CONTESTED"  # pass and fail
+    FAILING = "FAILING"  # fail only
+    UNTESTED = "UNTESTED"  # no run
+    PARTIAL = "PARTIAL"  # a roll-up: some rows untested, none failing or contested
+
+
 CONFIRMED, SINGLE, CONTESTED, FAILING, UNTESTED, PARTIAL = (
-    "CONFIRMED",
-    "SINGLE",
-    "CONTESTED",
-    "FAILING",
-    "UNTESTED",
-    "PARTIAL",
+    Consensus.CONFIRMED,
+    Consensus.SINGLE,
+    Consensus.CONTESTED,
+    Consensus.FAILING,
+    Consensus.UNTESTED,
+    Consensus.PARTIAL,
 )
 # Worst first, for display. A roll-up is FAILING if any row is, else CONTESTED if any row is,
 # else UNTESTED if every row is, else PARTIAL if any row is UNTESTED or PARTIAL, else SINGLE if
 # any row is, else CONFIRMED (see `rollup`).
-STATE_ORDER: tuple[str, ...] = (FAILING, CONTESTED, PARTIAL, UNTESTED, SINGLE, CONFIRMED)
+STATE_ORDER: tuple[Consensus, ...] = (FAILING, CONTESTED, PARTIAL, UNTESTED, SINGLE, CONFIRMED)
 QUALIFYING = (CONFIRMED, SINGLE)
 
 HEALTH_PHASES: tuple[tuple[str, str], ...] = (
@@ -83,20 +96,69 @@ HEALTH_PHASES: tuple[tuple[str, str], ...] = (
     ("C", "conformance"),
 )
 
-# Why a record is not counted; the `exclusion` column.
+
+class Exclusion(StrEnum):
+    """Why an evidence record is not counted (the `exclusion` column; "" there when counted)."""
+
+    UNVERIFIED = "unverified"
+    UNALLOWLISTED = "unallowlisted"
+    INVALID = "invalid"
+    STALE = "stale"
+    STALE_CRITERIA = "stale-criteria"
+    SAMPLE_OUTSIDE_DEMO = "sample-outside-demo"
+    UNKNOWN_LANE = "unknown-lane"
+    # the signed verdict or a KPI status is not what the raw results give under the lane's criteria
+    VERDICT_MISMATCH = "verdict-mismatch"
+    # the signed attestedAt is later than the transparency log's (verified) time for the entry
+    ATTESTED_AFTER_LOGGED = "attested-after-logged"
+
+    @property
+    def explanation(self) -> str:
+        """Why, in a sentence (the status document's `message` when the record carries none)."""
+        return _EXPLANATIONS.get(self, "")
+
+    @property
+    def label(self) -> str:
+        """Why, in a few words (the site's evidence tables)."""
+        return _LABELS[self]
+
+    @property
+    def is_stale(self) -> bool:
+        return self in (Exclusion.STALE, Exclusion.STALE_CRITERIA)
+
+
+# The one place that words each exclusion for people.
+_EXPLANATIONS: Mapping[Exclusion, str] = {
+    Exclusion.STALE: "recipe digest is not the current one (the recipe changed since the run)",
+    Exclusion.STALE_CRITERIA: "run judged against other lane criteria than the current ones",
+    Exclusion.SAMPLE_OUTSIDE_DEMO: "sample evidence counts only under the demo trust root",
+    Exclusion.UNKNOWN_LANE: "names a lane that lanes.yaml does not define",
+}
+_LABELS: Mapping[Exclusion, str] = {
+    Exclusion.UNVERIFIED: "not verified",
+    Exclusion.UNALLOWLISTED: "signer not in the allowlist",
+    Exclusion.INVALID: "invalid statement",
+    Exclusion.STALE: "stale: the recipe has changed since",
+    Exclusion.STALE_CRITERIA: "stale: the lane criteria have changed since",
+    Exclusion.SAMPLE_OUTSIDE_DEMO: "sample evidence counts only under the demo trust root",
+    Exclusion.UNKNOWN_LANE: "names a lane the ladder does not have",
+    Exclusion.VERDICT_MISMATCH: "its signed verdict is not what its raw results give under the "
+    "lane criteria",
+    Exclusion.ATTESTED_AFTER_LOGGED: "attested after the transparency log recorded it",
+}
+
 UNVERIFIED, UNALLOWLISTED, INVALID, STALE, STALE_CRITERIA, SAMPLE_OUTSIDE_DEMO, UNKNOWN_LANE = (
-    "unverified",
-    "unallowlisted",
-    "invalid",
-    "stale",
-    "stale-criteria",
-    "sample-outside-demo",
-    "unknown-lane",
+    Exclusion.UNVERIFIED,
+    Exclusion.UNALLOWLISTED,
+    Exclusion.INVALID,
+    Exclusion.STALE,
+    Exclusion.STALE_CRITERIA,
+    Exclusion.SAMPLE_OUTSIDE_DEMO,
+    Exclusion.UNKNOWN_LANE,
 )
-# the signed verdict or a KPI status is not what the raw results give under the lane's criteria
-VERDICT_MISMATCH = "verdict-mismatch"
-# the signed attestedAt is later than the transparency log's (verified) time for the entry
-ATTESTED_AFTER_LOGGED = "attested-after-logged"
+VERDICT_MISMATCH = Exclusion.VERDICT_MISMATCH
+ATTESTED_AFTER_LOGGED = Exclusion.ATTESTED_AFTER_LOGGED
+
 
 _INVALID_CLASSES = {
     FailureClass.PAYLOAD_TYPE,
@@ -112,8 +174,9 @@ _KEYS_RUN = ["recipe", "profile", "lane"]
 
 
 @dataclass(frozen=True, slots=True)
-class Status:
-    """Every status table. DataFrames are sorted and indexed 0..n-1; treat them as read-only.
+class StatusTables:
+    """The status as pandas tables, inside this module (`aggregate` turns them into records).
+    DataFrames are sorted and indexed 0..n-1; treat them as read-only.
 
     `demo`: a demo trust root was in use, so sample evidence may be counted (and is marked).
     """
@@ -276,94 +339,88 @@ def _recipe_from_path(path: str) -> str:
     return parts[-3] if len(parts) >= 4 and parts[-4] == "evidence" else ""
 
 
-def _run_rows(evidence: Sequence[Evidence]) -> pd.DataFrame:
-    rows: list[tuple[Any, ...]] = []
-    for i, e in enumerate(evidence):
-        st = e.statement
-        if isinstance(e, VerifiedEvidence):
-            # a signer is an allowlist entry (labels are unique in signers.yaml): one entry whose
-            # pattern matches two workflows, or one workflow on two refs, is one signer
-            signer, label, klass = e.signer_label, e.signer_label, str(e.signer_class)
-            verified, stale, cls, message, sample = True, e.stale, "", "", e.sample
-        else:
-            assert isinstance(e, RejectedEvidence)
-            signer = label = klass = ""
-            verified, stale, cls, message = False, False, str(e.klass), e.message
-            sample = bool(st.sample) if st else False
-        zero = False
-        if st is not None and st.predicate_type == SCALE_QUALIFICATION_V1:
-            zero = any(
-                c.targets == 0 and c.status == "passed" for cs in st.phases.values() for c in cs
-            )
-        recipe = st.recipe if st else _recipe_from_path(e.path)
-        rows.append(
-            (
-                i,
-                e.path,
-                verified,
-                stale,
-                cls,
-                message,
-                sample,
-                signer,
-                label,
-                klass,
-                e.signer_identity or "",
-                e.signer_issuer or "",
-                recipe,
-                (st.scale_profile or DEFAULT_PROFILE) if st else "",
-                (st.lane or "") if st else "",
-                st.lane_nodes if st and st.lane_nodes is not None else -1,
-                (st.criteria_version or "") if st else "",
-                st.observed_nodes if st and st.observed_nodes is not None else -1,
-                (st.verdict or "") if st else "",
-                (st.attested_at or "") if st else "",
-                st.recipe_digest if st else "",
-                (e.statement_digest or "") if isinstance(e, VerifiedEvidence) else "",
-                st.predicate_type if st else "",
-                tuple(st.reasons) if st else (),
-                zero,
-                e.trust_root or "",
-                e.integrated_time if isinstance(e, VerifiedEvidence) else None,
-            )
+_RUN_COLUMNS = [
+    "idx",
+    "path",
+    "verified",
+    "stale_flag",
+    "class",
+    "message",
+    "sample",
+    "signer",
+    "signer_label",
+    "signer_class",
+    "identity",
+    "issuer",
+    "recipe",
+    "profile",
+    "lane",
+    "lane_nodes",
+    "criteria_version",
+    "observed_nodes",
+    "verdict",
+    "attested_at",
+    "recipe_digest",
+    "statement_digest",
+    "predicate_type",
+    "reasons",
+    "zero_targets",
+    "trust_root",
+    "logged",
+]
+
+
+def _run_row(i: int, e: Evidence) -> tuple[Any, ...]:
+    """One record's columns (`_RUN_COLUMNS`)."""
+    st = e.statement
+    if isinstance(e, VerifiedEvidence):
+        # a signer is an allowlist entry (labels are unique in signers.yaml): one entry whose
+        # pattern matches two workflows, or one workflow on two refs, is one signer
+        signer, label, klass = e.signer_label, e.signer_label, str(e.signer_class)
+        verified, stale, cls, message, sample = True, e.stale, "", "", e.sample
+    else:
+        assert isinstance(e, RejectedEvidence)
+        signer = label = klass = ""
+        verified, stale, cls, message = False, False, str(e.klass), e.message
+        sample = bool(st.sample) if st else False
+    zero = False
+    if st is not None and st.predicate_type == SCALE_QUALIFICATION_V1:
+        zero = any(c.targets == 0 and c.status == "passed" for cs in st.phases.values() for c in cs)
+    head = (i, e.path, verified, stale, cls, message, sample, signer, label, klass)
+    who = (e.signer_identity or "", e.signer_issuer or "")
+    statement_digest = (e.statement_digest or "") if isinstance(e, VerifiedEvidence) else ""
+    if st is None:  # unreadable: its recipe from its path, nothing else
+        what: tuple[Any, ...] = (_recipe_from_path(e.path), "", "", -1, "", -1, "", "", "")
+        what += (statement_digest, "", ())
+    else:
+        what = (
+            st.recipe,
+            st.scale_profile or DEFAULT_PROFILE,
+            st.lane or "",
+            st.lane_nodes if st.lane_nodes is not None else -1,
+            st.criteria_version or "",
+            st.observed_nodes if st.observed_nodes is not None else -1,
+            st.verdict or "",
+            st.attested_at or "",
+            st.recipe_digest,
+            statement_digest,
+            st.predicate_type,
+            tuple(st.reasons),
         )
-    cols = [
-        "idx",
-        "path",
-        "verified",
-        "stale_flag",
-        "class",
-        "message",
-        "sample",
-        "signer",
-        "signer_label",
-        "signer_class",
-        "identity",
-        "issuer",
-        "recipe",
-        "profile",
-        "lane",
-        "lane_nodes",
-        "criteria_version",
-        "observed_nodes",
-        "verdict",
-        "attested_at",
-        "recipe_digest",
-        "statement_digest",
-        "predicate_type",
-        "reasons",
-        "zero_targets",
-        "trust_root",
-        "logged",
-    ]
-    frame = pd.DataFrame.from_records(rows, columns=cols)
+    logged = e.integrated_time if isinstance(e, VerifiedEvidence) else None
+    return (*head, *who, *what, zero, e.trust_root or "", logged)
+
+
+def _run_rows(evidence: Sequence[Evidence]) -> pd.DataFrame:
+    rows = [_run_row(i, e) for i, e in enumerate(evidence)]
+    frame = pd.DataFrame.from_records(rows, columns=_RUN_COLUMNS)
     frame["logged"] = frame["logged"].astype("float64")  # seconds since the epoch; NaN: none
     if rows:
         return frame
     types: dict[str, Any] = {c: bool for c in ("verified", "stale_flag", "sample", "zero_targets")}
     types |= {c: "int64" for c in ("idx", "lane_nodes", "observed_nodes")}
     types |= {"logged": "float64"}
-    types |= {c: str for c in cols if c not in types and c != "reasons"}
+    types |= {c: str for c in _RUN_COLUMNS if c not in types and c != "reasons"}
     return frame.astype(types)
 
 
@@ -417,8 +474,25 @@ def _judge_runs(
         how="left",
     )
     runs = runs.merge(lane_df, on="lane", how="left")
+    runs["exclusion"] = _exclusions(runs, demo, demo_roots)
+    runs["counted"] = runs["exclusion"].eq("")
+    runs["latest"] = _latest(runs)
+    # a scale run's verdict is the recomputed one (a counted run's signed verdict agrees with it)
+    scale = runs["predicate_type"].eq(SCALE_QUALIFICATION_V1)
+    runs["effective"] = np.where(
+        runs["recomputed"].ne(""),
+        runs["recomputed"],
+        np.where(runs["verdict"].eq(Verdict.PASS) & ~scale, Verdict.PASS, Verdict.FAIL),
+    )
+    runs["downgraded"] = _downgraded(runs)
+    return runs
+
+
+def _exclusions(runs: pd.DataFrame, demo: bool, demo_roots: Collection[str]) -> np.ndarray:
+    """Why each run is not counted ("" when it is), the first reason that applies."""
     scale = runs["predicate_type"].eq(SCALE_QUALIFICATION_V1)
     cls = runs["class"]
+    rejected = ~runs["verified"]
     # upstream recipe-evidence carries upstream's recipe digest: the verifier judged it against
     # upstream's digest of the current recipe (generator.evidence.upstream), not this catalog's
     digest_stale = scale & (
@@ -428,57 +502,40 @@ def _judge_runs(
     attested = (runs["when"] - pd.Timestamp(0, tz="UTC")).dt.total_seconds()
     # attested (the run's own clock) after the transparency log recorded it (the log's clock)
     late = runs["verified"] & (attested > runs["logged"] + CLOCK_SKEW_SECONDS)
-    exclusion = np.select(
-        [
-            ~runs["verified"] & cls.eq(str(FailureClass.SIGNER_NOT_ALLOWED)),
-            ~runs["verified"] & cls.isin([str(c) for c in _INVALID_CLASSES]),
-            ~runs["verified"] & cls.eq(str(FailureClass.STALE)),
-            # judged already (records of `evidence.stage.verify_stage`)
-            ~runs["verified"] & cls.eq(str(FailureClass.VERDICT_MISMATCH)),
-            ~runs["verified"] & cls.eq(str(FailureClass.ATTESTED_AFTER_LOGGED)),
-            ~runs["verified"],
-            late,
-            runs["stale_flag"] | digest_stale,
-            runs["sample"] & ~(runs["trust_root"].isin(list(demo_roots)) | demo),
-            scale & runs["lane_rank"].isna(),
-            scale & (runs["criteria_version"] != runs["criteria_current"]),
-            scale & runs["mismatch"].ne(""),
-        ],
-        [
-            UNALLOWLISTED,
-            INVALID,
-            STALE,
-            VERDICT_MISMATCH,
-            ATTESTED_AFTER_LOGGED,
-            UNVERIFIED,
-            ATTESTED_AFTER_LOGGED,
-            STALE,
-            SAMPLE_OUTSIDE_DEMO,
-            UNKNOWN_LANE,
-            STALE_CRITERIA,
-            VERDICT_MISMATCH,
-        ],
-        default="",
+    rules: tuple[tuple[pd.Series, Exclusion], ...] = (
+        (rejected & cls.eq(str(FailureClass.SIGNER_NOT_ALLOWED)), UNALLOWLISTED),
+        (rejected & cls.isin([str(c) for c in _INVALID_CLASSES]), INVALID),
+        (rejected & cls.eq(str(FailureClass.STALE)), STALE),
+        # judged already (records of `evidence.stage.verify_stage`)
+        (rejected & cls.eq(str(FailureClass.VERDICT_MISMATCH)), VERDICT_MISMATCH),
+        (rejected & cls.eq(str(FailureClass.ATTESTED_AFTER_LOGGED)), ATTESTED_AFTER_LOGGED),
+        (rejected, UNVERIFIED),
+        (late, ATTESTED_AFTER_LOGGED),
+        (runs["stale_flag"] | digest_stale, STALE),
+        (runs["sample"] & ~(runs["trust_root"].isin(list(demo_roots)) | demo), SAMPLE_OUTSIDE_DEMO),
+        (scale & runs["lane_rank"].isna(), UNKNOWN_LANE),
+        (scale & (runs["criteria_version"] != runs["criteria_current"]), STALE_CRITERIA),
+        (scale & runs["mismatch"].ne(""), VERDICT_MISMATCH),
     )
-    runs["exclusion"] = exclusion
-    runs["counted"] = runs["exclusion"].eq("")
-    # latest run per signer and scope, among counted runs, by the transparency log's verified
-    # time (never the signed attestedAt: a pass dated 2099 cannot hide a later failure)
+    return np.select([when for when, _ in rules], [why for _, why in rules], default="")
+
+
+def _latest(runs: pd.DataFrame) -> np.ndarray:
+    """The latest run per signer and scope, among counted runs, by the transparency log's
+    verified time (never the signed attestedAt: a pass dated 2099 cannot hide a later failure)."""
     order = runs.sort_values(
         [*_KEYS_RUN, "signer", "logged", "statement_digest"], na_position="first", kind="stable"
     )
     counted = order[order["counted"]]
     latest_idx = counted.drop_duplicates([*_KEYS_RUN, "signer"], keep="last").index
-    runs["latest"] = False
-    runs.loc[latest_idx, "latest"] = True
-    # a scale run's verdict is the recomputed one (a counted run's signed verdict agrees with it)
-    judged_scale = runs["recomputed"].ne("")
-    runs["effective"] = np.where(
-        judged_scale,
-        runs["recomputed"],
-        np.where(runs["verdict"].eq("pass") & ~scale, "pass", "fail"),
-    )
-    runs["downgraded"] = np.select(
+    latest = np.zeros(len(runs), dtype=bool)
+    latest[runs.index.get_indexer(latest_idx)] = True
+    return latest
+
+
+def _downgraded(runs: pd.DataFrame) -> np.ndarray:
+    """For a run invalid because of what it signed, the disagreement named ("" otherwise)."""
+    return np.select(
         [runs["exclusion"].eq(VERDICT_MISMATCH), runs["exclusion"].eq(ATTESTED_AFTER_LOGGED)],
         [
             runs["mismatch"],
@@ -490,7 +547,6 @@ def _judge_runs(
         ],
         default="",
     )
-    return runs
 
 
 # ---------------------------------------------------------------- consensus
@@ -606,10 +662,10 @@ def _with_scope(frame: pd.DataFrame, scopes: pd.DataFrame, columns: list[str]) -
     return pd.concat([pd.DataFrame(head), frame.reset_index(drop=True)], axis=1)
 
 
-# ---------------------------------------------------------------- the whole status
+# ---------------------------------------------------------------- the whole status, as tables
 
 
-def aggregate(
+def status_tables(
     recipes: Sequence[RecipeResult],
     evidence: Sequence[Evidence],
     lanes: Lanes,
@@ -618,16 +674,8 @@ def aggregate(
     demo: bool = False,
     demo_roots: Collection[str] = (),
     failures: Mapping[str, str] = {},
-) -> Status:
-    """The status tables.
-
-    `recipes`: the current resolved recipes, one per (leaf, profile) to report on.
-    `evidence`: verification records (any order). `ladders`: profile name → its lanes.
-    `demo`: the evidence was verified with the demo trust root only, so sample evidence counts;
-    `demo_roots`: with several trust roots, the names of the demo ones — a sample record counts
-    only if a demo root verified it.
-    `failures`: leaf → why it does not resolve (structural health).
-    """
+) -> StatusTables:
+    """The status tables (the vectorised computation behind `aggregate`; arguments as there)."""
     lane_df, req_df = _lane_frames(lanes)
     rec = _recipe_frame(recipes)
     health = structural_health(recipes, failures)
@@ -642,9 +690,30 @@ def aggregate(
         columns=["profile", "lane", "rung"],
     )
     rungs = rec.merge(ladder_df, on="profile", how="inner").merge(lane_df, on="lane", how="left")
+    scopes = _scopes(rungs, latest)
+    latest = latest.merge(scopes[[*_KEYS_RUN, "scope"]], on=_KEYS_RUN, how="left")
+    latest["signer_id"] = pd.factorize(latest["signer"])[0]
+    rungs = rungs.merge(scopes[[*_KEYS_RUN, "scope"]], on=_KEYS_RUN, how="left")
 
-    # scopes: every (recipe, profile, lane) of a rung or of a counted run, as integer ids in
-    # sorted order (grouping on integers is what keeps 20,000 records fast); rp = recipe×profile
+    checks, phases, consensus = _check_tables(evidence, lanes, latest, rungs, req_df, scopes)
+    lane_state = _lane_table(latest, rungs, scopes, lane_df)
+    summary = _summary(rec, runs, lane_state, consensus, health)
+    return StatusTables(
+        health=health,
+        runs=runs.sort_values(["recipe", "profile", "lane_rank", "path"], ignore_index=True),
+        checks=checks,
+        phases=phases,
+        lanes=lane_state,
+        recipes=summary,
+        components=_components(recipes, summary),
+        demo=demo or bool(demo_roots),
+    )
+
+
+def _scopes(rungs: pd.DataFrame, latest: pd.DataFrame) -> pd.DataFrame:
+    """Every (recipe, profile, lane) of a rung or of a counted run, as integer ids (`scope`) in
+    sorted order, and `rp` the id of its recipe × profile (grouping on integers is what keeps
+    20,000 records fast)."""
     scopes = (
         pd.concat([rungs[_KEYS_RUN], latest[_KEYS_RUN]])
         .drop_duplicates()
@@ -652,11 +721,19 @@ def aggregate(
     )
     scopes["scope"] = np.arange(len(scopes), dtype=np.int64)
     scopes["rp"] = scopes.groupby(["recipe", "profile"], sort=True).ngroup()
-    latest = latest.merge(scopes[[*_KEYS_RUN, "scope"]], on=_KEYS_RUN, how="left")
-    latest["signer_id"] = pd.factorize(latest["signer"])[0]
-    rungs = rungs.merge(scopes[[*_KEYS_RUN, "scope"]], on=_KEYS_RUN, how="left")
+    return scopes
 
-    # checks: expected = the applicable required scenarios/KPIs of every ladder lane
+
+def _check_tables(
+    evidence: Sequence[Evidence],
+    lanes: Lanes,
+    latest: pd.DataFrame,
+    rungs: pd.DataFrame,
+    req_df: pd.DataFrame,
+    scopes: pd.DataFrame,
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(checks, phases, consensus per recipe × profile): the expected rows are the applicable
+    required scenarios and KPIs of every ladder lane, joined with what the latest runs say."""
     expected = rungs.merge(req_df, on="lane", how="inner")
     expected = expected[_applies(expected, "applies_")]
     check_rows = _check_rows(evidence, latest, lanes)
@@ -669,11 +746,15 @@ def aggregate(
         ["recipe", "profile"],
     )[["recipe", "profile", "state"]].rename(columns={"state": "consensus"})
     checks = _with_scope(checks.drop(columns="rp"), scopes, _KEYS_RUN).drop(columns="scope")
-    phases = phases.drop(columns="scope")
+    return checks, phases.drop(columns="scope"), consensus
 
-    # lanes: consensus over run verdicts
+
+def _lane_table(
+    latest: pd.DataFrame, rungs: pd.DataFrame, scopes: pd.DataFrame, lane_df: pd.DataFrame
+) -> pd.DataFrame:
+    """Per recipe × profile × lane: consensus over the latest scale runs' verdicts."""
     lane_rows = latest[latest["predicate_type"].eq(SCALE_QUALIFICATION_V1)].assign(
-        fail=lambda d: d["effective"].ne("pass")
+        fail=lambda d: d["effective"].ne(Verdict.PASS)
     )
     lane_state = _with_scope(_consensus(lane_rows, rungs, ["scope"]), scopes, _KEYS_RUN)
     lane_state = lane_state.merge(rungs[["scope", "rung"]], on="scope", how="left").merge(
@@ -682,9 +763,12 @@ def aggregate(
     lane_state = lane_state.drop(columns="scope").rename(columns={"lane_nodes_def": "nodes"})
     lane_state["nodes"] = lane_state["nodes"].fillna(0).astype(int)
     lane_state["qualified"] = lane_state["state"].isin(QUALIFYING)
-    lane_state = lane_state.sort_values(["recipe", "profile", "nodes", "lane"], ignore_index=True)
+    return lane_state.sort_values(["recipe", "profile", "nodes", "lane"], ignore_index=True)
 
-    # ceiling: contiguous qualified rungs from the bottom of each ladder
+
+def _ceilings(lane_state: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(ceiling lane and nodes, first blocked rung and its state) per recipe × profile: the
+    contiguous qualified rungs from the bottom of each ladder."""
     ladder_rows = lane_state[lane_state["rung"].notna()].sort_values(
         ["recipe", "profile", "rung"], kind="stable"
     )
@@ -704,6 +788,18 @@ def aggregate(
         .first()[["lane", "state"]]
         .rename(columns={"lane": "blocked_lane", "state": "blocked_state"})
     )
+    return top, blocked
+
+
+def _summary(
+    rec: pd.DataFrame,
+    runs: pd.DataFrame,
+    lane_state: pd.DataFrame,
+    consensus: pd.DataFrame,
+    health: pd.DataFrame,
+) -> pd.DataFrame:
+    """One row per recipe × profile: consensus, ceiling, where it is blocked, run counts."""
+    top, blocked = _ceilings(lane_state)
     counted = runs[runs["counted"]]
     n_runs = counted.groupby(["recipe", "profile"]).size().rename("runs")
     n_signers = counted.groupby(["recipe", "profile"])["signer"].nunique().rename("signers")
@@ -728,19 +824,7 @@ def aggregate(
         summary["ceiling_lane"].astype(object).where(summary["ceiling_lane"].notna(), None)
     )
     summary = summary.merge(health[["recipe", "health", "coverage"]], on="recipe", how="left")
-    summary = summary.sort_values(["recipe", "profile"], ignore_index=True)
-
-    components = _components(recipes, summary)
-    return Status(
-        health=health,
-        runs=runs.sort_values(["recipe", "profile", "lane_rank", "path"], ignore_index=True),
-        checks=checks,
-        phases=phases,
-        lanes=lane_state,
-        recipes=summary,
-        components=components,
-        demo=demo or bool(demo_roots),
-    )
+    return summary.sort_values(["recipe", "profile"], ignore_index=True)
 
 
 def _components(recipes: Sequence[RecipeResult], summary: pd.DataFrame) -> pd.DataFrame:
@@ -775,6 +859,324 @@ def _components(recipes: Sequence[RecipeResult], summary: pd.DataFrame) -> pd.Da
     return out.sort_values(["component", "version"], ignore_index=True)
 
 
+# ---------------------------------------------------------------- the records
+
+
+@dataclass(frozen=True, slots=True)
+class HealthStatus:
+    """Structural health of one leaf recipe (`generator.validate.leaf_health`'s rules)."""
+
+    recipe: str
+    health: str  # pass | warn | fail
+    coverage: str  # R:n D:n P:n C:n
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunStatus:
+    """One evidence record as aggregated: counted or why not, and its verdict as counted."""
+
+    index: int  # its position in the evidence given to `aggregate`
+    path: str
+    recipe: str
+    profile: str  # "" when the statement is unreadable
+    lane: str
+    signer_label: str  # "" when not verified
+    signer_class: str
+    identity: str
+    issuer: str
+    attested_at: str
+    verdict: str  # as signed, "" when none
+    effective: Verdict  # as counted: recomputed for a scale run, as signed for other evidence
+    reasons: tuple[str, ...]
+    sample: bool
+    counted: bool
+    latest: bool  # the latest counted run of its signer on its recipe × profile × lane
+    exclusion: Exclusion | None  # None when counted
+    failure_class: str  # the verification failure class, "" when verified
+    message: str  # the verification failure, "" when verified
+    downgraded: str  # verdict-mismatch or attested-after-logged: the disagreement named
+
+
+class CheckStatus(NamedTuple):
+    """Consensus on one required (or reported) check or KPI (`kpi:<id>`) of a lane.
+
+    A typed named tuple rather than a frozen dataclass: there is one per check, lane and recipe
+    × profile (102,500 at 1,000 recipes), and a tuple is made in C from the table's columns
+    (0.02 s there, against 0.09 s for a frozen dataclass's `__init__`, collector paused)."""
+
+    lane: str
+    phase: str
+    check: str
+    state: Consensus
+    passed: int  # distinct passing signers
+    failed: int
+    required: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LaneStatus:
+    """Consensus on one lane of a recipe × profile over its latest scale runs' verdicts."""
+
+    lane: str
+    nodes: int
+    on_ladder: bool
+    state: Consensus
+    qualified: bool  # CONFIRMED or SINGLE
+    passed: int
+    failed: int
+    phases: tuple[tuple[str, Consensus], ...]  # (phase, roll-up of its checks), by phase
+    runs: tuple[RunStatus, ...]  # the latest counted run of each signer, by signer and path
+
+
+@dataclass(frozen=True, slots=True)
+class RecipeStatus:
+    """One recipe × profile: structural health, consensus, scale ceiling and its evidence."""
+
+    recipe: str
+    profile: str
+    profile_version: str
+    digest: str
+    health: str | None
+    coverage: str | None
+    consensus: Consensus
+    ceiling_lane: str | None
+    ceiling_nodes: int
+    blocked_lane: str | None  # the first ladder rung not qualified
+    blocked_state: Consensus | None
+    runs: int  # counted runs
+    signers: int
+    excluded: int
+    sample: bool
+    lanes: tuple[LaneStatus, ...]  # by nodes, then name
+    checks: tuple[CheckStatus, ...]  # by lane, phase, check
+    excluded_evidence: tuple[RunStatus, ...]  # of this profile or of none (unreadable)
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentQualification:
+    """A component at one pinned version: the largest lane current evidence qualified it at."""
+
+    component: str
+    version: str
+    lane: str | None  # None: not yet qualified at scale
+    nodes: int
+    profiles: tuple[str, ...]
+    qualified_by: tuple[str, ...]  # recipes
+    recipes: int  # recipes pinning it
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """What `aggregate` gives: every recipe × profile, every evidence record, every component.
+
+    `demo`: a demo trust root was in use, so sample evidence may be counted (and is marked).
+    """
+
+    health: tuple[HealthStatus, ...]  # by recipe
+    recipes: tuple[RecipeStatus, ...]  # by recipe, then profile
+    components: tuple[ComponentQualification, ...]  # by component, then version
+    runs: tuple[RunStatus, ...]  # every evidence record, in the order given
+    demo: bool = False
+
+
+def aggregate(
+    recipes: Sequence[RecipeResult],
+    evidence: Sequence[Evidence],
+    lanes: Lanes,
+    ladders: Mapping[str, Sequence[str]],
+    *,
+    demo: bool = False,
+    demo_roots: Collection[str] = (),
+    failures: Mapping[str, str] = {},
+) -> Status:
+    """The status of every recipe × profile, from verified evidence.
+
+    `recipes`: the current resolved recipes, one per (leaf, profile) to report on.
+    `evidence`: verification records (any order). `ladders`: profile name → its lanes.
+    `demo`: the evidence was verified with the demo trust root only, so sample evidence counts;
+    `demo_roots`: with several trust roots, the names of the demo ones — a sample record counts
+    only if a demo root verified it.
+    `failures`: leaf → why it does not resolve (structural health).
+    """
+    tables = status_tables(
+        recipes,
+        evidence,
+        lanes,
+        ladders,
+        demo=demo,
+        demo_roots=demo_roots,
+        failures=failures,
+    )
+    return status_records(tables)
+
+
+_CONSENSUS: Mapping[str, Consensus] = {str(c): c for c in Consensus}
+_EXCLUSION: Mapping[str, Exclusion | None] = {"": None} | {str(e): e for e in Exclusion}
+_VERDICT: Mapping[str, Verdict] = {str(v): v for v in Verdict}
+
+
+def _optional(v: Any) -> Any:
+    """NaN/NA → None, numpy scalars → Python scalars."""
+    if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
+        return None
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def status_records(tables: StatusTables) -> Status:
+    """The tables as records (the one way out of pandas)."""
+    runs = _run_records(tables.runs)
+    by_index = {r.index: r for r in runs}
+    sorted_runs = [by_index[i] for i in tables.runs["idx"].tolist()]
+    lanes = _lane_records(tables, sorted_runs)
+    checks = _check_records(tables.checks)
+    excluded: dict[str, list[RunStatus]] = {}
+    for run in sorted_runs:
+        if not run.counted:
+            excluded.setdefault(run.recipe, []).append(run)
+    out = []
+    for r in tables.recipes.to_dict("records"):
+        key = (r["recipe"], r["profile"])
+        blocked = _optional(r["blocked_lane"])
+        out.append(
+            RecipeStatus(
+                recipe=r["recipe"],
+                profile=r["profile"],
+                profile_version=r["profile_version"],
+                digest=r["digest"],
+                health=_optional(r["health"]),
+                coverage=_optional(r["coverage"]),
+                consensus=_CONSENSUS[r["consensus"]],
+                ceiling_lane=_optional(r["ceiling_lane"]),
+                ceiling_nodes=int(r["ceiling_nodes"]),
+                blocked_lane=blocked,
+                blocked_state=None if blocked is None else _CONSENSUS[r["blocked_state"]],
+                runs=int(r["runs"]),
+                signers=int(r["signers"]),
+                excluded=int(r["excluded"]),
+                sample=bool(r["sample"]),
+                lanes=lanes.get(key, ()),
+                checks=checks.get(key, ()),
+                excluded_evidence=tuple(
+                    x for x in excluded.get(r["recipe"], ()) if x.profile in (r["profile"], "")
+                ),
+            )
+        )
+    return Status(
+        health=_health_records(tables.health),
+        recipes=tuple(out),
+        components=_component_records(tables.components),
+        runs=tuple(sorted(runs, key=attrgetter("index"))),
+        demo=tables.demo,
+    )
+
+
+def _run_records(runs: pd.DataFrame) -> list[RunStatus]:
+    columns = (
+        "idx path recipe profile lane signer_label signer_class identity issuer attested_at "
+        "verdict effective reasons sample counted latest exclusion class message downgraded"
+    ).split()
+    values = [runs[c].tolist() for c in columns]
+    values[0] = [int(i) for i in values[0]]
+    values[11] = [_VERDICT[v] for v in values[11]]
+    values[12] = [tuple(v) for v in values[12]]
+    values[13:16] = [[bool(v) for v in col] for col in values[13:16]]
+    values[16] = [_EXCLUSION[v] for v in values[16]]
+    values[19] = [str(v or "") for v in values[19]]
+    return list(map(RunStatus, *values))
+
+
+def _lane_records(
+    tables: StatusTables, runs: Sequence[RunStatus]
+) -> dict[tuple[str, str], tuple[LaneStatus, ...]]:
+    """Per recipe × profile, its lanes with their phases and latest runs."""
+    phases: dict[tuple[str, str, str], list[tuple[str, Consensus]]] = {}
+    ph = tables.phases
+    for recipe, profile, lane, phase, state in zip(
+        ph["recipe"].tolist(),
+        ph["profile"].tolist(),
+        ph["lane"].tolist(),
+        ph["phase"].tolist(),
+        ph["state"].tolist(),
+        strict=True,
+    ):
+        phases.setdefault((recipe, profile, lane), []).append((phase, _CONSENSUS[state]))
+    latest: dict[tuple[str, str, str], list[RunStatus]] = {}
+    for r in runs:
+        if r.latest:
+            latest.setdefault((r.recipe, r.profile, r.lane), []).append(r)
+    out: dict[tuple[str, str], list[LaneStatus]] = {}
+    for ln in tables.lanes.to_dict("records"):
+        key = (ln["recipe"], ln["profile"], ln["lane"])
+        lane_runs = sorted(latest.get(key, ()), key=lambda x: (x.signer_label, x.path))
+        out.setdefault(key[:2], []).append(
+            LaneStatus(
+                lane=ln["lane"],
+                nodes=int(ln["nodes"]),
+                on_ladder=_optional(ln["rung"]) is not None,
+                state=_CONSENSUS[ln["state"]],
+                qualified=bool(ln["qualified"]),
+                passed=int(ln["passed"]),
+                failed=int(ln["failed"]),
+                phases=tuple(sorted(phases.get(key, ()))),
+                runs=tuple(lane_runs),
+            )
+        )
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _check_records(checks: pd.DataFrame) -> dict[tuple[str, str], tuple[CheckStatus, ...]]:
+    """Per recipe × profile, its checks in table order (the hot part: built column-wise)."""
+    recipe, profile = checks["recipe"].tolist(), checks["profile"].tolist()
+    columns = zip(
+        checks["lane"].tolist(),
+        checks["phase"].tolist(),
+        checks["check"].tolist(),
+        [_CONSENSUS[s] for s in checks["state"].tolist()],
+        checks["passed"].tolist(),
+        checks["failed"].tolist(),
+        checks["required"].tolist(),
+        strict=True,
+    )
+    records = list(map(tuple.__new__, repeat(CheckStatus), columns))
+    out: dict[tuple[str, str], tuple[CheckStatus, ...]] = {}
+    start = 0
+    for i in range(1, len(records) + 1):
+        if i == len(records) or (recipe[i], profile[i]) != (recipe[start], profile[start]):
+            out[(recipe[start], profile[start])] = tuple(records[start:i])
+            start = i
+    return out
+
+
+def _health_records(health: pd.DataFrame) -> tuple[HealthStatus, ...]:
+    return tuple(
+        map(
+            HealthStatus,
+            health["recipe"].tolist(),
+            health["health"].tolist(),
+            health["coverage"].tolist(),
+            [tuple(p) for p in health["problems"].tolist()],
+        )
+    )
+
+
+def _component_records(components: pd.DataFrame) -> tuple[ComponentQualification, ...]:
+    return tuple(
+        ComponentQualification(
+            component=c["component"],
+            version=c["version"],
+            lane=_optional(c["lane"]),
+            nodes=int(c["nodes"]),
+            profiles=tuple(c["profiles"]),
+            qualified_by=tuple(c["qualified_by"]),
+            recipes=int(c["recipes"]),
+        )
+        for c in components.to_dict("records")
+    )
+
+
 # ---------------------------------------------------------------- the JSON document
 
 SAMPLE_BANNER = (
@@ -783,66 +1185,108 @@ SAMPLE_BANNER = (
 )
 
 
-def _none(v: Any) -> Any:
-    """NaN/NA → None, numpy scalars → Python scalars (for JSON)."""
-    if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
-        return None
-    if isinstance(v, np.generic):
-        return v.item()
-    return v
-
-
-def _run_json(r: Mapping[Any, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "path": r["path"],
-        "signer": r["signer_label"] or None,
-        "signerClass": r["signer_class"] or None,
-        "identity": r["identity"] or None,
-        "issuer": r["issuer"] or None,
-        "attestedAt": r["attested_at"] or None,
-        "verdict": r["verdict"] or None,
-        "effectiveVerdict": r["effective"],
-        "reasons": list(r["reasons"]) + ([r["downgraded"]] if r["downgraded"] else []),
-        "sample": bool(r["sample"]),
-    }
-    return out
-
-
-def _excluded_json(r: Mapping[Any, Any]) -> dict[str, Any]:
-    message = (
-        r["message"]
-        or r.get("downgraded")
-        or {
-            STALE: "recipe digest is not the current one (the recipe changed since the run)",
-            STALE_CRITERIA: "run judged against other lane criteria than the current ones",
-            SAMPLE_OUTSIDE_DEMO: "sample evidence counts only under the demo trust root",
-            UNKNOWN_LANE: "names a lane that lanes.yaml does not define",
-        }.get(r["exclusion"], "")
-    )
+def _run_json(r: RunStatus) -> dict[str, Any]:
     return {
-        "path": r["path"],
-        "lane": r["lane"] or None,
-        "exclusion": r["exclusion"],
-        "class": r["class"] or None,
-        "message": message,
-        "signer": r["signer_label"] or r["identity"] or None,
-        "attestedAt": r["attested_at"] or None,
-        "sample": bool(r["sample"]),
+        "path": r.path,
+        "signer": r.signer_label or None,
+        "signerClass": r.signer_class or None,
+        "identity": r.identity or None,
+        "issuer": r.issuer or None,
+        "attestedAt": r.attested_at or None,
+        "verdict": r.verdict or None,
+        "effectiveVerdict": str(r.effective),
+        "reasons": list(r.reasons) + ([r.downgraded] if r.downgraded else []),
+        "sample": r.sample,
     }
 
 
-def run_verdicts(status: Status) -> dict[int, tuple[str, str]]:
-    """Evidence record index (`idx`, its position in the `evidence` given) → (exclusion,
-    why) as strings: why a run is not counted ("" when counted) and, for a run invalid because
-    of what it signed (verdict-mismatch, attested-after-logged), the named disagreement. Two
-    columns read at once, for callers that would otherwise walk every column of every run row
-    by row."""
-    runs = status.runs
-    idx = runs["idx"].tolist()
-    exclusion = runs["exclusion"].tolist()
-    downgraded = runs["downgraded"].tolist() if "downgraded" in runs else [""] * len(idx)
+def _excluded_json(r: RunStatus) -> dict[str, Any]:
+    explained = r.exclusion.explanation if r.exclusion is not None else ""
     return {
-        int(i): (str(e), str(d or "")) for i, e, d in zip(idx, exclusion, downgraded, strict=True)
+        "path": r.path,
+        "lane": r.lane or None,
+        "exclusion": str(r.exclusion or ""),
+        "class": r.failure_class or None,
+        "message": r.message or r.downgraded or explained,
+        "signer": r.signer_label or r.identity or None,
+        "attestedAt": r.attested_at or None,
+        "sample": r.sample,
+    }
+
+
+def _lane_json(ln: LaneStatus, detail: bool) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "lane": ln.lane,
+        "nodes": ln.nodes,
+        "onLadder": ln.on_ladder,
+        "state": str(ln.state),
+        "qualified": ln.qualified,
+        "passed": ln.passed,
+        "failed": ln.failed,
+    }
+    if detail:
+        entry["phases"] = {phase: str(state) for phase, state in ln.phases}
+        entry["runs"] = [_run_json(r) for r in ln.runs]
+    return entry
+
+
+def _check_json(c: CheckStatus) -> dict[str, Any]:
+    return {
+        "lane": c.lane,
+        "phase": c.phase,
+        "check": c.check,
+        "state": str(c.state),
+        "passed": c.passed,
+        "failed": c.failed,
+        "required": c.required,
+    }
+
+
+def _recipe_json(r: RecipeStatus, detail: bool) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "recipe": r.recipe,
+        "profile": r.profile,
+        "profileVersion": r.profile_version,
+        "digest": r.digest,
+        "health": r.health,
+        "coverage": r.coverage,
+        "consensus": str(r.consensus),
+        "ceiling": {"lane": r.ceiling_lane, "nodes": r.ceiling_nodes},
+        "blockedAt": None
+        if r.blocked_lane is None
+        else {"lane": r.blocked_lane, "state": str(r.blocked_state)},
+        "runs": r.runs,
+        "signers": r.signers,
+        "excluded": r.excluded,
+        "sample": r.sample,
+        "lanes": [_lane_json(ln, detail) for ln in r.lanes],
+    }
+    if detail:
+        item["checks"] = [_check_json(c) for c in r.checks]
+        item["excludedEvidence"] = [_excluded_json(x) for x in r.excluded_evidence]
+    return item
+
+
+def _component_json(c: ComponentQualification) -> dict[str, Any]:
+    return {
+        "component": c.component,
+        "version": c.version,
+        "lane": c.lane,
+        "nodes": c.nodes,
+        "profiles": list(c.profiles),
+        "qualifiedBy": list(c.qualified_by),
+        "recipes": c.recipes,
+    }
+
+
+def _lane_definition_json(ln: Lane) -> dict[str, Any]:
+    return {
+        "name": ln.name,
+        "nodes": ln.nodes,
+        "racks": ln.racks,
+        "gpus": ln.gpus,
+        "criteriaVersion": ln.criteria_version,
+        "proposedThresholds": sorted(k for k, t in ln.thresholds if t.status == "proposed"),
     }
 
 
@@ -857,115 +1301,20 @@ def status_document(
         "apiVersion": "aicr.run/v1",
         "kind": "Status",
         "trustRoot": trust_root,
-        "sample": bool(status.demo),
-        "lanes": [
-            {
-                "name": ln.name,
-                "nodes": ln.nodes,
-                "racks": ln.racks,
-                "gpus": ln.gpus,
-                "criteriaVersion": ln.criteria_version,
-                "proposedThresholds": sorted(k for k, t in ln.thresholds if t.status == "proposed"),
-            }
-            for ln in lanes.lanes
-        ],
+        "sample": status.demo,
+        "lanes": [_lane_definition_json(ln) for ln in lanes.lanes],
         "health": [
             {
-                "recipe": h["recipe"],
-                "status": h["health"],
-                "coverage": h["coverage"],
-                "problems": list(h["problems"]),
+                "recipe": h.recipe,
+                "status": h.health,
+                "coverage": h.coverage,
+                "problems": list(h.problems),
             }
-            for h in status.health.to_dict("records")
+            for h in status.health
         ],
-        "recipes": [],
-        "components": [
-            {
-                "component": c["component"],
-                "version": c["version"],
-                "lane": _none(c["lane"]),
-                "nodes": int(c["nodes"]),
-                "profiles": list(c["profiles"]),
-                "qualifiedBy": list(c["qualified_by"]),
-                "recipes": int(c["recipes"]),
-            }
-            for c in status.components.to_dict("records")
-        ],
+        "recipes": [_recipe_json(r, detail) for r in status.recipes],
+        "components": [_component_json(c) for c in status.components],
     }
     if status.demo:
         doc["sampleNote"] = SAMPLE_BANNER
-    lanes_by = {k: g for k, g in status.lanes.groupby(["recipe", "profile"], sort=False)}
-    if detail:
-        runs_by = {k: g for k, g in status.runs.groupby(["recipe", "profile"], sort=False)}
-        excl = status.runs[~status.runs["counted"]]
-        excl_by = {k: g for k, g in excl.groupby("recipe", sort=False)}
-        phases_by = {k: g for k, g in status.phases.groupby(["recipe", "profile"], sort=False)}
-        checks_by = {k: g for k, g in status.checks.groupby(["recipe", "profile"], sort=False)}
-    for r in status.recipes.to_dict("records"):
-        key = (r["recipe"], r["profile"])
-        item: dict[str, Any] = {
-            "recipe": r["recipe"],
-            "profile": r["profile"],
-            "profileVersion": r["profile_version"],
-            "digest": r["digest"],
-            "health": _none(r["health"]),
-            "coverage": _none(r["coverage"]),
-            "consensus": r["consensus"],
-            "ceiling": {"lane": _none(r["ceiling_lane"]), "nodes": int(r["ceiling_nodes"])},
-            "blockedAt": None
-            if _none(r["blocked_lane"]) is None
-            else {"lane": r["blocked_lane"], "state": r["blocked_state"]},
-            "runs": int(r["runs"]),
-            "signers": int(r["signers"]),
-            "excluded": int(r["excluded"]),
-            "sample": bool(r["sample"]),
-        }
-        lane_rows = lanes_by.get(key)
-        item["lanes"] = []
-        for ln in lane_rows.to_dict("records") if lane_rows is not None else ():
-            entry: dict[str, Any] = {
-                "lane": ln["lane"],
-                "nodes": int(ln["nodes"]),
-                "onLadder": _none(ln["rung"]) is not None,
-                "state": ln["state"],
-                "qualified": bool(ln["qualified"]),
-                "passed": int(ln["passed"]),
-                "failed": int(ln["failed"]),
-            }
-            item["lanes"].append(entry)
-        if detail:
-            runs = runs_by.get(key)
-            latest = runs[runs["latest"]] if runs is not None else None
-            by_lane: dict[str, list[dict[str, Any]]] = {}
-            for run in latest.to_dict("records") if latest is not None else ():
-                by_lane.setdefault(run["lane"], []).append(_run_json(run))
-            ph = phases_by.get(key)
-            ph_lane: dict[str, dict[str, str]] = {}
-            for p in ph.to_dict("records") if ph is not None else ():
-                ph_lane.setdefault(p["lane"], {})[p["phase"]] = p["state"]
-            for entry in item["lanes"]:
-                entry["phases"] = ph_lane.get(entry["lane"], {})
-                entry["runs"] = sorted(
-                    by_lane.get(entry["lane"], []), key=lambda x: (x["signer"] or "", x["path"])
-                )
-            ck = checks_by.get(key)
-            item["checks"] = [
-                {
-                    "lane": c["lane"],
-                    "phase": c["phase"],
-                    "check": c["check"],
-                    "state": c["state"],
-                    "passed": int(c["passed"]),
-                    "failed": int(c["failed"]),
-                    "required": bool(c["required"]),
-                }
-                for c in (ck.to_dict("records") if ck is not None else ())
-            ]
-            ex = excl_by.get(r["recipe"])
-            item["excludedEvidence"] = [
-                _excluded_json(x)
-                for x in (ex.to_dict("records") if ex is not None else ())
-                if x["profile"] in (r["profile"], "")
-            ]
-        doc["recipes"].append(item)
     return doc

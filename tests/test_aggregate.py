@@ -26,11 +26,12 @@ from generator.aggregate import (
     PARTIAL,
     SINGLE,
     UNTESTED,
-    Status,
-    aggregate,
     rollup,
     status_document,
+    status_records,
 )
+from generator.aggregate import StatusTables as Status
+from generator.aggregate import status_tables as aggregate
 from generator.cli import main
 from generator.core.records import Constraint, Criteria, RecipeResult, ResolvedComponent
 from generator.core.yamlio import parse_yaml
@@ -588,7 +589,7 @@ def test_the_status_document_validates_against_its_schema() -> None:
         [*climb(r, LADDER[:2]), run(r, "lane-144", "b", statuses={"node-reboot": "failed"})],
     )
     for detail in (False, True):
-        doc = status_document(s, LANES, "test", detail=detail)
+        doc = status_document(status_records(s), LANES, "test", detail=detail)
         jsonschema.validate(doc, STATUS_SCHEMA)
     entry = next(x for x in doc["recipes"] if x["profile"] == LARGE)
     assert entry["ceiling"] == {"lane": "lane-72", "nodes": 72}
@@ -974,7 +975,7 @@ def test_records_judged_by_verify_paths_keep_their_named_exclusion() -> None:
     ]
     s = status_of([r], judged)
     assert sorted(s.excluded["exclusion"]) == ["attested-after-logged", "verdict-mismatch"]
-    doc = status_document(s, LANES, "test", detail=True)
+    doc = status_document(status_records(s), LANES, "test", detail=True)
     jsonschema.validate(doc, STATUS_SCHEMA)
     (row,) = [x for x in doc["recipes"] if x["profile"] == STANDARD]
     assert sorted(x["message"] for x in row["excludedEvidence"]) == [

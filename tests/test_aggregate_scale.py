@@ -104,8 +104,8 @@ def test_rollup_is_what_it_was(rows: list[tuple[int, str, str]], start: int) -> 
         pd.testing.assert_frame_equal(rollup(df, keys), _rollup_by_series(df, keys))
 
 
-def test_run_verdicts_are_the_runs_table_read_row_by_row() -> None:
-    from generator.aggregate import run_verdicts
+def test_run_records_are_the_runs_table_read_row_by_row() -> None:
+    from generator.aggregate import status_records
     from generator.evidence.model import FailureClass, RejectedEvidence
     from tests.test_aggregate import STANDARD, recipe, run, status_of
 
@@ -127,8 +127,10 @@ def test_run_verdicts_are_the_runs_table_read_row_by_row() -> None:
         int(row.idx): (str(row.exclusion), str(getattr(row, "downgraded", "") or ""))
         for row in s.runs.itertuples(index=False)
     }
-    got = run_verdicts(s)
+    runs = status_records(s).runs
+    got = {r.index: (str(r.exclusion or ""), r.downgraded) for r in runs}
     assert got == by_rows
+    assert [r.index for r in runs] == list(range(len(evidence)))  # in the order given
     assert sorted(got) == list(range(len(evidence)))
     assert got[1][0] == "verdict-mismatch"
     assert got[1][1].startswith(

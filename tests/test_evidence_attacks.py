@@ -9,6 +9,7 @@ the rule `release` applies to the site's evidence records (no counted sample evi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from generator.aggregate import status_document
+from generator.aggregate import RunStatus, status_document
 from generator.catalog.load import load_catalog
 from generator.catalog.resolve import resolve
 from generator.cli import main
@@ -106,12 +107,20 @@ def _place(repo: Path, items: list[Signed]) -> list[str]:
     return paths
 
 
+def _row(run: RunStatus) -> dict[str, Any]:
+    """A run record in the words of the runs table ("class"; exclusion "" when counted)."""
+    row = dataclasses.asdict(run)
+    row["class"] = row.pop("failure_class")
+    row["exclusion"] = str(run.exclusion or "")
+    return row
+
+
 def _outcome(repo: Path, trust: str, monkeypatch: pytest.MonkeyPatch) -> Outcome:
     monkeypatch.chdir(repo)
     status, lanes, root = gather(Path("catalog"), Path("evidence"), RECIPE, PROFILE, (trust,))
     doc = status_document(status, lanes, root, detail=True)
     (row,) = [r for r in doc["recipes"] if r["profile"] == PROFILE]
-    runs = {r["path"]: r for r in status.runs.to_dict("records")}
+    runs = {r.path: _row(r) for r in status.runs}
     catalog, _ = load_catalog(Path("catalog"))
     results = [resolve(catalog, RECIPE, profile=PROFILE)]
     verified, _ = stages.verify_evidence(catalog, Path("evidence"), results, trust, jobs=1)

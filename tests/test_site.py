@@ -144,7 +144,7 @@ def test_url_part_encodes_every_reserved_character() -> None:
 
 
 def test_heatmap_is_a_valid_plotly_figure_with_stable_id() -> None:
-    from generator.site.model import Lane
+    from generator.site.model import LaneView as Lane
 
     lanes = (Lane("lane-36", 36, 144, "1.0.0", {}), Lane("lane-72", 72, 288, "1.0.0", {}))
     fig = charts.verdict_heatmap([("r @ p", ["pass", "fail"])], lanes, "t")
@@ -204,7 +204,7 @@ def test_status_shown_is_the_status_stage_result(built_site: Path, site_inputs: 
     )
     expected = {
         (row.recipe, row.profile): (row.consensus, row.ceiling_lane, int(row.ceiling_nodes))
-        for row in status.recipes.itertuples()
+        for row in status.recipes
     }
     shown = {
         (r["name"], p["name"]): (p["consensus"], p["ceiling"], p["ceilingNodes"])

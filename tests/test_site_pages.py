@@ -23,18 +23,18 @@ from generator.core.records import (
     ScaleProfile,
 )
 from generator.site import api, badges, pages
+from generator.site.model import CheckRow as Check
 from generator.site.model import (
-    Check,
     ComponentUse,
     Download,
     EvidenceView,
-    Kpi,
-    Lane,
-    LaneStatus,
     ProfileView,
     RecipeView,
     SiteData,
 )
+from generator.site.model import KpiRow as Kpi
+from generator.site.model import LaneOutcome as LaneStatus
+from generator.site.model import LaneView as Lane
 from tests.conftest import REPO
 
 GOLDEN = REPO / "tests" / "golden" / "site"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import operator as op
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 
 from generator.core.records import Criteria
 
@@ -25,6 +26,13 @@ OPERATORS: Mapping[str, Callable[[float, float], bool]] = {
 
 
 # ---------------------------------------------------------------- lane records
+
+
+class Verdict(StrEnum):
+    """A scale run's verdict: pass only when every requirement of its lane is met (fail closed)."""
+
+    PASS = "pass"
+    FAIL = "fail"
 
 
 @dataclass(frozen=True, slots=True)

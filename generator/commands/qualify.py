@@ -24,6 +24,7 @@ from generator.scale.qualify import (
     PREFLIGHT_FILE,
     RUN_FILE,
     SNAPSHOT_FILE,
+    Verdict,
     attested_at_from,
     bundle_binding,
     lanes_of,
@@ -148,4 +149,4 @@ def command(
     click.echo(f"verdict: {outcome.verdict} ({recipe} × {profile} on {lane})", err=True)
     for reason in outcome.reasons:
         click.echo(f"  - {reason}", err=True)
-    sys.exit(EXIT_OK if outcome.verdict == "pass" else EXIT_DATA)
+    sys.exit(EXIT_OK if outcome.verdict is Verdict.PASS else EXIT_DATA)

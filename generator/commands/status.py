@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from generator.aggregate import Status, aggregate, status_document
+from generator.aggregate import Consensus, Status, aggregate, status_document
 from generator.catalog.resolve import profile_applies, resolve
 from generator.commands.common import (
     EXIT_OK,
@@ -116,8 +116,19 @@ LEGEND = (
 
 
 def render_text(doc: dict[str, Any], detail: bool) -> str:
-    lines: list[str] = []
+    """The status document as text: a table of every recipe, or each recipe in detail."""
     sample = "SAMPLE " if doc["sample"] else ""
+    lines = _preamble(doc)
+    if not detail:
+        lines += _table(doc)
+    for r in doc["recipes"] if detail else ():
+        lines += _recipe_detail(r, sample)
+    lines += _components_text(doc, sample)
+    return "\n".join(printable(line) for line in lines) + "\n"  # statement text: one line each
+
+
+def _preamble(doc: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
     if doc["sample"]:
         lines += [f"*** {doc['sampleNote']} ***", ""]
     lines.append(f"trust root: {doc['trustRoot']}")
@@ -128,78 +139,101 @@ def render_text(doc: dict[str, Any], detail: bool) -> str:
             "hardware): " + ", ".join(proposed)
         )
     lines.append("")
-    if not detail:
-        header = f"{'recipe':44} {'profile':11} {'health':6} {'coverage':16} {'consensus':10} "
-        header += f"{'ceiling':10} {'runs':>4} {'signers':>7} {'excluded':>8}"
-        lines.append(header)
-        for r in doc["recipes"]:
-            ceiling = r["ceiling"]["lane"] or "-"
-            tag = " SAMPLE" if r["sample"] else ""
-            lines.append(
-                f"{r['recipe']:44} {r['profile']:11} {r['health'] or '-':6} "
-                f"{r['coverage'] or '-':16} {r['consensus']:10} {ceiling:10} {r['runs']:>4} "
-                f"{r['signers']:>7} {r['excluded']:>8}{tag}"
-            )
-        failing = [h for h in doc["health"] if h["status"] != "pass"]
-        for h in failing:
-            lines.append(f"health {h['status']}: {h['recipe']}: " + "; ".join(h["problems"]))
-        lines += ["", LEGEND, ""]
-    for r in doc["recipes"] if detail else ():
-        lines.append(f"{r['recipe']} × {r['profile']} {r['profileVersion']}  {r['digest']}")
-        lines.append(f"  health     {r['health'] or '-'}  {r['coverage'] or ''}")
+    return lines
+
+
+def _table(doc: dict[str, Any]) -> list[str]:
+    """One row per recipe × profile, the health problems, the legend."""
+    header = f"{'recipe':44} {'profile':11} {'health':6} {'coverage':16} {'consensus':10} "
+    header += f"{'ceiling':10} {'runs':>4} {'signers':>7} {'excluded':>8}"
+    lines = [header]
+    for r in doc["recipes"]:
+        ceiling = r["ceiling"]["lane"] or "-"
+        tag = " SAMPLE" if r["sample"] else ""
         lines.append(
-            f"  consensus  {sample}{r['consensus']}  ({r['runs']} counted runs, "
-            f"{r['signers']} signers, {r['excluded']} not counted)"
+            f"{r['recipe']:44} {r['profile']:11} {r['health'] or '-':6} "
+            f"{r['coverage'] or '-':16} {r['consensus']:10} {ceiling:10} {r['runs']:>4} "
+            f"{r['signers']:>7} {r['excluded']:>8}{tag}"
         )
-        lines.append(f"  ceiling    {sample}{_ceiling(r)}")
-        lines.append("  lanes:")
-        for ln in r["lanes"]:
-            phases = " · ".join(f"{p} {s}" for p, s in sorted(ln.get("phases", {}).items()))
-            mark = "qualified" if ln["qualified"] else "not qualified"
-            off = "" if ln["onLadder"] else " (not on this profile's ladder)"
+    failing = [h for h in doc["health"] if h["status"] != "pass"]
+    for h in failing:
+        lines.append(f"health {h['status']}: {h['recipe']}: " + "; ".join(h["problems"]))
+    return [*lines, "", LEGEND, ""]
+
+
+def _recipe_detail(r: dict[str, Any], sample: str) -> list[str]:
+    """One recipe × profile in detail: its axes, lanes and runs, unsettled checks, exclusions."""
+    lines = [
+        f"{r['recipe']} × {r['profile']} {r['profileVersion']}  {r['digest']}",
+        f"  health     {r['health'] or '-'}  {r['coverage'] or ''}",
+        f"  consensus  {sample}{r['consensus']}  ({r['runs']} counted runs, "
+        f"{r['signers']} signers, {r['excluded']} not counted)",
+        f"  ceiling    {sample}{_ceiling(r)}",
+        "  lanes:",
+    ]
+    for ln in r["lanes"]:
+        lines += _lane_text(ln)
+    lines += _checks_text(r.get("checks", ()))
+    excluded = r.get("excludedEvidence", ())
+    if excluded:
+        lines.append("  not counted (shown only):")
+        for x in excluded:
+            message = x["message"].split("; allowed: ")[0]  # the allowlist is in signers.yaml
+            lines.append(f"    {x['exclusion']:13} {x['lane'] or '-':10} {message}")
+            lines.append(f"                  {x['path']}")
+    return [*lines, ""]
+
+
+def _lane_text(ln: dict[str, Any]) -> list[str]:
+    phases = " · ".join(f"{p} {s}" for p, s in sorted(ln.get("phases", {}).items()))
+    mark = "qualified" if ln["qualified"] else "not qualified"
+    off = "" if ln["onLadder"] else " (not on this profile's ladder)"
+    lines = [
+        f"    {ln['lane']:10} {ln['nodes']:>5,} nodes  {ln['state']:9} {mark}{off}"
+        + (f"  [{phases}]" if phases else "")
+    ]
+    for run in ln.get("runs", ()):
+        tag = "SAMPLE " if run["sample"] else ""
+        lines.append(
+            f"      {tag}{run['effectiveVerdict']:4}  {run['signer'] or '?'} "
+            f"[{run['signerClass'] or '?'}]  {run['attestedAt'] or '-'}"
+        )
+        lines += [f"            - {reason}" for reason in run["reasons"]]
+    return lines
+
+
+_SETTLED = (Consensus.CONFIRMED, Consensus.UNTESTED, Consensus.SINGLE)
+
+
+def _checks_text(checks: Sequence[dict[str, Any]]) -> list[str]:
+    """The contested or failing checks, and how many required ones are untested."""
+    lines: list[str] = []
+    unsettled = [c for c in checks if c["state"] not in _SETTLED]
+    if unsettled:
+        lines.append("  contested or failing checks:")
+        for c in unsettled:
             lines.append(
-                f"    {ln['lane']:10} {ln['nodes']:>5,} nodes  {ln['state']:9} {mark}{off}"
-                + (f"  [{phases}]" if phases else "")
+                f"    {c['lane']:10} {c['phase']}/{c['check']}  {c['state']} "
+                f"({c['passed']} pass, {c['failed']} fail)"
             )
-            for run in ln.get("runs", ()):
-                tag = "SAMPLE " if run["sample"] else ""
-                lines.append(
-                    f"      {tag}{run['effectiveVerdict']:4}  {run['signer'] or '?'} "
-                    f"[{run['signerClass'] or '?'}]  {run['attestedAt'] or '-'}"
-                )
-                for reason in run["reasons"]:
-                    lines.append(f"            - {reason}")
-        unsettled = [c for c in r.get("checks", ()) if c["state"] not in ("CONFIRMED", "UNTESTED")]
-        unsettled = [c for c in unsettled if c["state"] != "SINGLE"]
-        if unsettled:
-            lines.append("  contested or failing checks:")
-            for c in unsettled:
-                lines.append(
-                    f"    {c['lane']:10} {c['phase']}/{c['check']}  {c['state']} "
-                    f"({c['passed']} pass, {c['failed']} fail)"
-                )
-        untested = sum(1 for c in r.get("checks", ()) if c["state"] == "UNTESTED")
-        if untested:
-            lines.append(f"  untested required checks: {untested}")
-        excluded = r.get("excludedEvidence", ())
-        if excluded:
-            lines.append("  not counted (shown only):")
-            for x in excluded:
-                message = x["message"].split("; allowed: ")[0]  # the allowlist is in signers.yaml
-                lines.append(f"    {x['exclusion']:13} {x['lane'] or '-':10} {message}")
-                lines.append(f"                  {x['path']}")
-        lines.append("")
-    scoped = {c["component"] for c in doc["components"]}
-    if scoped:
-        lines.append("component qualification (largest lane with current, passing evidence):")
-        for c in doc["components"]:
-            where = (
-                f"{sample}{c['lane']} ({c['nodes']:,} nodes) under {', '.join(c['profiles'])}"
-                if c["lane"]
-                else "not yet qualified at scale"
-            )
-            lines.append(f"  {c['component']:28} {c['version']:18} {where}")
-    return "\n".join(printable(line) for line in lines) + "\n"  # statement text: one line each
+    untested = sum(1 for c in checks if c["state"] == Consensus.UNTESTED)
+    if untested:
+        lines.append(f"  untested required checks: {untested}")
+    return lines
+
+
+def _components_text(doc: dict[str, Any], sample: str) -> list[str]:
+    if not doc["components"]:
+        return []
+    lines = ["component qualification (largest lane with current, passing evidence):"]
+    for c in doc["components"]:
+        where = (
+            f"{sample}{c['lane']} ({c['nodes']:,} nodes) under {', '.join(c['profiles'])}"
+            if c["lane"]
+            else "not yet qualified at scale"
+        )
+        lines.append(f"  {c['component']:28} {c['version']:18} {where}")
+    return lines
 
 
 @click.command("status")

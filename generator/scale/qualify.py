@@ -65,6 +65,7 @@ Lane = _lanes.Lane
 Lanes = _lanes.Lanes
 Scenario = _lanes.Scenario
 Threshold = _lanes.Threshold
+Verdict = _lanes.Verdict
 
 LANES_FILE = "scale/lanes.yaml"
 LANES_SCHEMA = "lanes"
@@ -89,132 +90,151 @@ def _num(v: float) -> str:
 
 
 def parse_lanes(doc: Document) -> Lanes:
-    """`catalog/scale/lanes.yaml` as records; raises ValidationError with every problem located."""
+    """`catalog/scale/lanes.yaml` as records; raises ValidationError with every problem located.
+
+    The one parser of lanes.yaml (`validate`, `status`, `qualify` and the site all use it): its
+    schema first, then the records, then the cross-references the schema cannot express.
+    """
     diags = list(schemas.check(doc, LANES_SCHEMA))
     if diags:
         raise ValidationError(f"{doc.rel}: invalid qualification lanes", diags)
     spec = doc.data["spec"]
-
-    def problem(path: str, message: str, rule: str) -> None:
-        line, col = doc.locate(path)
-        diags.append(Diagnostic(doc.rel, line, col, path, message, rule))
-
+    scenarios = tuple(_scenario(s) for s in spec["scenarios"])
+    kpis = tuple(_kpi_spec(k) for k in spec["kpis"])
+    lanes = tuple(_lane(raw) for raw in spec["lanes"])
     topo = spec["topology"]
-    gpn, npr = int(topo["gpusPerNode"]), int(topo["nodesPerRack"])
-    scenarios = tuple(
-        Scenario(
-            id=s["id"],
-            phase=s["phase"],
-            title=s["title"],
-            description=s["description"],
-            applies_to=_applies_to(s.get("appliesTo")),
-        )
-        for s in spec["scenarios"]
-    )
-    kpis = tuple(
-        KpiSpec(
-            id=k["id"],
-            title=k["title"],
-            unit=k["unit"],
-            phase=k["phase"],
-            measure=k["measure"],
-            min_targets=k["minTargets"],
-            description=k["description"],
-            applies_to=_applies_to(k.get("appliesTo")),
-        )
-        for k in spec["kpis"]
-    )
-    ids_and_phases: tuple[tuple[str, list[tuple[str, str]]], ...] = (
-        ("scenarios", [(s.id, s.phase) for s in scenarios]),
-        ("kpis", [(k.id, k.phase) for k in kpis]),
-    )
-    for kind, items in ids_and_phases:
-        seen: set[str] = set()
-        for i, (item_id, phase) in enumerate(items):
-            if item_id in seen:
-                problem(f"$.spec.{kind}[{i}].id", f"duplicate id '{item_id}'", "lanes.duplicate")
-            seen.add(item_id)
-            if phase not in spec["phases"]:
-                problem(
-                    f"$.spec.{kind}[{i}].phase",
-                    f"phase '{phase}' is not one of spec.phases",
-                    "lanes.phase",
-                )
-    scenario_ids = {s.id for s in scenarios}
-    kpi_ids = {k.id for k in kpis}
-    lanes: list[Lane] = []
-    names: set[str] = set()
-    previous = 0
-    for i, raw in enumerate(spec["lanes"]):
-        at = f"$.spec.lanes[{i}]"
-        lane = Lane(
-            name=raw["name"],
-            nodes=int(raw["nodes"]),
-            racks=int(raw["racks"]),
-            gpus=int(raw["gpus"]),
-            criteria_version=raw["criteriaVersion"],
-            phases=tuple(raw["phases"]),
-            scenarios=tuple(raw["scenarios"]),
-            thresholds=tuple(
-                (
-                    kid,
-                    Threshold(
-                        operator=t["operator"],
-                        value=float(t["value"]),
-                        status=t["status"],
-                        source=t.get("source"),
-                    ),
-                )
-                for kid, t in raw["thresholds"].items()
-            ),
-        )
-        if lane.name in names:
-            problem(f"{at}.name", f"duplicate lane '{lane.name}'", "lanes.duplicate")
-        names.add(lane.name)
-        if lane.nodes <= previous:
-            problem(
-                f"{at}.nodes",
-                f"lanes must ascend: {lane.nodes} nodes after {previous}",
-                "lanes.order",
-            )
-        previous = lane.nodes
-        if lane.nodes % npr or lane.racks != lane.nodes // npr:
-            problem(
-                f"{at}.racks",
-                f"{lane.nodes} nodes at {npr} nodes per rack is {lane.nodes / npr:g} racks, "
-                f"not {lane.racks}",
-                "lanes.racks",
-            )
-        if lane.gpus != lane.nodes * gpn:
-            problem(
-                f"{at}.gpus",
-                f"{lane.nodes} nodes at {gpn} GPUs per node is {lane.nodes * gpn} GPUs, "
-                f"not {lane.gpus}",
-                "lanes.gpus",
-            )
-        for j, sid in enumerate(lane.scenarios):
-            if sid not in scenario_ids:
-                problem(f"{at}.scenarios[{j}]", f"unknown scenario '{sid}'", "lanes.reference")
-        for kid, _ in lane.thresholds:
-            if kid not in kpi_ids:
-                problem(f"{at}.thresholds.{kid}", f"unknown KPI '{kid}'", "lanes.reference")
-        for k in kpis:
-            if k.phase in lane.phases and lane.threshold(k.id) is None:
-                problem(f"{at}.thresholds", f"KPI '{k.id}' has no threshold", "lanes.threshold")
-        lanes.append(lane)
-    if diags:
-        raise ValidationError(f"{doc.rel}: invalid qualification lanes", diags)
-    return Lanes(
+    parsed = Lanes(
         name=doc.data["metadata"]["name"],
-        gpus_per_node=gpn,
-        nodes_per_rack=npr,
+        gpus_per_node=int(topo["gpusPerNode"]),
+        nodes_per_rack=int(topo["nodesPerRack"]),
         observe_nodes=spec["observation"]["nodes"],
         observe_gpus_per_node=spec["observation"]["gpusPerNode"],
         phases=tuple(spec["phases"]),
         scenarios=scenarios,
         kpis=kpis,
-        lanes=tuple(lanes),
+        lanes=lanes,
     )
+    problems = _id_problems(parsed)
+    for i, (lane, order) in enumerate(zip(lanes, _ladder_problems(parsed), strict=True)):
+        problems += order + _lane_problems(parsed, lane, f"$.spec.lanes[{i}]")
+    if problems:
+        for path, message, rule in problems:
+            line, col = doc.locate(path)
+            diags.append(Diagnostic(doc.rel, line, col, path, message, rule))
+        raise ValidationError(f"{doc.rel}: invalid qualification lanes", diags)
+    return parsed
+
+
+_Problem = tuple[str, str, str]  # (JSON path, message, rule)
+
+
+def _scenario(s: Mapping[str, Any]) -> Scenario:
+    return Scenario(
+        id=s["id"],
+        phase=s["phase"],
+        title=s["title"],
+        description=s["description"],
+        applies_to=_applies_to(s.get("appliesTo")),
+    )
+
+
+def _kpi_spec(k: Mapping[str, Any]) -> KpiSpec:
+    return KpiSpec(
+        id=k["id"],
+        title=k["title"],
+        unit=k["unit"],
+        phase=k["phase"],
+        measure=k["measure"],
+        min_targets=k["minTargets"],
+        description=k["description"],
+        applies_to=_applies_to(k.get("appliesTo")),
+    )
+
+
+def _lane(raw: Mapping[str, Any]) -> Lane:
+    return Lane(
+        name=raw["name"],
+        nodes=int(raw["nodes"]),
+        racks=int(raw["racks"]),
+        gpus=int(raw["gpus"]),
+        criteria_version=raw["criteriaVersion"],
+        phases=tuple(raw["phases"]),
+        scenarios=tuple(raw["scenarios"]),
+        thresholds=tuple(
+            (
+                kid,
+                Threshold(
+                    operator=t["operator"],
+                    value=t["value"],
+                    status=t["status"],
+                    source=t.get("source"),
+                ),
+            )
+            for kid, t in raw["thresholds"].items()
+        ),
+    )
+
+
+def _id_problems(lanes: Lanes) -> list[_Problem]:
+    """Scenario and KPI ids are unique, and each names one of `spec.phases`."""
+    out: list[_Problem] = []
+    ids_and_phases: tuple[tuple[str, list[tuple[str, str]]], ...] = (
+        ("scenarios", [(s.id, s.phase) for s in lanes.scenarios]),
+        ("kpis", [(k.id, k.phase) for k in lanes.kpis]),
+    )
+    for kind, items in ids_and_phases:
+        seen: set[str] = set()
+        for i, (item_id, phase) in enumerate(items):
+            if item_id in seen:
+                out.append((f"$.spec.{kind}[{i}].id", f"duplicate id '{item_id}'",
+                            "lanes.duplicate"))  # fmt: skip
+            seen.add(item_id)
+            if phase not in lanes.phases:
+                out.append((f"$.spec.{kind}[{i}].phase",
+                            f"phase '{phase}' is not one of spec.phases", "lanes.phase"))  # fmt: skip
+    return out
+
+
+def _ladder_problems(lanes: Lanes) -> list[list[_Problem]]:
+    """Per lane: its name is unique and its node count above the previous lane's."""
+    out: list[list[_Problem]] = []
+    names: set[str] = set()
+    previous = 0
+    for i, lane in enumerate(lanes.lanes):
+        at, here = f"$.spec.lanes[{i}]", []
+        if lane.name in names:
+            here.append((f"{at}.name", f"duplicate lane '{lane.name}'", "lanes.duplicate"))
+        names.add(lane.name)
+        if lane.nodes <= previous:
+            here.append((f"{at}.nodes", f"lanes must ascend: {lane.nodes} nodes after {previous}",
+                         "lanes.order"))  # fmt: skip
+        previous = lane.nodes
+        out.append(here)
+    return out
+
+
+def _lane_problems(lanes: Lanes, lane: Lane, at: str) -> list[_Problem]:
+    """One lane against the topology (racks, GPUs) and the scenarios and KPIs it names."""
+    out: list[_Problem] = []
+    npr, gpn = lanes.nodes_per_rack, lanes.gpus_per_node
+    if lane.nodes % npr or lane.racks != lane.nodes // npr:
+        out.append((f"{at}.racks", f"{lane.nodes} nodes at {npr} nodes per rack is "
+                    f"{lane.nodes / npr:g} racks, not {lane.racks}", "lanes.racks"))  # fmt: skip
+    if lane.gpus != lane.nodes * gpn:
+        out.append((f"{at}.gpus", f"{lane.nodes} nodes at {gpn} GPUs per node is "
+                    f"{lane.nodes * gpn} GPUs, not {lane.gpus}", "lanes.gpus"))  # fmt: skip
+    scenario_ids = {s.id for s in lanes.scenarios}
+    kpi_ids = {k.id for k in lanes.kpis}
+    for j, sid in enumerate(lane.scenarios):
+        if sid not in scenario_ids:
+            out.append((f"{at}.scenarios[{j}]", f"unknown scenario '{sid}'", "lanes.reference"))
+    for kid, _ in lane.thresholds:
+        if kid not in kpi_ids:
+            out.append((f"{at}.thresholds.{kid}", f"unknown KPI '{kid}'", "lanes.reference"))
+    for k in lanes.kpis:
+        if k.phase in lane.phases and lane.threshold(k.id) is None:
+            out.append((f"{at}.thresholds", f"KPI '{k.id}' has no threshold", "lanes.threshold"))
+    return out
 
 
 # ---------------------------------------------------------------- raw run results
@@ -470,7 +490,7 @@ class Qualification:
 
     predicate: Mapping[str, Any]
     statement: bytes
-    verdict: str  # pass | fail
+    verdict: Verdict
     reasons: tuple[str, ...]
 
 
@@ -527,25 +547,11 @@ def _kpi_results(
             )
             continue
         raw = measured[0]
-        if raw.unit is not None and raw.unit != spec.unit:
-            reasons.append(f"KPI {spec.id}: reported in '{raw.unit}', the lane uses '{spec.unit}'")
+        measured_value, why = _kpi_value(spec, raw)
+        if measured_value is None:
+            reasons.append(why)
             continue
-        if spec.measure == "ratio":
-            if raw.numerator is None or raw.denominator is None:
-                reasons.append(f"KPI {spec.id}: a ratio needs numerator and denominator")
-                continue
-            if raw.denominator == 0:
-                reasons.append(
-                    f"KPI {spec.id}: {_num(raw.numerator)}/0 — nothing was measured, cannot pass"
-                )
-                continue
-            value = raw.numerator / raw.denominator
-        else:
-            if raw.value is None:
-                reasons.append(f"KPI {spec.id}: no value")
-                continue
-            value = raw.value
-        value = round(value, 6)
+        value = round(measured_value, 6)
         ok = threshold.holds(value)
         need = lane.required_targets(spec.min_targets)
         if (raw.targets or 0) < need:
@@ -564,13 +570,26 @@ def _kpi_results(
                 "id": spec.id,
                 "value": value,
                 "unit": spec.unit,
-                "threshold": {"operator": threshold.operator, "value": threshold.value},
+                "threshold": {"operator": threshold.operator, "value": float(threshold.value)},
                 "status": "passed" if ok else "failed",
                 # signed, so the catalog can recompute minTargets (generator/evidence/judge.py)
                 **({"targets": max(0, min(raw.targets, 10**6))} if raw.targets is not None else {}),
             }
         )
     return out, reasons
+
+
+def _kpi_value(spec: KpiSpec, raw: RawKpi) -> tuple[float | None, str]:
+    """(the KPI's value as reported, "") or (None, why it has none the lane can judge)."""
+    if raw.unit is not None and raw.unit != spec.unit:
+        return None, f"KPI {spec.id}: reported in '{raw.unit}', the lane uses '{spec.unit}'"
+    if spec.measure != "ratio":
+        return (raw.value, "") if raw.value is not None else (None, f"KPI {spec.id}: no value")
+    if raw.numerator is None or raw.denominator is None:
+        return None, f"KPI {spec.id}: a ratio needs numerator and denominator"
+    if raw.denominator == 0:
+        return None, f"KPI {spec.id}: {_num(raw.numerator)}/0 — nothing was measured, cannot pass"
+    return raw.numerator / raw.denominator, ""
 
 
 def _phase_json(run: RunResults, phase: str) -> dict[str, Any]:
@@ -610,6 +629,28 @@ def qualify(
             f"lane '{lane_name}' is not on the ladder of scale profile '{recipe.scale_profile}' "
             f"({', '.join(ladder) or 'empty'})"
         )
+    nodes, gpus, reasons = _size_reasons(lanes, lane, run)
+    reasons.extend(_pin_reasons(recipe, run))
+    reasons.extend(_binding_reasons(recipe, run, bundle))
+    reasons.extend(_check_reasons(lanes, lane, recipe.criteria, run))
+    kpis, kpi_reasons = _kpi_results(lanes, lane, recipe.criteria, run)
+    reasons.extend(kpi_reasons)
+    verdict = Verdict.FAIL if reasons else Verdict.PASS
+    predicate = _predicate(
+        recipe, lane, run, bundle, (nodes, gpus), kpis, verdict, reasons, attested_at, sample
+    )
+    return Qualification(
+        predicate=predicate,
+        statement=build_statement(predicate),
+        verdict=verdict,
+        reasons=tuple(reasons),
+    )
+
+
+def _size_reasons(
+    lanes: Lanes, lane: Lane, run: RunResults
+) -> tuple[int | None, int | None, list[str]]:
+    """(observed nodes, observed GPUs, why the cluster the run saw is not the lane's size)."""
     reasons: list[str] = []
     nodes = _observed(run, lanes.observe_nodes)
     per_node = _observed(run, lanes.observe_gpus_per_node)
@@ -622,6 +663,12 @@ def qualify(
         reasons.append(f"snapshot has no GPUs per node ({lanes.observe_gpus_per_node})")
     elif gpus is not None and gpus < lane.gpus:
         reasons.append(f"observed {gpus} GPUs, below the lane's {lane.gpus}")
+    return nodes, gpus, reasons
+
+
+def _pin_reasons(recipe: RecipeResult, run: RunResults) -> list[str]:
+    """The running component versions that are not the recipe's pins."""
+    reasons: list[str] = []
     for comp in recipe.components:
         running = run.component_versions.get(comp.name)
         if comp.version is None:
@@ -632,11 +679,23 @@ def qualify(
             reasons.append(
                 f"component {comp.name}: running {running}, the recipe pins {comp.version}"
             )
-    reasons.extend(_binding_reasons(recipe, run, bundle))
-    reasons.extend(_check_reasons(lanes, lane, recipe.criteria, run))
-    kpis, kpi_reasons = _kpi_results(lanes, lane, recipe.criteria, run)
-    reasons.extend(kpi_reasons)
-    verdict = "fail" if reasons else "pass"
+    return reasons
+
+
+def _predicate(
+    recipe: RecipeResult,
+    lane: Lane,
+    run: RunResults,
+    bundle: BundleBinding,
+    observed: tuple[int | None, int | None],
+    kpis: list[dict[str, Any]],
+    verdict: Verdict,
+    reasons: list[str],
+    attested_at: str,
+    sample: bool,
+) -> dict[str, Any]:
+    """The scale-qualification/v1 predicate, checked against its schema."""
+    nodes, gpus = observed
     predicate: dict[str, Any] = {
         "recipe": {"name": recipe.name, "digest": recipe.digest},
         "scaleProfile": {"name": recipe.scale_profile, "version": recipe.scale_profile_version},
@@ -655,7 +714,7 @@ def qualify(
         "componentVersions": dict(run.component_versions),
         "phases": {p: _phase_json(run, p) for p in ("deployment", "conformance", "performance")},
         "kpis": kpis,
-        "verdict": verdict,
+        "verdict": str(verdict),
         "reasons": reasons,
         "attestedAt": attested_at,
         "sample": sample or run.sample,
@@ -665,12 +724,7 @@ def qualify(
     bad = sorted(f"{e.json_path}: {e.message}" for e in problems)
     if bad:  # a bug here, not bad input: the inputs were all parsed above
         raise AssertionError("qualify built an invalid predicate: " + "; ".join(bad))
-    return Qualification(
-        predicate=predicate,
-        statement=build_statement(predicate),
-        verdict=verdict,
-        reasons=tuple(reasons),
-    )
+    return predicate
 
 
 def _binding_reasons(recipe: RecipeResult, run: RunResults, bundle: BundleBinding) -> list[str]:
@@ -753,65 +807,48 @@ def check_lanes(
     except CatalogError as e:
         return e.diagnostics
     out: list[Diagnostic] = []
-    order = {ln.name: i for i, ln in enumerate(lanes.lanes)}
     for profile in profiles.values():
-        doc = profile.doc
-        rel = doc.rel if doc is not None else f"scale/profiles/{profile.name}.yaml"
-        previous = -1
-        for i, name in enumerate(profile.ladder):
-            path = f"$.spec.ladder[{i}]"
-            line, col = doc.locate(path) if doc is not None else (0, 0)
-            lane = lanes.lane(name)
-            if lane is None:
-                known = ", ".join(ln.name for ln in lanes.lanes)
-                out.append(
-                    Diagnostic(
-                        rel,
-                        line,
-                        col,
-                        path,
-                        f"unknown lane '{name}'; lanes: {known}",
-                        "ladder.unknown-lane",
-                    )
-                )
-                continue
-            if order[name] <= previous:
-                out.append(
-                    Diagnostic(
-                        rel,
-                        line,
-                        col,
-                        path,
-                        f"ladder must climb: '{name}' comes after a larger lane",
-                        "ladder.order",
-                    )
-                )
-            previous = max(previous, order[name])
-            band = f"({profile.nodes_min}–{profile.nodes_max})"
-            if lane.nodes > profile.nodes_max:
-                out.append(
-                    Diagnostic(rel, line, col, path,
-                               f"'{name}' needs {lane.nodes} nodes, above the profile's band {band}",
-                               "ladder.above-band")
-                )  # fmt: skip
-            elif lane.nodes < profile.nodes_min:
-                out.append(
-                    Diagnostic(rel, line, col, path,
-                               f"'{name}' runs on {lane.nodes} nodes, below the profile's band "
-                               f"{band}: lower spec.nodes.min to {lane.nodes} or drop the lane",
-                               "ladder.below-band")
-                )  # fmt: skip
-        top = [lanes.lane(n) for n in profile.ladder]
-        tops = [ln.nodes for ln in top if ln is not None]
-        if tops and max(tops) < profile.nodes_max:
-            line, col = doc.locate("$.spec.nodes") if doc is not None else (0, 0)
-            out.append(
-                Diagnostic(rel, line, col, "$.spec.nodes",
-                           f"the band reaches {profile.nodes_max} nodes but the ladder's top lane "
-                           f"runs on {max(tops)}: no lane can qualify the rest of the band",
-                           "ladder.band-uncovered")
-            )  # fmt: skip
+        out += _ladder_diagnostics(profile, lanes)
     return sort_diagnostics(out)
+
+
+def _ladder_diagnostics(profile: ScaleProfile, lanes: Lanes) -> list[Diagnostic]:
+    """One profile's `spec.ladder` against the lanes and its band (see `check_lanes`)."""
+    doc = profile.doc
+    rel = doc.rel if doc is not None else f"scale/profiles/{profile.name}.yaml"
+
+    def at(path: str, message: str, rule: str) -> Diagnostic:
+        line, col = doc.locate(path) if doc is not None else (0, 0)
+        return Diagnostic(rel, line, col, path, message, rule)
+
+    out: list[Diagnostic] = []
+    order = {ln.name: i for i, ln in enumerate(lanes.lanes)}
+    previous = -1
+    band = f"({profile.nodes_min}–{profile.nodes_max})"
+    for i, name in enumerate(profile.ladder):
+        path = f"$.spec.ladder[{i}]"
+        lane = lanes.lane(name)
+        if lane is None:
+            known = ", ".join(ln.name for ln in lanes.lanes)
+            out.append(at(path, f"unknown lane '{name}'; lanes: {known}", "ladder.unknown-lane"))
+            continue
+        if order[name] <= previous:
+            out.append(at(path, f"ladder must climb: '{name}' comes after a larger lane",
+                          "ladder.order"))  # fmt: skip
+        previous = max(previous, order[name])
+        if lane.nodes > profile.nodes_max:
+            out.append(at(path, f"'{name}' needs {lane.nodes} nodes, above the profile's band "
+                          f"{band}", "ladder.above-band"))  # fmt: skip
+        elif lane.nodes < profile.nodes_min:
+            out.append(at(path, f"'{name}' runs on {lane.nodes} nodes, below the profile's band "
+                          f"{band}: lower spec.nodes.min to {lane.nodes} or drop the lane",
+                          "ladder.below-band"))  # fmt: skip
+    tops = [ln.nodes for ln in map(lanes.lane, profile.ladder) if ln is not None]
+    if tops and max(tops) < profile.nodes_max:
+        out.append(at("$.spec.nodes", f"the band reaches {profile.nodes_max} nodes but the "
+                      f"ladder's top lane runs on {max(tops)}: no lane can qualify the rest of "
+                      "the band", "ladder.band-uncovered"))  # fmt: skip
+    return out
 
 
 def qualified_diagnostics(

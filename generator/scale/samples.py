@@ -351,7 +351,7 @@ def _kpis(
             item["denominator"] = denominator
         else:
             item["value"] = overrides.get(
-                spec.id, _passing_value(threshold.operator, threshold.value, u)
+                spec.id, _passing_value(threshold.operator, float(threshold.value), u)
             )
         kpis.append(item)
     return kpis

@@ -11,18 +11,19 @@ from typing import Any
 
 from markupsafe import escape
 
+from generator.aggregate import Consensus
 from generator.site.api import dumps
 from generator.site.model import ProfileView, RecipeView, SiteData
 from generator.site.pages import slug
 
 # Dark enough backgrounds for white 11px text (WCAG AA contrast >= 4.5:1).
-COLOURS = {
-    "CONFIRMED": "#1a7f37",
-    "SINGLE": "#0969da",
-    "PARTIAL": "#6f42c1",
-    "CONTESTED": "#9a6700",
-    "FAILING": "#cf222e",
-    "UNTESTED": "#57606a",
+COLOURS: dict[str, str] = {
+    Consensus.CONFIRMED: "#1a7f37",
+    Consensus.SINGLE: "#0969da",
+    Consensus.PARTIAL: "#6f42c1",
+    Consensus.CONTESTED: "#9a6700",
+    Consensus.FAILING: "#cf222e",
+    Consensus.UNTESTED: "#57606a",
 }
 LABEL_COLOUR = "#24292f"
 
@@ -78,7 +79,7 @@ def badge_files(site: SiteData) -> dict[str, bytes]:
     for r in site.recipes:
         for p in r.profiles:
             base = f"badges/{slug(r.name)}/{p.profile}"
-            colour = COLOURS.get(p.consensus, COLOURS["UNTESTED"])
+            colour = COLOURS.get(p.consensus, COLOURS[Consensus.UNTESTED])
             files[base + ".svg"] = badge_svg(p.profile, _message(r, p), colour).encode()
             files[base + ".json"] = dumps(badge_record(r, p, site))
     return files

@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from generator import __version__
+from generator.aggregate import Consensus
 from generator.core import safeio, timeutil
 from generator.core.cache import (
     Cache,
@@ -138,7 +139,7 @@ def _profile_view(
         profile_version=result.scale_profile_version,
         result=result,
         document=stages.recipe_document(result),
-        consensus=status.consensus if status else "UNTESTED",
+        consensus=status.consensus if status else Consensus.UNTESTED,
         ceiling=status.ceiling if status else "",
         ceiling_nodes=status.ceiling_nodes if status else 0,
         lanes=status.lanes if status else (),

@@ -15,10 +15,17 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from generator.site.jinja import script_json
-from generator.site.model import Lane, LaneStatus, RecipeView
+from generator.site.model import EvidenceView, LaneOutcome, LaneVerdict, LaneView, RecipeView
 
 NOT_IN_LADDER = "n/a"
-VERDICT_CODE = {NOT_IN_LADDER: 0, "untested": 1, "stale": 2, "contested": 3, "fail": 4, "pass": 5}
+VERDICT_CODE: dict[str, int] = {
+    NOT_IN_LADDER: 0,
+    LaneVerdict.UNTESTED: 1,
+    LaneVerdict.STALE: 2,
+    LaneVerdict.CONTESTED: 3,
+    LaneVerdict.FAIL: 4,
+    LaneVerdict.PASS: 5,
+}
 VERDICT_COLOURS = (  # light fills: the cell labels are drawn dark on every one
     (0, "#ffffff"),  # n/a: the lane is not on this profile's ladder
     (1, "#d0d7de"),  # untested: grey
@@ -30,12 +37,12 @@ VERDICT_COLOURS = (  # light fills: the cell labels are drawn dark on every one
 
 
 def lane_verdicts(
-    statuses: Sequence[LaneStatus], ladder: Sequence[str], lanes: Sequence[Lane]
+    statuses: Sequence[LaneOutcome], ladder: Sequence[str], lanes: Sequence[LaneView]
 ) -> list[str]:
     """One verdict per lane of the catalog: n/a off the profile's ladder, untested by default."""
     by_lane = {s.lane: s.verdict for s in statuses}
     return [
-        by_lane.get(lane.name, "untested") if lane.name in ladder else NOT_IN_LADDER
+        by_lane.get(lane.name, LaneVerdict.UNTESTED) if lane.name in ladder else NOT_IN_LADDER
         for lane in lanes
     ]
 
@@ -67,7 +74,7 @@ def _stepped_colourscale() -> list[list[Any]]:
 
 
 def verdict_heatmap(
-    rows: Sequence[tuple[str, Sequence[str]]], lanes: Sequence[Lane], title: str
+    rows: Sequence[tuple[str, Sequence[str]]], lanes: Sequence[LaneView], title: str
 ) -> dict[str, Any]:
     """A rows × lanes heat map of verdicts (pass | fail | stale | untested)."""
     x = [f"{lane.nodes:,}" for lane in lanes]
@@ -107,7 +114,7 @@ def verdict_heatmap(
 
 
 def ladder_figure(
-    recipe: RecipeView, lanes: Sequence[Lane], ladders: Mapping[str, Sequence[str]]
+    recipe: RecipeView, lanes: Sequence[LaneView], ladders: Mapping[str, Sequence[str]]
 ) -> dict[str, Any]:
     """The recipe's ladder: one row per scale profile, one column per lane."""
     rows = [
@@ -120,6 +127,9 @@ def ladder_figure(
 LOWER_IS_BETTER = ("<=", "<", "le", "lt", "lte")
 
 
+_KpiPoint = tuple[int, float, float, str, str]  # (observed nodes, value, threshold, profile, run)
+
+
 def kpi_figures(recipe: RecipeView) -> list[tuple[str, dict[str, Any], str]]:
     """One small chart per KPI of the counted runs: its value against observed node count, in
     its own unit, with the threshold as a dashed line and the direction in the title.
@@ -127,10 +137,23 @@ def kpi_figures(recipe: RecipeView) -> list[tuple[str, dict[str, Any], str]]:
     Returns (KPI id, figure, caption) sorted by KPI id. Every string that came from evidence is
     escaped for plotly's HTML subset (`plotly_text`), so a KPI id that looks like markup is
     drawn as text, never as a link or a style."""
-    points: dict[str, list[tuple[int, float, float, str, str]]] = {}
+    points, units, ops = _kpi_points(recipe.evidence)
+    out = []
+    for kpi_id in sorted(points):
+        figure, caption = _kpi_figure(kpi_id, sorted(points[kpi_id]), units[kpi_id], ops[kpi_id])
+        out.append((kpi_id, figure, caption))
+    return out
+
+
+def _kpi_points(
+    runs: Sequence[EvidenceView],
+) -> tuple[dict[str, list[_KpiPoint]], dict[str, str], dict[str, str]]:
+    """(points, unit, operator) per KPI id of the counted runs that observed a node count; the
+    unit and operator of the first run that reported the KPI."""
+    points: dict[str, list[_KpiPoint]] = {}
     units: dict[str, str] = {}
     ops: dict[str, str] = {}
-    for run in recipe.evidence:
+    for run in runs:
         if not run.counted or run.observed_nodes is None:
             continue
         for k in run.kpis:
@@ -139,72 +162,74 @@ def kpi_figures(recipe: RecipeView) -> list[tuple[str, dict[str, Any], str]]:
             )
             units.setdefault(k.id, k.unit)
             ops.setdefault(k.id, k.operator)
-    out = []
-    for kpi_id in sorted(points):
-        pts = sorted(points[kpi_id])
-        unit, op = units[kpi_id], ops[kpi_id]
-        lower = op in LOWER_IS_BETTER
-        direction = "lower is better" if lower else "higher is better"
-        ok = [(v <= t) if lower else (v >= t) for _, v, t, _, _ in pts]
-        label = [
-            plotly_text(f"{v:g} {unit} (threshold {op} {t:g}), profile {prof}, run {short}")
-            for _, v, t, prof, short in pts
-        ]
-        thresholds = sorted({(n, t) for n, _, t, _, _ in pts})
-        xs = sorted({n for n, *_ in pts})
-        figure = {
-            "data": [
-                {
-                    "type": "scatter",
-                    "mode": "lines",
-                    "name": "threshold",
-                    "x": [n for n, _ in thresholds],
-                    "y": [t for _, t in thresholds],
-                    "line": {"dash": "dash", "color": "#57606a", "shape": "hv"},
-                    "hoverinfo": "skip",
-                },
-                {
-                    "type": "scatter",
-                    "mode": "markers",
-                    "name": "value",
-                    "x": [p[0] for p in pts],
-                    "y": [p[1] for p in pts],
-                    "text": label,
-                    "marker": {
-                        "size": 9,
-                        "color": ["#1a7f37" if good else "#cf222e" for good in ok],
-                        "symbol": ["circle" if good else "x" for good in ok],
-                    },
-                    "hovertemplate": "%{x:,} nodes: %{text}<extra></extra>",
-                },
-            ],
-            "layout": {
-                "title": {
-                    "text": plotly_text(kpi_id) + "<br><sub>" + plotly_text(direction) + "</sub>",
-                    "font": {"size": 13},
-                },
-                "font": {**_FONT, "size": 11, "color": "#1f2328"},
-                "height": 240,
-                "showlegend": False,
-                "margin": {"l": 50, "r": 10, "t": 48, "b": 40},
-                "xaxis": {
-                    "title": {"text": "observed nodes"},
-                    "type": "log",
-                    "tickvals": xs,
-                    "ticktext": [f"{t:,}" for t in xs],
-                    "automargin": True,
-                },
-                "yaxis": {"title": {"text": plotly_text(unit)}, "automargin": True},
-                "paper_bgcolor": "rgba(0,0,0,0)",
-                "plot_bgcolor": "rgba(0,0,0,0)",
-            },
-        }
-        caption = (
-            f"{kpi_id} in {unit or 'its unit'} by observed node count ({direction}); dashed: "
-            f"the threshold ({op}); green circles meet it, red crosses do not."
-        )
-        out.append((kpi_id, figure, caption))
-    return out
+    return points, units, ops
+
+
+def _kpi_figure(
+    kpi_id: str, pts: Sequence[_KpiPoint], unit: str, op: str
+) -> tuple[dict[str, Any], str]:
+    """One KPI's figure (threshold line, value markers) and its caption."""
+    lower = op in LOWER_IS_BETTER
+    direction = "lower is better" if lower else "higher is better"
+    ok = [(v <= t) if lower else (v >= t) for _, v, t, _, _ in pts]
+    label = [
+        plotly_text(f"{v:g} {unit} (threshold {op} {t:g}), profile {prof}, run {short}")
+        for _, v, t, prof, short in pts
+    ]
+    thresholds = sorted({(n, t) for n, _, t, _, _ in pts})
+    xs = sorted({n for n, *_ in pts})
+    threshold_line = {
+        "type": "scatter",
+        "mode": "lines",
+        "name": "threshold",
+        "x": [n for n, _ in thresholds],
+        "y": [t for _, t in thresholds],
+        "line": {"dash": "dash", "color": "#57606a", "shape": "hv"},
+        "hoverinfo": "skip",
+    }
+    values = {
+        "type": "scatter",
+        "mode": "markers",
+        "name": "value",
+        "x": [p[0] for p in pts],
+        "y": [p[1] for p in pts],
+        "text": label,
+        "marker": {
+            "size": 9,
+            "color": ["#1a7f37" if good else "#cf222e" for good in ok],
+            "symbol": ["circle" if good else "x" for good in ok],
+        },
+        "hovertemplate": "%{x:,} nodes: %{text}<extra></extra>",
+    }
+    figure = {"data": [threshold_line, values], "layout": _kpi_layout(kpi_id, direction, unit, xs)}
+    caption = (
+        f"{kpi_id} in {unit or 'its unit'} by observed node count ({direction}); dashed: "
+        f"the threshold ({op}); green circles meet it, red crosses do not."
+    )
+    return figure, caption
+
+
+def _kpi_layout(kpi_id: str, direction: str, unit: str, xs: Sequence[int]) -> dict[str, Any]:
+    return {
+        "title": {
+            "text": plotly_text(kpi_id) + "<br><sub>" + plotly_text(direction) + "</sub>",
+            "font": {"size": 13},
+        },
+        "font": {**_FONT, "size": 11, "color": "#1f2328"},
+        "height": 240,
+        "showlegend": False,
+        "margin": {"l": 50, "r": 10, "t": 48, "b": 40},
+        "xaxis": {
+            "title": {"text": "observed nodes"},
+            "type": "log",
+            "tickvals": list(xs),
+            "ticktext": [f"{t:,}" for t in xs],
+            "automargin": True,
+        },
+        "yaxis": {"title": {"text": plotly_text(unit)}, "automargin": True},
+        "paper_bgcolor": "rgba(0,0,0,0)",
+        "plot_bgcolor": "rgba(0,0,0,0)",
+    }
 
 
 def chart_html(div_id: str, figure: dict[str, Any], caption: str) -> Markup:

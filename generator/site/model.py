@@ -8,12 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
+from generator.aggregate import Consensus
 from generator.core.records import Criteria, RecipeResult, ScaleProfile
 from generator.evidence.model import RunState
 
-UNTESTED = "UNTESTED"
+UNTESTED = Consensus.UNTESTED
+
+
+class LaneVerdict(StrEnum):
+    """A lane's verdict for a recipe × profile as the site shows it (charts, API)."""
+
+    PASS = "pass"  # qualified: its latest runs agree on pass (CONFIRMED or SINGLE)
+    FAIL = "fail"  # FAILING
+    CONTESTED = "contested"  # its signers disagree
+    STALE = "stale"  # only stale evidence names it
+    UNTESTED = "untested"
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +41,9 @@ class Download:
 
 
 @dataclass(frozen=True, slots=True)
-class Check:
+class CheckRow:
+    """One check result of a run, as its evidence page lists it."""
+
     phase: str
     name: str
     status: str  # CTRF: passed failed skipped pending other
@@ -46,7 +60,9 @@ class Check:
 
 
 @dataclass(frozen=True, slots=True)
-class Kpi:
+class KpiRow:
+    """One KPI a run reported, as its evidence page lists it."""
+
     id: str
     value: float
     unit: str
@@ -97,8 +113,8 @@ class EvidenceView:
     trust_root: str
     tlog_index: int | None
     integrated_time: str
-    checks: tuple[Check, ...]
-    kpis: tuple[Kpi, ...]
+    checks: tuple[CheckRow, ...]
+    kpis: tuple[KpiRow, ...]
     component_versions: Mapping[str, str]
     raw: bytes  # the .sigstore.json file as committed; b"" when it is not published
 
@@ -159,11 +175,13 @@ class EvidenceView:
 
 
 @dataclass(frozen=True, slots=True)
-class LaneStatus:
+class LaneOutcome:
+    """A lane's verdict for one recipe × profile."""
+
     lane: str
     nodes: int
-    verdict: str  # pass | fail | stale | untested
-    runs: int
+    verdict: LaneVerdict
+    runs: int  # distinct signers counted on it (passing and failing)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,10 +192,10 @@ class ProfileView:
     profile_version: str
     result: RecipeResult
     document: Mapping[str, Any]  # the canonical RecipeResult document
-    consensus: str  # CONFIRMED SINGLE CONTESTED FAILING PARTIAL UNTESTED
+    consensus: Consensus
     ceiling: str  # lane name or "" (none)
     ceiling_nodes: int  # 0 when none
-    lanes: tuple[LaneStatus, ...]
+    lanes: tuple[LaneOutcome, ...]
     last_evidence: str  # ISO date of the newest counted run, "" when none
     downloads: tuple[Download, ...]
 
@@ -195,7 +213,10 @@ class RecipeView:
 
 
 @dataclass(frozen=True, slots=True)
-class Lane:
+class LaneView:
+    """A lane of `scale/lanes.yaml` as the site shows it (`generator.scale.qualify.Lane`'s
+    projection: its criteria as a plain mapping)."""
+
     name: str
     nodes: int
     gpus: int | None
@@ -227,7 +248,7 @@ class StageNote:
 class SiteData:
     recipes: tuple[RecipeView, ...]
     evidence: tuple[EvidenceView, ...]  # every run, including those of unknown recipes
-    lanes: tuple[Lane, ...]
+    lanes: tuple[LaneView, ...]
     profiles: tuple[ScaleProfile, ...]
     components: tuple[ComponentUse, ...]
     deployers: tuple[str, ...]

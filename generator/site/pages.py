@@ -27,7 +27,7 @@ from generator.site.charts import (
     verdict_heatmap,
 )
 from generator.site.jinja import render
-from generator.site.model import EvidenceView, RecipeView, SiteData
+from generator.site.model import EvidenceView, LaneVerdict, LaneView, RecipeView, SiteData
 from generator.site.summary import band, summaries
 
 _SAFE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,200}$")
@@ -249,47 +249,13 @@ def _strip_front_matter_and_title(markdown: str) -> str:
 
 
 def scale_page(site: SiteData, contract_markdown: str | None) -> str:
-    lanes_ctx = []
-    for lane in site.lanes:
-        kpis = []
-        for k in lane.raw.get("kpis") or ():
-            if not isinstance(k, Mapping):
-                continue
-            threshold = k.get("threshold")
-            op = k.get("operator", "")
-            value = threshold
-            if isinstance(threshold, Mapping):
-                op = threshold.get("operator", op)
-                value = threshold.get("value")
-            kpis.append(
-                {
-                    "id": str(k.get("id") or k.get("name") or ""),
-                    "operator": str(op or ""),
-                    "threshold": "" if value is None else str(value),
-                    "unit": str(k.get("unit") or ""),
-                    "proposed": str(k.get("status", "")) == "proposed" or bool(k.get("proposed")),
-                }
-            )
-        scenarios = [
-            str(s.get("name", s)) if isinstance(s, Mapping) else str(s)
-            for s in lane.raw.get("scenarios") or ()
-        ]
-        lanes_ctx.append(
-            {
-                "name": lane.name,
-                "nodes": lane.nodes,
-                "gpus": lane.gpus,
-                "criteria_version": lane.criteria_version,
-                "kpis": kpis,
-                "scenarios": scenarios,
-            }
-        )
+    lanes_ctx = [_lane_context(lane) for lane in site.lanes]
     rows = []
     lad = ladders(site)
     for r in site.recipes:
         for p in r.profiles:
             row = lane_verdicts(p.lanes, lad.get(p.profile, ()), site.lanes)
-            if any(v not in ("untested", NOT_IN_LADDER) for v in row):
+            if any(v not in (LaneVerdict.UNTESTED, NOT_IN_LADDER) for v in row):
                 rows.append((f"{r.name} @ {p.profile}", row))
     total = sum(len(r.profiles) for r in site.recipes)
     if site.lanes and rows:
@@ -315,6 +281,41 @@ def scale_page(site: SiteData, contract_markdown: str | None) -> str:
         contract=contract,
         sample=has_sample(site.evidence),
     )
+
+
+def _lane_context(lane: LaneView) -> dict[str, Any]:
+    """One lane of the scale page: its size, criteria version, KPI thresholds and scenarios."""
+    kpis = []
+    for k in lane.raw.get("kpis") or ():
+        if not isinstance(k, Mapping):
+            continue
+        threshold = k.get("threshold")
+        op = k.get("operator", "")
+        value = threshold
+        if isinstance(threshold, Mapping):
+            op = threshold.get("operator", op)
+            value = threshold.get("value")
+        kpis.append(
+            {
+                "id": str(k.get("id") or k.get("name") or ""),
+                "operator": str(op or ""),
+                "threshold": "" if value is None else str(value),
+                "unit": str(k.get("unit") or ""),
+                "proposed": str(k.get("status", "")) == "proposed" or bool(k.get("proposed")),
+            }
+        )
+    scenarios = [
+        str(s.get("name", s)) if isinstance(s, Mapping) else str(s)
+        for s in lane.raw.get("scenarios") or ()
+    ]
+    return {
+        "name": lane.name,
+        "nodes": lane.nodes,
+        "gpus": lane.gpus,
+        "criteria_version": lane.criteria_version,
+        "kpis": kpis,
+        "scenarios": scenarios,
+    }
 
 
 def components_page(site: SiteData) -> str:

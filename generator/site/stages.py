@@ -19,6 +19,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from generator.aggregate import Consensus, RecipeStatus, RunStatus
+from generator.aggregate import LaneStatus as AggregatedLane
 from generator.core.errors import (
     CatalogError,
     Diagnostic,
@@ -32,11 +34,21 @@ from generator.core.timeutil import rfc3339
 from generator.evidence.model import Evidence, RunState, Statement, VerifiedEvidence
 from generator.evidence.stage import VerificationRun, verify_stage
 from generator.fast.pool import parallel_map
+from generator.scale.qualify import Lane as QualificationLane
+from generator.scale.qualify import Lanes
+from generator.site.model import (
+    CheckRow,
+    Download,
+    EvidenceView,
+    KpiRow,
+    LaneOutcome,
+    LaneVerdict,
+    LaneView,
+    StageNote,
+)
 
 if TYPE_CHECKING:
     from generator.core.cache import Cache
-
-from generator.site.model import Check, Download, EvidenceView, Kpi, Lane, LaneStatus, StageNote
 
 
 def optional_stage(module: str) -> ModuleType | None:
@@ -140,50 +152,36 @@ def recipes_added(catalog_root: Path, files: Mapping[str, str]) -> tuple[tuple[s
 # --- lanes ------------------------------------------------------------------------------------
 
 
-def lanes(catalog: Catalog) -> tuple[Lane, ...]:
-    """The ladder of `scale/lanes.yaml`, ascending by node count, each lane's KPIs with units."""
-    doc = catalog.documents.get("scale/lanes.yaml")
-    if doc is None or not isinstance(doc.data, Mapping):
-        return ()
-    spec = doc.data.get("spec") or {}
-    kpi_defs = {str(k.get("id")): k for k in spec.get("kpis") or () if isinstance(k, Mapping)}
-    out = []
-    for raw in spec.get("lanes") or ():
-        if not isinstance(raw, Mapping) or "name" not in raw:
-            continue
-        kpis = []
-        for kpi_id, t in sorted((raw.get("thresholds") or {}).items()):
-            t = t if isinstance(t, Mapping) else {"value": t}
-            d = kpi_defs.get(str(kpi_id), {})
-            kpis.append(
-                {
-                    "id": str(kpi_id),
-                    "title": str(d.get("title", "")),
-                    "unit": str(d.get("unit", "")),
-                    "threshold": {"operator": t.get("operator", ""), "value": t.get("value")},
-                    "status": str(t.get("status", "")),
-                }
-            )
-        criteria = {
-            "racks": raw.get("racks"),
-            "phases": list(raw.get("phases") or ()),
-            "scenarios": list(raw.get("scenarios") or ()),
-            "kpis": kpis,
-        }
-        gpus = raw.get("gpus")
-        out.append(
-            Lane(
-                name=str(raw["name"]),
-                nodes=int(raw.get("nodes") or 0),
-                gpus=int(gpus) if gpus is not None else None,
-                criteria_version=str(raw.get("criteriaVersion", "")),
-                raw=criteria,
-            )
+def lanes(catalog: Catalog) -> tuple[LaneView, ...]:
+    """The ladder of `scale/lanes.yaml` (parsed by its one strict parser), ascending by node
+    count, each lane's KPIs with units."""
+    from generator.scale.qualify import lanes_of
+
+    parsed = lanes_of(catalog.documents)
+    return tuple(_lane_view(ln, parsed) for ln in parsed.lanes)
+
+
+def _lane_view(lane: QualificationLane, lanes_: Lanes) -> LaneView:
+    """One lane as the site shows it: its criteria as a plain mapping (`api/v1/lanes.json`)."""
+    kpis = []
+    for kpi_id, t in sorted(lane.thresholds, key=lambda kt: kt[0]):
+        spec = lanes_.kpi(kpi_id)
+        kpis.append(
+            {
+                "id": kpi_id,
+                "title": spec.title if spec is not None else "",
+                "unit": spec.unit if spec is not None else "",
+                "threshold": {"operator": t.operator, "value": t.value},
+                "status": t.status,
+            }
         )
-    return tuple(sorted(out, key=lambda lane: (lane.nodes, lane.name)))
-
-
-# --- render -----------------------------------------------------------------------------------
+    criteria = {
+        "racks": lane.racks,
+        "phases": list(lane.phases),
+        "scenarios": list(lane.scenarios),
+        "kpis": kpis,
+    }
+    return LaneView(lane.name, lane.nodes, lane.gpus, lane.criteria_version, criteria)
 
 
 _PARALLEL_RENDER = 24  # archives to build before a process pool pays for itself
@@ -305,12 +303,12 @@ def _statement_fields(st: Statement) -> dict[str, Any]:
         "bundle_digest": st.bundle_digest or "",
         "attested_at": st.attested_at or "",
         "checks": tuple(
-            Check(phase, c.name, c.status, c.targets, c.message)
+            CheckRow(phase, c.name, c.status, c.targets, c.message)
             for phase, cs in st.phases.items()
             for c in cs
         ),
         "kpis": tuple(
-            Kpi(k.id, k.value, k.unit, k.operator, k.threshold, k.status or "") for k in st.kpis
+            KpiRow(k.id, k.value, k.unit, k.operator, k.threshold, k.status or "") for k in st.kpis
         ),
         "component_versions": dict(st.component_versions),
     }
@@ -454,10 +452,10 @@ def _stays_inside(path: Path, directory: Path, real: str = "") -> bool:
 
 @dataclass(frozen=True, slots=True)
 class ProfileStatus:
-    consensus: str
+    consensus: Consensus
     ceiling: str
     ceiling_nodes: int
-    lanes: tuple[LaneStatus, ...]
+    lanes: tuple[LaneOutcome, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -469,105 +467,79 @@ class Aggregated:
     runs: tuple[EvidenceView, ...]
 
 
-_EXCLUSION_TEXT = {
-    "unverified": "not verified",
-    "unallowlisted": "signer not in the allowlist",
-    "invalid": "invalid statement",
-    "stale": "stale: the recipe has changed since",
-    "stale-criteria": "stale: the lane criteria have changed since",
-    "sample-outside-demo": "sample evidence counts only under the demo trust root",
-    "unknown-lane": "names a lane the ladder does not have",
-    "verdict-mismatch": "its signed verdict is not what its raw results give under the lane criteria",
-    "attested-after-logged": "attested after the transparency log recorded it",
-}
-
-
 def aggregate(
     catalog: Catalog, results: Sequence[RecipeResult], verified: Verified
 ) -> tuple[Aggregated, StageNote | None]:
     """Consensus, scale ceiling and lane verdicts per recipe × profile, from the status stage."""
     if not verified.records:  # nothing to count: every recipe × profile is UNTESTED
         return Aggregated({}, {}, ()), None
-    agg = optional_stage("generator.aggregate")
-    doc = catalog.documents.get("scale/lanes.yaml")
-    if agg is None or doc is None:
-        plain = [
-            evidence_view(r, verified.raw.get(r.path, b""), verified.trust_root)
-            for r in verified.records
-        ]
-        note = None
-        if verified.records:
-            note = StageNote(
-                "aggregate",
-                "the status stage is not available in this build: consensus and ceilings show "
-                "UNTESTED.",
-            )
-        return Aggregated({}, {}, _sorted_runs(plain)), note
-    from generator.scale.qualify import parse_lanes
+    from generator.aggregate import aggregate as aggregate_status
+    from generator.scale.qualify import lanes_of
 
-    lanes_ = parse_lanes(doc)
     ladders = {name: p.ladder for name, p in catalog.profiles.items()}
-    status = agg.aggregate(results, verified.records, lanes_, ladders, demo=verified.demo)
-
-    # evidence runs, judged: counted, or why not
-    runs: list[EvidenceView] = []
-    judged = agg.run_verdicts(status)
-    stale_lanes: set[tuple[str, str, str]] = set()
-    for i, rec in enumerate(verified.records):
-        run = evidence_view(rec, verified.raw.get(rec.path, b""), verified.trust_root)
-        verdict = judged.get(i)
-        if verdict is not None:
-            exclusion, downgraded = verdict
-            if exclusion in ("stale", "stale-criteria"):
-                run = replace(
-                    run, state=RunState.STALE, reason=run.reason or _EXCLUSION_TEXT[exclusion]
-                )
-                stale_lanes.add((run.recipe, run.profile or DEFAULT_PROFILE, run.lane))
-            elif exclusion:
-                # verdict-mismatch and attested-after-logged name the disagreement themselves
-                reason = run.reason or downgraded or _EXCLUSION_TEXT.get(exclusion, exclusion)
-                run = replace(
-                    run,
-                    state=RunState.REJECTED,
-                    reason=reason,
-                    failure_class=run.failure_class or exclusion,
-                )
-            if downgraded and run.state == "verified":
-                run = replace(run, reason=downgraded)
-        runs.append(run)
-
-    lanes_by: dict[tuple[str, str], list[LaneStatus]] = {}
-    for row in status.lanes.itertuples(index=False):
-        state = str(row.state)
-        if bool(row.qualified):
-            verdict = "pass"
-        elif state in ("FAILING", "CONTESTED"):
-            verdict = "fail" if state == "FAILING" else "contested"
-        elif (row.recipe, row.profile, row.lane) in stale_lanes:
-            verdict = "stale"
-        else:
-            verdict = "untested"
-        runs_n = int(getattr(row, "passed", 0) or 0) + int(getattr(row, "failed", 0) or 0)
-        lanes_by.setdefault((str(row.recipe), str(row.profile)), []).append(
-            LaneStatus(str(row.lane), int(row.nodes), verdict, runs_n)
+    status = aggregate_status(
+        results, verified.records, lanes_of(catalog.documents), ladders, demo=verified.demo
+    )
+    runs = [
+        _judged_run(verified, rec, run)
+        for rec, run in zip(verified.records, status.runs, strict=True)
+    ]
+    stale_lanes = {
+        (r.recipe, r.profile or DEFAULT_PROFILE, r.lane) for r in runs if r.state == "stale"
+    }
+    statuses = {
+        (r.recipe, r.profile): ProfileStatus(
+            consensus=r.consensus,
+            ceiling=r.ceiling_lane or "",
+            ceiling_nodes=r.ceiling_nodes,
+            lanes=tuple(_lane_outcome(r, ln, stale_lanes) for ln in r.lanes),
         )
-    statuses = {}
-    for row in status.recipes.itertuples(index=False):
-        key = (str(row.recipe), str(row.profile))
-        statuses[key] = ProfileStatus(
-            consensus=str(row.consensus),
-            ceiling=str(row.ceiling_lane or ""),
-            ceiling_nodes=int(row.ceiling_nodes),
-            lanes=tuple(lanes_by.get(key, ())),
-        )
-    comps = {}
-    for row in status.components.itertuples(index=False):
-        if row.lane:
-            comps[(str(row.component), str(row.version))] = (
-                str(row.lane),
-                ", ".join(row.profiles),
-            )
+        for r in status.recipes
+    }
+    comps = {
+        (c.component, c.version): (c.lane, ", ".join(c.profiles))
+        for c in status.components
+        if c.lane
+    }
     return Aggregated(statuses, comps, _sorted_runs(runs)), None
+
+
+def _judged_run(verified: Verified, record: Evidence, judged: RunStatus) -> EvidenceView:
+    """The site's view of one evidence record, judged: counted, or why not."""
+    run = evidence_view(record, verified.raw.get(record.path, b""), verified.trust_root)
+    exclusion, downgraded = judged.exclusion, judged.downgraded
+    if exclusion is not None and exclusion.is_stale:
+        run = replace(run, state=RunState.STALE, reason=run.reason or exclusion.label)
+    elif exclusion is not None:
+        # verdict-mismatch and attested-after-logged name the disagreement themselves
+        reason = run.reason or downgraded or exclusion.label
+        run = replace(
+            run,
+            state=RunState.REJECTED,
+            reason=reason,
+            failure_class=run.failure_class or str(exclusion),
+        )
+    if downgraded and run.state == "verified":
+        run = replace(run, reason=downgraded)
+    return run
+
+
+def _lane_outcome(
+    recipe: RecipeStatus, lane: AggregatedLane, stale_lanes: set[tuple[str, str, str]]
+) -> LaneOutcome:
+    """A lane's verdict on the site: pass when qualified, fail or contested when its signers
+    say so, stale when only stale evidence names it, else untested."""
+    if lane.qualified:
+        verdict = LaneVerdict.PASS
+    elif lane.state is Consensus.FAILING:
+        verdict = LaneVerdict.FAIL
+    elif lane.state is Consensus.CONTESTED:
+        verdict = LaneVerdict.CONTESTED
+    elif (recipe.recipe, recipe.profile, lane.lane) in stale_lanes:
+        verdict = LaneVerdict.STALE
+    else:
+        verdict = LaneVerdict.UNTESTED
+    return LaneOutcome(lane.lane, lane.nodes, verdict, lane.passed + lane.failed)
 
 
 _STATE_ORDER = {"verified": 0, "stale": 1, "rejected": 2}

@@ -11,11 +11,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from generator.aggregate import Consensus
 from generator.core.records import ScaleProfile
-from generator.site.model import Lane, ProfileView, RecipeView
+from generator.site.model import EvidenceView, LaneVerdict, LaneView, ProfileView, RecipeView
 
 # Consensus states, strongest first: the order the dashboard sorts by and the legend lists.
-CONSENSUS_ORDER = ("CONFIRMED", "SINGLE", "PARTIAL", "UNTESTED", "CONTESTED", "FAILING")
+CONSENSUS_ORDER: tuple[Consensus, ...] = (
+    Consensus.CONFIRMED,
+    Consensus.SINGLE,
+    Consensus.PARTIAL,
+    Consensus.UNTESTED,
+    Consensus.CONTESTED,
+    Consensus.FAILING,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +68,7 @@ def band(profile: ScaleProfile | None) -> str:
     return f"{profile.nodes_min:,}–{profile.nodes_max:,} nodes"
 
 
-def _proposed(lanes: Sequence[Lane], names: Sequence[str]) -> int:
+def _proposed(lanes: Sequence[LaneView], names: Sequence[str]) -> int:
     """Distinct KPIs whose threshold is still proposed on any of the lanes `names`."""
     wanted = set(names)
     ids: set[str] = set()
@@ -84,39 +92,18 @@ def summarise(
     recipe: RecipeView,
     p: ProfileView,
     profile: ScaleProfile | None,
-    lanes: Sequence[Lane],
+    lanes: Sequence[LaneView],
 ) -> Summary:
     """The qualification summary of `recipe` at scale profile `p`."""
     ladder = tuple(profile.ladder) if profile is not None else tuple(s.lane for s in p.lanes)
-    lane_nodes = {lane.name: lane.nodes for lane in lanes}
-    by_lane = {s.lane: s for s in p.lanes}
     counted = [e for e in recipe.evidence if e.counted and e.profile == p.profile]
     sample = any(e.sample for e in recipe.evidence if e.profile == p.profile)
     latest = max((e.attested_at for e in counted if e.attested_at), default="")[:10]
-    at_ceiling = [e for e in counted if p.ceiling and e.lane == p.ceiling and e.verdict == "pass"]
-    seen: dict[str, Signer] = {}
-    for e in sorted(at_ceiling, key=lambda e: e.signer_label or e.signer_identity):
-        label = e.signer_label or e.signer_identity or "unknown signer"
-        seen.setdefault(label, Signer(label, e.signer_class))
-    signers = tuple(seen.values())
+    signers = _ceiling_signers(counted, p.ceiling)
     up_to = ladder[: ladder.index(p.ceiling) + 1] if p.ceiling in ladder else ()
     proposed = _proposed(lanes, up_to if up_to else ladder[:1])
-
     rest = ladder[ladder.index(p.ceiling) + 1 :] if p.ceiling in ladder else ladder
-    next_step = ""
-    if rest:
-        nxt = rest[0]
-        where = f"{nxt} ({_nodes(lane_nodes.get(nxt, 0))})"
-        verdict = by_lane[nxt].verdict if nxt in by_lane else "untested"
-        if verdict == "fail":
-            next_step = f"{where} is failing: its latest counted runs report fail"
-        elif verdict == "contested":
-            next_step = f"{where} is contested: its signers disagree (pass and fail)"
-        elif verdict == "stale":
-            next_step = f"{where} has only stale evidence (the recipe changed since): re-run it"
-        else:
-            next_step = f"{where} needs a passing run from an allowlisted signer"
-
+    next_step = _next_step(rest[0], p, lanes) if rest else ""
     prefix = "SAMPLE evidence, qualifies nothing: " if sample else ""
     where = f"on profile {p.profile}" + (f" ({band(profile)})" if profile else "")
     if p.ceiling:
@@ -131,10 +118,9 @@ def summarise(
         if len(signers) == 1:
             parts.insert(1, "a second independent signer would make it CONFIRMED")
     else:
-        why = {
-            "FAILING": "its counted runs fail",
-            "CONTESTED": "its signers disagree",
-        }.get(p.consensus, "no lane of its ladder has passing, counted evidence yet")
+        why = _NOT_QUALIFIED.get(
+            p.consensus, "no lane of its ladder has passing, counted evidence yet"
+        )
         parts = [
             f"Not qualified {where}: {why}",
             f"latest counted run {latest}" if latest else "",
@@ -152,8 +138,38 @@ def summarise(
     )
 
 
+_NOT_QUALIFIED: Mapping[str, str] = {
+    Consensus.FAILING: "its counted runs fail",
+    Consensus.CONTESTED: "its signers disagree",
+}
+# what the next rung needs, by its verdict (untested: a passing run)
+_NEXT_STEP: Mapping[str, str] = {
+    LaneVerdict.FAIL: "is failing: its latest counted runs report fail",
+    LaneVerdict.CONTESTED: "is contested: its signers disagree (pass and fail)",
+    LaneVerdict.STALE: "has only stale evidence (the recipe changed since): re-run it",
+}
+
+
+def _ceiling_signers(counted: Sequence[EvidenceView], ceiling: str) -> tuple[Signer, ...]:
+    """The distinct signers of the passing counted runs at the ceiling lane, by label."""
+    at_ceiling = [e for e in counted if ceiling and e.lane == ceiling and e.verdict == "pass"]
+    seen: dict[str, Signer] = {}
+    for e in sorted(at_ceiling, key=lambda e: e.signer_label or e.signer_identity):
+        label = e.signer_label or e.signer_identity or "unknown signer"
+        seen.setdefault(label, Signer(label, e.signer_class))
+    return tuple(seen.values())
+
+
+def _next_step(lane: str, p: ProfileView, lanes: Sequence[LaneView]) -> str:
+    """What rung `lane` of the profile's ladder needs to be qualified."""
+    nodes = next((ln.nodes for ln in lanes if ln.name == lane), 0)
+    verdict = next((s.verdict for s in p.lanes if s.lane == lane), LaneVerdict.UNTESTED)
+    needs = _NEXT_STEP.get(verdict, "needs a passing run from an allowlisted signer")
+    return f"{lane} ({_nodes(nodes)}) {needs}"
+
+
 def summaries(
-    recipe: RecipeView, profiles: Mapping[str, ScaleProfile], lanes: Sequence[Lane]
+    recipe: RecipeView, profiles: Mapping[str, ScaleProfile], lanes: Sequence[LaneView]
 ) -> dict[str, Summary]:
     """The summary of every profile of `recipe`, by profile name."""
     return {
