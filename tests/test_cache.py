@@ -160,7 +160,7 @@ def _inputs(synth: Path) -> tuple[TrustRoot, SignerPolicy]:
 
 
 def test_verify_cached_verifies_only_what_it_has_not_seen(synth: Path, tmp_path: Path) -> None:
-    from generator.core.cache import verify_cached
+    from generator.evidence.verify_cache import verify_cached
 
     root, policy = _inputs(synth)
     files = read_files([synth / "evidence"], base=synth)
@@ -205,8 +205,8 @@ def test_verify_cached_verifies_only_what_it_has_not_seen(synth: Path, tmp_path:
 def test_verify_cached_judges_staleness_against_this_builds_recipes(
     synth: Path, tmp_path: Path
 ) -> None:
-    from generator.core.cache import verify_cached
     from generator.evidence.model import VerifiedEvidence
+    from generator.evidence.verify_cache import verify_cached
 
     root, policy = _inputs(synth)
     files = read_files([synth / "evidence"], base=synth)
@@ -228,7 +228,7 @@ def test_verify_cached_judges_staleness_against_this_builds_recipes(
 
 
 def test_a_new_evidence_file_is_the_only_one_verified(synth: Path, tmp_path: Path) -> None:
-    from generator.core.cache import verify_cached
+    from generator.evidence.verify_cache import verify_cached
 
     root, policy = _inputs(synth)
     files = read_files([synth / "evidence"], base=synth)
@@ -241,7 +241,7 @@ def test_a_new_evidence_file_is_the_only_one_verified(synth: Path, tmp_path: Pat
 
 
 def test_build_skip_needs_the_same_key_and_an_untouched_output(tmp_path: Path) -> None:
-    from generator.core.cache import record_build, unchanged_build
+    from generator.site.incremental import record_build, unchanged_build
 
     out = tmp_path / "site"
     out.mkdir()
@@ -265,8 +265,8 @@ def test_build_skip_needs_the_same_key_and_an_untouched_output(tmp_path: Path) -
 
 def test_build_key_sees_catalog_evidence_and_options(synth: Path, tmp_path: Path) -> None:
 
-    from generator.core.cache import build_key
     from generator.site.build import TEMPLATES, BuildOptions
+    from generator.site.incremental import build_key
 
     options = BuildOptions(
         catalog=synth / "catalog",

@@ -1,26 +1,22 @@
 """One small adapter per pipeline stage the site build calls.
 
 The site never reaches into another stage's internals: each adapter calls that stage's public
-function and turns its result into the site's records (`generator.site.model`). A stage that is
-not installed yet (an optional module that has not landed) is reported as a `StageNote` and its
-part of the site says so; nothing is invented in its place (a recipe without evidence is
-UNTESTED).
+function and turns its result into the site's records (`generator.site.model`). Nothing is
+invented where a stage found nothing (a recipe without evidence is UNTESTED).
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
-import importlib.util
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+from generator.core.cache import Cache
 from generator.core.errors import (
     CatalogError,
     Diagnostic,
@@ -31,16 +27,6 @@ from generator.core.errors import (
 )
 from generator.core.records import Catalog, RecipeResult
 from generator.site.model import Check, Download, EvidenceRun, Kpi, Lane, LaneStatus, StageNote
-
-
-def optional_stage(module: str) -> ModuleType | None:
-    """The stage module if it is installed, else None."""
-    try:
-        found = importlib.util.find_spec(module)
-    except ModuleNotFoundError:
-        return None
-    return importlib.import_module(module) if found is not None else None
-
 
 # --- load + validate --------------------------------------------------------------------------
 
@@ -210,10 +196,8 @@ def render_bundles(
     is read from the render stage's content-addressed cache instead of being rendered again.
     Archives not in the cache are rendered on every core (`jobs`, default all).
     """
-    render = optional_stage("generator.render")
-    if render is None:
-        return {}, StageNote("render", "the bundle stage is not available in this build.")
     from generator.catalog.manifests import read_manifests
+    from generator.render import GitOpsTarget, archive_name
 
     problems: list[Diagnostic] = []
     work: list[tuple[RecipeResult, str, Mapping[str, bytes], int, Path | None]] = []
@@ -235,7 +219,7 @@ def render_bundles(
         if data is None:
             problems.extend(diags or (Diagnostic(result.name, 0, 0, "$", message, "render"),))
             continue
-        name = render.archive_name(result, deployer)
+        name = archive_name(result, deployer)
         out[(result.name, result.scale_profile)].append(
             Download(
                 deployer=deployer,
@@ -251,7 +235,7 @@ def render_bundles(
     if cache_dir is not None:  # keep the archives of this build only
         from generator.render.cache import entry_name, sweep
 
-        target = render.GitOpsTarget()
+        target = GitOpsTarget()
         sweep(cache_dir, {entry_name(r, d, target, epoch) for r, d, _, _, _ in work})
     return {k: tuple(v) for k, v in out.items()}, None
 
@@ -348,35 +332,34 @@ def verify_evidence(
     trust_root: str,
     *,
     jobs: int | None = None,
-    cache: Any = None,
+    cache: Cache | None = None,
 ) -> tuple[Verified, StageNote | None]:
     """Verify every evidence file offline against the chosen trust root and the signer policy.
 
     `jobs` processes (default: every core); with a `generator.core.cache.Cache`, only files whose
     (path, bytes, trust root, policy) it has not seen are verified again.
     """
+    from generator.evidence import upstream as pointers
+    from generator.evidence import verify
+
     empty = Verified((), {}, trust_root, trust_root == "demo")
-    pointers = optional_stage("generator.evidence.upstream")
-    has_pointers = pointers is not None and pointers.has_pointers(evidence_dir)
+    has_pointers = pointers.has_pointers(evidence_dir)
     if not evidence_dir.is_dir() or not (
         any(evidence_dir.rglob("*.sigstore.json")) or has_pointers
     ):
         return empty, None
-    verify = optional_stage("generator.evidence.verify")
-    if verify is None:
-        return empty, StageNote("verify", "the evidence verifier is not available in this build.")
     from generator.evidence.policy import read_policy
     from generator.evidence.store import read_files
     from generator.evidence.trustroot import load_trust_root
 
     root = load_trust_root(trust_root, Path(catalog.root))
     policy = read_policy(Path(catalog.root) / "signers.yaml", "signers.yaml")
-    if pointers is not None:  # plus upstream's allowlist.yaml, when the evidence holds one
-        policy = pointers.load_policy(Path(catalog.root), [evidence_dir])
+    # plus upstream's allowlist.yaml, when the evidence holds one
+    policy = pointers.load_policy(Path(catalog.root), [evidence_dir])
     files = read_files([evidence_dir], base=evidence_dir.parent)
     current = {verify.digest_key(r.name, r.scale_profile): r.digest for r in results}
     if cache is not None:
-        from generator.core.cache import verify_cached
+        from generator.evidence.verify_cache import verify_cached
 
         records = verify_cached(
             files, trust_root=root, policy=policy, current_digests=current, cache=cache, jobs=jobs
@@ -392,7 +375,7 @@ def verify_evidence(
         # never publish what a link reads
         if _stays_inside(evidence_dir.parent / f.path, inside, f.real)
     }
-    if has_pointers and pointers is not None:  # upstream pointers: pulled by digest, cache first
+    if has_pointers:  # upstream pointers: pulled by digest, cache first
         pointed = pointers.pointer_records(
             [evidence_dir],
             trust_roots=(root,),
@@ -457,20 +440,18 @@ def aggregate(
     """Consensus, scale ceiling and lane verdicts per recipe × profile, from the status stage."""
     if not verified.records:  # nothing to count: every recipe × profile is UNTESTED
         return Aggregated({}, {}, ()), None
-    agg = optional_stage("generator.aggregate")
+    from generator import aggregate as agg
+
     doc = catalog.documents.get("scale/lanes.yaml")
-    if agg is None or doc is None:
+    if doc is None:  # no ladder to judge the runs against
         plain = [
             _run_from(r, verified.raw.get(r.path, b""), verified.trust_root)
             for r in verified.records
         ]
-        note = None
-        if verified.records:
-            note = StageNote(
-                "aggregate",
-                "the status stage is not available in this build: consensus and ceilings show "
-                "UNTESTED.",
-            )
+        note = StageNote(
+            "aggregate",
+            "the catalog has no scale/lanes.yaml: consensus and ceilings show UNTESTED.",
+        )
         return Aggregated({}, {}, _sorted_runs(plain)), note
     from generator.scale.qualify import parse_lanes
 
@@ -484,9 +465,9 @@ def aggregate(
     stale_lanes: set[tuple[str, str, str]] = set()
     for i, rec in enumerate(verified.records):
         run = _run_from(rec, verified.raw.get(rec.path, b""), verified.trust_root)
-        verdict = judged.get(i)
-        if verdict is not None:
-            exclusion, downgraded = verdict
+        judged_run = judged.get(i)
+        if judged_run is not None:
+            exclusion, downgraded = judged_run
             if exclusion in ("stale", "stale-criteria"):
                 run = replace(run, state="stale", reason=run.reason or _EXCLUSION_TEXT[exclusion])
                 stale_lanes.add((run.recipe, run.profile or "standard", run.lane))
@@ -504,6 +485,7 @@ def aggregate(
         runs.append(run)
 
     lanes_by: dict[tuple[str, str], list[LaneStatus]] = {}
+    row: Any  # pandas' named tuples
     for row in status.lanes.itertuples(index=False):
         state = str(row.state)
         if bool(row.qualified):
