@@ -27,7 +27,7 @@ from generator.site.charts import (
     verdict_heatmap,
 )
 from generator.site.jinja import render
-from generator.site.model import EvidenceRun, RecipeView, SiteData
+from generator.site.model import EvidenceRun, Lane, RecipeView, SiteData
 from generator.site.summary import band, summaries
 
 _SAFE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,200}$")
@@ -248,42 +248,42 @@ def _strip_front_matter_and_title(markdown: str) -> str:
     return "\n".join(lines).strip("\n")
 
 
-def scale_page(site: SiteData, contract_markdown: str | None) -> str:
-    lanes_ctx = []
-    for lane in site.lanes:
-        kpis = []
-        for k in lane.raw.get("kpis") or ():
-            if not isinstance(k, Mapping):
-                continue
-            threshold = k.get("threshold")
-            op = k.get("operator", "")
-            value = threshold
-            if isinstance(threshold, Mapping):
-                op = threshold.get("operator", op)
-                value = threshold.get("value")
-            kpis.append(
-                {
-                    "id": str(k.get("id") or k.get("name") or ""),
-                    "operator": str(op or ""),
-                    "threshold": "" if value is None else str(value),
-                    "unit": str(k.get("unit") or ""),
-                    "proposed": str(k.get("status", "")) == "proposed" or bool(k.get("proposed")),
-                }
-            )
-        scenarios = [
-            str(s.get("name", s)) if isinstance(s, Mapping) else str(s)
-            for s in lane.raw.get("scenarios") or ()
-        ]
-        lanes_ctx.append(
-            {
-                "name": lane.name,
-                "nodes": lane.nodes,
-                "gpus": lane.gpus,
-                "criteria_version": lane.criteria_version,
-                "kpis": kpis,
-                "scenarios": scenarios,
-            }
-        )
+def _kpi_context(k: Mapping[str, Any]) -> dict[str, Any]:
+    """One KPI of a lane as the scale page shows it (id, operator, threshold, unit, proposed)."""
+    threshold = k.get("threshold")
+    op = k.get("operator", "")
+    value = threshold
+    if isinstance(threshold, Mapping):
+        op = threshold.get("operator", op)
+        value = threshold.get("value")
+    return {
+        "id": str(k.get("id") or k.get("name") or ""),
+        "operator": str(op or ""),
+        "threshold": "" if value is None else str(value),
+        "unit": str(k.get("unit") or ""),
+        "proposed": str(k.get("status", "")) == "proposed" or bool(k.get("proposed")),
+    }
+
+
+def _lane_context(lane: Lane) -> dict[str, Any]:
+    """One lane of the ladder as the scale page shows it."""
+    scenarios = [
+        str(s.get("name", s)) if isinstance(s, Mapping) else str(s)
+        for s in lane.raw.get("scenarios") or ()
+    ]
+    return {
+        "name": lane.name,
+        "nodes": lane.nodes,
+        "gpus": lane.gpus,
+        "criteria_version": lane.criteria_version,
+        "kpis": [_kpi_context(k) for k in lane.raw.get("kpis") or () if isinstance(k, Mapping)],
+        "scenarios": scenarios,
+    }
+
+
+def _scale_heatmap(site: SiteData) -> tuple[Markup, bool]:
+    """The recipe × lane verdict heatmap of the pairs with evidence (or the note that there
+    are none), and whether it is a chart."""
     rows = []
     lad = ladders(site)
     for r in site.recipes:
@@ -299,17 +299,21 @@ def scale_page(site: SiteData, contract_markdown: str | None) -> str:
             f"Lane verdicts of the {len(rows)} recipe × profile pairs with evidence "
             f"({total - len(rows)} more have none and are UNTESTED at every lane).",
         )
-    else:
-        heatmap = Markup(render("pages/_untested.html.j2", total=total))  # our own escaped HTML
+        return heatmap, True
+    return Markup(render("pages/_untested.html.j2", total=total)), False  # our own escaped HTML
+
+
+def scale_page(site: SiteData, contract_markdown: str | None) -> str:
+    heatmap, has_chart = _scale_heatmap(site)
     contract = None
     if contract_markdown is not None:
         # The project's own documentation (docs/scale-contract.md), included as Markdown.
         contract = Markup(_demote_headings(_strip_front_matter_and_title(contract_markdown)))
     return render(
         "pages/scale.md.j2",
-        lanes=lanes_ctx,
+        lanes=[_lane_context(lane) for lane in site.lanes],
         heatmap=heatmap,
-        has_chart=bool(site.lanes and rows),
+        has_chart=has_chart,
         profiles=site.profiles,
         prerequisites=_prerequisites(site.profiles),
         contract=contract,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from generator.core.records import ScaleProfile
-from generator.site.model import Lane, ProfileView, RecipeView
+from generator.site.model import EvidenceRun, Lane, ProfileView, RecipeView
 
 # Consensus states, strongest first: the order the dashboard sorts by and the legend lists.
 CONSENSUS_ORDER = ("CONFIRMED", "SINGLE", "PARTIAL", "UNTESTED", "CONTESTED", "FAILING")
@@ -88,48 +88,17 @@ def summarise(
 ) -> Summary:
     """The qualification summary of `recipe` at scale profile `p`."""
     ladder = tuple(profile.ladder) if profile is not None else tuple(s.lane for s in p.lanes)
-    lane_nodes = {lane.name: lane.nodes for lane in lanes}
-    by_lane = {s.lane: s for s in p.lanes}
     counted = [e for e in recipe.evidence if e.counted and e.profile == p.profile]
     sample = any(e.sample for e in recipe.evidence if e.profile == p.profile)
     latest = max((e.attested_at for e in counted if e.attested_at), default="")[:10]
-    at_ceiling = [e for e in counted if p.ceiling and e.lane == p.ceiling and e.verdict == "pass"]
-    seen: dict[str, Signer] = {}
-    for e in sorted(at_ceiling, key=lambda e: e.signer_label or e.signer_identity):
-        label = e.signer_label or e.signer_identity or "unknown signer"
-        seen.setdefault(label, Signer(label, e.signer_class))
-    signers = tuple(seen.values())
+    signers = _ceiling_signers(counted, p.ceiling)
     up_to = ladder[: ladder.index(p.ceiling) + 1] if p.ceiling in ladder else ()
     proposed = _proposed(lanes, up_to if up_to else ladder[:1])
-
     rest = ladder[ladder.index(p.ceiling) + 1 :] if p.ceiling in ladder else ladder
-    next_step = ""
-    if rest:
-        nxt = rest[0]
-        where = f"{nxt} ({_nodes(lane_nodes.get(nxt, 0))})"
-        verdict = by_lane[nxt].verdict if nxt in by_lane else "untested"
-        if verdict == "fail":
-            next_step = f"{where} is failing: its latest counted runs report fail"
-        elif verdict == "contested":
-            next_step = f"{where} is contested: its signers disagree (pass and fail)"
-        elif verdict == "stale":
-            next_step = f"{where} has only stale evidence (the recipe changed since): re-run it"
-        else:
-            next_step = f"{where} needs a passing run from an allowlisted signer"
-
-    prefix = "SAMPLE evidence, qualifies nothing: " if sample else ""
+    next_step = _next_step(rest[0], p, lanes) if rest else ""
     where = f"on profile {p.profile}" + (f" ({band(profile)})" if profile else "")
     if p.ceiling:
-        parts = [
-            f"Qualified up to {_nodes(p.ceiling_nodes)} {where} by {_signers_text(signers)}",
-            f"latest counted run {latest}" if latest else "",
-            f"{proposed} threshold{'s' if proposed != 1 else ''} still proposed"
-            if proposed
-            else "",
-            f"next rung: {next_step}" if next_step else "the top of this profile's ladder",
-        ]
-        if len(signers) == 1:
-            parts.insert(1, "a second independent signer would make it CONFIRMED")
+        parts = _qualified_parts(p, where, signers, latest, proposed, next_step)
     else:
         why = {
             "FAILING": "its counted runs fail",
@@ -140,9 +109,9 @@ def summarise(
             f"latest counted run {latest}" if latest else "",
             f"first rung: {next_step}" if next_step else "",
         ]
-    text = prefix + "; ".join(x for x in parts if x) + "."
+    prefix = "SAMPLE evidence, qualifies nothing: " if sample else ""
     return Summary(
-        text=text,
+        text=prefix + "; ".join(x for x in parts if x) + ".",
         qualified=bool(p.ceiling),
         signers=signers,
         latest_run=latest,
@@ -150,6 +119,50 @@ def summarise(
         next_step=next_step,
         sample=sample,
     )
+
+
+def _ceiling_signers(counted: Sequence[EvidenceRun], ceiling: str) -> tuple[Signer, ...]:
+    """The signers of the counted passing runs at the ceiling lane, one per label, by label."""
+    at_ceiling = [e for e in counted if ceiling and e.lane == ceiling and e.verdict == "pass"]
+    seen: dict[str, Signer] = {}
+    for e in sorted(at_ceiling, key=lambda e: e.signer_label or e.signer_identity):
+        label = e.signer_label or e.signer_identity or "unknown signer"
+        seen.setdefault(label, Signer(label, e.signer_class))
+    return tuple(seen.values())
+
+
+def _next_step(nxt: str, p: ProfileView, lanes: Sequence[Lane]) -> str:
+    """What the next rung `nxt` of the ladder needs, by its verdict."""
+    nodes = next((lane.nodes for lane in reversed(lanes) if lane.name == nxt), 0)
+    where = f"{nxt} ({_nodes(nodes)})"
+    verdict = next((s.verdict for s in reversed(p.lanes) if s.lane == nxt), "untested")
+    if verdict == "fail":
+        return f"{where} is failing: its latest counted runs report fail"
+    if verdict == "contested":
+        return f"{where} is contested: its signers disagree (pass and fail)"
+    if verdict == "stale":
+        return f"{where} has only stale evidence (the recipe changed since): re-run it"
+    return f"{where} needs a passing run from an allowlisted signer"
+
+
+def _qualified_parts(
+    p: ProfileView,
+    where: str,
+    signers: Sequence[Signer],
+    latest: str,
+    proposed: int,
+    next_step: str,
+) -> list[str]:
+    """The clauses of a qualified recipe's summary ("" for those that do not apply)."""
+    parts = [
+        f"Qualified up to {_nodes(p.ceiling_nodes)} {where} by {_signers_text(signers)}",
+        f"latest counted run {latest}" if latest else "",
+        f"{proposed} threshold{'s' if proposed != 1 else ''} still proposed" if proposed else "",
+        f"next rung: {next_step}" if next_step else "the top of this profile's ladder",
+    ]
+    if len(signers) == 1:
+        parts.insert(1, "a second independent signer would make it CONFIRMED")
+    return parts
 
 
 def summaries(
