@@ -1,5 +1,12 @@
 """A content-addressed build cache under `.cache/`: a rebuild repeats no work for unchanged inputs.
 
+Stages use one memo interface: `Cache.get_or_make(stage, key_parts, make)` returns the value
+stored under the key parts or makes, stores and returns it (`get_or_make_many` does a batch in
+one call of `make`, so the missing values can be made in parallel); `Cache.finish` sweeps the
+stages served with `sweep=True` down to the entries this build used. The cache knows no stage:
+each stage names its key parts (its code's `fingerprint` and the digests of its inputs) in its
+own module. Values are authenticated pickles (see below).
+
 An entry is addressed by a key: sha256 over the stage name, the generator's fingerprint (its
 version plus the source of the modules whose output is cached) and the digests of every input of
 that piece of work. It is stored at `.cache/<stage>/<key[:2]>/<key>` as
@@ -361,8 +368,7 @@ class Cache:
         return _ABSENT if payload is None else pickle.loads(payload)  # HMAC checked first
 
     def _store(self, stage: str, key: str, value: Any) -> None:
-        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        self.put(stage, key, "", data, authenticated=True)
+        self.put_object(stage, key, "", value)
 
     def finish(self) -> None:
         """Sweep every stage served with `sweep=True` down to the entries served (call once
