@@ -11,8 +11,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
-import hashlib
-import json
 import logging
 import multiprocessing
 import os
@@ -708,7 +706,7 @@ def build_site(options: BuildOptions) -> BuildReport:
         if cache is None:
             return _build(options, out, epoch, None, "")[0]
         base = inputs_key(options, epoch, TEMPLATES, cache)
-        key = _site_key(options, epoch, cache, base)
+        key = build_key(options, epoch, TEMPLATES, cache, without=base)
         done = unchanged_build(cache, out, key)
         if done is not None:  # same inputs, same generator, site untouched: nothing to do
             notes = tuple(StageNote(**n) for n in done.pop("notes"))
@@ -717,15 +715,6 @@ def build_site(options: BuildOptions) -> BuildReport:
         record_build(cache, out, key, dataclasses.asdict(report), sums)
         cache.finish()  # entries of earlier inputs are never read again
     return report
-
-
-def _site_key(options: BuildOptions, epoch: int, cache: Cache, base: str) -> str:
-    """`build_key` and the options it does not know yet: the site URL, the CLI's help."""
-    key = build_key(options, epoch, TEMPLATES, cache, without=base)
-    extra = json.dumps(
-        [options.site_url, [[c.path, c.help] for c in options.cli_reference]], allow_nan=False
-    )
-    return hashlib.sha256((key + extra).encode()).hexdigest()
 
 
 def _build(

@@ -21,7 +21,7 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from generator.core import safeio
 from generator.core.cache import Cache, digest, fingerprint, stat_tree_digest, tree_digest
@@ -29,6 +29,9 @@ from generator.core.cache import tree_listing as _tree_listing
 from generator.core.errors import LoadError
 from generator.site import api, pages
 from generator.site.model import EvidenceRun, RecipeView, SiteData
+
+if TYPE_CHECKING:
+    from generator.site.build import BuildOptions
 
 BUILD_STAGE = "build"
 PAGES_STAGE = "pages"  # pages and the API's per-recipe parts, made from one recipe's data
@@ -62,7 +65,9 @@ def _optional(path: Path, limit: int) -> bytes:
         raise LoadError(f"cannot read {path}", [safeio.diagnostic(str(path), r)]) from None
 
 
-def inputs_key(inputs: Any, epoch: int, templates: Path, cache: Cache | None = None) -> str:
+def inputs_key(
+    inputs: BuildOptions, epoch: int, templates: Path, cache: Cache | None = None
+) -> str:
     """Digest of everything a site build reads except the evidence tree: the catalog, docs,
     templates and mkdocs.yml trees, the trust root file, the build options, the epoch, the
     generator's whole source and the versions of the engines it calls (mkdocs, its theme,
@@ -100,10 +105,16 @@ def inputs_key(inputs: Any, epoch: int, templates: Path, cache: Cache | None = N
 
 
 def build_key(
-    inputs: Any, epoch: int, templates: Path, cache: Cache | None = None, *, without: str = ""
+    inputs: BuildOptions,
+    epoch: int,
+    templates: Path,
+    cache: Cache | None = None,
+    *,
+    without: str = "",
 ) -> str:
     """Digest of everything a site build reads: `inputs_key` (pass it as `without` when it is
-    already known) and the evidence tree (stat-memoized like the catalog)."""
+    already known), the evidence tree (stat-memoized like the catalog), the site URL and the
+    CLI's help."""
     from generator.evidence.upstream import state_key
 
     base = without or inputs_key(inputs, epoch, templates, cache)
@@ -117,7 +128,12 @@ def build_key(
         shown=f"{evidence_dir.name}/",
         where="the evidence directory",
     )
-    return digest(BUILD_STAGE, base, evidence, state_key(evidence_dir))
+    key = digest(BUILD_STAGE, base, evidence, state_key(evidence_dir))
+    # options that reach only the site-wide pages: the site URL, the CLI's help
+    extra = json.dumps(
+        [inputs.site_url, [[c.path, c.help] for c in inputs.cli_reference]], allow_nan=False
+    )
+    return hashlib.sha256((key + extra).encode()).hexdigest()
 
 
 # --- the record of the last build of an output directory --------------------------------------

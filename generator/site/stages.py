@@ -14,7 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from generator.core.cache import Cache
 from generator.core.errors import (
@@ -27,6 +27,10 @@ from generator.core.errors import (
 )
 from generator.core.records import Catalog, RecipeResult
 from generator.site.model import Check, Download, EvidenceRun, Kpi, Lane, LaneStatus, StageNote
+
+if TYPE_CHECKING:
+    from generator.evidence.model import Evidence
+
 
 # --- load + validate --------------------------------------------------------------------------
 
@@ -319,7 +323,7 @@ def _run_from(record: Any, raw: bytes, trust_root: str) -> EvidenceRun:
 class Verified:
     """What the verify stage gave: its records (for aggregate), the raw files, the root's name."""
 
-    records: tuple[Any, ...]
+    records: tuple[Evidence, ...]
     raw: Mapping[str, bytes]
     trust_root: str
     demo: bool
