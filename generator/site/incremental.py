@@ -92,7 +92,7 @@ def inputs_key(
     return digest(
         "inputs",
         fingerprint(),
-        json.dumps(options, sort_keys=True),
+        json.dumps(options, sort_keys=True, allow_nan=False),
         catalog_dir,
         os.path.abspath(inputs.evidence),
         *_versions(*ENGINES),
@@ -174,7 +174,7 @@ def record_build(
         BUILD_STAGE,
         digest(str(out.resolve())),
         fingerprint(),
-        json.dumps(doc, sort_keys=True).encode(),
+        json.dumps(doc, sort_keys=True, allow_nan=False).encode(),
         authenticated=True,  # a planted entry must not make a build skip
     )
 
