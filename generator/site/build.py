@@ -195,7 +195,11 @@ def catalog_stage(options: BuildOptions, cache: Cache | None, base: str) -> Reso
     """Load, validate and resolve the catalog, or take the result for the very same inputs
     (`base`: the catalog tree, options and generator) from the cache."""
 
+    ran = False
+
     def make() -> ResolvedCatalog:
+        nonlocal ran
+        ran = True
         PROGRESS.info("load + validate %s", options.catalog)
         # an absolute root: the cached catalog is read again (manifests, signers, trust root)
         # by builds from other working directories
@@ -205,9 +209,8 @@ def catalog_stage(options: BuildOptions, cache: Cache | None, base: str) -> Reso
 
     if cache is None or not base:
         return make()
-    before = cache.stats.hits.get(CATALOG_STAGE, 0)
     found = cache.get_or_make(CATALOG_STAGE, (fingerprint(), base), make, sweep=True)
-    if cache.stats.hits.get(CATALOG_STAGE, 0) > before:
+    if not ran:
         PROGRESS.info("catalog unchanged since the last build: validated and resolved then")
     return found
 
