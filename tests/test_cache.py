@@ -111,6 +111,59 @@ def test_forged_entry_without_mac_is_never_unpickled(tmp_path: Path) -> None:
     assert c.get_object("verify", key, FP) is None
 
 
+def test_get_or_make_makes_once_and_reuses(tmp_path: Path) -> None:
+    made: list[str] = []
+
+    def make(value: str) -> Callable[[], dict[str, str]]:
+        return lambda: made.append(value) or {"v": value}  # type: ignore[func-returns-value]
+
+    first = Cache(tmp_path / "c", secret=b"a" * 32)
+    assert first.get_or_make("stage", (FP, "x"), make("x")) == {"v": "x"}
+    again = Cache(tmp_path / "c", secret=b"a" * 32)
+    assert again.get_or_make("stage", (FP, "x"), make("never")) == {"v": "x"}
+    assert again.get_or_make("stage", (FP, "y"), make("y")) == {"v": "y"}
+    assert made == ["x", "y"]
+    assert again.stats.hits == {"stage": 1} and again.stats.misses == {"stage": 1}
+    # another machine's key: the entry is foreign, made again (and never unpickled)
+    theirs = Cache(tmp_path / "c", secret=b"b" * 32)
+    assert theirs.get_or_make("stage", (FP, "x"), make("x2")) == {"v": "x2"}
+    assert theirs.stats.rejected == {"stage": 1}
+    # disabled: always made, nothing written
+    off = Cache(tmp_path / "off", enabled=False)
+    assert off.get_or_make("stage", (FP, "x"), make("x3")) == {"v": "x3"}
+    assert not (tmp_path / "off").exists()
+
+
+def test_get_or_make_many_makes_only_the_missing_in_one_call(tmp_path: Path) -> None:
+    calls: list[list[int]] = []
+
+    def make(todo: list[int]) -> list[int]:
+        calls.append(todo)
+        return [i * 10 for i in todo]
+
+    cache = Cache(tmp_path / "c", secret=b"a" * 32)
+    parts = [(FP, str(i)) for i in range(4)]
+    assert cache.get_or_make_many("many", parts[:2], make) == [0, 10]
+    assert cache.get_or_make_many("many", parts, make) == [0, 10, 20, 30]
+    assert calls == [[0, 1], [2, 3]]
+
+
+def test_finish_sweeps_only_stages_served_with_sweep(tmp_path: Path) -> None:
+    first = Cache(tmp_path / "c", secret=b"a" * 32)
+    for name in ("a", "b"):
+        first.get_or_make("swept", (FP, name), lambda n=name: n, sweep=True)
+        first.get_or_make("kept", (FP, name), lambda n=name: n)
+    first.finish()
+    later = Cache(tmp_path / "c", secret=b"a" * 32)
+    later.get_or_make("swept", (FP, "b"), lambda: "b", sweep=True)
+    later.get_or_make("kept", (FP, "b"), lambda: "b")
+    later.finish()
+    swept = [p for p in (tmp_path / "c" / "swept").rglob("*") if p.is_file()]
+    kept = [p for p in (tmp_path / "c" / "kept").rglob("*") if p.is_file()]
+    assert len(swept) == 1 and len(kept) == 2
+    assert later.stats.hits == {"swept": 1, "kept": 1}
+
+
 def test_machine_key_is_created_private_and_stable(tmp_path: Path) -> None:
     path = tmp_path / "keys" / "cache.key"
     first = machine_key(path)
@@ -160,7 +213,7 @@ def _inputs(synth: Path) -> tuple[TrustRoot, SignerPolicy]:
 
 
 def test_verify_cached_verifies_only_what_it_has_not_seen(synth: Path, tmp_path: Path) -> None:
-    from generator.core.cache import verify_cached
+    from generator.evidence.verify_cache import verify_cached
 
     root, policy = _inputs(synth)
     files = read_files([synth / "evidence"], base=synth)
@@ -205,8 +258,8 @@ def test_verify_cached_verifies_only_what_it_has_not_seen(synth: Path, tmp_path:
 def test_verify_cached_judges_staleness_against_this_builds_recipes(
     synth: Path, tmp_path: Path
 ) -> None:
-    from generator.core.cache import verify_cached
     from generator.evidence.model import VerifiedEvidence
+    from generator.evidence.verify_cache import verify_cached
 
     root, policy = _inputs(synth)
     files = read_files([synth / "evidence"], base=synth)
@@ -228,7 +281,7 @@ def test_verify_cached_judges_staleness_against_this_builds_recipes(
 
 
 def test_a_new_evidence_file_is_the_only_one_verified(synth: Path, tmp_path: Path) -> None:
-    from generator.core.cache import verify_cached
+    from generator.evidence.verify_cache import verify_cached
 
     root, policy = _inputs(synth)
     files = read_files([synth / "evidence"], base=synth)
@@ -241,7 +294,7 @@ def test_a_new_evidence_file_is_the_only_one_verified(synth: Path, tmp_path: Pat
 
 
 def test_build_skip_needs_the_same_key_and_an_untouched_output(tmp_path: Path) -> None:
-    from generator.core.cache import record_build, unchanged_build
+    from generator.site.incremental import record_build, unchanged_build
 
     out = tmp_path / "site"
     out.mkdir()
@@ -265,8 +318,8 @@ def test_build_skip_needs_the_same_key_and_an_untouched_output(tmp_path: Path) -
 
 def test_build_key_sees_catalog_evidence_and_options(synth: Path, tmp_path: Path) -> None:
 
-    from generator.core.cache import build_key
     from generator.site.build import TEMPLATES, BuildOptions
+    from generator.site.incremental import build_key
 
     options = BuildOptions(
         catalog=synth / "catalog",

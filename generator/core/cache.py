@@ -1,5 +1,12 @@
 """A content-addressed build cache under `.cache/`: a rebuild repeats no work for unchanged inputs.
 
+Stages use one memo interface: `Cache.get_or_make(stage, key_parts, make)` returns the value
+stored under the key parts or makes, stores and returns it (`get_or_make_many` does a batch in
+one call of `make`, so the missing values can be made in parallel); `Cache.finish` sweeps the
+stages served with `sweep=True` down to the entries this build used. The cache knows no stage:
+each stage names its key parts (its code's `fingerprint` and the digests of its inputs) in its
+own module. Values are authenticated pickles (see below).
+
 An entry is addressed by a key: sha256 over the stage name, the generator's fingerprint (its
 version plus the source of the modules whose output is cached) and the digests of every input of
 that piece of work. It is stored at `.cache/<stage>/<key[:2]>/<key>` as
@@ -31,10 +38,10 @@ import pickle
 import secrets
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from generator import __version__
 from generator.core import safeio
@@ -44,6 +51,8 @@ from generator.core.errors import Diagnostic, LoadError
 MAGIC = b"AICR-CACHE 1\n"
 DEFAULT_DIR = Path(".cache")
 PACKAGE = Path(__file__).resolve().parents[1]  # the generator package
+T = TypeVar("T")
+_ABSENT = object()  # no usable entry (a stored None is a value)
 
 
 @functools.cache
@@ -91,6 +100,32 @@ def tree_digest(
     if not root.exists():
         return ""
     real_root = os.path.realpath(root)
+    recent = time.time_ns() - 2_000_000_000
+    h = hashlib.sha256()
+    seen: dict[str, list[Any]] = {}
+    problems: list[Diagnostic] = []
+    for rel, path in _tree_files(root, suffixes):
+        link = os.readlink(path) if os.path.islink(path) else None
+        if link is not None and os.path.isdir(path):
+            h.update(f"{rel}\0link\0{link}\n".encode())
+            continue
+        try:
+            seen[rel] = _file_stamp(path, rel, memo, recent, where=where, real_root=real_root)
+        except safeio.Refusal as r:
+            problems.append(safeio.diagnostic(f"{shown}{rel}", r))
+            continue
+        h.update(f"{rel}\0{seen[rel][3]}\0{link or ''}\n".encode())
+    if problems:
+        raise LoadError(f"{len(problems)} file(s) of {root} cannot be read", problems)
+    if memo is not None:
+        memo.clear()
+        memo.update(seen)
+    return h.hexdigest()
+
+
+def _tree_files(root: Path, suffixes: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(relative path, path) of the files under `root` ending in `suffixes` (any, when empty)
+    and of the links to directories (not followed: their target text counts), sorted."""
     files: list[tuple[str, str]] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
@@ -98,41 +133,33 @@ def tree_digest(
             if not suffixes or name.endswith(suffixes):
                 path = os.path.join(dirpath, name)
                 files.append((os.path.relpath(path, root).replace(os.sep, "/"), path))
-        for name in dirnames:  # a link to a directory is not followed: its target text counts
+        for name in dirnames:
             path = os.path.join(dirpath, name)
             if os.path.islink(path):
                 files.append((os.path.relpath(path, root).replace(os.sep, "/"), path))
     files.sort()
-    recent = time.time_ns() - 2_000_000_000
-    h = hashlib.sha256()
-    seen: dict[str, list[Any]] = {}
-    problems: list[Diagnostic] = []
-    for rel, path in files:
-        link = os.readlink(path) if os.path.islink(path) else None
-        if link is not None and os.path.isdir(path):
-            h.update(f"{rel}\0link\0{link}\n".encode())
-            continue
-        limit = safeio.cap_for(rel)
-        try:
-            _, st = safeio.check(path, where=where, limit=limit, real_root=real_root)
-            stamp = [st.st_size, st.st_mtime_ns, st.st_ino]
-            old = memo.get(rel) if memo is not None else None
-            if old is not None and old[:3] == stamp and st.st_mtime_ns < recent:
-                sha = str(old[3])
-            else:
-                data = safeio.read(path, where=where, limit=limit, real_root=real_root)
-                sha = hashlib.sha256(data).hexdigest()
-        except safeio.Refusal as r:
-            problems.append(safeio.diagnostic(f"{shown}{rel}", r))
-            continue
-        seen[rel] = [*stamp, sha]
-        h.update(f"{rel}\0{sha}\0{link or ''}\n".encode())
-    if problems:
-        raise LoadError(f"{len(problems)} file(s) of {root} cannot be read", problems)
-    if memo is not None:
-        memo.clear()
-        memo.update(seen)
-    return h.hexdigest()
+    return files
+
+
+def _file_stamp(
+    path: str,
+    rel: str,
+    memo: dict[str, list[Any]] | None,
+    recent: int,
+    *,
+    where: str,
+    real_root: str,
+) -> list[Any]:
+    """[size, mtime_ns, inode, sha256] of one file, its digest from `memo` when its stat is
+    unchanged and older than `recent`. Raises safeio.Refusal."""
+    limit = safeio.cap_for(rel)
+    _, st = safeio.check(path, where=where, limit=limit, real_root=real_root)
+    stamp = [st.st_size, st.st_mtime_ns, st.st_ino]
+    old = memo.get(rel) if memo is not None else None
+    if old is not None and old[:3] == stamp and st.st_mtime_ns < recent:
+        return [*stamp, str(old[3])]
+    data = safeio.read(path, where=where, limit=limit, real_root=real_root)
+    return [*stamp, hashlib.sha256(data).hexdigest()]
 
 
 def key_path() -> Path:
@@ -187,7 +214,15 @@ class CacheStats:
 
 
 class Cache:
-    """One cache directory. Not a record: it counts what it did in `stats`."""
+    """One cache directory. Not a record: it counts what it did in `stats`, and remembers the
+    entries it served so that `finish` can sweep the others.
+
+    Stages use one interface, `get_or_make` (or `get_or_make_many` for a batch made at once):
+    the stage names its key parts (its code's fingerprint and the digests of every input), the
+    cache returns the value stored under them or makes, stores and returns it. Values are
+    authenticated pickles. `get`/`put` are the raw bytes underneath, for records that are not
+    a function of their key (the stat memo, the record of the last build).
+    """
 
     def __init__(
         self, root: Path = DEFAULT_DIR, *, enabled: bool = True, secret: bytes | None = None
@@ -196,6 +231,7 @@ class Cache:
         self.enabled = enabled
         self._secret = secret
         self.stats = CacheStats()
+        self._served: dict[str, set[str]] = {}  # stage -> keys served, for stages swept
 
     # --- keys and paths
     def key(self, stage: str, fingerprint_: str, *inputs: str | bytes) -> str:
@@ -287,6 +323,60 @@ class Cache:
             data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
             self.put(stage, key, fingerprint_, data, authenticated=True)
 
+    # --- the memo interface
+    def get_or_make(
+        self,
+        stage: str,
+        key_parts: Sequence[str | bytes],
+        make: Callable[[], T],
+        *,
+        sweep: bool = False,
+    ) -> T:
+        """The value stored under (`stage`, `key_parts`), else `make()`, stored.
+
+        `key_parts` must name everything the value depends on, the code that makes it
+        included (a `fingerprint`). With `sweep`, the stage's entries this cache did not serve
+        are deleted by `finish` (for stages whose every current entry a build reads, so the
+        cache does not grow with each changed input)."""
+        return self.get_or_make_many(stage, [key_parts], lambda _: [make()], sweep=sweep)[0]
+
+    def get_or_make_many(
+        self,
+        stage: str,
+        key_parts: Sequence[Sequence[str | bytes]],
+        make: Callable[[list[int]], Sequence[T]],
+        *,
+        sweep: bool = False,
+    ) -> list[T]:
+        """`get_or_make` for a batch: the values stored under each of `key_parts`, the missing
+        ones made by one call `make(indices)` (so they can be made in parallel), in order."""
+        if not self.enabled:
+            return list(make(list(range(len(key_parts)))))
+        keys = [self.key(stage, "", *parts) for parts in key_parts]
+        if sweep:
+            self._served.setdefault(stage, set()).update(keys)
+        found: list[Any] = [self._load(stage, k) for k in keys]
+        todo = [i for i, value in enumerate(found) if value is _ABSENT]
+        if todo:
+            for i, value in zip(todo, make(todo), strict=True):
+                found[i] = value
+                self._store(stage, keys[i], value)
+        return found
+
+    def _load(self, stage: str, key: str) -> Any:
+        payload = self.get(stage, key, "", authenticated=True)
+        return _ABSENT if payload is None else pickle.loads(payload)  # HMAC checked first
+
+    def _store(self, stage: str, key: str, value: Any) -> None:
+        self.put_object(stage, key, "", value)
+
+    def finish(self) -> None:
+        """Sweep every stage served with `sweep=True` down to the entries served (call once
+        the work that used this cache has succeeded)."""
+        for stage, keys in sorted(self._served.items()):
+            self.sweep(stage, keys)
+        self._served.clear()
+
     def sweep(self, stage: str, keep: Iterable[str]) -> int:
         """Delete the entries of `stage` not in `keep` (the keys the build just used); returns
         how many. For stages whose every entry a build reads or rewrites (pages, the page
@@ -312,6 +402,35 @@ def _header(key: str, stage: str, fingerprint_: str, payload: bytes) -> bytes:
     return json.dumps(doc, sort_keys=True).encode()
 
 
+MEMO_STAGE = "stat"
+
+
+def stat_tree_digest(
+    cache: Cache | None,
+    root: Path,
+    suffixes: tuple[str, ...] = (),
+    *,
+    shown: str = "",
+    where: str = "its directory",
+) -> str:
+    """`tree_digest` of `root`, its stat memo kept in `cache` (one entry per directory and
+    suffix list): unchanged files are not read again from one build to the next."""
+    if cache is None or not cache.enabled:
+        return tree_digest(root, suffixes, shown=shown, where=where)
+    key, fp = digest(MEMO_STAGE, str(root.resolve()), *suffixes), fingerprint("core/cache.py")
+    raw = cache.get(MEMO_STAGE, key, fp)
+    try:
+        memo = json.loads(raw) if raw is not None else {}
+    except ValueError:
+        memo = {}
+    memo = memo if isinstance(memo, dict) else {}
+    before = dict(memo)
+    result = tree_digest(root, suffixes, memo, shown=shown, where=where)
+    if memo != before:
+        cache.put(MEMO_STAGE, key, fp, json.dumps(memo, separators=(",", ":")).encode())
+    return result
+
+
 # --- the output tree of a finished build --------------------------------------------------------
 
 
@@ -334,241 +453,14 @@ def digests_of(paths: Iterable[tuple[str, bytes]]) -> list[str]:
     return [f"{p}\0{hashlib.sha256(b).hexdigest()}" for p, b in paths]
 
 
-# --- stage hooks --------------------------------------------------------------------------------
-
-VERIFY_STAGE = "verify"
-
-
-def verify_cached(
-    files: Any,
-    *,
-    trust_root: Any,
-    policy: Any,
-    current_digests: Any,
-    cache: Cache,
-    jobs: int | None = None,
-) -> tuple[Any, ...]:
-    """`generator.evidence.verify.verify_evidence`, verifying only files the cache has not seen.
-
-    A record depends on the file (its path and bytes), the trust root, the signer policy and the
-    verifier's code; it is cached as verified *before* staleness is judged (no current digests),
-    and `with_current_digests` then judges every record against this build's recipes, so a
-    changed recipe never needs a re-verification. Entries are authenticated (HMAC with this
-    machine's key): a cached "verified" cannot be planted by writing to `.cache/`.
-    """
-    from generator.evidence import verify
-
-    fp = fingerprint("evidence", "core/records.py", "core/canonical.py", "fast")
-    policy_digest = hashlib.sha256(repr(policy).encode()).hexdigest()
-    keys = [
-        cache.key(
-            VERIFY_STAGE,
-            fp,
-            f.path,
-            f.location or "",  # the path check judges the location below the evidence root
-            hashlib.sha256(f.data).hexdigest(),
-            trust_root.sha256,
-            policy_digest,
-        )
-        for f in files
-    ]
-    records: list[Any] = [cache.get_object(VERIFY_STAGE, k, fp) for k in keys]
-    todo = [i for i, r in enumerate(records) if r is None or r.path != files[i].path]
-    if todo:
-        fresh = verify.verify_evidence(
-            [files[i] for i in todo],
-            trust_roots=trust_root,
-            policy=policy,
-            current_digests={},
-            jobs=jobs,
-        )
-        for i, record in zip(todo, fresh, strict=True):
-            records[i] = record
-            cache.put_object(VERIFY_STAGE, keys[i], fp, record)
-    return verify.with_current_digests(records, current_digests)
-
-
-BUILD_STAGE = "build"
-
-
-def _versions(*dists: str) -> list[str]:
-    from importlib import metadata
-
-    out = []
-    for d in dists:
-        try:
-            out.append(f"{d}=={metadata.version(d)}")
-        except metadata.PackageNotFoundError:
-            out.append(f"{d}==absent")
-    return out
-
-
-def inputs_key(inputs: Any, epoch: int, templates: Path, cache: Cache | None = None) -> str:
-    """Digest of everything a site build reads except the evidence tree: the catalog, docs,
-    templates and mkdocs.yml trees, the trust root file, the build options, the epoch, the
-    generator's whole source and the versions of the engines it calls (mkdocs, its theme,
-    plotly, sigstore). Pages that depend on no evidence file are keyed by this alone.
-
-    With a cache, the content digests of unchanged catalog files (same size, mtime and inode)
-    are taken from the previous build instead of reading every file again."""
-    from generator.evidence.trustroot import trust_root_path
-
-    root_file = trust_root_path(inputs.trust_root, Path(inputs.catalog))
-    options = {
-        "strict": inputs.strict,
-        "deployers": list(inputs.deployers),
-        "bundles": inputs.bundles,
-        "trust_root": inputs.trust_root,
-        "epoch": epoch,
-    }
-    # every path absolute, and part of the key: a cached stage keeps the catalog's root, which
-    # must name this catalog whatever the working directory of the next build
-    catalog_dir = os.path.abspath(inputs.catalog)
-    catalog = _memo_digest(cache, Path(catalog_dir), (), where="the catalog")
-    return digest(
-        "inputs",
-        fingerprint(),
-        json.dumps(options, sort_keys=True),
-        catalog_dir,
-        os.path.abspath(inputs.evidence),
-        *_versions("mkdocs", "mkdocs-material", "plotly", "sigstore", "jinja2", "pandas"),
-        catalog,
-        tree_digest(Path(os.path.abspath(inputs.docs))),
-        tree_digest(templates),
-        _optional(Path(inputs.config), safeio.OTHER_BYTES),
-        _optional(root_file, safeio.TRUST_ROOT_BYTES),
-    )
-
-
-def _optional(path: Path, limit: int) -> bytes:
-    """The bytes of an input file the user named, b"" when there is none (`safeio.read`)."""
-    if not os.path.lexists(path):
-        return b""
-    try:
-        return safeio.read(path, limit=limit)
-    except safeio.Refusal as r:
-        raise LoadError(f"cannot read {path}", [safeio.diagnostic(str(path), r)]) from None
-
-
-def build_key(
-    inputs: Any, epoch: int, templates: Path, cache: Cache | None = None, *, without: str = ""
-) -> str:
-    """Digest of everything a site build reads: `inputs_key` (pass it as `without` when it is
-    already known) and the evidence tree (stat-memoized like the catalog)."""
-    base = without or inputs_key(inputs, epoch, templates, cache)
-    # .yaml: upstream pointer files and allowlist.yaml (generator.evidence.upstream), whose
-    # records also depend on the OCI cache and the environment (state_key)
-    evidence_dir = Path(os.path.abspath(inputs.evidence))
-    evidence = _memo_digest(
-        cache,
-        evidence_dir,
-        (".sigstore.json", ".yaml"),
-        shown=f"{evidence_dir.name}/",
-        where="the evidence directory",
-    )
-    from generator.evidence.upstream import state_key
-
-    return digest(BUILD_STAGE, base, evidence, state_key(evidence_dir))
-
-
-MEMO_STAGE = "stat"
-
-
-def _memo_digest(
-    cache: Cache | None,
-    root: Path,
-    suffixes: tuple[str, ...],
-    *,
-    shown: str = "",
-    where: str = "its directory",
-) -> str:
-    """`tree_digest` of `root` with its stat memo kept in the cache (one entry per directory)."""
-    if cache is None or not cache.enabled:
-        return tree_digest(root, suffixes, shown=shown, where=where)
-    key, fp = digest(MEMO_STAGE, str(root.resolve()), *suffixes), fingerprint("core/cache.py")
-    raw = cache.get(MEMO_STAGE, key, fp)
-    try:
-        memo = json.loads(raw) if raw is not None else {}
-    except ValueError:
-        memo = {}
-    memo = memo if isinstance(memo, dict) else {}
-    before = dict(memo)
-    result = tree_digest(root, suffixes, memo, shown=shown, where=where)
-    if memo != before:
-        cache.put(MEMO_STAGE, key, fp, json.dumps(memo, separators=(",", ":")).encode())
-    return result
-
-
-def unchanged_build(cache: Cache, out: Path, key: str) -> dict[str, Any] | None:
-    """The report of the build recorded under `key`, if `out` is still exactly what it wrote."""
-    if not cache.enabled or not out.is_dir():
-        return None
-    fp = fingerprint()
-    stored = cache.get(BUILD_STAGE, digest(str(out.resolve())), fp, authenticated=True)
-    if stored is None:
-        return None
-    try:
-        doc = json.loads(stored)
-    except ValueError:
-        return None
-    if doc.get("key") != key or doc.get("listing") != tree_listing(out):
-        return None
-    report: dict[str, Any] = doc["report"]
-    return report
-
-
-def record_build(
-    cache: Cache,
-    out: Path,
-    key: str,
-    report: dict[str, Any],
-    sums: dict[str, str] | None = None,
-) -> None:
-    """Remember that `out` is the build of `key` (with its file listing, to notice edits, and
-    the sha256 of the files the build published, so the next build can reuse them)."""
-    doc = {"key": key, "listing": tree_listing(out), "report": report, "sha256": sums or {}}
-    cache.put(
-        BUILD_STAGE,
-        digest(str(out.resolve())),
-        fingerprint(),
-        json.dumps(doc, sort_keys=True).encode(),
-        authenticated=True,  # a planted entry must not make a build skip
-    )
-
-
-def previous_files(cache: Cache, out: Path) -> dict[str, tuple[int, int, int, str]]:
-    """What the last recorded build of `out` published: relative path -> (size, mtime_ns,
-    inode, sha256) as recorded. A file whose stat still matches holds those bytes (the record
-    is authenticated, so the list cannot be planted); anything else is unknown."""
-    if not cache.enabled or not out.is_dir():
-        return {}
-    stored = cache.get(BUILD_STAGE, digest(str(out.resolve())), fingerprint(), authenticated=True)
-    try:
-        doc = json.loads(stored) if stored is not None else {}
-    except ValueError:
-        return {}
-    sums = doc.get("sha256") if isinstance(doc, dict) else None
-    listing = doc.get("listing") if isinstance(doc, dict) else None
-    if not isinstance(sums, dict) or not isinstance(listing, list):
-        return {}
-    out_files: dict[str, tuple[int, int, int, str]] = {}
-    for entry in listing:
-        if isinstance(entry, list) and len(entry) == 4 and isinstance(sums.get(entry[0]), str):
-            out_files[entry[0]] = (int(entry[1]), int(entry[2]), int(entry[3]), sums[entry[0]])
-    return out_files
-
-
 __all__ = [
     "Cache",
     "CacheStats",
-    "build_key",
     "digest",
+    "digests_of",
     "fingerprint",
-    "inputs_key",
     "machine_key",
-    "previous_files",
-    "record_build",
+    "stat_tree_digest",
     "tree_digest",
-    "unchanged_build",
-    "verify_cached",
+    "tree_listing",
 ]

@@ -211,7 +211,7 @@ def _verify_files(
     cache: Cache | None,
 ) -> tuple[Evidence, ...]:
     if cache is not None and len(roots) == 1:
-        from generator.core.cache import verify_cached
+        from generator.evidence.verify_cache import verify_cached
 
         return verify_cached(
             files,

@@ -158,6 +158,9 @@ def _manifest(
     site_bytes: bytes,
     evidence_sha256: Mapping[str, str],
 ) -> dict[str, Any]:
+    """The release manifest of the built `site` (its API documents), its bundle archives and
+    site archive, and the evidence files' sha256. Raises ReleaseError when sample evidence
+    would count as qualification."""
     index = json.loads((site / "api/v1/recipes.json").read_text(encoding="utf-8"))
     evidence = json.loads((site / "api/v1/evidence.json").read_text(encoding="utf-8"))
     counted_sample = [
@@ -169,6 +172,33 @@ def _manifest(
         raise ReleaseError(
             f"sample evidence would count as qualification: {', '.join(counted_sample)}"
         )
+    return {
+        "apiVersion": "aicr.run/v1",
+        "kind": "ReleaseManifest",
+        "version": version,
+        "commit": commit,
+        "sourceDateEpoch": epoch,
+        "generator": {"name": "aicr-catalog", "version": __version__},
+        "trustRoot": index.get("trustRoot"),
+        "site": {"file": site_file, "sha256": _sha(site_bytes)},
+        "recipes": _manifest_recipes(index, bundles),
+        "evidence": [
+            {
+                "path": e["repositoryPath"],
+                "sha256": evidence_sha256.get(e["repositoryPath"]),
+                "state": e["state"],
+                "counted": e["counted"],
+                "class": e.get("class"),
+            }
+            for e in evidence["evidence"]
+        ],
+    }
+
+
+def _manifest_recipes(
+    index: Mapping[str, Any], bundles: Mapping[str, bytes]
+) -> list[dict[str, Any]]:
+    """One manifest entry per recipe × profile of the API's index, with its bundles' sha256."""
     recipes = []
     for r in index["recipes"]:
         for p in r["profiles"]:
@@ -190,27 +220,7 @@ def _manifest(
                     },
                 }
             )
-    return {
-        "apiVersion": "aicr.run/v1",
-        "kind": "ReleaseManifest",
-        "version": version,
-        "commit": commit,
-        "sourceDateEpoch": epoch,
-        "generator": {"name": "aicr-catalog", "version": __version__},
-        "trustRoot": index.get("trustRoot"),
-        "site": {"file": site_file, "sha256": _sha(site_bytes)},
-        "recipes": recipes,
-        "evidence": [
-            {
-                "path": e["repositoryPath"],
-                "sha256": evidence_sha256.get(e["repositoryPath"]),
-                "state": e["state"],
-                "counted": e["counted"],
-                "class": e.get("class"),
-            }
-            for e in evidence["evidence"]
-        ],
-    }
+    return recipes
 
 
 def _changelog(
@@ -279,6 +289,9 @@ def release(
     previous: str | None = None,
     trust_root: str = "public-good",
 ) -> ReleaseReport:
+    """The release assets of `version` into `out`: the site built from the tagged commit's
+    tree, its bundle archives, the site archive, the manifest, the changelog against
+    `previous` and SHA256SUMS; `out` is replaced only when all of them were made."""
     check_output_dir(out, OutputKind.RELEASE)
     commit, previous = check_preconditions(repo, version, previous, trust_root)
     epoch = timeutil.source_date_epoch(error=ReleaseError)
@@ -288,59 +301,62 @@ def release(
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}-release-", dir=out.parent))
     try:
-        staged = work / "dist"
-        staged.mkdir()
         with materialize(repo, commit, TREE_PATHS) as tree:
             site = work / "site"
             _build(tree, site, trust_root, epoch)
             evidence_sha256 = _evidence_digests(tree)
-        files: dict[str, bytes] = {}
-        bundle_names: set[str] = set()
-        for p in sorted((site / "downloads").rglob("*.tar.gz")):
-            if p.name in files:
-                raise ReleaseError(f"two bundle archives are named {p.name}")
-            files[p.name] = p.read_bytes()
-            bundle_names.add(p.name)
+        files = _bundle_files(site)
+        bundles = dict(files)
         site_file = SITE_ARCHIVE.format(version=version)
         if site_file in files:
             raise ReleaseError(f"a bundle archive is named like the site archive {site_file}")
         files[site_file] = _site_archive(site, version, epoch)
         manifest = _manifest(
-            version,
-            commit,
-            epoch,
-            site,
-            {k: v for k, v in files.items() if k in bundle_names},
-            site_file,
-            files[site_file],
-            evidence_sha256,
+            version, commit, epoch, site, bundles, site_file, files[site_file], evidence_sha256
         )
-        old_manifest = None
-        if previous is not None:
-            with materialize(repo, previous, TREE_PATHS) as old_tree:
-                old_site = work / "old-site"
-                old_epoch = int(_git(repo, "log", "-1", "--format=%ct", previous).strip())
-                _build(old_tree, old_site, trust_root, old_epoch)
-                old_manifest = _manifest(
-                    previous,
-                    previous,
-                    old_epoch,
-                    old_site,
-                    {},
-                    "",
-                    b"",
-                    _evidence_digests(old_tree),
-                )
+        old_manifest = _previous_manifest(repo, previous, work, trust_root)
         files[MANIFEST] = (
             json.dumps(manifest, indent=2, sort_keys=True, allow_nan=False) + "\n"
         ).encode()
         files[CHANGELOG] = _changelog(repo, version, previous, manifest, old_manifest).encode()
         files[SUMS] = "".join(f"{_sha(files[n])}  {n}\n" for n in sorted(files)).encode()
-        for name, data in files.items():
-            target = staged / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        swap_in(staged, out)  # the previous release directory stays whole until then
+        swap_in(_staged(work / "dist", files), out)  # the previous release stays whole until then
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return ReleaseReport(version, commit, previous, tuple(sorted(files)))
+
+
+def _bundle_files(site: Path) -> dict[str, bytes]:
+    """The bundle archives the site offers for download, by file name (flat release assets)."""
+    files: dict[str, bytes] = {}
+    for p in sorted((site / "downloads").rglob("*.tar.gz")):
+        if p.name in files:
+            raise ReleaseError(f"two bundle archives are named {p.name}")
+        files[p.name] = p.read_bytes()
+    return files
+
+
+def _previous_manifest(
+    repo: Path, previous: str | None, work: Path, trust_root: str
+) -> dict[str, Any] | None:
+    """The manifest the release `previous` would have (its site built again from its tree),
+    for the changelog; None without a previous release."""
+    if previous is None:
+        return None
+    with materialize(repo, previous, TREE_PATHS) as old_tree:
+        old_site = work / "old-site"
+        old_epoch = int(_git(repo, "log", "-1", "--format=%ct", previous).strip())
+        _build(old_tree, old_site, trust_root, old_epoch)
+        return _manifest(
+            previous, previous, old_epoch, old_site, {}, "", b"", _evidence_digests(old_tree)
+        )
+
+
+def _staged(staged: Path, files: Mapping[str, bytes]) -> Path:
+    """`files` written into the new directory `staged`, returned."""
+    staged.mkdir()
+    for name, data in files.items():
+        target = staged / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    return staged

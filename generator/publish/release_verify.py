@@ -210,20 +210,61 @@ def verify_release(
     if version is not None and not _VERSION.fullmatch(version):
         raise ValueError(f"version '{version}' is not of the form vMAJOR.MINOR.PATCH")
     problems: list[Diagnostic] = []
-    verified: list[str] = []
-
     # 1. SHA256SUMS against the files
+    listed = _check_sums(directory, allow_missing, problems)
+    # 2. the manifest's signature
+    manifest_bytes, manifest_doc = _read_manifest(directory, problems)
+    stated = manifest_doc.get("version") if manifest_doc is not None else None
+    want_version = version or (stated if isinstance(stated, str) else None)
+    if identity is None:
+        identity = expected_identity(repository, want_version or "<unknown version>")
+    if manifest_bytes is not None:
+        problems += _signature_problems(directory, manifest_bytes, trust_root, identity, issuer)
+    # 3. what the signed manifest anchors
+    if manifest_doc is not None:
+        problems += _anchor_problems(manifest_doc, want_version, listed)
+    commit = (manifest_doc or {}).get("commit")
+    return VerifyReport(
+        directory=str(directory),
+        version=stated if isinstance(stated, str) else None,
+        commit=commit if isinstance(commit, str) else None,
+        identity=identity,
+        issuer=issuer,
+        trust_root=trust_root.name,
+        verified_assets=listed.verified,
+        problems=tuple(sorted(set(problems))),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Listed:
+    """What SHA256SUMS says and what the files hold: the sums listed, the sha256 of each
+    listed file that could be read, and those that match."""
+
+    sums: Mapping[str, str]
+    actual: Mapping[str, str]
+    verified: tuple[str, ...]
+
+
+def _read_sums(directory: Path, problems: list[Diagnostic]) -> str:
+    """The text of SHA256SUMS ("" when it cannot be read: then a problem says why)."""
     try:
-        sums_text = _read_doc(directory / SUMS).decode("utf-8")
+        return _read_doc(directory / SUMS).decode("utf-8")
     except _Unreadable as e:
         problems.append(_problem(SUMS, f"{SUMS} {e}", "release.sums"))
-        sums_text = ""
     except UnicodeDecodeError:
         problems.append(_problem(SUMS, f"{SUMS} is not UTF-8 text", "release.sums"))
-        sums_text = ""
+    return ""
+
+
+def _check_sums(directory: Path, allow_missing: bool, problems: list[Diagnostic]) -> _Listed:
+    """Each file SHA256SUMS lists against its sum; files it does not list; the manifest and
+    its signature listed."""
+    sums_text = _read_sums(directory, problems)
     sums, bad_lines = parse_sums(sums_text)
     problems += bad_lines
     actual: dict[str, str] = {}
+    verified: list[str] = []
     for name, want in sorted(sums.items()):
         try:
             got = _sha256(directory / name)
@@ -234,116 +275,98 @@ def verify_release(
             continue
         actual[name] = got
         if got != want:
-            problems.append(
-                _problem(
-                    name,
-                    f"sha256 {got} does not match {want} in {SUMS}: the asset was altered",
-                    "release.tampered",
-                )
-            )
+            message = f"sha256 {got} does not match {want} in {SUMS}: the asset was altered"
+            problems.append(_problem(name, message, "release.tampered"))
         else:
             verified.append(name)
-    try:
-        present = sorted(p.name for p in directory.iterdir())
-    except OSError as e:
-        present = []
-        problems.append(_problem(str(directory), f"cannot list: {e.strerror}", "release.asset"))
-    for name in present if sums_text else ():  # without SHA256SUMS, no file is "unlisted"
-        if name != SUMS and name not in sums:
-            problems.append(
-                _problem(
-                    name, f"not listed in {SUMS}: not an asset of this release", "release.asset"
-                )
-            )
+    if sums_text:  # without SHA256SUMS, no file is "unlisted"
+        problems += _unlisted(directory, sums)
     for name in (MANIFEST, SIGNATURE):
         if sums and name not in sums:
             problems.append(_problem(SUMS, f"{name} is not listed", "release.sums"))
+    return _Listed(sums, actual, tuple(verified))
 
-    # 2. the manifest's signature
-    manifest_doc: dict[str, Any] = {}
-    manifest_bytes: bytes | None = None
-    parsed = False
+
+def _unlisted(directory: Path, sums: Mapping[str, str]) -> list[Diagnostic]:
+    """The files of `directory` that SHA256SUMS does not list (or why it cannot be listed)."""
+    try:
+        present = sorted(p.name for p in directory.iterdir())
+    except OSError as e:
+        return [_problem(str(directory), f"cannot list: {e.strerror}", "release.asset")]
+    message = f"not listed in {SUMS}: not an asset of this release"
+    return [
+        _problem(name, message, "release.asset")
+        for name in present
+        if name != SUMS and name not in sums
+    ]
+
+
+def _read_manifest(
+    directory: Path, problems: list[Diagnostic]
+) -> tuple[bytes | None, dict[str, Any] | None]:
+    """The manifest's bytes (None when unreadable) and its document (None unless a JSON
+    object)."""
     try:
         manifest_bytes = _read_doc(directory / MANIFEST)
-        loaded = json.loads(manifest_bytes)
-        if isinstance(loaded, dict):
-            manifest_doc = loaded
-            parsed = True
-        else:
-            problems.append(_problem(MANIFEST, "not a JSON object", "release.manifest"))
     except _Unreadable as e:
         problems.append(_problem(MANIFEST, f"{MANIFEST} {e}", "release.manifest"))
+        return None, None
+    try:
+        loaded = json.loads(manifest_bytes)
     except (ValueError, RecursionError):
         problems.append(_problem(MANIFEST, "not JSON", "release.manifest"))
-    stated = manifest_doc.get("version")
-    want_version = version or (stated if isinstance(stated, str) else None)
-    if identity is None:
-        identity = expected_identity(repository, want_version or "<unknown version>")
-    if manifest_bytes is not None:
-        try:
-            signature = _read_doc(directory / SIGNATURE)
-        except _Unreadable as e:
-            problems.append(_problem(SIGNATURE, f"{SIGNATURE} {e}", "release.signature"))
-        else:
-            why = _check_signature(manifest_bytes, signature, trust_root, identity, issuer)
-            if why is not None:
-                problems.append(
-                    _problem(
-                        SIGNATURE,
-                        f"the manifest's signature does not verify for {identity} "
-                        f"(issuer {issuer}, trust root {trust_root.name}): {why}",
-                        "release.signature",
-                    )
-                )
+        return manifest_bytes, None
+    if not isinstance(loaded, dict):
+        problems.append(_problem(MANIFEST, "not a JSON object", "release.manifest"))
+        return manifest_bytes, None
+    return manifest_bytes, loaded
 
-    # 3. what the signed manifest anchors
-    if parsed:
-        if not isinstance(stated, str) or not _VERSION.fullmatch(stated):
-            problems.append(_problem(MANIFEST, "states no version", "release.manifest"))
-        elif want_version != stated:
-            problems.append(
-                _problem(
-                    MANIFEST,
-                    f"is the manifest of {stated}, not of {want_version}",
-                    "release.manifest",
-                )
-            )
-        anchored = _anchored(manifest_doc)
-        if isinstance(stated, str) and SITE_ARCHIVE.format(version=stated) not in anchored:
-            problems.append(_problem(MANIFEST, "records no site archive", "release.manifest"))
-        for name, want in sorted(anchored.items()):
-            if name in actual and actual[name] != want:
-                problems.append(
-                    _problem(
-                        name,
-                        f"sha256 {actual[name]} is not the {want} the signed manifest records",
-                        "release.tampered",
-                    )
-                )
-            if name not in sums:
-                problems.append(
-                    _problem(
-                        name, f"recorded in the manifest but not listed in {SUMS}", "release.sums"
-                    )
-                )
-        for name in sorted(actual):
-            if name.endswith(".tar.gz") and name not in anchored:
-                problems.append(
-                    _problem(
-                        name, "an archive the signed manifest does not record", "release.asset"
-                    )
-                )
-    commit = manifest_doc.get("commit")
-    return VerifyReport(
-        directory=str(directory),
-        version=stated if isinstance(stated, str) else None,
-        commit=commit if isinstance(commit, str) else None,
-        identity=identity,
-        issuer=issuer,
-        trust_root=trust_root.name,
-        verified_assets=tuple(verified),
-        problems=tuple(sorted(set(problems))),
+
+def _signature_problems(
+    directory: Path, manifest: bytes, trust_root: TrustRoot, identity: str, issuer: str
+) -> list[Diagnostic]:
+    """Why the manifest's Sigstore bundle does not verify for `identity` ([] when it does)."""
+    try:
+        signature = _read_doc(directory / SIGNATURE)
+    except _Unreadable as e:
+        return [_problem(SIGNATURE, f"{SIGNATURE} {e}", "release.signature")]
+    why = _check_signature(manifest, signature, trust_root, identity, issuer)
+    if why is None:
+        return []
+    message = (
+        f"the manifest's signature does not verify for {identity} "
+        f"(issuer {issuer}, trust root {trust_root.name}): {why}"
     )
+    return [_problem(SIGNATURE, message, "release.signature")]
+
+
+def _anchor_problems(
+    manifest_doc: Mapping[str, Any], want_version: str | None, listed: _Listed
+) -> list[Diagnostic]:
+    """The manifest's version, and the archives it records against the files and the sums."""
+    problems: list[Diagnostic] = []
+    stated = manifest_doc.get("version")
+    if not isinstance(stated, str) or not _VERSION.fullmatch(stated):
+        problems.append(_problem(MANIFEST, "states no version", "release.manifest"))
+    elif want_version != stated:
+        message = f"is the manifest of {stated}, not of {want_version}"
+        problems.append(_problem(MANIFEST, message, "release.manifest"))
+    anchored = _anchored(manifest_doc)
+    if isinstance(stated, str) and SITE_ARCHIVE.format(version=stated) not in anchored:
+        problems.append(_problem(MANIFEST, "records no site archive", "release.manifest"))
+    actual = listed.actual
+    for name, want in sorted(anchored.items()):
+        if name in actual and actual[name] != want:
+            message = f"sha256 {actual[name]} is not the {want} the signed manifest records"
+            problems.append(_problem(name, message, "release.tampered"))
+        if name not in listed.sums:
+            message = f"recorded in the manifest but not listed in {SUMS}"
+            problems.append(_problem(name, message, "release.sums"))
+    for name in sorted(actual):
+        if name.endswith(".tar.gz") and name not in anchored:
+            message = "an archive the signed manifest does not record"
+            problems.append(_problem(name, message, "release.asset"))
+    return problems
 
 
 def report_text(r: VerifyReport) -> str:

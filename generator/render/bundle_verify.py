@@ -44,24 +44,26 @@ def verify_bundle(root: Path) -> tuple[Diagnostic, ...]:
     root = Path(root)
     sums = root / CHECKSUMS
     if not os.path.lexists(sums):
-        return (
-            Diagnostic(
-                CHECKSUMS,
-                0,
-                0,
-                "$",
-                "checksums.txt is missing: nothing to verify against",
-                "bundle.no-checksums",
-            ),
-        )
+        message = "checksums.txt is missing: nothing to verify against"
+        return (Diagnostic(CHECKSUMS, 0, 0, "$", message, "bundle.no-checksums"),)
     try:
         # a link out of the bundle is refused unread: no line of its target can be printed
         raw = safeio.read(sums, root=root, where="the bundle", limit=safeio.CHECKSUMS_BYTES)
     except safeio.Refusal as r:
         return (Diagnostic(CHECKSUMS, 0, 0, "$", r.message, "bundle.no-checksums"),)
+    listed, diags = _parse_checksums(raw.decode("utf-8", errors="replace"))
+    present, links = _present(root)
+    diags += links
+    diags += _listed_problems(root, listed, present)
+    diags += _unlisted_problems(present - set(listed), is_closed_world(root, listed))
+    return sort_diagnostics(diags)
+
+
+def _parse_checksums(text: str) -> tuple[dict[str, str], list[Diagnostic]]:
+    """{relative path: sha256} of a checksums.txt, and its malformed, unsafe and repeated
+    lines."""
     diags: list[Diagnostic] = []
     listed: dict[str, str] = {}
-    text = raw.decode("utf-8", errors="replace")
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue  # upstream ends an empty list with a blank line
@@ -74,16 +76,8 @@ def verify_bundle(root: Path) -> tuple[Diagnostic, ...]:
             continue
         digest, rel = m.group(1), m.group(2)
         if _unsafe(rel) or rel == CHECKSUMS:
-            diags.append(
-                Diagnostic(
-                    CHECKSUMS,
-                    n,
-                    1,
-                    "$",
-                    f"unsafe or self-referencing path {rel!r}",
-                    "bundle.unsafe-path",
-                )
-            )
+            message = f"unsafe or self-referencing path {rel!r}"
+            diags.append(Diagnostic(CHECKSUMS, n, 1, "$", message, "bundle.unsafe-path"))
             continue
         if rel in listed:
             diags.append(
@@ -91,53 +85,52 @@ def verify_bundle(root: Path) -> tuple[Diagnostic, ...]:
             )
             continue
         listed[rel] = digest
+    return listed, diags
+
+
+def _present(root: Path) -> tuple[set[str], list[Diagnostic]]:
+    """The regular files of the bundle but checksums.txt, and its symbolic links (refused)."""
     present: set[str] = set()
+    links: list[Diagnostic] = []
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
         if path.is_symlink():
-            diags.append(Diagnostic(rel, 0, 0, "$", "symbolic link in bundle", "bundle.symlink"))
+            links.append(Diagnostic(rel, 0, 0, "$", "symbolic link in bundle", "bundle.symlink"))
             continue
         if path.is_file() and rel != CHECKSUMS:
             present.add(rel)
+    return present, links
+
+
+def _listed_problems(root: Path, listed: Mapping[str, str], present: set[str]) -> list[Diagnostic]:
+    """Each listed file missing, or whose bytes are not the listed sha256."""
+    diags: list[Diagnostic] = []
     for rel in sorted(listed):
-        path = root / rel
         if rel not in present:
-            diags.append(
-                Diagnostic(
-                    rel, 0, 0, "$", "missing file (listed in checksums.txt)", "bundle.missing"
-                )
-            )
-        elif _digest(path, root) != listed[rel]:
-            diags.append(
-                Diagnostic(
-                    rel,
-                    0,
-                    0,
-                    "$",
-                    "modified file (sha256 differs from checksums.txt)",
-                    "bundle.modified",
-                )
-            )
-    closed = is_closed_world(root, listed)
-    for rel in sorted(present - set(listed)):
-        if closed:
-            diags.append(
-                Diagnostic(rel, 0, 0, "$", "extra file (not in checksums.txt)", "bundle.extra")
-            )
-        else:
-            diags.append(
-                Diagnostic(
-                    rel,
-                    0,
-                    0,
-                    "$",
-                    "not covered by checksums.txt, so not verified (an upstream AICR bundle "
-                    "leaves recipe.yaml and attestation/ out of it)",
-                    "bundle.not-covered",
-                    Severity.WARNING,
-                )
-            )
-    return sort_diagnostics(diags)
+            message = "missing file (listed in checksums.txt)"
+            diags.append(Diagnostic(rel, 0, 0, "$", message, "bundle.missing"))
+        elif _digest(root / rel, root) != listed[rel]:
+            message = "modified file (sha256 differs from checksums.txt)"
+            diags.append(Diagnostic(rel, 0, 0, "$", message, "bundle.modified"))
+    return diags
+
+
+def _unlisted_problems(unlisted: set[str], closed: bool) -> list[Diagnostic]:
+    """Files checksums.txt does not list: errors in this project's bundles, warnings (not
+    verified) in upstream AICR's."""
+    if closed:
+        return [
+            Diagnostic(rel, 0, 0, "$", "extra file (not in checksums.txt)", "bundle.extra")
+            for rel in sorted(unlisted)
+        ]
+    message = (
+        "not covered by checksums.txt, so not verified (an upstream AICR bundle "
+        "leaves recipe.yaml and attestation/ out of it)"
+    )
+    return [
+        Diagnostic(rel, 0, 0, "$", message, "bundle.not-covered", Severity.WARNING)
+        for rel in sorted(unlisted)
+    ]
 
 
 def is_closed_world(root: Path, listed: Mapping[str, str] | None = None) -> bool:

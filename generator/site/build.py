@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
-import json
 import logging
 import os
 import re
@@ -28,27 +26,30 @@ import yaml
 from generator import __version__
 from generator.aggregate import Consensus
 from generator.core import safeio, timeutil
-from generator.core.cache import (
-    Cache,
-    build_key,
-    fingerprint,
-    inputs_key,
-    previous_files,
-    record_build,
-    tree_digest,
-    unchanged_build,
-)
+from generator.core.cache import Cache, fingerprint, tree_digest
 from generator.core.errors import CatalogError, Diagnostic, SiteError
 from generator.core.outputs import OutputKind, check_output_dir, mark
+from generator.core.records import Catalog, RecipeResult
 from generator.core.timeutil import rfc3339
 from generator.fast.collector import collector_paused
 from generator.fast.pool import parallel_map
 from generator.site import api, badges, changelog, islands, pages, stages
 from generator.site.csp import with_csp
+from generator.site.incremental import (
+    PAGES_STAGE,
+    RecipeKeys,
+    api_reuse,
+    build_key,
+    inputs_key,
+    previous_files,
+    record_build,
+    unchanged_build,
+)
 from generator.site.model import (
     ComponentUse,
     Download,
     EvidenceView,
+    LaneView,
     ProfileView,
     RecipeView,
     SiteData,
@@ -127,7 +128,7 @@ def source_date_epoch(explicit: int | None, repo: Path) -> int:
 
 
 def _profile_view(
-    result: Any,
+    result: RecipeResult,
     runs: tuple[EvidenceView, ...],
     status: stages.ProfileStatus | None,
     downloads: tuple[Download, ...],
@@ -159,26 +160,23 @@ PROGRESS = logging.getLogger("aicr_catalog.build")  # the CLI shows it on stderr
 CATALOG_STAGE = "catalog"
 
 
-def _catalog_stage(
-    options: BuildOptions, cache: Cache | None, base: str
-) -> tuple[Any, dict[str, tuple[Any, ...]], tuple[Any, ...], str]:
-    """Load, validate and resolve the catalog, or take the result for the very same inputs
-    (`base`: the catalog tree, options and generator) from the cache. Returns the catalog,
-    the results per leaf, the lanes and the cache key used."""
-    fp = fingerprint()
-    key = cache.key(CATALOG_STAGE, fp, base) if cache is not None and base else ""
-    if key and cache is not None:
-        hit = cache.get_object(CATALOG_STAGE, key, fp)
-        if isinstance(hit, tuple) and len(hit) == 3:
-            PROGRESS.info("catalog unchanged since the last build: validated and resolved then")
-            return (*hit, key)
-    PROGRESS.info("load + validate %s", options.catalog)
-    # an absolute root: the cached catalog is read again (manifests, signers, trust root) by
-    # builds from other working directories
-    root = Path(os.path.abspath(options.catalog))
-    catalog = stages.load_and_validate(root, strict=options.strict)
+@dataclass(frozen=True, slots=True)
+class ResolvedCatalog:
+    """The catalog stage's result: the validated catalog, each leaf's results (one per scale
+    profile it resolves with) and the lane ladder."""
+
+    catalog: Catalog
+    recipes: Mapping[str, tuple[RecipeResult, ...]]
+    lanes: tuple[LaneView, ...]
+
+    def results(self) -> tuple[RecipeResult, ...]:
+        return tuple(r for rs in self.recipes.values() for r in rs)
+
+
+def _resolve_all(catalog: Catalog) -> dict[str, tuple[RecipeResult, ...]]:
+    """Every leaf resolved with every scale profile it admits; SiteError with every problem."""
     PROGRESS.info("resolve %d leaf recipes", len(catalog.leaves()))
-    resolved: dict[str, tuple[Any, ...]] = {}
+    resolved: dict[str, tuple[RecipeResult, ...]] = {}
     problems: list[Diagnostic] = []
     for leaf in catalog.leaves():
         results, diags = stages.resolve_leaf(catalog, leaf)
@@ -186,67 +184,104 @@ def _catalog_stage(
         problems.extend(diags)
     if problems:
         raise SiteError("some recipes do not resolve", problems)
-    lanes = stages.lanes(catalog)
-    if key and cache is not None:
-        cache.put_object(CATALOG_STAGE, key, fp, (catalog, resolved, lanes))
-    return catalog, resolved, lanes, key
+    return resolved
+
+
+def catalog_stage(options: BuildOptions, cache: Cache | None, base: str) -> ResolvedCatalog:
+    """Load, validate and resolve the catalog, or take the result for the very same inputs
+    (`base`: the catalog tree, options and generator) from the cache."""
+
+    ran = False
+
+    def make() -> ResolvedCatalog:
+        nonlocal ran
+        ran = True
+        PROGRESS.info("load + validate %s", options.catalog)
+        # an absolute root: the cached catalog is read again (manifests, signers, trust root)
+        # by builds from other working directories
+        root = Path(os.path.abspath(options.catalog))
+        catalog = stages.load_and_validate(root, strict=options.strict)
+        return ResolvedCatalog(catalog, _resolve_all(catalog), stages.lanes(catalog))
+
+    if cache is None or not base:
+        return make()
+    found = cache.get_or_make(CATALOG_STAGE, (fingerprint(), base), make, sweep=True)
+    if not ran:
+        PROGRESS.info("catalog unchanged since the last build: validated and resolved then")
+    return found
+
+
+def render_stage(
+    resolved: ResolvedCatalog, options: BuildOptions, epoch: int
+) -> tuple[dict[tuple[str, str], tuple[Download, ...]], StageNote | None]:
+    """Every recipe × profile × deployer as an archive, unless bundles were not requested."""
+    if not options.bundles:
+        return {}, StageNote("render", "bundles were not requested for this build (--no-bundles).")
+    results = resolved.results()
+    PROGRESS.info(
+        "render bundles: %d recipe × profile × %d deployers", len(results), len(options.deployers)
+    )
+    return stages.render_bundles(
+        resolved.catalog, results, options.deployers, epoch, options.cache_dir, jobs=options.jobs
+    )
+
+
+def verify_stage(
+    resolved: ResolvedCatalog, options: BuildOptions, cache: Cache | None
+) -> tuple[stages.Verified, StageNote | None]:
+    """Every evidence file verified offline against the trust root and the signer policy."""
+    PROGRESS.info("verify evidence in %s (trust root %s)", options.evidence, options.trust_root)
+    return stages.verify_evidence(
+        resolved.catalog,
+        options.evidence,
+        resolved.results(),
+        options.trust_root,
+        jobs=options.jobs,
+        cache=cache,
+    )
+
+
+def aggregate_stage(
+    resolved: ResolvedCatalog, verified: stages.Verified
+) -> tuple[stages.Aggregated, StageNote | None]:
+    """Consensus, ceilings and lane verdicts per recipe × profile, each run judged."""
+    PROGRESS.info("aggregate status of %d evidence records", len(verified.records))
+    return stages.aggregate(resolved.catalog, resolved.results(), verified)
 
 
 def gather(
     options: BuildOptions, epoch: int, cache: Cache | None = None, base: str = ""
 ) -> SiteData:
-    """Run every stage and collect what the site shows. Raises CatalogError on bad input.
+    """Every stage before the pages, collected into what the site shows: load → validate →
+    resolve → render → verify → aggregate. Raises CatalogError on bad input.
 
     With `cache` and the build's evidence-independent input key `base`, an unchanged catalog
-    is not loaded, validated and resolved again."""
-    catalog, resolved, lanes, _ = _catalog_stage(options, cache, base)
-    notes: list[StageNote] = []
+    is not loaded, validated and resolved again, and evidence verified before is not again."""
+    resolved = catalog_stage(options, cache, base)
+    downloads, render_note = render_stage(resolved, options, epoch)
+    verified, verify_note = verify_stage(resolved, options, cache)
+    judged, aggregate_note = aggregate_stage(resolved, verified)
+    notes = tuple(n for n in (render_note, verify_note, aggregate_note) if n is not None)
+    return site_data(options, epoch, resolved, downloads, verified, judged, notes)
 
-    all_results = tuple(r for rs in resolved.values() for r in rs)
-    if options.bundles:
-        PROGRESS.info(
-            "render bundles: %d recipe × profile × %d deployers",
-            len(all_results),
-            len(options.deployers),
-        )
-    downloads, note = (
-        stages.render_bundles(
-            catalog, all_results, options.deployers, epoch, options.cache_dir, jobs=options.jobs
-        )
-        if options.bundles
-        else ({}, StageNote("render", "bundles were not requested for this build (--no-bundles)."))
-    )
-    if note:
-        notes.append(note)
-    PROGRESS.info("verify evidence in %s (trust root %s)", options.evidence, options.trust_root)
-    verified, note = stages.verify_evidence(
-        catalog,
-        options.evidence,
-        all_results,
-        options.trust_root,
-        jobs=options.jobs,
-        cache=_cache(options),
-    )
-    if note:
-        notes.append(note)
-    PROGRESS.info("aggregate status of %d evidence records", len(verified.records))
-    judged, note = stages.aggregate(catalog, all_results, verified)
-    if note:
-        notes.append(note)
-    evidence, statuses, comp_quals = judged.runs, judged.statuses, judged.components
 
+def _recipe_views(
+    resolved: ResolvedCatalog,
+    downloads: Mapping[tuple[str, str], tuple[Download, ...]],
+    judged: stages.Aggregated,
+) -> tuple[RecipeView, ...]:
     by_recipe: dict[str, list[EvidenceView]] = {}
-    for e in evidence:
+    for e in judged.runs:
         by_recipe.setdefault(e.recipe, []).append(e)
     recipes = []
-    for leaf, results in resolved.items():
+    for leaf, results in resolved.recipes.items():
         runs = tuple(by_recipe.get(leaf, ()))
         health, coverage, reasons = stages.structural_health(results)
         views = tuple(
             _profile_view(
                 r,
                 runs,
-                statuses.get((leaf, r.scale_profile)),
+                judged.statuses.get((leaf, r.scale_profile)),
                 downloads.get((leaf, r.scale_profile), ()),
             )
             for r in results
@@ -254,7 +289,7 @@ def gather(
         recipes.append(
             RecipeView(
                 name=leaf,
-                criteria=catalog.overlays[leaf].criteria,
+                criteria=resolved.catalog.overlays[leaf].criteria,
                 health=health,
                 coverage=coverage,
                 health_reasons=reasons,
@@ -263,28 +298,43 @@ def gather(
                 evidence=runs,
             )
         )
-    components = _components(catalog, all_results, comp_quals)
+    return tuple(recipes)
+
+
+def site_data(
+    options: BuildOptions,
+    epoch: int,
+    resolved: ResolvedCatalog,
+    downloads: Mapping[tuple[str, str], tuple[Download, ...]],
+    verified: stages.Verified,
+    judged: stages.Aggregated,
+    notes: tuple[StageNote, ...],
+) -> SiteData:
+    """The stages' results as the site's records."""
+    catalog = resolved.catalog
     return SiteData(
-        recipes=tuple(recipes),
-        evidence=evidence,
-        lanes=lanes,
+        recipes=_recipe_views(resolved, downloads, judged),
+        evidence=judged.runs,
+        lanes=resolved.lanes,
         profiles=tuple(catalog.profiles[n] for n in sorted(catalog.profiles)),
-        components=components,
+        components=_components(catalog, resolved.results(), judged.components),
         deployers=options.deployers,
         generated_at=rfc3339(epoch),
         source_date_epoch=epoch,
         generator_version=__version__,
-        notes=tuple(notes),
+        notes=notes,
         trust_root=verified.trust_root,
         site_url=options.site_url,
         recipes_added=stages.recipes_added(
-            options.catalog, {leaf: catalog.overlays[leaf].doc.rel for leaf in resolved}
+            options.catalog, {leaf: catalog.overlays[leaf].doc.rel for leaf in resolved.recipes}
         ),
     )
 
 
 def _components(
-    catalog: Any, results: tuple[Any, ...], quals: Mapping[tuple[str, str], tuple[str, str]]
+    catalog: Catalog,
+    results: tuple[RecipeResult, ...],
+    quals: Mapping[tuple[str, str], tuple[str, str]],
 ) -> tuple[ComponentUse, ...]:
     used: dict[tuple[str, str, str, str], set[str]] = {}
     for r in results:
@@ -379,69 +429,17 @@ def generated_docs(site: SiteData, options: BuildOptions) -> dict[str, str]:
 
 # --- pages: rendered on every core, reused when their inputs are unchanged ----------------------
 
-PAGES_STAGE = "pages"
 ENGINE_STAGE = "mkdocs"
 _PARALLEL_PAGES = 64  # below this many pages to render, a process pool costs more than it saves
-
-
-class RecipeKeys:
-    """Cache keys of the files made from one recipe's data (its pages, its API documents): the
-    build's evidence-independent inputs, the site-wide facts those files show (trust root,
-    stage notes) and the recipe's runs, each run by its file (path, bytes) and its verdict.
-    One per build: a run's digest is computed once however many files show it. Not a record:
-    it memoizes."""
-
-    def __init__(self, cache: Cache, site: SiteData, base_key: str) -> None:
-        self.cache, self.base_key = cache, base_key
-        self.fp = fingerprint("site")
-        self.shared = json.dumps(
-            [site.trust_root, [dataclasses.asdict(n) for n in site.notes]],
-            sort_keys=True,
-            allow_nan=False,
-        )
-        self._runs: dict[int, str] = {}  # by object identity: the build holds every run alive
-
-    def _run(self, run: EvidenceView) -> str:
-        found = self._runs.get(id(run))
-        if found is None:
-            sha = hashlib.sha256(run.raw).hexdigest()
-            found = self._runs[id(run)] = f"{run.path}\0{run.id}\0{run.state}\0{sha}"
-        return found
-
-    def key(self, kind: str, name: str, rel: str, runs: tuple[EvidenceView, ...]) -> str:
-        parts = (self.base_key, self.shared, kind, name, rel, *(self._run(r) for r in runs))
-        return self.cache.key(PAGES_STAGE, self.fp, *parts)
-
-
-def api_reuse(recipe_keys: RecipeKeys | None, used: list[str]) -> api.Reuse:
-    """The JSON API's per-recipe parts from the cache when the recipe's inputs are unchanged
-    (keyed like its pages, kind "api-<part>"); the keys used are appended to `used`."""
-
-    def reuse(recipe: RecipeView, part: str, make: Callable[[], bytes]) -> bytes:
-        if recipe_keys is None:
-            return make()
-        cache, fp = recipe_keys.cache, recipe_keys.fp
-        rel = f"api/v1/recipes/{pages.slug(recipe.name)}.json#{part}"
-        key = recipe_keys.key(f"api-{part}", recipe.name, rel, recipe.evidence)
-        used.append(key)
-        hit = cache.get(PAGES_STAGE, key, fp, authenticated=True)
-        if hit is not None:
-            return hit
-        data = make()
-        cache.put(PAGES_STAGE, key, fp, data, authenticated=True)
-        return data
-
-    return reuse
 
 
 @dataclass(frozen=True, slots=True)
 class Pages:
     """The generated pages, lifted: Markdown skeletons (docs-relative .md) and the data blocks
-    of each built page (site-relative .html); `keys` are the cache entries they came from."""
+    of each built page (site-relative .html)."""
 
     skeletons: Mapping[str, str]
     blocks: Mapping[str, tuple[str, ...]]
-    keys: tuple[str, ...]
     rendered: int
 
 
@@ -450,32 +448,30 @@ def make_pages(
 ) -> Pages:
     """Render every page (site-wide pages always; with `recipe_keys`, a recipe's pages only
     when the cache has no entry for them)."""
+    with collector_paused():
+        return _make_pages(site, options, recipe_keys)
+
+
+def _make_pages(site: SiteData, options: BuildOptions, recipe_keys: RecipeKeys | None) -> Pages:
     plan = pages.page_plan(site, _contract(options), options.cli_reference)
-    done: dict[int, tuple[str, tuple[str, ...]]] = {}
-    keys: dict[int, str] = {}
-    for i, page in enumerate(plan):
-        if recipe_keys is None or page.runs is None:
-            continue
-        keys[i] = recipe_keys.key(page.kind, page.name, page.rel, page.runs)
-        hit = recipe_keys.cache.get(PAGES_STAGE, keys[i], recipe_keys.fp, authenticated=True)
-        entry = json.loads(hit) if hit is not None else None
-        if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str):
-            done[i] = (entry[0], tuple(str(b) for b in entry[1]))
+    rendered = 0
+
+    def render(todo: list[int]) -> list[tuple[str, tuple[str, ...]]]:
+        nonlocal rendered
+        rendered += len(todo)
+        # Pages are rendered in forked workers only when --jobs asks for them: a forked worker
+        # copies every page of the site data it reads (reference counts are writes), about
+        # 500 MB each at 1,000 recipes and 20,000 runs, for ~5 s saved on a cold build.
+        workers = min(options.jobs or 1, len(todo))
+        if len(todo) < _PARALLEL_PAGES:
+            workers = 1
+        return list(
+            parallel_map(lambda i: islands.lift(plan[i].render()), todo, jobs=workers, chunksize=16)
+        )
+
+    done = _cached_pages(plan, recipe_keys, render)
     todo = [i for i in range(len(plan)) if i not in done]
-    # Pages are rendered in forked workers only when --jobs asks for them: a forked worker
-    # copies every page of the site data it reads (reference counts are writes), about
-    # 500 MB each at 1,000 recipes and 20,000 runs, for ~5 s saved on a cold build.
-    workers = min(options.jobs or 1, len(todo))
-    if len(todo) < _PARALLEL_PAGES:
-        workers = 1
-    fresh = list(
-        parallel_map(lambda i: islands.lift(plan[i].render()), todo, jobs=workers, chunksize=16)
-    )
-    for i, lifted in zip(todo, fresh, strict=True):
-        done[i] = lifted
-        if i in keys and recipe_keys is not None:
-            payload = json.dumps([lifted[0], list(lifted[1])], allow_nan=False).encode("utf-8")
-            recipe_keys.cache.put(PAGES_STAGE, keys[i], recipe_keys.fp, payload, authenticated=True)
+    done.update(zip(todo, render(todo), strict=True))
     skeletons: dict[str, str] = {}
     blocks: dict[str, tuple[str, ...]] = {}
     for i, page in enumerate(plan):
@@ -483,7 +479,27 @@ def make_pages(
         skeletons[page.rel] = skeleton
         if found:
             blocks[page.rel.removesuffix(".md") + ".html"] = found
-    return Pages(skeletons, blocks, tuple(sorted(keys.values())), len(todo))
+    return Pages(skeletons, blocks, rendered)
+
+
+def _cached_pages(
+    plan: tuple[pages.PagePlan, ...],
+    recipe_keys: RecipeKeys | None,
+    render: Callable[[list[int]], list[tuple[str, tuple[str, ...]]]],
+) -> dict[int, tuple[str, tuple[str, ...]]]:
+    """The lifted pages made from one recipe's data (`runs` known), from the cache or rendered
+    by `render` and stored; by index in `plan`. Empty without `recipe_keys`."""
+    if recipe_keys is None:
+        return {}
+    cached = [i for i, page in enumerate(plan) if page.runs is not None]
+    parts = [
+        recipe_keys.parts(p.kind, p.name, p.rel, p.runs or ())
+        for p in map(plan.__getitem__, cached)
+    ]
+    lifted = recipe_keys.cache.get_or_make_many(
+        PAGES_STAGE, parts, lambda todo: render([cached[j] for j in todo]), sweep=True
+    )
+    return dict(zip(cached, lifted, strict=True))
 
 
 def site_files(site_dir: Path) -> dict[str, bytes]:
@@ -501,28 +517,31 @@ def _portable(config_file: Path, work: Path) -> bytes:
 
 def run_engine(
     config_file: Path, docs_dir: Path, site_dir: Path, epoch: int, cache: Cache | None, base: str
-) -> tuple[str, dict[str, bytes] | None]:
+) -> dict[str, bytes] | None:
     """`mkdocs build --strict` into `site_dir`, or its output for the very same docs tree from
     the cache (then returned, not written: the caller publishes it).
 
     The Markdown skeletons hold no evidence data (it is in the islands), so a build that only
-    added evidence usually finds the engine's output of the previous build. Returns the cache
-    key and the reused output (None when mkdocs ran)."""
+    added evidence usually finds the engine's output of the previous build. Returns the reused
+    output (None when mkdocs ran)."""
     if cache is None or not cache.enabled or not base:
         run_mkdocs(config_file, epoch)
-        return "", None
-    fp = fingerprint("site")
+        return None
+    ran = False
+
+    def make() -> dict[str, bytes]:
+        nonlocal ran
+        run_mkdocs(config_file, epoch)
+        ran = True
+        return site_files(site_dir)
+
     work = config_file.parent
-    key = cache.key(
-        ENGINE_STAGE, fp, base, tree_digest(docs_dir), _portable(config_file, work), str(epoch)
-    )
-    files = cache.get_object(ENGINE_STAGE, key, fp)
-    if isinstance(files, dict):
-        PROGRESS.info("mkdocs: the same %d pages were built before; output reused", len(files))
-        return key, files
-    run_mkdocs(config_file, epoch)
-    cache.put_object(ENGINE_STAGE, key, fp, site_files(site_dir))
-    return key, None
+    parts = (fingerprint("site"), base, tree_digest(docs_dir), _portable(config_file, work))
+    files = cache.get_or_make(ENGINE_STAGE, (*parts, str(epoch)), make, sweep=True)
+    if ran:
+        return None
+    PROGRESS.info("mkdocs: the same %d pages were built before; output reused", len(files))
+    return files
 
 
 def iter_published(site: SiteData, reuse: api.Reuse | None = None) -> Iterator[tuple[str, bytes]]:
@@ -636,7 +655,11 @@ def run_mkdocs(config_file: Path, epoch: int) -> None:
 
 
 def build_site(options: BuildOptions) -> BuildReport:
-    """Build the whole site into `options.out`. Raises CatalogError; then `out` is unchanged."""
+    """Build the whole site into `options.out`. Raises CatalogError; then `out` is unchanged.
+
+    With the build cache (`options.cache_dir`), a build of the very same inputs into an
+    untouched output does nothing, and every stage reuses what it made before for the same
+    key parts; the entries no longer used are swept once the build succeeded."""
     check_output_dir(
         options.out,
         OutputKind.SITE,
@@ -648,70 +671,98 @@ def build_site(options: BuildOptions) -> BuildReport:
     with build_lock(out):
         remove_leftovers(out)
         cache = _cache(options)
-        base = inputs_key(options, epoch, TEMPLATES, cache) if cache is not None else ""
-        key = build_key(options, epoch, TEMPLATES, cache, without=base) if cache else ""
-        if key:  # options the cache's key does not know yet: the site URL, the CLI's help
-            extra = json.dumps(
-                [options.site_url, [[c.path, c.help] for c in options.cli_reference]],
-                allow_nan=False,
-            )
-            key = hashlib.sha256((key + extra).encode()).hexdigest()
-        done = unchanged_build(cache, out, key) if cache is not None else None
+        if cache is None:
+            return _build(options, out, epoch, None, "")[0]
+        base = inputs_key(options, epoch, TEMPLATES, cache)
+        key = build_key(options, epoch, TEMPLATES, cache, without=base)
+        done = unchanged_build(cache, out, key)
         if done is not None:  # same inputs, same generator, site untouched: nothing to do
             notes = tuple(StageNote(**n) for n in done.pop("notes"))
             return BuildReport(**done, notes=notes)
-        report, page_keys, engine_key, sums = _build(options, out, epoch, cache, base)
-        if cache is not None:
-            record_build(cache, out, key, dataclasses.asdict(report), sums)
-            # entries of earlier inputs are never read again: keep the cache from growing
-            cache.sweep(PAGES_STAGE, page_keys)
-            cache.sweep(ENGINE_STAGE, (engine_key,) if engine_key else ())
-            cache.sweep(CATALOG_STAGE, (cache.key(CATALOG_STAGE, fingerprint(), base),))
+        report, sums = _build(options, out, epoch, cache, base)
+        record_build(cache, out, key, dataclasses.asdict(report), sums)
+        cache.finish()  # entries of earlier inputs are never read again
     return report
 
 
 def _build(
     options: BuildOptions, out: Path, epoch: int, cache: Cache | None, base: str
-) -> tuple[BuildReport, tuple[str, ...], str, dict[str, str]]:
-    """The build proper (under the lock): gather, pages, mkdocs, publish, swap. Returns the
-    report, the cache keys of the pages and of the page engine's output it used, and the
-    sha256 of every file it published."""
+) -> tuple[BuildReport, dict[str, str]]:
+    """The build proper (under the lock): load → validate → resolve → render → verify →
+    aggregate (`gather`) → pages → write. Returns the report and the sha256 of every file it
+    published."""
     # the collector is paused everywhere but around mkdocs, which makes cyclic garbage per page
     with collector_paused():
         site = gather(options, epoch, cache, base)
+    recipe_keys = RecipeKeys(cache, site, base) if cache is not None and base else None
+    # the pages go straight into `write_site`, which lets go of them once they are written
+    written = write_site(
+        site, make_pages(site, options, recipe_keys), options, out, epoch, cache, base, recipe_keys
+    )
+    report = BuildReport(
+        out=str(options.out),
+        recipes=len(site.recipes),
+        rows=sum(len(r.profiles) for r in site.recipes),
+        evidence=len(site.evidence),
+        pages=written.pages,
+        files=written.files,
+        notes=site.notes,
+        pages_rendered=written.rendered,
+        engine_reused=written.engine_reused,
+    )
+    return report, written.sums
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """What `write_site` did: the pages it was given (and how many of them were rendered by
+    this build), files in the new site, whether mkdocs' output was reused, and the sha256 of
+    every file it published."""
+
+    pages: int
+    rendered: int
+    files: int
+    engine_reused: bool
+    sums: dict[str, str]
+
+
+def write_site(
+    site: SiteData,
+    made: Pages,
+    options: BuildOptions,
+    out: Path,
+    epoch: int,
+    cache: Cache | None,
+    base: str,
+    recipe_keys: RecipeKeys | None,
+) -> Written:
+    """The site's files into a temporary tree beside `out` (docs, mkdocs, the data blocks, the
+    published files), then swapped into place; the temporary tree is removed either way."""
+    count, rendered = len(made.skeletons), made.rendered
+    PROGRESS.info(
+        "pages: %d generated (%d rendered, %d reused), then mkdocs build --strict",
+        count,
+        rendered,
+        count - rendered,
+    )
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}-build-", dir=out.parent))
     try:
         docs_dir, site_dir = work / "docs", work / "site"
-        use = cache is not None and cache.enabled and bool(base)
-        recipe_keys = RecipeKeys(cache, site, base) if use and cache is not None else None
-        with collector_paused():
-            made = make_pages(site, options, recipe_keys)
-        generated = made.skeletons
-        PROGRESS.info(
-            "pages: %d generated (%d rendered, %d reused), then mkdocs build --strict",
-            len(generated),
-            made.rendered,
-            len(generated) - made.rendered,
-        )
         _write(docs_dir, static_docs(options))
-        _write(docs_dir, generated)
+        _write(docs_dir, made.skeletons)
         config = mkdocs_config(
             options.config, docs_dir, site_dir, options.site_url, options.repo_url
         )
         config_file = work / "mkdocs.yml"
         config_file.write_text(yaml.safe_dump(config, sort_keys=True), encoding="utf-8")
-        engine_key, engine = run_engine(config_file, docs_dir, site_dir, epoch, cache, base)
+        engine = run_engine(config_file, docs_dir, site_dir, epoch, cache, base)
         engine_reused = engine is not None
         with collector_paused():
             known = previous_files(cache, out) if cache is not None else {}
             publisher = Publisher(site_dir, out if known else None, known)
             finish_pages(site_dir, made.blocks, publisher, engine)
-            del engine
-            rendered, page_keys = made.rendered, made.keys
-            del made  # the data blocks are in the pages now
-            api_keys: list[str] = []
-            publisher.put_all(iter_published(site, api_reuse(recipe_keys, api_keys)))
-            page_keys = (*page_keys, *api_keys)
+            del engine, made  # the data blocks are in the pages now
+            publisher.put_all(iter_published(site, api_reuse(recipe_keys)))
             if publisher.linked:
                 PROGRESS.info("%d files unchanged since the last build: linked", publisher.linked)
         mark(site_dir, OutputKind.SITE)
@@ -720,18 +771,7 @@ def _build(
         swap_in(site_dir, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    report = BuildReport(
-        out=str(options.out),
-        recipes=len(site.recipes),
-        rows=sum(len(r.profiles) for r in site.recipes),
-        evidence=len(site.evidence),
-        pages=len(generated),
-        files=files,
-        notes=site.notes,
-        pages_rendered=rendered,
-        engine_reused=engine_reused,
-    )
-    return report, page_keys, engine_key, publisher.sums
+    return Written(count, rendered, files, engine_reused, publisher.sums)
 
 
 __all__ = ["BuildOptions", "BuildReport", "CatalogError", "build_site", "gather"]

@@ -1,22 +1,17 @@
 """One small adapter per pipeline stage the site build calls.
 
 The site never reaches into another stage's internals: each adapter calls that stage's public
-function and turns its result into the site's records (`generator.site.model`). A stage that is
-not installed yet (an optional module that has not landed) is reported as a `StageNote` and its
-part of the site says so; nothing is invented in its place (a recipe without evidence is
-UNTESTED).
+function and turns its result into the site's records (`generator.site.model`). Nothing is
+invented where a stage found nothing (a recipe without evidence is UNTESTED).
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
-import importlib.util
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from generator.aggregate import Consensus, RecipeStatus, RunStatus
@@ -49,15 +44,6 @@ from generator.site.model import (
 
 if TYPE_CHECKING:
     from generator.core.cache import Cache
-
-
-def optional_stage(module: str) -> ModuleType | None:
-    """The stage module if it is installed, else None."""
-    try:
-        found = importlib.util.find_spec(module)
-    except ModuleNotFoundError:
-        return None
-    return importlib.import_module(module) if found is not None else None
 
 
 # --- load + validate --------------------------------------------------------------------------
@@ -214,10 +200,8 @@ def render_bundles(
     is read from the render stage's content-addressed cache instead of being rendered again.
     Archives not in the cache are rendered on every core (`jobs`, default all).
     """
-    render = optional_stage("generator.render")
-    if render is None:
-        return {}, StageNote("render", "the bundle stage is not available in this build.")
     from generator.catalog.manifests import read_manifests
+    from generator.render import GitOpsTarget, archive_name
 
     problems: list[Diagnostic] = []
     work: list[tuple[RecipeResult, str, Mapping[str, bytes], int, Path | None]] = []
@@ -238,7 +222,7 @@ def render_bundles(
         if data is None:
             problems.extend(diags or (Diagnostic(result.name, 0, 0, "$", message, "render"),))
             continue
-        name = render.archive_name(result, deployer)
+        name = archive_name(result, deployer)
         out[(result.name, result.scale_profile)].append(
             Download(
                 deployer=deployer,
@@ -254,7 +238,7 @@ def render_bundles(
     if cache_dir is not None:  # keep the archives of this build only
         from generator.render.cache import entry_name, sweep
 
-        target = render.GitOpsTarget()
+        target = GitOpsTarget()
         sweep(cache_dir, {entry_name(r, d, target, epoch) for r, d, _, _, _ in work})
     return {k: tuple(v) for k, v in out.items()}, None
 

@@ -1,0 +1,254 @@
+"""What a site build reuses from the build cache, and the key parts it names for each stage.
+
+The cache (`generator.core.cache`) knows no stage; this module holds the site's side of it:
+
+- `inputs_key`: everything a build reads except the evidence tree (catalog, docs, templates,
+  mkdocs.yml, trust root file, options, epoch, the generator and the engines it calls). The
+  catalog stage and every page that shows no evidence are keyed by it alone.
+- `build_key`: `inputs_key` plus the evidence tree: the whole build.
+- The record of the last build of an output directory (`unchanged_build`, `record_build`,
+  `previous_files`): a rebuild with the same key of an untouched output does nothing, and one
+  that changed something links the files whose bytes it published before.
+- `RecipeKeys`: the key parts of the files made from one recipe's data (its pages, its API
+  documents), and `api_reuse`, the JSON API's per-recipe parts through the cache.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from generator.core import safeio
+from generator.core.cache import Cache, digest, fingerprint, stat_tree_digest, tree_digest
+from generator.core.cache import tree_listing as _tree_listing
+from generator.core.errors import LoadError
+from generator.site import api, pages
+from generator.site.model import EvidenceView, RecipeView, SiteData
+
+if TYPE_CHECKING:
+    from generator.site.build import BuildOptions
+
+BUILD_STAGE = "build"
+PAGES_STAGE = "pages"  # pages and the API's per-recipe parts, made from one recipe's data
+
+# the engines whose output the site publishes: their versions are inputs of every build
+ENGINES = ("mkdocs", "mkdocs-material", "plotly", "sigstore", "jinja2", "pandas")
+
+
+# --- keys ---------------------------------------------------------------------------------------
+
+
+def _versions(*dists: str) -> list[str]:
+    from importlib import metadata
+
+    out = []
+    for d in dists:
+        try:
+            out.append(f"{d}=={metadata.version(d)}")
+        except metadata.PackageNotFoundError:
+            out.append(f"{d}==absent")
+    return out
+
+
+def _optional(path: Path, limit: int) -> bytes:
+    """The bytes of an input file the user named, b"" when there is none (`safeio.read`)."""
+    if not os.path.lexists(path):
+        return b""
+    try:
+        return safeio.read(path, limit=limit)
+    except safeio.Refusal as r:
+        raise LoadError(f"cannot read {path}", [safeio.diagnostic(str(path), r)]) from None
+
+
+def inputs_key(
+    inputs: BuildOptions, epoch: int, templates: Path, cache: Cache | None = None
+) -> str:
+    """Digest of everything a site build reads except the evidence tree: the catalog, docs,
+    templates and mkdocs.yml trees, the trust root file, the build options, the epoch, the
+    generator's whole source and the versions of the engines it calls (mkdocs, its theme,
+    plotly, sigstore). Pages that depend on no evidence file are keyed by this alone.
+
+    With a cache, the content digests of unchanged catalog files (same size, mtime and inode)
+    are taken from the previous build instead of reading every file again."""
+    from generator.evidence.trustroot import trust_root_path
+
+    root_file = trust_root_path(inputs.trust_root, Path(inputs.catalog))
+    options = {
+        "strict": inputs.strict,
+        "deployers": list(inputs.deployers),
+        "bundles": inputs.bundles,
+        "trust_root": inputs.trust_root,
+        "epoch": epoch,
+    }
+    # every path absolute, and part of the key: a cached stage keeps the catalog's root, which
+    # must name this catalog whatever the working directory of the next build
+    catalog_dir = os.path.abspath(inputs.catalog)
+    catalog = stat_tree_digest(cache, Path(catalog_dir), where="the catalog")
+    return digest(
+        "inputs",
+        fingerprint(),
+        json.dumps(options, sort_keys=True, allow_nan=False),
+        catalog_dir,
+        os.path.abspath(inputs.evidence),
+        *_versions(*ENGINES),
+        catalog,
+        tree_digest(Path(os.path.abspath(inputs.docs))),
+        tree_digest(templates),
+        _optional(Path(inputs.config), safeio.OTHER_BYTES),
+        _optional(root_file, safeio.TRUST_ROOT_BYTES),
+    )
+
+
+def build_key(
+    inputs: BuildOptions,
+    epoch: int,
+    templates: Path,
+    cache: Cache | None = None,
+    *,
+    without: str = "",
+) -> str:
+    """Digest of everything a site build reads: `inputs_key` (pass it as `without` when it is
+    already known), the evidence tree (stat-memoized like the catalog), the site URL and the
+    CLI's help."""
+    from generator.evidence.upstream import state_key
+
+    base = without or inputs_key(inputs, epoch, templates, cache)
+    # .yaml: upstream pointer files and allowlist.yaml (generator.evidence.upstream), whose
+    # records also depend on the OCI cache and the environment (state_key)
+    evidence_dir = Path(os.path.abspath(inputs.evidence))
+    evidence = stat_tree_digest(
+        cache,
+        evidence_dir,
+        (".sigstore.json", ".yaml"),
+        shown=f"{evidence_dir.name}/",
+        where="the evidence directory",
+    )
+    key = digest(BUILD_STAGE, base, evidence, state_key(evidence_dir))
+    # options that reach only the site-wide pages: the site URL, the CLI's help
+    extra = json.dumps(
+        [inputs.site_url, [[c.path, c.help] for c in inputs.cli_reference]], allow_nan=False
+    )
+    return hashlib.sha256((key + extra).encode()).hexdigest()
+
+
+# --- the record of the last build of an output directory --------------------------------------
+
+
+def _last_build(cache: Cache, out: Path) -> dict[str, Any]:
+    """The record of the last build of `out` ({} when there is none or it is unreadable)."""
+    if not cache.enabled or not out.is_dir():
+        return {}
+    stored = cache.get(BUILD_STAGE, digest(str(out.resolve())), fingerprint(), authenticated=True)
+    try:
+        doc = json.loads(stored) if stored is not None else {}
+    except ValueError:
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def unchanged_build(cache: Cache, out: Path, key: str) -> dict[str, Any] | None:
+    """The report of the build recorded under `key`, if `out` is still exactly what it wrote."""
+    doc = _last_build(cache, out)
+    if not doc or doc.get("key") != key or doc.get("listing") != _tree_listing(out):
+        return None
+    report: dict[str, Any] = doc["report"]
+    return report
+
+
+def record_build(
+    cache: Cache,
+    out: Path,
+    key: str,
+    report: dict[str, Any],
+    sums: dict[str, str] | None = None,
+) -> None:
+    """Remember that `out` is the build of `key` (with its file listing, to notice edits, and
+    the sha256 of the files the build published, so the next build can reuse them)."""
+    doc = {"key": key, "listing": _tree_listing(out), "report": report, "sha256": sums or {}}
+    cache.put(
+        BUILD_STAGE,
+        digest(str(out.resolve())),
+        fingerprint(),
+        json.dumps(doc, sort_keys=True, allow_nan=False).encode(),
+        authenticated=True,  # a planted entry must not make a build skip
+    )
+
+
+def previous_files(cache: Cache, out: Path) -> dict[str, tuple[int, int, int, str]]:
+    """What the last recorded build of `out` published: relative path -> (size, mtime_ns,
+    inode, sha256) as recorded. A file whose stat still matches holds those bytes (the record
+    is authenticated, so the list cannot be planted); anything else is unknown."""
+    doc = _last_build(cache, out)
+    sums, listing = doc.get("sha256"), doc.get("listing")
+    if not isinstance(sums, dict) or not isinstance(listing, list):
+        return {}
+    out_files: dict[str, tuple[int, int, int, str]] = {}
+    for entry in listing:
+        if isinstance(entry, list) and len(entry) == 4 and isinstance(sums.get(entry[0]), str):
+            out_files[entry[0]] = (int(entry[1]), int(entry[2]), int(entry[3]), sums[entry[0]])
+    return out_files
+
+
+# --- files made from one recipe's data ----------------------------------------------------------
+
+
+class RecipeKeys:
+    """Key parts of the files made from one recipe's data (its pages, its API documents): the
+    build's evidence-independent inputs, the site-wide facts those files show (trust root,
+    stage notes) and the recipe's runs, each run by its file (path, bytes) and its verdict.
+    One per build: a run's digest is computed once however many files show it. Not a record:
+    it memoizes."""
+
+    def __init__(self, cache: Cache, site: SiteData, base_key: str) -> None:
+        self.cache, self.base_key = cache, base_key
+        self.fp = fingerprint("site")
+        self.shared = json.dumps(
+            [site.trust_root, [dataclasses.asdict(n) for n in site.notes]],
+            sort_keys=True,
+            allow_nan=False,
+        )
+        self._runs: dict[int, str] = {}  # by object identity: the build holds every run alive
+
+    def _run(self, run: EvidenceView) -> str:
+        found = self._runs.get(id(run))
+        if found is None:
+            sha = hashlib.sha256(run.raw).hexdigest()
+            found = self._runs[id(run)] = f"{run.path}\0{run.id}\0{run.state}\0{sha}"
+        return found
+
+    def parts(
+        self, kind: str, name: str, rel: str, runs: Sequence[EvidenceView]
+    ) -> tuple[str, ...]:
+        return (self.fp, self.base_key, self.shared, kind, name, rel, *map(self._run, runs))
+
+
+def api_reuse(recipe_keys: RecipeKeys | None) -> api.Reuse:
+    """The JSON API's per-recipe parts from the cache when the recipe's inputs are unchanged
+    (keyed like its pages, kind "api-<part>")."""
+
+    def reuse(recipe: RecipeView, part: str, make: Callable[[], bytes]) -> bytes:
+        if recipe_keys is None:
+            return make()
+        rel = f"api/v1/recipes/{pages.slug(recipe.name)}.json#{part}"
+        parts = recipe_keys.parts(f"api-{part}", recipe.name, rel, recipe.evidence)
+        return recipe_keys.cache.get_or_make(PAGES_STAGE, parts, make, sweep=True)
+
+    return reuse
+
+
+__all__ = [
+    "BUILD_STAGE",
+    "PAGES_STAGE",
+    "RecipeKeys",
+    "api_reuse",
+    "build_key",
+    "inputs_key",
+    "previous_files",
+    "record_build",
+    "unchanged_build",
+]
