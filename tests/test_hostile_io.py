@@ -455,7 +455,7 @@ def test_cached_catalog_stage_keeps_an_absolute_root(
     """Build from A with a relative --catalog, then from B (holding another `catalog/`) with
     A's catalog by its absolute path: the cached stage must still read A's manifests."""
     from generator.catalog.manifests import read_manifests
-    from generator.site.build import catalog_stage
+    from generator.site.build import catalog_step
     from generator.site.incremental import inputs_key
 
     a, b = tmp_path / "a", tmp_path / "b"
@@ -470,13 +470,13 @@ def test_cached_catalog_stage_keeps_an_absolute_root(
     monkeypatch.chdir(a)
     first = _options(Path("catalog"), Path("evidence"), tmp_path / "site")
     key = inputs_key(first, 0, REPO / "site_templates", cache)
-    catalog = catalog_stage(first, cache, key).catalog
+    catalog = catalog_step(first, cache, key).catalog
     assert Path(catalog.root).is_absolute()
 
     monkeypatch.chdir(b)
     second = _options(a / "catalog", a / "evidence", tmp_path / "site")
     assert inputs_key(second, 0, REPO / "site_templates", cache) == key  # the very same inputs
-    stage = catalog_stage(second, cache, key)
+    stage = catalog_step(second, cache, key)
     cached, resolved2 = stage.catalog, stage.recipes
     assert cache.stats.hits.get("catalog") == 1
     result = next(r for rs in resolved2.values() for r in rs if manifest in str(r.components))

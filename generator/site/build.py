@@ -187,7 +187,7 @@ def _resolve_all(catalog: Catalog) -> dict[str, tuple[RecipeResult, ...]]:
     return resolved
 
 
-def catalog_stage(options: BuildOptions, cache: Cache | None, base: str) -> ResolvedCatalog:
+def catalog_step(options: BuildOptions, cache: Cache | None, base: str) -> ResolvedCatalog:
     """Load, validate and resolve the catalog, or take the result for the very same inputs
     (`base`: the catalog tree, options and generator) from the cache."""
 
@@ -211,7 +211,7 @@ def catalog_stage(options: BuildOptions, cache: Cache | None, base: str) -> Reso
     return found
 
 
-def render_stage(
+def render_step(
     resolved: ResolvedCatalog, options: BuildOptions, epoch: int
 ) -> tuple[dict[tuple[str, str], tuple[Download, ...]], StageNote | None]:
     """Every recipe × profile × deployer as an archive, unless bundles were not requested."""
@@ -226,7 +226,7 @@ def render_stage(
     )
 
 
-def verify_stage(
+def verify_step(
     resolved: ResolvedCatalog, options: BuildOptions, cache: Cache | None
 ) -> tuple[stages.Verified, StageNote | None]:
     """Every evidence file verified offline against the trust root and the signer policy."""
@@ -241,7 +241,7 @@ def verify_stage(
     )
 
 
-def aggregate_stage(
+def aggregate_step(
     resolved: ResolvedCatalog, verified: stages.Verified
 ) -> tuple[stages.Aggregated, StageNote | None]:
     """Consensus, ceilings and lane verdicts per recipe × profile, each run judged."""
@@ -257,10 +257,10 @@ def gather(
 
     With `cache` and the build's evidence-independent input key `base`, an unchanged catalog
     is not loaded, validated and resolved again, and evidence verified before is not again."""
-    resolved = catalog_stage(options, cache, base)
-    downloads, render_note = render_stage(resolved, options, epoch)
-    verified, verify_note = verify_stage(resolved, options, cache)
-    judged, aggregate_note = aggregate_stage(resolved, verified)
+    resolved = catalog_step(options, cache, base)
+    downloads, render_note = render_step(resolved, options, epoch)
+    verified, verify_note = verify_step(resolved, options, cache)
+    judged, aggregate_note = aggregate_step(resolved, verified)
     notes = tuple(n for n in (render_note, verify_note, aggregate_note) if n is not None)
     return site_data(options, epoch, resolved, downloads, verified, judged, notes)
 
