@@ -23,6 +23,7 @@ from typing import Any
 
 from generator.aggregate import DEFAULT_PROFILE, Consensus, RecipeStatus, RunStatus
 from generator.aggregate import LaneStatus as AggregatedLane
+from generator.aggregate import aggregate as aggregate_status
 from generator.core.errors import (
     CatalogError,
     Diagnostic,
@@ -33,7 +34,7 @@ from generator.core.errors import (
 )
 from generator.core.records import Catalog, RecipeResult
 from generator.scale.qualify import Lane as QualificationLane
-from generator.scale.qualify import Lanes
+from generator.scale.qualify import Lanes, lanes_of
 from generator.site.model import (
     CheckRow,
     Download,
@@ -150,8 +151,6 @@ def recipes_added(catalog_root: Path, files: Mapping[str, str]) -> tuple[tuple[s
 def lanes(catalog: Catalog) -> tuple[LaneView, ...]:
     """The ladder of `scale/lanes.yaml` (parsed by its one strict parser), ascending by node
     count, each lane's KPIs with units."""
-    from generator.scale.qualify import lanes_of
-
     parsed = lanes_of(catalog.documents)
     return tuple(_lane_view(ln, parsed) for ln in parsed.lanes)
 
@@ -443,9 +442,6 @@ def aggregate(
     """Consensus, scale ceiling and lane verdicts per recipe × profile, from the status stage."""
     if not verified.records:  # nothing to count: every recipe × profile is UNTESTED
         return Aggregated({}, {}, ()), None
-    from generator.aggregate import aggregate as aggregate_status
-    from generator.scale.qualify import lanes_of
-
     ladders = {name: p.ladder for name, p in catalog.profiles.items()}
     status = aggregate_status(
         results, verified.records, lanes_of(catalog.documents), ladders, demo=verified.demo
