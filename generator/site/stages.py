@@ -33,8 +33,8 @@ from generator.core.errors import (
     ValidationError,
 )
 from generator.core.records import Catalog, RecipeResult
+from generator.scale.qualify import LANES_FILE, Lanes, lanes_of
 from generator.scale.qualify import Lane as QualificationLane
-from generator.scale.qualify import Lanes, lanes_of
 from generator.site.model import (
     CheckRow,
     Download,
@@ -150,7 +150,9 @@ def recipes_added(catalog_root: Path, files: Mapping[str, str]) -> tuple[tuple[s
 
 def lanes(catalog: Catalog) -> tuple[LaneView, ...]:
     """The ladder of `scale/lanes.yaml` (parsed by its one strict parser), ascending by node
-    count, each lane's KPIs with units."""
+    count, each lane's KPIs with units; none when the catalog has no lanes.yaml."""
+    if LANES_FILE not in catalog.documents:
+        return ()
     parsed = lanes_of(catalog.documents)
     return tuple(_lane_view(ln, parsed) for ln in parsed.lanes)
 
@@ -442,6 +444,15 @@ def aggregate(
     """Consensus, scale ceiling and lane verdicts per recipe × profile, from the status stage."""
     if not verified.records:  # nothing to count: every recipe × profile is UNTESTED
         return Aggregated({}, {}, ()), None
+    if LANES_FILE not in catalog.documents:  # no lanes: nothing can be judged or counted
+        plain = [_run_from(r, verified.raw.get(r.path, b""), verified.trust_root)
+                 for r in verified.records]  # fmt: skip
+        note = StageNote(
+            "aggregate",
+            "the status stage is not available in this build: consensus and ceilings show "
+            "UNTESTED.",
+        )  # fmt: skip
+        return Aggregated({}, {}, _sorted_runs(plain)), note
     ladders = {name: p.ladder for name, p in catalog.profiles.items()}
     status = aggregate_status(
         results, verified.records, lanes_of(catalog.documents), ladders, demo=verified.demo
