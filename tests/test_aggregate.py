@@ -27,12 +27,12 @@ from generator.aggregate import (
     SINGLE,
     UNTESTED,
     rollup,
-    status_document,
     status_records,
 )
 from generator.aggregate import StatusTables as Status
 from generator.aggregate import status_tables as aggregate
 from generator.cli import main
+from generator.commands.status import status_document
 from generator.core.records import Constraint, Criteria, RecipeResult, ResolvedComponent
 from generator.core.yamlio import parse_yaml
 from generator.evidence.model import (

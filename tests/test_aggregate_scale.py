@@ -143,3 +143,50 @@ def test_run_records_are_the_runs_table_read_row_by_row() -> None:
         "stale",
         "verdict-mismatch",
     }
+
+
+def test_records_are_the_tables_read_row_by_row() -> None:
+    """`aggregate`'s records carry exactly the rows of the tables it computes."""
+    from generator.aggregate import Consensus, status_records
+    from tests.test_aggregate import LADDER, STANDARD, climb, recipe, run, status_of
+
+    r, other = recipe(), recipe(profile=STANDARD)
+    evidence = [
+        *climb(r, LADDER[:2]),
+        run(r, "lane-144", "b", statuses={"node-reboot": "failed"}),
+        run(other, "lane-36", "a"),
+    ]
+    tables = status_of([r, other], evidence)
+    records = status_records(tables)
+    summary = tables.recipes
+    assert [
+        (x.recipe, x.profile, x.consensus, x.ceiling_lane, x.ceiling_nodes) for x in records.recipes
+    ] == list(
+        zip(
+            summary["recipe"],
+            summary["profile"],
+            summary["consensus"],
+            summary["ceiling_lane"],
+            summary["ceiling_nodes"],
+            strict=True,
+        )
+    )
+    lanes = [(x.recipe, x.profile, ln.lane, ln.state, ln.qualified, ln.passed, ln.failed)
+             for x in records.recipes for ln in x.lanes]  # fmt: skip
+    t = tables.lanes
+    assert lanes == list(zip(
+        t["recipe"], t["profile"], t["lane"], t["state"], t["qualified"], t["passed"], t["failed"],
+        strict=True,
+    ))  # fmt: skip
+    checks = [(x.recipe, x.profile, c.lane, c.phase, c.check, c.state, c.required)
+              for x in records.recipes for c in x.checks]  # fmt: skip
+    t = tables.checks
+    assert checks == list(zip(
+        t["recipe"], t["profile"], t["lane"], t["phase"], t["check"], t["state"], t["required"],
+        strict=True,
+    ))  # fmt: skip
+    states = {c.state for x in records.recipes for c in x.checks}
+    assert states and all(isinstance(s, Consensus) for s in states)
+    assert {s for s in states} >= {Consensus.FAILING, Consensus.SINGLE}
+    large = next(x for x in records.recipes if x.profile != STANDARD)
+    assert large.blocked_lane == "lane-144" and large.blocked_state is Consensus.FAILING

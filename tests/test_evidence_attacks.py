@@ -21,11 +21,11 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from generator.aggregate import RunStatus, status_document
+from generator.aggregate import RunStatus
 from generator.catalog.load import load_catalog
 from generator.catalog.resolve import resolve
 from generator.cli import main
-from generator.commands.status import gather
+from generator.commands.status import gather, status_document
 from generator.evidence.sign import DEMO_IDENTITY, DEMO_ISSUER, demo_authority
 from generator.evidence.statement import build_statement
 from generator.evidence.store import evidence_path

@@ -10,7 +10,16 @@ from typing import Any
 
 import click
 
-from generator.aggregate import Consensus, Status, aggregate, status_document
+from generator.aggregate import (
+    CheckStatus,
+    ComponentQualification,
+    Consensus,
+    LaneStatus,
+    RecipeStatus,
+    RunStatus,
+    Status,
+    aggregate,
+)
 from generator.catalog.resolve import profile_applies, resolve
 from generator.commands.common import (
     EXIT_OK,
@@ -24,7 +33,7 @@ from generator.evidence.stage import verify_stage
 from generator.evidence.trustroot import PUBLIC_GOOD
 from generator.evidence.upstream import options_from_env
 from generator.evidence.verify import digest_key
-from generator.scale.qualify import Lanes, lanes_of
+from generator.scale.qualify import Lane, Lanes, lanes_of
 
 
 def _resolve_all(
@@ -95,6 +104,149 @@ def gather(
         recipes, records, lanes, ladders, demo_roots=run.demo_roots, failures=failures
     )
     return status, lanes, run.trust_root
+
+
+# ---------------------------------------------------------------- the JSON document (a projection of the records)
+
+SAMPLE_BANNER = (
+    "SAMPLE: evidence verified with the demo trust root is sample data for demonstration; "
+    "it is not a real qualification and a release refuses it"
+)
+
+
+def _run_json(r: RunStatus) -> dict[str, Any]:
+    return {
+        "path": r.path,
+        "signer": r.signer_label or None,
+        "signerClass": r.signer_class or None,
+        "identity": r.identity or None,
+        "issuer": r.issuer or None,
+        "attestedAt": r.attested_at or None,
+        "verdict": r.verdict or None,
+        "effectiveVerdict": str(r.effective),
+        "reasons": list(r.reasons) + ([r.downgraded] if r.downgraded else []),
+        "sample": r.sample,
+    }
+
+
+def _excluded_json(r: RunStatus) -> dict[str, Any]:
+    explained = r.exclusion.explanation if r.exclusion is not None else ""
+    return {
+        "path": r.path,
+        "lane": r.lane or None,
+        "exclusion": str(r.exclusion or ""),
+        "class": r.failure_class or None,
+        "message": r.message or r.downgraded or explained,
+        "signer": r.signer_label or r.identity or None,
+        "attestedAt": r.attested_at or None,
+        "sample": r.sample,
+    }
+
+
+def _lane_json(ln: LaneStatus, detail: bool) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "lane": ln.lane,
+        "nodes": ln.nodes,
+        "onLadder": ln.on_ladder,
+        "state": str(ln.state),
+        "qualified": ln.qualified,
+        "passed": ln.passed,
+        "failed": ln.failed,
+    }
+    if detail:
+        entry["phases"] = {phase: str(state) for phase, state in ln.phases}
+        entry["runs"] = [_run_json(r) for r in ln.runs]
+    return entry
+
+
+def _check_json(c: CheckStatus) -> dict[str, Any]:
+    return {
+        "lane": c.lane,
+        "phase": c.phase,
+        "check": c.check,
+        "state": str(c.state),
+        "passed": c.passed,
+        "failed": c.failed,
+        "required": c.required,
+    }
+
+
+def _recipe_json(r: RecipeStatus, detail: bool) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "recipe": r.recipe,
+        "profile": r.profile,
+        "profileVersion": r.profile_version,
+        "digest": r.digest,
+        "health": r.health,
+        "coverage": r.coverage,
+        "consensus": str(r.consensus),
+        "ceiling": {"lane": r.ceiling_lane, "nodes": r.ceiling_nodes},
+        "blockedAt": None
+        if r.blocked_lane is None
+        else {"lane": r.blocked_lane, "state": str(r.blocked_state)},
+        "runs": r.runs,
+        "signers": r.signers,
+        "excluded": r.excluded,
+        "sample": r.sample,
+        "lanes": [_lane_json(ln, detail) for ln in r.lanes],
+    }
+    if detail:
+        item["checks"] = [_check_json(c) for c in r.checks]
+        item["excludedEvidence"] = [_excluded_json(x) for x in r.excluded_evidence]
+    return item
+
+
+def _component_json(c: ComponentQualification) -> dict[str, Any]:
+    return {
+        "component": c.component,
+        "version": c.version,
+        "lane": c.lane,
+        "nodes": c.nodes,
+        "profiles": list(c.profiles),
+        "qualifiedBy": list(c.qualified_by),
+        "recipes": c.recipes,
+    }
+
+
+def _lane_definition_json(ln: Lane) -> dict[str, Any]:
+    return {
+        "name": ln.name,
+        "nodes": ln.nodes,
+        "racks": ln.racks,
+        "gpus": ln.gpus,
+        "criteriaVersion": ln.criteria_version,
+        "proposedThresholds": sorted(k for k, t in ln.thresholds if t.status == "proposed"),
+    }
+
+
+def status_document(
+    status: Status, lanes: Lanes, trust_root: str, *, detail: bool = False
+) -> dict[str, Any]:
+    """The `aicr-catalog status --format json` document (catalog/schemas/status.schema.json).
+
+    `detail` adds per-lane runs, phases, checks and excluded evidence to every recipe row.
+    """
+    doc: dict[str, Any] = {
+        "apiVersion": "aicr.run/v1",
+        "kind": "Status",
+        "trustRoot": trust_root,
+        "sample": status.demo,
+        "lanes": [_lane_definition_json(ln) for ln in lanes.lanes],
+        "health": [
+            {
+                "recipe": h.recipe,
+                "status": h.health,
+                "coverage": h.coverage,
+                "problems": list(h.problems),
+            }
+            for h in status.health
+        ],
+        "recipes": [_recipe_json(r, detail) for r in status.recipes],
+        "components": [_component_json(c) for c in status.components],
+    }
+    if status.demo:
+        doc["sampleNote"] = SAMPLE_BANNER
+    return doc
 
 
 # ---------------------------------------------------------------- text reporter

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from generator.aggregate import Consensus, RecipeStatus, RunStatus
 from generator.aggregate import LaneStatus as AggregatedLane
+from generator.aggregate import aggregate as aggregate_status
 from generator.core.errors import (
     CatalogError,
     Diagnostic,
@@ -29,8 +30,8 @@ from generator.core.timeutil import rfc3339
 from generator.evidence.model import Evidence, RunState, Statement, VerifiedEvidence
 from generator.evidence.stage import VerificationRun, verify_stage
 from generator.fast.pool import parallel_map
+from generator.scale.qualify import LANES_FILE, Lanes, lanes_of
 from generator.scale.qualify import Lane as QualificationLane
-from generator.scale.qualify import Lanes
 from generator.site.model import (
     CheckRow,
     Download,
@@ -140,9 +141,9 @@ def recipes_added(catalog_root: Path, files: Mapping[str, str]) -> tuple[tuple[s
 
 def lanes(catalog: Catalog) -> tuple[LaneView, ...]:
     """The ladder of `scale/lanes.yaml` (parsed by its one strict parser), ascending by node
-    count, each lane's KPIs with units."""
-    from generator.scale.qualify import lanes_of
-
+    count, each lane's KPIs with units; none when the catalog has no lanes.yaml."""
+    if LANES_FILE not in catalog.documents:
+        return ()
     parsed = lanes_of(catalog.documents)
     return tuple(_lane_view(ln, parsed) for ln in parsed.lanes)
 
@@ -457,9 +458,16 @@ def aggregate(
     """Consensus, scale ceiling and lane verdicts per recipe × profile, from the status stage."""
     if not verified.records:  # nothing to count: every recipe × profile is UNTESTED
         return Aggregated({}, {}, ()), None
-    from generator.aggregate import aggregate as aggregate_status
-    from generator.scale.qualify import lanes_of
-
+    if LANES_FILE not in catalog.documents:  # no lanes: nothing can be judged or counted
+        plain = [
+            evidence_view(r, verified.raw.get(r.path, b""), verified.trust_root)
+            for r in verified.records
+        ]
+        note = StageNote(
+            "aggregate",
+            "the catalog has no scale/lanes.yaml: consensus and ceilings show UNTESTED.",
+        )
+        return Aggregated({}, {}, _sorted_runs(plain)), note
     ladders = {name: p.ladder for name, p in catalog.profiles.items()}
     status = aggregate_status(
         results, verified.records, lanes_of(catalog.documents), ladders, demo=verified.demo
