@@ -25,7 +25,7 @@ from generator.commands.common import (
 from generator.core.atomic import write_atomic
 from generator.core.errors import CatalogError, Severity
 from generator.core.outputs import OutputKind, check_output_dir
-from generator.core.records import Catalog, Criteria, Override, RecipeResult
+from generator.core.records import DEFAULT_PROFILE, Catalog, Criteria, Override, RecipeResult
 from generator.render import (
     BundleFile,
     Deployer,
@@ -42,7 +42,6 @@ DIMENSIONS = ("service", "accelerator", "os", "intent", "platform")
 
 
 RECIPE_FILE_SUFFIXES = (".yaml", ".yml", ".json")
-DEFAULT_PROFILE_NAME = "standard"
 
 
 def recipe_file(recipe: str | None) -> Path | None:
@@ -115,7 +114,7 @@ def _write_archive(data: bytes, out_dir: Path, name: str) -> Path:
 @click.option(
     "--scale-profile",
     "profile",
-    default="standard",
+    default=DEFAULT_PROFILE,
     show_default=True,
     help="The scale profile: the only way to get scale-specific settings.",
 )
@@ -246,7 +245,7 @@ def _bundle_query(
         return _query(recipe, crit)
     if crit.specificity():
         fail("give either --recipe or criteria options, not both", EXIT_USAGE)
-    if profile != DEFAULT_PROFILE_NAME or nodes is not None:
+    if profile != DEFAULT_PROFILE or nodes is not None:
         fail(
             "--scale-profile and --nodes do not apply to a RecipeResult file: its values "
             "are final (change them with --set)",

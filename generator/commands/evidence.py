@@ -22,7 +22,7 @@ from generator.commands.common import (
     report_error,
 )
 from generator.core.errors import CatalogError, UsageError, printable
-from generator.core.records import Catalog
+from generator.core.records import DEFAULT_PROFILE, Catalog
 from generator.evidence import report
 from generator.evidence.model import (
     IN_TOTO_PAYLOAD_TYPE,
@@ -396,7 +396,7 @@ def _signer_of(doc: dict) -> tuple[str, str]:  # type: ignore[type-arg]  # pragm
 
 @command.command("digest")
 @click.option("--recipe", required=True, help="A leaf recipe name.")
-@click.option("--scale-profile", "profile", default="standard", show_default=True)
+@click.option("--scale-profile", "profile", default=DEFAULT_PROFILE, show_default=True)
 @catalog_option
 @handles_errors
 def digest_command(recipe: str, profile: str, catalog_path: Path) -> None:

@@ -15,7 +15,7 @@ from generator.commands.common import handles_errors
 from generator.commands.query import parse_overrides
 from generator.core import safeio
 from generator.core.errors import CatalogError, Severity, UsageError
-from generator.core.records import DIMENSIONS, WILDCARD, Catalog, Criteria
+from generator.core.records import DEFAULT_PROFILE, DIMENSIONS, WILDCARD, Catalog, Criteria
 from generator.render import render_bundle
 from generator.scale.preflight import (
     CHECKS_FILE,
@@ -80,7 +80,7 @@ def _catalog(catalog_path: Path) -> Catalog:
 @click.option(
     "--scale-profile",
     "profile",
-    default="standard",
+    default=DEFAULT_PROFILE,
     show_default=True,
     help="The scale profile the recipe is resolved with.",
 )

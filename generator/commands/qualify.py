@@ -17,6 +17,7 @@ from generator.commands.common import (
 )
 from generator.core import safeio
 from generator.core.errors import CatalogError, UsageError
+from generator.core.records import DEFAULT_PROFILE
 from generator.core.timeutil import source_date_epoch
 from generator.scale.qualify import (
     CTRF_SUFFIX,
@@ -51,7 +52,7 @@ def _read_results(directory: Path, phases: tuple[str, ...]) -> dict[str, bytes]:
 @click.option(
     "--scale-profile",
     "profile",
-    default="standard",
+    default=DEFAULT_PROFILE,
     show_default=True,
     help="Scale profile the recipe was resolved with; the lane must be on its ladder.",
 )

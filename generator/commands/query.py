@@ -21,7 +21,7 @@ from generator.commands.common import (
 )
 from generator.core.canonical import dump_yaml
 from generator.core.errors import CatalogError
-from generator.core.records import Criteria, Override
+from generator.core.records import DEFAULT_PROFILE, Criteria, Override
 
 
 def parse_overrides(sets: tuple[str, ...], set_files: tuple[str, ...]) -> tuple[Override, ...]:
@@ -46,7 +46,7 @@ def scale_options(f: F) -> F:
     f = click.option(
         "--scale-profile",
         "profile",
-        default="standard",
+        default=DEFAULT_PROFILE,
         show_default=True,
         help="The scale profile: the only way to get scale-specific settings.",
     )(f)

@@ -28,7 +28,7 @@ from generator.commands.common import (
     open_catalog,
 )
 from generator.core.errors import CatalogError, ResolveError, ScaleError, printable
-from generator.core.records import Catalog, RecipeResult
+from generator.core.records import DEFAULT_PROFILE, Catalog, RecipeResult
 from generator.evidence.stage import verify_stage
 from generator.evidence.trustroot import PUBLIC_GOOD
 from generator.evidence.upstream import options_from_env
@@ -97,7 +97,7 @@ def gather(
         records = tuple(
             r
             for r in records
-            if r.statement is None or (r.statement.scale_profile or "standard") == profile
+            if r.statement is None or (r.statement.scale_profile or DEFAULT_PROFILE) == profile
         )
     ladders = {name: p.ladder for name, p in catalog.profiles.items()}
     status = aggregate(
