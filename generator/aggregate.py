@@ -57,7 +57,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from generator.core.records import DEFAULT_PROFILE, DIMENSIONS, RecipeResult
+from generator.core.records import DEFAULT_PROFILE, DIMENSIONS, Consensus, RecipeResult
 from generator.core.timeutil import rfc3339
 from generator.evidence.judge import CLOCK_SKEW_SECONDS, Judge
 from generator.evidence.model import (
@@ -69,18 +69,6 @@ from generator.evidence.model import (
 )
 from generator.scale.qualify import Lanes, Verdict
 from generator.validate import health_of
-
-
-class Consensus(StrEnum):
-    """Agreement of distinct verified signers on a check, phase, lane or recipe × profile."""
-
-    CONFIRMED = "CONFIRMED"  # ≥ 2 pass, none fail
-    SINGLE = "SINGLE"  # 1 pass, none fail
-    CONTESTED = "CONTESTED"  # pass and fail
-    FAILING = "FAILING"  # fail only
-    UNTESTED = "UNTESTED"  # no run
-    PARTIAL = "PARTIAL"  # a roll-up: some rows untested, none failing or contested
-
 
 CONFIRMED, SINGLE, CONTESTED, FAILING, UNTESTED, PARTIAL = (
     Consensus.CONFIRMED,

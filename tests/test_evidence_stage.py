@@ -115,6 +115,7 @@ def test_the_cli_status_and_the_site_verify_through_verify_stage_alike(
     from generator.cli import main
     from generator.commands import evidence as evidence_cmd
     from generator.commands import status as status_cmd
+    from generator.evidence import stage as evidence_stage  # the site imports it when it verifies
     from generator.site import stages
 
     catalog, _ = load_catalog(CATALOG)
@@ -128,7 +129,7 @@ def test_the_cli_status_and_the_site_verify_through_verify_stage_alike(
     cli_runs, status_runs, site_runs = (
         _spy(monkeypatch, evidence_cmd),
         _spy(monkeypatch, status_cmd),
-        _spy(monkeypatch, stages),
+        _spy(monkeypatch, evidence_stage),
     )
     args = ["--catalog", str(CATALOG), "--trust-root", "demo"]
     verify = CliRunner().invoke(main, ["evidence", "verify", str(evidence), *args, "--jobs", "1"])

@@ -13,7 +13,6 @@ import click
 from generator.aggregate import (
     CheckStatus,
     ComponentQualification,
-    Consensus,
     LaneStatus,
     RecipeStatus,
     RunStatus,
@@ -28,7 +27,7 @@ from generator.commands.common import (
     open_catalog,
 )
 from generator.core.errors import CatalogError, ResolveError, ScaleError, printable
-from generator.core.records import DEFAULT_PROFILE, Catalog, RecipeResult
+from generator.core.records import DEFAULT_PROFILE, Catalog, Consensus, RecipeResult
 from generator.evidence.stage import verify_stage
 from generator.evidence.trustroot import PUBLIC_GOOD
 from generator.evidence.upstream import options_from_env

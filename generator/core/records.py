@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 # The criteria dimensions, in their canonical order.
@@ -282,3 +283,16 @@ class RecipeResult:
             if c.name == name:
                 return c
         return None
+
+
+# The consensus of distinct verified signers (made by `aggregate`, shown by the site and `status`):
+# here, below both, so a page or a badge can name a state without importing pandas.
+class Consensus(StrEnum):
+    """Agreement of distinct verified signers on a check, phase, lane or recipe × profile."""
+
+    CONFIRMED = "CONFIRMED"  # ≥ 2 pass, none fail
+    SINGLE = "SINGLE"  # 1 pass, none fail
+    CONTESTED = "CONTESTED"  # pass and fail
+    FAILING = "FAILING"  # fail only
+    UNTESTED = "UNTESTED"  # no run
+    PARTIAL = "PARTIAL"  # a roll-up: some rows untested, none failing or contested

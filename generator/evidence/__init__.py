@@ -26,8 +26,6 @@ from generator.evidence.model import (
     TrustRoot,
     VerifiedEvidence,
 )
-from generator.evidence.stage import VerificationRun, verify_stage
-from generator.evidence.verify import digest_key, verify_evidence, with_current_digests
 
 __all__ = [
     "Evidence",
@@ -39,10 +37,5 @@ __all__ = [
     "SignerPolicy",
     "Statement",
     "TrustRoot",
-    "VerificationRun",
     "VerifiedEvidence",
-    "digest_key",
-    "verify_evidence",
-    "verify_stage",
-    "with_current_digests",
 ]

@@ -11,7 +11,7 @@ from typing import Any
 
 from markupsafe import escape
 
-from generator.aggregate import Consensus
+from generator.core.records import Consensus
 from generator.site.api import dumps
 from generator.site.model import ProfileView, RecipeView, SiteData
 from generator.site.pages import slug

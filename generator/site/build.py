@@ -24,12 +24,11 @@ from typing import Any
 import yaml
 
 from generator import __version__
-from generator.aggregate import Consensus
 from generator.core import safeio, timeutil
 from generator.core.cache import Cache, fingerprint, tree_digest
 from generator.core.errors import CatalogError, Diagnostic, SiteError
 from generator.core.outputs import OutputKind, check_output_dir, mark
-from generator.core.records import Catalog, RecipeResult
+from generator.core.records import Catalog, Consensus, RecipeResult
 from generator.core.timeutil import rfc3339
 from generator.fast.collector import collector_paused
 from generator.fast.pool import parallel_map

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from generator.aggregate import Consensus
-from generator.core.records import Criteria, RecipeResult, ScaleProfile
+from generator.core.records import Consensus, Criteria, RecipeResult, ScaleProfile
 from generator.evidence.model import RunState
 
 UNTESTED = Consensus.UNTESTED

@@ -14,9 +14,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from generator.aggregate import Consensus, RecipeStatus, RunStatus
-from generator.aggregate import LaneStatus as AggregatedLane
-from generator.aggregate import aggregate as aggregate_status
 from generator.core.errors import (
     CatalogError,
     Diagnostic,
@@ -25,13 +22,10 @@ from generator.core.errors import (
     Severity,
     ValidationError,
 )
-from generator.core.records import DEFAULT_PROFILE, Catalog, RecipeResult
+from generator.core.records import DEFAULT_PROFILE, Catalog, Consensus, RecipeResult
 from generator.core.timeutil import rfc3339
 from generator.evidence.model import Evidence, RunState, Statement, VerifiedEvidence
-from generator.evidence.stage import VerificationRun, verify_stage
 from generator.fast.pool import parallel_map
-from generator.scale.qualify import LANES_FILE, Lanes, lanes_of
-from generator.scale.qualify import Lane as QualificationLane
 from generator.site.model import (
     CheckRow,
     Download,
@@ -43,8 +37,13 @@ from generator.site.model import (
     StageNote,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the stages' modules (pandas, sigstore) load when a build calls them
+    from generator.aggregate import LaneStatus as AggregatedLane
+    from generator.aggregate import RecipeStatus, RunStatus
+    from generator.catalog.lanes import Lane as QualificationLane
+    from generator.catalog.lanes import Lanes
     from generator.core.cache import Cache
+    from generator.evidence.stage import VerificationRun
 
 
 # --- load + validate --------------------------------------------------------------------------
@@ -142,6 +141,8 @@ def recipes_added(catalog_root: Path, files: Mapping[str, str]) -> tuple[tuple[s
 def lanes(catalog: Catalog) -> tuple[LaneView, ...]:
     """The ladder of `scale/lanes.yaml` (parsed by its one strict parser), ascending by node
     count, each lane's KPIs with units; none when the catalog has no lanes.yaml."""
+    from generator.scale.qualify import LANES_FILE, lanes_of
+
     if LANES_FILE not in catalog.documents:
         return ()
     parsed = lanes_of(catalog.documents)
@@ -404,6 +405,7 @@ def verify_evidence(
     """
     if not _has_evidence(evidence_dir):
         return Verified((), {}, trust_root, trust_root == "demo"), None
+    from generator.evidence.stage import verify_stage
     from generator.evidence.upstream import options_from_env
     from generator.evidence.verify import digest_key
 
@@ -456,6 +458,8 @@ def aggregate(
     catalog: Catalog, results: Sequence[RecipeResult], verified: Verified
 ) -> tuple[Aggregated, StageNote | None]:
     """Consensus, scale ceiling and lane verdicts per recipe × profile, from the status stage."""
+    from generator.scale.qualify import LANES_FILE, lanes_of
+
     if not verified.records:  # nothing to count: every recipe × profile is UNTESTED
         return Aggregated({}, {}, ()), None
     if LANES_FILE not in catalog.documents:  # no lanes: nothing can be judged or counted
@@ -469,6 +473,8 @@ def aggregate(
         )
         return Aggregated({}, {}, _sorted_runs(plain)), note
     ladders = {name: p.ladder for name, p in catalog.profiles.items()}
+    from generator.aggregate import aggregate as aggregate_status
+
     status = aggregate_status(
         results, verified.records, lanes_of(catalog.documents), ladders, demo=verified.demo
     )

@@ -11,8 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from generator.aggregate import Consensus
-from generator.core.records import ScaleProfile
+from generator.core.records import Consensus, ScaleProfile
 from generator.site.model import EvidenceView, LaneVerdict, LaneView, ProfileView, RecipeView
 
 # Consensus states, strongest first: the order the dashboard sorts by and the legend lists.
