@@ -48,7 +48,7 @@ Python loops turn the input records into columns).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from itertools import repeat
 from operator import attrgetter
@@ -65,8 +65,10 @@ from generator.evidence.model import (
     Evidence,
     FailureClass,
     RejectedEvidence,
+    RunState,
     VerifiedEvidence,
 )
+from generator.evidence.view import EvidenceView
 from generator.scale.qualify import Lanes, Verdict
 from generator.validate import health_of
 
@@ -891,6 +893,25 @@ class RunStatus:
     failure_class: str  # the verification failure class, "" when verified
     message: str  # the verification failure, "" when verified
     downgraded: str  # verdict-mismatch or attested-after-logged: the disagreement named
+
+    def judged(self, view: EvidenceView) -> EvidenceView:
+        """`view` (this run's evidence record) as counted: stale or rejected when this run is
+        excluded for it, the disagreement named when its verdict was downgraded. The site's API
+        and `status` show a run so."""
+        exclusion, downgraded = self.exclusion, self.downgraded
+        if exclusion is not None and exclusion.is_stale:
+            view = replace(view, state=RunState.STALE, reason=view.reason or exclusion.label)
+        elif exclusion is not None:
+            # verdict-mismatch and attested-after-logged name the disagreement themselves
+            view = replace(
+                view,
+                state=RunState.REJECTED,
+                reason=view.reason or downgraded or exclusion.label,
+                failure_class=view.failure_class or str(exclusion),
+            )
+        if downgraded and view.state == RunState.VERIFIED:
+            view = replace(view, reason=downgraded)
+        return view
 
 
 class CheckStatus(NamedTuple):

@@ -584,18 +584,21 @@ def test_structural_health_pass_warn_fail_and_coverage_as_list_shows_them() -> N
 
 def test_the_status_document_validates_against_its_schema() -> None:
     r = recipe()
-    s = status_of(
-        [r, recipe(profile=STANDARD)],
-        [*climb(r, LADDER[:2]), run(r, "lane-144", "b", statuses={"node-reboot": "failed"})],
-    )
+    evidence = [
+        *climb(r, LADDER[:2]),
+        run(r, "lane-144", "b", statuses={"node-reboot": "failed"}),
+    ]
+    s = status_of([r, recipe(profile=STANDARD)], evidence)
     for detail in (False, True):
-        doc = status_document(status_records(s), LANES, "test", detail=detail)
+        doc = status_document(status_records(s), evidence, LANES, "test", detail=detail)
         jsonschema.validate(doc, STATUS_SCHEMA)
     entry = next(x for x in doc["recipes"] if x["profile"] == LARGE)
     assert entry["ceiling"] == {"lane": "lane-72", "nodes": 72}
     assert entry["blockedAt"] == {"lane": "lane-144", "state": FAILING}
     lane144 = next(x for x in entry["lanes"] if x["lane"] == "lane-144")
-    assert [(x["signer"], x["effectiveVerdict"]) for x in lane144["runs"]] == [("Lab B", "fail")]
+    assert [(x["signer"]["label"], x["effectiveVerdict"]) for x in lane144["runs"]] == [
+        ("Lab B", "fail")
+    ]
 
 
 # ---------------------------------------------------------------- the sample evidence, end to end
@@ -650,7 +653,7 @@ def test_status_of_the_gb300_slurm_ladder_on_the_sample_evidence(
         in text
     )
     assert "    unallowlisted -          signed by https://github.com/unlisted-demo/" in text
-    assert "    stale         lane-36    recipe digest is not the current one" in text
+    assert "    stale         lane-36    stale: signed for recipe digest sha256:" in text
 
     code, out = status_cli(
         "gb300-eks-ubuntu-training-slurm",
@@ -975,10 +978,10 @@ def test_records_judged_by_verify_paths_keep_their_named_exclusion() -> None:
     ]
     s = status_of([r], judged)
     assert sorted(s.excluded["exclusion"]) == ["attested-after-logged", "verdict-mismatch"]
-    doc = status_document(status_records(s), LANES, "test", detail=True)
+    doc = status_document(status_records(s), judged, LANES, "test", detail=True)
     jsonschema.validate(doc, STATUS_SCHEMA)
     (row,) = [x for x in doc["recipes"] if x["profile"] == STANDARD]
-    assert sorted(x["message"] for x in row["excludedEvidence"]) == [
+    assert sorted(x["reason"] for x in row["excludedEvidence"]) == [
         "attested-after-logged: named",
         "verdict-mismatch: named",
     ]

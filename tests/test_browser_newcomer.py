@@ -254,9 +254,9 @@ def test_markup_in_a_kpi_id_is_drawn_as_text_by_plotly(tab: Watched) -> None:
     the site's own plotly and look for the link."""
     from dataclasses import replace
 
+    from generator.evidence.view import KpiRow as Kpi
     from generator.site.charts import kpi_figures
     from generator.site.jinja import script_json
-    from generator.site.model import KpiRow as Kpi
     from tests.test_site_pages import site
 
     s = site()

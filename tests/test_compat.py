@@ -417,3 +417,24 @@ def test_compat_github_annotations_name_existing_repository_files(tmp_path: Path
         assert (REPO / f).is_file(), f
     assert "catalog/schemas/api/recipe.schema.json" in files
     assert "generator/commands/release_verify.py" in files
+
+
+def test_a_field_that_was_a_local_ref_is_compared_with_what_the_ref_names() -> None:
+    """A field written as `{"$ref": "#/$defs/text"}` that becomes an object changed type: the
+    reference is followed (in the old document for the old side, the new for the new)."""
+    old = {
+        "$defs": {"text": {"type": ["string", "null"]}},
+        "type": "object",
+        "properties": {"lane": {"$ref": "#/$defs/text"}, "same": {"$ref": "#/$defs/text"}},
+    }
+    new = copy.deepcopy(old)
+    new["properties"]["lane"] = {"type": "object"}
+    got = [(b.kind, b.path) for b in compat.compare_schemas("o", old, new, role=compat.OUTPUT)]
+    assert got == [("widened-type", "$.properties.lane")]
+    # the same written inline: no break; a dangling or looping reference is left as it is
+    new["properties"]["lane"] = {"type": ["string", "null"]}
+    assert list(compat.compare_schemas("o", old, new, role=compat.OUTPUT)) == []
+    looping = {"$defs": {"a": {"$ref": "#/$defs/a"}}, "properties": {"x": {"$ref": "#/$defs/a"}}}
+    dangling = copy.deepcopy(looping)
+    dangling["properties"]["x"] = {"$ref": "#/$defs/missing"}
+    assert list(compat.compare_schemas("o", looping, dangling, role=compat.OUTPUT)) == []

@@ -117,8 +117,10 @@ def _row(run: RunStatus) -> dict[str, Any]:
 
 def _outcome(repo: Path, trust: str, monkeypatch: pytest.MonkeyPatch) -> Outcome:
     monkeypatch.chdir(repo)
-    status, lanes, root = gather(Path("catalog"), Path("evidence"), RECIPE, PROFILE, (trust,))
-    doc = status_document(status, lanes, root, detail=True)
+    status, evidence, lanes, root = gather(
+        Path("catalog"), Path("evidence"), RECIPE, PROFILE, (trust,)
+    )
+    doc = status_document(status, evidence, lanes, root, detail=True)
     (row,) = [r for r in doc["recipes"] if r["profile"] == PROFILE]
     runs = {r.path: _row(r) for r in status.runs}
     catalog, _ = load_catalog(Path("catalog"))
@@ -154,7 +156,7 @@ def _verify_cli(trust: str) -> tuple[int, dict[str, Any]]:
     result = CliRunner().invoke(main, [*args, "--format", "json"])
     doc = json.loads(result.stdout)
     jsonschema.validate(doc, VERIFICATION_SCHEMA)
-    return result.exit_code, {r["path"]: r for r in doc["results"]}
+    return result.exit_code, {r["repositoryPath"]: r for r in doc["results"]}
 
 
 def _lane(o: Outcome) -> dict[str, Any]:
@@ -193,7 +195,7 @@ def test_1_the_demo_keys_cannot_sign_as_a_real_signer_however_the_root_is_given(
     assert (_lane(o)["state"], o.site[path].counted) == ("UNTESTED", False)
     code, results = _verify_cli(trust)
     assert code == 1 and results[path]["class"] == "signer-not-allowed"
-    assert "AICR catalog scale qualification CI" not in results[path]["message"]
+    assert "AICR catalog scale qualification CI" not in results[path]["reason"]
 
 
 @pytest.mark.parametrize("spelling", ["path", "link", "copy"])
@@ -310,8 +312,8 @@ def test_4_a_kpi_far_outside_its_threshold_signed_as_passed_is_invalid(
     # `evidence verify` judges the claims against the catalog too
     code, results = _verify_cli("demo")
     assert code == 1
-    assert (results[path]["status"], results[path]["class"]) == ("rejected", "verdict-mismatch")
-    assert results[path]["message"] == run["downgraded"]
+    assert (results[path]["state"], results[path]["class"]) == ("rejected", "verdict-mismatch")
+    assert results[path]["reason"] == run["downgraded"]
 
 
 def test_4_a_pass_with_a_failed_required_check_is_invalid(
@@ -382,8 +384,8 @@ def test_5_a_pass_dated_2099_cannot_hide_a_later_failure(
     code, results = _verify_cli("demo")
     assert code == 1
     assert results[dated]["class"] == "attested-after-logged"
-    assert results[dated]["message"] == o.runs[dated]["downgraded"]
-    assert (results[failed]["status"], results[failed]["class"]) == ("verified", None)
+    assert results[dated]["reason"] == o.runs[dated]["downgraded"]
+    assert (results[failed]["state"], results[failed]["class"]) == ("verified", None)
 
 
 def test_5_the_latest_run_is_the_one_logged_last_not_the_one_dated_last(

@@ -156,15 +156,16 @@ def test_verify_json_validates_and_reports_each_status(
     doc = json.loads(out)
     jsonschema.Draft202012Validator(SCHEMA).validate(doc)
     assert doc["summary"] == {"verified": 1, "stale": 1, "rejected": 1, "sample": 2}
-    by_status = {r["status"]: r for r in doc["results"]}
+    by_status = {r["state"]: r for r in doc["results"]}
     assert by_status["verified"]["currentDigest"] == digest and by_status["verified"]["counted"]
     assert by_status["verified"]["signer"] == {
         "identity": DEMO_IDENTITY,
         "issuer": DEMO_ISSUER,
         "label": "Demo qualification lab (sample)",
         "class": "first-party",
-        "source": source_id(DEMO_ISSUER, DEMO_IDENTITY),
     }
+    verified = by_status["verified"]["repositoryPath"]
+    assert f"/{source_id(DEMO_ISSUER, DEMO_IDENTITY)}/" in verified  # the signer's directory
     stale = by_status["stale"]
     assert (stale["class"], stale["recipeDigest"], stale["currentDigest"]) == (
         "stale",
@@ -172,7 +173,7 @@ def test_verify_json_validates_and_reports_each_status(
         digest,
     )
     rejected = by_status["rejected"]
-    assert (rejected["class"], rejected["path"]) == (
+    assert (rejected["class"], rejected["repositoryPath"]) == (
         "malformed-bundle",
         f"evidence/{recipe}/junk.sigstore.json",
     )

@@ -24,6 +24,7 @@ from generator.evidence.stage import verify_stage
 from generator.evidence.store import source_id
 from generator.evidence.trustroot import load_trust_root
 from generator.evidence.upstream import UpstreamOptions, verify_pointers
+from generator.evidence.view import evidence_view
 from tests import evidence_fixtures as ef
 from tests.oci_fixtures import (
     PHASE_TESTS,
@@ -490,7 +491,9 @@ def test_push_catalog_evidence_then_verify_pointers(registry: RealRegistry, tmp_
     online = runner.invoke(main, [*verify, str(tmp_path / "fresh-cache")])
     for result in (offline, online):
         out = json.loads(result.stdout)
-        states = {r["path"].split("/")[-1]: (r["class"], r["status"]) for r in out["results"]}
+        states = {
+            r["repositoryPath"].split("/")[-1]: (r["class"], r["state"]) for r in out["results"]
+        }
         assert len(states) == len(bundles), result.output
         assert all(cls in (None, "stale") for cls, _ in states.values()), result.output
     # pull by digest through the CLI, from the cache and never the network
@@ -607,7 +610,10 @@ def test_status_from_pointers_equals_status_from_bundles(
     import re
 
     def no_paths(doc: dict[str, object]) -> str:
-        return re.sub(r'"path": "[^"]*"', '"path": ""', strip(doc))
+        """The document with where each run was found left out: its path and the part of its
+        id made from the path."""
+        text = re.sub(r'"repositoryPath": "[^"]*"', '"repositoryPath": ""', strip(doc))
+        return re.sub(r'"id": "([0-9a-f]{16}|file)-[0-9a-f]{8}"', r'"id": "\1"', text)
 
     assert no_paths(via_pointers) == no_paths(via_bundles)
     assert "sha256-" in strip(via_pointers)  # the runs are the pointers
@@ -641,7 +647,7 @@ def test_site_stage_shows_upstream_phases(
     assert note is None
     (record,) = verified.records
     assert isinstance(record, VerifiedEvidence), record.message
-    run = stages.evidence_view(record, verified.raw[record.path], verified.trust_root)
+    run = evidence_view(record, trust_root=verified.trust_root, raw=verified.raw[record.path])
     assert run.bundle_digest == published.pushed.digest and run.predicate_type == V3
     assert [(c.phase, c.name, c.status) for c in run.checks] == [
         (p, n, s) for p in ("deployment", "conformance", "performance") for n, s in PHASE_TESTS[p]

@@ -157,8 +157,11 @@ def test_verify_reports_both_copies(duplicated: Path) -> None:
     doc = json.loads(result.stdout)
     assert (doc["summary"]["verified"], doc["summary"]["rejected"]) == (1, 1)
     assert len({r["statementDigest"] for r in doc["results"]}) == 1
-    (copy,) = (r for r in doc["results"] if r["status"] == "rejected")
-    assert (copy["path"].startswith("evidence/mirror/"), copy["class"]) == (True, "path-mismatch")
+    (copy,) = (r for r in doc["results"] if r["state"] == "rejected")
+    assert (copy["repositoryPath"].startswith("evidence/mirror/"), copy["class"]) == (
+        True,
+        "path-mismatch",
+    )
 
 
 def test_status_counts_the_signer_once(duplicated: Path) -> None:

@@ -293,7 +293,7 @@ def test_site_builds_with_every_hostile_bundle(tmp_path: Path) -> None:
     )  # fmt: skip
     assert verify.exit_code == 1, verify.output
     expected = {
-        r["path"].removeprefix("catalog/"): (r["status"], r["class"])
+        r["repositoryPath"].removeprefix("catalog/"): (r["state"], r["class"])
         for r in json.loads(verify.stdout)["results"]
     }
     site = _build(tmp_path, "catalog/evidence")

@@ -22,8 +22,9 @@ from generator.core.records import (
     ResolvedComponent,
     ScaleProfile,
 )
+from generator.evidence.view import CheckRow as Check
+from generator.evidence.view import KpiRow as Kpi
 from generator.site import api, badges, pages
-from generator.site.model import CheckRow as Check
 from generator.site.model import (
     ComponentUse,
     Download,
@@ -32,7 +33,6 @@ from generator.site.model import (
     RecipeView,
     SiteData,
 )
-from generator.site.model import KpiRow as Kpi
 from generator.site.model import LaneOutcome as LaneStatus
 from generator.site.model import LaneView as Lane
 from tests.conftest import REPO
@@ -269,7 +269,7 @@ def test_front_matter_title_is_html_escaped_for_the_theme() -> None:
 
 def test_copies_of_one_statement_get_distinct_ids_and_anchors() -> None:
     from generator.evidence.model import FailureClass, RejectedEvidence
-    from generator.site.stages import evidence_view
+    from generator.evidence.view import evidence_view
 
     digest = "sha256:" + "12" * 32
     a, b = (
@@ -277,8 +277,8 @@ def test_copies_of_one_statement_get_distinct_ids_and_anchors() -> None:
             RejectedEvidence(
                 path=p, klass=FailureClass.SIGNER_NOT_ALLOWED, message="m", statement_digest=digest
             ),
-            b"{}",
-            "demo",
+            trust_root="demo",
+            raw=b"{}",
         )
         for p in (
             f"evidence/r/{'a' * 32}/{'12' * 32}.sigstore.json",
@@ -290,8 +290,7 @@ def test_copies_of_one_statement_get_distinct_ids_and_anchors() -> None:
         RejectedEvidence(
             path="evidence/r/x/y.sigstore.json", klass=FailureClass.MALFORMED_BUNDLE, message="m"
         ),
-        b"",
-        "demo",
+        trust_root="demo",
     )
     assert unreadable.id.startswith("file-")
 

@@ -28,10 +28,12 @@ from generator.commands.common import (
 )
 from generator.core.errors import CatalogError, ResolveError, ScaleError, printable
 from generator.core.records import DEFAULT_PROFILE, Catalog, Consensus, RecipeResult
+from generator.evidence.model import Evidence
 from generator.evidence.stage import verify_stage
 from generator.evidence.trustroot import PUBLIC_GOOD
 from generator.evidence.upstream import options_from_env
 from generator.evidence.verify import digest_key
+from generator.evidence.view import evidence_view
 from generator.scale.qualify import Lane, Lanes, lanes_of
 
 
@@ -75,8 +77,10 @@ def gather(
     recipe: str | None,
     profile: str | None,
     trust: Sequence[str],
-) -> tuple[Status, Lanes, str]:
-    """Resolve, read and verify evidence, aggregate: the whole status pipeline for the CLI."""
+) -> tuple[Status, tuple[Evidence, ...], Lanes, str]:
+    """Resolve, read and verify evidence, aggregate: the whole status pipeline for the CLI.
+    Gives the status, the evidence records it was aggregated from (`RunStatus.index` is a
+    position in them), the lanes and the trust root's name."""
     catalog = open_catalog(catalog_path)
     lanes = lanes_of(catalog.documents)
     recipes, failures = _resolve_all(catalog, recipe, profile, evidence_dir)
@@ -102,7 +106,7 @@ def gather(
     status = aggregate(
         recipes, records, lanes, ladders, demo_roots=run.demo_roots, failures=failures
     )
-    return status, lanes, run.trust_root
+    return status, records, lanes, run.trust_root
 
 
 # ---------------------------------------------------------------- the JSON document (a projection of the records)
@@ -113,36 +117,31 @@ SAMPLE_BANNER = (
 )
 
 
-def _run_json(r: RunStatus) -> dict[str, Any]:
-    return {
-        "path": r.path,
-        "signer": r.signer_label or None,
-        "signerClass": r.signer_class or None,
-        "identity": r.identity or None,
-        "issuer": r.issuer or None,
-        "attestedAt": r.attested_at or None,
-        "verdict": r.verdict or None,
-        "effectiveVerdict": str(r.effective),
-        "reasons": list(r.reasons) + ([r.downgraded] if r.downgraded else []),
-        "sample": r.sample,
-    }
+class _Runs:
+    """Each run's evidence record as counted (`RunStatus.judged`), made when first shown."""
+
+    def __init__(self, evidence: Sequence[Evidence], trust_root: str) -> None:
+        self.evidence, self.trust_root = evidence, trust_root
+
+    def record(self, r: RunStatus) -> dict[str, Any]:
+        view = evidence_view(self.evidence[r.index], trust_root=self.trust_root)
+        return r.judged(view).to_json()
+
+    def counted(self, r: RunStatus) -> dict[str, Any]:
+        """A run counted on a lane: its record, its verdict as counted and, when that is not
+        the signed one, the disagreement."""
+        return {
+            **self.record(r),
+            "effectiveVerdict": str(r.effective),
+            "downgraded": r.downgraded or None,
+        }
+
+    def excluded(self, r: RunStatus) -> dict[str, Any]:
+        """A run not counted: its record and the exclusion (its `reason` says why)."""
+        return {**self.record(r), "exclusion": str(r.exclusion or "")}
 
 
-def _excluded_json(r: RunStatus) -> dict[str, Any]:
-    explained = r.exclusion.explanation if r.exclusion is not None else ""
-    return {
-        "path": r.path,
-        "lane": r.lane or None,
-        "exclusion": str(r.exclusion or ""),
-        "class": r.failure_class or None,
-        "message": r.message or r.downgraded or explained,
-        "signer": r.signer_label or r.identity or None,
-        "attestedAt": r.attested_at or None,
-        "sample": r.sample,
-    }
-
-
-def _lane_json(ln: LaneStatus, detail: bool) -> dict[str, Any]:
+def _lane_json(ln: LaneStatus, runs: _Runs | None) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "lane": ln.lane,
         "nodes": ln.nodes,
@@ -152,9 +151,9 @@ def _lane_json(ln: LaneStatus, detail: bool) -> dict[str, Any]:
         "passed": ln.passed,
         "failed": ln.failed,
     }
-    if detail:
+    if runs is not None:
         entry["phases"] = {phase: str(state) for phase, state in ln.phases}
-        entry["runs"] = [_run_json(r) for r in ln.runs]
+        entry["runs"] = [runs.counted(r) for r in ln.runs]
     return entry
 
 
@@ -170,7 +169,7 @@ def _check_json(c: CheckStatus) -> dict[str, Any]:
     }
 
 
-def _recipe_json(r: RecipeStatus, detail: bool) -> dict[str, Any]:
+def _recipe_json(r: RecipeStatus, runs: _Runs | None) -> dict[str, Any]:
     item: dict[str, Any] = {
         "recipe": r.recipe,
         "profile": r.profile,
@@ -187,11 +186,11 @@ def _recipe_json(r: RecipeStatus, detail: bool) -> dict[str, Any]:
         "signers": r.signers,
         "excluded": r.excluded,
         "sample": r.sample,
-        "lanes": [_lane_json(ln, detail) for ln in r.lanes],
+        "lanes": [_lane_json(ln, runs) for ln in r.lanes],
     }
-    if detail:
+    if runs is not None:
         item["checks"] = [_check_json(c) for c in r.checks]
-        item["excludedEvidence"] = [_excluded_json(x) for x in r.excluded_evidence]
+        item["excludedEvidence"] = [runs.excluded(x) for x in r.excluded_evidence]
     return item
 
 
@@ -219,12 +218,20 @@ def _lane_definition_json(ln: Lane) -> dict[str, Any]:
 
 
 def status_document(
-    status: Status, lanes: Lanes, trust_root: str, *, detail: bool = False
+    status: Status,
+    evidence: Sequence[Evidence],
+    lanes: Lanes,
+    trust_root: str,
+    *,
+    detail: bool = False,
 ) -> dict[str, Any]:
     """The `aicr-catalog status --format json` document (catalog/schemas/status.schema.json).
 
-    `detail` adds per-lane runs, phases, checks and excluded evidence to every recipe row.
+    `evidence` are the records `status` was aggregated from. `detail` adds per-lane runs,
+    phases, checks and excluded evidence to every recipe row; each run is its evidence record
+    as every JSON output shows it (`EvidenceView.to_json()`, as counted) and how it counted.
     """
+    runs = _Runs(evidence, trust_root) if detail else None
     doc: dict[str, Any] = {
         "apiVersion": "aicr.run/v1",
         "kind": "Status",
@@ -240,7 +247,7 @@ def status_document(
             }
             for h in status.health
         ],
-        "recipes": [_recipe_json(r, detail) for r in status.recipes],
+        "recipes": [_recipe_json(r, runs) for r in status.recipes],
         "components": [_component_json(c) for c in status.components],
     }
     if status.demo:
@@ -329,9 +336,9 @@ def _recipe_detail(r: dict[str, Any], sample: str) -> list[str]:
     if excluded:
         lines.append("  not counted (shown only):")
         for x in excluded:
-            message = x["message"].split("; allowed: ")[0]  # the allowlist is in signers.yaml
-            lines.append(f"    {x['exclusion']:13} {x['lane'] or '-':10} {message}")
-            lines.append(f"                  {x['path']}")
+            message = (x["reason"] or "").split("; allowed: ")[0]  # the allowlist: signers.yaml
+            lines.append(f"    {x['exclusion']:13} {x['lane']['name'] or '-':10} {message}")
+            lines.append(f"                  {x['repositoryPath']}")
     return [*lines, ""]
 
 
@@ -346,10 +353,11 @@ def _lane_text(ln: dict[str, Any]) -> list[str]:
     for run in ln.get("runs", ()):
         tag = "SAMPLE " if run["sample"] else ""
         lines.append(
-            f"      {tag}{run['effectiveVerdict']:4}  {run['signer'] or '?'} "
-            f"[{run['signerClass'] or '?'}]  {run['attestedAt'] or '-'}"
+            f"      {tag}{run['effectiveVerdict']:4}  {run['signer']['label'] or '?'} "
+            f"[{run['signer']['class'] or '?'}]  {run['attestedAt'] or '-'}"
         )
-        lines += [f"            - {reason}" for reason in run["reasons"]]
+        reasons = [*run["reasons"], *([run["downgraded"]] if run["downgraded"] else [])]
+        lines += [f"            - {reason}" for reason in reasons]
     return lines
 
 
@@ -441,11 +449,11 @@ def command(
     trust root).
     """
     try:
-        status, lanes, root = gather(catalog_path, evidence_dir, recipe, profile, trust)
+        status, evidence, lanes, root = gather(catalog_path, evidence_dir, recipe, profile, trust)
     except (ResolveError, ScaleError) as e:  # an unknown recipe or profile: usage (exit 2)
         raise e.as_usage() from e
     detail = recipe is not None
-    doc = status_document(status, lanes, root, detail=detail)
+    doc = status_document(status, evidence, lanes, root, detail=detail)
     if fmt == "json":
         click.echo(json.dumps(doc, indent=2, sort_keys=True, allow_nan=False))
     else:

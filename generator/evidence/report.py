@@ -22,6 +22,7 @@ from generator.evidence.model import (
     TrustRoot,
     VerifiedEvidence,
 )
+from generator.evidence.view import evidence_view
 
 API_VERSION = "aicr.run/v1"
 KIND = "EvidenceVerification"
@@ -48,35 +49,11 @@ def summary(records: Sequence[Evidence]) -> dict[str, int]:
 
 
 def record_json(r: Evidence) -> dict[str, Any]:
-    """One record as a JSON object (see the schema's `result`)."""
-    st: Statement | None = r.statement
-    signer: dict[str, Any] | None = None
-    if r.signer_identity or r.signer_issuer:
-        signer = {"identity": r.signer_identity, "issuer": r.signer_issuer}
-        if isinstance(r, VerifiedEvidence):
-            # `class`, `tlog.index`: the API's names for them (api/v1/evidence.json)
-            signer.update(
-                {"label": r.signer_label, "class": str(r.signer_class), "source": r.source}
-            )
-    return {
-        "path": r.path,
-        "status": status(r),
-        "class": str(r.klass) if r.klass is not None else None,
-        "message": r.message,
-        "statementDigest": r.statement_digest,
-        "predicateType": st.predicate_type if st else None,
-        "recipe": st.recipe if st else None,
-        "recipeDigest": st.recipe_digest if st else None,
-        "currentDigest": r.current_digest if isinstance(r, VerifiedEvidence) else None,
-        "scaleProfile": st.scale_profile if st else None,
-        "lane": st.lane if st else None,
-        "verdict": st.verdict if st else None,
-        "signer": signer,
-        "trustRoot": r.trust_root,
-        "tlog": {"index": r.log_index, "integratedTime": _time(r.integrated_time)},
-        "sample": bool(r.sample) if isinstance(r, VerifiedEvidence) else False,
-        "counted": r.counted,
-    }
+    """One result (the schema's `$defs/result`): the evidence record as every JSON output shows
+    it (`EvidenceView.to_json()`) and the current recipe digest the statement was compared with
+    (null when it was not: the file did not verify, or no current recipe matched)."""
+    current = r.current_digest if isinstance(r, VerifiedEvidence) else None
+    return {**evidence_view(r, trust_root="").to_json(), "currentDigest": current}
 
 
 def verification_json(records: Sequence[Evidence], roots: Sequence[TrustRoot]) -> str:

@@ -89,10 +89,43 @@ def _types(s: Mapping[str, Any]) -> set[str] | None:
     return {t} if isinstance(t, str) else set(t)
 
 
+def _dereferenced(old: Any, new: Any, roots: tuple[Any, Any]) -> tuple[Any, Any]:
+    """`old` and `new` with a local `$ref` (`#/...`) replaced by what it points at, when the two
+    sides do not name the same definition (which `$defs` is compared under on its own): a field
+    that was `{"$ref": "#/$defs/nullableString"}` and is now an object has changed type."""
+    if not isinstance(old, dict) or not isinstance(new, dict) or old.get("$ref") == new.get("$ref"):
+        return old, new
+    return _follow(old, roots[0]), _follow(new, roots[1])
+
+
+def _follow(schema: dict[str, Any], root: Any) -> Any:
+    seen: set[str] = set()
+    while isinstance(schema, dict) and isinstance(ref := schema.get("$ref"), str):
+        if not ref.startswith("#/") or ref in seen:
+            break
+        seen.add(ref)
+        target: Any = root
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            target = target.get(part) if isinstance(target, dict) else None
+        if not isinstance(target, dict):
+            break
+        schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
+    return schema
+
+
 def compare_schemas(
-    subject: str, old: Any, new: Any, path: str = "$", role: str = INPUT
+    subject: str,
+    old: Any,
+    new: Any,
+    path: str = "$",
+    role: str = INPUT,
+    roots: tuple[Any, Any] | None = None,
 ) -> Iterator[Break]:
-    """Every breaking difference from `old` to `new` (both JSON Schemas) for a schema of `role`."""
+    """Every breaking difference from `old` to `new` (both JSON Schemas) for a schema of `role`;
+    `roots` are the two whole documents local `$ref`s point into (default: `old` and `new`)."""
+    roots = roots or (old, new)
+    old, new = _dereferenced(old, new, roots)
     if not isinstance(old, dict) or not isinstance(new, dict):
         if old != new and isinstance(old, dict):
             yield Break(subject, path, "replaced", "schema replaced by a boolean")
@@ -112,11 +145,11 @@ def compare_schemas(
             )
         else:
             yield from compare_schemas(
-                subject, oprops[name], nprops[name], f"{path}.properties.{name}", role
+                subject, oprops[name], nprops[name], f"{path}.properties.{name}", role, roots
             )
     for key in ("items", "additionalProperties", "contains"):
         if isinstance(old.get(key), dict) and isinstance(new.get(key), dict):
-            yield from compare_schemas(subject, old[key], new[key], f"{path}.{key}", role)
+            yield from compare_schemas(subject, old[key], new[key], f"{path}.{key}", role, roots)
     for key in ("$defs", "definitions", "patternProperties"):
         odefs, ndefs = old.get(key, {}), new.get(key, {})
         for name in sorted(odefs):
@@ -126,7 +159,7 @@ def compare_schemas(
                 )
             else:
                 yield from compare_schemas(
-                    subject, odefs[name], ndefs[name], f"{path}.{key}.{name}", role
+                    subject, odefs[name], ndefs[name], f"{path}.{key}.{name}", role, roots
                 )
 
 

@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from generator.site.model import EvidenceView, ProfileView, RecipeView, SiteData
+from generator.evidence.view import EvidenceView
+from generator.site.model import ProfileView, RecipeView, SiteData
 from generator.site.pages import slug
 from generator.site.summary import CONSENSUS_ORDER, band, summarise
 
@@ -43,6 +44,16 @@ def _profile_summary(recipe: RecipeView, p: ProfileView, site: SiteData) -> dict
         "badge": f"badges/{s}/{p.profile}.svg",
         "band": band(profile) or None,
         "summary": summarise(recipe, p, profile, site.lanes).to_json(),
+    }
+
+
+def run_json(run: EvidenceView) -> dict[str, Any]:
+    """One run in the API: the evidence record (`EvidenceView.to_json()`, as every JSON output
+    shows it) and where this site shows and publishes it."""
+    return {
+        **run.to_json(),
+        "url": f"evidence/{slug(run.recipe)}.html#run-{run.id}",
+        "raw": run.raw_file if run.raw else None,
     }
 
 
@@ -111,7 +122,7 @@ def recipe_detail(
         "appliedOverlays": list(recipe.chain),
         "profiles": profiles,
         "evidence": [
-            records[e.id] if records is not None and e.id in records else e.to_json()
+            records[e.id] if records is not None and e.id in records else run_json(e)
             for e in recipe.evidence
         ],
     }
@@ -176,7 +187,7 @@ def evidence_index(
         **_header(site, "EvidenceIndex"),
         "sample": any(e.sample for e in site.evidence),
         "evidence": [
-            records[e.id] if records is not None and e.id in records else e.to_json()
+            records[e.id] if records is not None and e.id in records else run_json(e)
             for e in site.evidence
         ],
     }
@@ -196,7 +207,7 @@ class _Records(dict[str, dict[str, Any]]):
         self.runs = {e.id: e for e in runs}
 
     def __missing__(self, key: str) -> dict[str, Any]:
-        record = self[key] = self.runs[key].to_json()
+        record = self[key] = run_json(self.runs[key])
         return record
 
     def __contains__(self, key: object) -> bool:

@@ -30,6 +30,7 @@ from generator.core.errors import CatalogError, Diagnostic, SiteError
 from generator.core.outputs import OutputKind, check_output_dir, mark
 from generator.core.records import Catalog, Consensus, RecipeResult
 from generator.core.timeutil import rfc3339
+from generator.evidence.view import EvidenceView
 from generator.fast.collector import collector_paused
 from generator.fast.pool import parallel_map
 from generator.site import api, badges, changelog, islands, pages, stages
@@ -47,7 +48,6 @@ from generator.site.incremental import (
 from generator.site.model import (
     ComponentUse,
     Download,
-    EvidenceView,
     LaneView,
     ProfileView,
     RecipeView,

@@ -14,8 +14,9 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from generator.evidence.view import EvidenceView
 from generator.site.jinja import script_json
-from generator.site.model import EvidenceView, LaneOutcome, LaneVerdict, LaneView, RecipeView
+from generator.site.model import LaneOutcome, LaneVerdict, LaneView, RecipeView
 
 NOT_IN_LADDER = "n/a"
 VERDICT_CODE: dict[str, int] = {

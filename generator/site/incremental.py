@@ -27,8 +27,9 @@ from generator.core import safeio
 from generator.core.cache import Cache, digest, fingerprint, stat_tree_digest, tree_digest
 from generator.core.cache import tree_listing as _tree_listing
 from generator.core.errors import LoadError
+from generator.evidence.view import EvidenceView
 from generator.site import api, pages
-from generator.site.model import EvidenceView, RecipeView, SiteData
+from generator.site.model import RecipeView, SiteData
 
 if TYPE_CHECKING:
     from generator.site.build import BuildOptions

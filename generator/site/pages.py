@@ -17,6 +17,7 @@ from markupsafe import Markup
 
 from generator.core import names
 from generator.core.records import ScaleProfile
+from generator.evidence.view import EvidenceView
 from generator.site.charts import (
     NOT_IN_LADDER,
     chart_html,
@@ -27,7 +28,7 @@ from generator.site.charts import (
     verdict_heatmap,
 )
 from generator.site.jinja import render
-from generator.site.model import EvidenceView, LaneVerdict, LaneView, RecipeView, SiteData
+from generator.site.model import LaneVerdict, LaneView, RecipeView, SiteData
 from generator.site.summary import band, summaries
 
 _SAFE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,200}$")

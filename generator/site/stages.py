@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,14 +23,11 @@ from generator.core.errors import (
     ValidationError,
 )
 from generator.core.records import DEFAULT_PROFILE, Catalog, Consensus, RecipeResult
-from generator.core.timeutil import rfc3339
-from generator.evidence.model import Evidence, RunState, Statement, VerifiedEvidence
+from generator.evidence.model import Evidence
+from generator.evidence.view import EvidenceView, evidence_view
 from generator.fast.pool import parallel_map
 from generator.site.model import (
-    CheckRow,
     Download,
-    EvidenceView,
-    KpiRow,
     LaneOutcome,
     LaneVerdict,
     LaneView,
@@ -248,109 +245,6 @@ def render_bundles(
 # --- verify -----------------------------------------------------------------------------------
 
 
-def _iso(seconds: int | None) -> str:
-    if seconds is None:
-        return ""
-    return rfc3339(seconds)
-
-
-def _view_id(record: Evidence) -> str:
-    """Stable and unique: two files may hold the same statement (a copy under another signer's
-    directory), so the key adds the path and ids, anchors and links stay unique and stable."""
-    digest = record.statement_digest or ""
-    key = digest.removeprefix("sha256:")[:16] or "file"  # "file": no readable statement
-    return f"{key}-{hashlib.sha256(record.path.encode()).hexdigest()[:8]}"
-
-
-def _judged(record: Evidence) -> tuple[RunState, str, str]:
-    """(state, why it is not counted, failure class) as the verifier judged the file."""
-    state = RunState.of(record)
-    if state is RunState.VERIFIED:
-        return state, "", ""
-    if state is RunState.STALE:
-        return state, record.message, "stale"
-    return state, record.message, str(record.klass)
-
-
-def _statement_fields(st: Statement) -> dict[str, Any]:
-    """What a view shows of the statement a record carries."""
-    return {
-        "recipe": st.recipe,
-        "predicate_type": st.predicate_type,
-        "profile": st.scale_profile or "",
-        "profile_version": st.scale_profile_version or "",
-        "lane": st.lane or "",
-        "lane_nodes": st.lane_nodes,
-        "observed_nodes": st.observed_nodes,
-        "observed_gpus": st.observed_gpus,
-        "verdict": st.verdict or "",
-        "reasons": tuple(st.reasons),
-        "recipe_digest": st.recipe_digest,
-        "bundle_digest": st.bundle_digest or "",
-        "attested_at": st.attested_at or "",
-        "checks": tuple(
-            CheckRow(phase, c.name, c.status, c.targets, c.message)
-            for phase, cs in st.phases.items()
-            for c in cs
-        ),
-        "kpis": tuple(
-            KpiRow(k.id, k.value, k.unit, k.operator, k.threshold, k.status or "") for k in st.kpis
-        ),
-        "component_versions": dict(st.component_versions),
-    }
-
-
-def _no_statement(path: str) -> dict[str, Any]:
-    """The statement fields of a file whose statement could not be read."""
-    return {
-        "recipe": path.split("/")[1] if "/" in path else "",
-        "predicate_type": "",
-        "profile": "",
-        "profile_version": "",
-        "lane": "",
-        "lane_nodes": None,
-        "observed_nodes": None,
-        "observed_gpus": None,
-        "verdict": "",
-        "reasons": (),
-        "recipe_digest": "",
-        "bundle_digest": "",
-        "attested_at": "",
-        "checks": (),
-        "kpis": (),
-        "component_versions": {},
-    }
-
-
-def evidence_view(record: Evidence, raw: bytes, trust_root: str) -> EvidenceView:
-    """The site's view of one verification record; `trust_root` names the root when the
-    record does not (it could not be verified by any)."""
-    st = record.statement
-    ok = record if isinstance(record, VerifiedEvidence) else None
-    state, reason, klass = _judged(record)
-    return EvidenceView(
-        id=_view_id(record),
-        statement_digest=record.statement_digest or "",
-        path=record.path,
-        state=state,
-        reason=reason,
-        failure_class=klass,
-        # signed under the demo root, or sample by its own word
-        sample=(ok is not None and ok.sample)
-        or (st is not None and st.sample)
-        or record.trust_root == "demo",
-        signer_identity=record.signer_identity or "",
-        signer_issuer=record.signer_issuer or "",
-        signer_class=str(ok.signer_class) if ok else "",
-        signer_label=ok.signer_label if ok else "",
-        trust_root=record.trust_root or trust_root,
-        tlog_index=record.log_index,
-        integrated_time=_iso(record.integrated_time),
-        raw=raw,
-        **(_statement_fields(st) if st is not None else _no_statement(record.path)),
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class Verified:
     """What the verify stage gave the site: its records (for aggregate), the raw files to
@@ -464,7 +358,7 @@ def aggregate(
         return Aggregated({}, {}, ()), None
     if LANES_FILE not in catalog.documents:  # no lanes: nothing can be judged or counted
         plain = [
-            evidence_view(r, verified.raw.get(r.path, b""), verified.trust_root)
+            evidence_view(r, trust_root=verified.trust_root, raw=verified.raw.get(r.path, b""))
             for r in verified.records
         ]
         note = StageNote(
@@ -504,22 +398,8 @@ def aggregate(
 
 def _judged_run(verified: Verified, record: Evidence, judged: RunStatus) -> EvidenceView:
     """The site's view of one evidence record, judged: counted, or why not."""
-    run = evidence_view(record, verified.raw.get(record.path, b""), verified.trust_root)
-    exclusion, downgraded = judged.exclusion, judged.downgraded
-    if exclusion is not None and exclusion.is_stale:
-        run = replace(run, state=RunState.STALE, reason=run.reason or exclusion.label)
-    elif exclusion is not None:
-        # verdict-mismatch and attested-after-logged name the disagreement themselves
-        reason = run.reason or downgraded or exclusion.label
-        run = replace(
-            run,
-            state=RunState.REJECTED,
-            reason=reason,
-            failure_class=run.failure_class or str(exclusion),
-        )
-    if downgraded and run.state == "verified":
-        run = replace(run, reason=downgraded)
-    return run
+    raw = verified.raw.get(record.path, b"")
+    return judged.judged(evidence_view(record, trust_root=verified.trust_root, raw=raw))
 
 
 def _lane_outcome(

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from generator.core.records import Consensus, ScaleProfile
-from generator.site.model import EvidenceView, LaneVerdict, LaneView, ProfileView, RecipeView
+from generator.evidence.view import EvidenceView
+from generator.site.model import LaneVerdict, LaneView, ProfileView, RecipeView
 
 # Consensus states, strongest first: the order the dashboard sorts by and the legend lists.
 CONSENSUS_ORDER: tuple[Consensus, ...] = (

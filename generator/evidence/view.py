@@ -1,0 +1,247 @@
+"""`EvidenceView`: one evidence file, verified or not, as people and tools are shown it.
+
+One record, one JSON form (`EvidenceView.to_json()`), used by every reader of a verification:
+`evidence verify --format json` (each result), `status --format json --detail` (each run and
+excluded file) and the site's API (`api/v1/evidence.json`, each recipe's `evidence`). Each of
+those adds only what its own context knows: the verifier the digest it compared with, `status`
+how the run was counted, the site where it published the file. Adding a statement field is one
+field here, its line in `to_json()` and the `$defs/run` of the schemas that embed it
+(`tests/test_evidence_view.py` checks those agree).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from generator.core.timeutil import rfc3339
+from generator.evidence.model import Evidence, RunState, Statement, VerifiedEvidence
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRow:
+    """One check result of a run."""
+
+    phase: str
+    name: str
+    status: str  # CTRF: passed failed skipped pending other
+    targets: int | None
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "phase": self.phase,
+            "name": self.name,
+            "status": self.status,
+            "targets": self.targets,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class KpiRow:
+    """One KPI a run reported."""
+
+    id: str
+    value: float
+    unit: str
+    operator: str
+    threshold: float
+    status: str  # passed | failed | proposed | ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "value": self.value,
+            "unit": self.unit,
+            "threshold": {"operator": self.operator, "value": self.threshold},
+            "status": self.status or None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceView:
+    """One evidence file, verified or not (made from a verification record by
+    `evidence_view`); `to_json()` is its one published form."""
+
+    id: str  # stable and unique: <statement digest hex[:16]>-<sha256(path) hex[:8]>
+    statement_digest: str  # "sha256:<hex>" of the statement, "" when unreadable
+    path: str  # evidence/<recipe>/<source>/<digest>.sigstore.json (repository-relative)
+    recipe: str
+    state: RunState
+    reason: str  # why rejected/stale ("" when verified)
+    failure_class: str  # failure class: "stale", a verification failure, or "" when verified
+    sample: bool
+    predicate_type: str
+    profile: str
+    profile_version: str
+    lane: str
+    lane_nodes: int | None
+    observed_nodes: int | None
+    observed_gpus: int | None
+    verdict: str  # pass | fail | "" (unknown)
+    reasons: tuple[str, ...]
+    recipe_digest: str
+    bundle_digest: str
+    attested_at: str
+    signer_identity: str
+    signer_issuer: str
+    signer_class: str  # first-party | partner | community | "" (not allowlisted)
+    signer_label: str
+    trust_root: str
+    tlog_index: int | None
+    integrated_time: str
+    checks: tuple[CheckRow, ...]
+    kpis: tuple[KpiRow, ...]
+    component_versions: Mapping[str, str]
+    raw: bytes  # the .sigstore.json file as the site publishes it; b"" when it is not published
+
+    @property
+    def counted(self) -> bool:
+        return self.state == RunState.VERIFIED
+
+    @property
+    def raw_file(self) -> str:
+        """Where the site publishes the file: `evidence/raw/<id>.sigstore.json`, one flat
+        directory (a directory per recipe and lab, as in the repository, would be thousands of
+        directories to create and delete on every build)."""
+        return f"evidence/raw/{self.id}.sigstore.json"
+
+    @property
+    def short(self) -> str:
+        """The run's short name on pages: the first 12 hex of its statement digest."""
+        return (self.statement_digest.removeprefix("sha256:") or self.id)[:12]
+
+    def to_json(self) -> dict[str, Any]:
+        """The run as every JSON output shows it (`$defs/run` of
+        `catalog/schemas/api/evidence.schema.json`, less the site's `url` and `raw`)."""
+        return {
+            "id": self.id,
+            "statementDigest": self.statement_digest or None,
+            "recipe": self.recipe,
+            # where the file is in the catalog's repository (on the site it is at `raw`)
+            "repositoryPath": self.path,
+            "state": self.state,
+            "counted": self.counted,
+            "reason": self.reason or None,
+            "class": self.failure_class or None,
+            "sample": self.sample,
+            "predicateType": self.predicate_type or None,
+            "scaleProfile": {"name": self.profile or None, "version": self.profile_version or None},
+            "lane": {"name": self.lane or None, "nodes": self.lane_nodes},
+            "observed": {"nodes": self.observed_nodes, "gpus": self.observed_gpus},
+            "verdict": self.verdict or None,
+            "reasons": list(self.reasons),
+            "recipeDigest": self.recipe_digest or None,
+            "bundleDigest": self.bundle_digest or None,
+            "componentVersions": dict(sorted(self.component_versions.items())),
+            "attestedAt": self.attested_at or None,
+            "signer": {
+                "identity": self.signer_identity or None,
+                "issuer": self.signer_issuer or None,
+                "class": self.signer_class or None,
+                "label": self.signer_label or None,
+            },
+            "trustRoot": self.trust_root or None,
+            "tlog": {"index": self.tlog_index, "integratedTime": self.integrated_time or None},
+            "checks": [c.to_json() for c in self.checks],
+            "kpis": [k.to_json() for k in self.kpis],
+        }
+
+
+def evidence_view(record: Evidence, *, trust_root: str, raw: bytes = b"") -> EvidenceView:
+    """The view of one verification record; `trust_root` names the root when the record does
+    not (it could not be verified by any); `raw` is the file as the site publishes it."""
+    st = record.statement
+    ok = record if isinstance(record, VerifiedEvidence) else None
+    state, reason, klass = _judged(record)
+    return EvidenceView(
+        id=_view_id(record),
+        statement_digest=record.statement_digest or "",
+        path=record.path,
+        state=state,
+        reason=reason,
+        failure_class=klass,
+        # signed under the demo root, or sample by its own word
+        sample=(ok is not None and ok.sample)
+        or (st is not None and st.sample)
+        or record.trust_root == "demo",
+        signer_identity=record.signer_identity or "",
+        signer_issuer=record.signer_issuer or "",
+        signer_class=str(ok.signer_class) if ok else "",
+        signer_label=ok.signer_label if ok else "",
+        trust_root=record.trust_root or trust_root,
+        tlog_index=record.log_index,
+        integrated_time="" if record.integrated_time is None else rfc3339(record.integrated_time),
+        raw=raw,
+        **(_statement_fields(st) if st is not None else _no_statement(record.path)),
+    )
+
+
+def _view_id(record: Evidence) -> str:
+    """Stable and unique: two files may hold the same statement (a copy under another signer's
+    directory), so the key adds the path and ids, anchors and links stay unique and stable."""
+    digest = record.statement_digest or ""
+    key = digest.removeprefix("sha256:")[:16] or "file"  # "file": no readable statement
+    return f"{key}-{hashlib.sha256(record.path.encode()).hexdigest()[:8]}"
+
+
+def _judged(record: Evidence) -> tuple[RunState, str, str]:
+    """(state, why it is not counted, failure class) as the verifier judged the file."""
+    state = RunState.of(record)
+    if state is RunState.VERIFIED:
+        return state, "", ""
+    if state is RunState.STALE:
+        return state, record.message, "stale"
+    return state, record.message, str(record.klass)
+
+
+def _statement_fields(st: Statement) -> dict[str, Any]:
+    """What a view shows of the statement a record carries."""
+    return {
+        "recipe": st.recipe,
+        "predicate_type": st.predicate_type,
+        "profile": st.scale_profile or "",
+        "profile_version": st.scale_profile_version or "",
+        "lane": st.lane or "",
+        "lane_nodes": st.lane_nodes,
+        "observed_nodes": st.observed_nodes,
+        "observed_gpus": st.observed_gpus,
+        "verdict": st.verdict or "",
+        "reasons": tuple(st.reasons),
+        "recipe_digest": st.recipe_digest,
+        "bundle_digest": st.bundle_digest or "",
+        "attested_at": st.attested_at or "",
+        "checks": tuple(
+            CheckRow(phase, c.name, c.status, c.targets, c.message)
+            for phase, cs in st.phases.items()
+            for c in cs
+        ),
+        "kpis": tuple(
+            KpiRow(k.id, k.value, k.unit, k.operator, k.threshold, k.status or "") for k in st.kpis
+        ),
+        "component_versions": dict(st.component_versions),
+    }
+
+
+def _no_statement(path: str) -> dict[str, Any]:
+    """The statement fields of a file whose statement could not be read."""
+    return {
+        "recipe": path.split("/")[1] if "/" in path else "",
+        "predicate_type": "",
+        "profile": "",
+        "profile_version": "",
+        "lane": "",
+        "lane_nodes": None,
+        "observed_nodes": None,
+        "observed_gpus": None,
+        "verdict": "",
+        "reasons": (),
+        "recipe_digest": "",
+        "bundle_digest": "",
+        "attested_at": "",
+        "checks": (),
+        "kpis": (),
+        "component_versions": {},
+    }
