@@ -57,6 +57,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from generator.catalog.lanes import Lanes, Verdict
 from generator.core.records import DEFAULT_PROFILE, DIMENSIONS, Consensus, RecipeResult
 from generator.core.timeutil import rfc3339
 from generator.evidence.judge import CLOCK_SKEW_SECONDS, Judge
@@ -69,7 +70,6 @@ from generator.evidence.model import (
     VerifiedEvidence,
 )
 from generator.evidence.view import EvidenceView
-from generator.scale.qualify import Lanes, Verdict
 from generator.validate import health_of
 
 CONFIRMED, SINGLE, CONTESTED, FAILING, UNTESTED, PARTIAL = (

@@ -31,6 +31,7 @@ from generator.aggregate import (
 )
 from generator.aggregate import StatusTables as Status
 from generator.aggregate import status_tables as aggregate
+from generator.catalog.lanes import Lanes
 from generator.cli import main
 from generator.commands.status import status_document
 from generator.core.records import Constraint, Criteria, RecipeResult, ResolvedComponent
@@ -46,7 +47,7 @@ from generator.evidence.model import (
     Statement,
     VerifiedEvidence,
 )
-from generator.scale.qualify import Lanes, parse_lanes
+from generator.scale.qualify import parse_lanes
 
 REPO = Path(__file__).resolve().parent.parent
 LADDER = ("lane-36", "lane-72", "lane-144", "lane-288", "lane-576", "lane-1152", "lane-2304")

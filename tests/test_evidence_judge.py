@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from generator.catalog.lanes import Lanes
 from generator.catalog.load import load_catalog
 from generator.catalog.resolve import resolve
 from generator.core.records import RecipeResult
@@ -19,7 +20,6 @@ from generator.evidence.statement import build_statement, parse_statement
 from generator.scale.qualify import (
     CTRF_STATUSES,
     BundleBinding,
-    Lanes,
     PreflightBinding,
     RawCheck,
     RawKpi,

@@ -10,6 +10,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from generator.catalog.lanes import Lanes
 from generator.catalog.load import load_catalog
 from generator.catalog.resolve import resolve
 from generator.cli import main
@@ -21,7 +22,6 @@ from generator.evidence.statement import parse_statement
 from generator.scale.qualify import (
     CTRF_SUFFIX,
     BundleBinding,
-    Lanes,
     RunResults,
     attested_at_from,
     lanes_of,

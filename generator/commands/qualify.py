@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from generator.catalog.lanes import Verdict
 from generator.catalog.resolve import resolve
 from generator.commands.common import (
     EXIT_DATA,
@@ -25,7 +26,6 @@ from generator.scale.qualify import (
     PREFLIGHT_FILE,
     RUN_FILE,
     SNAPSHOT_FILE,
-    Verdict,
     attested_at_from,
     bundle_binding,
     lanes_of,

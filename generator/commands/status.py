@@ -19,6 +19,7 @@ from generator.aggregate import (
     Status,
     aggregate,
 )
+from generator.catalog.lanes import Lane, Lanes
 from generator.catalog.resolve import profile_applies, resolve
 from generator.commands.common import (
     EXIT_OK,
@@ -34,7 +35,7 @@ from generator.evidence.trustroot import PUBLIC_GOOD
 from generator.evidence.upstream import options_from_env
 from generator.evidence.verify import digest_key
 from generator.evidence.view import evidence_view
-from generator.scale.qualify import Lane, Lanes, lanes_of
+from generator.scale.qualify import lanes_of
 
 
 def _resolve_all(

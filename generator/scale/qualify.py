@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from generator import __version__
-from generator.catalog import lanes as _lanes
 from generator.catalog import schemas
+from generator.catalog.lanes import KpiSpec, Lane, Lanes, Scenario, Threshold, Verdict
 from generator.core import timeutil
 from generator.core.errors import (
     CatalogError,
@@ -57,15 +57,6 @@ from generator.core.errors import (
 from generator.core.records import DIMENSIONS, Criteria, Document, RecipeResult, ScaleProfile
 from generator.core.yamlio import parse_yaml
 from generator.evidence.statement import build_statement
-
-# The lane records live in `generator.catalog.lanes` (below both this stage and evidence's
-# judge); their names stay importable from here.
-KpiSpec = _lanes.KpiSpec
-Lane = _lanes.Lane
-Lanes = _lanes.Lanes
-Scenario = _lanes.Scenario
-Threshold = _lanes.Threshold
-Verdict = _lanes.Verdict
 
 LANES_FILE = "scale/lanes.yaml"
 LANES_SCHEMA = "lanes"

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from generator.catalog.lanes import Lane, Lanes
 from generator.catalog.resolve import recipe_document
 from generator.core.canonical import dump_yaml, sha256_digest
 from generator.core.records import DEFAULT_PROFILE, Catalog, RecipeResult
@@ -37,8 +38,6 @@ from generator.scale.qualify import (
     RUN_FILE,
     SNAPSHOT_FILE,
     BundleBinding,
-    Lane,
-    Lanes,
     Qualification,
     parse_run,
     qualify,

@@ -79,7 +79,7 @@ class RecipeView:
 
 @dataclass(frozen=True, slots=True)
 class LaneView:
-    """A lane of `scale/lanes.yaml` as the site shows it (`generator.scale.qualify.Lane`'s
+    """A lane of `scale/lanes.yaml` as the site shows it (`generator.catalog.lanes.Lane`'s
     projection: its criteria as a plain mapping)."""
 
     name: str
