@@ -192,3 +192,27 @@ def test_evidence_json_joined_from_recipe_lists_is_the_plain_encoding(
     with_runs = {e.recipe for e in site.evidence}
     assert sorted(parts) == sorted(f"{name}:runs" for name in with_runs)
     assert json.loads(plain)["evidence"]  # the sample evidence is there
+
+
+def test_a_stored_page_round_trips_and_storing_it_leaves_its_strings_as_they_were() -> None:
+    """Pickling a str that is not ASCII caches its UTF-8 copy in the str (CPython); a stored
+    page pickles its own encoding, so the pages a cold build keeps until written stay their
+    size once stored."""
+    import pickle
+    import sys
+
+    from generator.site.incremental import StoredPage
+
+    skeleton = "# Recipe × profile\n\n<!--aicr:island 0-->\n" * 200
+    blocks = ("<td>≥ 8 nodes — passed</td>" * 500, "<p>plain ascii</p>", "")
+    page = StoredPage(skeleton, blocks)
+    sizes = [sys.getsizeof(s) for s in (skeleton, *blocks)]
+    loaded = pickle.loads(pickle.dumps(page, protocol=pickle.HIGHEST_PROTOCOL))
+    assert [sys.getsizeof(s) for s in (skeleton, *blocks)] == sizes
+    assert loaded == page and type(loaded) is StoredPage
+    assert isinstance(loaded.blocks, tuple) and loaded.blocks[0] == blocks[0]
+    # the reference: a plain tuple of the same strings does grow when pickled
+    plain = ("".join(["×", skeleton]),)
+    before = sys.getsizeof(plain[0])
+    pickle.dumps(plain, protocol=pickle.HIGHEST_PROTOCOL)
+    assert sys.getsizeof(plain[0]) > before

@@ -227,7 +227,7 @@ def evidence_file(
     bytes are those of `dumps(evidence_index(site))` (the C encoder writes an array as its
     items joined by commas)."""
     by_name = {r.name: r for r in site.recipes}
-    chunks: list[bytes] = []
+    chunks: list[memoryview] = []
     i, runs = 0, site.evidence
     while i < len(runs):
         j = i
@@ -243,13 +243,22 @@ def evidence_file(
             chunk = reuse(recipe, "runs", make)
         else:
             chunk = _runs_json(group, records)
-        chunks.append(chunk[1:-1])  # the array's items
+        if len(chunk) > 2:
+            chunks.append(memoryview(chunk)[1:-1])  # the array's items
         i = j
     sample = any(e.sample for e in site.evidence)
     head = dumps({**_header(site, "EvidenceIndex"), "sample": sample, "evidence": _SPLICE})
     marker = json.dumps(_SPLICE, allow_nan=False).encode()
     assert head.count(marker) == 1
-    return head.replace(marker, b"[" + b",".join(c for c in chunks if c) + b"]")
+    before, after = head.split(marker)
+    # one join into the file's bytes: the largest file of the site (85 MB at 20,000 runs) is
+    # made once, not also as the joined list, "[" + list and "[" + list + "]": the cold
+    # build's peak is reached here, 2,075 MB before, 1,994 MB after (1,000 x 20,000)
+    parts: list[bytes | memoryview] = [before, b"["]
+    for k, items in enumerate(chunks):
+        parts += (b",", items) if k else (items,)
+    parts += (b"]", after)
+    return b"".join(parts)
 
 
 def iter_api_files(site: SiteData, reuse: Reuse | None = None) -> Iterator[tuple[str, bytes]]:

@@ -38,6 +38,7 @@ from generator.site.csp import with_csp
 from generator.site.incremental import (
     PAGES_STAGE,
     RecipeKeys,
+    StoredPage,
     api_reuse,
     build_key,
     inputs_key,
@@ -495,10 +496,12 @@ def _cached_pages(
         recipe_keys.parts(p.kind, p.name, p.rel, p.runs or ())
         for p in map(plan.__getitem__, cached)
     ]
-    lifted = recipe_keys.cache.get_or_make_many(
-        PAGES_STAGE, parts, lambda todo: render([cached[j] for j in todo]), sweep=True
-    )
-    return dict(zip(cached, lifted, strict=True))
+
+    def make(todo: list[int]) -> list[StoredPage]:
+        return [StoredPage(*page) for page in render([cached[j] for j in todo])]
+
+    stored = recipe_keys.cache.get_or_make_many(PAGES_STAGE, parts, make, sweep=True)
+    return {i: (page.skeleton, page.blocks) for i, page in zip(cached, stored, strict=True)}
 
 
 def site_files(site_dir: Path) -> dict[str, bytes]:

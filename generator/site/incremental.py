@@ -11,6 +11,7 @@ The cache (`generator.core.cache`) knows no stage; this module holds the site's 
   that changed something links the files whose bytes it published before.
 - `RecipeKeys`: the key parts of the files made from one recipe's data (its pages, its API
   documents), and `api_reuse`, the JSON API's per-recipe parts through the cache.
+- `StoredPage`: a lifted page as the pages stage stores it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -228,6 +230,29 @@ class RecipeKeys:
         return (self.fp, self.base_key, self.shared, kind, name, rel, *map(self._run, runs))
 
 
+@dataclass(frozen=True, slots=True)
+class StoredPage:
+    """A lifted page (`islands.lift`: the skeleton and its data blocks) as the pages stage
+    stores it in the cache: pickled as the UTF-8 bytes it encodes itself, not as str.
+
+    Pickling a str that is not pure ASCII leaves a UTF-8 copy of it cached inside the str
+    object for as long as the str lives (CPython keeps what `PyUnicode_AsUTF8AndSize` made),
+    and a cold build keeps every rendered page alive until the pages are written: at 1,000
+    recipes and 20,000 runs the rendered pages grew the build by 628 MB, 469 MB stored this
+    way (in-process, cold cache); the cold build's peak went from 2,222 MB to 2,075 MB with
+    this alone (PSS summed over the process tree, two paired runs)."""
+
+    skeleton: str
+    blocks: tuple[str, ...]
+
+    def __reduce__(self) -> tuple[Callable[..., StoredPage], tuple[bytes, tuple[bytes, ...]]]:
+        return _stored_page, (self.skeleton.encode(), tuple(b.encode() for b in self.blocks))
+
+
+def _stored_page(skeleton: bytes, blocks: tuple[bytes, ...]) -> StoredPage:
+    return StoredPage(skeleton.decode(), tuple(b.decode() for b in blocks))
+
+
 def api_reuse(recipe_keys: RecipeKeys | None) -> api.Reuse:
     """The JSON API's per-recipe parts from the cache when the recipe's inputs are unchanged
     (keyed like its pages, kind "api-<part>")."""
@@ -246,6 +271,7 @@ __all__ = [
     "BUILD_STAGE",
     "PAGES_STAGE",
     "RecipeKeys",
+    "StoredPage",
     "api_reuse",
     "build_key",
     "inputs_key",
