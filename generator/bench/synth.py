@@ -38,12 +38,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from generator.core import safeio
+from generator.core.atomic import TreeWriter
 from generator.core.canonical import dump_yaml
 from generator.core.errors import Diagnostic, UsageError
 from generator.core.outputs import SYNTH_MARKER, OutputKind, check_output_dir
 from generator.core.records import DEFAULT_PROFILE
+from generator.core.yamlio import parse_yaml
 from generator.fast.pool import parallel_map
 
 PROJECT_CATALOG = Path(__file__).resolve().parents[2] / "catalog"
@@ -212,11 +213,12 @@ def _copied_files(source: Path) -> dict[str, bytes]:
     """The source catalog's files synth keeps: COPIED, components/ and scale/profiles/."""
     files: dict[str, bytes] = {}
     for rel in COPIED:
-        files[rel] = (source / rel).read_bytes()
+        files[rel] = safeio.read(source / rel, root=source, where="the source catalog")
     for sub in ("components", "scale/profiles"):
-        for path in sorted((source / sub).rglob("*")):
-            if path.is_file() and path.suffix in (".yaml", ".yml"):
-                files[path.relative_to(source).as_posix()] = path.read_bytes()
+        for rel, data in safeio.files(
+            source / sub, where="the source catalog", suffixes=(".yaml", ".yml")
+        ):
+            files[f"{sub}/{rel}"] = data
     return files
 
 
@@ -360,7 +362,7 @@ def catalog_files(recipes: int, source: Path = PROJECT_CATALOG) -> dict[str, byt
     if recipes < 1:
         raise _usage("--recipes must be at least 1")
     files = _copied_files(source)
-    registry = yaml.safe_load(files["registry.yaml"])
+    registry = parse_yaml(files["registry.yaml"], "registry.yaml").data
     known = {c["name"] for c in registry.get("components") or ()}
     tree = _Tree(files, "gpu-operator" if "gpu-operator" in known else None)
     all_leaves = leaves(recipes)
@@ -526,7 +528,7 @@ def _sign(run: PlannedRun) -> tuple[str, bytes]:
     if sample.old_pins:
         recipe = recipe_before(recipe, sample.old_pins)
     files = raw_results(lanes, lane, recipe, sample)
-    manifest = yaml.safe_load(files[RUN_FILE])
+    manifest = parse_yaml(files[RUN_FILE], RUN_FILE).data
     manifest.update(sample=False, note=SYNTH_NOTE)  # counted under the synthetic root
     files[RUN_FILE] = dump_yaml(manifest).encode()
     result = qualify(
@@ -569,24 +571,21 @@ def synthesize(options: SynthOptions, out: Path) -> SynthReport:
         if (out / sub).exists():
             shutil.rmtree(out / sub)
     out.mkdir(parents=True, exist_ok=True)
-    (out / MARKER).write_text(f"{SYNTH_NOTE}\n", encoding="utf-8")
+    tree = TreeWriter(out)
+    tree.put(MARKER, f"{SYNTH_NOTE}\n".encode())
     for rel, data in files.items():
-        path = out / "catalog" / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+        tree.put(f"catalog/{rel}", data)
     authority = make_authority("aicr-synth", authority_seed(options.seed))
-    root = out / TRUST_FILE
-    root.parent.mkdir(parents=True, exist_ok=True)
     root_bytes = trusted_root_json(authority)
-    root.write_bytes(root_bytes)
+    tree.put(TRUST_FILE, root_bytes)
     # a trust root given by path is named by its digest: bind the signers to it
     from generator.evidence.trustroot import root_name
 
     digest = hashlib.sha256(root_bytes).hexdigest()
-    (out / "catalog" / "signers.yaml").write_text(signers_yaml(root_name(digest)), "utf-8")
+    tree.put("catalog/signers.yaml", signers_yaml(root_name(digest)).encode())
 
     profiles = {
-        rel.rsplit("/", 1)[-1].rsplit(".", 1)[0]: yaml.safe_load(data)
+        rel.rsplit("/", 1)[-1].rsplit(".", 1)[0]: parse_yaml(data, rel).data
         for rel, data in files.items()
         if rel.startswith("scale/profiles/")
     }
@@ -599,9 +598,8 @@ def synthesize(options: SynthOptions, out: Path) -> SynthReport:
     plan = plan_evidence(leaf_names, options.evidence, options.seed, ladders) if ladders else ()
     signed = sign_runs(out / "catalog", plan, options.seed, options.jobs)
     for rel, bundle in signed:
-        path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(bundle)
+        tree.put(rel, bundle)
+    tree.close()
     kinds: dict[str, int] = {}
     for run in plan:
         kinds[run.kind] = kinds.get(run.kind, 0) + 1
@@ -611,7 +609,7 @@ def synthesize(options: SynthOptions, out: Path) -> SynthReport:
         overlays=sum(1 for r in files if r.startswith("overlays/")),
         components=sum(1 for r in files if r.endswith("/values.yaml")),
         evidence=len({rel for rel, _ in signed}),
-        trust_root=str(root),
+        trust_root=str(out / TRUST_FILE),
         kinds=dict(sorted(kinds.items())),
     )
 

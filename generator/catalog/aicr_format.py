@@ -34,6 +34,7 @@ from generator.catalog.resolve import (
     ref_enabled,
     set_path,
 )
+from generator.core import safeio
 from generator.core.canonical import sha256_digest
 from generator.core.errors import (
     CatalogError,
@@ -527,11 +528,8 @@ def load_recipe_result(
     names no component, as upstream's own examples have), for the caller to print."""
     p = Path(path)
     try:
-        raw = p.read_bytes()
-    except OSError as e:
-        msg = f"cannot read {p.name}: {e.strerror or e}"
-        raise LoadError(msg, [Diagnostic(str(p), 0, 0, "$", msg, "file.unreadable")]) from e
-    if len(raw) > MAX_FILE_BYTES:
-        msg = f"file is {len(raw)} bytes; the limit is {MAX_FILE_BYTES} bytes"
-        raise LoadError(msg, [Diagnostic(str(p), 0, 0, "$", msg, "yaml.too-large")])
+        raw = safeio.read(p, limit=MAX_FILE_BYTES)
+    except safeio.Refusal as e:
+        msg = f"cannot read {p.name}: {e.message}"
+        raise LoadError(msg, [safeio.diagnostic(str(p), e)]) from None
     return recipe_result_from(parse_yaml(raw, str(p)), catalog, overrides)

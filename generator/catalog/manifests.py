@@ -26,11 +26,10 @@ import yaml
 from generator.core import safeio
 from generator.core.errors import Diagnostic, LoadError, RenderError, Severity
 from generator.core.records import Catalog, Document, ManifestFile, RecipeResult
-from generator.core.yamlio import decode, parse_yaml
+from generator.core.yamlio import check_syntax, decode, parse_yaml
 
 PLAIN, TEMPLATE = "plain", "template"
 _OPENERS = frozenset({"if", "range", "with", "define", "block"})
-_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +182,9 @@ def check_manifest(raw: bytes, rel: str) -> tuple[ManifestFile, Document, tuple[
         )
     if not diags:
         try:
-            list(yaml.load_all(_masked(text, acts), Loader=_LOADER))
+            check_syntax(_masked(text, acts), rel)
+        except LoadError as e:
+            diags.extend(e.diagnostics)
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             line, col = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)

@@ -6,7 +6,6 @@ project's own kinds; `schema(name)` and `validator(name)` give the schema and it
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -18,6 +17,7 @@ from jsonschema.protocols import Validator
 from generator.core import names
 from generator.core.errors import Diagnostic
 from generator.core.records import Document
+from generator.core.yamlio import load_json
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "catalog" / "schemas"
 
@@ -26,7 +26,7 @@ SCHEMA_DIR = Path(__file__).resolve().parents[2] / "catalog" / "schemas"
 def schema(name: str) -> dict[str, Any]:
     """The schema `catalog/schemas/<name>.schema.json` (or a relative path ending in .json)."""
     fname = name if name.endswith(".json") else f"{name}.schema.json"
-    data: dict[str, Any] = json.loads((SCHEMA_DIR / fname).read_text(encoding="utf-8"))
+    data: dict[str, Any] = load_json(SCHEMA_DIR / fname, root=SCHEMA_DIR, where="the schemas")
     return data
 
 

@@ -22,6 +22,7 @@ from generator.commands.common import (
     handles_errors,
     open_catalog,
 )
+from generator.core import safeio
 from generator.core.atomic import write_atomic
 from generator.core.errors import CatalogError, Severity
 from generator.core.outputs import OutputKind, check_output_dir
@@ -299,7 +300,11 @@ def verify_command(directory: Path) -> None:
     if errors:
         fail(f"{directory}: {len(errors)} problem(s) against checksums.txt", EXIT_DATA)
     count = sum(
-        1 for line in (directory / "checksums.txt").read_text("utf-8").splitlines() if line.strip()
+        1
+        for line in safeio.read_text(
+            directory / "checksums.txt", root=directory, limit=safeio.CHECKSUMS_BYTES
+        ).splitlines()
+        if line.strip()
     )
     uncovered = len(diags) - len(errors)
     tail = f"; {uncovered} file(s) not covered (named above)" if uncovered else ""

@@ -21,6 +21,8 @@ from generator.commands.common import (
     open_catalog,
     report_error,
 )
+from generator.core import safeio
+from generator.core.atomic import write_atomic
 from generator.core.errors import CatalogError, UsageError, printable
 from generator.core.records import DEFAULT_PROFILE, Catalog
 from generator.evidence import report
@@ -364,9 +366,12 @@ def sign_command(
             identity, issuer = _signer_of(doc)
     except UsageError as e:
         fail(e.message, EXIT_USAGE)
-    target = output or into / evidence_path(statement.recipe, issuer, identity, data)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(bundle)
+    if output is not None:
+        write_atomic(output, bundle)
+        target = output
+    else:  # a path the tool chose inside --into: no link below it is followed
+        target = into / evidence_path(statement.recipe, issuer, identity, data)
+        write_atomic(target, bundle, root=into)
     click.echo(str(target))
 
 
@@ -553,6 +558,6 @@ def upstream_digest_command(recipe: Path, predicate_type: str) -> None:
     from generator.evidence.recipedigest import DigestError, recipe_digest
 
     try:
-        click.echo(recipe_digest(recipe.read_bytes(), predicate_type))
-    except (DigestError, OSError) as e:
+        click.echo(recipe_digest(safeio.read(recipe, limit=safeio.YAML_BYTES), predicate_type))
+    except (DigestError, safeio.Refusal) as e:
         fail(printable(f"{recipe}: {e}"), EXIT_DATA)

@@ -11,6 +11,7 @@ import click
 from generator.catalog.load import load_catalog
 from generator.catalog.resolve import resolve
 from generator.commands.common import catalog_option, handles_errors
+from generator.core.atomic import append_text
 from generator.core.errors import CatalogError, Severity
 from generator.core.records import Catalog
 from generator.pins.check import check_pins
@@ -205,8 +206,7 @@ def command(
         report = check_pins(pins, fetcher, qualification)
     click.echo(FORMATTERS[fmt](report), nl=False)
     if summary_path is not None:
-        with summary_path.open("a", encoding="utf-8") as fh:
-            fh.write(format_markdown(report))
+        append_text(summary_path, format_markdown(report))
     sys.exit(int(report.exit_code))
 
 

@@ -17,6 +17,7 @@ from generator.commands.common import (
     open_catalog,
 )
 from generator.core import safeio
+from generator.core.atomic import write_atomic
 from generator.core.errors import CatalogError, UsageError
 from generator.core.records import DEFAULT_PROFILE
 from generator.core.timeutil import source_date_epoch
@@ -131,9 +132,9 @@ def command(
     try:
         files = _read_results(results, phases)
         if preflight_path is not None:
-            files[PREFLIGHT_FILE] = preflight_path.read_bytes()
+            files[PREFLIGHT_FILE] = safeio.read(preflight_path, limit=safeio.YAML_BYTES)
         run = parse_run(files, phases)
-        binding = bundle_binding(bundle, lambda p: Path(p).read_bytes())
+        binding = bundle_binding(bundle, lambda p: safeio.read(p, limit=safeio.ARCHIVE_BYTES))
         epoch = source_date_epoch()
         when = attested_at_from(None if epoch is None else str(epoch), run, attested_at)
         outcome = qualify(
@@ -146,7 +147,7 @@ def command(
     if output is None:
         click.echo(outcome.statement.decode())
     else:
-        output.write_bytes(outcome.statement)
+        write_atomic(output, outcome.statement)
     click.echo(f"verdict: {outcome.verdict} ({recipe} × {profile} on {lane})", err=True)
     for reason in outcome.reasons:
         click.echo(f"  - {reason}", err=True)

@@ -18,6 +18,7 @@ from generator.commands.common import (
     handles_errors,
     open_catalog,
 )
+from generator.core import safeio
 from generator.core.atomic import write_atomic
 from generator.core.errors import CatalogError
 from generator.evidence.sign import demo_authority
@@ -104,8 +105,13 @@ def generate_command(catalog_path: Path, root: Path, raw: Path | None, check: bo
     existing = (
         sorted((root / "evidence").rglob(f"*{SUFFIX}")) if (root / "evidence").is_dir() else []
     )
-    obsolete = [p for p in existing if p not in wanted and is_sample_bundle(p.read_bytes())]
-    changed = [p for p, data in wanted.items() if not p.is_file() or p.read_bytes() != data]
+    evidence = root / "evidence"
+
+    def read(p: Path) -> bytes:
+        return safeio.read(p, root=evidence, where="the evidence directory")
+
+    obsolete = [p for p in existing if p not in wanted and is_sample_bundle(read(p))]
+    changed = [p for p, data in wanted.items() if not p.is_file() or read(p) != data]
     if check:
         for p in sorted(changed):
             click.echo(f"out of date: {p.relative_to(root).as_posix()}", err=True)

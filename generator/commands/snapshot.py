@@ -17,9 +17,11 @@ import yaml
 
 from generator.catalog.load import load_catalog
 from generator.commands.common import handles_errors
+from generator.core import safeio
 from generator.core.atomic import write_atomic
 from generator.core.errors import CatalogError, UsageError
 from generator.core.timeutil import now_rfc3339
+from generator.core.yamlio import parse_yaml
 from generator.scale.collect import (
     Collected,
     LiveOptions,
@@ -49,7 +51,10 @@ def _declared(items: tuple[str, ...]) -> dict[str, tuple[Reading, str]]:
             raise click.BadParameter(str(e), param_hint="--declare") from e
         if not sep or not text.strip():
             raise click.BadParameter(f"{item!r} is not PATH=VALUE", param_hint="--declare")
-        value = yaml.safe_load(text)
+        try:
+            value = parse_yaml(text, "--declare").data
+        except CatalogError:
+            value = None
         if not isinstance(value, str | int | float | bool):
             value = text.strip()
         out[path.strip()] = (value, "given with --declare")
@@ -66,9 +71,12 @@ def _read_dir(root: Path) -> dict[str, bytes]:
             _usage(f"{rel}: a symbolic link; --from reads only the files collect.sh writes")
         if not path.is_file():
             continue
-        if path.stat().st_size > MAX_FILE:
-            _usage(f"{rel}: larger than 1 GiB; not a saved kubectl output")
-        files[rel] = path.read_bytes()
+        try:
+            files[rel] = safeio.read(path, root=root, where="--from", limit=MAX_FILE)
+        except safeio.Refusal as e:
+            if e.rule == safeio.TOO_LARGE:
+                _usage(f"{rel}: larger than 1 GiB; not a saved kubectl output")
+            _usage(f"{rel}: {e.message}")
     return files
 
 

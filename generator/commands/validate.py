@@ -16,6 +16,7 @@ from generator.commands.common import (
     catalog_option,
     handles_errors,
 )
+from generator.core.atomic import append_text
 from generator.core.errors import CatalogError, Severity, UsageError
 from generator.core.report import REPORTERS, markdown_summary
 from generator.evidence.trustroot import PUBLIC_GOOD
@@ -106,6 +107,5 @@ def command(
     if summary_path is None and fmt == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
         summary_path = Path(os.environ["GITHUB_STEP_SUMMARY"])
     if summary_path is not None:
-        with summary_path.open("a", encoding="utf-8") as fh:
-            fh.write(markdown_summary(diags, subject))
+        append_text(summary_path, markdown_summary(diags, subject))
     sys.exit(EXIT_DATA if any(d.severity is Severity.ERROR for d in diags) else EXIT_OK)

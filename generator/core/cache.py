@@ -36,7 +36,6 @@ import json
 import os
 import pickle
 import secrets
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -45,7 +44,7 @@ from typing import Any, TypeVar
 
 from generator import __version__
 from generator.core import safeio
-from generator.core.atomic import write_atomic
+from generator.core.atomic import create_once, write_atomic
 from generator.core.errors import Diagnostic, LoadError
 
 MAGIC = b"AICR-CACHE 1\n"
@@ -64,7 +63,8 @@ def fingerprint(*modules: str) -> str:
     for root in roots:
         paths = [root] if root.is_file() else sorted(root.rglob("*.py"))
         for p in paths:
-            h.update(p.relative_to(PACKAGE).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+            data = safeio.read(p, root=PACKAGE, where="the package", limit=safeio.OTHER_BYTES)
+            h.update(p.relative_to(PACKAGE).as_posix().encode() + b"\0" + data + b"\0")
     return h.hexdigest()
 
 
@@ -174,23 +174,14 @@ def machine_key(path: Path | None = None) -> bytes:
     """The HMAC key of authenticated entries, created (0600) on first use."""
     path = path or key_path()
     try:
-        data = path.read_bytes()
+        data = safeio.read(path, limit=4096)
         if len(data) >= 32:
             return data
-    except OSError:
+    except safeio.Refusal:
         pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    with os.fdopen(fd, "wb") as f:
-        f.write(secrets.token_bytes(32))
-    os.chmod(tmp, 0o600)
-    try:  # another process may have created it meanwhile: keep the first one
-        os.link(tmp, path)
-    except FileExistsError:
-        pass
-    finally:
-        os.unlink(tmp)
-    return path.read_bytes()
+    # another process may create it meanwhile: the first one is kept
+    create_once(path, secrets.token_bytes(32), mode=0o600)
+    return safeio.read(path, limit=4096)
 
 
 @dataclass
@@ -254,8 +245,8 @@ class Cache:
             return None
         path = self.path(stage, key)
         try:
-            raw = path.read_bytes()
-        except OSError:
+            raw = safeio.read_own(path, limit=safeio.ARCHIVE_BYTES)
+        except safeio.Refusal:
             self.stats.count(self.stats.misses, stage)
             return None
         payload = self._check(raw, stage, key, fingerprint_, authenticated)
@@ -311,7 +302,7 @@ class Cache:
         if authenticated:
             header["mac"] = self._mac(bare, payload)
         data = MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + payload
-        write_atomic(self.path(stage, key), data)
+        write_atomic(self.path(stage, key), data, root=self.root)
 
     # --- objects (authenticated pickles)
     def get_object(self, stage: str, key: str, fingerprint_: str) -> Any | None:

@@ -18,7 +18,9 @@ before anything is written, so a refused command leaves every file where it was.
 
 from __future__ import annotations
 
+import ctypes
 import os
+import shutil
 from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
@@ -51,21 +53,22 @@ def _is_within(inner: Path, outer: Path) -> bool:
 
 def marked_kind(directory: Path) -> OutputKind | None:
     """The kind of output `directory` holds by its mark, or None when it carries none."""
+    from generator.core import safeio
+
     if (directory / SYNTH_MARKER).is_file() and not (directory / SYNTH_MARKER).is_symlink():
         return OutputKind.SYNTH
     marker = directory / MARKER
     if marker.is_file() and not marker.is_symlink():
         try:
-            text = marker.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError):
+            text = safeio.read_text(marker, limit=4096).strip()
+        except safeio.Refusal:
             return None
         return OutputKind(text) if text in set(OutputKind) else None
     header = directory / BUNDLE_HEADER
     if header.is_file() and not header.is_symlink():
         try:
-            with open(header, "rb") as fh:
-                head = fh.read(4096).decode("utf-8", "replace")
-        except OSError:
+            head = safeio.read(header, limit=safeio.YAML_BYTES).decode("utf-8", "replace")
+        except safeio.Refusal:
             return None
         if _BUNDLE_KIND in head.splitlines() and (directory / "checksums.txt").is_file():
             return OutputKind.BUNDLE
@@ -76,9 +79,52 @@ def marked_kind(directory: Path) -> OutputKind | None:
 
 def mark(directory: Path, kind: OutputKind) -> None:
     """Mark a staged site tree as this tool's output (the other kinds carry their own files)."""
+    from generator.core.atomic import write_text
+
     if kind is not OutputKind.SITE:
         return
-    (directory / MARKER).write_text(f"{kind}\n", encoding="utf-8")
+    write_text(directory / MARKER, f"{kind}\n", root=directory)
+
+
+_RENAME_EXCHANGE = 2  # linux/fs.h
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically exchange two paths (Linux renameat2 RENAME_EXCHANGE); False if unsupported."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd = -100
+    rc = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE)
+    return bool(rc == 0)
+
+
+def swap_in(new: Path, out: Path) -> None:
+    """Replace the directory `out` (checked by `check_output_dir`) with the finished tree `new`
+    (same file system): the one place a finished output directory is renamed into place.
+
+    With an existing `out` the two directories are exchanged in one atomic step, so a reader (or
+    a kill) sees either the old or the new tree, never neither; then the old tree is removed.
+    A rename moves the link itself, never what a link points to.
+    """
+    if out.exists() and _exchange(new, out):
+        shutil.rmtree(new)  # `new` now holds the previous tree
+        return
+    old = out.parent / f".{out.name}.old"
+    if old.exists():
+        shutil.rmtree(old)
+    if out.exists():
+        os.replace(out, old)
+    os.replace(new, out)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+def restore(old: Path, out: Path) -> None:
+    """Rename the previous tree `old` back to `out` (a swap killed between its two renames)."""
+    os.replace(old, out)
 
 
 def check_output_dir(out: Path, kind: OutputKind, inputs: Iterable[Path] = ()) -> None:
@@ -136,4 +182,13 @@ def check_output_dir(out: Path, kind: OutputKind, inputs: Iterable[Path] = ()) -
     )
 
 
-__all__ = ["MARKER", "SYNTH_MARKER", "OutputKind", "check_output_dir", "mark", "marked_kind"]
+__all__ = [
+    "MARKER",
+    "SYNTH_MARKER",
+    "OutputKind",
+    "check_output_dir",
+    "mark",
+    "marked_kind",
+    "restore",
+    "swap_in",
+]

@@ -19,9 +19,13 @@ file of the catalog tree to key its cache) would refuse.
 
 from __future__ import annotations
 
+import io
 import os
 import stat
-from pathlib import Path
+import tarfile
+import zlib
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
 
 from generator.core.errors import Diagnostic, LoadError
 
@@ -30,6 +34,10 @@ YAML_BYTES = 1024 * 1024  # catalog YAML and evidence bundles (yamlio.MAX_FILE_B
 TRUST_ROOT_BYTES = 4 * 1024 * 1024  # a Sigstore trusted_root.json is ~10 KB
 CHECKSUMS_BYTES = 16 * 1024 * 1024  # a bundle's checksums.txt: ~100 bytes per file
 OTHER_BYTES = 64 * 1024 * 1024  # any other file of an input tree (read to key the cache)
+TEXT_BYTES = 4 * 1024 * 1024  # a page's Markdown source (SECURITY.md, CONTRIBUTING.md), a config
+ARCHIVE_BYTES = 512 * 1024 * 1024  # an archive named on the command line (a bundle .tar.gz)
+MEMBER_BYTES = 64 * 1024 * 1024  # one regular file inside an archive
+UNPACKED_BYTES = 512 * 1024 * 1024  # all files of one archive together, unpacked
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -61,6 +69,8 @@ ESCAPE = "file.symlink-escape"
 NOT_REGULAR = "file.not-regular"
 TOO_LARGE = "file.too-large"
 UNREADABLE = "file.unreadable"
+ENCODING = "file.encoding"
+ARCHIVE = "file.archive"
 
 
 def _inside(real: str, real_root: str) -> bool:
@@ -106,15 +116,31 @@ def read(
 ) -> bytes:
     """The bytes of a regular file (see `check`); raises `Refusal`."""
     real, _ = check(path, root=root, where=where, limit=limit, real_root=real_root)
+    return _read_nofollow(real, path, limit)
+
+
+def read_own(path: Path | str, *, limit: int = OTHER_BYTES) -> bytes:
+    """A file the tool wrote itself in a directory it owns (a cache entry): opened without
+    following a link at its name (a planted link is refused unread), regular, capped. No
+    `realpath`, so it costs one open: for the many small entries a build reads."""
+    return _read_nofollow(os.fspath(path), path, limit)
+
+
+def _read_nofollow(real: str, shown: Path | str, limit: int) -> bytes:
+    """The bytes of `real` (a path whose last component is no link, checked by the caller):
+    opened with O_NOFOLLOW and O_NONBLOCK, checked again on the descriptor, read to `limit`."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(real, flags | getattr(os, "O_NOCTTY", 0))
     except OSError as e:
-        raise Refusal(UNREADABLE, f"cannot read file: {e.strerror}", path) from None
+        raise Refusal(UNREADABLE, f"cannot read file: {e.strerror}", shown) from None
     with os.fdopen(fd, "rb", buffering=0) as fh:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):  # swapped since the stat
-            raise Refusal(NOT_REGULAR, "not a regular file", path)
+            raise Refusal(NOT_REGULAR, "not a regular file", shown)
+        if st.st_size > limit:
+            msg = f"file is {st.st_size} bytes; the limit is {limit} bytes"
+            raise Refusal(TOO_LARGE, msg, shown)
         chunks: list[bytes] = []
         size = 0
         try:
@@ -125,10 +151,159 @@ def read(
                 chunks.append(chunk)
                 size += len(chunk)
         except OSError as e:
-            raise Refusal(UNREADABLE, f"cannot read file: {e.strerror}", path) from None
+            raise Refusal(UNREADABLE, f"cannot read file: {e.strerror}", shown) from None
     if size > limit:
-        raise Refusal(TOO_LARGE, f"file is larger than the limit of {limit} bytes", path)
+        raise Refusal(TOO_LARGE, f"file is larger than the limit of {limit} bytes", shown)
     return b"".join(chunks)
+
+
+def sha256(
+    path: Path | str,
+    *,
+    root: Path | str | None = None,
+    where: str = "its directory",
+    limit: int = ARCHIVE_BYTES,
+) -> str:
+    """The sha256 (hex) of a regular file (see `check`), read in chunks: for an asset too large
+    to hold in memory twice. Raises `Refusal`."""
+    import hashlib
+
+    real, _ = check(path, root=root, where=where, limit=limit)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
+    try:
+        fd = os.open(real, flags)
+    except OSError as e:
+        raise Refusal(UNREADABLE, f"cannot read file: {e.strerror}", path) from None
+    digest = hashlib.sha256()
+    size = 0
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise Refusal(NOT_REGULAR, "not a regular file", path)
+        while chunk := fh.read(1 << 20):
+            size += len(chunk)
+            if size > limit:
+                raise Refusal(TOO_LARGE, f"file is larger than the limit of {limit} bytes", path)
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def read_text(
+    path: Path | str,
+    *,
+    root: Path | str | None = None,
+    where: str = "its directory",
+    limit: int = TEXT_BYTES,
+    real_root: str | None = None,
+) -> str:
+    """The UTF-8 text of a regular file (see `check`); another encoding raises `Refusal`."""
+    raw = read(path, root=root, where=where, limit=limit, real_root=real_root)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise Refusal(ENCODING, f"not UTF-8 (byte offset {e.start})", path) from None
+
+
+def files(
+    root: Path | str,
+    *,
+    where: str = "its directory",
+    suffixes: tuple[str, ...] = (),
+    limit: int | None = None,
+) -> Iterator[tuple[str, bytes]]:
+    """(relative POSIX path, bytes) of every file under `root`, sorted by path; each read as
+    `read` reads it (a link leaving `root`, a FIFO or an oversized file raises `Refusal`).
+    Directories are not followed through links. Names that are not valid in the file system's
+    encoding keep their surrogate escapes (`os.fsdecode`)."""
+    real_root = os.path.realpath(root)
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in filenames:
+            if suffixes and not name.endswith(suffixes):
+                continue
+            found.append(os.path.join(dirpath, name))
+    for path in sorted(found, key=lambda p: os.path.relpath(p, root).split(os.sep)):
+        rel = os.path.relpath(path, root).replace(os.sep, "/")
+        cap = limit if limit is not None else cap_for(os.path.basename(path))
+        if os.path.islink(path):  # only a link can lead out of the walked tree
+            yield rel, read(path, where=where, limit=cap, real_root=real_root)
+        else:
+            yield rel, _read_nofollow(path, path, cap)
+
+
+def gunzip(raw: bytes, *, what: str, limit: int = UNPACKED_BYTES) -> bytes:
+    """The bytes a gzip stream unpacks to, never more than `limit` of them (a small stream that
+    unpacks to gigabytes raises `Refusal` after `limit` bytes, not after all of them)."""
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = inflate.decompress(raw, limit + 1)
+    except zlib.error as e:
+        raise Refusal(ARCHIVE, f"not a gzip stream ({e})", what) from None
+    if inflate.unconsumed_tail or len(out) > limit:
+        raise Refusal(ARCHIVE, f"unpacks to more than {limit} bytes", what)
+    return out
+
+
+def _member_name(member: tarfile.TarInfo, what: str) -> str | None:
+    """The normalised name of an archive entry (`./a//b/` is `a/b`); None for the archive's
+    own root. An absolute name, `..` or a backslash raises `Refusal`."""
+    raw = member.name
+    if raw.startswith("/") or "\\" in raw:
+        raise Refusal(ARCHIVE, f"entry {raw!r} leaves the archive", what)
+    parts = [p for p in PurePosixPath(raw).parts if p not in ("", ".")]
+    if ".." in parts:
+        raise Refusal(ARCHIVE, f"entry {raw!r} leaves the archive", what)
+    return "/".join(parts) or None
+
+
+def tar_files(
+    raw: bytes,
+    *,
+    what: str,
+    member_limit: int = MEMBER_BYTES,
+    total_limit: int = UNPACKED_BYTES,
+    wanted: frozenset[str] | None = None,
+) -> dict[str, bytes]:
+    """The regular files of a tar archive (gzip-compressed or not), by normalised name.
+
+    The one reader of archive members: names are normalised before anything else (`./x`,
+    `x/` and `x//` are one name `x`), so an entry given twice under two spellings is refused
+    as a duplicate, whatever the spelling; links, devices and FIFOs are refused; names leaving
+    the archive are refused; each member is capped at `member_limit` bytes and all of them
+    together (and the unpacked stream) at `total_limit`. `wanted`: read only these names
+    (the others are still checked). Every refusal is a `Refusal` naming `what`."""
+    data = gunzip(raw, what=what, limit=total_limit) if raw[:2] == b"\x1f\x8b" else raw
+    if len(data) > total_limit:
+        raise Refusal(ARCHIVE, f"is larger than {total_limit} bytes", what)
+    out: dict[str, bytes] = {}
+    seen: set[str] = set()
+    total = 0
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+            for member in tar:
+                name = _member_name(member, what)
+                if name is None:
+                    continue
+                if name in seen:
+                    raise Refusal(ARCHIVE, f"entry {name!r} appears twice", what)
+                seen.add(name)
+                if member.isdir():
+                    continue
+                if not member.isfile():
+                    raise Refusal(ARCHIVE, f"entry {member.name!r} is not a regular file", what)
+                if member.size > member_limit:
+                    msg = f"entry {name!r} is {member.size} bytes; the limit is {member_limit}"
+                    raise Refusal(ARCHIVE, msg, what)
+                total += member.size
+                if total > total_limit:
+                    raise Refusal(ARCHIVE, f"unpacks to more than {total_limit} bytes", what)
+                if wanted is not None and name not in wanted:
+                    continue
+                fh = tar.extractfile(member)
+                out[name] = fh.read(member_limit + 1) if fh is not None else b""
+    except (tarfile.TarError, EOFError, OSError) as e:
+        raise Refusal(ARCHIVE, f"not a tar archive ({e})", what) from None
+    return out
 
 
 def diagnostic(rel: str, refusal: Refusal) -> Diagnostic:
@@ -160,14 +335,24 @@ def scan_tree(
 
 
 __all__ = [
+    "ARCHIVE_BYTES",
     "CHECKSUMS_BYTES",
+    "MEMBER_BYTES",
     "OTHER_BYTES",
+    "TEXT_BYTES",
     "TRUST_ROOT_BYTES",
+    "UNPACKED_BYTES",
     "YAML_BYTES",
     "Refusal",
     "cap_for",
     "check",
     "diagnostic",
+    "files",
+    "gunzip",
     "read",
+    "read_own",
+    "read_text",
     "scan_tree",
+    "sha256",
+    "tar_files",
 ]

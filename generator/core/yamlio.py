@@ -9,13 +9,18 @@ plain JSON-compatible tags. Every problem becomes a located `Diagnostic` inside 
 from __future__ import annotations
 
 import hashlib
+import json
 import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from generator.core import safeio
 from generator.core.errors import Diagnostic, LoadError
 from generator.core.records import Document
 
@@ -25,6 +30,22 @@ MAX_DEPTH = 64  # nesting depth of collections
 # characters of scalars (plus one per node) a document may expand to through its aliases: four
 # times the largest file, so no file without aliases comes near it
 MAX_EXPANDED_BYTES = 4 * MAX_FILE_BYTES
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """How large one document may be: its bytes, the nodes its aliases expand to, and the
+    characters they expand to. The defaults are the catalog's; a larger kind of document (a
+    Helm repository's index) passes larger bounds, never none."""
+
+    file_bytes: int = MAX_FILE_BYTES
+    nodes: int = MAX_NODES
+    expanded_bytes: int = MAX_EXPANDED_BYTES
+
+
+CATALOG = Bounds()
+INDEX = Bounds(64 * MAX_FILE_BYTES, 8_000_000, 4 * 64 * MAX_FILE_BYTES)  # a Helm index.yaml
+
 MAX_INT_DIGITS = 4300  # Python's own int-from-string limit
 MAX_SAFE_INT = (
     2**53 - 1
@@ -44,9 +65,9 @@ def _diag(
     return Diagnostic(rel, line, col, json_path, message, rule)
 
 
-def decode(raw: bytes, rel: str) -> str:
+def decode(raw: bytes, rel: str, bounds: Bounds = CATALOG) -> str:
     """UTF-8 text of a file, rejecting other encodings and a byte-order mark."""
-    if len(raw) > MAX_FILE_BYTES:
+    if len(raw) > bounds.file_bytes:
         raise LoadError(
             f"{rel}: file too large",
             [
@@ -55,7 +76,7 @@ def decode(raw: bytes, rel: str) -> str:
                     0,
                     0,
                     "$",
-                    f"file is {len(raw)} bytes; the limit is {MAX_FILE_BYTES} bytes",
+                    f"file is {len(raw)} bytes; the limit is {bounds.file_bytes} bytes",
                     "yaml.too-large",
                 )
             ],
@@ -97,8 +118,10 @@ def decode(raw: bytes, rel: str) -> str:
 class _Builder:
     """Turns a composed node tree into plain data plus a JSON-path line index."""
 
-    def __init__(self, rel: str) -> None:
+    def __init__(self, rel: str, bounds: Bounds = CATALOG, strings: bool = False) -> None:
         self.rel = rel
+        self.bounds = bounds
+        self.strings = strings  # every scalar as its text (YAML's base loader)
         self.lines: dict[str, tuple[int, int]] = {}
         self.visited = 0
         self.constructor = SafeConstructor()
@@ -110,10 +133,10 @@ class _Builder:
 
     def build(self, node: Node, path: str, depth: int, at: yaml.Mark) -> Any:
         self.visited += 1
-        if self.visited > MAX_NODES:
+        if self.visited > self.bounds.nodes:
             raise self.fail(
                 node,
-                f"document expands to more than {MAX_NODES} nodes (alias expansion bomb?)",
+                f"document expands to more than {self.bounds.nodes} nodes (alias expansion bomb?)",
                 "yaml.alias-bomb",
                 path,
             )
@@ -159,6 +182,8 @@ class _Builder:
     def scalar(self, node: ScalarNode, path: str) -> Any:
         if node.tag not in _SCALAR_TAGS:
             raise self.fail(node, f"tag {node.tag} is not allowed", "yaml.tag", path)
+        if self.strings:
+            return str(node.value)
         if node.tag == _T + "timestamp":
             return str(node.value)
         if node.tag == _T + "int":
@@ -302,22 +327,24 @@ def _node_sizes(roots: list[Node], rel: str) -> dict[int, int]:
     return size
 
 
-def _too_large(roots: list[Node], size: dict[int, int], multi: bool) -> tuple[str, Node]:
+def _too_large(
+    roots: list[Node], size: dict[int, int], multi: bool, limit: int
+) -> tuple[str, Node]:
     """The smallest node too large alone and its path in the first expansion (the last root
     when only the roots together are too large)."""
-    big = [(i, r) for i, r in enumerate(roots) if size[id(r)] > MAX_EXPANDED_BYTES]
+    big = [(i, r) for i, r in enumerate(roots) if size[id(r)] > limit]
     index, node = big[0] if big else (len(roots) - 1, roots[-1])
     path = f"$[{index}]" if multi else "$"
     while big:
         step = None
         if isinstance(node, MappingNode):
             for k, v in node.value:
-                if size[id(v)] > MAX_EXPANDED_BYTES:
+                if size[id(v)] > limit:
                     step = (f"{path}.{k.value if isinstance(k, ScalarNode) else '?'}", v)
                     break
         elif isinstance(node, SequenceNode):
             for i, v in enumerate(node.value):
-                if size[id(v)] > MAX_EXPANDED_BYTES:
+                if size[id(v)] > limit:
                     step = (f"{path}[{i}]", v)
                     break
         if step is None:
@@ -326,7 +353,7 @@ def _too_large(roots: list[Node], size: dict[int, int], multi: bool) -> tuple[st
     return path, node
 
 
-def _expanded_size(roots: list[Node], rel: str, multi: bool) -> None:
+def _expanded_size(roots: list[Node], rel: str, multi: bool, bounds: Bounds = CATALOG) -> None:
     """Refuse a document whose aliases expand it beyond MAX_EXPANDED_BYTES.
 
     An alias is a reference: one 600 KB scalar aliased 100,000 times is 100,000 nodes but
@@ -336,11 +363,12 @@ def _expanded_size(roots: list[Node], rel: str, multi: bool) -> None:
     can be deeper than the nesting). A recursive alias (`&a [*a]`) has no finite expansion.
     """
     size = _node_sizes(roots, rel)
-    if sum(size[id(r)] for r in roots) <= MAX_EXPANDED_BYTES:
+    limit = bounds.expanded_bytes
+    if sum(size[id(r)] for r in roots) <= limit:
         return
-    path, node = _too_large(roots, size, multi)
+    path, node = _too_large(roots, size, multi, limit)
     msg = (
-        f"aliases expand this to {size[id(node)]} bytes; the limit is {MAX_EXPANDED_BYTES} "
+        f"aliases expand this to {size[id(node)]} bytes; the limit is {limit} "
         "(alias expansion bomb?)"
     )
     raise LoadError(f"{rel}: {msg}", [_diag(rel, node.start_mark, msg, "yaml.alias-bomb", path)])
@@ -405,23 +433,31 @@ def _single(builder: _Builder, nodes: list[Any], rel: str) -> Any:
 
 
 def parse_yaml(
-    raw: bytes | str, rel: str, *, multi: bool = False, allow_empty: bool = False
+    raw: bytes | str,
+    rel: str,
+    *,
+    multi: bool = False,
+    allow_empty: bool = False,
+    bounds: Bounds = CATALOG,
+    strings: bool = False,
 ) -> Document:
     """Parse one YAML document (or, with `multi`, a stream whose documents become a list).
 
     `allow_empty`: a file with no document (empty, or only comments) gives `data` None instead of
-    a `yaml.empty` error (Helm values files: "the chart defaults are fine").
+    a `yaml.empty` error (Helm values files: "the chart defaults are fine"). `bounds`: how large
+    the document may be (the catalog's by default). `strings`: every scalar as its text, as
+    YAML's base loader gives it (a Helm index's `version: 1.10` stays "1.10").
     """
     if isinstance(raw, bytes):
         sha = hashlib.sha256(raw).hexdigest()
-        text = decode(raw, rel)
+        text = decode(raw, rel, bounds)
     else:
         sha = hashlib.sha256(raw.encode("utf-8")).hexdigest()
         text = raw
     nodes = [n for n in _compose(text, rel, multi) if n is not None]
     if "*" in text:  # an alias needs one: without, the expansion is the text itself
-        _expanded_size(nodes, rel, multi)
-    builder = _Builder(rel)
+        _expanded_size(nodes, rel, multi, bounds)
+    builder = _Builder(rel, bounds, strings)
     if multi:
         data: Any = [builder.build(n, f"$[{i}]", 1, n.start_mark) for i, n in enumerate(nodes)]
         builder.lines.setdefault("$", (1, 1))
@@ -430,3 +466,107 @@ def parse_yaml(
             return Document(rel=rel, data=None, lines={"$": (1, 1)}, sha256=sha)
         data = _single(builder, nodes, rel)
     return Document(rel=rel, data=data, lines=dict(builder.lines), sha256=sha)
+
+
+JSON_DEPTH = MAX_DEPTH  # nesting a JSON document may have
+
+
+def _json_depth(text: str) -> int:
+    """The deepest nesting of brackets outside strings (linear, no recursion)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name}")
+
+
+def parse_json(raw: bytes | str, rel: str, *, limit: int = safeio.OTHER_BYTES) -> Any:
+    """One JSON document, bounded: at most `limit` bytes, nesting at most JSON_DEPTH levels
+    (checked before parsing, so a deep document cannot exhaust the stack), no NaN or
+    Infinity. A problem raises LoadError located at its line and column."""
+    data = raw if isinstance(raw, bytes) else raw.encode("utf-8")
+    if len(data) > limit:
+        msg = f"file is {len(data)} bytes; the limit is {limit} bytes"
+        raise LoadError(f"{rel}: {msg}", [Diagnostic(rel, 0, 0, "$", msg, "json.too-large")])
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        msg = f"file is not valid UTF-8 (byte offset {e.start})"
+        raise LoadError(f"{rel}: {msg}", [Diagnostic(rel, 0, 0, "$", msg, "json.encoding")]) from e
+    # fewer brackets than the limit cannot nest deeper than it (the common case, at C speed)
+    if text.count("[") + text.count("{") > JSON_DEPTH and _json_depth(text) > JSON_DEPTH:
+        msg = f"nesting deeper than {JSON_DEPTH} levels"
+        raise LoadError(f"{rel}: {msg}", [Diagnostic(rel, 0, 0, "$", msg, "json.too-deep")])
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as e:
+        msg = f"not JSON: {e.msg}"
+        raise LoadError(
+            f"{rel}: {msg}", [Diagnostic(rel, e.lineno, e.colno, "$", msg, "json.parse")]
+        ) from e
+    except (ValueError, RecursionError) as e:
+        msg = f"not JSON: {e}"
+        raise LoadError(f"{rel}: {msg}", [Diagnostic(rel, 0, 0, "$", msg, "json.parse")]) from e
+
+
+def load_json(
+    path: Path | str,
+    *,
+    root: Path | str | None = None,
+    where: str = "its directory",
+    limit: int = safeio.OTHER_BYTES,
+    rel: str | None = None,
+) -> Any:
+    """A JSON file read through `safeio.read` and parsed by `parse_json` (LoadError/Refusal)."""
+    raw = safeio.read(path, root=root, where=where, limit=limit)
+    return parse_json(raw, rel or os.fspath(path), limit=limit)
+
+
+def load_yaml(
+    path: Path | str,
+    *,
+    root: Path | str | None = None,
+    where: str = "its directory",
+    rel: str | None = None,
+    allow_empty: bool = False,
+    bounds: Bounds = CATALOG,
+) -> Document:
+    """A YAML file read through `safeio.read` and parsed by `parse_yaml` (LoadError/Refusal)."""
+    raw = safeio.read(path, root=root, where=where, limit=bounds.file_bytes)
+    return parse_yaml(raw, rel or os.fspath(path), allow_empty=allow_empty, bounds=bounds)
+
+
+def check_syntax(text: str, rel: str) -> None:
+    """Raise the `yaml.YAMLError` of a YAML stream that does not parse (a Helm template with
+    its actions masked), or LoadError when it nests deeper than MAX_DEPTH (checked first:
+    composing 50,000 levels overflows libyaml's C stack). Builds no data."""
+    _check_depth(text, rel, multi=True)
+    for _ in yaml.load_all(text, Loader=_LOADER):
+        pass
+
+
+def compose(text: str, rel: str) -> list[Node]:
+    """The node trees of a YAML stream, bounded as `parse_yaml` bounds it (nesting, alias
+    expansion), for a caller that needs the nodes themselves (upstream's recipe digest sorts
+    and re-serialises them). Raises LoadError, located."""
+    nodes = [n for n in _compose(text, rel, True) if n is not None]
+    if "*" in text:
+        _expanded_size(nodes, rel, True)
+    return nodes

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from generator.core import safeio
 from generator.core.errors import Diagnostic, LoadError, ValidationError
 from generator.core.records import Document
 from generator.core.yamlio import parse_yaml
@@ -330,12 +331,13 @@ def allowlist_from(doc: Document) -> tuple[list[SignerRule], list[SlugRule], lis
 def read_allowlist(path: Path, shown: str) -> tuple[tuple[SignerRule, ...], tuple[SlugRule, ...]]:
     """The entries of an allowlist.yaml; any problem is a ValidationError (located)."""
     try:
-        raw = path.read_bytes()
-    except OSError as e:
+        raw = safeio.read(path, root=path.parent, where="the catalog")
+    except safeio.Refusal as e:
+        rule = "allowlist.missing" if e.rule == safeio.UNREADABLE else e.rule
         raise LoadError(
             f"cannot read the allowlist {shown}",
-            [Diagnostic(shown, 0, 0, "$", f"cannot read: {e.strerror}", "allowlist.missing")],
-        ) from e
+            [Diagnostic(shown, 0, 0, "$", e.message, rule)],
+        ) from None
     doc = parse_yaml(raw, shown, allow_empty=True)
     rules, slugs, diags = allowlist_from(doc)
     if diags:

@@ -27,8 +27,6 @@ import json
 import os
 import re
 import tarfile
-import tempfile
-import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +35,10 @@ from urllib.parse import quote, urlencode, urljoin
 
 import requests
 
+from generator.core import safeio
+from generator.core.atomic import write_atomic
 from generator.core.errors import CatalogError, Diagnostic
+from generator.core.yamlio import load_json
 
 MANIFEST_V1 = "application/vnd.oci.image.manifest.v1+json"
 INDEX_V1 = "application/vnd.oci.image.index.v1+json"
@@ -228,8 +229,8 @@ class Cache:
 
     def get(self, digest: str) -> bytes | None:
         try:
-            data = self._blob(digest).read_bytes()
-        except OSError:
+            data = safeio.read(self._blob(digest), root=self.root, limit=safeio.ARCHIVE_BYTES)
+        except safeio.Refusal:
             return None
         if sha256_digest(data) != digest:  # a damaged or tampered entry is not used
             return None
@@ -238,13 +239,13 @@ class Cache:
     def put(self, digest: str, data: bytes) -> None:
         if sha256_digest(data) != digest:
             raise DigestMismatch(f"refusing to cache content under {digest}: it hashes differently")
-        _write_atomic(self._blob(digest), data)
+        write_atomic(self._blob(digest), data, root=self.root)
 
     def referrers(self, subject: str) -> list[str] | None:
         path = self.root / "referrers" / (check_digest(subject).removeprefix("sha256:") + ".json")
         try:
-            doc = json.loads(path.read_bytes())
-        except (OSError, ValueError):
+            doc = load_json(path, root=self.root, limit=safeio.YAML_BYTES)
+        except CatalogError:
             return None
         if not isinstance(doc, list) or not all(
             isinstance(d, str) and _DIGEST_RE.fullmatch(d) for d in doc
@@ -254,19 +255,8 @@ class Cache:
 
     def put_referrers(self, subject: str, digests: list[str]) -> None:
         path = self.root / "referrers" / (check_digest(subject).removeprefix("sha256:") + ".json")
-        _write_atomic(path, json.dumps(sorted(set(digests)), allow_nan=False).encode())
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        data = json.dumps(sorted(set(digests)), allow_nan=False).encode()
+        write_atomic(path, data, root=self.root)
 
 
 # --- the client -------------------------------------------------------------------------------
@@ -617,45 +607,12 @@ def gzip_bytes(data: bytes) -> bytes:
 
 def untar_layer(blob: bytes, what: str) -> dict[str, bytes]:
     """The regular files of a tar(.gz) layer; links, devices and paths leaving it are refused."""
-    raw = blob
-    stopped = False
-    if blob[:2] == b"\x1f\x8b":
-        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            raw = inflate.decompress(blob, MAX_UNPACKED_BYTES + 1)
-        except zlib.error as e:
-            raise UnsafeArtifact(f"{what}: layer is not gzip ({e})", what) from e
-        stopped = bool(inflate.unconsumed_tail)  # decompression stopped at the limit
-    if stopped or len(raw) > MAX_UNPACKED_BYTES:
-        raise UnsafeArtifact(f"{what}: layer unpacks to more than {MAX_UNPACKED_BYTES} bytes", what)
-    out: dict[str, bytes] = {}
     try:
-        with tarfile.open(fileobj=io.BytesIO(raw), mode="r:") as tar:
-            for member in tar.getmembers():
-                name = member.name
-                while name.startswith("./"):
-                    name = name[2:]
-                if name in ("", "."):
-                    continue
-                parts = Path(name).parts
-                if name.startswith("/") or ".." in parts or "\\" in name:
-                    raise UnsafeArtifact(
-                        f"{what}: layer entry {member.name!r} leaves the bundle", what
-                    )
-                if member.isdir():
-                    continue
-                if not member.isfile():
-                    raise UnsafeArtifact(
-                        f"{what}: layer entry {member.name!r} is not a regular file", what
-                    )
-                if name in out:
-                    raise UnsafeArtifact(f"{what}: layer entry {name!r} appears twice", what)
-                f = tar.extractfile(member)
-                assert f is not None
-                out[name.rstrip("/")] = f.read()
-    except tarfile.TarError as e:
-        raise UnsafeArtifact(f"{what}: layer is not a tar archive ({e})", what) from e
-    return out
+        return safeio.tar_files(
+            blob, what=what, member_limit=MAX_UNPACKED_BYTES, total_limit=MAX_UNPACKED_BYTES
+        )
+    except safeio.Refusal as e:
+        raise UnsafeArtifact(f"{what}: layer {e.message}", what) from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from generator.core.atomic import write_atomic
 from generator.core.timeutil import rfc3339
 from generator.evidence import oci
 from generator.evidence.model import Evidence, SignerPolicy, TrustRoot, VerifiedEvidence
@@ -81,8 +82,8 @@ def _push_one(
         attested_at=_attested_at(r),
     )
     where = pointers / r.recipe / r.source / (pushed.digest.replace(":", "-") + ".yaml")
-    where.parent.mkdir(parents=True, exist_ok=True)
-    where.write_bytes(pointer)
+    # a path anyone can predict: no link planted below --pointers is followed (core/atomic.py)
+    write_atomic(where, pointer, root=pointers)
     return PushOutcome(r.path, pushed, where)
 
 

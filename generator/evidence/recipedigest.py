@@ -22,8 +22,10 @@ from __future__ import annotations
 import hashlib
 import re
 
-import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from generator.core.errors import LoadError
+from generator.core.yamlio import compose
 
 RECIPE_EVIDENCE_V3 = "https://aicr.run/recipe-evidence/v3"
 INDENT = 4
@@ -37,8 +39,10 @@ def _compose(data: bytes) -> Node:
     if not data.strip():
         raise DigestError("cannot canonicalize an empty recipe")
     try:
-        node = next(iter(yaml.compose_all(data.decode("utf-8"), Loader=yaml.SafeLoader)), None)
-    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as e:
+        node = next(iter(compose(data.decode("utf-8"), "recipe")), None)
+    except LoadError as e:
+        raise DigestError(f"recipe is not YAML: {e.message}") from e
+    except UnicodeDecodeError as e:
         raise DigestError(f"recipe is not YAML: {e}") from e
     if node is None:
         raise DigestError("cannot canonicalize an empty recipe")

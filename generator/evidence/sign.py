@@ -14,7 +14,8 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from generator.core import timeutil
+from generator.core import safeio, timeutil
+from generator.core.atomic import write_atomic
 from generator.core.errors import Diagnostic, UsageError
 from generator.evidence import testroot
 from generator.evidence.testroot import Authority
@@ -61,19 +62,21 @@ def demo_authority(catalog: Path | None = None) -> Authority:
     """The committed demo authority (its keys are public DEMO material)."""
     path = (catalog or PROJECT_CATALOG) / TRUST_DIR / DEMO / DEMO_KEYS_FILE
     try:
-        return testroot.authority_from_json(path.read_bytes())
-    except OSError as e:
-        raise _usage(f"demo trust root keys not found: {path.name}: {e.strerror}") from e
+        raw = safeio.read(
+            path, root=path.parent, where="the demo trust root", limit=safeio.TRUST_ROOT_BYTES
+        )
+    except safeio.Refusal as e:
+        raise _usage(f"demo trust root keys not found: {path.name}: {e.message}") from e
+    return testroot.authority_from_json(raw)
 
 
 def write_demo_root(directory: Path) -> tuple[Path, ...]:
     """(Re)generate the demo root files; deterministic, so `git diff --exit-code` checks them."""
     authority = testroot.make_authority("aicr-demo", DEMO_SEED)
-    directory.mkdir(parents=True, exist_ok=True)
     root = directory / "trusted_root.json"
     keys = directory / DEMO_KEYS_FILE
-    root.write_bytes(testroot.trusted_root_json(authority))
-    keys.write_bytes(testroot.private_keys_json(authority))
+    write_atomic(root, testroot.trusted_root_json(authority), root=directory)
+    write_atomic(keys, testroot.private_keys_json(authority), root=directory)
     return root, keys
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import jsonschema
 
 from generator.catalog import schemas
+from generator.core.yamlio import load_json
 from generator.evidence.model import (
     IN_TOTO_PAYLOAD_TYPE,
     PREDICATE_TYPES,
@@ -123,7 +124,7 @@ def sha256_hex(data: bytes) -> str:
 
 @cache
 def predicate_schema() -> dict[str, Any]:
-    schema: dict[str, Any] = json.loads((SCHEMA_DIR / PREDICATE_SCHEMA_FILE).read_text("utf-8"))
+    schema: dict[str, Any] = load_json(SCHEMA_DIR / PREDICATE_SCHEMA_FILE, root=SCHEMA_DIR)
     return schema
 
 

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from generator.core import safeio
 from generator.core.errors import Diagnostic, ValidationError
 from generator.evidence import oci
 from generator.evidence.allowlist import ALLOWLIST_FILE, combine, read_allowlist
@@ -144,8 +145,9 @@ def upstream_digests(directory: Path | None) -> dict[str, str]:
     out: dict[str, str] = {}
     for f in sorted(directory.glob("*.yaml")):
         try:
-            out[f.stem] = "sha256:" + recipe_digest(f.read_bytes(), RECIPE_EVIDENCE_V3)
-        except (OSError, DigestError):
+            raw = safeio.read(f, root=directory, where="the upstream recipes directory")
+            out[f.stem] = "sha256:" + recipe_digest(raw, RECIPE_EVIDENCE_V3)
+        except (safeio.Refusal, DigestError):
             continue  # not a recipe: its evidence stays stale, with the reason shown
     return out
 
@@ -421,8 +423,8 @@ def state_key(directory: Path) -> str:
     cached: list[str] = []
     for f in discover([directory]) if directory.is_dir() else ():
         try:
-            p, _ = parse_pointer(f.read_bytes(), f.name)
-        except OSError:
+            p, _ = parse_pointer(safeio.read(f, root=directory, where="the evidence"), f.name)
+        except safeio.Refusal:
             continue
         if (
             p is not None
@@ -447,11 +449,11 @@ def signed_bundle(pointer_file: Path, options: UpstreamOptions | None = None) ->
     or attestation.intoto.jsonl), from the cache only: for the site's raw download of a run."""
     opts = options or options_from_env()
     try:
-        p, _ = parse_pointer(pointer_file.read_bytes(), pointer_file.name)
+        p, _ = parse_pointer(safeio.read(pointer_file), pointer_file.name)
         if p is None:
             return None
         pulled = oci.pull(p.oci, cache=cache_for(opts.cache), offline=True, expect_digest=p.digest)
-    except (OSError, oci.RegistryError):
+    except (OSError, safeio.Refusal, oci.RegistryError):
         return None
     if pulled.signatures:
         return pulled.signatures[0]

@@ -1,6 +1,7 @@
 """What an HTTP(S) Helm repository publishes: its `index.yaml`.
 
-The index is read with YAML's base loader, so every scalar stays a string (`version: 1.10` is
+The index is read with the one bounded YAML loader (`core/yamlio.py`, with the larger bounds
+of an index) keeping every scalar a string (`version: 1.10` is
 the version `1.10`, not the float 1.1) and a large index parses quickly with libyaml.
 """
 
@@ -9,12 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
+from generator.core.errors import LoadError
+from generator.core.yamlio import INDEX, parse_yaml
 from generator.pins.http import Fetcher, FetchError
 from generator.pins.model import Problem, ProblemKind
-
-_Loader: Any = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
 
 
 def index_url(repository: str) -> str:
@@ -32,11 +31,11 @@ def parse_index(body: bytes, url: str) -> Mapping[str, Any]:
     def malformed(why: str) -> FetchError:
         return FetchError(Problem(ProblemKind.MALFORMED, f"malformed index {url}: {why}"))
 
-    try:
-        data = yaml.load(body, Loader=_Loader)  # the base loader builds no objects
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
+    try:  # bounded (size, nodes, alias expansion); every scalar a string, as the base loader
+        data = parse_yaml(body, url, bounds=INDEX, strings=True).data
+    except LoadError as e:
+        d = e.diagnostics[0] if e.diagnostics else None
+        where = f" (line {d.line})" if d is not None and d.line else ""
         raise malformed(f"not YAML{where}") from e
     if not isinstance(data, dict):
         raise malformed("not a mapping")

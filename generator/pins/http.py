@@ -17,7 +17,10 @@ from pathlib import Path
 import requests
 import urllib3
 
+from generator.core import safeio
 from generator.core.atomic import write_atomic
+from generator.core.errors import CatalogError
+from generator.core.yamlio import load_json
 from generator.pins.model import Problem, ProblemKind
 
 DEFAULT_TIMEOUT = 10.0
@@ -68,9 +71,9 @@ class ETagCache:
     def get(self, url: str) -> CacheEntry | None:
         meta_path, body_path = self._paths(url)
         try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            body = body_path.read_bytes()
-        except (OSError, ValueError):
+            meta = load_json(meta_path, root=self.directory, limit=safeio.YAML_BYTES)
+            body = safeio.read(body_path, root=self.directory, limit=safeio.OTHER_BYTES)
+        except CatalogError:
             return None
         if not isinstance(meta, dict) or meta.get("url") != url:
             return None
@@ -83,8 +86,9 @@ class ETagCache:
         meta_path, body_path = self._paths(url)
         self.directory.mkdir(parents=True, exist_ok=True)
         meta = {"url": url, "etag": etag, "sha256": hashlib.sha256(body).hexdigest()}
-        _atomic_write(body_path, body)
-        _atomic_write(meta_path, json.dumps(meta, sort_keys=True, allow_nan=False).encode())
+        _atomic_write(body_path, body, root=self.directory)
+        meta_bytes = json.dumps(meta, sort_keys=True, allow_nan=False).encode()
+        _atomic_write(meta_path, meta_bytes, root=self.directory)
 
 
 _atomic_write = write_atomic

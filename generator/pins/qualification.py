@@ -9,11 +9,12 @@ data and its lanes are labelled `(sample)`.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from generator.core.errors import UsageError
+from generator.core import safeio
+from generator.core.errors import CatalogError, UsageError
+from generator.core.yamlio import load_json
 from generator.pins.model import Qualification
 
 NOT_QUALIFIED = "none"
@@ -44,7 +45,7 @@ def qualification_from_status(doc: Any, source: str) -> Qualification:
 
 def read_qualification(path: Path) -> Qualification:
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise UsageError(f"{path}: cannot read the status document ({e})") from e
+        doc = load_json(path, limit=safeio.OTHER_BYTES)
+    except CatalogError as e:
+        raise UsageError(f"{path}: cannot read the status document ({e.message})") from e
     return qualification_from_status(doc, path.name)

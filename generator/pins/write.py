@@ -14,20 +14,21 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError as RuamelError
+from yaml.nodes import ScalarNode
 
-from generator.core.atomic import write_atomic
-from generator.core.errors import CatalogError, Diagnostic, UsageError
+from generator.core import safeio
+from generator.core.atomic import copy_tree, make_link, write_atomic, write_text
+from generator.core.errors import CatalogError, Diagnostic, LoadError, UsageError
 from generator.core.records import Catalog
+from generator.core.yamlio import compose, parse_yaml
 from generator.pins.collect import canonical_component
 from generator.pins.model import PinLocation
 from generator.publish import diff
@@ -205,9 +206,23 @@ def _render(version: str, style: str) -> str:
         return "'" + version.replace("'", "''") + "'"
     if style == '"':
         return json.dumps(version, allow_nan=False)
-    if yaml.safe_load(version) == version:
+    if _reads_back_as_itself(version):
         return version
     return json.dumps(version, allow_nan=False)  # a plain 1.10 would read back as a float: quote it
+
+
+def _reads_back_as_itself(version: str) -> bool:
+    """Does `version`, written plain, read back as the same string (not a number, a date)?"""
+    try:
+        nodes = compose(version, "version")
+    except LoadError:
+        return False
+    return (
+        len(nodes) == 1
+        and isinstance(nodes[0], ScalarNode)
+        and nodes[0].tag == "tag:yaml.org,2002:str"
+        and nodes[0].value == version
+    )
 
 
 def bump_text(text: str, json_path: str, version: str) -> str:
@@ -232,8 +247,11 @@ def bump_text(text: str, json_path: str, version: str) -> str:
 
 
 def _prove_single_change(old: str, new: str, tokens: list[str | int], version: str) -> None:
-    before = yaml.safe_load(old)
-    after = yaml.safe_load(new)
+    try:
+        before = parse_yaml(old, "before").data
+        after = parse_yaml(new, "after").data
+    except LoadError as e:
+        raise PinWriteError(f"the edit does not read back as YAML: {e.message}") from e
     if _follow(after, tokens) != version:
         raise PinWriteError("the edit did not set the version (unexpected YAML layout)")
     parent = _follow(before, tokens[:-1])
@@ -252,21 +270,17 @@ def plan_write(
     tree on both sides: so it is, by construction, what `diff` reports for the change.
     """
     place = choose_place(pin_places(catalog, request.component), request)
-    with open(root / place.location.path, encoding="utf-8", newline="") as fh:
-        old_text = fh.read()
+    old_text = safeio.read_text(root / place.location.path, root=root, where="the catalog")
     new_text = bump_text(old_text, place.location.json_path, request.version)
     snaps: list[diff.GitSnapshot] = []
     with tempfile.TemporaryDirectory(prefix="aicr-pins-") as tmp:
         for side, text in (("base", None), ("head", new_text)):
             top = Path(tmp) / side
-            shutil.copytree(root, top / "catalog", symlinks=True)
-            if text is not None:
-                with open(
-                    top / "catalog" / place.location.path, "w", encoding="utf-8", newline=""
-                ) as fh:
-                    fh.write(text)
+            copy_tree(root, top / "catalog")
+            if text is not None:  # never through a link the catalog carries
+                write_text(top / "catalog" / place.location.path, text, root=top / "catalog")
             if evidence_root.is_dir():
-                (top / "evidence").symlink_to(evidence_root.resolve(), target_is_directory=True)
+                make_link(top / "evidence", evidence_root.resolve())
             snaps.append(diff.snapshot(top, diff.WORKTREE, "catalog", "evidence"))
     impact = diff.compare(snaps[0], snaps[1], bundles=False)
     changes = tuple(

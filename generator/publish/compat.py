@@ -28,7 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+from generator.core import safeio
+from generator.core.atomic import write_text
+from generator.core.yamlio import load_json, load_yaml, parse_json
 
 BASELINE_DIR = "baselines"
 MANIFEST = "manifest.json"
@@ -303,12 +305,16 @@ def compare_layouts(deployer: str, old: list[str], new: list[str]) -> Iterator[B
 
 def schema_files(schema_dir: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for p in sorted(schema_dir.rglob("*.json")):
-        rel = p.relative_to(schema_dir).as_posix()
+    for rel, raw in safeio.files(schema_dir, where="the schemas", suffixes=(".json",)):
         if rel.startswith(f"{BASELINE_DIR}/"):
             continue
-        out[rel] = json.loads(p.read_text(encoding="utf-8"))
+        out[rel] = parse_json(raw, f"{schema_dir.name}/{rel}")
     return out
+
+
+def _baseline(base_dir: Path, rel: str) -> Any:
+    """A baseline file: inside the baselines directory (no link or `..` out), bounded JSON."""
+    return load_json(base_dir / rel, root=base_dir, where="the baselines", rel=rel)
 
 
 _NNN = re.compile(r"^\d{3}-[^/]+/")
@@ -328,7 +334,7 @@ def bundle_layouts(catalog_dir: Path) -> dict[str, list[str]]:
     )
     result = resolve(catalog, leaf)
     manifests = {
-        rel: (catalog_dir / rel).read_bytes()
+        rel: safeio.read(catalog_dir / rel, root=catalog_dir, where="the catalog")
         for rel in result.file_digests
         if "/manifests/" in f"/{rel}"
     }
@@ -528,7 +534,7 @@ def _exceptions(schema_dir: Path) -> list[dict[str, str]]:
     path = schema_dir / EXCEPTIONS
     if not path.exists():
         return []
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = load_yaml(path, root=schema_dir, where="the schemas", allow_empty=True).data or {}
     return list(data.get("acknowledged", []))
 
 
@@ -543,20 +549,20 @@ def check(
     against the CLI baseline when one exists. Without `cli` the command line is not checked
     (a library caller gating schemas and layouts only); the `compat` command always passes it."""
     base_dir = schema_dir / BASELINE_DIR
-    manifest = json.loads((base_dir / MANIFEST).read_text(encoding="utf-8"))
+    manifest = _baseline(base_dir, MANIFEST)
     found: list[Break] = []
     current = schema_files(schema_dir)
     invalid = [b for rel, doc in current.items() for b in meta_validate(rel, doc)]
     for rel in manifest["schemas"]:
-        old = json.loads((base_dir / rel).read_text(encoding="utf-8"))
+        old = _baseline(base_dir, rel)
         if rel not in current:
             found.append(Break(rel, "$", "removed-schema", "published schema removed"))
             continue
         found.extend(compare_schemas(rel, old, current[rel], role=role_of(rel)))
     if cli is not None and (base_dir / CLI).exists():
-        old_cli = json.loads((base_dir / CLI).read_text(encoding="utf-8"))
+        old_cli = _baseline(base_dir, CLI)
         found.extend(compare_cli(old_cli, cli))
-    old_layouts = json.loads((base_dir / LAYOUTS).read_text(encoding="utf-8"))
+    old_layouts = _baseline(base_dir, LAYOUTS)
     new_layouts = bundle_layouts(catalog_dir)
     for dep, paths in sorted(old_layouts.items()):
         found.extend(compare_layouts(dep, paths, new_layouts.get(dep, [])))
@@ -590,23 +596,17 @@ def update_baselines(
         raise ValueError("invalid schemas cannot become baselines: " + "; ".join(invalid))
     written = []
     for rel, doc in current.items():
-        target = base_dir / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(
-            json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8"
-        )
+        text = json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n"
+        write_text(base_dir / rel, text, root=base_dir)
         written.append(rel)
-    (base_dir / LAYOUTS).write_text(
-        json.dumps(bundle_layouts(catalog_dir), indent=2, sort_keys=True, allow_nan=False) + "\n"
-    )
+    layouts = json.dumps(bundle_layouts(catalog_dir), indent=2, sort_keys=True, allow_nan=False)
+    write_text(base_dir / LAYOUTS, layouts + "\n", root=base_dir)
     if cli is not None:
-        (base_dir / CLI).write_text(
-            json.dumps(cli, indent=2, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8"
-        )
-    (base_dir / MANIFEST).write_text(
-        json.dumps({"version": version, "schemas": sorted(current)}, indent=2, allow_nan=False)
-        + "\n"
-    )
+        text = json.dumps(cli, indent=2, sort_keys=True, allow_nan=False) + "\n"
+        write_text(base_dir / CLI, text, root=base_dir)
+    manifest = {"version": version, "schemas": sorted(current)}
+    text = json.dumps(manifest, indent=2, allow_nan=False) + "\n"
+    write_text(base_dir / MANIFEST, text, root=base_dir)
     return tuple(written)
 
 

@@ -9,21 +9,19 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import io
 import json
-import os
 import subprocess
-import tarfile
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from generator.catalog.load import load_catalog
 from generator.catalog.resolve import resolve_all
 from generator.core import markdown, safeio
+from generator.core.atomic import copy_tree, extract_tar
 from generator.core.errors import CatalogError, UsageError, printable
 from generator.core.records import DEFAULT_PROFILE, Catalog, RecipeResult
 
@@ -127,52 +125,15 @@ def materialize(repo: Path, rev: str, paths: Sequence[str]) -> Iterator[Path]:
             for p in paths:
                 src = repo / p
                 if src.exists():
-                    _copy_tree(src, out / p)
+                    copy_tree(src, out / p)
             yield out
             return
         _git(repo, "rev-parse", "--verify", f"{rev}^{{commit}}")
         present = [p for p in paths if _git(repo, "ls-tree", "--name-only", rev, "--", p).strip()]
         if present:
             data = _git(repo, "archive", "--format=tar", rev, "--", *present)
-            with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-                _extract(tar, out)
+            extract_tar(data, out)
         yield out
-
-
-def _extract(tar: tarfile.TarFile, out: Path) -> None:
-    """Extract a `git archive` of the catalog with tarfile's "data" filter, except that a symbolic
-    link the filter refuses (an absolute target, or one leaving the tree: git carries both) is
-    created as it is in the commit, *after* every other member, so nothing is written through
-    it; reading it is then `safeio`'s to refuse, with the same diagnostic as in a working tree."""
-    links: list[tarfile.TarInfo] = []
-
-    def keep(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
-        try:
-            return tarfile.data_filter(member, path)
-        except tarfile.FilterError:
-            if not member.issym():
-                raise UsageError(
-                    f"git archive member {member.name!r} cannot be extracted"
-                ) from None
-            links.append(member)
-            return None
-
-    tar.extractall(out, filter=keep)
-    for member in links:
-        name = PurePosixPath(member.name)
-        target = out.joinpath(*name.parts)
-        if name.is_absolute() or ".." in name.parts or not name.parts:
-            raise UsageError(f"git archive member {member.name!r} leaves the snapshot")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if not Path(os.path.realpath(target.parent)).is_relative_to(os.path.realpath(out)):
-            raise UsageError(f"git archive member {member.name!r} leaves the snapshot")
-        os.symlink(member.linkname, target)
-
-
-def _copy_tree(src: Path, dst: Path) -> None:
-    import shutil
-
-    shutil.copytree(src, dst, symlinks=True)
 
 
 def _evidence_refs(root: Path, evidence_dir: str) -> dict[str, EvidenceRef]:

@@ -32,9 +32,11 @@ from typing import Any
 from packaging.version import Version
 
 from generator import __version__
-from generator.core import markdown, names, timeutil
+from generator.core import markdown, names, safeio, timeutil
+from generator.core.atomic import TreeWriter
 from generator.core.errors import CatalogError, ReleaseError
 from generator.core.outputs import OutputKind, check_output_dir
+from generator.core.yamlio import load_json
 from generator.publish.diff import compare, materialize, snapshot, to_markdown
 from generator.render.archive import archive_bytes
 from generator.render.common import MODE_FILE, BundleFile, Deployer
@@ -132,7 +134,8 @@ def _evidence_digests(tree: Path) -> dict[str, str]:
         return out
     for p in sorted(top.rglob("*")):
         if p.is_file() and not p.is_symlink():
-            out[p.relative_to(tree).as_posix()] = _sha(p.read_bytes())
+            data = safeio.read(p, root=top, where="the evidence", limit=safeio.OTHER_BYTES)
+            out[p.relative_to(tree).as_posix()] = _sha(data)
     return out
 
 
@@ -141,10 +144,10 @@ def _sha(data: bytes) -> str:
 
 
 def _site_archive(site: Path, version: str, epoch: int) -> bytes:
-    files = {}
-    for p in sorted(site.rglob("*")):
-        if p.is_file():
-            files[p.relative_to(site).as_posix()] = BundleFile(p.read_bytes(), MODE_FILE)
+    files = {
+        rel: BundleFile(data, MODE_FILE)
+        for rel, data in safeio.files(site, where="the built site", limit=safeio.OTHER_BYTES)
+    }
     return archive_bytes(files, f"aicr-catalog-site-{version}", mtime=epoch)
 
 
@@ -161,8 +164,8 @@ def _manifest(
     """The release manifest of the built `site` (its API documents), its bundle archives and
     site archive, and the evidence files' sha256. Raises ReleaseError when sample evidence
     would count as qualification."""
-    index = json.loads((site / "api/v1/recipes.json").read_text(encoding="utf-8"))
-    evidence = json.loads((site / "api/v1/evidence.json").read_text(encoding="utf-8"))
+    index = load_json(site / "api/v1/recipes.json", root=site, limit=safeio.ARCHIVE_BYTES)
+    evidence = load_json(site / "api/v1/evidence.json", root=site, limit=safeio.ARCHIVE_BYTES)
     counted_sample = [
         e["repositoryPath"]
         for e in evidence["evidence"]
@@ -332,7 +335,7 @@ def _bundle_files(site: Path) -> dict[str, bytes]:
     for p in sorted((site / "downloads").rglob("*.tar.gz")):
         if p.name in files:
             raise ReleaseError(f"two bundle archives are named {p.name}")
-        files[p.name] = p.read_bytes()
+        files[p.name] = safeio.read(p, root=site, where="the site", limit=safeio.ARCHIVE_BYTES)
     return files
 
 
@@ -355,8 +358,7 @@ def _previous_manifest(
 def _staged(staged: Path, files: Mapping[str, bytes]) -> Path:
     """`files` written into the new directory `staged`, returned."""
     staged.mkdir()
-    for name, data in files.items():
-        target = staged / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+    with TreeWriter(staged) as tree:
+        for name, data in files.items():
+            tree.put(name, data)
     return staged

@@ -25,7 +25,6 @@ or a device), and small documents are read under a size cap.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -35,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from generator.core import safeio
 from generator.core.errors import Diagnostic, printable
 from generator.evidence.model import TrustRoot
 from generator.publish.release import MANIFEST, SITE_ARCHIVE, SUMS
@@ -44,6 +44,7 @@ GITHUB_ISSUER = "https://token.actions.githubusercontent.com"
 DEFAULT_REPOSITORY = "NVIDIA/aicr-catalog"
 WORKFLOW = ".github/workflows/release.yml"
 DOC_LIMIT = 16 * 1024 * 1024  # SHA256SUMS, the manifest and its bundle
+ASSET_LIMIT = 16 << 30  # an asset hashed in chunks (the site archive): 16 GiB
 _SUM_LINE = re.compile(r"([0-9a-f]{64})  ([^/\\\x00-\x1f]+)")
 _REPOSITORY = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}")
 _VERSION = re.compile(r"v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)")
@@ -88,26 +89,12 @@ def _regular(path: Path) -> os.stat_result:
     return st
 
 
-def _open(path: Path) -> int:
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as e:
-        raise _Unreadable(f"cannot read: {e.strerror or e}") from e
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise _Unreadable("is not a regular file")
-    return fd
-
-
 def _sha256(path: Path) -> str:
     _regular(path)
-    fd = _open(path)
-    digest = hashlib.sha256()
-    with os.fdopen(fd, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+    try:
+        return safeio.sha256(path, limit=ASSET_LIMIT)
+    except safeio.Refusal as e:
+        raise _Unreadable(e.message) from None
 
 
 def _read_doc(path: Path) -> bytes:
@@ -116,12 +103,14 @@ def _read_doc(path: Path) -> bytes:
         raise _Unreadable(
             f"is {st.st_size} bytes, more than the {DOC_LIMIT} a release document has"
         )
-    fd = _open(path)
-    with os.fdopen(fd, "rb") as fh:
-        data = fh.read(DOC_LIMIT + 1)
-    if len(data) > DOC_LIMIT:
-        raise _Unreadable(f"is more than the {DOC_LIMIT} bytes a release document has")
-    return data
+    try:
+        return safeio.read(path, limit=DOC_LIMIT)
+    except safeio.Refusal as e:
+        if e.rule == safeio.TOO_LARGE:
+            raise _Unreadable(
+                f"is more than the {DOC_LIMIT} bytes a release document has"
+            ) from None
+        raise _Unreadable(e.message) from None
 
 
 def _problem(where: str, message: str, rule: str, line: int = 0) -> Diagnostic:

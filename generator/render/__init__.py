@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any, assert_never
 
 from generator import __version__
+from generator.core.atomic import TreeWriter
 from generator.core.errors import RenderError
-from generator.core.outputs import OutputKind, check_output_dir
+from generator.core.outputs import OutputKind, check_output_dir, swap_in
 from generator.core.records import RecipeResult
 from generator.render import argocd, flux, helm, helmfile
 from generator.render.archive import archive_bytes, archive_name
@@ -190,23 +191,13 @@ def write_bundle(tree: BundleTree, out_dir: Path, inputs: Iterable[Path] = ()) -
     parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=parent))
     try:
-        for rel in sorted(tree):
-            f = tree[rel]
-            path = tmp / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(f.data)
-            os.chmod(path, f.mode)
+        with TreeWriter(tmp) as writer:
+            for rel in sorted(tree):
+                writer.put(rel, tree[rel].data, tree[rel].mode)
         for d in sorted({p for p in tmp.rglob("*") if p.is_dir()}):
             os.chmod(d, 0o755)
         os.chmod(tmp, 0o755)
-        if out_dir.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old.", dir=parent))
-            os.rmdir(old)
-            os.rename(out_dir, old)
-            os.rename(tmp, out_dir)
-            shutil.rmtree(old)
-        else:
-            os.rename(tmp, out_dir)
+        swap_in(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

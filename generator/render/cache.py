@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from generator import __version__
+from generator.core import safeio
 from generator.core.atomic import write_atomic
 from generator.core.records import RecipeResult
 from generator.render.common import TEMPLATES, Deployer, GitOpsTarget, deployer_of
@@ -36,9 +37,8 @@ def renderer_fingerprint() -> str:
     order."""
     h = hashlib.sha256(__version__.encode())
     for base in (_HERE, _FAST, TEMPLATES):
-        for p in sorted(base.rglob("*")):
-            if p.is_file() and p.suffix in (".py", ".j2"):
-                h.update(p.relative_to(base).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+        for rel, data in safeio.files(base, where="the renderer", suffixes=(".py", ".j2")):
+            h.update(rel.encode() + b"\0" + data + b"\0")
     return h.hexdigest()
 
 
@@ -79,13 +79,17 @@ def cached_archive(
     path = Path(cache_dir) / entry_name(result, deployer, tgt, mtime)
     seal = path.with_name(path.name + ".hmac")
     if path.is_file() and seal.is_file():
-        data = path.read_bytes()
+        try:
+            data = safeio.read(path, root=cache_dir, limit=safeio.ARCHIVE_BYTES)
+            sealed = safeio.read(seal, root=cache_dir, limit=4096)
+        except safeio.Refusal:
+            data, sealed = b"", b""
         # corrupted, truncated or planted (written without this machine's key): render it again
-        if hmac.compare_digest(_seal(key, data).encode(), seal.read_bytes().strip()):
+        if sealed and hmac.compare_digest(_seal(key, data).encode(), sealed.strip()):
             return data
     data = archive_bytes(render_bundle(result, deployer, manifests, target=tgt), name, mtime=mtime)
-    write_atomic(path, data)
-    write_atomic(seal, _seal(key, data).encode())
+    write_atomic(path, data, root=cache_dir)
+    write_atomic(seal, _seal(key, data).encode(), root=cache_dir)
     return data
 
 

@@ -29,9 +29,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from generator.core.errors import LoadError
+from generator.core.yamlio import parse_yaml
 from generator.scale.snapshot import Reading, split_path
 
 SNAPSHOT_API_VERSION = "aicr.nvidia.com/v1alpha1"  # what upstream's own snapshotter writes
@@ -442,10 +441,11 @@ def _kube_proxy(b: _Builder, outputs: Mapping[str, bytes]) -> None:
         for key in ("config", "config.conf"):
             if key not in data:
                 continue
-            try:
-                conf = yaml.safe_load(data[key])
-            except yaml.YAMLError as e:
-                raise LoadError(f"configmaps-kube-system.json: {_name(cm)}.{key}: {e}") from e
+            text = data[key]
+            if not isinstance(text, str):
+                continue
+            where = f"configmaps-kube-system.json: {_name(cm)}.{key}"
+            conf = parse_yaml(text, where, allow_empty=True).data  # bounded, located
             if isinstance(conf, dict) and conf.get("kind") == "KubeProxyConfiguration":
                 mode = str(conf.get("mode") or "") or "iptables"
                 b.put("K8s.kube-proxy.mode", mode,
@@ -584,10 +584,7 @@ def _sysctls(
 
 def parse_declared(raw: bytes, rel: str = DECLARED_FILE) -> dict[str, tuple[Reading, str]]:
     """declared.yaml: `{path: {value: V, source: TEXT}}` for readings kubectl cannot see."""
-    try:
-        doc = yaml.safe_load(raw) or {}
-    except yaml.YAMLError as e:
-        raise LoadError(f"{rel}: not YAML: {e}") from e
+    doc = parse_yaml(raw, rel, allow_empty=True).data or {}
     if not isinstance(doc, dict):
         raise LoadError(f"{rel}: expected a mapping of reading path to {{value, source}}")
     out: dict[str, tuple[Reading, str]] = {}

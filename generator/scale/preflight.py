@@ -526,11 +526,11 @@ def rendered_values(tree: Mapping[str, Any]) -> dict[str, tuple[Mapping[str, Any
     chart nests the component's values under its name, as its templates read them), or the
     `spec.values` of `<path>/helmrelease.yaml` (flux). `tree` is a `render_bundle` result.
     """
-    import yaml
+    from generator.core.yamlio import parse_yaml
 
     def load(rel: str) -> Any:
         f = tree.get(rel)
-        return None if f is None else yaml.safe_load(f.data)
+        return None if f is None else parse_yaml(f.data, rel, allow_empty=True).data
 
     info = load("bundle-info.yaml")
     if not isinstance(info, dict):

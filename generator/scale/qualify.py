@@ -45,7 +45,7 @@ from typing import Any
 from generator import __version__
 from generator.catalog import schemas
 from generator.catalog.lanes import KpiSpec, Lane, Lanes, Scenario, Threshold, Verdict
-from generator.core import timeutil
+from generator.core import safeio, timeutil
 from generator.core.errors import (
     CatalogError,
     Diagnostic,
@@ -316,19 +316,17 @@ def bundle_binding(given: str, read: Callable[[str], bytes]) -> BundleBinding:
         if not _DIGEST.fullmatch(given):
             raise UsageError(f"--bundle {given!r} is not sha256:<64 hex>")
         return BundleBinding(digest=given)
-    import io
-    import tarfile
-
     raw = read(given)
     digest = "sha256:" + hashlib.sha256(raw).hexdigest()
     try:
-        with tarfile.open(fileobj=io.BytesIO(raw), mode="r:gz") as tar:
-            member = next((m for m in tar.getmembers()
-                           if m.isfile() and m.name.split("/")[-1] == "bundle-info.yaml"
-                           and m.name.count("/") <= 1), None)  # fmt: skip
-            data = tar.extractfile(member).read() if member is not None else None  # type: ignore[union-attr]
-    except (tarfile.TarError, OSError, EOFError) as e:
-        raise UsageError(f"--bundle {given}: not a bundle archive: {e}") from e
+        members = safeio.tar_files(raw, what=f"--bundle {given}")
+    except safeio.Refusal as e:
+        raise UsageError(f"--bundle {given}: not a bundle archive: {e.message}") from e
+    data = next(
+        (members[name] for name in sorted(members)
+         if name.split("/")[-1] == "bundle-info.yaml" and name.count("/") <= 1),
+        None,
+    )  # fmt: skip
     if data is None:
         raise UsageError(f"--bundle {given}: the archive has no bundle-info.yaml")
     info = parse_yaml(data, "bundle-info.yaml").data

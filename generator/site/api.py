@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from generator.core import safeio
 from generator.evidence.view import EvidenceView
 from generator.site.model import ProfileView, RecipeView, SiteData
 from generator.site.pages import slug
@@ -278,8 +279,9 @@ def iter_api_files(site: SiteData, reuse: Reuse | None = None) -> Iterator[tuple
             return dumps(recipe_detail(r, site, records))
 
         yield f"api/v1/recipes/{slug(r.name)}.json", reuse(r, "detail", make) if reuse else make()
-    for schema in sorted(SCHEMAS.glob("*.schema.json")):
-        yield f"api/v1/schemas/{schema.name}", schema.read_bytes()
+    for name, data in safeio.files(SCHEMAS, where="the schemas", suffixes=(".schema.json",)):
+        if "/" not in name:
+            yield f"api/v1/schemas/{name}", data
 
 
 def api_files(site: SiteData) -> dict[str, bytes]:

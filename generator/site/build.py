@@ -24,9 +24,10 @@ from typing import Any
 import yaml
 
 from generator import __version__
-from generator.core import safeio, timeutil
+from generator.core import atomic, safeio, timeutil, yamlio
+from generator.core.atomic import TreeWriter
 from generator.core.cache import Cache, fingerprint, tree_digest
-from generator.core.errors import CatalogError, Diagnostic, SiteError
+from generator.core.errors import CatalogError, Diagnostic, LoadError, SiteError
 from generator.core.outputs import OutputKind, check_output_dir, mark
 from generator.core.records import Catalog, Consensus, RecipeResult
 from generator.core.timeutil import rfc3339
@@ -361,8 +362,8 @@ def mkdocs_config(
     """The repository's mkdocs.yml with the build's directories (and `site_url`, when given)
     filled in."""
     try:
-        config = yaml.safe_load(base.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as e:
+        config = yamlio.load_yaml(base, root=base.parent, rel=base.name).data or {}
+    except LoadError as e:
         raise SiteError(f"cannot read {base.name}: {e}") from e
     config["docs_dir"] = str(docs_dir)
     config["site_dir"] = str(site_dir)
@@ -380,11 +381,9 @@ def mkdocs_config(
 
 
 def _write(root: Path, files: Mapping[str, bytes | str]) -> None:
-    for rel, content in sorted(files.items()):
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        data = content.encode("utf-8") if isinstance(content, str) else content
-        path.write_bytes(data)
+    with TreeWriter(root) as tree:
+        for rel, content in sorted(files.items()):
+            tree.put(rel, content.encode("utf-8") if isinstance(content, str) else content)
 
 
 def static_docs(options: BuildOptions) -> dict[str, bytes]:
@@ -398,12 +397,16 @@ def static_docs(options: BuildOptions) -> dict[str, bytes]:
                 )
     # the repository's own CONTRIBUTING.md and SECURITY.md are the site's pages of those names
     # (beside the docs directory, else this checkout's)
+    # read as every input is: a link leaving the repository (`-> /proc/self/environ`) is refused
     for name, page in (("CONTRIBUTING.md", "contributing.md"), ("SECURITY.md", "security.md")):
         source = options.docs.parent / name
-        files[page] = (source if source.is_file() else REPO / name).read_bytes()
-    for path in sorted((TEMPLATES / "assets").rglob("*")):
-        if path.is_file():
-            files["assets/" + path.relative_to(TEMPLATES / "assets").as_posix()] = path.read_bytes()
+        if not os.path.lexists(source):
+            source = REPO / name
+        files[page] = safeio.read(
+            source, root=source.parent, where="the repository", limit=safeio.TEXT_BYTES
+        )
+    for rel, data in safeio.files(TEMPLATES / "assets", where="the site templates"):
+        files["assets/" + rel] = data
     return files
 
 
@@ -415,12 +418,20 @@ def plotly_js() -> bytes:
     """
     import plotly
 
-    return (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes()
+    package = Path(plotly.__file__).parent
+    return safeio.read(
+        package / "package_data" / "plotly.min.js",
+        root=package,
+        where="the plotly package",
+        limit=safeio.OTHER_BYTES,
+    )
 
 
 def _contract(options: BuildOptions) -> str | None:
     contract_path = options.docs / "scale-contract.md"
-    return contract_path.read_text(encoding="utf-8") if contract_path.is_file() else None
+    if not os.path.lexists(contract_path):
+        return None
+    return safeio.read_text(contract_path, root=options.docs, where="the docs directory")
 
 
 def generated_docs(site: SiteData, options: BuildOptions) -> dict[str, str]:
@@ -505,16 +516,13 @@ def _cached_pages(
 
 
 def site_files(site_dir: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(site_dir).as_posix(): p.read_bytes()
-        for p in sorted(site_dir.rglob("*"))
-        if p.is_file()
-    }
+    return dict(safeio.files(site_dir, where="the built site", limit=safeio.OTHER_BYTES))
 
 
 def _portable(config_file: Path, work: Path) -> bytes:
     """The mkdocs configuration without the build's temporary directory in it."""
-    return config_file.read_bytes().replace(str(work).encode(), b"<work>")
+    raw = safeio.read(config_file, root=work, where="the build's directory")
+    return raw.replace(str(work).encode(), b"<work>")
 
 
 def run_engine(
@@ -584,10 +592,11 @@ def finish_pages(
     `engine` (whose other files are published as they are)."""
     put = publisher or Publisher(site_dir)
     if engine is None:
-        built = {
-            p.relative_to(site_dir).as_posix(): p.read_bytes()
-            for p in sorted(site_dir.rglob("*.html"))
-        }
+        built = dict(
+            safeio.files(
+                site_dir, where="the built site", suffixes=(".html",), limit=safeio.OTHER_BYTES
+            )
+        )
     else:
         put.put_all(
             (rel, data) for rel, data in sorted(engine.items()) if not rel.endswith(".html")
@@ -598,6 +607,8 @@ def finish_pages(
         if rel in blocks:
             html = islands.sink(html, blocks[rel], rel)
         put.put(rel, with_csp(html).encode("utf-8"))
+    if publisher is None:
+        put.close()
 
 
 class _Collect(logging.Handler):
@@ -756,7 +767,7 @@ def write_site(
             options.config, docs_dir, site_dir, options.site_url, options.repo_url
         )
         config_file = work / "mkdocs.yml"
-        config_file.write_text(yaml.safe_dump(config, sort_keys=True), encoding="utf-8")
+        atomic.write_text(config_file, yaml.safe_dump(config, sort_keys=True), root=work)
         engine = run_engine(config_file, docs_dir, site_dir, epoch, cache, base)
         engine_reused = engine is not None
         with collector_paused():
@@ -765,6 +776,7 @@ def write_site(
             finish_pages(site_dir, made.blocks, publisher, engine)
             del engine, made  # the data blocks are in the pages now
             publisher.put_all(iter_published(site, api_reuse(recipe_keys)))
+            publisher.close()
             if publisher.linked:
                 PROGRESS.info("%d files unchanged since the last build: linked", publisher.linked)
         mark(site_dir, OutputKind.SITE)

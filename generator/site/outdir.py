@@ -8,14 +8,15 @@ never neither and never a mix.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+from generator.core.atomic import open_devnull, open_lock
 from generator.core.errors import SiteError
+from generator.core.outputs import restore, swap_in
 
 _HELD_LOCKS: set[int] = set()  # descriptors of the build locks this process holds
 
@@ -28,7 +29,7 @@ def _drop_inherited_locks() -> None:
     The descriptor is pointed at /dev/null rather than closed, so its number stays taken."""
     if not _HELD_LOCKS:
         return
-    null = os.open(os.devnull, os.O_RDONLY)
+    null = open_devnull()
     for fd in tuple(_HELD_LOCKS):
         with contextlib.suppress(OSError):
             os.dup2(null, fd)  # the number stays taken: nothing else can be closed by mistake
@@ -44,53 +45,25 @@ def build_lock(out: Path) -> Iterator[None]:
     """An exclusive lock per output directory; a second build fails at once instead of racing."""
     lock_dir = out.parent / ".cache"
     lock_dir.mkdir(parents=True, exist_ok=True)
-    with open(lock_dir / f"{out.name}.build.lock", "w") as fh:
+    fd = open_lock(lock_dir / f"{out.name}.build.lock")
+    try:
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as e:
             raise SiteError(
                 f"another build of {out.name}/ is running; try again when it ends"
             ) from e
-        _HELD_LOCKS.add(fh.fileno())
+        _HELD_LOCKS.add(fd)
         try:
             yield
         finally:
-            _HELD_LOCKS.discard(fh.fileno())
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            _HELD_LOCKS.discard(fd)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
-_RENAME_EXCHANGE = 2  # linux/fs.h
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Atomically exchange two paths (Linux renameat2 RENAME_EXCHANGE); False if unsupported."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        renameat2 = libc.renameat2
-    except (OSError, AttributeError):
-        return False
-    at_fdcwd = -100
-    rc = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE)
-    return bool(rc == 0)
-
-
-def swap_in(new: Path, out: Path) -> None:
-    """Replace `out` with the finished tree `new` (same file system).
-
-    With an existing `out` the two directories are exchanged in one atomic step, so a reader (or
-    a kill) sees either the old or the new site, never neither; then the old tree is removed.
-    """
-    if out.exists() and _exchange(new, out):
-        shutil.rmtree(new)  # `new` now holds the previous site
-        return
-    old = out.parent / f".{out.name}.old"
-    if old.exists():
-        shutil.rmtree(old)
-    if out.exists():
-        os.replace(out, old)
-    os.replace(new, out)
-    if old.exists():
-        shutil.rmtree(old)
+__all__ = ["build_lock", "remove_leftovers", "swap_in"]
 
 
 def remove_leftovers(out: Path) -> None:
@@ -99,6 +72,6 @@ def remove_leftovers(out: Path) -> None:
         shutil.rmtree(p, ignore_errors=True)
     old = out.parent / f".{out.name}.old"
     if old.exists() and not out.exists():
-        os.replace(old, out)  # killed between the two renames of the fallback swap
+        restore(old, out)  # killed between the two renames of the fallback swap
     elif old.exists():
         shutil.rmtree(old, ignore_errors=True)

@@ -12,6 +12,8 @@ import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from generator.core.atomic import TreeWriter
+
 
 class Publisher:
     """Writes the finished files of a build into its new tree; a file whose bytes the previous
@@ -31,21 +33,24 @@ class Publisher:
         self.known = known or {}
         self.sums: dict[str, str] = {}
         self.linked = 0
-        self._dirs: set[Path] = set()
+        self._tree: TreeWriter | None = None
 
     def put(self, rel: str, data: bytes) -> None:
-        path = self.root / rel
-        if path.parent not in self._dirs:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._dirs.add(path.parent)
+        if self._tree is None:  # opened on first use, closed with the process
+            self._tree = TreeWriter(self.root)
         sha = hashlib.sha256(data).hexdigest()
         self.sums[rel] = sha
-        path.unlink(missing_ok=True)  # e.g. a page the engine wrote before its blocks went in
-        if self._link(rel, path, sha, len(data)):
+        self._tree.remove(rel)  # e.g. a page the engine wrote before its blocks went in
+        if self._link(rel, self._tree, sha, len(data)):
             return
-        path.write_bytes(data)
+        self._tree.put(rel, data)
 
-    def _link(self, rel: str, path: Path, sha: str, size: int) -> bool:
+    def close(self) -> None:
+        if self._tree is not None:
+            self._tree.close()
+            self._tree = None
+
+    def _link(self, rel: str, tree: TreeWriter, sha: str, size: int) -> bool:
         old = self.known.get(rel)
         if self.previous is None or old is None or old[3] != sha or old[0] != size:
             return False
@@ -54,7 +59,7 @@ class Publisher:
             st = os.lstat(source)
             if (st.st_size, st.st_mtime_ns, st.st_ino) != old[:3] or not stat.S_ISREG(st.st_mode):
                 return False
-            os.link(source, path)
+            tree.link_from(source, rel)
         except OSError:
             return False
         self.linked += 1

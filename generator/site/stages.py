@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from generator.core import safeio
 from generator.core.errors import (
     CatalogError,
     Diagnostic,
@@ -278,7 +279,9 @@ def _raw_files(run: VerificationRun, evidence_dir: Path) -> dict[str, bytes]:
     for rel in run.pointers:
         path = evidence_dir.parent / rel
         if _stays_inside(path, inside):
-            raw[rel] = signed_bundle(path) or path.read_bytes()
+            raw[rel] = signed_bundle(path) or safeio.read(
+                path, root=evidence_dir, where="the evidence directory"
+            )
     return raw
 
 
