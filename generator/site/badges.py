@@ -1,7 +1,7 @@
 """SVG badges per recipe × scale profile, with a JSON sidecar carrying their dates.
 
 Made in the same build as the pages, from the same records, so a badge never disagrees with the
-page it links to. Text is XML-escaped; widths come from a fixed per-character estimate so the
+page it links to. Text is XML-escaped (`core.text`); widths come from a fixed per-character estimate so the
 bytes do not depend on installed fonts.
 """
 
@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from markupsafe import escape
-
 from generator.core.records import Consensus
+from generator.core.text import xml_attr, xml_text
 from generator.site.api import dumps
 from generator.site.model import ProfileView, RecipeView, SiteData
 from generator.site.pages import slug
@@ -38,12 +37,12 @@ def badge_svg(label: str, message: str, colour: str) -> str:
     title = f"{label}: {message}"
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{total}" height="20" role="img" '
-        f'aria-label="{escape(title)}"><title>{escape(title)}</title>'
+        f'aria-label="{xml_attr(title)}"><title>{xml_text(title)}</title>'
         f'<rect width="{lw}" height="20" fill="{LABEL_COLOUR}"/>'
         f'<rect x="{lw}" width="{mw}" height="20" fill="{colour}"/>'
         '<g fill="#fff" font-family="Verdana,DejaVu Sans,sans-serif" font-size="11">'
-        f'<text x="{lw / 2:g}" y="14" text-anchor="middle">{escape(label)}</text>'
-        f'<text x="{lw + mw / 2:g}" y="14" text-anchor="middle">{escape(message)}</text>'
+        f'<text x="{lw / 2:g}" y="14" text-anchor="middle">{xml_text(label)}</text>'
+        f'<text x="{lw + mw / 2:g}" y="14" text-anchor="middle">{xml_text(message)}</text>'
         "</g></svg>\n"
     )
 

@@ -9,8 +9,8 @@ catalog's git history. Newest first; same inputs (and history), same bytes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from xml.sax.saxutils import escape, quoteattr
 
+from generator.core.text import xml_attr, xml_text
 from generator.core.timeutil import midnight_rfc3339
 from generator.site.model import SiteData
 
@@ -94,25 +94,26 @@ def atom(site: SiteData, site_url: str = "") -> bytes:
     base = site_url if not site_url or site_url.endswith("/") else site_url + "/"
     items = entries(site)[:FEED_ENTRIES]
     updated = items[0].date if items else site.generated_at
+    page = base + "changelog.html"
 
     lines = [
         '<?xml version="1.0" encoding="utf-8"?>',
         '<feed xmlns="http://www.w3.org/2005/Atom">',
         "<title>AICR Recipe Catalog: what changed</title>",
-        f"<id>{escape(base + FEED) if base else 'urn:aicr-catalog:changelog'}</id>",
-        f'<link rel="self" href={quoteattr(base + FEED)}/>',
-        f'<link rel="alternate" href={quoteattr(base + "changelog.html")}/>',
-        f"<updated>{escape(midnight_rfc3339(updated))}</updated>",
+        f"<id>{xml_text(base + FEED) if base else 'urn:aicr-catalog:changelog'}</id>",
+        f'<link rel="self" href="{xml_attr(base + FEED)}"/>',
+        f'<link rel="alternate" href="{xml_attr(page)}"/>',
+        f"<updated>{xml_text(midnight_rfc3339(updated))}</updated>",
         "<author><name>AICR Recipe Catalog</name></author>",
     ]
     for x in items:
         lines += [
             "<entry>",
-            f"<title>{escape(x.title)}</title>",
-            f"<id>urn:aicr-catalog:{escape(x.key)}</id>",
-            f"<link href={quoteattr(base + x.link)}/>",
-            f"<updated>{escape(midnight_rfc3339(x.date))}</updated>",
-            f"<category term={quoteattr(x.kind)}/>",
+            f"<title>{xml_text(x.title)}</title>",
+            f"<id>urn:aicr-catalog:{xml_text(x.key)}</id>",
+            f'<link href="{xml_attr(base + x.link)}"/>',
+            f"<updated>{xml_text(midnight_rfc3339(x.date))}</updated>",
+            f'<category term="{xml_attr(x.kind)}"/>',
             "</entry>",
         ]
     lines.append("</feed>")

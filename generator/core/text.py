@@ -1,0 +1,83 @@
+"""Untrusted text, one escaper per output language: the one place that turns a string into XML,
+HTML or a YAML scalar (Markdown: `core/markdown.py`, which this module re-exports).
+
+A label, a recipe name, a file name or a remote message may hold any Unicode character. Each
+output language has characters it cannot carry at all, not even as a character reference, and
+characters that would end the construct the value was put in:
+
+- `xml_text(s)` / `xml_attr(s)`: XML 1.0 character data and a double-quoted attribute value.
+  `&`, `<`, `>` (and `"`, `'` in attributes) become references; every character XML 1.0 does not
+  allow (C0 controls other than tab, LF and CR, lone surrogates, U+FFFE and U+FFFF) becomes
+  U+FFFD, because XML 1.0 has no way to write them (`&#11;` is itself ill-formed). In an attribute
+  tab, LF and CR are written as references, so attribute-value normalisation keeps them.
+- `html_text(s)`: the same for an HTML text node or a quoted attribute value (HTML forbids the
+  same controls); the result is `str`, to be marked safe by the caller.
+- `yaml_scalar(s)`: a double-quoted YAML scalar (JSON string syntax, a subset of YAML 1.2 that
+  YAML 1.1 parsers read the same), so a value holding a newline, `: `, `#`, `---` or a quote stays
+  one scalar wherever a template prints it.
+- `md_text(s)` / `md_code(s)`: `core.markdown.text` and `core.markdown.code`.
+
+Every writer of XML (the Atom feed, SVG badges, the sitemap) and of YAML scalars built from data
+uses these; tests/test_text.py parses what they produce with real parsers, and
+tests/test_architecture.py fails when a module imports another XML escaper.
+"""
+
+from __future__ import annotations
+
+import re
+
+from generator.core import markdown
+
+# characters XML 1.0 (5th edition, production [2] Char) does not allow anywhere in a document
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_TEXT = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_ATTR = {**_TEXT, '"': "&quot;", "'": "&apos;", "\t": "&#9;", "\n": "&#10;", "\r": "&#13;"}
+_TEXT_RE = re.compile("[&<>]")
+_ATTR_RE = re.compile("[&<>\"'\t\n\r]")
+REPLACEMENT = "\ufffd"
+# YAML 1.1/1.2 double-quoted scalars: what must be escaped (c-printable minus line breaks)
+_YAML_NEEDS_ESCAPE = re.compile(
+    '[^\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]|[\\\\"]'
+)
+_YAML_SHORT = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\x00": "\\0"}
+
+
+def xml_chars(s: object) -> str:
+    """`s` with every character XML 1.0 cannot carry replaced by U+FFFD (nothing else changed)."""
+    return _NOT_XML.sub(REPLACEMENT, str(s))
+
+
+def xml_text(s: object) -> str:
+    """`s` as XML 1.0 character data (an element's content)."""
+    return _TEXT_RE.sub(lambda m: _TEXT[m.group()], xml_chars(s))
+
+
+def xml_attr(s: object) -> str:
+    """`s` as the content of a double- or single-quoted XML 1.0 attribute value (no quotes added)."""
+    return _ATTR_RE.sub(lambda m: _ATTR[m.group()], xml_chars(s))
+
+
+def html_text(s: object) -> str:
+    """`s` for an HTML text node or quoted attribute value: `&<>"'` escaped, controls replaced."""
+    return _ATTR_RE.sub(
+        lambda m: _ATTR[m.group()] if m.group() in "&<>\"'" else m.group(), xml_chars(s)
+    )
+
+
+def _yaml_escape(m: re.Match[str]) -> str:
+    c = m.group()
+    if c in _YAML_SHORT:
+        return _YAML_SHORT[c]
+    n = ord(c)
+    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
+
+
+def yaml_scalar(s: object) -> str:
+    """`s` as one double-quoted YAML scalar that parses back to `str(s)`: `\\` and `"` escaped,
+    and every character YAML would fold (line breaks) or does not allow raw (controls,
+    surrogates, non-characters) written as an escape."""
+    return '"' + _YAML_NEEDS_ESCAPE.sub(_yaml_escape, str(s)) + '"'
+
+
+md_text = markdown.text
+md_code = markdown.code
