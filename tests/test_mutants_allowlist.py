@@ -78,7 +78,9 @@ def test_a_pattern_with_only_literals_left_of_at_is_accepted() -> None:
 def test_a_pattern_without_at_is_refused() -> None:
     for pattern in (rf"^{WF_RE}$", rf"^{WF_RE}\@refs/heads/main$"):  # an escaped @ is no @
         problem = upstream_pattern_problem(pattern)
-        assert problem == "identityPattern must contain an OIDC subject of the form <workflow>@<ref>"
+        assert (
+            problem == "identityPattern must contain an OIDC subject of the form <workflow>@<ref>"
+        )
     rules, _, diags = _load(_entry("partner", f"    identityPattern: '^{WF_RE}$'\n"))
     assert rules == [] and [d[1] for d in diags] == ["allowlist.over-broad"]
 
@@ -140,7 +142,11 @@ def test_the_overlap_key_is_the_literal_workflow() -> None:
 @pytest.mark.parametrize(
     ("fields", "path", "message"),
     [
-        (f"    label: [a, b]\n    source: {SLUG}\n", "$.partner[0].label", "label must be a string"),
+        (
+            f"    label: [a, b]\n    source: {SLUG}\n",
+            "$.partner[0].label",
+            "label must be a string",
+        ),
         ("    source: [a]\n", "$.partner[0].source", "source must be 32 lower-case hex characters"),
         (f"    source: {SLUG}x\n", "$.partner[0].source", "source must be 32"),
         (f"    source: {SLUG.upper()}\n", "$.partner[0].source", "source must be 32"),
@@ -149,7 +155,11 @@ def test_the_overlap_key_is_the_literal_workflow() -> None:
             "$.partner[0].identityPattern",
             "identityPattern must be a string",
         ),
-        ("    label: x\n", "$.partner[0]", "an entry sets exactly one of source or identityPattern"),
+        (
+            "    label: x\n",
+            "$.partner[0]",
+            "an entry sets exactly one of source or identityPattern",
+        ),
         (
             f"    source: {SLUG}\n    identityPattern: '^{WF_RE}@.+$'\n",
             "$.partner[0]",
@@ -186,7 +196,9 @@ def test_a_cleartext_identity_and_a_community_pattern_are_refused() -> None:
 
 @pytest.mark.parametrize("version", ["1.0", "1.0.0", "1.0.7"])
 def test_supported_schema_versions(version: str) -> None:
-    _, slugs, diags = _load(f"schemaVersion: '{version}'\ncommunity:\n  - issuer: {GH}\n    source: {SLUG}\n")
+    _, slugs, diags = _load(
+        f"schemaVersion: '{version}'\ncommunity:\n  - issuer: {GH}\n    source: {SLUG}\n"
+    )
     assert diags == [] and [s.source for s in slugs] == [SLUG]
 
 
@@ -220,7 +232,11 @@ def test_entries_of_every_class_are_read_in_order_with_their_names() -> None:
     rules, slugs, diags = _load(body)
     assert diags == []
     assert [(r.label, r.klass, r.identity_pattern) for r in rules] == [
-        (f"firstParty pattern ^{WF_RE}@refs/heads/main$", SignerClass.FIRST_PARTY, f"^{WF_RE}@refs/heads/main$")
+        (
+            f"firstParty pattern ^{WF_RE}@refs/heads/main$",
+            SignerClass.FIRST_PARTY,
+            f"^{WF_RE}@refs/heads/main$",
+        )
     ]
     assert [(s.label, s.klass, s.source) for s in slugs] == [
         ("P", SignerClass.PARTNER, SLUG),
@@ -261,7 +277,13 @@ def test_read_allowlist(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- one policy of both files
 
 
-def _rule(label: str, klass: SignerClass, identity: str | None = None, pattern: str | None = None, issuer: str = GH) -> SignerRule:
+def _rule(
+    label: str,
+    klass: SignerClass,
+    identity: str | None = None,
+    pattern: str | None = None,
+    issuer: str = GH,
+) -> SignerRule:
     return SignerRule(label, klass, issuer, identity, pattern)
 
 
@@ -320,7 +342,11 @@ def test_the_combined_policy_matches_and_refuses_signers_classified_two_ways() -
     found = policy.match(identity, GH, "public-good")
     assert found is not None and found.label == "s" and found.identity == identity
     assert policy.match(identity, GH, "demo", demo=True) is None  # demo: no unbound entry
-    other = AllowlistPolicy(rules=(), slugs=(SlugRule("s", SignerClass.COMMUNITY, GH, slug.source),), patterns=(pattern,))
+    other = AllowlistPolicy(
+        rules=(),
+        slugs=(SlugRule("s", SignerClass.COMMUNITY, GH, slug.source),),
+        patterns=(pattern,),
+    )
     assert other.match(identity, GH, "public-good") is None  # two classes: nobody
     assert policy.match(identity, "https://gitlab.com", "public-good") is None
     assert AllowlistPolicy(rules=()).describe() == "nobody (no signer in the policy applies)"

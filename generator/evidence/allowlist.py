@@ -250,7 +250,9 @@ class _Builder:
         if pattern is None:
             return False
         if not isinstance(pattern, str):  # a list or a mapping: the entry's shape is wrong
-            self.diag(f"{at}.identityPattern", "identityPattern must be a string", "allowlist.schema")
+            self.diag(
+                f"{at}.identityPattern", "identityPattern must be a string", "allowlist.schema"
+            )
             return True
         problem = upstream_pattern_problem(pattern) or pattern_problem(pattern)
         if problem is not None:

@@ -140,11 +140,12 @@ def _raw_items(doc: Any) -> Iterator[tuple[str, str]]:
 
 
 def _signed_by(cert: x509.Certificate, key: ec.EllipticCurvePublicKey) -> bool:
-    algorithm = cert.signature_hash_algorithm
-    if algorithm is None:
-        return False
+    """Whether `key` signed `cert` (False for a certificate signed any other way: an Ed25519
+    certificate has no hash algorithm, and ECDSA(None) is refused inside the `try`)."""
     try:
-        key.verify(cert.signature, cert.tbs_certificate_bytes, ec.ECDSA(algorithm))
+        key.verify(
+            cert.signature, cert.tbs_certificate_bytes, ec.ECDSA(cert.signature_hash_algorithm)
+        )  # type: ignore[arg-type]
     except (InvalidSignature, ValueError, TypeError, UnsupportedAlgorithm):
         return False
     return True

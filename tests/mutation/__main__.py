@@ -148,7 +148,7 @@ def make_copy(base: Path, name: str) -> Path:
     repo = root / "repo"
     for rel in _tree_files():
         src = REPO / rel
-        if not src.is_file() or src.is_symlink() and not src.exists():
+        if not (src.is_file() or src.is_symlink()):
             continue
         dst = repo / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -164,7 +164,9 @@ def make_copy(base: Path, name: str) -> Path:
 
 def _env(repo: Path) -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(repo) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = str(repo) + (
+        os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
+    )
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # a mutant never leaves a stale .pyc behind
     env.pop("PYTEST_ADDOPTS", None)
     return env
@@ -303,9 +305,20 @@ def table(outcomes: Sequence[Outcome]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.mutation", description=__doc__.split("\n")[0])
-    parser.add_argument("--modules", default=os.environ.get("MODULES", ""), help="paths or stems, comma-separated (default: all of modules.toml)")
-    parser.add_argument("--jobs", type=int, default=int(os.environ.get("JOBS", "1") or 1), help="mutants run at once, each in its own copy (default 1)")
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.mutation", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--modules",
+        default=os.environ.get("MODULES", ""),
+        help="paths or stems, comma-separated (default: all of modules.toml)",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=int(os.environ.get("JOBS", "1") or 1),
+        help="mutants run at once, each in its own copy (default 1)",
+    )
     parser.add_argument("--threshold", type=float, default=98.0, help="minimum score in percent")
     parser.add_argument("--list", action="store_true", help="print the mutants' names and exit")
     args = parser.parse_args(argv)
@@ -343,7 +356,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for cfg in present:
             o = mutate_module(cfg, repos, equivalent)
             outcomes.append(o)
-            print(f"{o.module}: {o.total} mutants, score {o.score:.1f} % ({o.seconds:.0f} s)", flush=True)
+            print(
+                f"{o.module}: {o.total} mutants, score {o.score:.1f} % ({o.seconds:.0f} s)",
+                flush=True,
+            )
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
