@@ -140,12 +140,11 @@ def _raw_items(doc: Any) -> Iterator[tuple[str, str]]:
 
 
 def _signed_by(cert: x509.Certificate, key: ec.EllipticCurvePublicKey) -> bool:
-    """Whether `key` signed `cert` (False for a certificate signed any other way: an Ed25519
-    certificate has no hash algorithm, and ECDSA(None) is refused inside the `try`)."""
+    """Whether `key` signed `cert`. A certificate signed without a hash (Ed25519) has no
+    `signature_hash_algorithm`: `ECDSA(None)` fails inside the `try`, so it is False too."""
+    algorithm: Any = cert.signature_hash_algorithm
     try:
-        key.verify(
-            cert.signature, cert.tbs_certificate_bytes, ec.ECDSA(cert.signature_hash_algorithm)
-        )  # type: ignore[arg-type]
+        key.verify(cert.signature, cert.tbs_certificate_bytes, ec.ECDSA(algorithm))
     except (InvalidSignature, ValueError, TypeError, UnsupportedAlgorithm):
         return False
     return True
