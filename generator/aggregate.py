@@ -361,7 +361,6 @@ _RUN_COLUMNS = [
     "statement_digest",
     "predicate_type",
     "reasons",
-    "zero_targets",
     "trust_root",
     "logged",
 ]
@@ -380,9 +379,6 @@ def _run_row(i: int, e: Evidence) -> tuple[Any, ...]:
         signer = label = klass = ""
         verified, stale, cls, message = False, False, str(e.klass), e.message
         sample = bool(st.sample) if st else False
-    zero = False
-    if st is not None and st.predicate_type == SCALE_QUALIFICATION_V1:
-        zero = any(c.targets == 0 and c.status == "passed" for cs in st.phases.values() for c in cs)
     head = (i, e.path, verified, stale, cls, message, sample, signer, label, klass)
     who = (e.signer_identity or "", e.signer_issuer or "")
     statement_digest = (e.statement_digest or "") if isinstance(e, VerifiedEvidence) else ""
@@ -405,7 +401,7 @@ def _run_row(i: int, e: Evidence) -> tuple[Any, ...]:
             tuple(st.reasons),
         )
     logged = e.integrated_time if isinstance(e, VerifiedEvidence) else None
-    return (*head, *who, *what, zero, e.trust_root or "", logged)
+    return (*head, *who, *what, e.trust_root or "", logged)
 
 
 def _run_rows(evidence: Sequence[Evidence]) -> pd.DataFrame:
@@ -414,7 +410,7 @@ def _run_rows(evidence: Sequence[Evidence]) -> pd.DataFrame:
     frame["logged"] = frame["logged"].astype("float64")  # seconds since the epoch; NaN: none
     if rows:
         return frame
-    types: dict[str, Any] = {c: bool for c in ("verified", "stale_flag", "sample", "zero_targets")}
+    types: dict[str, Any] = {c: bool for c in ("verified", "stale_flag", "sample")}
     types |= {c: "int64" for c in ("idx", "lane_nodes", "observed_nodes")}
     types |= {"logged": "float64"}
     types |= {c: str for c in _RUN_COLUMNS if c not in types and c != "reasons"}

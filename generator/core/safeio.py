@@ -314,9 +314,7 @@ def diagnostic(rel: str, refusal: Refusal) -> Diagnostic:
     return Diagnostic(rel, 0, 0, "$", refusal.message, rule)
 
 
-def scan_tree(
-    root: Path, *, where: str = "the catalog", suffixes: tuple[str, ...] = ()
-) -> list[tuple[str, Refusal]]:
+def scan_tree(root: Path, *, where: str = "the catalog") -> list[tuple[str, Refusal]]:
     """(relative path, refusal) for every file under `root` that `read` would refuse: what a
     build that reads the whole tree stops at. Directories are not followed through links."""
     out: list[tuple[str, Refusal]] = []
@@ -324,8 +322,6 @@ def scan_tree(
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         for name in sorted(filenames):
-            if suffixes and not name.endswith(suffixes):
-                continue
             path = os.path.join(dirpath, name)
             try:
                 check(path, where=where, limit=cap_for(name), real_root=real_root)

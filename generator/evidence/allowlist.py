@@ -250,11 +250,12 @@ class _Builder:
     def _pattern_bad(self, pattern: Any, at: str) -> bool:
         if pattern is None:
             return False
-        problem = (
-            "identityPattern must be a string"
-            if not isinstance(pattern, str)
-            else upstream_pattern_problem(pattern) or pattern_problem(pattern)
-        )
+        if not isinstance(pattern, str):  # a list or a mapping: the entry's shape is wrong
+            self.diag(
+                f"{at}.identityPattern", "identityPattern must be a string", "allowlist.schema"
+            )
+            return True
+        problem = upstream_pattern_problem(pattern) or pattern_problem(pattern)
         if problem is not None:
             self.diag(f"{at}.identityPattern", problem, "allowlist.over-broad")
         return problem is not None

@@ -140,9 +140,9 @@ def _raw_items(doc: Any) -> Iterator[tuple[str, str]]:
 
 
 def _signed_by(cert: x509.Certificate, key: ec.EllipticCurvePublicKey) -> bool:
-    algorithm = cert.signature_hash_algorithm
-    if algorithm is None:
-        return False
+    """Whether `key` signed `cert`. A certificate signed without a hash (Ed25519) has no
+    `signature_hash_algorithm`: `ECDSA(None)` fails inside the `try`, so it is False too."""
+    algorithm: Any = cert.signature_hash_algorithm
     try:
         key.verify(cert.signature, cert.tbs_certificate_bytes, ec.ECDSA(algorithm))
     except (InvalidSignature, ValueError, TypeError, UnsupportedAlgorithm):

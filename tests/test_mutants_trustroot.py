@@ -1,0 +1,130 @@
+"""The demo-root check's pieces that no other test pins down (issue 32, `make mutation`).
+
+`generator/evidence/trustroot.py` recognises the demo root by what it holds. Each test fails on
+a mutant of that module that the rest of the suite let through: a certificate signed without a
+hash algorithm (Ed25519) or by another key is not demo material, every section of a
+trusted_root.json is searched and malformed entries are skipped, not fatal.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+from cryptography.x509.oid import NameOID
+
+from generator.evidence import testroot
+from generator.evidence import trustroot as tr
+
+NAME = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "t")])
+
+
+def _builder(public_key: object) -> x509.CertificateBuilder:
+    return (
+        x509.CertificateBuilder()
+        .subject_name(NAME)
+        .issuer_name(NAME)
+        .public_key(public_key)  # type: ignore[arg-type]
+        .serial_number(1)
+        .not_valid_before(datetime(2026, 1, 1, tzinfo=UTC))
+        .not_valid_after(datetime(2027, 1, 1, tzinfo=UTC))
+    )
+
+
+def _demo() -> testroot.Authority:
+    return testroot.make_authority("aicr-demo", tr.DEMO_SEED)
+
+
+def _b64(der: bytes) -> str:
+    return base64.b64encode(der).decode()
+
+
+def test_signed_by_is_false_for_an_ed25519_certificate_and_for_another_key() -> None:
+    ed = ed25519.Ed25519PrivateKey.from_private_bytes(b"\x01" * 32)
+    ed_cert = _builder(ed.public_key()).sign(ed, None)
+    assert ed_cert.signature_hash_algorithm is None
+    assert not any(tr._signed_by(ed_cert, k) for k in tr.demo_public_keys())
+    other = ec.derive_private_key(5, ec.SECP256R1())
+    demo = _demo()
+    by_demo = _builder(other.public_key()).sign(demo.ca_key, hashes.SHA256())
+    by_other = _builder(other.public_key()).sign(other, hashes.SHA256())
+    assert tr._signed_by(by_demo, demo.ca_key.public_key())
+    assert not tr._signed_by(by_other, demo.ca_key.public_key())
+    assert not tr._signed_by(by_demo, other.public_key())
+
+
+def _root_with(section: str, item: dict[str, object]) -> bytes:
+    if section in ("certificateAuthorities", "timestampAuthorities"):
+        return json.dumps({section: [{"certChain": {"certificates": [item]}}]}).encode()
+    return json.dumps({section: [{"publicKey": item}]}).encode()
+
+
+@pytest.mark.parametrize("section", ["certificateAuthorities", "timestampAuthorities"])
+def test_a_demo_certificate_in_either_authority_section_is_found(section: str) -> None:
+    demo = _demo()
+    der = demo.ca_cert.public_bytes(serialization.Encoding.DER)
+    assert tr.holds_demo_material(_root_with(section, {"rawBytes": _b64(der)}))
+    other = ec.derive_private_key(5, ec.SECP256R1())
+    issued = _builder(other.public_key()).sign(demo.ct_key, hashes.SHA256())
+    der = issued.public_bytes(serialization.Encoding.DER)
+    assert tr.holds_demo_material(_root_with(section, {"rawBytes": _b64(der)}))
+    plain = _builder(other.public_key()).sign(other, hashes.SHA256())
+    der = plain.public_bytes(serialization.Encoding.DER)
+    assert not tr.holds_demo_material(_root_with(section, {"rawBytes": _b64(der)}))
+
+
+@pytest.mark.parametrize("section", ["tlogs", "ctlogs"])
+def test_a_demo_key_in_either_log_section_is_found(section: str) -> None:
+    demo = _demo()
+    for key in (demo.rekor_key, demo.ct_key, demo.ca_key):
+        der = key.public_key().public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+        assert tr.holds_demo_material(_root_with(section, {"rawBytes": _b64(der)}))
+    other = ec.derive_private_key(5, ec.SECP256R1()).public_key()
+    der = other.public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    assert not tr.holds_demo_material(_root_with(section, {"rawBytes": _b64(der)}))
+
+
+def test_malformed_entries_are_skipped_and_the_search_goes_on() -> None:
+    demo = _demo()
+    good = _b64(
+        demo.rekor_key.public_key().public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    doc = {
+        "certificateAuthorities": [
+            "not a mapping",
+            {"certChain": "not a mapping"},
+            {"certChain": {"certificates": ["x", {"rawBytes": 5}, {"rawBytes": "!!notb64"}]}},
+            {"certChain": {"certificates": [{"rawBytes": _b64(b"not DER")}]}},
+        ],
+        "tlogs": [
+            "x",
+            {"publicKey": "x"},
+            {"publicKey": {"rawBytes": _b64(b"not a key")}},
+            {"publicKey": {"rawBytes": good}},
+        ],
+    }
+    assert tr.holds_demo_material(json.dumps(doc).encode())
+    doc["tlogs"] = doc["tlogs"][:-1]
+    assert not tr.holds_demo_material(json.dumps(doc).encode())
+    for raw in (b"not json", b"[]", b"null", b'{"tlogs": null}'):
+        assert not tr.holds_demo_material(raw)
+
+
+def test_trust_root_paths() -> None:
+    assert tr.trust_root_path("public-good") == (
+        tr.PROJECT_CATALOG / "trust" / "public-good" / "trusted_root.json"
+    )
+    assert str(tr.trust_root_path("demo")).endswith("trust/demo/trusted_root.json")
+    assert str(tr.trust_root_path("x/y.json")) == "x/y.json"
+    assert tr.root_name("ab" * 32) == "sha256:" + "ab" * 8
