@@ -22,6 +22,7 @@ from packaging.version import InvalidVersion, Version
 
 from generator.catalog.criteria import KNOWN_CRITERIA, normalise
 from generator.catalog.resolve import chain, check_resolves, resolve
+from generator.catalog.rules import rules_of
 from generator.core import names
 from generator.core.errors import (
     Diagnostic,
@@ -190,6 +191,11 @@ def _ref_registered(catalog: Catalog, ov: Overlay, ref: ComponentRef) -> Iterato
 
 
 def _ref_pinned(catalog: Catalog, ov: Overlay, ref: ComponentRef) -> Iterator[Diagnostic]:
+    """A Helm chart needs a version: its own, or (August 2026 rules, upstream PR #1821) the
+    registry's defaultVersion, which resolution then gives it."""
+    reg = catalog.registry.components.get(ref.name)
+    if rules_of(catalog).registry_versions and reg is not None and reg.version:
+        return
     if (ref.type or "Helm") == "Helm" and ref.source and not ref.version:
         yield _d(
             ov,

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from generator.catalog import rules as upstream_rules
 from generator.catalog import schemas
 from generator.catalog.manifests import check_manifest
 from generator.core import safeio
@@ -30,12 +31,14 @@ from generator.core.records import (
     WILDCARD,
     Catalog,
     ComponentRef,
+    ConfigProfile,
     Constraint,
     Criteria,
     Document,
     ManifestFile,
     Overlay,
     OwnedValue,
+    ProfileValue,
     Registry,
     RegistryComponent,
     ScaleProfile,
@@ -208,6 +211,33 @@ def _overlay_from(doc: Document) -> Overlay:
         has_criteria=isinstance(raw_criteria, dict),
         upstream_specificity=_upstream_specificity(raw_criteria),
         nodes=_nodes(raw_criteria),
+        profile=_config_profile(spec.get("profile"), name),
+    )
+
+
+def _config_profile(raw: Any, overlay: str) -> ConfigProfile | None:
+    """Upstream's `spec.profile` (ADR-015), its values in the order written."""
+    if not isinstance(raw, dict):
+        return None
+    values: dict[str, ProfileValue] = {}
+    for value_name, frag in (raw.get("values") or {}).items():
+        frag = frag or {}
+        values[str(value_name)] = ProfileValue(
+            name=str(value_name),
+            component_refs=tuple(
+                (str(r["name"]), dict(r.get("overrides") or {}))
+                for r in frag.get("componentRefs") or ()
+            ),
+            constraints=_constraints(frag.get("constraints")),
+            readiness_constraints=_constraints(frag.get("readinessConstraints")),
+            advertiser=frag.get("advertiser") or None,
+        )
+    return ConfigProfile(
+        name=str(raw["name"]),
+        description=str(raw.get("description") or "").strip(),
+        default=str(raw["default"]),
+        values=values,
+        declared_in=overlay,
     )
 
 
@@ -233,6 +263,7 @@ def _registry_from(doc: Document) -> Registry:
                 or None,
                 kind=kind,
                 json_path=f"$.components[{i}]",
+                health_check_file=(c.get("healthCheck") or {}).get("assertFile") or None,
             ),
         )
     return Registry(components=comps, doc=doc)
@@ -310,11 +341,12 @@ def _kind_doc(
     return doc
 
 
-def load_catalog(root: Path) -> tuple[Catalog, tuple[Diagnostic, ...]]:
+def load_catalog(root: Path, rules: str | None = None) -> tuple[Catalog, tuple[Diagnostic, ...]]:
     """Read the catalog at `root`. Returns the catalog (what could be loaded) and every load problem.
 
     The stage's entry: each kind of file is read by its own step below, in this order, every
-    problem appended to one list."""
+    problem appended to one list. `rules` names the upstream rules to read it under
+    (`generator.catalog.rules`); by default its overlays' apiVersions say."""
     root = Path(root)
     if not root.is_dir():
         raise LoadError(
@@ -352,6 +384,11 @@ def load_catalog(root: Path) -> tuple[Catalog, tuple[Diagnostic, ...]]:
             )
             if not present
         ),
+        rules=(
+            upstream_rules.rules_named(rules)
+            if rules
+            else upstream_rules.detect(o.api_version for o in overlays.values())
+        ).name,
     )
     return catalog, tuple(diags)
 

@@ -26,18 +26,27 @@ import copy
 import difflib
 import heapq
 import itertools
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from generator.catalog.criteria import check_known
+from generator.catalog.rules import DEFAULT_RULES, UpstreamRules, rules_of
 from generator.core.canonical import check_canonical, sha256_digest
-from generator.core.errors import DependencyCycleError, Diagnostic, ResolveError, ScaleError
+from generator.core.errors import (
+    DependencyCycleError,
+    Diagnostic,
+    ResolveError,
+    ScaleError,
+    UsageError,
+)
 from generator.core.records import (
     DEFAULT_PROFILE,
     DIMENSIONS,
     Catalog,
     ComponentRef,
+    ConfigProfile,
     Constraint,
     Criteria,
     Overlay,
@@ -46,6 +55,7 @@ from generator.core.records import (
     RecipeResult,
     ResolvedComponent,
     ScaleProfile,
+    SelectedProfile,
 )
 
 API_VERSION = "aicr.run/v1"
@@ -141,13 +151,14 @@ def _matching(catalog: Catalog, query: Criteria) -> list[Overlay]:
     is the wildcard or the query's value, looked up by criteria (at most 2**5 of them) rather
     than by comparing the query with every overlay. Upstream never matches an overlay without
     criteria, nor one stating `criteria.nodes` (queries here carry no node count)."""
+    nodes_select = rules_of(catalog).nodes_select  # August 2026: nodes is metadata only
     index = _criteria_index(catalog.overlays)
     options = [(None,) if q is None else (None, q) for _, q in query.items()]
     found = [hit for key in itertools.product(*options) for hit in index.get(key, ())]
     return [
         o
         for _, o in sorted(found, key=lambda hit: hit[0])
-        if o.has_criteria and not o.nodes and o.name != "base"
+        if o.has_criteria and (not o.nodes or not nodes_select) and o.name != "base"
     ]
 
 
@@ -218,6 +229,8 @@ class _Acc:
     validation: dict[str, dict[str, Any]] = field(default_factory=dict)
     # (component, dependency) -> (file, JSON path) of the dependencyRefs entry that first declared it
     dep_origin: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    # the upstream rules merged under (generator.catalog.rules)
+    rules: UpstreamRules = DEFAULT_RULES
 
     def add_ref(self, ref: ComponentRef, rel: str) -> None:
         """Merge one componentRefs entry as upstream's `mergeComponentRef` does."""
@@ -243,8 +256,7 @@ class _Acc:
             overrides=overrides,
             manifest_files=_union(prev.manifest_files, ref.manifest_files),
             pre_manifest_files=_union(prev.pre_manifest_files, ref.pre_manifest_files),
-            # upstream: a non-empty list replaces the earlier one
-            dependency_refs=ref.dependency_refs or prev.dependency_refs,
+            dependency_refs=_merged_dependencies(self.rules, prev, ref),
             enabled=ref.enabled if ref.enabled is not None else prev.enabled,
             json_path=ref.json_path,
         )
@@ -255,8 +267,51 @@ class _Acc:
         for ref in overlay.component_refs:
             self.add_ref(ref, overlay.doc.rel)
         for phase, raw in overlay.validation.items():
-            # upstream: a phase an overlay states replaces the earlier one whole
-            self.validation[phase] = copy.deepcopy(dict(raw))
+            if self.rules.validation_merge == "field" and phase in self.validation:
+                self.validation[phase] = merge_phase(self.validation[phase], raw)
+            else:  # v0.11.1: a phase an overlay states replaces the earlier one whole
+                self.validation[phase] = copy.deepcopy(dict(raw))
+
+
+def _merged_dependencies(
+    rules: UpstreamRules, prev: ComponentRef, ref: ComponentRef
+) -> tuple[str, ...]:
+    """v0.11.1: a non-empty list replaces the earlier one; August 2026: added to it (the
+    earlier entries first, no duplicates)."""
+    if rules.dependency_refs == "append":
+        return _union(prev.dependency_refs, ref.dependency_refs)
+    return ref.dependency_refs or prev.dependency_refs
+
+
+def merge_phase(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """A validation phase merged field by field (upstream's August 2026 rule): `checks` and
+    `constraints` absent inherit, an explicit empty list clears, else they are added to the
+    inherited ones (constraints by name, the later value winning in place); `nodeSelection`
+    replaces when given; other fields (`timeout`, `infrastructure`): the later non-empty one."""
+    out: dict[str, Any] = copy.deepcopy(dict(base))
+    for key, value in over.items():
+        if key in ("checks", "constraints") and isinstance(value, list):
+            earlier = out.get(key) or []
+            if not value:
+                out[key] = []
+            elif key == "checks":
+                out[key] = list(_union(earlier, value))
+            else:
+                by_name = {c.get("name"): c for c in earlier if isinstance(c, Mapping)}
+                merged = [by_name.get(c.get("name"), c) for c in earlier if isinstance(c, Mapping)]
+                names = [c.get("name") for c in merged]
+                for c in value:
+                    if c.get("name") in names:
+                        merged[names.index(c.get("name"))] = copy.deepcopy(c)
+                    else:
+                        merged.append(copy.deepcopy(c))
+                        names.append(c.get("name"))
+                out[key] = merged
+        elif key == "nodeSelection" and value is not None:
+            out[key] = copy.deepcopy(value)
+        elif value not in (None, ""):
+            out[key] = copy.deepcopy(value)
+    return out
 
 
 # ---------------------------------------------------------------- dotted paths
@@ -522,13 +577,166 @@ def enabled_override(o: Override) -> bool | None:
     return _BOOL_TEXT[text]
 
 
-def ref_enabled(ref: ComponentRef) -> bool:
+def ref_enabled(ref: ComponentRef, keys: Sequence[str] = ("enabled",)) -> bool:
     """upstream's `ComponentRef.IsEnabled`: `overrides.enabled: false` disables a component (a
-    non-boolean value leaves it enabled); this project's `enabled: false` field does too."""
+    non-boolean value leaves it enabled), and under August 2026's rules `overrides.install:
+    false` too (`UpstreamRules.enabled_keys`); this project's `enabled: false` field does too."""
     if ref.enabled is False:
         return False
-    flag = (ref.overrides or {}).get("enabled", True)
-    return flag is not False
+    return all((ref.overrides or {}).get(k, True) is not False for k in keys)
+
+
+# ---------------------------------------------------------------- configuration profiles (ADR-015)
+
+_PROFILE_IDENT = re.compile(r"[A-Za-z0-9._-]+")
+
+
+def _usage(message: str, where: str, rule: str) -> UsageError:
+    return UsageError(message, [Diagnostic(where, 0, 0, "$", message, rule)])
+
+
+def parse_choice(raw: str) -> tuple[str, str]:
+    """`--profile name=value` in upstream's exact form (one `=`, no spaces, `[A-Za-z0-9._-]+`)."""
+    name, sep, value = raw.partition("=")
+    if raw.strip() != raw or not sep or "=" in value:
+        raise _usage("--profile takes the exact form name=value", "--profile", "profile.form")
+    if not (_PROFILE_IDENT.fullmatch(name) and _PROFILE_IDENT.fullmatch(value)):
+        msg = "--profile name and value must match [A-Za-z0-9._-]+"
+        raise _usage(msg, "--profile", "profile.form")
+    return name, value
+
+
+def declared_profile(applied: Sequence[Overlay]) -> ConfigProfile | None:
+    """The configuration profile of the applied overlays: the last applied overlay that
+    declares one (every AKS and GKE-COS leaf inherits its service overlay's declaration)."""
+    found = [o.profile for o in applied if o.profile is not None and o.name != "base"]
+    return found[-1] if found else None
+
+
+def apply_config_profile(
+    acc: _Acc, applied: Sequence[Overlay], choice: str | None
+) -> SelectedProfile | None:
+    """Upstream's `applyEffectiveProfile`, after the overlays and mixins are merged: the chosen
+    value (or the default) has its overrides deep-merged into the components' overrides, its
+    constraints joined by name, its readiness constraints added to the readiness phase. Every
+    component it names must be in the recipe and enabled. A choice without a declaration, or
+    naming another profile or an undeclared value, is an invalid request (exit 2)."""
+    decl = declared_profile(applied) if acc.rules.profiles else None
+    picked = parse_choice(choice) if choice is not None else None
+    if decl is None:
+        if picked is not None:
+            why = "" if acc.rules.profiles else f" (the tree is read under {acc.rules.name} rules)"
+            msg = f"profile '{picked[0]}' was selected, but the recipe declares no profile{why}"
+            raise _usage(msg, "--profile", "profile.none")
+        return None
+    value_name = decl.default
+    if picked is not None:
+        if picked[0] != decl.name:
+            msg = f"the recipe declares profile '{decl.name}', not '{picked[0]}'"
+            raise _usage(msg, "--profile", "profile.name")
+        value_name = picked[1]
+    value = decl.values.get(value_name)
+    if value is None:
+        msg = (
+            f"profile '{decl.name}' has no value '{value_name}'; valid values: "
+            f"{', '.join(sorted(decl.values))}"
+        )
+        raise _usage(msg, "--profile", "profile.value")
+    owned = decl.owned_paths()
+    keys = acc.rules.enabled_keys
+    for comp in owned:
+        ref = acc.refs.get(comp)
+        if ref is None or not ref_enabled(ref, keys):
+            raise ResolveError(
+                f"profile '{decl.name}' (overlay {decl.declared_in}) names component '{comp}', "
+                "which is not enabled in the recipe"
+            )
+    for c in value.constraints:
+        acc.constraints[c.name] = c
+    if value.readiness_constraints:
+        phase = dict(acc.validation.get("readiness") or {})
+        phase["constraints"] = [
+            *(phase.get("constraints") or []),
+            *(_constraint_json(c) for c in value.readiness_constraints),
+        ]
+        acc.validation["readiness"] = phase
+    for comp, frag in value.component_refs:
+        ref = acc.refs[comp]
+        acc.refs[comp] = replace(ref, overrides=deep_merge(ref.overrides or {}, frag))
+    return SelectedProfile(
+        name=decl.name, value=value_name, owned_paths=owned, advertiser=value.advertiser
+    )
+
+
+# ---------------------------------------------------------------- coverage (August 2026 rules)
+
+_COVERAGE_ORDER = ("service", "accelerator", "intent", "os", "platform")
+
+
+def _criteria_text(c: Criteria) -> str:
+    stated = [f"{d}={c.get(d)}" for d in _COVERAGE_ORDER if c.get(d) is not None]
+    return f"criteria({', '.join(stated)})"
+
+
+def _completion(query: Criteria, overlay: Overlay, dim: str, want: str) -> dict[str, str] | None:
+    """What else a query must state for `overlay` to provide `dim=want` (None: it cannot)."""
+    if overlay.criteria.get(dim) != want:
+        return None
+    extra: dict[str, str] = {}
+    for d in _COVERAGE_ORDER:
+        have = overlay.criteria.get(d)
+        if d == dim or have is None:
+            continue
+        if query.get(d) is not None:
+            if query.get(d) != have:
+                return None
+        else:
+            extra[d] = have
+    return extra
+
+
+def _tuple_text(t: Mapping[str, str]) -> str:
+    return ", ".join(f"{d}={t[d]}" for d in _COVERAGE_ORDER if d in t)
+
+
+def coverage_refusal(
+    catalog: Catalog, criteria: Criteria, applied: Sequence[Overlay]
+) -> UsageError:
+    """The invalid request upstream (August 2026) answers when a stated dimension is stated by
+    no applied overlay: per dimension, the minimal further criteria under which an overlay
+    would provide it, or that no recipe provides it."""
+    clauses = []
+    stated = _criteria_text(criteria)
+    for dim in _COVERAGE_ORDER:
+        want = criteria.get(dim)
+        if want is None or any(o.criteria.get(dim) == want for o in applied):
+            continue
+        found = {
+            _tuple_text(t): t
+            for o in catalog.overlays.values()
+            if o.has_criteria
+            for t in [_completion(criteria, o, dim, want)]
+            if t
+        }
+        minimal = [
+            t
+            for t in found.values()
+            if not any(len(u) < len(t) and u.items() <= t.items() for u in found.values())
+        ]
+        minimal.sort(key=lambda t: (len(t), _tuple_text(t)))
+        if not minimal:
+            clauses.append(f"no recipe provides {dim} '{want}' for {stated}")
+        elif all(len(t) == 1 for t in minimal) and len({next(iter(t)) for t in minimal}) == 1:
+            key = next(iter(minimal[0]))
+            valid = ", ".join(sorted(t[key] for t in minimal))
+            clauses.append(f"{dim} '{want}' for {stated} requires {key} (valid: {valid})")
+        else:
+            combos = ", ".join(f"({_tuple_text(t)})" for t in minimal)
+            clauses.append(
+                f"{dim} '{want}' requires additional criteria; supported combinations: {combos}"
+            )
+    message = "; ".join(clauses)
+    return UsageError(message, [Diagnostic("criteria", 0, 0, "$", message, "criteria.uncovered")])
 
 
 def resolve(
@@ -538,10 +746,13 @@ def resolve(
     profile: str = DEFAULT_PROFILE,
     overrides: Sequence[Override] = (),
     nodes: int | None = None,
+    choice: str | None = None,
 ) -> RecipeResult:
     """Resolve a leaf name or criteria into a concrete recipe. Raises ResolveError / ScaleError,
-    and UsageError for a criteria value no set knows (exit 2, as upstream's invalid request)."""
-    return _resolve(catalog, query, profile, overrides, nodes, digest=True)
+    and UsageError for a criteria value no set knows (exit 2, as upstream's invalid request).
+    `choice` is upstream's configuration profile selection `name=value` (`--profile`); without
+    it the declared profile's default applies."""
+    return _resolve(catalog, query, profile, overrides, nodes, digest=True, choice=choice)
 
 
 def check_resolves(
@@ -569,6 +780,7 @@ def _resolve(
     nodes: int | None,
     *,
     digest: bool,
+    choice: str | None = None,
 ) -> RecipeResult:
     """The resolution, step by step; each step raises what the query or the catalog breaks, in
     this order: the query, the overlays, the mixins, the profile, the overrides, the values, the
@@ -576,9 +788,11 @@ def _resolve(
     criteria, wanted = _query_of(catalog, query)
     applied, name, notes = _applied(catalog, criteria, wanted)
     acc, mixin_names = _accumulate(catalog, applied, name)
+    selected = apply_config_profile(acc, applied, choice)
     scale = select_profile(catalog, profile, criteria, nodes)
     wanted_state, value_overrides = _split_overrides(catalog, acc, overrides, name)
-    refs = {n: r for n, r in acc.refs.items() if wanted_state.get(n, ref_enabled(r))}
+    keys = acc.rules.enabled_keys
+    refs = {n: r for n, r in acc.refs.items() if wanted_state.get(n, ref_enabled(r, keys))}
     disabled = {n for n in acc.refs if n not in refs}
     values, used_files = _values(catalog, refs, scale, value_overrides, disabled, name)
     order, deps, depth = _order(catalog, acc, refs, name)
@@ -605,6 +819,7 @@ def _resolve(
         },
         disabled=tuple(sorted(disabled)),
         notes=notes,
+        selected_profile=selected,
     )
     if not digest:
         check_canonical(_document(result, with_digest=False))  # what the digest would raise
@@ -624,6 +839,8 @@ def _applied(
         )
     notes: list[str] = []
     missing_dims = _unhonoured(criteria, applied)
+    if missing_dims and wanted is None and rules_of(catalog).coverage_refusal:
+        raise coverage_refusal(catalog, criteria, applied)
     if missing_dims:
         # upstream answers with the overlays that match; it does not refuse the query
         options = _completions(catalog, criteria)
@@ -645,7 +862,7 @@ def _accumulate(
     catalog: Catalog, applied: Sequence[Overlay], name: str
 ) -> tuple[_Acc, tuple[str, ...]]:
     """The applied overlays merged in order, then their mixins; and the mixins' names."""
-    acc = _Acc()
+    acc = _Acc(rules=rules_of(catalog))
     for overlay in applied:
         acc.add(overlay)
     mixin_names = _union([], [m for o in applied for m in o.mixins])

@@ -14,6 +14,7 @@ import click
 
 from generator.catalog.criteria import normalise_criteria
 from generator.catalog.load import load_catalog
+from generator.catalog.rules import RULES
 from generator.core.errors import CatalogError, Severity, printable
 from generator.core.records import Catalog, Criteria
 
@@ -21,7 +22,28 @@ EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+RULES_META = "aicr_catalog.upstream_rules"
+
+
+def _remember_rules(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.meta[RULES_META] = value
+
+
 def catalog_option(f: F) -> F:
+    """--catalog PATH, and --upstream-rules (read by `open_catalog`, so every command that reads
+    a catalog takes it)."""
+    f = click.option(
+        "--upstream-rules",
+        type=click.Choice(sorted(RULES)),
+        default=None,
+        expose_value=False,
+        is_eager=True,
+        callback=_remember_rules,
+        help="The upstream AICR rules to read the tree under (docs/upstream-compatibility.md). "
+        "Default: what its overlays' apiVersions say (aicr.run/v1alpha2|v1alpha3: 2026-08; "
+        "otherwise v0.11.1).",
+    )(f)
     return click.option(
         "--catalog",
         "catalog_path",
@@ -30,6 +52,13 @@ def catalog_option(f: F) -> F:
         show_default=True,
         help="Recipe tree to read (this repository's catalog/, or any AICR recipes directory).",
     )(f)
+
+
+def stated_rules() -> str | None:
+    """The --upstream-rules of the running command, if given."""
+    ctx = click.get_current_context(silent=True)
+    found = ctx.meta.get(RULES_META) if ctx is not None else None
+    return str(found) if found is not None else None
 
 
 def criteria_options(f: F) -> F:
@@ -143,7 +172,7 @@ def open_catalog(path: Path) -> Catalog:
             f"catalog directory '{path}' not found; run from the repository root or pass --catalog PATH",
             EXIT_USAGE,
         )
-    catalog, diags = load_catalog(path)  # a CatalogError is reported by handles_errors
+    catalog, diags = load_catalog(path, stated_rules())  # a CatalogError: handles_errors
     errors = [d for d in diags if d.severity is Severity.ERROR]
     if errors:
         for d in errors:

@@ -36,6 +36,18 @@ def parse_overrides(sets: tuple[str, ...], set_files: tuple[str, ...]) -> tuple[
         fail(e.message, EXIT_USAGE)
 
 
+def config_profile_option(f: F) -> F:
+    return click.option(
+        "--profile",
+        "choice",
+        default=None,
+        metavar="NAME=VALUE",
+        help="Upstream AICR's configuration profile (ADR-015, trees read under 2026-08 rules): "
+        "the value of the profile the recipe declares (e.g. gpuStack=operator-managed); "
+        "without it the declared default applies. A user's choice, not a scale profile.",
+    )(f)
+
+
 def scale_options(f: F) -> F:
     f = click.option(
         "--nodes",
@@ -80,6 +92,7 @@ def _print_query(
     set_files: tuple[str, ...],
     catalog_path: Path,
     fmt: str,
+    choice: str | None = None,
 ) -> None:
     """`query`'s work: resolve `recipe` or `crit` and print the result in `fmt`."""
     if recipe and crit.specificity():
@@ -91,7 +104,9 @@ def _print_query(
         )
     catalog = open_catalog(catalog_path)
     overrides = parse_overrides(sets, set_files)
-    result = resolve(catalog, recipe or crit, profile=profile, overrides=overrides, nodes=nodes)
+    result = resolve(
+        catalog, recipe or crit, profile=profile, overrides=overrides, nodes=nodes, choice=choice
+    )
     for note in result.notes:
         click.echo(f"note: {note}", err=True)
     if fmt == "aicr":
@@ -109,6 +124,7 @@ def _query(name: str, help_text: str | None = None) -> click.Command:
     @click.option("--recipe", default=None, help="A leaf recipe name (instead of criteria).")
     @criteria_options
     @scale_options
+    @config_profile_option
     @override_options
     @catalog_option
     @click.option(
@@ -131,6 +147,7 @@ def _query(name: str, help_text: str | None = None) -> click.Command:
         platform: str | None,
         profile: str,
         nodes: int | None,
+        choice: str | None,
         sets: tuple[str, ...],
         set_files: tuple[str, ...],
         catalog_path: Path,
@@ -142,7 +159,8 @@ def _query(name: str, help_text: str | None = None) -> click.Command:
         wildcard matches only overlay wildcards. Values are case-insensitive and take upstream's
         aliases (--gpu for --accelerator, self-managed, al2023). A criterion no overlay states is
         answered as upstream answers it (from the overlays that match), with a note on stderr
-        listing the complete recipes for those criteria.
+        listing the complete recipes for those criteria; under upstream's 2026-08 rules it is
+        refused (exit 2), as upstream refuses it.
 
         Exit codes: 0 resolved, 1 no recipe / bad data / rejected override, 2 usage (an invalid
         criteria value included).
@@ -150,7 +168,7 @@ def _query(name: str, help_text: str | None = None) -> click.Command:
         crit = criteria_from(
             service=service, accelerator=accelerator, os=os, intent=intent, platform=platform
         )
-        _print_query(recipe, crit, profile, nodes, sets, set_files, catalog_path, fmt)
+        _print_query(recipe, crit, profile, nodes, sets, set_files, catalog_path, fmt, choice)
 
     return command
 

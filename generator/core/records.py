@@ -121,6 +121,63 @@ class Overlay:
     # upstream's `criteria.nodes` (0 = any): an overlay with nodes set matches only a query for
     # exactly that many nodes
     nodes: int = 0
+    # upstream's ADR-015 configuration profile (`spec.profile`, August 2026 rules), or None
+    profile: ConfigProfile | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileValue:
+    """One value of a configuration profile: the fragment applied when it is selected."""
+
+    name: str
+    # (component, overrides) in the order written; merged into the component's overrides
+    component_refs: tuple[tuple[str, Mapping[str, Any]], ...]
+    constraints: tuple[Constraint, ...]
+    readiness_constraints: tuple[Constraint, ...] = ()
+    advertiser: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigProfile:
+    """Upstream's configuration profile (`spec.profile`, ADR-015): a user's choice among named
+    values, each a fragment of overrides and constraints; `default` applies when none is chosen.
+    Not a scale profile: that one is this project's (scale-specific settings, owned values)."""
+
+    name: str
+    description: str
+    default: str
+    values: Mapping[str, ProfileValue]
+    declared_in: str  # the overlay that declares it
+
+    def owned_paths(self) -> dict[str, tuple[str, ...]]:
+        """component -> the dotted leaf paths any value assigns, plus `enabled`, sorted."""
+        owned: dict[str, set[str]] = {}
+        for value in self.values.values():
+            for comp, overrides in value.component_refs:
+                paths = owned.setdefault(comp, {"enabled"})
+                paths.update(_leaf_paths(overrides, ""))
+        return {c: tuple(sorted(p)) for c, p in sorted(owned.items())}
+
+
+def _leaf_paths(values: Mapping[str, Any], prefix: str) -> list[str]:
+    out: list[str] = []
+    for k, v in values.items():
+        path = f"{prefix}{k}"
+        if isinstance(v, Mapping) and v:
+            out.extend(_leaf_paths(v, f"{path}."))
+        else:
+            out.append(path)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class SelectedProfile:
+    """The configuration profile value a recipe was resolved with (`metadata.selectedProfile`)."""
+
+    name: str
+    value: str
+    owned_paths: Mapping[str, tuple[str, ...]]
+    advertiser: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +204,8 @@ class RegistryComponent:
     namespace: str | None
     kind: str  # "Helm" or "Kustomize"
     json_path: str = ""
+    # upstream's `healthCheck.assertFile` (August 2026): the text a RecipeResult carries inline
+    health_check_file: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +270,9 @@ class Catalog:
     # the project's own files this tree lacks (signers.yaml, scale/), replaced by built-in
     # defaults: an upstream AICR tree has none of them
     defaulted: tuple[str, ...] = ()
+    # the upstream rules the tree is read under (`generator.catalog.rules.RULES` key): detected
+    # from its overlays' apiVersions, or stated with --upstream-rules
+    rules: str = "v0.11.1"
 
     def leaves(self) -> tuple[str, ...]:
         """Overlay names that no other overlay uses as its base (excluding `base`, and overlays
@@ -277,6 +339,8 @@ class RecipeResult:
     disabled: tuple[str, ...] = ()
     # what the user should know about how the query was answered (not part of the digest)
     notes: tuple[str, ...] = ()
+    # the configuration profile value applied (upstream's ADR-015), None when none is declared
+    selected_profile: SelectedProfile | None = None
 
     def component(self, name: str) -> ResolvedComponent | None:
         for c in self.components:

@@ -1,0 +1,119 @@
+"""Which upstream AICR's rules a recipe tree is read under: one frozen record per upstream version.
+
+Upstream changed rules between its v0.11.1 release (March 2026) and its `main` at 9793720d
+(August 2026). A tree says which it was written for by its overlays' `apiVersion`s:
+`aicr.nvidia.com/v1alpha1` is v0.11.1's, `aicr.run/v1alpha2` and `aicr.run/v1alpha3` (ADR-015
+profiles) are August's. This project's own catalog (`aicr.run/v1beta1`) is read under v0.11.1's
+rules, which it was moved to (docs/upstream-compatibility.md). `--upstream-rules` states it.
+
+Every rule that differs between the two is a field of `UpstreamRules`; the code that applies a
+rule reads the field, never a version string (tests/test_upstream_rules.py checks that no module
+but this one names a version). docs/upstream-compatibility.md has the same table in prose.
+
+Entry: `RULES` (name -> record), `rules_of(catalog)`, `detect(api_versions)`, `rules_named(name)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Literal
+
+from generator.core.errors import Diagnostic, UsageError
+from generator.core.records import Catalog
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamRules:
+    """The rules of one upstream version, as this project applies them."""
+
+    name: str  # the `--upstream-rules` value
+    upstream: str  # the upstream version the rules were read from
+    # RecipeMetadata headers written under these rules (the detection keys)
+    overlay_api_versions: tuple[str, ...]
+    # merging overlays
+    dependency_refs: Literal["replace", "append"]  # a later non-empty list replaces / is added
+    validation_merge: Literal["phase", "field"]  # a stated phase replaces / merges field by field
+    # queries
+    coverage_refusal: bool  # a stated dimension no applied overlay states is refused (exit 2)
+    nodes_select: bool  # `criteria.nodes` takes part in matching (False: metadata only)
+    # components
+    enabled_keys: tuple[str, ...]  # `overrides.<key>: false` leaves a component out
+    # overlays
+    profiles: bool  # `spec.profile` (ADR-015) is read, `--profile name=value` selects
+    registry_versions: bool  # a Helm chart without a version takes the registry's defaultVersion
+    # the RecipeResult written (`query --format aicr`) and read (`bundle --recipe`)
+    recipe_api_version: str
+    profiled_api_version: str  # when a profile applies
+    recipe_api_versions_read: tuple[str, ...]
+    health_check_asserts: bool  # componentRefs carry the registry's health-check text inline
+    configuration_block: bool  # the RecipeResult has a `configuration` block
+    recipe_metadata_version: str | None  # `metadata.version` of the RecipeResult, None: absent
+
+
+V0_11_1 = UpstreamRules(
+    name="v0.11.1",
+    upstream="v0.11.1 (2026-03)",
+    overlay_api_versions=("aicr.nvidia.com/v1alpha1", "aicr.run/v1beta1", "aicr.run/v1beta2"),
+    dependency_refs="replace",
+    validation_merge="phase",
+    coverage_refusal=False,
+    nodes_select=True,
+    enabled_keys=("enabled",),
+    profiles=False,
+    registry_versions=False,
+    recipe_api_version="aicr.nvidia.com/v1alpha1",
+    profiled_api_version="aicr.nvidia.com/v1alpha1",
+    recipe_api_versions_read=("aicr.nvidia.com/v1alpha1",),
+    health_check_asserts=False,
+    configuration_block=False,
+    recipe_metadata_version=None,
+)
+
+MAIN_2026_08 = UpstreamRules(
+    name="2026-08",
+    upstream="main 9793720d (2026-08-21)",
+    overlay_api_versions=("aicr.run/v1alpha2", "aicr.run/v1alpha3"),
+    dependency_refs="append",
+    validation_merge="field",
+    coverage_refusal=True,
+    nodes_select=False,
+    enabled_keys=("enabled", "install"),
+    profiles=True,
+    registry_versions=True,
+    recipe_api_version="aicr.run/v1alpha2",
+    profiled_api_version="aicr.run/v1alpha3",
+    # upstream at 9793720d rejects aicr.nvidia.com/v1alpha1; this project reads both
+    recipe_api_versions_read=("aicr.run/v1alpha2", "aicr.run/v1alpha3", "aicr.nvidia.com/v1alpha1"),
+    health_check_asserts=True,
+    configuration_block=True,
+    recipe_metadata_version="main-9793720d",
+)
+
+RULES: Mapping[str, UpstreamRules] = MappingProxyType({r.name: r for r in (V0_11_1, MAIN_2026_08)})
+DEFAULT_RULES = V0_11_1
+
+
+def rules_named(name: str) -> UpstreamRules:
+    """The record named `name` (`--upstream-rules`); UsageError (exit 2) for an unknown name."""
+    found = RULES.get(name)
+    if found is None:
+        msg = f"unknown upstream rules '{name}'; known: {', '.join(RULES)}"
+        raise UsageError(msg, [Diagnostic("--upstream-rules", 0, 0, "$", msg, "rules.unknown")])
+    return found
+
+
+def rules_of(catalog: Catalog) -> UpstreamRules:
+    """The rules `catalog` is read under (`Catalog.rules`, set when it was loaded)."""
+    return rules_named(catalog.rules)
+
+
+def detect(api_versions: Iterable[str]) -> UpstreamRules:
+    """The rules a tree's overlay headers call for: August's when any overlay is written for
+    them, else v0.11.1's (this project's own catalog included)."""
+    seen = set(api_versions)
+    for rules in (MAIN_2026_08,):
+        if seen & set(rules.overlay_api_versions):
+            return rules
+    return DEFAULT_RULES
