@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import requests
 
+from generator.core.net import Client
 from generator.evidence import oci
 from generator.evidence.pointer import render_pointer
 from generator.evidence.recipedigest import recipe_digest
@@ -45,7 +46,7 @@ class RealRegistry:
     process: subprocess.Popen[bytes]
 
     def client(self) -> oci.Registry:
-        return oci.Registry(self.host, plain_http=True, timeout=10)
+        return oci.Registry(self.host, Client.on(), plain_http=True)
 
 
 def start_registry(tmp: Path) -> RealRegistry:

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from generator.cli import main
 from generator.core.errors import ValidationError
+from generator.core.net import Client
 from generator.evidence import oci
 from generator.evidence.allowlist import read_allowlist
 from generator.evidence.model import FailureClass, RejectedEvidence, SignerPolicy, VerifiedEvidence
@@ -113,7 +114,7 @@ def test_push_then_pull_by_digest_and_offline_cache(registry: RealRegistry, tmp_
     cache = oci.Cache(tmp_path / "cache")
     with pytest.raises(oci.NotCached):
         oci.pull(str(pushed.reference), cache=cache, offline=True)
-    pulled = oci.pull(str(pushed.reference), cache=cache)
+    pulled = oci.pull(str(pushed.reference), cache=cache, client=Client.on())
     assert (dict(pulled.files), pulled.from_cache, pulled.digest) == (files, False, pushed.digest)
     again = oci.pull(str(pushed.reference), cache=cache, offline=True)
     assert again.from_cache and dict(again.files) == files
@@ -122,7 +123,9 @@ def test_push_then_pull_by_digest_and_offline_cache(registry: RealRegistry, tmp_
     blob.write_bytes(blob.read_bytes() + b" ")
     with pytest.raises(oci.NotCached):
         oci.pull(str(pushed.reference), cache=cache, offline=True)
-    assert oci.pull(str(pushed.reference), cache=cache).digest == pushed.digest  # refetched
+    assert (
+        oci.pull(str(pushed.reference), cache=cache, client=Client.on()).digest == pushed.digest
+    )  # refetched
 
 
 def test_wrong_digest_and_tag_only(registry: RealRegistry, tmp_path: Path) -> None:
@@ -135,16 +138,23 @@ def test_wrong_digest_and_tag_only(registry: RealRegistry, tmp_path: Path) -> No
     )
     cache = oci.Cache(tmp_path / "c")
     with pytest.raises(oci.RegistryNotFound, match="404"):
-        oci.pull(f"{registry.host}/t/tagged@sha256:" + "0" * 64, cache=cache)
+        oci.pull(f"{registry.host}/t/tagged@sha256:" + "0" * 64, cache=cache, client=Client.on())
     with pytest.raises(oci.UnpinnedReference, match="tag-only"):
-        oci.pull(f"{registry.host}/t/tagged:v1", cache=cache)
+        oci.pull(f"{registry.host}/t/tagged:v1", cache=cache, client=Client.on())
     assert (
-        oci.pull(f"{registry.host}/t/tagged:v1", cache=cache, allow_tag=True).digest
+        oci.pull(
+            f"{registry.host}/t/tagged:v1", cache=cache, allow_tag=True, client=Client.on()
+        ).digest
         == pushed.digest
     )
     # a pointer's digest pins a tag: a tag now naming other content is refused
     with pytest.raises(oci.RegistryNotFound):
-        oci.pull(f"{registry.host}/t/tagged:v1", cache=cache, expect_digest="sha256:" + "1" * 64)
+        oci.pull(
+            f"{registry.host}/t/tagged:v1",
+            cache=cache,
+            expect_digest="sha256:" + "1" * 64,
+            client=Client.on(),
+        )
     with pytest.raises(oci.DigestMismatch):
         oci.pull(
             f"{registry.host}/t/tagged@{pushed.digest}",
@@ -156,7 +166,7 @@ def test_wrong_digest_and_tag_only(registry: RealRegistry, tmp_path: Path) -> No
 def test_registry_down_is_named(tmp_path: Path) -> None:
     ref = f"127.0.0.1:{free_port()}/t/x@sha256:" + "2" * 64
     with pytest.raises(oci.RegistryUnreachable, match="cannot connect"):
-        oci.pull(ref, cache=oci.Cache(tmp_path))
+        oci.pull(ref, cache=oci.Cache(tmp_path), client=Client.on())
 
 
 @pytest.mark.parametrize(
@@ -176,19 +186,25 @@ def test_registry_answers_are_named(
     body = json.dumps({"errors": [{"code": "DENIED", "message": "no"}]}).encode()
     fake_registry.routes["/v2/"] = answer(status, body)
     with pytest.raises(error) as info:
-        oci.pull(f"{fake_registry.host}/t/x@sha256:" + "3" * 64, cache=oci.Cache(tmp_path))
+        oci.pull(
+            f"{fake_registry.host}/t/x@sha256:" + "3" * 64,
+            cache=oci.Cache(tmp_path),
+            client=Client.on(),
+        )
     assert str(status) in info.value.message and info.value.rule.startswith("oci.")
 
 
 def test_timeout_and_wrong_content(fake_registry: FakeRegistry, tmp_path: Path) -> None:
     digest = "sha256:" + "4" * 64
     fake_registry.routes["/v2/t/slow/"] = answer(200, b"{}", delay=2)
-    reg = oci.Registry(fake_registry.host, plain_http=True, timeout=0.3)
+    reg = oci.Registry(fake_registry.host, Client.on(idle_seconds=0.3), plain_http=True)
     with pytest.raises(oci.RegistryTimeout):
         oci.pull(f"{fake_registry.host}/t/slow@{digest}", cache=oci.Cache(tmp_path), registry=reg)
     fake_registry.routes["/v2/t/evil/"] = answer(200, b'{"schemaVersion":2,"layers":[]}')
     with pytest.raises(oci.DigestMismatch, match="served content"):
-        oci.pull(f"{fake_registry.host}/t/evil@{digest}", cache=oci.Cache(tmp_path))
+        oci.pull(
+            f"{fake_registry.host}/t/evil@{digest}", cache=oci.Cache(tmp_path), client=Client.on()
+        )
 
 
 def test_unsafe_layers_are_refused() -> None:
@@ -316,7 +332,7 @@ def test_upstream_summary_bundle_verifies_here(registry: RealRegistry, tmp_path:
         [tmp_path / "recipes" / "evidence"],
         catalog_dir=CATALOG,
         trust_roots=(str(tmp_path / "test-root.json"),),
-        upstream=UpstreamOptions(cache=cache, recipes=recipes),
+        upstream=UpstreamOptions(cache=cache, recipes=recipes, online=True),
     )
     (record,) = run.records
     assert isinstance(record, VerifiedEvidence), record.message
@@ -341,7 +357,7 @@ def test_upstream_summary_bundle_verifies_here(registry: RealRegistry, tmp_path:
             [tmp_path / "recipes" / "evidence"],
             catalog_dir=CATALOG,
             trust_roots=(str(tmp_path / "test-root.json"),),
-            upstream=UpstreamOptions(cache=cache, recipes=recipes, offline=True),
+            upstream=UpstreamOptions(cache=cache, recipes=recipes),
         )
     finally:
         socket.socket.connect = real  # type: ignore[method-assign]
@@ -352,7 +368,7 @@ def test_upstream_summary_bundle_verifies_here(registry: RealRegistry, tmp_path:
         [tmp_path / "recipes" / "evidence"],
         catalog_dir=CATALOG,
         trust_roots=(str(tmp_path / "test-root.json"),),
-        upstream=UpstreamOptions(cache=cache, recipes=recipes, offline=True),
+        upstream=UpstreamOptions(cache=cache, recipes=recipes),
     )
     assert isinstance(stale.records[0], VerifiedEvidence) and stale.records[0].stale
 
@@ -366,6 +382,7 @@ def _verify_one(tmp_path: Path, root: object, policy: SignerPolicy | None = None
         trust_roots=(root,),  # type: ignore[arg-type]
         policy=pol,
         cache=cache_for(tmp_path / "cache"),
+        online=True,
     )
     return record
 
@@ -488,7 +505,7 @@ def test_push_catalog_evidence_then_verify_pointers(registry: RealRegistry, tmp_
         "--cache",
     ]
     offline = runner.invoke(main, [*verify, str(cache), "--offline"])
-    online = runner.invoke(main, [*verify, str(tmp_path / "fresh-cache")])
+    online = runner.invoke(main, [*verify, str(tmp_path / "fresh-cache"), "--online"])
     for result in (offline, online):
         out = json.loads(result.stdout)
         states = {
@@ -603,7 +620,7 @@ def test_status_from_pointers_equals_status_from_bundles(
         ],
     )
     assert pushed.exit_code == 0, pushed.output
-    env = {"AICR_CATALOG_OCI_CACHE": str(cache), "AICR_CATALOG_OFFLINE": "1"}
+    env = {"AICR_CATALOG_OCI_CACHE": str(cache)}  # offline: no --online
     via_pointers = _status(pointers, env)
     via_bundles = _status(ROOT / "evidence", env)
     strip = lambda doc: json.dumps(doc, sort_keys=True)  # noqa: E731
@@ -618,9 +635,7 @@ def test_status_from_pointers_equals_status_from_bundles(
     assert no_paths(via_pointers) == no_paths(via_bundles)
     assert "sha256-" in strip(via_pointers)  # the runs are the pointers
     # offline with an empty cache: every pointer is rejected (bundle-unavailable), none counted
-    empty = _status(
-        pointers, {"AICR_CATALOG_OCI_CACHE": str(tmp_path / "none"), "AICR_CATALOG_OFFLINE": "1"}
-    )
+    empty = _status(pointers, {"AICR_CATALOG_OCI_CACHE": str(tmp_path / "none")})
     assert "bundle-unavailable" in strip(empty), strip(empty)[-3000:]
     assert no_paths(empty) != no_paths(via_bundles)
 
@@ -643,7 +658,9 @@ def test_site_stage_shows_upstream_phases(
     (evidence / "allowlist.yaml").write_text(FIRST_PARTY)
     monkeypatch.setenv("AICR_CATALOG_OCI_CACHE", str(tmp_path / "cache"))
     catalog, _ = load_catalog(CATALOG)
-    verified, note = stages.verify_evidence(catalog, evidence, (), str(tmp_path / "test-root.json"))
+    verified, note = stages.verify_evidence(
+        catalog, evidence, (), str(tmp_path / "test-root.json"), online=True
+    )
     assert note is None
     (record,) = verified.records
     assert isinstance(record, VerifiedEvidence), record.message
@@ -664,11 +681,13 @@ def test_bodies_and_layers_are_read_with_limits(
     monkeypatch.setattr(oci, "MAX_MANIFEST_BYTES", 1000)
     fake_registry.routes["/v2/t/big/"] = answer(200, b"{" + b" " * 5000 + b"}")
     with pytest.raises(oci.RegistryProtocolError, match="limit"):
-        oci.pull(f"{fake_registry.host}/t/big@{digest}", cache=oci.Cache(tmp_path))
+        oci.pull(
+            f"{fake_registry.host}/t/big@{digest}", cache=oci.Cache(tmp_path), client=Client.on()
+        )
     monkeypatch.setattr(oci, "MAX_UNPACKED_BYTES", 10_000)
     bomb = oci.gzip_bytes(oci.tar_directory({"recipe.yaml": b"a" * 50_000}))
     assert len(bomb) < 10_000
-    with pytest.raises(oci.UnsafeArtifact, match="unpacks to more than"):
+    with pytest.raises(oci.UnsafeArtifact, match="unpack to more than"):
         oci.untar_layer(bomb, "layer")
 
 
@@ -690,6 +709,7 @@ def test_a_pointer_given_by_name(registry: RealRegistry, tmp_path: Path) -> None
             str(tmp_path / "recipes" / "evidence" / "allowlist.yaml"),
             "--cache",
             str(tmp_path / "cache"),
+            "--online",
             "--catalog",
             str(CATALOG),
         ],
@@ -752,6 +772,7 @@ def test_show_follows_a_pointer_and_lists_checks(registry: RealRegistry, tmp_pat
             str(tmp_path / "cache"),
             "--upstream-recipes",
             str(recipes),
+            "--online",
             "--catalog",
             str(CATALOG),
         ],
@@ -777,7 +798,7 @@ def test_anonymous_bearer_token_then_401(fake_registry: FakeRegistry, tmp_path: 
     fake_registry.routes["/token"] = answer(200, b'{"token": "anon-123"}')
     fake_registry.routes["/v2/"] = manifests
     with pytest.raises(oci.RegistryUnauthorized, match="401"):
-        oci.pull(f"{host}/t/x@{digest}", cache=oci.Cache(tmp_path))
+        oci.pull(f"{host}/t/x@{digest}", cache=oci.Cache(tmp_path), client=Client.on())
     assert calls == ["", "Bearer anon-123"]
 
 
@@ -832,6 +853,7 @@ def test_status_counts_current_upstream_evidence_per_check(
                 str(tmp_path / "test-root.json"),
                 "--format",
                 "json",
+                "--online",
                 "--catalog",
                 str(CATALOG),
             ],
@@ -886,6 +908,7 @@ def test_the_built_site_shows_an_upstream_run_with_its_phases(
             trust_root=str(tmp_path / "test-root.json"),
             source_date_epoch=1_764_547_200,
             bundles=False,
+            online=True,
         )
     )
     runs = json.loads((out / "api" / "v1" / "evidence.json").read_text())["evidence"]

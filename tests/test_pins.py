@@ -174,12 +174,12 @@ def test_oci_null_tags_is_an_empty_list(server: PinsServer) -> None:
         (
             'Bearer realm="http://tokens.example/t"',
             ProblemKind.MALFORMED,
-            "GET u: HTTP 401 with an unusable token realm 'http://tokens.example/t'",
+            "GET u: HTTP 401 with an unusable token realm (not https)",
         ),
         (
             'Bearer service="s"',
             ProblemKind.MALFORMED,
-            "GET u: HTTP 401 with an unusable token realm ''",
+            "GET u: HTTP 401 with an unusable token realm (not https)",
         ),
     ],
 )

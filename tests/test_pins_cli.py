@@ -342,7 +342,8 @@ def test_malformed_token_response(server: PinsServer, catalog: Path) -> None:
     result = run(catalog, "--format", "json")
     gamma = json.loads(result.stdout)["pins"][3]
     assert norm(gamma["problem"]["message"], server) == (
-        "malformed token response from http://SERVER/token: no `token`"
+        # the token realm is the registry's text: the message names the tag list's URL
+        "malformed token response for http://SERVER/v2/charts/gamma/tags/list: no `token`"
     )
     assert result.exit_code == 4
 

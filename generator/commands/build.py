@@ -106,6 +106,12 @@ def show_progress() -> None:
     "given explicitly, page generation uses them too (faster, about 500 MB more memory per "
     "process at 1,000 recipes).",
 )
+@click.option(
+    "--online",
+    is_flag=True,
+    help="Let pointer files under --evidence pull their artifacts from the registries they name "
+    "(default: the OCI cache only; a build uses no network unless asked).",
+)
 @handles_errors
 def command(
     catalog_path: Path,
@@ -118,6 +124,7 @@ def command(
     site_url: str,
     repo_url: str,
     jobs: int | None,
+    online: bool,
 ) -> None:
     """Build the static site into OUT (default site/): dashboard, recipe, evidence and scale pages,
     the JSON API under api/v1/, badges and bundle downloads.
@@ -141,6 +148,7 @@ def command(
         cli_reference=cli_reference(root),
         site_url=site_url,
         repo_url=repo_url,
+        online=online,
     )
     show_progress()
     try:

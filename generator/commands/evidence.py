@@ -93,13 +93,15 @@ def _lanes(catalog: Catalog) -> Lanes:
 
 
 def upstream_options(f: Any) -> Any:
-    """--offline, --cache, --allow-tag, --allowlist, --upstream-recipes (pointer files)."""
+    """--online/--offline, --cache, --allow-tag, --allowlist, --upstream-recipes (pointer
+    files)."""
     for option in reversed(
         [
             click.option(
-                "--offline",
-                is_flag=True,
-                help="Pointer files: read bundles from the cache only, never the network.",
+                "--online/--offline",
+                default=False,
+                help="Pointer files: pull their bundles from the registries they name (--online), "
+                "or read them from the cache only (--offline, the default).",
             ),
             click.option(
                 "--cache",
@@ -137,7 +139,7 @@ def upstream_options(f: Any) -> Any:
 def _upstream(values: dict[str, Any]) -> UpstreamOptions:
     return UpstreamOptions(
         cache=values.get("oci_cache"),
-        offline=bool(values.get("offline")),
+        online=bool(values.get("online")),
         allow_tag=bool(values.get("allow_tag")),
         allowlist=values.get("allowlist"),
         recipes=values.get("upstream_recipes"),
@@ -198,7 +200,7 @@ def verify_command(
     criteria: a signed verdict or KPI status that its raw results do not give is rejected as
     verdict-mismatch, an attestedAt later than the transparency log's time as
     attested-after-logged. A pointer file's bundle is pulled by digest into a content-addressed
-    cache (the only network use; none with --offline or when cached), then its manifest.json,
+    cache (the only network use, and only with --online), then its manifest.json,
     predicate and CTRF reports are checked too (see docs/upstream-evidence.md).
 
     Exit codes: 0 every file verified and current; 1 any file rejected or stale; 2 usage (a
@@ -469,6 +471,7 @@ def push_command(
     Exit codes: 0 every bundle pushed; 1 a bundle did not verify, or the registry refused;
     2 usage.
     """
+    from generator.core.net import Client
     from generator.evidence.oci import RegistryError
     from generator.evidence.publish import push_evidence
     from generator.evidence.trustroot import load_trust_root
@@ -486,6 +489,7 @@ def push_command(
             trust_roots=roots,
             policy=policy,
             cache=cache_for(oci_cache),
+            client=Client.on(),  # `evidence push` is the network's own command
         )
     except RegistryError as e:
         raise CatalogError(
@@ -524,11 +528,19 @@ def pull_command(reference: str, offline: bool, allow_tag: bool, oci_cache: Path
     Exit codes: 0 pulled (or already cached); 1 the registry refused or the content does not
     match its digest; 2 usage (bad or tag-only reference).
     """
+    from generator.core.net import Client
     from generator.evidence.oci import RegistryError, pull
     from generator.evidence.upstream import cache_for
 
     try:
-        pulled = pull(reference, cache=cache_for(oci_cache), offline=offline, allow_tag=allow_tag)
+        # `evidence pull` is the network's own command; --offline keeps it to the cache
+        pulled = pull(
+            reference,
+            cache=cache_for(oci_cache),
+            client=Client.on(),
+            offline=offline,
+            allow_tag=allow_tag,
+        )
     except RegistryError as e:
         raise CatalogError(
             printable(f"{e.message} [{e.rule}]"), hint=e.hint, exit_code=e.exit_code

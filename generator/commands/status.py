@@ -78,6 +78,7 @@ def gather(
     recipe: str | None,
     profile: str | None,
     trust: Sequence[str],
+    online: bool = False,
 ) -> tuple[Status, tuple[Evidence, ...], Lanes, str]:
     """Resolve, read and verify evidence, aggregate: the whole status pipeline for the CLI.
     Gives the status, the evidence records it was aggregated from (`RunStatus.index` is a
@@ -94,7 +95,7 @@ def gather(
         current={digest_key(r.name, r.scale_profile): r.digest for r in recipes},
         # upstream's allowlist.yaml beside the evidence, even when one recipe is asked for
         allowlists_under=[evidence_dir],
-        upstream=options_from_env(),
+        upstream=options_from_env(online),
     )
     records = run.records
     if profile:  # keep what this profile's status is about (and unreadable files, shown)
@@ -423,6 +424,12 @@ def _components_text(doc: dict[str, Any], sample: str) -> list[str]:
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
+@click.option(
+    "--online",
+    is_flag=True,
+    help="Let pointer files under --evidence pull their artifacts from the registries they name "
+    "(default: the OCI cache only).",
+)
 @catalog_option
 @handles_errors
 def command(
@@ -432,6 +439,7 @@ def command(
     evidence_dir: Path,
     fmt: str,
     catalog_path: Path,
+    online: bool,
 ) -> None:
     """Status of every leaf recipe (or RECIPE in detail) on three separate axes.
 
@@ -450,7 +458,9 @@ def command(
     trust root).
     """
     try:
-        status, evidence, lanes, root = gather(catalog_path, evidence_dir, recipe, profile, trust)
+        status, evidence, lanes, root = gather(
+            catalog_path, evidence_dir, recipe, profile, trust, online
+        )
     except (ResolveError, ScaleError) as e:  # an unknown recipe or profile: usage (exit 2)
         raise e.as_usage() from e
     detail = recipe is not None

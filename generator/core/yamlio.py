@@ -432,6 +432,18 @@ def _single(builder: _Builder, nodes: list[Any], rel: str) -> Any:
         ) from e
 
 
+def compose_first(raw: bytes, rel: str) -> Node | None:
+    """The node tree of the first YAML document of `raw` (None when it holds none), under every
+    bound `parse_yaml` keeps (file size, encoding, nesting depth, alias expansion of the whole
+    stream): for readers that need YAML's nodes rather than data, such as upstream's recipe
+    digest of a recipe.yaml pulled from a registry. Raises LoadError, located."""
+    text = decode(raw, rel)
+    nodes = [n for n in _compose(text, rel, True) if n is not None]
+    if "*" in text:
+        _expanded_size(nodes, rel, True)
+    return nodes[0] if nodes else None
+
+
 def parse_yaml(
     raw: bytes | str,
     rel: str,

@@ -31,13 +31,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlencode, urljoin
-
-import requests
+from urllib.parse import quote, urlencode, urljoin, urlsplit
 
 from generator.core import safeio
 from generator.core.atomic import write_atomic
 from generator.core.errors import CatalogError, Diagnostic
+from generator.core.net import Client, NetError, NetKind, Redirects, Response, is_loopback
 from generator.core.yamlio import load_json
 
 MANIFEST_V1 = "application/vnd.oci.image.manifest.v1+json"
@@ -57,9 +56,12 @@ ORAS_UNPACK = "io.deis.oras.content.unpack"
 ORAS_DIGEST = "io.deis.oras.content.digest"
 
 MAX_MANIFEST_BYTES = 4 << 20
-MAX_BLOB_BYTES = 256 << 20
-MAX_UNPACKED_BYTES = 512 << 20
-DEFAULT_TIMEOUT = 30.0
+MAX_BLOB_BYTES = 64 << 20  # one blob, and every layer of one artifact together
+MAX_UNPACKED_BYTES = 64 << 20  # one artifact's layers unpacked, every layer together
+MAX_LAYERS = 64  # layers of one manifest
+MAX_REFERRERS = 64  # referrers of one subject
+MAX_FILES = 10_000  # files of one artifact
+TOKEN_BYTES = 64 << 10  # an anonymous token answer
 
 _DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _REPO_RE = re.compile(
@@ -130,6 +132,14 @@ class DigestMismatch(RegistryError):
     """Content read does not hash to the digest it was asked for (or a pointer names)."""
 
     rule = "oci.digest-mismatch"
+
+
+class NetworkOff(RegistryError):
+    """The registry would be needed, and the command was not asked to use the network."""
+
+    rule = "oci.offline"
+    exit_code = 2
+    hint = "run the command again with --online, or pull the artifact first (evidence pull)"
 
 
 class NotCached(RegistryError):
@@ -264,23 +274,24 @@ class Cache:
 
 @dataclass
 class Registry:
-    """One registry host. `plain_http` for 127.0.0.1 test registries (and `localhost`)."""
+    """One registry host, spoken to through `client` (generator.core.net: off unless the
+    command was asked to use the network, deadlines, byte caps). `plain_http` for loopback
+    registries (tests, local mirrors)."""
 
     host: str
+    client: Client
     plain_http: bool = False
-    timeout: float = DEFAULT_TIMEOUT
-    session: requests.Session = field(default_factory=requests.Session)
     _tokens: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def for_reference(
-        cls, ref: Reference, *, plain_http: bool | None = None, timeout: float = DEFAULT_TIMEOUT
+        cls, ref: Reference, *, client: Client, plain_http: bool | None = None
     ) -> Registry:
         if plain_http is None:  # loopback registries speak plain HTTP (tests, local mirrors)
             host = ref.registry
             hostname = host[: host.index("]") + 1] if host.startswith("[") else host.split(":")[0]
-            plain_http = hostname in ("localhost", "127.0.0.1", "[::1]")
-        return cls(ref.registry, plain_http=plain_http, timeout=timeout)
+            plain_http = is_loopback(hostname)
+        return cls(ref.registry, client, plain_http=plain_http)
 
     @property
     def base(self) -> str:
@@ -289,33 +300,27 @@ class Registry:
     # -- transport
 
     def _send(
-        self, method: str, url: str, what: str, hdrs: Mapping[str, str], data: bytes | None
-    ) -> requests.Response:
-        """One HTTP request; a failure to get any answer is a RegistryError naming why."""
+        self,
+        method: str,
+        url: str,
+        what: str,
+        hdrs: Mapping[str, str],
+        data: bytes | None,
+        limit: int,
+        redirects: Redirects = Redirects.SAME_HOST,
+    ) -> Response:
+        """One request through the network client; no answer at all is a RegistryError."""
         try:
-            return self.session.request(
-                method,
-                url,
-                headers=hdrs,
-                data=data,
-                timeout=self.timeout,
-                allow_redirects=True,
-                stream=True,  # bodies are read with a limit (`_read`)
+            return self.client.request(
+                method, url, max_bytes=limit, headers=hdrs, data=data, redirects=redirects
             )
-        except requests.Timeout as e:
-            raise RegistryTimeout(
-                f"{what}: {self.host} did not answer within {self.timeout:g} s", what
-            ) from e
-        except requests.ConnectionError as e:
-            raise RegistryUnreachable(
-                f"{what}: cannot connect to {self.host} ({_reason(e)})", what
-            ) from e
-        except requests.RequestException as e:
-            raise RegistryProtocolError(f"{what}: {type(e).__name__}: {_reason(e)}", what) from e
+        except NetError as e:
+            raise _from_net(e, what) from e
 
-    def _refused(self, resp: requests.Response, what: str) -> RegistryError:
-        """The error for an answer that is not one of those asked for."""
-        code = resp.status_code
+    def _refused(self, resp: Response, what: str) -> RegistryError:
+        """The error for an answer that is not one of those asked for (classified: the
+        registry's own text is never shown, only a distribution-spec error code)."""
+        code = resp.status
         detail = _error_detail(resp)
         if code == 401:
             return RegistryUnauthorized(
@@ -338,34 +343,32 @@ class Registry:
         *,
         what: str,
         scope: str,
+        limit: int | None = None,  # default: MAX_MANIFEST_BYTES
         headers: Mapping[str, str] | None = None,
         data: bytes | None = None,
         ok: tuple[int, ...] = (200,),
         missing_ok: bool = False,
-    ) -> requests.Response | None:
+        redirects: Redirects = Redirects.SAME_HOST,
+    ) -> Response | None:
         hdrs = dict(headers or {})
         for attempt in range(2):
             token = self._tokens.get(scope)
             if token:
                 hdrs["Authorization"] = f"Bearer {token}"
-            resp = self._send(method, url, what, hdrs, data)
-            if resp.status_code == 401 and attempt == 0 and self._anonymous_token(resp, scope):
-                resp.close()
+            resp = self._send(method, url, what, hdrs, data, limit or MAX_MANIFEST_BYTES, redirects)
+            if resp.status == 401 and attempt == 0 and self._anonymous_token(resp, scope, what):
                 continue
             break
-        code = resp.status_code
-        if code in ok:
-            if method != "GET":  # only GET bodies are read (`_read` closes those)
-                resp.close()
+        if resp.status in ok:
             return resp
-        if code == 404 and missing_ok:
-            resp.close()
+        if resp.status == 404 and missing_ok:
             return None
         raise self._refused(resp, what)
 
-    def _anonymous_token(self, resp: requests.Response, scope: str) -> bool:
-        """Follow a `Bearer realm=...` challenge anonymously (public repositories)."""
-        challenge = resp.headers.get("WWW-Authenticate", "")
+    def _anonymous_token(self, resp: Response, scope: str, what: str) -> bool:
+        """Follow a `Bearer realm=...` challenge anonymously (public repositories); the token
+        answer is read with a cap (TOKEN_BYTES) like every other body."""
+        challenge = resp.header("WWW-Authenticate") or ""
         if not challenge.lower().startswith("bearer "):
             return False
         params = dict(re.findall(r'(\w+)="([^"]*)"', challenge))
@@ -379,24 +382,22 @@ class Registry:
         if "service" in params:
             query["service"] = params["service"]
         try:
-            answer = self.session.get(f"{realm}?{urlencode(query)}", timeout=self.timeout)
-            doc = answer.json() if answer.status_code == 200 else {}
-        except (requests.RequestException, ValueError):
+            answer = self.client.request(
+                "GET", f"{realm}?{urlencode(query)}", max_bytes=TOKEN_BYTES
+            )
+        except NetError as e:
+            if e.kind in (NetKind.OFF, NetKind.DEADLINE):
+                raise _from_net(e, what) from e
+            return False  # no token: the 401 stands, classified
+        try:
+            doc = json.loads(answer.body) if answer.status == 200 else {}
+        except ValueError:
             return False
         token = doc.get("token") or doc.get("access_token") if isinstance(doc, dict) else None
-        if not isinstance(token, str) or not token:
+        if not isinstance(token, str) or not token or len(token) > TOKEN_BYTES:
             return False
         self._tokens[scope] = token
         return True
-
-    def _read(self, resp: requests.Response, limit: int, what: str) -> bytes:
-        declared = resp.headers.get("Content-Length")
-        if declared and declared.isdigit() and int(declared) > limit:
-            resp.close()
-            raise RegistryProtocolError(
-                f"{what}: {declared} bytes is more than the limit of {limit}", what
-            )
-        return _bounded(resp, limit, what)
 
     # -- reading
 
@@ -414,13 +415,13 @@ class Registry:
             headers={"Accept": accept},
         )
         assert resp is not None
-        data = self._read(resp, MAX_MANIFEST_BYTES, what)
+        data = resp.body
         actual = sha256_digest(data)
         if ref.startswith("sha256:") and actual != ref:
             raise DigestMismatch(
                 f"{what}: the registry served content whose digest is {actual}", what
             )
-        media = resp.headers.get("Content-Type", "").split(";")[0].strip()
+        media = (resp.header("Content-Type") or "").split(";")[0].strip()
         return data, media, actual
 
     def get_blob(self, repository: str, digest: str, limit: int = MAX_BLOB_BYTES) -> bytes:
@@ -430,9 +431,13 @@ class Registry:
             f"{self.base}/v2/{repository}/blobs/{digest}",
             what=what,
             scope=f"repository:{repository}:pull",
+            limit=limit,
+            # registries hand blobs to a storage host (ghcr.io, Docker Hub): the body is checked
+            # against `digest` below, and no credentials go to the other host
+            redirects=Redirects.CONTENT_ADDRESSED,
         )
         assert resp is not None
-        data = self._read(resp, limit, what)
+        data = resp.body
         if sha256_digest(data) != digest:
             raise DigestMismatch(
                 f"{what}: the registry served content whose digest is {sha256_digest(data)}", what
@@ -453,8 +458,8 @@ class Registry:
             "GET", url, what=what, scope=scope, headers={"Accept": INDEX_V1}, missing_ok=True
         )
         data: bytes | None = None
-        if resp is not None and resp.headers.get("Content-Type", "").startswith(INDEX_V1):
-            data = self._read(resp, MAX_MANIFEST_BYTES, what)
+        if resp is not None and (resp.header("Content-Type") or "").startswith(INDEX_V1):
+            data = resp.body
         else:
             tag = subject.replace(":", "-")
             resp = self._request(
@@ -467,14 +472,14 @@ class Registry:
             )
             if resp is None:
                 return []
-            data = self._read(resp, MAX_MANIFEST_BYTES, what)
+            data = resp.body
         try:
             doc = json.loads(data)
             found = [m for m in doc.get("manifests", []) if isinstance(m, dict)]
         except (ValueError, AttributeError) as e:
-            raise RegistryProtocolError(
-                f"{what}: the referrers index is not JSON ({e})", what
-            ) from e
+            raise RegistryProtocolError(f"{what}: the referrers index is not JSON", what) from e
+        if len(found) > MAX_REFERRERS:
+            raise RegistryProtocolError(f"{what}: more than {MAX_REFERRERS} referrers listed", what)
         return [m for m in found if artifact_type is None or m.get("artifactType") == artifact_type]
 
     # -- writing
@@ -496,10 +501,12 @@ class Registry:
             "POST", f"{self.base}/v2/{repository}/blobs/uploads/", what=what, scope=scope, ok=(202,)
         )
         assert resp is not None
-        location = resp.headers.get("Location")
+        location = resp.header("Location")
         if not location:
             raise RegistryProtocolError(f"{what}: upload answer has no Location header", what)
         url = urljoin(f"{self.base}/", location)
+        if urlsplit(url).netloc != self.host:
+            raise RegistryProtocolError(f"{what}: the upload location is on another host", what)
         url += ("&" if "?" in url else "?") + urlencode({"digest": digest})
         self._request(
             "PUT",
@@ -512,9 +519,7 @@ class Registry:
         )
         return digest
 
-    def put_manifest(
-        self, repository: str, ref: str, data: bytes, media_type: str
-    ) -> requests.Response:
+    def put_manifest(self, repository: str, ref: str, data: bytes, media_type: str) -> Response:
         what = f"{self.host}/{repository} manifest {ref}"
         resp = self._request(
             "PUT",
@@ -526,48 +531,60 @@ class Registry:
             ok=(201,),
         )
         assert resp is not None
-        served = resp.headers.get("Docker-Content-Digest")
+        served = resp.header("Docker-Content-Digest")
         if served and served != sha256_digest(data):
             raise DigestMismatch(
-                f"{what}: the registry stored it as {served}, not {sha256_digest(data)}", what
+                f"{what}: the registry stored it under another digest, not {sha256_digest(data)}",
+                what,
             )
         return resp
 
 
-def _reason(e: Exception) -> str:
-    text = str(e)
-    m = re.search(r"\[Errno \d+\] ([^'\")\]]+)", text)
-    return m.group(1) if m else (text.splitlines()[0][:200] if text else type(e).__name__)
+def _from_net(e: NetError, what: str) -> RegistryError:
+    """A network client's error as the registry error of its class (its message is the
+    client's own text, never the server's)."""
+    message = f"{what}: {e.message}"
+    if e.kind is NetKind.OFF:
+        return NetworkOff(message, what)
+    if e.kind in (NetKind.TIMEOUT, NetKind.DEADLINE):
+        return RegistryTimeout(message, what)
+    if e.kind in (NetKind.UNREACHABLE, NetKind.TLS, NetKind.URL):
+        return RegistryUnreachable(f"{what}: cannot connect ({e.message})", what)
+    return RegistryProtocolError(message, what)
 
 
-def _bounded(resp: requests.Response, limit: int, what: str) -> bytes:
-    """At most `limit` bytes of the body (more is an error), however much the server sends."""
-    chunks: list[bytes] = []
-    size = 0
+# the error codes of the OCI distribution spec: the only registry text an error message repeats
+_SPEC_CODES = frozenset(
+    {
+        "BLOB_UNKNOWN",
+        "BLOB_UPLOAD_INVALID",
+        "BLOB_UPLOAD_UNKNOWN",
+        "DIGEST_INVALID",
+        "MANIFEST_BLOB_UNKNOWN",
+        "MANIFEST_INVALID",
+        "MANIFEST_UNKNOWN",
+        "NAME_INVALID",
+        "NAME_UNKNOWN",
+        "SIZE_INVALID",
+        "UNAUTHORIZED",
+        "DENIED",
+        "UNSUPPORTED",
+        "TOOMANYREQUESTS",
+    }
+)
+
+
+def _error_detail(resp: Response) -> str:
+    """`: <CODE>` when the error body names a distribution-spec error code, else nothing."""
     try:
-        for chunk in resp.iter_content(1 << 16):
-            size += len(chunk)
-            if size > limit:
-                raise RegistryProtocolError(f"{what}: more than the limit of {limit} bytes", what)
-            chunks.append(chunk)
-    except requests.Timeout as e:
-        raise RegistryTimeout(f"{what}: the answer stalled", what) from e
-    except requests.RequestException as e:
-        raise RegistryProtocolError(f"{what}: the answer broke off ({_reason(e)})", what) from e
-    finally:
-        resp.close()
-    return b"".join(chunks)
-
-
-def _error_detail(resp: requests.Response) -> str:
-    try:
-        doc = json.loads(_bounded(resp, 1 << 16, "error body"))
-        errors = doc.get("errors") if isinstance(doc, dict) else None
-        if isinstance(errors, list) and errors and isinstance(errors[0], dict):
-            code, message = errors[0].get("code", ""), errors[0].get("message", "")
-            return f": {code} {message}".rstrip()
-    except (ValueError, RegistryError):
-        pass
+        doc = json.loads(resp.body)
+    except ValueError:
+        return ""
+    errors = doc.get("errors") if isinstance(doc, dict) else None
+    if isinstance(errors, list) and errors and isinstance(errors[0], dict):
+        code = errors[0].get("code")
+        if isinstance(code, str) and code in _SPEC_CODES:
+            return f": {code}"
     return ""
 
 
@@ -605,12 +622,14 @@ def gzip_bytes(data: bytes) -> bytes:
     return gzip.compress(data, compresslevel=9, mtime=0)
 
 
-def untar_layer(blob: bytes, what: str) -> dict[str, bytes]:
-    """The regular files of a tar(.gz) layer; links, devices and paths leaving it are refused."""
+def untar_layer(blob: bytes, what: str, budget: int | None = None) -> dict[str, bytes]:
+    """The regular files of a tar(.gz) layer; links, devices and paths leaving it are refused.
+
+    `budget`: the bytes the layer may unpack to (default MAX_UNPACKED_BYTES; a caller unpacking
+    several layers of one artifact passes what the earlier ones left). Inflating stops there."""
+    limit = MAX_UNPACKED_BYTES if budget is None else max(budget, 0)
     try:
-        return safeio.tar_files(
-            blob, what=what, member_limit=MAX_UNPACKED_BYTES, total_limit=MAX_UNPACKED_BYTES
-        )
+        return safeio.tar_files(blob, what=what, member_limit=limit, total_limit=limit)
     except safeio.Refusal as e:
         raise UnsafeArtifact(f"{what}: layer {e.message}", what) from None
 
@@ -663,7 +682,7 @@ def push_artifact(
     body = _json(manifest)
     digest = sha256_digest(body)
     resp = registry.put_manifest(ref.repository, ref.tag or digest, body, MANIFEST_V1)
-    if subject is not None and "OCI-Subject" not in resp.headers:
+    if subject is not None and resp.header("OCI-Subject") is None:
         _update_referrers_tag(
             registry,
             ref.repository,
@@ -696,8 +715,9 @@ def _update_referrers_tag(
     manifests: list[dict[str, Any]] = []
     if resp is not None:
         try:
-            body = registry._read(resp, MAX_MANIFEST_BYTES, what)
-            manifests = [m for m in json.loads(body).get("manifests", []) if isinstance(m, dict)]
+            manifests = [
+                m for m in json.loads(resp.body).get("manifests", []) if isinstance(m, dict)
+            ]
         except (ValueError, AttributeError):
             manifests = []
     manifests = [m for m in manifests if m.get("digest") != descriptor["digest"]] + [descriptor]
@@ -769,17 +789,12 @@ def _store_signatures(reg: Registry, ref: Reference, digest: str, cache: Cache) 
     return sig_manifests
 
 
-def _download(ref: Reference, cache: Cache, registry: Registry | None) -> str:
+def _download(ref: Reference, cache: Cache, reg: Registry) -> str:
     """The artifact, its layers and signature referrers into the cache; its manifest digest."""
-    reg = registry or Registry.for_reference(ref)
-    try:
-        data, _, digest = reg.get_manifest(ref.repository, ref.digest or ref.tag or "")
-        cache.put(digest, data)
-        _store_layers(reg, ref, _manifest_doc(data, str(ref)), cache)
-        sig_manifests = _store_signatures(reg, ref, digest, cache)
-    finally:
-        if registry is None:
-            reg.session.close()
+    data, _, digest = reg.get_manifest(ref.repository, ref.digest or ref.tag or "")
+    cache.put(digest, data)
+    _store_layers(reg, ref, _manifest_doc(data, str(ref)), cache)
+    sig_manifests = _store_signatures(reg, ref, digest, cache)
     cache.put_referrers(digest, sig_manifests)
     return digest
 
@@ -788,16 +803,22 @@ def pull(
     reference: str | Reference,
     *,
     cache: Cache,
+    client: Client | None = None,
     offline: bool = False,
     allow_tag: bool = False,
     registry: Registry | None = None,
     expect_digest: str | None = None,
 ) -> Pulled:
-    """Pull by digest (from the cache when it has every piece; never the network when `offline`).
+    """Pull by digest, from the cache when it has every piece; else from the registry through
+    `registry` or `client` (generator.core.net). Without either, or with a client that is off,
+    or `offline`, only the cache is read (NetworkOff / NotCached name why).
 
     A tag-only reference is refused (UnpinnedReference) unless `allow_tag`; `expect_digest`
     (a pointer's `bundle.digest`) must then equal what the tag resolves to.
     """
+    network = registry is not None or (client is not None and client.online)
+    asked_offline = offline
+    offline = offline or not network
     ref = parse_reference(reference) if isinstance(reference, str) else reference
     ref = _pinned(ref, expect_digest, allow_tag)
     shown = str(ref)
@@ -808,12 +829,23 @@ def pull(
         if hit is not None and (hit.signatures or offline or not _expects_referrers(hit)):
             return hit
     if offline:
+        if not asked_offline:
+            raise NetworkOff(
+                f"{shown}: not in the OCI cache, and this command was not asked to use the "
+                "network (--online)",
+                shown,
+            )
         raise NotCached(
             f"{shown}: not in the cache {cache.root} and --offline forbids the network; "
             "pull it once without --offline",
             shown,
         )
-    digest = _download(ref, cache, registry)
+    if registry is not None:
+        reg = registry
+    else:
+        assert client is not None
+        reg = Registry.for_reference(ref, client=client)
+    digest = _download(ref, cache, reg)
     out = _from_cache(ref.at(digest), cache)
     if out is None:  # pragma: no cover - everything was just stored
         raise NotCached(f"{shown}: cache write did not take", shown)
@@ -854,6 +886,15 @@ def _manifest_doc(data: bytes, what: str) -> dict[str, Any]:
             or layer["size"] > MAX_BLOB_BYTES
         ):
             raise RegistryProtocolError(f"{what}: a layer's size is missing or too large", what)
+    layers = doc["layers"]
+    if len(layers) > MAX_LAYERS:
+        raise RegistryProtocolError(f"{what}: more than {MAX_LAYERS} layers", what)
+    if len({layer["digest"] for layer in layers}) != len(layers):
+        raise UnsafeArtifact(f"{what}: one blob is named by more than one layer", what)
+    if sum(layer["size"] for layer in layers) > MAX_BLOB_BYTES:
+        raise RegistryProtocolError(
+            f"{what}: the layers together are larger than {MAX_BLOB_BYTES} bytes", what
+        )
     return doc
 
 
@@ -865,7 +906,12 @@ def _from_cache(ref: Reference, cache: Cache) -> Pulled | None:
         return None
     shown = str(ref)
     manifest = _manifest_doc(data, shown)
+    if len(sigs) > MAX_REFERRERS:
+        raise RegistryProtocolError(
+            f"{shown}: more than {MAX_REFERRERS} signature referrers", shown
+        )
     files: dict[str, bytes] = {}
+    budget = MAX_UNPACKED_BYTES  # every layer of the artifact together
     for layer in manifest["layers"]:
         blob = cache.get(layer["digest"])
         if blob is None:
@@ -881,7 +927,10 @@ def _from_cache(ref: Reference, cache: Cache) -> Pulled | None:
             media in (LAYER_TAR_GZIP, "application/vnd.oci.image.layer.v1.tar")
             or ann.get(ORAS_UNPACK) == "true"
         ):
-            unpacked = untar_layer(blob, f"{shown} layer {layer['digest']}")
+            unpacked = untar_layer(blob, f"{shown} layer {layer['digest']}", budget)
+            budget -= sum(len(c) for c in unpacked.values())
+            if len(files) + len(unpacked) > MAX_FILES:
+                raise UnsafeArtifact(f"{shown}: more than {MAX_FILES} files", shown)
             for name, content in unpacked.items():
                 if name in files:
                     raise UnsafeArtifact(f"{shown}: {name!r} is in two layers", shown)

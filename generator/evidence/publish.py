@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generator.core.atomic import write_atomic
+from generator.core.net import Client
 from generator.core.timeutil import rfc3339
 from generator.evidence import oci
 from generator.evidence.model import Evidence, SignerPolicy, TrustRoot, VerifiedEvidence
@@ -95,6 +96,7 @@ def push_evidence(
     trust_roots: Sequence[TrustRoot],
     policy: SignerPolicy,
     cache: oci.Cache,
+    client: Client | None = None,
     registry: oci.Registry | None = None,
     base: Path | None = None,
 ) -> list[PushOutcome]:
@@ -109,15 +111,11 @@ def push_evidence(
     records: tuple[Evidence, ...] = verify_evidence(
         files, trust_roots=trust_roots, policy=policy, current_digests={}, jobs=1
     )
-    reg = registry or oci.Registry.for_reference(target)
+    reg = registry or oci.Registry.for_reference(target, client=client or Client.off("push"))
     out: list[PushOutcome] = []
-    try:
-        for r in sorted(records, key=lambda r: r.path):
-            if not isinstance(r, VerifiedEvidence):
-                out.append(PushOutcome(r.path, None, None, f"not pushed: {r.message} [{r.klass}]"))
-                continue
-            out.append(_push_one(reg, target, r, by_path[r.path].data, cache, pointers))
-    finally:
-        if registry is None:
-            reg.session.close()
+    for r in sorted(records, key=lambda r: r.path):
+        if not isinstance(r, VerifiedEvidence):
+            out.append(PushOutcome(r.path, None, None, f"not pushed: {r.message} [{r.klass}]"))
+            continue
+        out.append(_push_one(reg, target, r, by_path[r.path].data, cache, pointers))
     return out

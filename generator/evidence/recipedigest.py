@@ -25,7 +25,7 @@ import re
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from generator.core.errors import LoadError
-from generator.core.yamlio import compose
+from generator.core.yamlio import compose_first
 
 RECIPE_EVIDENCE_V3 = "https://aicr.run/recipe-evidence/v3"
 INDENT = 4
@@ -39,11 +39,13 @@ def _compose(data: bytes) -> Node:
     if not data.strip():
         raise DigestError("cannot canonicalize an empty recipe")
     try:
-        node = next(iter(compose(data.decode("utf-8"), "recipe")), None)
+        # the one bounded reader: size, depth and alias expansion (a 500-byte alias bomb in a
+        # pulled summary bundle's recipe.yaml is refused here, before anything expands it)
+        node = compose_first(data, "recipe.yaml")
     except LoadError as e:
-        raise DigestError(f"recipe is not YAML: {e.message}") from e
-    except UnicodeDecodeError as e:
-        raise DigestError(f"recipe is not YAML: {e}") from e
+        raise DigestError(f"recipe is not YAML within bounds: {e.message}") from e
+    except RecursionError as e:
+        raise DigestError("recipe is not YAML within bounds: nesting too deep") from e
     if node is None:
         raise DigestError("cannot canonicalize an empty recipe")
     return node

@@ -285,7 +285,7 @@ def verify_stage(
         trust_roots=roots,
         policy=policy,
         cache=cache_for(up.cache),
-        offline=up.offline,
+        online=up.online,
         allow_tag=up.allow_tag,
         base=base,
     )

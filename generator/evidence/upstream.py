@@ -32,6 +32,7 @@ from pathlib import Path
 
 from generator.core import safeio
 from generator.core.errors import Diagnostic, ValidationError
+from generator.core.net import Client
 from generator.evidence import oci
 from generator.evidence.allowlist import ALLOWLIST_FILE, combine, read_allowlist
 from generator.evidence.model import (
@@ -73,7 +74,7 @@ class UpstreamOptions:
     hydrated upstream recipes the currency of upstream evidence is judged against."""
 
     cache: Path | None = None  # default: $AICR_CATALOG_OCI_CACHE, else ~/.cache/aicr-catalog/oci
-    offline: bool = False
+    online: bool = False  # the network only when the command's user asked for it (--online)
     allow_tag: bool = False
     allowlist: Path | None = None
     recipes: Path | None = None
@@ -213,7 +214,7 @@ def _pull(p: Pointer, shown: str, how: _Pulling) -> oci.Pulled | RejectedEvidenc
         return oci.pull(
             p.oci,
             cache=how.cache,
-            offline=how.offline,
+            client=how.client,
             allow_tag=how.allow_tag,
             expect_digest=p.digest,
             registry=how.registry,
@@ -287,7 +288,7 @@ class _Pulling:
     """How pointed-to artifacts are pulled."""
 
     cache: oci.Cache
-    offline: bool
+    client: Client
     allow_tag: bool
     registry: oci.Registry | None
 
@@ -334,13 +335,16 @@ def verify_pointers(
     trust_roots: Sequence[TrustRoot],
     policy: SignerPolicy,
     cache: oci.Cache,
-    offline: bool = False,
+    online: bool = False,
     allow_tag: bool = False,
     base: Path | None = None,
     registry: oci.Registry | None = None,
 ) -> tuple[Evidence, ...]:
-    """One record per pointer file found under `paths` (sorted by path)."""
-    how = _Pulling(cache, offline, allow_tag, registry)
+    """One record per pointer file found under `paths` (sorted by path). The network (one
+    `generator.core.net.Client` for them all) only when `online`; else from the cache only, and
+    a pointer whose artifact is not cached is rejected as unavailable."""
+    client = Client.on() if online else Client.off("pointer files are read from the cache")
+    how = _Pulling(cache, client, allow_tag, registry)
     out = [
         _verify_pointer(f, display_path(f, base), trust_roots=trust_roots, policy=policy, how=how)
         for f in discover(list(paths))
@@ -371,18 +375,15 @@ def judge(
     return tuple(out)
 
 
-OFFLINE_ENV = "AICR_CATALOG_OFFLINE"
 RECIPES_ENV = "AICR_CATALOG_UPSTREAM_RECIPES"
 
 
-def options_from_env() -> UpstreamOptions:
-    """For `status` and `build`: $AICR_CATALOG_OCI_CACHE, $AICR_CATALOG_OFFLINE=1,
-    $AICR_CATALOG_UPSTREAM_RECIPES=DIR (the options `evidence verify` takes as flags)."""
+def options_from_env(online: bool = False) -> UpstreamOptions:
+    """For `status` and `build`: $AICR_CATALOG_OCI_CACHE, $AICR_CATALOG_UPSTREAM_RECIPES=DIR
+    (the options `evidence verify` takes as flags); the network only with `online` (the
+    command's --online flag, never the environment)."""
     recipes = os.environ.get(RECIPES_ENV)
-    return UpstreamOptions(
-        offline=os.environ.get(OFFLINE_ENV, "") not in ("", "0"),
-        recipes=Path(recipes) if recipes else None,
-    )
+    return UpstreamOptions(online=online, recipes=Path(recipes) if recipes else None)
 
 
 def pointer_records(
@@ -401,7 +402,7 @@ def pointer_records(
         trust_roots=trust_roots,
         policy=policy,
         cache=cache_for(opts.cache),
-        offline=opts.offline,
+        online=opts.online,
         allow_tag=opts.allow_tag,
         base=base,
     )
@@ -414,11 +415,11 @@ def has_pointers(directory: Path) -> bool:
     return directory.is_dir() and any(discover([directory]))
 
 
-def state_key(directory: Path) -> str:
+def state_key(directory: Path, online: bool = False) -> str:
     """What a build's pointer records depend on besides the files under `directory`: the
     options from the environment, the upstream recipes, and which pointed-to artifacts the cache
     holds (a bundle pulled since the last build changes the records, not the evidence tree)."""
-    opts = options_from_env()
+    opts = options_from_env(online)
     cache = cache_for(opts.cache)
     cached: list[str] = []
     for f in discover([directory]) if directory.is_dir() else ():
@@ -434,7 +435,7 @@ def state_key(directory: Path) -> str:
             cached.append(p.digest)
     return json.dumps(
         {
-            "offline": opts.offline,
+            "online": opts.online,
             "cache": str(cache.root),
             "recipes": upstream_digests(opts.recipes),
             "cached": sorted(cached),

@@ -1,8 +1,9 @@
-"""The network boundary of `pins`: one `requests` session with timeouts, bounded retries with
-exponential backoff, and conditional requests against an on-disk ETag cache.
+"""What `pins` asks of the network: GETs through the one network client (generator.core.net),
+with bounded retries with exponential backoff, and conditional requests against an on-disk
+ETag cache.
 
 Every failure leaves this module as a `FetchError` carrying a `Problem` (unreachable, timeout,
-HTTP error with its status, malformed); callers never see a raw `requests` exception.
+HTTP error with its status, malformed); callers never see a raw network exception.
 """
 
 from __future__ import annotations
@@ -12,14 +13,13 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from http import HTTPStatus
 from pathlib import Path
 
-import requests
-import urllib3
-
-from generator.core import safeio
+from generator.core import net, safeio
 from generator.core.atomic import write_atomic
 from generator.core.errors import CatalogError
+from generator.core.net import Client, NetError, NetKind
 from generator.core.yamlio import load_json
 from generator.pins.model import Problem, ProblemKind
 
@@ -29,7 +29,6 @@ BACKOFF_BASE = 0.5  # seconds; attempt n waits BACKOFF_BASE * 2**n
 BACKOFF_MAX = 30.0  # cap for exponential backoff and for a server's Retry-After
 MAX_BODY = 256 * 1024 * 1024  # an index larger than this is refused as malformed
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-USER_AGENT = "aicr-catalog-pins/1 (+python-requests)"
 
 # Indirection so tests can observe backoff without waiting (never patch time.sleep globally).
 _sleep: Callable[[float], None] = time.sleep
@@ -102,7 +101,10 @@ class FetchStats:
 
 
 class Fetcher:
-    """GET with timeouts, bounded retries and ETag revalidation."""
+    """GET with timeouts, bounded retries and ETag revalidation, through one network client
+    (generator.core.net: deadlines, byte caps, same-host redirects, classified errors). Only
+    the `pins` command makes one, and only when it checks upstream (it is the network's own
+    command; `--no-check` makes none)."""
 
     def __init__(
         self,
@@ -110,14 +112,13 @@ class Fetcher:
         timeout: float = DEFAULT_TIMEOUT,
         retries: int = DEFAULT_RETRIES,
         cache: ETagCache | None = None,
-        session: requests.Session | None = None,
+        client: Client | None = None,
         progress: Callable[[str], None] | None = None,
     ) -> None:
         self.timeout = timeout
         self.retries = retries
         self.cache = cache
-        self.session = session or requests.Session()
-        self.session.headers["User-Agent"] = USER_AGENT
+        self.client = client or Client.on(idle_seconds=timeout)
         self.progress = progress or (lambda _msg: None)
         self.stats = FetchStats()
 
@@ -125,7 +126,7 @@ class Fetcher:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.session.close()
+        pass
 
     def get(
         self,
@@ -134,20 +135,22 @@ class Fetcher:
         headers: Mapping[str, str] | None = None,
         conditional: bool = True,
         accept: frozenset[int] = frozenset({200}),
+        max_bytes: int | None = None,
     ) -> Response:
         """The response to GET `url`. A status in `accept` (or a 304 served from the cache) is
-        returned; 429/5xx, timeouts and connection errors are retried; anything else raises."""
+        returned; 429/5xx, timeouts and connection errors are retried; anything else raises.
+        `max_bytes`: the body's cap (default MAX_BODY)."""
         sent = dict(headers or {})
         cached = self.cache.get(url) if (conditional and self.cache) else None
         if cached is not None:
             sent["If-None-Match"] = cached.etag
-        raw = self._send(url, sent)
+        raw = self._send(url, sent, max_bytes or MAX_BODY)
         if raw.status == 304 and cached is not None:
             self.stats.not_modified += 1
             self.progress(f"GET {url}: HTTP 304, cached copy reused")
             return Response(url, 304, cached.body, raw.headers, from_cache=True)
         if raw.status not in accept:
-            message = f"GET {url}: HTTP {raw.status}{raw.why}"
+            message = f"GET {url}: HTTP {raw.status}{_why(raw.status)}"
             raise FetchError(Problem(ProblemKind.HTTP_ERROR, message, raw.status))
         self.progress(f"GET {url}: HTTP {raw.status}, {len(raw.body)} bytes")
         etag = header(raw.headers, "ETag")
@@ -158,7 +161,7 @@ class Fetcher:
                 self.progress(f"warning: ETag cache not written ({e.strerror or e})")
         return Response(url, raw.status, raw.body, raw.headers)
 
-    def _send(self, url: str, headers: Mapping[str, str]) -> _Raw:
+    def _send(self, url: str, headers: Mapping[str, str], max_bytes: int) -> net.Response:
         problem: Problem | None = None
         retry_after: float | None = None
         for attempt in range(self.retries + 1):
@@ -171,28 +174,29 @@ class Fetcher:
             self.stats.requests += 1
             retry_after = None
             try:
-                resp = self.session.get(
-                    url, headers=dict(headers), timeout=self.timeout, stream=True
-                )
-                body = _read(resp, url)
-                raw = _Raw(resp.status_code, resp.reason or "", dict(resp.headers), body)
-            except requests.Timeout:
-                message = f"GET {url}: timed out after {self.timeout:g} s"
-                problem = Problem(ProblemKind.TIMEOUT, message)
-                continue
-            except requests.exceptions.SSLError as e:
-                message = f"GET {url}: unreachable (TLS: {_cause(e)})"
-                problem = Problem(ProblemKind.UNREACHABLE, message)
-                continue
-            except requests.ConnectionError as e:
-                problem = Problem(ProblemKind.UNREACHABLE, f"GET {url}: unreachable ({_cause(e)})")
-                continue
-            except requests.RequestException as e:
-                # Invalid URL, too many redirects: retrying cannot help.
-                raise FetchError(Problem(ProblemKind.UNREACHABLE, f"GET {url}: {_cause(e)}")) from e
+                raw = self.client.request("GET", url, headers=headers, max_bytes=max_bytes)
+            except NetError as e:
+                if e.kind is NetKind.TIMEOUT:
+                    message = f"GET {url}: timed out after {self.timeout:g} s"
+                    problem = Problem(ProblemKind.TIMEOUT, message)
+                    continue
+                if e.kind in (NetKind.UNREACHABLE, NetKind.TLS):
+                    problem = Problem(
+                        ProblemKind.UNREACHABLE, f"GET {url}: unreachable ({e.reason})"
+                    )
+                    continue
+                if e.kind is NetKind.DEADLINE:
+                    raise FetchError(Problem(ProblemKind.TIMEOUT, e.message)) from e
+                if e.kind is NetKind.TOO_LARGE:
+                    message = f"GET {url}: response larger than {max_bytes} bytes"
+                    raise FetchError(Problem(ProblemKind.MALFORMED, message)) from e
+                # a URL, redirect or protocol problem: retrying cannot help
+                raise FetchError(Problem(ProblemKind.UNREACHABLE, e.message)) from e
             if raw.status in RETRY_STATUSES:
                 problem = Problem(
-                    ProblemKind.HTTP_ERROR, f"GET {url}: HTTP {raw.status}{raw.why}", raw.status
+                    ProblemKind.HTTP_ERROR,
+                    f"GET {url}: HTTP {raw.status}{_why(raw.status)}",
+                    raw.status,
                 )
                 retry_after = _retry_after(raw.headers)
                 continue
@@ -207,40 +211,12 @@ class Fetcher:
         raise FetchError(problem)
 
 
-@dataclass(frozen=True, slots=True)
-class _Raw:
-    status: int
-    reason: str
-    headers: Mapping[str, str]
-    body: bytes
-
-    @property
-    def why(self) -> str:
-        return f" {self.reason}" if self.reason else ""
-
-
-def _read(resp: requests.Response, url: str) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
+def _why(status: int) -> str:
+    """The standard phrase of a status (never the server's own reason text)."""
     try:
-        for chunk in resp.iter_content(chunk_size=65536):
-            size += len(chunk)
-            if size > MAX_BODY:
-                message = f"GET {url}: response larger than {MAX_BODY} bytes"
-                raise FetchError(Problem(ProblemKind.MALFORMED, message))
-            chunks.append(chunk)
-    except requests.exceptions.ChunkedEncodingError as e:
-        raise requests.ConnectionError(str(e)) from e
-    except requests.ConnectionError as e:
-        # requests reports a read timeout while streaming the body as a ConnectionError.
-        if isinstance(e.args[0] if e.args else None, urllib3.exceptions.ReadTimeoutError):
-            raise requests.Timeout(str(e)) from e
-        raise
-    except requests.exceptions.ContentDecodingError as e:
-        raise FetchError(Problem(ProblemKind.MALFORMED, f"GET {url}: {_cause(e)}")) from e
-    finally:
-        resp.close()
-    return b"".join(chunks)
+        return f" {HTTPStatus(status).phrase}"
+    except ValueError:
+        return ""
 
 
 def _backoff(attempt: int, retry_after: float | None) -> float:
@@ -257,21 +233,6 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
     except ValueError:
         return None
     return seconds if seconds >= 0 else None
-
-
-def _cause(e: BaseException) -> str:
-    """The innermost, shortest useful description of a requests/urllib3 error."""
-    inner: BaseException = e
-    while inner.__cause__ is not None or inner.__context__ is not None:
-        nxt = inner.__cause__ or inner.__context__
-        assert nxt is not None
-        inner = nxt
-    text = str(inner) or type(inner).__name__
-    if "Connection refused" in text or "ECONNREFUSED" in text:
-        return "connection refused"
-    if "Name or service not known" in text or "nodename nor servname" in text:
-        return "host not found"
-    return type(inner).__name__
 
 
 def header(headers: Mapping[str, str], name: str) -> str | None:

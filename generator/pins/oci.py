@@ -19,6 +19,7 @@ from generator.pins.http import Fetcher, FetchError, header
 from generator.pins.model import Problem, ProblemKind
 
 MAX_PAGES = 100  # bound on `Link: rel="next"` pagination
+TOKEN_BYTES = 64 << 10  # an anonymous token answer
 _CHALLENGE = re.compile(r'(\w+)\s*=\s*"([^"]*)"')
 _NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
 
@@ -102,18 +103,19 @@ def _anonymous_token(fetcher: Fetcher, url: str, name: str, challenge: str | Non
     realm = params.pop("realm", "")
     parts = urlsplit(realm)
     if parts.scheme != "https" and not (parts.scheme == "http" and _is_loopback(parts.netloc)):
-        message = f"GET {url}: HTTP 401 with an unusable token realm {realm!r}"
+        message = f"GET {url}: HTTP 401 with an unusable token realm (not https)"
         raise FetchError(Problem(ProblemKind.MALFORMED, message, 401))
     params.setdefault("scope", f"repository:{name}:pull")
     query = urlencode(sorted(params.items()))
     token_url = f"{realm}{'&' if parts.query else '?'}{query}"
-    resp = fetcher.get(token_url, conditional=False)
+    resp = fetcher.get(token_url, conditional=False, max_bytes=TOKEN_BYTES)
     try:
         doc = json.loads(resp.body)
     except ValueError:
         doc = None
     token = (doc.get("token") or doc.get("access_token")) if isinstance(doc, dict) else None
     if not isinstance(token, str) or not token:
-        message = f"malformed token response from {realm}: no `token`"
+        # the realm is the registry's text: the message names the registry's URL instead
+        message = f"malformed token response for {url}: no `token`"
         raise FetchError(Problem(ProblemKind.MALFORMED, message))
     return token

@@ -86,6 +86,9 @@ class BuildOptions:
     # processes for verification and rendering (default: every core); page generation uses
     # them only when given (forked page workers copy the site data they read)
     jobs: int | None = None
+    # pointer files under evidence/ may pull their artifacts (generator.core.net); else the
+    # OCI cache only: a build uses no network unless `build --online` asked for it
+    online: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +242,7 @@ def verify_step(
         options.trust_root,
         jobs=options.jobs,
         cache=cache,
+        online=options.online,
     )
 
 

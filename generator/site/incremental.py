@@ -131,7 +131,7 @@ def build_key(
         shown=f"{evidence_dir.name}/",
         where="the evidence directory",
     )
-    key = digest(BUILD_STAGE, base, evidence, state_key(evidence_dir))
+    key = digest(BUILD_STAGE, base, evidence, state_key(evidence_dir, inputs.online))
     # options that reach only the site-wide pages: the site URL, the CLI's help
     extra = json.dumps(
         [inputs.site_url, [[c.path, c.help] for c in inputs.cli_reference]], allow_nan=False

@@ -293,6 +293,7 @@ def verify_evidence(
     *,
     jobs: int | None = None,
     cache: Cache | None = None,
+    online: bool = False,
 ) -> tuple[Verified, StageNote | None]:
     """Verify every evidence file offline against the chosen trust root and the signer policy
     (`generator.evidence.stage.verify_stage`); a build without evidence needs no trust root.
@@ -312,7 +313,7 @@ def verify_evidence(
         trust_roots=(trust_root,),
         catalog=catalog,
         current={digest_key(r.name, r.scale_profile): r.digest for r in results},
-        upstream=options_from_env(),
+        upstream=options_from_env(online),
         jobs=jobs,
         base=evidence_dir.parent,
         cache=cache,

@@ -1,0 +1,398 @@
+"""The one network client: every HTTP request the tool makes goes through `Client.request`.
+
+What it guarantees, whoever calls it:
+
+- **Off unless asked for.** A `Client` is made by the command: `Client.off()` (the default for
+  every command that can work without the network, such as `build`, `status` and `evidence
+  verify` without `--online`) refuses every request with `NetworkOff` before a socket is opened;
+  `Client.on()` only for a command whose user asked for the network (`--online`, or a command
+  that is the network's own, such as `evidence pull/push` and `pins`).
+- **Deadlines, not only read timeouts.** Each request has a total deadline (connect, headers,
+  body together) and each client a deadline for the whole command; a watchdog shuts the socket
+  down when either passes, so a server that trickles one byte at a time cannot stall a command.
+  `AICR_CATALOG_NET_DEADLINE` (seconds) sets the command's deadline.
+- **Byte caps.** Every body is read with the cap its caller must give (`max_bytes`, no default);
+  a declared or actual larger body is `net.too-large`. Error answers are read to
+  `ERROR_BODY_BYTES` at most. Headers are bounded by `http.client` (64 KiB a line, 100 lines).
+  Bodies are asked for without content encoding (`Accept-Encoding: identity`), so nothing here
+  inflates.
+- **Redirects** are followed to the same scheme and host only (at most `MAX_REDIRECTS`);
+  `Redirects.CONTENT_ADDRESSED` (a blob read by digest, checked by its caller) may also follow
+  to another HTTPS host, without the `Authorization` header. Plain HTTP only to a loopback host.
+- **No remote text.** A `NetError` says what failed in this module's own words, with a
+  classified `kind` (`net.timeout`, `net.unreachable`, ...); no server's reason phrase or error
+  body is ever part of a message. `Response` carries status, headers and the capped body only.
+
+tests/test_boundaries_net.py fails when a module outside this one imports a network library.
+"""
+
+from __future__ import annotations
+
+import http.client
+import ipaddress
+import os
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum, StrEnum
+from urllib.parse import urljoin, urlsplit
+
+from generator.core.errors import CatalogError, Diagnostic
+
+DEADLINE_ENV = "AICR_CATALOG_NET_DEADLINE"
+DEFAULT_REQUEST_SECONDS = 120.0  # one request, connect to last byte
+DEFAULT_COMMAND_SECONDS = 900.0  # every request of one command together
+DEFAULT_IDLE_SECONDS = 30.0  # one socket operation waiting for the peer
+MAX_REDIRECTS = 5
+ERROR_BODY_BYTES = 64 << 10  # what is read of an answer that is not 2xx/3xx
+CHUNK = 1 << 16
+USER_AGENT = "aicr-catalog/1"
+_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+
+
+class NetKind(StrEnum):
+    """Why a request failed; also the diagnostic's rule."""
+
+    OFF = "net.off"
+    URL = "net.url"
+    TIMEOUT = "net.timeout"
+    DEADLINE = "net.deadline"
+    UNREACHABLE = "net.unreachable"
+    TLS = "net.tls"
+    TOO_LARGE = "net.too-large"
+    REDIRECT = "net.redirect"
+    PROTOCOL = "net.protocol"
+
+
+class NetError(CatalogError):
+    """A request that produced no usable answer. `message` is this module's own text only."""
+
+    exit_code = 1
+
+    def __init__(self, kind: NetKind, url: str, message: str, reason: str = "") -> None:
+        self.kind = kind
+        self.url = url
+        self.reason = reason or kind.value.removeprefix("net.")  # a short classified phrase
+        super().__init__(message, [Diagnostic(url or "(network)", 0, 0, "$", message, kind.value)])
+
+
+class NetworkOff(NetError):
+    """The command was not asked to use the network."""
+
+    exit_code = 2
+    hint = "run the command again with --online to allow it to use the network"
+
+
+class Redirects(Enum):
+    SAME_HOST = "same-host"
+    CONTENT_ADDRESSED = "content-addressed"  # the caller checks the body against a digest
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    url: str  # the URL that answered (after redirects)
+    status: int
+    headers: Mapping[str, str]  # lower-case names
+    body: bytes  # at most the cap the request gave (ERROR_BODY_BYTES for an error status)
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name.lower())
+
+
+@dataclass
+class NetStats:
+    requests: int = 0
+    body_bytes: int = 0
+
+
+def is_loopback(host: str) -> bool:
+    """`localhost`, 127.0.0.0/8 or ::1 (a host name without port; brackets allowed)."""
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _env_seconds(default: float) -> float:
+    raw = os.environ.get(DEADLINE_ENV, "")
+    try:
+        value = float(raw)
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+_tls: ssl.SSLContext | None = None
+
+
+def _tls_context() -> ssl.SSLContext:
+    global _tls
+    if _tls is None:
+        try:
+            import certifi
+
+            _tls = ssl.create_default_context(cafile=certifi.where())
+        except ImportError:  # pragma: no cover - certifi comes with the dependencies
+            _tls = ssl.create_default_context()
+    return _tls
+
+
+@dataclass
+class Client:
+    """The network, on or off, with its deadlines. Made once per command (see the module)."""
+
+    online: bool
+    command_seconds: float = DEFAULT_COMMAND_SECONDS
+    request_seconds: float = DEFAULT_REQUEST_SECONDS
+    idle_seconds: float = DEFAULT_IDLE_SECONDS
+    purpose: str = ""  # what the network would be for, in NetworkOff's message
+    stats: NetStats = field(default_factory=NetStats)
+    _started: float = field(default_factory=time.monotonic)
+
+    @classmethod
+    def off(cls, purpose: str = "") -> Client:
+        return cls(online=False, purpose=purpose)
+
+    @classmethod
+    def on(
+        cls,
+        *,
+        command_seconds: float | None = None,
+        request_seconds: float = DEFAULT_REQUEST_SECONDS,
+        idle_seconds: float = DEFAULT_IDLE_SECONDS,
+    ) -> Client:
+        total = command_seconds if command_seconds is not None else _env_seconds(0.0)
+        if total <= 0:
+            total = DEFAULT_COMMAND_SECONDS
+        return cls(
+            online=True,
+            command_seconds=total,
+            request_seconds=min(request_seconds, total),
+            idle_seconds=min(idle_seconds, total),
+        )
+
+    def remaining(self) -> float:
+        return self.command_seconds - (time.monotonic() - self._started)
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        max_bytes: int,
+        headers: Mapping[str, str] | None = None,
+        data: bytes | None = None,
+        redirects: Redirects = Redirects.SAME_HOST,
+        follow: bool = True,
+    ) -> Response:
+        """One request and its capped body (see the module for every guarantee)."""
+        if not self.online:
+            why = f" ({self.purpose})" if self.purpose else ""
+            raise NetworkOff(
+                NetKind.OFF,
+                url,
+                f"{method} {url}: the network is off for this command{why}; "
+                "pass --online to allow it",
+            )
+        left = self.remaining()
+        if left <= 0:
+            raise NetError(
+                NetKind.DEADLINE,
+                url,
+                f"{method} {url}: the command's network deadline of "
+                f"{self.command_seconds:g} s has passed",
+            )
+        deadline = time.monotonic() + min(self.request_seconds, left)
+        sent = {k: v for k, v in (headers or {}).items()}
+        first = urlsplit(url)
+        current = url
+        for hop in range(MAX_REDIRECTS + 1):
+            resp = self._once(method, current, url, sent, data, max_bytes, deadline)
+            location = resp.header("location")
+            if not follow or resp.status not in _REDIRECT_STATUSES or not location:
+                return resp
+            if hop == MAX_REDIRECTS:
+                break
+            target = urljoin(current, location)
+            to, origin = urlsplit(target), urlsplit(current)
+            same = (to.scheme, to.netloc) == (origin.scheme, origin.netloc) or (
+                (to.scheme, to.netloc) == (first.scheme, first.netloc)
+            )
+            if not same:
+                if redirects is not Redirects.CONTENT_ADDRESSED or to.scheme != "https":
+                    raise NetError(
+                        NetKind.REDIRECT,
+                        url,
+                        f"{method} {url}: redirected to another host; "
+                        "only same-host redirects are followed",
+                    )
+                sent = {k: v for k, v in sent.items() if k.lower() != "authorization"}
+            if resp.status == 303 or (resp.status in (301, 302) and method == "POST"):
+                method, data = "GET", None
+            current = target
+        raise NetError(
+            NetKind.REDIRECT, url, f"{method} {url}: more than {MAX_REDIRECTS} redirects"
+        )
+
+    def _once(
+        self,
+        method: str,
+        target: str,
+        url: str,
+        headers: Mapping[str, str],
+        data: bytes | None,
+        max_bytes: int,
+        deadline: float,
+    ) -> Response:
+        """One exchange with `target`; messages name `url`, the URL the caller asked for (a
+        redirect's Location is the server's text and is never shown)."""
+        parts = urlsplit(target)
+        host = parts.hostname or ""
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+            host = ""
+        if parts.scheme not in ("http", "https") or not host:
+            raise NetError(NetKind.URL, url, f"{method} {url}: not an http(s) URL with a host")
+        if parts.scheme == "http" and not is_loopback(host):
+            raise NetError(
+                NetKind.URL, url, f"{method} {url}: plain HTTP only to a loopback host; use https"
+            )
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise self._expired(method, url)
+        timeout = min(self.idle_seconds, left)
+        conn: http.client.HTTPConnection
+        if parts.scheme == "https":
+            conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=_tls_context())
+        else:
+            conn = http.client.HTTPConnection(host, port, timeout=timeout)
+        expired = threading.Event()
+
+        def watchdog() -> None:
+            expired.set()
+            sock = conn.sock
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+        timer = threading.Timer(left, watchdog)
+        timer.daemon = True
+        timer.start()
+        self.stats.requests += 1
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        try:
+            conn.putrequest(method, path, skip_accept_encoding=True)
+            conn.putheader("Accept-Encoding", "identity")
+            if not any(k.lower() == "user-agent" for k in headers):
+                conn.putheader("User-Agent", USER_AGENT)
+            for k, v in headers.items():
+                conn.putheader(k, v)
+            if data is not None:
+                conn.putheader("Content-Length", str(len(data)))
+            conn.endheaders(data)
+            resp = conn.getresponse()
+            status = resp.status
+            names: dict[str, str] = {}
+            for k, v in resp.getheaders():
+                key = k.lower()
+                names[key] = f"{names[key]}, {v}" if key in names else v
+            cap = max_bytes if status < 400 else min(max_bytes, ERROR_BODY_BYTES)
+            body = b""
+            if method != "HEAD" and status not in (204, 304) and not 100 <= status < 200:
+                body = self._body(conn, resp, names, cap, status >= 400, method, url, deadline)
+            return Response(target, status, names, body)
+        except NetError:
+            raise
+        except TimeoutError as e:
+            if expired.is_set():
+                raise self._expired(method, url) from e
+            raise NetError(
+                NetKind.TIMEOUT,
+                url,
+                f"{method} {url}: no answer within {self.idle_seconds:g} s",
+                f"timed out after {self.idle_seconds:g} s",
+            ) from e
+        except ssl.SSLError as e:
+            if expired.is_set():
+                raise self._expired(method, url) from e
+            why = f"TLS: {type(e).__name__}"
+            raise NetError(NetKind.TLS, url, f"{method} {url}: unreachable ({why})", why) from e
+        except socket.gaierror as e:
+            why = "host not found"
+            raise NetError(NetKind.UNREACHABLE, url, f"{method} {url}: {why}", why) from e
+        except ConnectionRefusedError as e:
+            why = "connection refused"
+            raise NetError(NetKind.UNREACHABLE, url, f"{method} {url}: {why}", why) from e
+        except (OSError, http.client.HTTPException) as e:
+            if expired.is_set():
+                raise self._expired(method, url) from e
+            kind = NetKind.UNREACHABLE if conn.sock is None else NetKind.PROTOCOL
+            what = "cannot connect" if kind is NetKind.UNREACHABLE else "the answer broke off"
+            why = f"{what} ({type(e).__name__})"
+            raise NetError(kind, url, f"{method} {url}: {why}", why) from e
+        finally:
+            timer.cancel()
+            conn.close()
+
+    def _body(
+        self,
+        conn: http.client.HTTPConnection,
+        resp: http.client.HTTPResponse,
+        headers: Mapping[str, str],
+        cap: int,
+        truncate: bool,
+        method: str,
+        url: str,
+        deadline: float,
+    ) -> bytes:
+        """The body, at most `cap` bytes (more is an error, or cut off for an error answer)."""
+        declared = headers.get("content-length", "")
+        if not truncate and declared.isdigit() and int(declared) > cap:
+            raise NetError(
+                NetKind.TOO_LARGE,
+                url,
+                f"{method} {url}: the answer declares {declared} bytes, more than the limit of {cap}",
+            )
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise self._expired(method, url)
+            if conn.sock is not None:
+                conn.sock.settimeout(min(self.idle_seconds, left))
+            chunk = resp.read1(CHUNK)
+            if not chunk:
+                break
+            size += len(chunk)
+            self.stats.body_bytes += len(chunk)
+            if size > cap:
+                if truncate:
+                    chunks.append(chunk[: cap - (size - len(chunk))])
+                    break
+                raise NetError(
+                    NetKind.TOO_LARGE,
+                    url,
+                    f"{method} {url}: the answer is larger than the limit of {cap} bytes",
+                )
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _expired(self, method: str, url: str) -> NetError:
+        return NetError(
+            NetKind.DEADLINE,
+            url,
+            f"{method} {url}: no complete answer within the deadline "
+            f"({min(self.request_seconds, self.command_seconds):g} s a request, "
+            f"{self.command_seconds:g} s the command)",
+        )
