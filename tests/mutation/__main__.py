@@ -166,6 +166,7 @@ def _env(repo: Path) -> dict[str, str]:
         os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
     )
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # a mutant never leaves a stale .pyc behind
+    env["AICR_MUTATION"] = "1"  # property tests draw the same examples for every mutant
     env.pop("PYTEST_ADDOPTS", None)
     return env
 
