@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: site test lint bench goldens serve clean preflight-samples
+.PHONY: site test lint bench goldens serve clean preflight-samples mutation
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -34,6 +34,14 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/zizmor --offline --no-progress .github/workflows
 	$(BIN)/zizmor --offline --no-progress --persona pedantic .github/workflows
+
+# Mutation check of the trust-critical modules (tests/mutation/modules.toml; CONTRIBUTING.md):
+# each mutant against its module's tests, in scratch copies of the tree. Not part of `test`.
+# MODULES=safeio,policy runs some modules only; JOBS=1 on a machine shared with other work.
+MODULES ?=
+JOBS    ?= 2
+mutation: $(STAMP)
+	$(BIN)/python -m tests.mutation --modules "$(MODULES)" --jobs $(JOBS)
 
 bench: $(STAMP)
 	$(BIN)/python -m pytest -m bench -s -p no:xdist

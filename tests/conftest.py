@@ -8,6 +8,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# `make mutation` (tests/mutation) runs the same tests once per mutant: with the same examples
+# each time, so that a mutant's verdict does not depend on the draw
+settings.register_profile("mutation", derandomize=True, database=None)
+if os.environ.get("AICR_MUTATION"):
+    settings.load_profile("mutation")
 
 REPO = Path(__file__).resolve().parent.parent
 CATALOG = REPO / "catalog"

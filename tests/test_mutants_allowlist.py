@@ -351,3 +351,22 @@ def test_the_combined_policy_matches_and_refuses_signers_classified_two_ways() -
     assert policy.match(identity, "https://gitlab.com", "public-good") is None
     assert AllowlistPolicy(rules=()).describe() == "nobody (no signer in the policy applies)"
     assert policy.describe().endswith(slug.describe())
+
+
+def test_a_slug_entry_needs_its_issuer_not_only_its_slug() -> None:
+    identity = f"{WF}@refs/heads/main"
+    gitlab = "https://gitlab.com"
+    rule = SlugRule("s", SignerClass.PARTNER, GH, source_id(gitlab, identity))
+    assert not rule.matches(identity, gitlab)  # the slug of (gitlab, identity), but not GH
+    assert not rule.matches(identity, GH)
+    assert SlugRule("s", SignerClass.PARTNER, GH, source_id(GH, identity)).matches(identity, GH)
+
+
+def test_the_combined_policy_describes_every_entry() -> None:
+    identity = f"{WF}@refs/heads/main"
+    slug = SlugRule("s", SignerClass.PARTNER, GH, source_id(GH, identity))
+    pattern = _rule("p", SignerClass.PARTNER, pattern=rf"^{WF_RE}@refs/heads/.+$")
+    both = AllowlistPolicy(rules=(), slugs=(slug,), patterns=(pattern,))
+    assert both.describe() == f"{pattern.describe()}; {slug.describe()}"
+    assert AllowlistPolicy(rules=(), slugs=(slug,)).describe() == slug.describe()
+    assert slug.describe() == f"s (partner): source {slug.source} via {GH}"

@@ -157,3 +157,14 @@ def test_where_an_output_may_not_be(tmp_path: Path) -> None:
     link = tmp_path / "link"
     link.symlink_to(tmp_path / "new")
     assert "symbolic link" in _refused(link, OutputKind.SITE)
+
+
+def test_only_the_first_4096_bytes_of_a_bundle_header_are_read(tmp_path: Path) -> None:
+    out = tmp_path / "b"
+    out.mkdir()
+    (out / "checksums.txt").write_text("")
+    filler = "#" * 4079 + "\n"
+    (out / BUNDLE_HEADER).write_text(filler + "kind: BundleInfo\n")  # the line ends at 4096
+    assert marked_kind(out) is OutputKind.BUNDLE
+    (out / BUNDLE_HEADER).write_text("#" + filler + "kind: BundleInfo\n")  # one byte later
+    assert marked_kind(out) is None

@@ -24,9 +24,7 @@ import argparse
 import json
 import os
 import queue
-import resource
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -168,42 +166,57 @@ def _env(repo: Path) -> dict[str, str]:
         os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
     )
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # a mutant never leaves a stale .pyc behind
+    env["AICR_MUTATION"] = "1"  # property tests draw the same examples for every mutant
     env.pop("PYTEST_ADDOPTS", None)
     return env
 
 
-def _limit_cpu(seconds: int) -> None:
-    resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 5))
+class Runner:
+    """A fork server (forkserver.py) working in one scratch copy: runs a module's tests."""
 
+    def __init__(self, repo: Path) -> None:
+        self.repo = repo
+        self.proc = subprocess.Popen(
+            [sys.executable, str(repo / "tests" / "mutation" / "forkserver.py")],
+            cwd=repo,
+            env=_env(repo),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
 
-def run_tests(repo: Path, cfg: ModuleConfig, timeout: float | None) -> tuple[str, float]:
-    """("passed" | "failed" | "timeout", seconds) of the module's tests in the copy."""
-    cmd = [sys.executable, "-m", "pytest", *PYTEST_ARGS, *cfg.args, *cfg.tests]
-    start = time.monotonic()
-    cpu = int(timeout) if timeout else None
-    proc = subprocess.Popen(
-        cmd,
-        cwd=repo,
-        env=_env(repo),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        preexec_fn=(lambda: _limit_cpu(cpu)) if cpu else None,
-    )
-    try:
-        rc = proc.wait(timeout=timeout * 3 if timeout else None)  # wall clock: a loaded machine
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        return "timeout", time.monotonic() - start
-    elapsed = time.monotonic() - start
-    if rc == 0:
-        return "passed", elapsed
-    if rc in (-signal.SIGXCPU, -signal.SIGKILL, 128 + signal.SIGXCPU):
-        return "timeout", elapsed
-    # 1 tests failed, 2 interrupted (a collection error: the mutant broke an import), 3 an
-    # internal error, a negative code a crash: each is the mutant detected
-    return "failed", elapsed
+    def run(self, cfg: ModuleConfig, limit: float | None) -> tuple[str, float]:
+        """("passed" | "failed" | "timeout", seconds) of the module's tests in the copy, one
+        file after the other (a mutant the first file kills costs no other file's collection).
+        `limit`: CPU seconds per process; the wall clock may take three times that (a loaded
+        machine)."""
+        total = 0.0
+        for test in cfg.tests:
+            status, seconds = self._run([*PYTEST_ARGS, *cfg.args, test], limit)
+            total += seconds
+            if status != "passed":
+                return status, total
+        return "passed", total
+
+    def _run(self, args: list[str], limit: float | None) -> tuple[str, float]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        request = {
+            "args": args,
+            "cpu": int(limit) if limit else None,
+            "wall": 3 * limit if limit else None,
+        }
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"the fork server in {self.repo} stopped")
+        answer = json.loads(line)
+        return str(answer["status"]), float(answer["seconds"])
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait()
 
 
 def _check_import(repo: Path) -> None:
@@ -223,13 +236,13 @@ def _check_import(repo: Path) -> None:
 # --- one module --------------------------------------------------------------------------------
 
 
-def mutate_module(cfg: ModuleConfig, repos: list[Path], equivalent: dict[str, str]) -> Outcome:
+def mutate_module(cfg: ModuleConfig, runners: list[Runner], equivalent: dict[str, str]) -> Outcome:
     """Every mutant of one module against its tests, `len(repos)` at a time."""
     source = (REPO / cfg.path).read_bytes()
     found = mutants(cfg.path, source, cfg.functions)
     outcome = Outcome(cfg.path)
     t0 = time.monotonic()
-    status, base = run_tests(repos[0], cfg, None)
+    status, base = runners[0].run(cfg, None)
     if status != "passed":
         raise SystemExit(f"{cfg.path}: the unmutated tests do not pass ({status}): fix them first")
     limit = max(30.0, 4 * base + 10)
@@ -240,8 +253,8 @@ def mutate_module(cfg: ModuleConfig, repos: list[Path], equivalent: dict[str, st
     lock = threading.Lock()
     done = [0]
 
-    def worker(repo: Path) -> None:
-        target = repo / cfg.path
+    def worker(runner: Runner) -> None:
+        target = runner.repo / cfg.path
         while True:
             try:
                 m = work.get_nowait()
@@ -249,7 +262,7 @@ def mutate_module(cfg: ModuleConfig, repos: list[Path], equivalent: dict[str, st
                 return
             target.write_bytes(m.apply(source))
             try:
-                status, _ = run_tests(repo, cfg, limit)
+                status, _ = runner.run(cfg, limit)
             finally:
                 target.write_bytes(source)
             with lock:
@@ -271,7 +284,7 @@ def mutate_module(cfg: ModuleConfig, repos: list[Path], equivalent: dict[str, st
                     outcome.killed.append(m.key)
                 sys.stdout.flush()
 
-    threads = [threading.Thread(target=worker, args=(r,)) for r in repos]
+    threads = [threading.Thread(target=worker, args=(r,)) for r in runners]
     for t in threads:
         t.start()
     for t in threads:
@@ -350,17 +363,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     jobs = max(1, args.jobs)
     outcomes: list[Outcome] = []
     base = Path(tempfile.mkdtemp(prefix="aicr-mutation-"))
+    runners: list[Runner] = []
     try:
         repos = [make_copy(base, f"w{i}") for i in range(jobs)]
         _check_import(repos[0])
+        runners.extend(Runner(r) for r in repos)
         for cfg in present:
-            o = mutate_module(cfg, repos, equivalent)
+            o = mutate_module(cfg, runners, equivalent)
             outcomes.append(o)
             print(
                 f"{o.module}: {o.total} mutants, score {o.score:.1f} % ({o.seconds:.0f} s)",
                 flush=True,
             )
     finally:
+        for runner in runners:
+            runner.close()
         shutil.rmtree(base, ignore_errors=True)
 
     print()

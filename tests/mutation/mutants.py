@@ -228,7 +228,12 @@ class _Finder(ast.NodeVisitor):
         v = node.value
         # a bare constant says little: it is named by the expression around it when short
         around = self.parents.get(node)
-        context = self.text(around) if isinstance(around, ast.expr) else ""
+        call = self.parents.get(around) if isinstance(around, ast.keyword) else None
+        if isinstance(around, ast.keyword) and isinstance(call, ast.Call):
+            # a keyword argument: named by the function called and the keyword
+            context = f"{self.text(call.func)}(… {self.text(around)} …)"
+        else:
+            context = self.text(around) if isinstance(around, ast.expr) else ""
         snippet = context if 0 < len(" ".join(context.split())) <= SNIPPET_MAX else ""
         if isinstance(v, bool):
             self.add(node, f"const {v}->{not v}", str(not v), snippet)

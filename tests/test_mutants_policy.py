@@ -1,0 +1,144 @@
+"""Signer-policy decisions that no other test pins down (issue 32, `make mutation`).
+
+Each test fails on a mutant of `generator/evidence/policy.py` that the rest of the suite let
+through: the "nested too deeply" refusal (a pattern Python compiles, but whose leading
+alternatives cannot be read without exhausting the recursion limit) and its neighbours.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from generator.core.errors import ValidationError
+from generator.core.yamlio import parse_yaml
+from generator.evidence.policy import (
+    literal_prefixes,
+    pattern_problem,
+    policy_from,
+    read_policy,
+    top_level_alternation,
+)
+
+GH = "https://token.actions.githubusercontent.com"
+REPO = r"https://github\.com/o/r/"
+
+
+def test_a_pattern_nested_too_deeply_is_refused_not_a_crash() -> None:
+    deep = "^" + REPO + "(a)" * 1000 + "$"
+    assert pattern_problem(deep, GH) == "identityPattern is nested too deeply"
+    assert pattern_problem("^" + "(a)" * 1000 + "$") == "identityPattern is nested too deeply"
+    with pytest.raises(RecursionError):
+        literal_prefixes(deep)
+    # fewer groups are read, and are one literal prefix
+    assert pattern_problem("^" + REPO + "(a)" * 50 + "$", GH) is None
+    assert literal_prefixes("^" + REPO + "(a)" * 50 + "$") == (
+        "https://github.com/o/r/" + "a" * 50,
+    )
+
+
+def test_the_nested_refusal_is_a_located_diagnostic() -> None:
+    text = (
+        "apiVersion: aicr.run/v1\nkind: SignerPolicy\nsigners:\n"
+        f"  - label: deep\n    class: partner\n    issuer: {GH}\n"
+        f"    identityPattern: '^{REPO}{'(a)' * 1000}$'\n"
+    )
+    policy, diags = policy_from(parse_yaml(text, "signers.yaml"))
+    assert policy.rules == ()
+    assert [(d.line, d.json_path, d.message, d.rule) for d in diags] == [
+        (
+            7,
+            "$.signers[0].identityPattern",
+            "identityPattern is nested too deeply",
+            "signers.over-broad",
+        )
+    ]
+
+
+def test_a_policy_behind_a_link_out_of_its_directory_keeps_the_readers_rule(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "outside.yaml").write_text("apiVersion: aicr.run/v1\n")
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    (catalog / "signers.yaml").symlink_to(tmp_path / "outside.yaml")
+    with pytest.raises(ValidationError) as info:
+        read_policy(catalog / "signers.yaml", "signers.yaml")
+    (d,) = info.value.diagnostics
+    assert (d.path, d.rule) == ("signers.yaml", "file.symlink-escape")
+    assert str(info.value) == "cannot read the signer policy signers.yaml"
+    with pytest.raises(ValidationError) as missing:
+        read_policy(catalog / "absent.yaml")
+    assert [(d.path, d.rule) for d in missing.value.diagnostics] == [
+        ("absent.yaml", "signers.missing")
+    ]
+
+
+def test_at_most_64_leading_alternatives_are_read() -> None:
+    def alternatives(n: int) -> str:
+        return "^(?:" + "|".join(rf"{REPO}w{i}" for i in range(n)) + ")$"
+
+    assert len(literal_prefixes(alternatives(64))) == 64
+    assert pattern_problem(alternatives(64), GH) is None
+    assert pattern_problem(alternatives(65), GH) == (
+        "identityPattern has more than 64 leading alternatives"
+    )
+    with pytest.raises(ValueError, match="more than 64 leading alternatives"):
+        literal_prefixes(alternatives(65))
+
+
+@pytest.mark.parametrize(
+    "inner",
+    [
+        "(?:(?i:x))*",  # inside a repeat
+        "(?:(?i:x))*?",  # a lazy one
+        "(?:(?i:x))*+",  # a possessive one
+        "(?=(?i:x))x",  # a lookahead
+        "(?!(?i:y))x",  # a negative lookahead
+        "(?>(?i:x))",  # an atomic group
+        "(?:a|(?i:b))",  # an alternative
+        "(?:a(?:b(?-i:c)))",  # nested groups
+    ],
+)
+def test_flags_are_refused_wherever_they_are_nested(inner: str) -> None:
+    problem = pattern_problem(f"^{REPO}{inner}$", GH)
+    assert problem == "identityPattern may not set flags such as (?i) or (?x)"
+
+
+def test_groups_without_flags_anywhere_are_accepted() -> None:
+    for inner in ("(?:x)*", "(?=x)x", "(?>x)", "(?:a|(?:b))", "(x)+?"):
+        assert pattern_problem(f"^{REPO}{inner}$", GH) is None, inner
+
+
+def test_a_group_with_flags_ends_the_literal_prefix() -> None:
+    assert literal_prefixes(r"^abc(?i:d)e$") == ("abc",)
+    assert literal_prefixes(r"^abc(?:d)e$") == ("abcde",)
+    assert literal_prefixes(r"abc") == ("abc",)  # no anchor: the same prefix
+
+
+@pytest.mark.parametrize(
+    ("pattern", "problem"),
+    [
+        (r"^[a-z]+\.example\.com$", "a non-URI pattern must end with a literal @domain"),
+        (r"^[a-z]+@[a-z]+\.com$", "a non-URI pattern must end with a literal @domain"),
+        (r"^[a-z]+@localhost$", "a non-URI pattern must end with a literal @domain"),
+        (r"^https://github\.com/o/r/x\$", "must be anchored with ^ and $"),
+        (r"^[a-z]+://github\.com/o/r/x$", "its literal prefix '' must name"),
+    ],
+)
+def test_patterns_refused_for_what_they_end_or_begin_with(pattern: str, problem: str) -> None:
+    found = pattern_problem(pattern)
+    assert found is not None and problem in found, found
+
+
+def test_an_email_pattern_with_a_literal_domain_is_accepted() -> None:
+    assert pattern_problem(r"^[a-z.]+@lab\.example\.com$") is None
+    assert pattern_problem(r"^ci(?:-bot)?@lab\.example\.com$") is None
+
+
+def test_a_group_closing_inside_a_group_keeps_its_depth() -> None:
+    assert top_level_alternation("((a)|b)") is False
+    assert top_level_alternation("(a))|b") is True  # a stray `)` never makes depth negative
+    assert top_level_alternation(r"a\\|b") is True  # an escaped backslash, then `|`
+    assert top_level_alternation("[a]|b") is True
