@@ -272,9 +272,8 @@ class Upstream:
                     "type": r.get("type") or "",
                     "valuesFile": r.get("valuesFile") or "",
                     "values": _canon(self.values(r)),
-                    "dependencyRefs": sorted(
-                        d for d in r.get("dependencyRefs") or [] if d in enabled
-                    ),
+                    # as the overlays list them (upstream's output keeps that order)
+                    "dependencyRefs": [d for d in r.get("dependencyRefs") or [] if d in enabled],
                     "manifestFiles": list(r.get("manifestFiles") or []),
                 }
                 for n, r in enabled.items()
