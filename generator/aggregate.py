@@ -60,7 +60,7 @@ import pandas as pd
 from generator.catalog.lanes import Lanes, Verdict
 from generator.core.records import DEFAULT_PROFILE, DIMENSIONS, Consensus, RecipeResult
 from generator.core.timeutil import rfc3339
-from generator.evidence.judge import CLOCK_SKEW_SECONDS, Judge
+from generator.evidence.judge import CLOCK_SKEW_SECONDS, Judge, Judgement, RowOutcome
 from generator.evidence.model import (
     SCALE_QUALIFICATION_V1,
     Evidence,
@@ -69,7 +69,7 @@ from generator.evidence.model import (
     RunState,
     VerifiedEvidence,
 )
-from generator.evidence.view import EvidenceView
+from generator.evidence.view import NOT_JUDGED, EvidenceView, Outcome, as_signed, with_outcome
 from generator.validate import health_of
 
 CONFIRMED, SINGLE, CONTESTED, FAILING, UNTESTED, PARTIAL = (
@@ -419,13 +419,15 @@ def _run_rows(evidence: Sequence[Evidence]) -> pd.DataFrame:
 
 def _judgements(
     evidence: Sequence[Evidence], recipes: Sequence[RecipeResult], lanes: Lanes
-) -> tuple[list[str], list[str]]:
-    """(recomputed verdict, disagreement) per record: "" where a record is not judged (rejected,
-    stale, not ours, unknown lane, other criteria). See `generator.evidence.judge`."""
+) -> tuple[list[str], list[str], list[Judgement | None]]:
+    """(recomputed verdict, disagreement, the judgement) per record: "" (None) where a record is
+    not judged (rejected, stale, not ours, unknown lane, other criteria). See
+    `generator.evidence.judge`."""
     judge = Judge(lanes)
     current = {(r.name, r.scale_profile): r for r in recipes}
     pins: dict[tuple[str, str], dict[str, str | None]] = {}
     verdicts, mismatches = [""] * len(evidence), [""] * len(evidence)
+    judgements: list[Judgement | None] = [None] * len(evidence)
     for i, e in enumerate(evidence):
         if not isinstance(e, VerifiedEvidence) or e.stale:
             continue
@@ -440,7 +442,8 @@ def _judgements(
         if j is not None:
             verdicts[i] = j.verdict
             mismatches[i] = "" if j.consistent else j.explain()
-    return verdicts, mismatches
+            judgements[i] = j
+    return verdicts, mismatches, judgements
 
 
 def _log_time(seconds: float) -> str:
@@ -455,11 +458,12 @@ def _judge_runs(
     lane_df: pd.DataFrame,
     demo: bool,
     demo_roots: Collection[str],
-    judged: tuple[list[str], list[str]],
+    judged: tuple[list[str], list[str], list[Judgement | None]],
 ) -> pd.DataFrame:
     """Add current digest, exclusion (why not counted), counted, latest, effective verdict."""
-    recomputed, mismatch = judged
+    recomputed, mismatch, judgements = judged
     runs["recomputed"] = [recomputed[i] for i in runs["idx"]] if len(runs) else ""
+    runs["judgement"] = [judgements[i] for i in runs["idx"]] if len(runs) else None
     runs["mismatch"] = [mismatch[i] for i in runs["idx"]] if len(runs) else ""
     runs = runs.merge(
         rec[["recipe", "profile", "digest"]].rename(columns={"digest": "current_digest"}),
@@ -889,6 +893,7 @@ class RunStatus:
     failure_class: str  # the verification failure class, "" when verified
     message: str  # the verification failure, "" when verified
     downgraded: str  # verdict-mismatch or attested-after-logged: the disagreement named
+    judgement: Judgement | None  # the recomputed outcome, per check and KPI (None: not judged)
 
     def judged(self, view: EvidenceView) -> EvidenceView:
         """`view` (this run's evidence record) as counted: stale or rejected when this run is
@@ -907,7 +912,34 @@ class RunStatus:
             )
         if downgraded and view.state == RunState.VERIFIED:
             view = replace(view, reason=downgraded)
-        return view
+        return self._with_outcome(view)
+
+    def _with_outcome(self, view: EvidenceView) -> EvidenceView:
+        """`view` with the outcome this run was judged to have, and each row's: recomputed
+        against the lane when it was judged (`judgement`), as signed when it is counted
+        evidence no lane recomputes, else not judged for why it is not counted."""
+        j = self.judgement
+        if view.state != RunState.VERIFIED:
+            why = self.exclusion.label if self.exclusion is not None else view.failure_class
+            run = Outcome(str(view.state), (why or str(view.state),), view.reason)
+        elif j is not None:
+            run = Outcome(str(self.effective), j.causes, "; ".join(j.reasons))
+        else:
+            return as_signed(view, str(self.effective))
+        if j is None:
+            return with_outcome(view, run)
+        return with_outcome(
+            view,
+            run,
+            {k.id: _row_outcome(j.kpi(k.id)) for k in view.kpis},
+            {(c.phase, c.name): _row_outcome(j.check(c.phase, c.name)) for c in view.checks},
+        )
+
+
+def _row_outcome(row: RowOutcome | None) -> Outcome:
+    if row is None:  # a KPI the lane does not judge (the run is invalid for it)
+        return Outcome(NOT_JUDGED, ("not among the lane's criteria",))
+    return Outcome(row.status, (row.cause,) if row.cause else (), row.detail)
 
 
 class CheckStatus(NamedTuple):
@@ -1114,6 +1146,7 @@ def _run_records(runs: pd.DataFrame) -> list[RunStatus]:
             col("class"),
             col("message"),
             [str(v or "") for v in col("downgraded")],
+            col("judgement"),
         )
     )
 

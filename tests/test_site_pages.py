@@ -24,6 +24,7 @@ from generator.core.records import (
 )
 from generator.evidence.view import CheckRow as Check
 from generator.evidence.view import KpiRow as Kpi
+from generator.evidence.view import Outcome
 from generator.site import api, badges, pages
 from generator.site.model import (
     ComponentUse,
@@ -106,10 +107,12 @@ def run(lane: str, nodes: int, signer: str, verdict: str) -> EvidenceView:
         trust_root="demo",
         tlog_index=nodes,
         integrated_time="2026-11-01T00:00:00Z",
-        checks=(Check("deployment", "initial-deploy", "passed", nodes, ""),),
-        kpis=(Kpi("install-to-gpu-ready", 900.0, "s", "<=", 1800.0, "passed"),),
+        checks=(Check("deployment", "initial-deploy", "passed", nodes, "", Outcome("passed")),),
+        kpis=(Kpi("install-to-gpu-ready", 900.0, "s", "<=", 1800.0, "passed", Outcome("passed")),),
         component_versions={"gpu-operator": "1.2.3"},
         raw=b"{}",
+        # as judged (RunStatus.judged): a failing run fails for its KPI
+        outcome=Outcome(verdict, () if verdict == "pass" else ("threshold missed",)),
     )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from generator.core.timeutil import rfc3339
@@ -21,14 +21,47 @@ from generator.evidence.model import Evidence, RunState, Statement, VerifiedEvid
 
 
 @dataclass(frozen=True, slots=True)
+class Outcome:
+    """A judged outcome and why: the one thing a page, chart or badge shows as a run's, a
+    check's or a KPI's status (never the status a signer wrote, which a run may contradict).
+
+    `status`: for a run pass | fail (counted, as recomputed) | stale | rejected; for a check or
+    KPI passed | failed (recomputed against the lane), skipped | pending (a check the lane does
+    not require), or "not judged" (the run was not judged: stale, rejected, no lanes).
+    `causes`: why, in a few words (`generator.evidence.judge.Cause`, or the exclusion's label);
+    `detail`: the full sentence(s)."""
+
+    status: str
+    causes: tuple[str, ...] = ()
+    detail: str = ""
+
+    @property
+    def cause(self) -> str:
+        return ", ".join(self.causes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status or None,
+            "causes": list(self.causes),
+            "detail": self.detail or None,
+        }
+
+
+NOT_JUDGED = "not judged"
+# a row before `evidence_view` places it in its run (`_unjudged_rows`)
+_UNJUDGED = Outcome(NOT_JUDGED, ("not judged against a lane",))
+
+
+@dataclass(frozen=True, slots=True)
 class CheckRow:
-    """One check result of a run."""
+    """One check result of a run: `status` as signed, `outcome` as judged."""
 
     phase: str
     name: str
-    status: str  # CTRF: passed failed skipped pending other
+    status: str  # CTRF: passed failed skipped pending other (as signed)
     targets: int | None
     message: str
+    outcome: Outcome = _UNJUDGED
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -36,19 +69,21 @@ class CheckRow:
             "name": self.name,
             "status": self.status,
             "targets": self.targets,
+            "outcome": self.outcome.to_json(),
         }
 
 
 @dataclass(frozen=True, slots=True)
 class KpiRow:
-    """One KPI a run reported."""
+    """One KPI a run reported: `status` as signed, `outcome` as judged."""
 
     id: str
     value: float
     unit: str
     operator: str
     threshold: float
-    status: str  # passed | failed | proposed | ""
+    status: str  # passed | failed | proposed | "" (as signed)
+    outcome: Outcome = _UNJUDGED
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -57,6 +92,7 @@ class KpiRow:
             "unit": self.unit,
             "threshold": {"operator": self.operator, "value": self.threshold},
             "status": self.status or None,
+            "outcome": self.outcome.to_json(),
         }
 
 
@@ -96,6 +132,8 @@ class EvidenceView:
     kpis: tuple[KpiRow, ...]
     component_versions: Mapping[str, str]
     raw: bytes  # the .sigstore.json file as the site publishes it; b"" when it is not published
+    # the run as judged (`RunStatus.judged`): what every page, chart and badge shows
+    outcome: Outcome = _UNJUDGED
 
     @property
     def counted(self) -> bool:
@@ -147,6 +185,7 @@ class EvidenceView:
             "tlog": {"index": self.tlog_index, "integratedTime": self.integrated_time or None},
             "checks": [c.to_json() for c in self.checks],
             "kpis": [k.to_json() for k in self.kpis],
+            "outcome": self.outcome.to_json(),
         }
 
 
@@ -156,7 +195,7 @@ def evidence_view(record: Evidence, *, trust_root: str, raw: bytes = b"") -> Evi
     st = record.statement
     ok = record if isinstance(record, VerifiedEvidence) else None
     state, reason, klass = _judged(record)
-    return EvidenceView(
+    view = EvidenceView(
         id=_view_id(record),
         statement_digest=record.statement_digest or "",
         path=record.path,
@@ -175,8 +214,70 @@ def evidence_view(record: Evidence, *, trust_root: str, raw: bytes = b"") -> Evi
         tlog_index=record.log_index,
         integrated_time="" if record.integrated_time is None else rfc3339(record.integrated_time),
         raw=raw,
+        outcome=_state_outcome(state, reason, klass),
         **(_statement_fields(st) if st is not None else _no_statement(record.path)),
     )
+    return _unjudged_rows(view)
+
+
+def with_outcome(
+    view: EvidenceView,
+    run: Outcome,
+    kpis: Mapping[str, Outcome] | None = None,
+    checks: Mapping[tuple[str, str], Outcome] | None = None,
+) -> EvidenceView:
+    """`view` with its judged outcome: the run's, and each row's from `kpis` / `checks` (a row
+    they do not name is not judged, and says so); without them every row is not judged, for
+    the run's reason."""
+    if kpis is None or checks is None:
+        return _unjudged_rows(replace(view, outcome=run))
+    left_out = Outcome(NOT_JUDGED, ("not among the lane's criteria",))
+    return replace(
+        view,
+        outcome=run,
+        kpis=tuple(replace(k, outcome=kpis.get(k.id, left_out)) for k in view.kpis),
+        checks=tuple(
+            replace(c, outcome=checks.get((c.phase, c.name), left_out)) for c in view.checks
+        ),
+    )
+
+
+def as_signed(view: EvidenceView, verdict: str) -> EvidenceView:
+    """A counted run that no lane recomputes (not a scale-qualification statement): counted
+    with `verdict`, each row as its signer reported it, and saying so."""
+    said = "as signed: this kind of evidence is not recomputed against a lane"
+    return replace(
+        view,
+        outcome=Outcome(verdict, (), "; ".join(view.reasons) or said),
+        kpis=tuple(
+            replace(k, outcome=Outcome(k.status or NOT_JUDGED, (), said)) for k in view.kpis
+        ),
+        checks=tuple(replace(c, outcome=Outcome(c.status, (), said)) for c in view.checks),
+    )
+
+
+def _unjudged_rows(view: EvidenceView) -> EvidenceView:
+    """Every row of `view` not judged, for the run's outcome (stale, rejected, not judged)."""
+    run = view.outcome
+    why = Outcome(
+        NOT_JUDGED,
+        run.causes or (run.status,),
+        f"the run is {run.status}"
+        + (f" ({run.cause})" if run.cause else "")
+        + ": its checks and KPIs are not judged against the lane",
+    )
+    return replace(
+        view,
+        kpis=tuple(replace(k, outcome=why) for k in view.kpis),
+        checks=tuple(replace(c, outcome=why) for c in view.checks),
+    )
+
+
+def _state_outcome(state: RunState, reason: str, klass: str) -> Outcome:
+    """A run's outcome from verification alone: stale or rejected and why, else not judged."""
+    if state is RunState.VERIFIED:
+        return Outcome(NOT_JUDGED, ("not judged against a lane",))
+    return Outcome(str(state), (klass or str(state),), reason)
 
 
 def _view_id(record: Evidence) -> str:

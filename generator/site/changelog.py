@@ -34,9 +34,9 @@ def entries(site: SiteData) -> list[Entry]:
     for e in site.evidence:
         if not e.attested_at:
             continue
-        state = {"verified": "counted", "stale": "stale, not counted"}.get(
-            e.state, "rejected, not counted"
-        )
+        judged = e.outcome
+        state = "counted" if e.counted else "not counted"
+        why = f": {judged.cause}" if judged.causes else ""
         who = e.signer_label or e.signer_identity or "unknown signer"
         sample = "SAMPLE " if e.sample else ""
         out.append(
@@ -44,7 +44,7 @@ def entries(site: SiteData) -> list[Entry]:
                 e.attested_at,
                 "evidence",
                 f"{sample}evidence: {e.recipe} × {e.profile or 'standard'} {e.lane or '?'} "
-                f"{e.verdict or 'no verdict'} by {who} ({state})",
+                f"{judged.status}{why} by {who} ({state})",
                 f"evidence/{slug_of(e.recipe)}.html#run-{e.id}",
                 f"run-{e.id}",
             )

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from markupsafe import Markup, escape
 
-from generator.evidence.view import EvidenceView
+from generator.evidence.view import EvidenceView, Outcome
 from generator.site.jinja import script_json
 from generator.site.model import LaneOutcome, LaneVerdict, LaneView, RecipeView
 
@@ -128,12 +129,23 @@ def ladder_figure(
 LOWER_IS_BETTER = ("<=", "<", "le", "lt", "lte")
 
 
-_KpiPoint = tuple[int, float, float, str, str]  # (observed nodes, value, threshold, profile, run)
+@dataclass(frozen=True, slots=True)
+class _KpiPoint:
+    """One KPI value of a counted run, with its judged outcome (never recomputed here)."""
+
+    nodes: int  # observed
+    value: float
+    threshold: float
+    profile: str
+    run: str  # short name
+    outcome: Outcome
 
 
 def kpi_figures(recipe: RecipeView) -> list[tuple[str, dict[str, Any], str]]:
     """One small chart per KPI of the counted runs: its value against observed node count, in
-    its own unit, with the threshold as a dashed line and the direction in the title.
+    its own unit, with the threshold as a dashed line and the direction in the title; each
+    marker is the KPI's judged outcome (a value inside its threshold measured on too few nodes
+    is a failure, and says why).
 
     Returns (KPI id, figure, caption) sorted by KPI id. Every string that came from evidence is
     escaped for plotly's HTML subset (`plotly_text`), so a KPI id that looks like markup is
@@ -141,7 +153,8 @@ def kpi_figures(recipe: RecipeView) -> list[tuple[str, dict[str, Any], str]]:
     points, units, ops = _kpi_points(recipe.evidence)
     out = []
     for kpi_id in sorted(points):
-        figure, caption = _kpi_figure(kpi_id, sorted(points[kpi_id]), units[kpi_id], ops[kpi_id])
+        pts = sorted(points[kpi_id], key=lambda p: (p.nodes, p.value, p.profile, p.run))
+        figure, caption = _kpi_figure(kpi_id, pts, units[kpi_id], ops[kpi_id])
         out.append((kpi_id, figure, caption))
     return out
 
@@ -159,11 +172,21 @@ def _kpi_points(
             continue
         for k in run.kpis:
             points.setdefault(k.id, []).append(
-                (run.observed_nodes, k.value, k.threshold, run.profile, run.short)
+                _KpiPoint(
+                    run.observed_nodes, k.value, k.threshold, run.profile, run.short, k.outcome
+                )
             )
             units.setdefault(k.id, k.unit)
             ops.setdefault(k.id, k.operator)
     return points, units, ops
+
+
+def _point_label(p: _KpiPoint, unit: str, op: str) -> str:
+    judged = p.outcome.status + (f" ({p.outcome.cause})" if p.outcome.causes else "")
+    return plotly_text(
+        f"{p.value:g} {unit} (threshold {op} {p.threshold:g}): {judged}, "
+        f"profile {p.profile}, run {p.run}"
+    )
 
 
 def _kpi_figure(
@@ -172,13 +195,9 @@ def _kpi_figure(
     """One KPI's figure (threshold line, value markers) and its caption."""
     lower = op in LOWER_IS_BETTER
     direction = "lower is better" if lower else "higher is better"
-    ok = [(v <= t) if lower else (v >= t) for _, v, t, _, _ in pts]
-    label = [
-        plotly_text(f"{v:g} {unit} (threshold {op} {t:g}), profile {prof}, run {short}")
-        for _, v, t, prof, short in pts
-    ]
-    thresholds = sorted({(n, t) for n, _, t, _, _ in pts})
-    xs = sorted({n for n, *_ in pts})
+    ok = [p.outcome.status == "passed" for p in pts]
+    thresholds = sorted({(p.nodes, p.threshold) for p in pts})
+    xs = sorted({p.nodes for p in pts})
     threshold_line = {
         "type": "scatter",
         "mode": "lines",
@@ -192,9 +211,10 @@ def _kpi_figure(
         "type": "scatter",
         "mode": "markers",
         "name": "value",
-        "x": [p[0] for p in pts],
-        "y": [p[1] for p in pts],
-        "text": label,
+        "x": [p.nodes for p in pts],
+        "y": [p.value for p in pts],
+        "text": [_point_label(p, unit, op) for p in pts],
+        "customdata": [p.outcome.status for p in pts],
         "marker": {
             "size": 9,
             "color": ["#1a7f37" if good else "#cf222e" for good in ok],
@@ -205,7 +225,9 @@ def _kpi_figure(
     figure = {"data": [threshold_line, values], "layout": _kpi_layout(kpi_id, direction, unit, xs)}
     caption = (
         f"{kpi_id} in {unit or 'its unit'} by observed node count ({direction}); dashed: "
-        f"the threshold ({op}); green circles meet it, red crosses do not."
+        f"the threshold ({op}); green circles passed as judged, red crosses failed (a value "
+        "inside the threshold fails when measured on fewer targets than the lane needs: "
+        "hover for the cause)."
     )
     return figure, caption
 

@@ -94,6 +94,28 @@ def chip(kind: str, value: object, base: str) -> Markup:
     )
 
 
+def outcome(o: Any, base: str) -> Markup:
+    """A judged outcome (`generator.evidence.view.Outcome`) shown one way everywhere: its chip,
+    its causes in words beside it and the detail as the title; `data-outcome` and
+    `data-causes` carry them for tests and scripts. No page shows a run's, check's or KPI's
+    status any other way (tests/test_site_outcomes.py)."""
+    status = o.status or "not judged"
+    cause = escape(o.cause)
+    detail = escape(o.detail)
+    causes = f' <span class="aicr-cause">{cause}</span>' if o.causes else ""
+    title = f' title="{detail}"' if o.detail else ""
+    name = escape(status)
+    slug = url_part(status.lower().replace(" ", "-").replace("/", "-"))
+    badge = (
+        f'<a class="aicr-chip aicr-{slug}" href="{escape(base)}legend.html#outcome-{slug}"'
+        f' title="outcome {name}: what it means">{name}</a>'
+    )
+    return Markup(
+        f'<span class="aicr-outcome" data-outcome="{name}" data-causes="{cause}"'
+        f"{title}>{badge}{causes}</span>"
+    )
+
+
 def sample_chip(base: str) -> Markup:
     """The SAMPLE chip, linking to the legend's definition of sample evidence."""
     return Markup(
@@ -144,7 +166,7 @@ def environment(root: Path = TEMPLATES) -> jinja2.Environment:
         json_pretty=json_pretty,
         dash=_dash,
     )
-    env.globals.update(chip=chip, sample_chip=sample_chip, signer=signer)
+    env.globals.update(chip=chip, outcome=outcome, sample_chip=sample_chip, signer=signer)
     return env
 
 

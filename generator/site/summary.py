@@ -152,7 +152,9 @@ _NEXT_STEP: Mapping[str, str] = {
 
 def _ceiling_signers(counted: Sequence[EvidenceView], ceiling: str) -> tuple[Signer, ...]:
     """The distinct signers of the passing counted runs at the ceiling lane, by label."""
-    at_ceiling = [e for e in counted if ceiling and e.lane == ceiling and e.verdict == "pass"]
+    at_ceiling = [
+        e for e in counted if ceiling and e.lane == ceiling and e.outcome.status == "pass"
+    ]
     seen: dict[str, Signer] = {}
     for e in sorted(at_ceiling, key=lambda e: e.signer_label or e.signer_identity):
         label = e.signer_label or e.signer_identity or "unknown signer"

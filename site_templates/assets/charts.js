@@ -7,6 +7,7 @@
   var me = document.currentScript;
   var src = me && me.dataset.plotly;
   var loading = null, waiting = [];
+  var MODEBAR = ["toImage", "zoom2d", "pan2d", "zoomIn2d", "zoomOut2d", "resetScale2d"];
   function loadPlotly() {
     if (typeof Plotly !== "undefined") return Promise.resolve();
     if (!loading) {
@@ -25,7 +26,10 @@
     var tpl = div.querySelector("template");
     if (!tpl) return;
     var fig = JSON.parse(tpl.content.textContent || tpl.textContent);
-    var config = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["sendDataToCloud"] };
+    // the mode bar shows exactly these buttons (an allowlist: a button a new plotly.js adds,
+    // such as one that uploads the chart, never appears), all local to the page
+    var config = { displaylogo: false, responsive: true, showSendToCloud: false,
+      showEditInChartStudio: false, showLink: false, modeBarButtons: [MODEBAR.slice()] };
     if (div.clientWidth < 600) {  // a phone: smaller text, so titles and labels stay inside
       fig.layout.font = Object.assign({}, fig.layout.font, { size: 10 });
       if (fig.layout.title && fig.layout.title.font) fig.layout.title.font.size = 11;

@@ -1,0 +1,178 @@
+"""One verdict everywhere (issue 30 item 1): every run, check and KPI status a page shows is the
+judged record's (`RunStatus.judged` → `EvidenceView.outcome`, published in
+`api/v1/evidence.json`), with its cause; no page shows a status of its own.
+
+The built site is the session's (`built_site`, tests/test_site.py): the repository's SAMPLE
+evidence, which holds a run that measured too few nodes (KPIs inside their thresholds that fail
+for coverage), a stale run and an unallowlisted signer.
+"""
+
+from __future__ import annotations
+
+import html.parser
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_site import built_site, site_inputs  # noqa: F401
+
+# ruff: noqa: F811  (the session's site fixtures)
+
+# the chips of a signer's own conclusions before issue 30: check/KPI results and evidence states
+OWN_STATUS = re.compile(
+    r"legend\.html#(state-|verdict-(passed|failed|skipped|pending|other|proposed))"
+)
+
+
+class _Outcomes(html.parser.HTMLParser):
+    """Per page: every `.aicr-outcome` (its data, the run section or table row it is in), every
+    chip's legend anchor, and whether that chip sits inside an outcome."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.run = ""  # the run section we are in
+        self.row_run = ""  # the run the current table row links to
+        self.depth = 0  # nesting inside an .aicr-outcome
+        self.found: list[tuple[str, str, str, str]] = []  # (section, row run, status, causes)
+        self.chips: list[tuple[str, bool]] = []  # (href, inside an outcome)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        if tag == "section" and a.get("id", "").startswith("run-"):
+            self.run = a["id"].removeprefix("run-")
+        if tag == "tr":
+            self.row_run = ""
+        if tag == "a" and "#run-" in a.get("href", "") and not self.row_run:
+            self.row_run = a["href"].split("#run-", 1)[1]
+        classes = a.get("class", "").split()
+        if tag == "span" and "aicr-outcome" in classes:
+            self.depth += 1
+            self.found.append((self.run, self.row_run, a["data-outcome"], a["data-causes"]))
+        elif tag == "span" and self.depth:
+            self.depth += 1
+        if tag == "a" and "aicr-chip" in classes:
+            self.chips.append((a.get("href", ""), self.depth > 0))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "span" and self.depth:
+            self.depth -= 1
+        if tag == "section":
+            self.run = ""
+
+
+def _parse(page: Path) -> _Outcomes:
+    p = _Outcomes()
+    p.feed(page.read_text(encoding="utf-8"))
+    return p
+
+
+def _said(outcome: dict[str, Any]) -> tuple[str, str]:
+    """An outcome of the API as a page writes it (status, causes joined)."""
+    return outcome["status"] or "not judged", ", ".join(outcome["causes"])
+
+
+@pytest.fixture(scope="module")
+def judged(built_site: Path) -> dict[str, dict[str, Any]]:
+    doc = json.loads((built_site / "api" / "v1" / "evidence.json").read_text(encoding="utf-8"))
+    return {run["id"]: run for run in doc["evidence"]}
+
+
+def test_every_status_on_every_page_is_the_judged_records(
+    built_site: Path, judged: dict[str, dict[str, Any]]
+) -> None:
+    """Run sections show the run's outcome, then each check's and each KPI's, in order; every
+    table row linking to a run shows that run's outcome; no chip of a signer's own status
+    (check/KPI result, evidence state) appears anywhere, and no outcome chip outside an
+    outcome."""
+    shown_runs = shown_rows = 0
+    for page in sorted(built_site.rglob("*.html")):
+        p = _parse(page)
+        rel = page.relative_to(built_site).as_posix()
+        for href, inside in p.chips:
+            assert not OWN_STATUS.search(href), f"{rel}: a status of its own: {href}"
+            if "#outcome-" in href:
+                assert inside, f"{rel}: an outcome chip outside the judged outcome: {href}"
+        sections: dict[str, list[tuple[str, str]]] = {}
+        for section, row_run, status, causes in p.found:
+            if section:
+                sections.setdefault(section, []).append((status, causes))
+                continue
+            assert row_run in judged, f"{rel}: an outcome of no run ({status})"
+            assert (status, causes) == _said(judged[row_run]["outcome"]), f"{rel}: {row_run}"
+            shown_rows += 1
+        for run_id, shown in sections.items():
+            run = judged[run_id]
+            want = [_said(run["outcome"])]
+            want += [_said(c["outcome"]) for c in run["checks"]]
+            want += [_said(k["outcome"]) for k in run["kpis"]]
+            assert shown == want, f"{rel}#run-{run_id}"
+            shown_runs += 1
+    assert shown_runs == len(judged)  # every run has its section on its evidence page
+    assert shown_rows >= 3 * len(judged)  # its evidence page, recipe page and the index
+
+
+def test_a_kpi_inside_its_threshold_on_too_few_nodes_reads_failed_coverage_short(
+    judged: dict[str, dict[str, Any]],
+) -> None:
+    """The issue's example: install-to-gpu-ready 1474 s against <= 2400 s, measured on 126 of
+    the lane's 144 nodes, fails for coverage, and the run's cause says so."""
+    short = [
+        (run, k)
+        for run in judged.values()
+        for k in run["kpis"]
+        if run["state"] == "verified"
+        and k["threshold"]["operator"] == "<="
+        and k["value"] <= k["threshold"]["value"]
+        and k["outcome"]["status"] == "failed"
+    ]
+    assert short, "the SAMPLE evidence has a KPI inside its threshold that fails"
+    for run, k in short:
+        assert "coverage short" in k["outcome"]["causes"], k
+        assert "measured on" in k["outcome"]["detail"]
+        assert run["outcome"]["status"] == "fail"
+        assert "coverage short" in run["outcome"]["causes"]
+
+
+def test_runs_not_counted_name_why_and_judge_no_row(judged: dict[str, dict[str, Any]]) -> None:
+    stale = [r for r in judged.values() if r["state"] == "stale"]
+    rejected = [r for r in judged.values() if r["state"] == "rejected"]
+    assert stale and rejected
+    for run in stale + rejected:
+        assert run["outcome"]["status"] == run["state"] and run["outcome"]["causes"]
+        for row in run["checks"] + run["kpis"]:
+            assert row["outcome"]["status"] == "not judged"
+            assert row["outcome"]["causes"] == run["outcome"]["causes"]
+    assert any("allowlist" in c for r in rejected for c in r["outcome"]["causes"])
+    assert any(c.startswith("stale") for r in stale for c in r["outcome"]["causes"])
+
+
+def test_kpi_chart_markers_are_the_judged_outcomes(
+    built_site: Path, judged: dict[str, dict[str, Any]]
+) -> None:
+    """A KPI chart draws each value as judged (a red cross for a value inside its threshold
+    measured on too few nodes), never by comparing value and threshold itself."""
+    by_short = {(r["statementDigest"] or "")[7:19]: r for r in judged.values()}
+    checked = 0
+    for page in sorted((built_site / "recipes").glob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        for figure in re.findall(r"<template>(.*?)</template>", text):
+            data = json.loads(figure)
+            for trace in data["data"]:
+                if trace.get("name") != "value":
+                    continue
+                for label, status, colour in zip(
+                    trace["text"], trace["customdata"], trace["marker"]["color"], strict=True
+                ):
+                    short = re.search(r"run ([0-9a-f]{12})", label)
+                    assert short is not None
+                    run = by_short[short.group(1)]
+                    kpi = re.search(r"^(.*?)<br>", data["layout"]["title"]["text"])
+                    assert kpi is not None
+                    (row,) = [k for k in run["kpis"] if k["id"] == kpi.group(1)]
+                    assert status == row["outcome"]["status"]
+                    assert (colour == "#1a7f37") == (status == "passed")
+                    checked += 1
+    assert checked > 20
