@@ -206,6 +206,7 @@ def read_real(
             real_root=real_root,
         )
     except safeio.Refusal as r:
+        shown = safeio.shown_path(shown)  # a name that is not UTF-8, escaped
         if r.rule == safeio.UNREADABLE:  # this module's own wording and rule
             return None, _problem(shown, r.message.replace("read file:", "read:"), "io"), real
         return None, _problem(shown, r.message, r.rule), real
