@@ -96,6 +96,7 @@ def gather(
         # upstream's allowlist.yaml beside the evidence, even when one recipe is asked for
         allowlists_under=[evidence_dir],
         upstream=options_from_env(online),
+        evidence_root=evidence_dir,  # DIR/RECIPE is stored below DIR, whatever DIR is named
     )
     records = run.records
     if profile:  # keep what this profile's status is about (and unreadable files, shown)

@@ -107,14 +107,14 @@ def tree_digest(
     for rel, path in _tree_files(root, suffixes):
         link = os.readlink(path) if os.path.islink(path) else None
         if link is not None and os.path.isdir(path):
-            h.update(f"{rel}\0link\0{link}\n".encode())
+            h.update(f"{rel}\0link\0{link}\n".encode("utf-8", "surrogateescape"))
             continue
         try:
             seen[rel] = _file_stamp(path, rel, memo, recent, where=where, real_root=real_root)
         except safeio.Refusal as r:
             problems.append(safeio.diagnostic(f"{shown}{rel}", r))
             continue
-        h.update(f"{rel}\0{seen[rel][3]}\0{link or ''}\n".encode())
+        h.update(f"{rel}\0{seen[rel][3]}\0{link or ''}\n".encode("utf-8", "surrogateescape"))
     if problems:
         raise LoadError(f"{len(problems)} file(s) of {root} cannot be read", problems)
     if memo is not None:

@@ -56,7 +56,7 @@ class Refusal(LoadError):
     error (the path as it was given) and exit 1, never a traceback."""
 
     def __init__(self, rule: str, message: str, path: Path | str = "") -> None:
-        shown = os.fspath(path)
+        shown = shown_path(path)
         super().__init__(
             f"{shown}: {message}" if shown else message,
             [Diagnostic(shown, 0, 0, "$", message, rule)] if shown else [],
@@ -65,10 +65,22 @@ class Refusal(LoadError):
         self.message = message
 
 
+def shown_path(path: Path | str) -> str:
+    """`path` as text that can be printed and encoded: bytes of a name that are not UTF-8
+    (`\\xff`) shown escaped, never as lone surrogates that crash whatever encodes them."""
+    text = os.fspath(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(text).decode("utf-8", "backslashreplace")
+    return text
+
+
 ESCAPE = "file.symlink-escape"
 NOT_REGULAR = "file.not-regular"
 TOO_LARGE = "file.too-large"
 UNREADABLE = "file.unreadable"
+NAME_ENCODING = "file.name-encoding"
 ENCODING = "file.encoding"
 ARCHIVE = "file.archive"
 
@@ -91,6 +103,8 @@ def check(
     None for a file the user named on the command line. `where` names that tree in messages
     ("the catalog"). `real_root`: `realpath(root)` when the caller has it already.
     """
+    if shown_path(path) != os.fspath(path):
+        raise Refusal(NAME_ENCODING, "file name is not valid UTF-8; rename the file", path)
     real = os.path.realpath(path)
     if root is not None or real_root is not None:
         if not _inside(real, real_root or os.path.realpath(root or ".")):
@@ -311,7 +325,7 @@ def diagnostic(rel: str, refusal: Refusal) -> Diagnostic:
     rule = refusal.rule
     if rule == TOO_LARGE and rel.endswith(YAML_SUFFIXES):
         rule = "yaml.too-large"
-    return Diagnostic(rel, 0, 0, "$", refusal.message, rule)
+    return Diagnostic(shown_path(rel), 0, 0, "$", refusal.message, rule)
 
 
 def scan_tree(root: Path, *, where: str = "the catalog") -> list[tuple[str, Refusal]]:
@@ -350,5 +364,6 @@ __all__ = [
     "read_text",
     "scan_tree",
     "sha256",
+    "shown_path",
     "tar_files",
 ]

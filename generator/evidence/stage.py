@@ -196,10 +196,12 @@ def judge_claims(
 # -- the stage ----------------------------------------------------------------------------------
 
 
-def _read_bundles(paths: Sequence[Path], base: Path | None) -> tuple[EvidenceFile, ...]:
+def _read_bundles(
+    paths: Sequence[Path], base: Path | None, root: Path | None = None
+) -> tuple[EvidenceFile, ...]:
     # a pointer file given by name is read as a pointer, not as a bundle
     bundles = [p for p in paths if not (p.is_file() and is_pointer_name(p.name))]
-    return read_files(bundles, base) if bundles else ()
+    return read_files(bundles, base, root) if bundles else ()
 
 
 def _verify_files(
@@ -261,6 +263,7 @@ def verify_stage(
     jobs: int | None = None,
     base: Path | None = None,
     cache: Cache | None = None,
+    evidence_root: Path | None = None,
 ) -> VerificationRun:
     """Verify the evidence files and pointer files under `paths` (files or directories).
 
@@ -270,6 +273,8 @@ def verify_stage(
     module); `claims` (only without `current`) judges what current statements claim. Paths in
     the records are relative to `base` (default: the working directory). `jobs`: processes
     (default: every core). `cache`: a build cache (used with one trust root only).
+    `evidence_root`: the evidence directory the files are stored under, when the caller knows
+    it (`status --evidence DIR RECIPE` reads DIR/RECIPE: its root is DIR, whatever its name).
     Raises UsageError (trust roots), ValidationError (signer policy), LoadError (files).
     """
     if claims is not None and current is not None:
@@ -278,7 +283,7 @@ def verify_stage(
     up = upstream or UpstreamOptions()
     search = paths if allowlists_under is None else allowlists_under
     policy = signer_policy(catalog_dir, catalog, search, up.allowlist)
-    files = _read_bundles(paths, base)
+    files = _read_bundles(paths, base, evidence_root)
     records = _verify_files(files, roots, policy, current or {}, jobs, cache)
     pointed = verify_pointers(
         paths,

@@ -93,7 +93,12 @@ def _inside(absolute: str, folder: str) -> bool:
     return absolute == folder or absolute.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def _found(path: Path, given: Path, memo: dict[Path, tuple[Path, ...]] | None = None) -> Found:
+def _found(
+    path: Path,
+    given: Path,
+    memo: dict[Path, tuple[Path, ...]] | None = None,
+    root: Path | None = None,
+) -> Found:
     """`path` (found under, or equal to, the argument `given`) with its root and location.
 
     The evidence root of a directory argument is the argument when it is named `evidence`;
@@ -102,9 +107,14 @@ def _found(path: Path, given: Path, memo: dict[Path, tuple[Path, ...]] | None = 
     (the argument is a repository root) for the files in it; else the argument itself. A file named
     explicitly is judged against the nearest `evidence` folder above it, else the folder three
     levels up. The location is `evidence/` + the path below the root, so a copy nested deeper
-    in the tree (`evidence/mirror/evidence/...`) is misplaced.
+    in the tree (`evidence/mirror/evidence/...`) is misplaced. `root`: the evidence root the
+    caller knows (`status --evidence DIR`, whatever DIR is named), for the files inside it.
     """
     absolute = os.path.abspath(path)
+    if root is not None and _inside(absolute, os.path.abspath(root)):
+        folder = os.path.abspath(root)
+        below = absolute[len(folder.rstrip(os.sep)) + 1 :].replace(os.sep, "/")
+        return Found(path, root, f"{EVIDENCE_DIR}/{below}")
     if memo is not None and path != given:  # a directory argument: the same candidates
         if given not in memo:
             memo[given] = _candidates(given, Path(absolute))
@@ -132,16 +142,16 @@ def _search(directory: Path) -> list[Path]:
     return out
 
 
-def _discover(paths: Iterable[Path]) -> dict[Path, Found]:
+def _discover(paths: Iterable[Path], root: Path | None = None) -> dict[Path, Found]:
     found: dict[Path, Found] = {}
     memo: dict[Path, tuple[Path, ...]] = {}
     for p in paths:
         if p.is_dir():
             for q in _search(p):
                 if q not in found:
-                    found[q] = _found(q, p, memo)
+                    found[q] = _found(q, p, memo, root)
         else:
-            found.setdefault(p, _found(p, p))
+            found.setdefault(p, _found(p, p, root=root))
     return dict(sorted(found.items()))
 
 
@@ -196,6 +206,7 @@ def read_real(
             real_root=real_root,
         )
     except safeio.Refusal as r:
+        shown = safeio.shown_path(shown)  # a name that is not UTF-8, escaped
         if r.rule == safeio.UNREADABLE:  # this module's own wording and rule
             return None, _problem(shown, r.message.replace("read file:", "read:"), "io"), real
         return None, _problem(shown, r.message, r.rule), real
@@ -208,18 +219,21 @@ def _too_large(shown: str, size: int) -> Diagnostic:
     )
 
 
-def read_files(paths: Iterable[Path], base: Path | None = None) -> tuple[EvidenceFile, ...]:
+def read_files(
+    paths: Iterable[Path], base: Path | None = None, root: Path | None = None
+) -> tuple[EvidenceFile, ...]:
     """Read every evidence file; files that cannot be read are a LoadError naming all of them.
 
     `path` of each record is relative to `base` (default: the working directory); `location`
     is what the verifier compares with the statement's storage path: `evidence/...` below the
     nearest directory named `evidence` among the argument and its ancestors, else the path
-    below the argument (a repository root), so `evidence/` must be directly under it.
+    below the argument (a repository root), so `evidence/` must be directly under it; with
+    `root` (the evidence directory the caller was given), the path below `root`.
     """
     files: list[EvidenceFile] = []
     problems: list[Diagnostic] = []
     real_roots: dict[Path, str] = {}
-    for p, found in _discover(paths).items():
+    for p, found in _discover(paths, root).items():
         shown = display_path(p, base)
         if found.root not in real_roots:
             real_roots[found.root] = os.path.realpath(found.root)

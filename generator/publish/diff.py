@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import hashlib
 import json
+import os
 import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +47,21 @@ class GitSnapshot:
     results: Mapping[tuple[str, str], RecipeResult]
     evidence: Mapping[str, EvidenceRef]
     manifests: Mapping[str, bytes]
+    # the files that decide which signatures count (signers.yaml, the trust roots, upstream
+    # allowlists), repository-relative path -> sha256 of the bytes (or why unreadable)
+    policy: Mapping[str, str] = field(default_factory=dict)
 
 
 ABSENT = "(absent)"
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyChange:
+    """A signer-policy file added, removed or changed: which evidence counts (and so a
+    recipe's consensus: SINGLE can become CONFIRMED) changes without any recipe changing."""
+
+    path: str
+    change: str  # added | removed | changed
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +102,7 @@ class Impact:
     evidence_added: tuple[str, ...]
     evidence_removed: tuple[str, ...]
     evidence_stale: tuple[str, ...]  # current at BASE, stale at HEAD
+    policy: tuple[PolicyChange, ...] = ()
 
     def is_empty(self) -> bool:
         return not (
@@ -96,6 +111,7 @@ class Impact:
             or self.evidence_added
             or self.evidence_removed
             or self.evidence_stale
+            or self.policy
         )
 
 
@@ -167,6 +183,32 @@ def _manifests(catalog_dir: Path, catalog: Catalog) -> dict[str, bytes]:
     return out
 
 
+def _policy_files(root: Path, catalog_rel: str, evidence_rel: str) -> dict[str, str]:
+    """sha256 of every file that decides which signatures count, by repository path."""
+    from generator.evidence.allowlist import ALLOWLIST_FILE
+    from generator.evidence.trustroot import TRUST_DIR
+    from generator.evidence.upstream import SIGNERS_FILE
+
+    found: list[tuple[Path, Path]] = []
+    cat_dir, ev_dir = root / catalog_rel, root / evidence_rel
+    if os.path.lexists(cat_dir / SIGNERS_FILE):
+        found.append((cat_dir / SIGNERS_FILE, cat_dir))
+    if (cat_dir / TRUST_DIR).is_dir():
+        found += [(p, cat_dir) for p in sorted((cat_dir / TRUST_DIR).rglob("*")) if not p.is_dir()]
+    if ev_dir.is_dir():
+        found += [(p, ev_dir) for p in sorted(ev_dir.rglob(ALLOWLIST_FILE))]
+    out: dict[str, str] = {}
+    for path, tree in found:
+        rel = path.relative_to(root).as_posix()
+        try:
+            out[rel] = hashlib.sha256(
+                safeio.read(path, root=tree, limit=safeio.OTHER_BYTES)
+            ).hexdigest()
+        except safeio.Refusal as r:
+            out[rel] = f"unreadable: {r.rule}"
+    return out
+
+
 def snapshot(
     repo: Path, rev: str, catalog_rel: str = "catalog", evidence_rel: str = "evidence"
 ) -> GitSnapshot:
@@ -177,8 +219,24 @@ def snapshot(
         catalog, _diags = load_catalog(cat_dir)
         results = resolve_all(catalog)
         return GitSnapshot(
-            rev, catalog, results, _evidence_refs(root, evidence_rel), _manifests(cat_dir, catalog)
+            rev,
+            catalog,
+            results,
+            _evidence_refs(root, evidence_rel),
+            _manifests(cat_dir, catalog),
+            _policy_files(root, catalog_rel, evidence_rel),
         )
+
+
+def policy_changes(base: GitSnapshot, head: GitSnapshot) -> tuple[PolicyChange, ...]:
+    out: list[PolicyChange] = []
+    for rel in sorted(set(base.policy) | set(head.policy)):
+        b, h = base.policy.get(rel), head.policy.get(rel)
+        if b != h:
+            out.append(
+                PolicyChange(rel, "added" if b is None else "removed" if h is None else "changed")
+            )
+    return tuple(out)
 
 
 # ---------------------------------------------------------------- comparing
@@ -390,7 +448,16 @@ def compare(base: GitSnapshot, head: GitSnapshot, *, bundles: bool = True) -> Im
         b, h = base.results.get(key), head.results.get(key)
         if b is not None and ev.digest == b.digest and (h is None or h.digest != ev.digest):
             stale.append(rel)
-    return Impact(base.rev, head.rev, tuple(recipes), tuple(pins), added, removed, tuple(stale))
+    return Impact(
+        base.rev,
+        head.rev,
+        tuple(recipes),
+        tuple(pins),
+        added,
+        removed,
+        tuple(stale),
+        policy_changes(base, head),
+    )
 
 
 # ---------------------------------------------------------------- reporting
@@ -428,6 +495,8 @@ def to_json(impact: Impact) -> dict[str, Any]:
             "removed": list(impact.evidence_removed),
             "madeStale": list(impact.evidence_stale),
         },
+        # which signatures count: a change here can change consensus with no recipe changing
+        "signerPolicy": [{"path": p.path, "change": p.change} for p in impact.policy],
     }
 
 
@@ -443,7 +512,7 @@ def _value_json(v: ValueChange) -> dict[str, Any]:
 def to_text(impact: Impact) -> str:
     lines = [f"diff {impact.base}..{impact.head}"]
     if impact.is_empty():
-        return lines[0] + ": no change to resolved recipes, pins or evidence\n"
+        return lines[0] + ": no change to resolved recipes, pins, evidence or signer policy\n"
     if impact.recipes:
         lines.append(f"recipes ({len(impact.recipes)} changed):")
         for r in impact.recipes:
@@ -479,7 +548,13 @@ def to_text(impact: Impact) -> str:
         if items:
             lines.append(f"{title}:")
             lines += [f"  {printable(e)}" for e in items]
+    if impact.policy:
+        lines.append(f"signer policy ({POLICY_NOTE}):")
+        lines += [f"  {p.change} {printable(p.path)}" for p in impact.policy]
     return "\n".join(lines) + "\n"
+
+
+POLICY_NOTE = "which signatures count changes: consensus may change with no recipe changing"
 
 
 MARKDOWN_VALUES_PER_RECIPE = 200  # a pull-request comment holds at most 65,536 characters
@@ -491,7 +566,9 @@ def to_markdown(impact: Impact) -> str:
     md, code = markdown.text, markdown.code
     out = [f"### Catalog impact: {code(impact.base)} → {code(impact.head)}", ""]
     if impact.is_empty():
-        return "\n".join([*out, "No change to resolved recipes, pins or evidence.", ""])
+        return "\n".join(
+            [*out, "No change to resolved recipes, pins, evidence or signer policy.", ""]
+        )
     if impact.recipes:
         out += ["| recipe | profile | change | why | bundles |", "| --- | --- | --- | --- | --- |"]
         for r in impact.recipes:
@@ -531,6 +608,10 @@ def to_markdown(impact: Impact) -> str:
     ):
         if items:
             out += [f"**{title}**", "", *[f"- {code(e, table=False)}" for e in items], ""]
+    if impact.policy:
+        out += [f"**Signer policy** ({md(POLICY_NOTE)})", ""]
+        out += [f"- {md(p.change)} {code(p.path, table=False)}" for p in impact.policy]
+        out.append("")
     return "\n".join(out)
 
 

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from generator.core.errors import LoadError
+from generator.core.errors import Diagnostic, LoadError
 from generator.core.yamlio import parse_yaml
 from generator.scale.snapshot import Reading, split_path
 
@@ -252,7 +252,44 @@ def _items(outputs: Mapping[str, bytes], name: str, kind: str) -> list[dict[str,
     wrong = sorted({str(i.get("kind")) for i in items if i.get("kind") not in (kind, None)})
     if wrong:
         raise LoadError(f"{name}: expected {kind} objects, found kind {', '.join(wrong)}")
+    _check_items(items, name, kind)
     return items
+
+
+def _check_items(items: list[dict[str, Any]], name: str, kind: str) -> None:
+    """What `kubectl get -o json` guarantees, held: each object once (by namespace and name: a
+    list concatenated three times would count 36 nodes as 108), labels a mapping of strings
+    (a number or a list as a label value is no Kubernetes object). A located LoadError."""
+    seen: dict[str, int] = {}
+    for i, item in enumerate(items):
+        meta = item.get("metadata")
+        if not isinstance(meta, dict):
+            continue
+        labels = meta.get("labels")
+        at = f"$.items[{i}].metadata"
+        if labels is not None and not isinstance(labels, dict):
+            msg = f"labels is {type(labels).__name__}, not a mapping of strings"
+            raise LoadError(
+                f"{name}: {at}: {msg}", [Diagnostic(name, 0, 0, at, msg, "snapshot.labels")]
+            )
+        for key, value in (labels or {}).items():
+            if not isinstance(value, str):
+                msg = f"label {key!r} is {type(value).__name__}, not a string"
+                raise LoadError(
+                    f"{name}: {at}.labels: {msg}",
+                    [Diagnostic(name, 0, 0, f"{at}.labels", msg, "snapshot.labels")],
+                )
+        if "name" not in meta:
+            continue
+        key = f"{meta.get('namespace', '')}/{meta['name']}"
+        if key in seen:
+            msg = (f"{kind} {key.lstrip('/')} is listed twice (items {seen[key]} and {i}); "
+                   "kubectl lists each object once")  # fmt: skip
+            raise LoadError(
+                f"{name}: {msg}",
+                [Diagnostic(name, 0, 0, f"$.items[{i}]", msg, "snapshot.duplicate")],
+            )
+        seen[key] = i
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
