@@ -314,7 +314,7 @@ class Client:
         except NetError:
             raise
         except TimeoutError as e:
-            if expired.is_set():
+            if expired.is_set() or time.monotonic() >= deadline - 0.001:  # the deadline's own
                 raise self._expired(method, url) from e
             raise NetError(
                 NetKind.TIMEOUT,

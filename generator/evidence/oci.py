@@ -396,9 +396,9 @@ class Registry:
                 "GET", f"{realm}?{urlencode(query)}", max_bytes=TOKEN_BYTES
             )
         except NetError as e:
-            if e.kind in (NetKind.OFF, NetKind.DEADLINE):
+            if e.kind is not NetKind.TOO_LARGE:  # off, stalled, unreachable: that is the error
                 raise _from_net(e, what) from e
-            return False  # no token: the 401 stands, classified
+            return False  # an answer over the cap holds no token: the 401 stands
         try:
             doc = json.loads(answer.body) if answer.status == 200 else {}
         except ValueError:
