@@ -20,6 +20,7 @@ from generator.commands.common import (
     handles_errors,
     open_catalog,
     report_error,
+    trust_root_option,
 )
 from generator.core.errors import CatalogError, UsageError, printable
 from generator.core.records import DEFAULT_PROFILE, Catalog
@@ -28,6 +29,7 @@ from generator.evidence.model import (
     IN_TOTO_PAYLOAD_TYPE,
     Evidence,
     EvidenceFile,
+    RootUse,
     RunState,
     Statement,
 )
@@ -157,13 +159,7 @@ def command() -> None:
 
 @command.command("verify")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
-@click.option(
-    "--trust-root",
-    "trust_roots",
-    multiple=True,
-    metavar="public-good|demo|FILE",
-    help=TRUST_ROOT_HELP,
-)
+@trust_root_option(use=RootUse.EVIDENCE, name="trust_roots", multiple=True, help=TRUST_ROOT_HELP)
 @catalog_option
 @click.option(
     "--format",
@@ -244,13 +240,7 @@ def _github(records: Sequence[Evidence]) -> str:
 
 @command.command("show")
 @click.argument("path", type=click.Path(path_type=Path, exists=True, dir_okay=False))
-@click.option(
-    "--trust-root",
-    "trust_roots",
-    multiple=True,
-    metavar="public-good|demo|FILE",
-    help=TRUST_ROOT_HELP,
-)
+@trust_root_option(use=RootUse.EVIDENCE, name="trust_roots", multiple=True, help=TRUST_ROOT_HELP)
 @catalog_option
 @upstream_options
 @handles_errors
@@ -294,12 +284,10 @@ def _unverified_statement(file: EvidenceFile) -> Statement | None:
     metavar="STATEMENT",
     type=click.Path(path_type=Path, exists=True, dir_okay=False),
 )
-@click.option(
-    "--trust-root",
-    "trust_root",
+@trust_root_option(
+    use=RootUse.EVIDENCE,
     type=click.Choice([PUBLIC_GOOD, DEMO]),
-    default=PUBLIC_GOOD,
-    show_default=True,
+    metavar="public-good|demo",
     help="public-good: Sigstore keyless (network + an ambient CI identity token); demo: sign "
     "offline with the committed DEMO root (sample evidence only).",
 )
@@ -432,13 +420,7 @@ def digest_command(recipe: str, profile: str, catalog_path: Path) -> None:
     show_default=True,
     help="Write upstream-shaped pointers under this directory (<recipe>/<source>/sha256-<hex>.yaml).",
 )
-@click.option(
-    "--trust-root",
-    "trust_roots",
-    multiple=True,
-    metavar="public-good|demo|FILE",
-    help=TRUST_ROOT_HELP,
-)
+@trust_root_option(use=RootUse.EVIDENCE, name="trust_roots", multiple=True, help=TRUST_ROOT_HELP)
 @click.option(
     "--cache",
     "oci_cache",
