@@ -629,3 +629,20 @@ def test_recipe_digest_of_any_alias_bomb_is_refused_bounded(
         assert got["error"] and "alias" in got["error"], got
     else:
         assert got["digest"], got
+
+
+def test_a_body_cut_short_is_no_answer(server: Server) -> None:
+    """A body shorter than its Content-Length (the server closed early) is an error, not a
+    short answer that a caller would take as complete."""
+
+    def short(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Length", "100")
+        h.end_headers()
+        h.wfile.write(b"x" * 10)
+        h.close_connection = True
+
+    server.routes["/"] = short
+    with pytest.raises(net.NetError) as e:
+        net.Client.on().request("GET", f"{server.url}/", max_bytes=1000)
+    assert e.value.kind is net.NetKind.PROTOCOL and "10 of 100" in e.value.message

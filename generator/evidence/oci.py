@@ -989,6 +989,17 @@ def _from_cache(ref: Reference, cache: Cache) -> Pulled | None:
                     f"{shown}: a single-file layer has no safe {TITLE} annotation", shown
                 )
             files[title] = blob
+    signatures = _cached_signatures(shown, sigs, cache)
+    if signatures is None:
+        return None
+    artifact_type = manifest.get("artifactType") or (manifest.get("config") or {}).get(
+        "mediaType", ""
+    )
+    return Pulled(ref, ref.digest, manifest, str(artifact_type), files, tuple(signatures), True)
+
+
+def _cached_signatures(shown: str, sigs: list[str], cache: Cache) -> list[bytes] | None:
+    """The Sigstore bundles of the cached referrers `sigs` (None when one is missing)."""
     signatures: list[bytes] = []
     for rdigest in sigs:
         rdata = cache.get(rdigest)
@@ -1003,7 +1014,4 @@ def _from_cache(ref: Reference, cache: Cache) -> Pulled | None:
         if blob is None:
             return None
         signatures.append(blob)
-    artifact_type = manifest.get("artifactType") or (manifest.get("config") or {}).get(
-        "mediaType", ""
-    )
-    return Pulled(ref, ref.digest, manifest, str(artifact_type), files, tuple(signatures), True)
+    return signatures
