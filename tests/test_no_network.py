@@ -1,6 +1,7 @@
 """No network during a build: the build resolves no host name and opens no connection.
 
-Only `evidence sign` (keyless) and `pins` use the network, and say so in their help.
+Only commands asked to (`--online`, or `evidence pull/push`, `pins`, keyless `evidence sign`) use
+the network, through `generator/core/net.py` (tests/test_boundaries_net.py, tests/test_net_bounds.py).
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import click
 
-from generator.commands.common import catalog_option, handles_errors
+from generator.commands.common import catalog_option, handles_errors, trust_root_option
 from generator.core.errors import CatalogError
+from generator.evidence.model import RootUse
 from generator.site.build import DEFAULT_DEPLOYERS, BuildOptions, build_site
 from generator.site.pages import CommandHelp
 
@@ -66,11 +67,8 @@ def show_progress() -> None:
     show_default=True,
     help="Output directory; replaced only when the whole build succeeded.",
 )
-@click.option(
-    "--trust-root",
-    default="public-good",
-    show_default=True,
-    metavar="public-good|demo|FILE",
+@trust_root_option(
+    use=RootUse.EVIDENCE,
     help="Sigstore trust root evidence must chain to. Sample evidence counts only under demo.",
 )
 @click.option(

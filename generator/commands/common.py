@@ -17,6 +17,7 @@ from generator.catalog.load import load_catalog
 from generator.catalog.rules import RULES
 from generator.core.errors import CatalogError, Severity, printable
 from generator.core.records import Catalog, Criteria
+from generator.evidence.model import RootUse
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
 F = TypeVar("F", bound=Callable[..., Any])
@@ -59,6 +60,38 @@ def stated_rules() -> str | None:
     ctx = click.get_current_context(silent=True)
     found = ctx.meta.get(RULES_META) if ctx is not None else None
     return str(found) if found is not None else None
+
+
+class TrustRootOption(click.Option):
+    """`--trust-root`, declared the one way (`trust_root_option`): the option states what its
+    command verifies (`use`; RootUse.RELEASE refuses the demo root however given), and the
+    command reads the root with `generator.evidence.trustroot.load_trust_root(spec, use=...)`,
+    which judges it by content. tests/test_trust_roots.py fails when a command declares a
+    --trust-root another way, or a release command loads a root for another use."""
+
+    def __init__(self, *args: Any, use: RootUse, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.use = use
+
+
+def trust_root_option(
+    *,
+    use: RootUse,
+    name: str = "trust_root",
+    multiple: bool = False,
+    help: str,
+    **kwargs: Any,
+) -> Callable[[F], F]:
+    """The `--trust-root` option of a command (see TrustRootOption)."""
+    if not multiple:
+        kwargs.setdefault("default", "public-good")
+        kwargs.setdefault("show_default", True)
+    kwargs.setdefault(
+        "metavar", "public-good|FILE" if use is RootUse.RELEASE else "public-good|demo|FILE"
+    )
+    return click.option(
+        "--trust-root", name, cls=TrustRootOption, use=use, multiple=multiple, help=help, **kwargs
+    )
 
 
 def criteria_options(f: F) -> F:

@@ -20,6 +20,7 @@ from generator.commands.common import (
     handles_errors,
     open_catalog,
     report_error,
+    trust_root_option,
 )
 from generator.core import safeio
 from generator.core.atomic import write_atomic
@@ -30,6 +31,7 @@ from generator.evidence.model import (
     IN_TOTO_PAYLOAD_TYPE,
     Evidence,
     EvidenceFile,
+    RootUse,
     RunState,
     Statement,
 )
@@ -159,13 +161,7 @@ def command() -> None:
 
 @command.command("verify")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
-@click.option(
-    "--trust-root",
-    "trust_roots",
-    multiple=True,
-    metavar="public-good|demo|FILE",
-    help=TRUST_ROOT_HELP,
-)
+@trust_root_option(use=RootUse.EVIDENCE, name="trust_roots", multiple=True, help=TRUST_ROOT_HELP)
 @catalog_option
 @click.option(
     "--format",
@@ -246,13 +242,7 @@ def _github(records: Sequence[Evidence]) -> str:
 
 @command.command("show")
 @click.argument("path", type=click.Path(path_type=Path, exists=True, dir_okay=False))
-@click.option(
-    "--trust-root",
-    "trust_roots",
-    multiple=True,
-    metavar="public-good|demo|FILE",
-    help=TRUST_ROOT_HELP,
-)
+@trust_root_option(use=RootUse.EVIDENCE, name="trust_roots", multiple=True, help=TRUST_ROOT_HELP)
 @catalog_option
 @upstream_options
 @handles_errors
@@ -296,12 +286,10 @@ def _unverified_statement(file: EvidenceFile) -> Statement | None:
     metavar="STATEMENT",
     type=click.Path(path_type=Path, exists=True, dir_okay=False),
 )
-@click.option(
-    "--trust-root",
-    "trust_root",
+@trust_root_option(
+    use=RootUse.EVIDENCE,
     type=click.Choice([PUBLIC_GOOD, DEMO]),
-    default=PUBLIC_GOOD,
-    show_default=True,
+    metavar="public-good|demo",
     help="public-good: Sigstore keyless (network + an ambient CI identity token); demo: sign "
     "offline with the committed DEMO root (sample evidence only).",
 )
@@ -437,13 +425,7 @@ def digest_command(recipe: str, profile: str, catalog_path: Path) -> None:
     show_default=True,
     help="Write upstream-shaped pointers under this directory (<recipe>/<source>/sha256-<hex>.yaml).",
 )
-@click.option(
-    "--trust-root",
-    "trust_roots",
-    multiple=True,
-    metavar="public-good|demo|FILE",
-    help=TRUST_ROOT_HELP,
-)
+@trust_root_option(use=RootUse.EVIDENCE, name="trust_roots", multiple=True, help=TRUST_ROOT_HELP)
 @click.option(
     "--cache",
     "oci_cache",

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import click
 
-from generator.commands.common import handles_errors
+from generator.commands.common import handles_errors, trust_root_option
 from generator.commands.release_verify import verify_command
+from generator.evidence.model import RootUse
 from generator.publish.diff import repo_root
 from generator.publish.release import release
 
@@ -28,12 +29,9 @@ from generator.publish.release import release
     show_default=True,
     help="Output directory; replaced only when the release is complete.",
 )
-@click.option(
-    "--trust-root",
-    default="public-good",
-    show_default=True,
-    metavar="public-good|FILE",
-    help="Trust root for evidence; the demo root is refused.",
+@trust_root_option(
+    use=RootUse.RELEASE,
+    help="Trust root for evidence; the demo root is refused, however given (judged by content).",
 )
 @click.pass_context
 @handles_errors

@@ -7,8 +7,16 @@ from pathlib import Path
 
 import click
 
-from generator.commands.common import EXIT_DATA, EXIT_OK, EXIT_USAGE, fail, handles_errors
+from generator.commands.common import (
+    EXIT_DATA,
+    EXIT_OK,
+    EXIT_USAGE,
+    fail,
+    handles_errors,
+    trust_root_option,
+)
 from generator.core.errors import UsageError
+from generator.evidence.model import RootUse
 from generator.publish.release_verify import (
     DEFAULT_REPOSITORY,
     GITHUB_ISSUER,
@@ -48,12 +56,10 @@ from generator.publish.release_verify import (
     metavar="URL",
     help="The exact OIDC issuer expected.",
 )
-@click.option(
-    "--trust-root",
-    default="public-good",
-    show_default=True,
-    metavar="public-good|FILE",
-    help="Sigstore trusted_root.json to verify against, offline; the demo root is refused.",
+@trust_root_option(
+    use=RootUse.RELEASE,
+    help="Sigstore trusted_root.json to verify against, offline; the demo root is refused, "
+    "however given (a path, copy or link to it is recognised by content).",
 )
 @click.option(
     "--allow-missing",
@@ -82,14 +88,12 @@ def verify_command(
     Exit codes: 0 verified, 1 refused (tampered, missing or unlisted asset, bad signature, wrong
     identity or issuer), 2 usage (DIR missing, unreadable trust root).
     """
-    from generator.evidence.trustroot import DEMO, load_trust_root
+    from generator.evidence.trustroot import load_trust_root
 
     if not directory.is_dir():
         fail(f"'{directory}' is not a directory", EXIT_USAGE)
-    if trust_root == DEMO:
-        fail("release verify refuses the demo trust root", EXIT_USAGE)
     try:
-        root = load_trust_root(trust_root)
+        root = load_trust_root(trust_root, use=RootUse.RELEASE)
         report = verify_release(
             directory,
             root,

@@ -26,10 +26,11 @@ from generator.commands.common import (
     catalog_option,
     handles_errors,
     open_catalog,
+    trust_root_option,
 )
 from generator.core.errors import CatalogError, ResolveError, ScaleError, printable
 from generator.core.records import DEFAULT_PROFILE, Catalog, Consensus, RecipeResult
-from generator.evidence.model import Evidence
+from generator.evidence.model import Evidence, RootUse
 from generator.evidence.stage import verify_stage
 from generator.evidence.trustroot import PUBLIC_GOOD
 from generator.evidence.upstream import options_from_env
@@ -406,11 +407,10 @@ def _components_text(doc: dict[str, Any], sample: str) -> list[str]:
     default=None,
     help="Only this scale profile (default: every profile that applies to the recipe).",
 )
-@click.option(
-    "--trust-root",
-    "trust",
+@trust_root_option(
+    use=RootUse.EVIDENCE,
+    name="trust",
     multiple=True,
-    metavar="public-good|demo|FILE",
     help="Trust root to verify evidence with (default public-good; repeatable, as for "
     "`evidence verify`). Sample evidence counts only when a demo root verified it.",
 )

@@ -15,10 +15,12 @@ from generator.commands.common import (
     announce_defaults,
     catalog_option,
     handles_errors,
+    trust_root_option,
 )
 from generator.core.atomic import append_text
 from generator.core.errors import CatalogError, Severity, UsageError
 from generator.core.report import REPORTERS, markdown_summary
+from generator.evidence.model import RootUse
 from generator.evidence.trustroot import PUBLIC_GOOD
 from generator.validate import validate_catalog
 
@@ -52,11 +54,10 @@ from generator.validate import validate_catalog
     help="Evidence directory that `status: qualified` owned values must name counted evidence "
     "in (default: evidence/ beside the catalog, when it exists).",
 )
-@click.option(
-    "--trust-root",
-    "trust_roots",
+@trust_root_option(
+    use=RootUse.EVIDENCE,
+    name="trust_roots",
     multiple=True,
-    metavar="public-good|demo|PATH",
     help="Trust root(s) that evidence is verified with (default: public-good).",
 )
 @handles_errors

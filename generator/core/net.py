@@ -38,7 +38,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import SplitResult, urljoin, urlsplit
 
 from generator.core.errors import CatalogError, Diagnostic
 
@@ -119,6 +119,46 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _same_origin(a: str, b: str) -> bool:
+    pa, pb = urlsplit(a), urlsplit(b)
+    return (pa.scheme, pa.netloc) == (pb.scheme, pb.netloc)
+
+
+def _checked(method: str, target: str, url: str) -> SplitResult:
+    """`target` split, when it is an http(s) URL with a host (plain HTTP: a loopback host)."""
+    parts = urlsplit(target)
+    try:
+        parts.port  # noqa: B018 - a bad port raises here
+        host = parts.hostname or ""
+    except ValueError:
+        host = ""
+    if parts.scheme not in ("http", "https") or not host:
+        raise NetError(NetKind.URL, url, f"{method} {url}: not an http(s) URL with a host")
+    if parts.scheme == "http" and not is_loopback(host):
+        raise NetError(
+            NetKind.URL, url, f"{method} {url}: plain HTTP only to a loopback host; use https"
+        )
+    return parts
+
+
+def _connection(parts: SplitResult, timeout: float) -> http.client.HTTPConnection:
+    host, port = parts.hostname or "", parts.port
+    if parts.scheme == "https":
+        return http.client.HTTPSConnection(host, port, timeout=timeout, context=_tls_context())
+    return http.client.HTTPConnection(host, port, timeout=timeout)
+
+
+def _shut(conn: http.client.HTTPConnection, expired: threading.Event) -> None:
+    """The watchdog: the deadline passed; wake whatever waits on the socket."""
+    expired.set()
+    sock = conn.sock
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
 def _env_seconds(default: float) -> float:
     raw = os.environ.get(DEADLINE_ENV, "")
     try:
@@ -192,6 +232,38 @@ class Client:
         follow: bool = True,
     ) -> Response:
         """One request and its capped body (see the module for every guarantee)."""
+        deadline = self._deadline(method, url)
+        sent = dict(headers or {})
+        current = url
+        for hop in range(MAX_REDIRECTS + 1):
+            resp = self._once(method, current, url, sent, data, max_bytes, deadline)
+            location = resp.header("location")
+            if not follow or resp.status not in _REDIRECT_STATUSES or not location:
+                return resp
+            if hop == MAX_REDIRECTS:
+                break
+            target = urljoin(current, location)
+            if not _same_origin(target, current) and not _same_origin(target, url):
+                if (
+                    redirects is not Redirects.CONTENT_ADDRESSED
+                    or urlsplit(target).scheme != "https"
+                ):
+                    raise NetError(
+                        NetKind.REDIRECT,
+                        url,
+                        f"{method} {url}: redirected to another host; "
+                        "only same-host redirects are followed",
+                    )
+                sent = {k: v for k, v in sent.items() if k.lower() != "authorization"}
+            if resp.status == 303 or (resp.status in (301, 302) and method == "POST"):
+                method, data = "GET", None
+            current = target
+        raise NetError(
+            NetKind.REDIRECT, url, f"{method} {url}: more than {MAX_REDIRECTS} redirects"
+        )
+
+    def _deadline(self, method: str, url: str) -> float:
+        """When this request must be over; NetworkOff or a passed command deadline raise."""
         if not self.online:
             why = f" ({self.purpose})" if self.purpose else ""
             raise NetworkOff(
@@ -208,37 +280,7 @@ class Client:
                 f"{method} {url}: the command's network deadline of "
                 f"{self.command_seconds:g} s has passed",
             )
-        deadline = time.monotonic() + min(self.request_seconds, left)
-        sent = {k: v for k, v in (headers or {}).items()}
-        first = urlsplit(url)
-        current = url
-        for hop in range(MAX_REDIRECTS + 1):
-            resp = self._once(method, current, url, sent, data, max_bytes, deadline)
-            location = resp.header("location")
-            if not follow or resp.status not in _REDIRECT_STATUSES or not location:
-                return resp
-            if hop == MAX_REDIRECTS:
-                break
-            target = urljoin(current, location)
-            to, origin = urlsplit(target), urlsplit(current)
-            same = (to.scheme, to.netloc) == (origin.scheme, origin.netloc) or (
-                (to.scheme, to.netloc) == (first.scheme, first.netloc)
-            )
-            if not same:
-                if redirects is not Redirects.CONTENT_ADDRESSED or to.scheme != "https":
-                    raise NetError(
-                        NetKind.REDIRECT,
-                        url,
-                        f"{method} {url}: redirected to another host; "
-                        "only same-host redirects are followed",
-                    )
-                sent = {k: v for k, v in sent.items() if k.lower() != "authorization"}
-            if resp.status == 303 or (resp.status in (301, 302) and method == "POST"):
-                method, data = "GET", None
-            current = target
-        raise NetError(
-            NetKind.REDIRECT, url, f"{method} {url}: more than {MAX_REDIRECTS} redirects"
-        )
+        return time.monotonic() + min(self.request_seconds, left)
 
     def _once(
         self,
@@ -252,97 +294,88 @@ class Client:
     ) -> Response:
         """One exchange with `target`; messages name `url`, the URL the caller asked for (a
         redirect's Location is the server's text and is never shown)."""
-        parts = urlsplit(target)
-        host = parts.hostname or ""
-        try:
-            port = parts.port
-        except ValueError:
-            port = None
-            host = ""
-        if parts.scheme not in ("http", "https") or not host:
-            raise NetError(NetKind.URL, url, f"{method} {url}: not an http(s) URL with a host")
-        if parts.scheme == "http" and not is_loopback(host):
-            raise NetError(
-                NetKind.URL, url, f"{method} {url}: plain HTTP only to a loopback host; use https"
-            )
+        parts = _checked(method, target, url)
         left = deadline - time.monotonic()
         if left <= 0:
             raise self._expired(method, url)
-        timeout = min(self.idle_seconds, left)
-        conn: http.client.HTTPConnection
-        if parts.scheme == "https":
-            conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=_tls_context())
-        else:
-            conn = http.client.HTTPConnection(host, port, timeout=timeout)
+        conn = _connection(parts, min(self.idle_seconds, left))
         expired = threading.Event()
-
-        def watchdog() -> None:
-            expired.set()
-            sock = conn.sock
-            if sock is not None:
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-        timer = threading.Timer(left, watchdog)
+        timer = threading.Timer(left, _shut, (conn, expired))
         timer.daemon = True
         timer.start()
         self.stats.requests += 1
-        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         try:
-            conn.putrequest(method, path, skip_accept_encoding=True)
-            conn.putheader("Accept-Encoding", "identity")
-            if not any(k.lower() == "user-agent" for k in headers):
-                conn.putheader("User-Agent", USER_AGENT)
-            for k, v in headers.items():
-                conn.putheader(k, v)
-            if data is not None:
-                conn.putheader("Content-Length", str(len(data)))
-            conn.endheaders(data)
-            resp = conn.getresponse()
-            status = resp.status
-            names: dict[str, str] = {}
-            for k, v in resp.getheaders():
-                key = k.lower()
-                names[key] = f"{names[key]}, {v}" if key in names else v
-            cap = max_bytes if status < 400 else min(max_bytes, ERROR_BODY_BYTES)
-            body = b""
-            if method != "HEAD" and status not in (204, 304) and not 100 <= status < 200:
-                body = self._body(conn, resp, names, cap, status >= 400, method, url, deadline)
-            return Response(target, status, names, body)
+            return self._exchange(conn, method, parts, headers, data, max_bytes, url, deadline)
         except NetError:
             raise
-        except TimeoutError as e:
-            if expired.is_set():
-                raise self._expired(method, url) from e
-            raise NetError(
-                NetKind.TIMEOUT,
-                url,
-                f"{method} {url}: no answer within {self.idle_seconds:g} s",
-                f"timed out after {self.idle_seconds:g} s",
-            ) from e
-        except ssl.SSLError as e:
-            if expired.is_set():
-                raise self._expired(method, url) from e
-            why = f"TLS: {type(e).__name__}"
-            raise NetError(NetKind.TLS, url, f"{method} {url}: unreachable ({why})", why) from e
-        except socket.gaierror as e:
-            why = "host not found"
-            raise NetError(NetKind.UNREACHABLE, url, f"{method} {url}: {why}", why) from e
-        except ConnectionRefusedError as e:
-            why = "connection refused"
-            raise NetError(NetKind.UNREACHABLE, url, f"{method} {url}: {why}", why) from e
         except (OSError, http.client.HTTPException) as e:
-            if expired.is_set():
-                raise self._expired(method, url) from e
-            kind = NetKind.UNREACHABLE if conn.sock is None else NetKind.PROTOCOL
-            what = "cannot connect" if kind is NetKind.UNREACHABLE else "the answer broke off"
-            why = f"{what} ({type(e).__name__})"
-            raise NetError(kind, url, f"{method} {url}: {why}", why) from e
+            late = expired.is_set() or time.monotonic() >= deadline - 0.001
+            raise self._classified(e, late, conn.sock is None, method, url) from e
         finally:
             timer.cancel()
             conn.close()
+
+    def _exchange(
+        self,
+        conn: http.client.HTTPConnection,
+        method: str,
+        parts: SplitResult,
+        headers: Mapping[str, str],
+        data: bytes | None,
+        max_bytes: int,
+        url: str,
+        deadline: float,
+    ) -> Response:
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        conn.putrequest(method, path, skip_accept_encoding=True)
+        conn.putheader("Accept-Encoding", "identity")
+        if not any(k.lower() == "user-agent" for k in headers):
+            conn.putheader("User-Agent", USER_AGENT)
+        for k, v in headers.items():
+            conn.putheader(k, v)
+        if data is not None:
+            conn.putheader("Content-Length", str(len(data)))
+        conn.endheaders(data)
+        resp = conn.getresponse()
+        status = resp.status
+        names: dict[str, str] = {}
+        for k, v in resp.getheaders():
+            key = k.lower()
+            names[key] = f"{names[key]}, {v}" if key in names else v
+        cap = max_bytes if status < 400 else min(max_bytes, ERROR_BODY_BYTES)
+        body = b""
+        if method != "HEAD" and status not in (204, 304) and not 100 <= status < 200:
+            body = self._body(conn, resp, names, cap, status >= 400, method, url, deadline)
+        return Response(parts.geturl(), status, names, body)
+
+    def _classified(
+        self, e: BaseException, late: bool, unconnected: bool, method: str, url: str
+    ) -> NetError:
+        """The NetError of a failed exchange, in this module's words."""
+        if late:
+            return self._expired(method, url)
+        if isinstance(e, TimeoutError):
+            why = f"timed out after {self.idle_seconds:g} s"
+            return NetError(
+                NetKind.TIMEOUT,
+                url,
+                f"{method} {url}: no answer within {self.idle_seconds:g} s",
+                why,
+            )
+        if isinstance(e, ssl.SSLError):
+            why = f"TLS: {type(e).__name__}"
+            return NetError(NetKind.TLS, url, f"{method} {url}: unreachable ({why})", why)
+        if isinstance(e, socket.gaierror):
+            return NetError(
+                NetKind.UNREACHABLE, url, f"{method} {url}: host not found", "host not found"
+            )
+        if isinstance(e, ConnectionRefusedError):
+            why = "connection refused"
+            return NetError(NetKind.UNREACHABLE, url, f"{method} {url}: {why}", why)
+        kind = NetKind.UNREACHABLE if unconnected else NetKind.PROTOCOL
+        what = "cannot connect" if kind is NetKind.UNREACHABLE else "the answer broke off"
+        why = f"{what} ({type(e).__name__})"
+        return NetError(kind, url, f"{method} {url}: {why}", why)
 
     def _body(
         self,
@@ -386,6 +419,15 @@ class Client:
                     f"{method} {url}: the answer is larger than the limit of {cap} bytes",
                 )
             chunks.append(chunk)
+        if time.monotonic() >= deadline - 0.001:  # the watchdog ended the body: not an answer
+            raise self._expired(method, url)
+        if not truncate and declared.isdigit() and size != int(declared):
+            raise NetError(
+                NetKind.PROTOCOL,
+                url,
+                f"{method} {url}: the answer broke off ({size} of {declared} bytes)",
+                "the answer broke off",
+            )
         return b"".join(chunks)
 
     def _expired(self, method: str, url: str) -> NetError:

@@ -192,6 +192,14 @@ class SignerPolicy:
         return "; ".join(r.describe() for r in rules)
 
 
+class RootUse(StrEnum):
+    """What a command verifies with a root: the one thing that decides whether the demo root
+    (recognised by content) may be used."""
+
+    EVIDENCE = "evidence"  # accepted; what it verifies is SAMPLE, labelled everywhere
+    RELEASE = "release"  # refused: a release and its evidence are never judged by demo keys
+
+
 @dataclass(frozen=True, slots=True)
 class TrustRoot:
     """A Sigstore trusted_root.json, named by its content (`generator.evidence.trustroot`).

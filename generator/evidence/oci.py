@@ -386,9 +386,9 @@ class Registry:
                 "GET", f"{realm}?{urlencode(query)}", max_bytes=TOKEN_BYTES
             )
         except NetError as e:
-            if e.kind in (NetKind.OFF, NetKind.DEADLINE):
+            if e.kind is not NetKind.TOO_LARGE:  # off, stalled, unreachable: that is the error
                 raise _from_net(e, what) from e
-            return False  # no token: the 401 stands, classified
+            return False  # an answer over the cap holds no token: the 401 stands
         try:
             doc = json.loads(answer.body) if answer.status == 200 else {}
         except ValueError:
@@ -942,6 +942,17 @@ def _from_cache(ref: Reference, cache: Cache) -> Pulled | None:
                     f"{shown}: a single-file layer has no safe {TITLE} annotation", shown
                 )
             files[title] = blob
+    signatures = _cached_signatures(shown, sigs, cache)
+    if signatures is None:
+        return None
+    artifact_type = manifest.get("artifactType") or (manifest.get("config") or {}).get(
+        "mediaType", ""
+    )
+    return Pulled(ref, ref.digest, manifest, str(artifact_type), files, tuple(signatures), True)
+
+
+def _cached_signatures(shown: str, sigs: list[str], cache: Cache) -> list[bytes] | None:
+    """The Sigstore bundles of the cached referrers `sigs` (None when one is missing)."""
     signatures: list[bytes] = []
     for rdigest in sigs:
         rdata = cache.get(rdigest)
@@ -956,7 +967,4 @@ def _from_cache(ref: Reference, cache: Cache) -> Pulled | None:
         if blob is None:
             return None
         signatures.append(blob)
-    artifact_type = manifest.get("artifactType") or (manifest.get("config") or {}).get(
-        "mediaType", ""
-    )
-    return Pulled(ref, ref.digest, manifest, str(artifact_type), files, tuple(signatures), True)
+    return signatures

@@ -40,7 +40,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from generator.core import safeio
 from generator.core.errors import Diagnostic, UsageError
-from generator.evidence.model import TrustRoot
+from generator.evidence.model import RootUse, TrustRoot
+
+__all__ = ["RootUse", "TrustRoot", "load_trust_root"]
 
 PUBLIC_GOOD = "public-good"
 DEMO = "demo"
@@ -57,8 +59,8 @@ PROJECT_CATALOG = Path(__file__).resolve().parents[2] / "catalog"
 MAX_ROOT_BYTES = safeio.TRUST_ROOT_BYTES  # the public-good root is about 10 KB
 
 
-def _usage(message: str, where: str) -> UsageError:
-    return UsageError(message, [Diagnostic(where, 0, 0, "$", message, "trust-root")])
+def _usage(message: str, where: str, rule: str = "trust-root") -> UsageError:
+    return UsageError(message, [Diagnostic(where, 0, 0, "$", message, rule)])
 
 
 def trust_root_path(spec: str, catalog: Path | None = None) -> Path:
@@ -182,9 +184,16 @@ def root_name(digest: str) -> str:
     return f"sha256:{digest[:16]}"
 
 
-def load_trust_root(spec: str, catalog: Path | None = None) -> TrustRoot:
-    """Read and check one trust root; UsageError when it is missing, not a usable Sigstore
-    trusted root, or (public-good) not what was pinned."""
+def load_trust_root(
+    spec: str, catalog: Path | None = None, *, use: RootUse = RootUse.EVIDENCE
+) -> TrustRoot:
+    """The one way a `--trust-root` value becomes a root, for every command: read once, checked,
+    and judged by its content (see the module). UsageError when it is missing, not a usable
+    Sigstore trusted root, (public-good) not what was pinned, or the demo root, however given,
+    where `use` refuses it (rule trust-root.demo).
+
+    tests/test_trust_roots.py enumerates every command's options: each --trust-root is a
+    `TrustRootOption` (generator/commands/common.py) and reaches this function."""
     path = trust_root_path(spec, catalog)
     data = _read_root(path, spec)
     digest = hashlib.sha256(data).hexdigest()
@@ -208,4 +217,12 @@ def load_trust_root(spec: str, catalog: Path | None = None) -> TrustRoot:
         name = PUBLIC_GOOD
     else:
         name = root_name(digest)
+    if demo and use is RootUse.RELEASE:
+        how = "by name" if spec == DEMO else f"by its content, sha256 {digest}"
+        raise _usage(
+            f"trust root {spec!r} is the demo root (recognised {how}), whose private keys are "
+            "public: a release refuses the demo trust root",
+            spec,
+            "trust-root.demo",
+        )
     return TrustRoot(name=name, path=str(path.resolve()), data=data, sha256=digest, demo=demo)

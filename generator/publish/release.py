@@ -106,23 +106,19 @@ def check_preconditions(
 
 
 def _refuse_demo(repo: Path, trust_root: str) -> None:
-    """ReleaseError for the demo root, by name or by content (a path, a copy, a link to it)."""
-    from generator.evidence.trustroot import DEMO, load_trust_root
+    """ReleaseError for the demo root, by name or by content (a path, a copy, a link to it):
+    judged by the one function every command's trust root goes through."""
+    from generator.evidence.trustroot import RootUse, load_trust_root
 
-    message = (
-        "release refuses the demo trust root: sample evidence must never count as qualification"
-    )
-    if trust_root == DEMO:
-        raise ReleaseError(message)
     try:
-        root = load_trust_root(trust_root, repo / "catalog")
+        load_trust_root(trust_root, repo / "catalog", use=RootUse.RELEASE)
     except CatalogError as e:
-        raise ReleaseError(e.message) from e
-    if root.demo:
         raise ReleaseError(
-            f"{message} ({trust_root} is the demo root: recognised by its content, "
-            f"sha256 {root.sha256})"
-        )
+            f"release refuses the demo trust root: sample evidence must never count as "
+            f"qualification ({e.message})"
+            if any(d.rule == "trust-root.demo" for d in e.diagnostics)
+            else e.message
+        ) from e
 
 
 def _evidence_digests(tree: Path) -> dict[str, str]:

@@ -37,6 +37,7 @@ from typing import Any
 from generator.core import safeio
 from generator.core.errors import Diagnostic, printable
 from generator.evidence.model import TrustRoot
+from generator.evidence.trustroot import parse_trusted_root
 from generator.publish.release import MANIFEST, SITE_ARCHIVE, SUMS
 
 SIGNATURE = f"{MANIFEST}.sigstore.json"
@@ -149,7 +150,7 @@ def _check_signature(
     """None if the bundle verifies over `manifest` for `identity`/`issuer`, else why not."""
     from cryptography.exceptions import UnsupportedAlgorithm
     from sigstore.errors import Error
-    from sigstore.models import Bundle, TrustedRoot
+    from sigstore.models import Bundle
     from sigstore.verify import Verifier
     from sigstore.verify.policy import Identity
 
@@ -157,8 +158,11 @@ def _check_signature(
         bundle = Bundle.from_json(bundle_json)
     except (Error, ValueError, TypeError, KeyError, UnsupportedAlgorithm) as e:
         return f"not a Sigstore bundle: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+    if trust_root.demo:  # the command refuses it already; the library does too, by content
+        return "the trust root is the demo root, whose private keys are public: refused"
     try:
-        verifier = Verifier(trusted_root=TrustedRoot.from_file(trust_root.path))
+        # from the bytes read and judged once (trustroot.py), never from the path again
+        verifier = Verifier(trusted_root=parse_trusted_root(trust_root.data))
         verifier.verify_artifact(manifest, bundle, Identity(identity=identity, issuer=issuer))
     except (Error, ValueError, OSError, UnsupportedAlgorithm) as e:
         return str(e).splitlines()[0] if str(e) else type(e).__name__
