@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 
 from packaging.version import InvalidVersion, Version
 
+from generator.catalog import chartvalues
 from generator.catalog.criteria import KNOWN_CRITERIA, normalise
 from generator.catalog.resolve import chain, check_resolves, resolve
 from generator.catalog.rules import rules_of
@@ -485,6 +486,7 @@ def validate_catalog(
         out.extend(_check_overlay(catalog, ov, strict))
     out.extend(_check_ambiguity(catalog))
     out.extend(_check_registry(catalog))
+    out.extend(chartvalues.catalog_problems(catalog))
     if "base" not in catalog.overlays and "base" not in catalog.unloadable and catalog.overlays:
         out.append(
             Diagnostic(

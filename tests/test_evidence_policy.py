@@ -222,8 +222,6 @@ _WELL_FORMED = [
     "x?",
     "(a|b)",
     "(?:x|.*)",
-    "(?=.*)",
-    "(?!x)",
     r"\|",
     "@refs/heads/main",
     "[^/]*",
@@ -235,7 +233,24 @@ _WELL_FORMED = [
     "x{0,2}",
     "-",
 ]
-_MALFORMED = ["|", "(", ")", "(?i)", "(?i:", "[", "]", "^", "$", "*", "?", "{0}", "(?s)"]
+# lookaround needs backtracking: the linear-time matcher (core/linearmatch) refuses it
+_MALFORMED = [
+    "|",
+    "(",
+    ")",
+    "(?i)",
+    "(?i:",
+    "[",
+    "]",
+    "^",
+    "$",
+    "*",
+    "?",
+    "{0}",
+    "(?s)",
+    "(?=.*)",
+    "(?!x)",
+]
 _PIECES = st.one_of(st.sampled_from(_WELL_FORMED), st.sampled_from(_MALFORMED))
 _OWNERS = st.sampled_from(["NVIDIA", "nvidia-lab", "a", "A.b", "x_y"])
 

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import ast
+import re
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from generator.core.errors import RenderError, UsageError
 from generator.core.timeutil import (
+    TimeError,
     midnight_rfc3339,
     now_rfc3339,
     parse_epoch,
+    parse_rfc3339,
     rfc3339,
     source_date_epoch,
 )
@@ -76,3 +81,47 @@ def test_no_other_module_formats_rfc3339_or_reads_source_date_epoch() -> None:
 def test_midnight_rfc3339_of_a_date_and_a_time() -> None:
     assert midnight_rfc3339("2026-12-02") == "2026-12-02T00:00:00Z"
     assert midnight_rfc3339("2026-12-02T11:00:00Z") == "2026-12-02T11:00:00Z"
+
+
+# --- strict parsing: one parser, real calendar, offset range (issue 27, item 6) -------------
+
+
+_PATTERN = re.compile(
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$"
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["2099-01-01T00:00:00+99:00", "2026-13-01T00:00:00Z", "2026-02-30T00:00:00Z",
+     "2026-12-02T24:00:00Z", "2026-12-02T11:60:00Z", "2026-12-02T11:00:60Z",
+     "2026-12-02T11:00:00-24:00", "2026-12-02T11:00:00+05:60", "0000-01-01T00:00:00Z"],
+)  # fmt: skip
+def test_schema_shaped_times_that_name_no_real_time_are_refused(text: str) -> None:
+    assert _PATTERN.match(text)
+    with pytest.raises(TimeError):
+        parse_rfc3339(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.integers(0, 9999), st.integers(0, 99), st.integers(0, 99), st.integers(0, 99),
+    st.integers(0, 99), st.integers(0, 99), st.sampled_from(["Z", "+", "-"]),
+    st.integers(0, 99), st.integers(0, 99),
+)  # fmt: skip
+def test_parse_accepts_exactly_the_real_times(
+    y: int, mo: int, d: int, h: int, mi: int, s: int, z: str, oh: int, om: int
+) -> None:
+    text = f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:{s:02d}" + (
+        "Z" if z == "Z" else f"{z}{oh:02d}:{om:02d}"
+    )
+    try:
+        real = datetime(y, mo, d, h, mi, s)
+    except ValueError:
+        real = None
+    ok = real is not None and (z == "Z" or (oh <= 23 and om <= 59))
+    if ok:
+        assert parse_rfc3339(text).replace(tzinfo=None) == real
+    else:
+        with pytest.raises(TimeError):
+            parse_rfc3339(text)

@@ -92,6 +92,12 @@ def _actions(text: str) -> tuple[tuple[_Action, ...], int | None]:
         i = end + 2
 
 
+def template_actions(text: str) -> tuple[tuple[int, str], ...]:
+    """(offset of `{{`, body) of every closed action of template `text`, in order; the body has
+    its trim markers and outer spaces removed (`chartvalues` reads the values they print)."""
+    return tuple((a.start, a.body) for a in _actions(text)[0])
+
+
 def _keyword(body: str) -> str:
     if body.startswith("/*"):
         return ""

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generator.core import safeio
+from generator.core import linearmatch, safeio
 from generator.core.errors import Diagnostic, LoadError, ValidationError
 from generator.core.records import Document
 from generator.core.yamlio import parse_yaml
@@ -349,9 +349,8 @@ def read_allowlist(path: Path, shown: str) -> tuple[tuple[SignerRule, ...], tupl
 def _probes(pattern: str, issuer: str) -> list[str]:
     """Identities an allowlist pattern admits: its workflow with a branch and a tag ref."""
     workflow = pattern_key(issuer, pattern)[1]
-    compiled = re.compile(pattern)
     refs = ("refs/heads/main", "refs/tags/v1.0.0", "refs/heads/release-1.0")
-    return [p for p in (f"{workflow}@{ref}" for ref in refs) if compiled.fullmatch(p)]
+    return [p for p in (f"{workflow}@{ref}" for ref in refs) if linearmatch.fullmatch(pattern, p)]
 
 
 def combine(
@@ -378,7 +377,7 @@ def combine(
                     and r.klass != a.klass
                     and (
                         r.identity == probe
-                        or (r.identity_pattern and re.fullmatch(r.identity_pattern, probe))
+                        or (r.identity_pattern and linearmatch.fullmatch(r.identity_pattern, probe))
                     )
                 ):
                     diags.append(_overlap(shown, a.label, a.klass, r, probe))

@@ -8,11 +8,12 @@ site, release) count only `VerifiedEvidence` whose `counted` is true.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from generator.core import linearmatch
 
 # in-toto / DSSE constants
 IN_TOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -151,7 +152,7 @@ class SignerRule:
         if self.identity is not None:
             return identity == self.identity
         assert self.identity_pattern is not None
-        return re.fullmatch(self.identity_pattern, identity) is not None
+        return linearmatch.fullmatch(self.identity_pattern, identity)
 
     def describe(self) -> str:
         who = self.identity if self.identity is not None else f"/{self.identity_pattern}/"

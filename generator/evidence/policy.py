@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.catalog import schemas
-from generator.core import safeio
+from generator.core import linearmatch, safeio
 from generator.core.errors import Diagnostic, ValidationError
 from generator.core.records import Document
 from generator.core.yamlio import parse_yaml
@@ -144,12 +144,15 @@ def pattern_problem(pattern: str, issuer: str | None = None) -> str | None:
         with warnings.catch_warnings():
             # e.g. "Possible nested set": a pattern whose meaning may change is refused
             warnings.simplefilter("error")
-            compiled = re.compile(pattern)
+            re.compile(pattern)  # the structure checks below read Python's parse of it
             parsed = _sre.parse(pattern)
     except (re.error, RecursionError, OverflowError, Warning) as e:
         return f"identityPattern is not a regular expression: {e}"
     if not pattern.startswith("^") or not pattern.endswith("$") or pattern.endswith("\\$"):
         return "identityPattern must be anchored with ^ and $"
+    linear = linearmatch.problem(pattern)
+    if linear is not None:
+        return linear
     if parsed.state.flags & ~_sre.SRE_FLAG_UNICODE or _scoped_flags(parsed):
         return "identityPattern may not set flags such as (?i) or (?x)"
     if top_level_alternation(pattern):
@@ -187,7 +190,7 @@ def pattern_problem(pattern: str, issuer: str | None = None) -> str | None:
                 "@domain (e.g. @example\\.com$)"
             )
     for probe in FOREIGN_PROBES:
-        if compiled.fullmatch(probe):
+        if linearmatch.fullmatch(pattern, probe):
             return f"identityPattern is over-broad: it matches {probe!r}"
     return None
 

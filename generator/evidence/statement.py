@@ -22,6 +22,7 @@ from typing import Any
 import jsonschema
 
 from generator.catalog import schemas
+from generator.core.timeutil import TimeError, parse_rfc3339
 from generator.core.yamlio import load_json
 from generator.evidence.model import (
     IN_TOTO_PAYLOAD_TYPE,
@@ -296,6 +297,8 @@ def _checked_document(payload_type: str, payload: bytes) -> dict[str, Any]:
             problems = (f"$.predicate.profile: not allowed by {RECIPE_EVIDENCE_V1}",)
         if predicate_type == RECIPE_EVIDENCE_V2 and not has_profile:
             problems = (f"$.predicate: 'profile' is required by {RECIPE_EVIDENCE_V2}",)
+    if not problems:
+        problems = _time_problem(doc["predicate"])
     if not problems and predicate_type == SCALE_QUALIFICATION_V1:
         want = doc["predicate"]["recipe"]["digest"].removeprefix("sha256:")
         if not any(s["digest"].get("sha256") == want for s in doc["subject"]):
@@ -308,6 +311,19 @@ def _checked_document(payload_type: str, payload: bytes) -> dict[str, Any]:
             f"predicate fails the {predicate_type} schema: " + "; ".join(problems),
         )
     return doc
+
+
+def _time_problem(predicate: Mapping[str, Any]) -> tuple[str, ...]:
+    """attestedAt, when present, names a real instant (`timeutil.parse_rfc3339`): the schema's
+    pattern lets `+99:00` or month 13 through."""
+    when = predicate.get("attestedAt")
+    if when is None:
+        return ()
+    try:
+        parse_rfc3339(when)
+    except TimeError as e:
+        return (f"$.predicate.attestedAt: {e}",)
+    return ()
 
 
 def _statement(doc: Mapping[str, Any]) -> Statement:

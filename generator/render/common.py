@@ -19,6 +19,7 @@ from typing import Any
 import jinja2
 
 from generator import __version__
+from generator.catalog import chartvalues
 from generator.core import names
 from generator.core.errors import Diagnostic, RenderError
 from generator.core.records import Override, RecipeResult, ResolvedComponent
@@ -427,6 +428,11 @@ def folders(result: RecipeResult, manifests: Mapping[str, bytes]) -> tuple[Folde
                     "render.unsafe-name",
                 )
             )
+    for c, _phase, _, tpl in planned:
+        for jp, msg, rule in chartvalues.folder_problems(
+            c.name, c.values, tpl, f"$.components[{c.order}].values"
+        ):
+            diags.append(Diagnostic(RECIPE_FILE, 0, 0, jp, f"component {c.name}: {msg}", rule))
     if len(planned) > 999:
         diags.append(
             Diagnostic(

@@ -1,0 +1,162 @@
+"""Untrusted text through the real CLI (issue 27, items 6 and 7): a signed attestedAt that
+matches the schema's pattern but names no real time is refused (located, the run invalid), and
+an identity pattern is matched in linear time."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from generator.cli import main
+from generator.core import linearmatch
+from generator.evidence.sign import DEMO_ISSUER
+from generator.evidence.statement import build_statement
+from tests.test_evidence_attacks import (
+    LOGGED,
+    Signed,
+    _outcome,
+    _place,
+    _predicate,
+    _repo,
+    _verify_cli,
+    honest,
+)
+
+__all__ = ["honest"]  # the fixture, used by the tests below
+
+
+@pytest.mark.parametrize(
+    "attested",
+    ["2099-01-01T00:00:00+99:00", "2099-13-01T00:00:00Z", "2026-02-30T10:00:00Z",
+     "2026-12-01T25:00:00Z", "2026-12-01T10:00:00-23:60"],
+)  # fmt: skip
+def test_an_unreal_attested_at_makes_the_run_invalid(
+    attested: str, honest: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _repo(tmp_path)
+    payload = build_statement(_predicate(honest, attestedAt=attested))
+    (path,) = _place(repo, [Signed(payload, signed_at=LOGGED)])
+    o = _outcome(repo, "demo", monkeypatch)
+    assert not o.runs[path]["counted"]
+    assert o.runs[path]["exclusion"] == "invalid", o.runs[path]
+    code, results = _verify_cli("demo")
+    assert code == 1
+    assert results[path]["class"] == "predicate-schema"
+    assert "$.predicate.attestedAt: " in results[path]["reason"]
+    assert "2099" not in o.site[path].attested_at if o.site[path].attested_at else True
+
+
+# --- item 7: identity patterns matched in linear time ------------------------------------------
+
+
+def _policy(pattern: str) -> str:
+    return f"""\
+apiVersion: aicr.run/v1
+kind: SignerPolicy
+signers:
+  - label: Demo lab, one pattern (sample)
+    class: first-party
+    issuer: {DEMO_ISSUER}
+    identityPattern: '{pattern}'
+    trustRoot: demo
+"""
+
+
+LAB = (
+    r"^https://github\.com/aicr-demo/qualification-lab/\.github/workflows/qualify\.yml@refs/heads/"
+)
+NESTED = _policy(LAB + "(a+)+$")
+HOSTILE_BRANCH = (
+    "https://github.com/aicr-demo/qualification-lab/.github/workflows/qualify.yml@refs/heads/"
+    + "a" * 40
+    + "!"
+)
+
+
+def test_a_nested_quantifier_pattern_cannot_hang_evidence_verify(
+    honest: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python's `re` takes ~2^40 steps on this identity; the linear-time matcher a few
+    microseconds. The CPU the whole `evidence verify` takes is bounded (not wall-clock)."""
+    repo = _repo(tmp_path, NESTED)
+    payload = build_statement(honest)
+    (path,) = _place(repo, [Signed(payload, identity=HOSTILE_BRANCH)])
+    monkeypatch.chdir(repo)
+    start = time.process_time()
+    code, results = _verify_cli("demo")
+    assert time.process_time() - start < 30  # seconds of CPU: 2^40 backtracking steps is days
+    assert code == 1
+    assert results[path]["class"] == "signer-not-allowed"
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        LAB + r"(a)\1$",
+        LAB + r"(?=main)main$",
+        LAB + r"(?<!x)main$",
+    ],
+)
+def test_validate_refuses_patterns_that_need_backtracking(pattern: str, tmp_path: Path) -> None:
+    repo = _repo(tmp_path, _policy(pattern))
+    out = CliRunner().invoke(main, ["validate", str(repo / "catalog")])
+    assert out.exit_code == 1, out.output
+    assert (
+        "signers.yaml:7:5: $.signers[0].identityPattern: " in out.output
+        and "[signers.over-broad]" in out.output
+    )
+    assert "linear-time matcher" in out.output
+
+
+# quantified pieces that backtrack exponentially in Python's `re` when nested or overlapping
+_PIECES = st.sampled_from(["a", "a?", "a*", "a+", "(a|a)", "(a|aa)", "[a-z]", "\\w", "."])
+
+
+@st.composite
+def _evil_patterns(draw: st.DrawFn) -> str:
+    inner = "".join(draw(st.lists(_PIECES, min_size=1, max_size=3)))
+    outer = draw(st.sampled_from(["+", "*", "{2,}"]))
+    tail = draw(st.sampled_from(["", "b", "$x"]))
+    return rf"^https://github\.com/o/r/x@refs/heads/({inner}){outer}{tail.rstrip('$x')}$"
+
+
+@settings(max_examples=60, deadline=None)
+@given(_evil_patterns(), st.integers(10, 20000))
+def test_matching_is_linear_in_the_identity(pattern: str, n: int) -> None:
+    """Bounded by CPU, not wall-clock: 20 matches of an identity up to 20,000 characters that
+    almost matches take well under a second of CPU (Python's `re` needs about 2^n steps)."""
+    if linearmatch.problem(pattern) is not None:
+        return
+    text = "https://github.com/o/r/x@refs/heads/" + "a" * n + "!"
+    linearmatch.fullmatch(pattern, "")  # compile outside the measurement
+    start = time.process_time()
+    for _ in range(20):
+        linearmatch.fullmatch(pattern, text)
+    assert time.process_time() - start < 2.0
+    short = text[: text.index("heads/") + 6] + "a" * 8 + "!"
+    # the same answer as Python's engine, where that one still finishes (2^8 steps)
+    assert linearmatch.fullmatch(pattern, short) == bool(re.fullmatch(pattern, short))
+
+
+def test_no_identity_pattern_is_matched_outside_linearmatch() -> None:
+    """An identity pattern reaches a regular-expression engine only through core/linearmatch."""
+    root = Path(__file__).resolve().parents[1] / "generator"
+    stray = [
+        f"{p.relative_to(root)}:{i}"
+        for p in sorted(root.rglob("*.py"))
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(
+            r"\bre\.(fullmatch|match|search|compile)\([^)]*(identity_pattern|pattern)\b", line
+        )
+        and "linearmatch" not in line
+        and p.name not in ("linearmatch.py",)
+    ]
+    allowed = {"evidence/policy.py"}  # compiles (never matches) to read the pattern's structure
+    assert [s for s in stray if s.split(":")[0] not in allowed] == []
