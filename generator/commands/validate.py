@@ -15,6 +15,7 @@ from generator.commands.common import (
     announce_defaults,
     catalog_option,
     handles_errors,
+    stated_rules,
 )
 from generator.core.errors import CatalogError, Severity, UsageError
 from generator.core.report import REPORTERS, markdown_summary
@@ -79,7 +80,7 @@ def command(
     if not root.is_dir():
         raise UsageError(f"catalog directory '{root}' not found")
     try:
-        catalog, load_diags = load_catalog(root)
+        catalog, load_diags = load_catalog(root, stated_rules())
     except CatalogError as e:  # an unreadable tree is bad data, whatever the cause
         raise e.with_exit_code(EXIT_DATA) from e
     announce_defaults(catalog)
