@@ -191,6 +191,21 @@ def _ref_registered(catalog: Catalog, ov: Overlay, ref: ComponentRef) -> Iterato
         )
 
 
+def _profile_rules(catalog: Catalog, ov: Overlay, strict: bool) -> Iterator[Diagnostic]:
+    """A configuration profile (ADR-015) under rules that do not read one is ignored: say so."""
+    rules = rules_of(catalog)
+    if ov.profile is not None and not rules.profiles:
+        yield Diagnostic(
+            ov.doc.rel,
+            *ov.doc.locate("$.spec.profile"),
+            "$.spec.profile",
+            f"configuration profile '{ov.profile.name}' is ignored under upstream {rules.name} "
+            "rules (read the tree under 2026-08 rules: --upstream-rules)",
+            "profile.ignored",
+            Severity.WARNING,
+        )
+
+
 def _ref_pinned(catalog: Catalog, ov: Overlay, ref: ComponentRef) -> Iterator[Diagnostic]:
     """A Helm chart needs a version: its own, or (August 2026 rules, upstream PR #1821) the
     registry's defaultVersion, which resolution then gives it."""
@@ -364,6 +379,7 @@ _OVERLAY_RULES: tuple[_OverlayRule, ...] = (
     _validation_constraints,
     _criteria_missing,
     _criteria_nodes,
+    _profile_rules,
     _criteria_values,
 )
 

@@ -34,6 +34,7 @@ from generator.catalog.resolve import (
     ref_enabled,
     set_path,
 )
+from generator.catalog.rules import DEFAULT_RULES, RULES, UpstreamRules, rules_of
 from generator.core import safeio
 from generator.core.canonical import sha256_digest
 from generator.core.errors import (
@@ -60,7 +61,11 @@ from generator.core.records import (
 from generator.core.yamlio import MAX_FILE_BYTES, parse_yaml
 
 KIND = "RecipeResult"
-API_VERSION = "aicr.nvidia.com/v1alpha1"
+API_VERSION = DEFAULT_RULES.recipe_api_version  # written under v0.11.1's rules
+# every RecipeResult header `bundle --recipe` reads (v0.11.1's and August 2026's)
+READ_API_VERSIONS: tuple[str, ...] = tuple(
+    dict.fromkeys(v for r in RULES.values() for v in r.recipe_api_versions_read)
+)
 # upstream's field order (struct order), so the file reads as upstream writes it
 _CRITERIA_ORDER = ("service", "accelerator", "intent", "os", "platform")
 _PHASES = ("readiness", "deployment", "performance", "conformance")
@@ -94,12 +99,28 @@ def _written_overrides(c: ResolvedComponent, catalog: Catalog | None) -> Mapping
     return c.values if (c.values or c.overrides) else None
 
 
-def _phase(raw: Mapping[str, Any]) -> dict[str, Any]:
+def _phase(raw: Mapping[str, Any], rules: UpstreamRules) -> dict[str, Any]:
+    """A validation phase in upstream's field order; under August 2026's rules an empty list
+    (a phase an overlay cleared) is left out, as upstream's `omitempty` leaves it."""
     keys = [k for k in _PHASE_KEYS if k in raw] + sorted(k for k in raw if k not in _PHASE_KEYS)
+    if rules.validation_merge == "field":
+        keys = [k for k in keys if raw[k] not in ([], None, "")]
     return {k: raw[k] for k in keys}
 
 
-def _ref(c: ResolvedComponent, catalog: Catalog | None) -> dict[str, Any]:
+def _health_check(c: ResolvedComponent, catalog: Catalog | None) -> str | None:
+    """The registry's `healthCheck.assertFile` text for `c` (August 2026: carried inline)."""
+    reg = catalog.registry.components.get(c.name) if catalog is not None else None
+    if catalog is None or reg is None or reg.health_check_file is None:
+        return None
+    root = Path(catalog.root)
+    raw = safeio.read(  # a Refusal is a located LoadError
+        root / reg.health_check_file, root=root, where="the catalog", limit=MAX_FILE_BYTES
+    )
+    return raw.decode("utf-8")
+
+
+def _ref(c: ResolvedComponent, catalog: Catalog | None, rules: UpstreamRules) -> dict[str, Any]:
     """One componentRefs entry, its fields in upstream's order."""
     ref: dict[str, Any] = {"name": c.name}
     if c.namespace:
@@ -119,21 +140,34 @@ def _ref(c: ResolvedComponent, catalog: Catalog | None) -> dict[str, Any]:
         ref["dependencyRefs"] = list(c.dependency_refs)
     if c.manifest_files:
         ref["manifestFiles"] = list(c.manifest_files)
-    if c.pre_manifest_files:  # this project's field: upstream ignores it
+    if c.pre_manifest_files:  # upstream's field since 2026 (v0.11.1 ignores it)
         ref["preManifestFiles"] = list(c.pre_manifest_files)
+    if c.expected_resources:
+        ref["expectedResources"] = [dict(e) for e in c.expected_resources]
+    if rules.health_check_asserts:
+        text = _health_check(c, catalog)
+        if text:
+            ref["healthCheckAsserts"] = text
     return ref
 
 
 def recipe_result_document(result: RecipeResult, catalog: Catalog | None = None) -> dict[str, Any]:
     """`result` as upstream's RecipeResult document (`catalog`: the tree it was resolved from,
     to keep the recipe's own `overrides` where they rebuild its values)."""
-    refs = [_ref(c, catalog) for c in sorted(result.components, key=lambda c: c.name)]
+    rules = rules_of(catalog) if catalog is not None else DEFAULT_RULES
+    refs = [_ref(c, catalog, rules) for c in sorted(result.components, key=lambda c: c.name)]
     doc: dict[str, Any] = {
         "kind": KIND,
-        "apiVersion": API_VERSION,
-        "metadata": {"appliedOverlays": list(result.applied_overlays)},
+        "apiVersion": (
+            rules.profiled_api_version
+            if result.selected_profile or result.configuration
+            else rules.recipe_api_version
+        ),
+        "metadata": _metadata(result, rules),
         "criteria": {d: result.criteria.get(d) or WILDCARD for d in _CRITERIA_ORDER},
     }
+    if result.configuration:
+        doc["configuration"] = dict(result.configuration)
     if result.constraints:
         doc["constraints"] = [_constraint(c) for c in result.constraints]
     doc["componentRefs"] = refs
@@ -142,8 +176,25 @@ def recipe_result_document(result: RecipeResult, catalog: Catalog | None = None)
         p for p in result.validation if p not in _PHASES
     )
     if phases:
-        doc["validation"] = {p: _phase(result.validation[p]) for p in phases}
+        doc["validation"] = {p: _phase(result.validation[p], rules) for p in phases}
     return doc
+
+
+def _metadata(result: RecipeResult, rules: UpstreamRules) -> dict[str, Any]:
+    """`metadata`: the generating version (August 2026: upstream's build string), the applied
+    overlays and the selected configuration profile."""
+    meta: dict[str, Any] = {}
+    if rules.recipe_metadata_version:
+        meta["version"] = rules.recipe_metadata_version
+    meta["appliedOverlays"] = list(result.applied_overlays)
+    sel = result.selected_profile
+    if sel is not None:
+        chosen: dict[str, Any] = {"name": sel.name, "value": sel.value}
+        if sel.advertiser:
+            chosen["advertiser"] = sel.advertiser
+        chosen["ownedPaths"] = {c: list(p) for c, p in sel.owned_paths.items()}
+        meta["selectedProfile"] = chosen
+    return meta
 
 
 class _Dumper(yaml.SafeDumper):
@@ -233,7 +284,7 @@ def recipe_result_from(
         raise ResolveError(
             f"override for {', '.join(sorted(strangers))}: not a component of {doc.rel}"
         )
-    enabled = _enabled(refs, overrides)
+    enabled = _enabled(refs, overrides, file_rules(str(data.get("apiVersion"))).enabled_keys)
     deps, depth = _dependencies(doc, refs, enabled)
     order, warnings = _deployment_order(doc, data, refs, enabled, deps)
     file_digests: dict[str, str] = {}
@@ -270,14 +321,23 @@ def _header(doc: Document) -> dict[str, Any]:
         raise _fail(
             doc, "$.kind", f"kind is {data.get('kind')!r}, expected {KIND!r}", "recipe-result.kind"
         )
-    if data.get("apiVersion") != API_VERSION:
+    if data.get("apiVersion") not in READ_API_VERSIONS:
         raise _fail(
             doc,
             "$.apiVersion",
-            f"apiVersion is {data.get('apiVersion')!r}, expected {API_VERSION!r} (upstream AICR)",
+            f"apiVersion is {data.get('apiVersion')!r}, expected one of "
+            f"{', '.join(READ_API_VERSIONS)} (upstream AICR)",
             "recipe-result.api-version",
         )
     return data
+
+
+def file_rules(api_version: str) -> UpstreamRules:
+    """The upstream rules a RecipeResult of `api_version` was written under."""
+    for rules in RULES.values():
+        if api_version in (rules.recipe_api_version, rules.profiled_api_version):
+            return rules
+    return DEFAULT_RULES
 
 
 def _applied_overlays(doc: Document, data: Mapping[str, Any]) -> tuple[str, ...]:
@@ -338,14 +398,15 @@ def _refs(doc: Document, data: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _enabled(
-    refs: Mapping[str, dict[str, Any]], overrides: Sequence[Override]
+    refs: Mapping[str, dict[str, Any]], overrides: Sequence[Override], keys: Sequence[str]
 ) -> dict[str, dict[str, Any]]:
-    """The components left in: `--set NAME:enabled=…` wins over the file's overrides."""
+    """The components left in: `--set NAME:enabled=…` wins over the file's overrides (`keys`:
+    the override keys that disable, by the rules the file was written under)."""
     enabled: dict[str, dict[str, Any]] = {}
     for name, r in refs.items():
         state = _enabled_by_set(overrides, name)
         if state is None:
-            state = ref_enabled(ComponentRef(name=name, overrides=r.get("overrides")))
+            state = ref_enabled(ComponentRef(name=name, overrides=r.get("overrides")), keys)
         if state:
             enabled[name] = r
     return enabled

@@ -184,6 +184,7 @@ def _component_refs(raw: Any, base_path: str) -> tuple[ComponentRef, ...]:
                 dependency_refs=tuple(r.get("dependencyRefs") or ()),
                 enabled=r.get("enabled"),
                 json_path=f"{base_path}[{i}]",
+                expected_resources=tuple(r.get("expectedResources") or ()),
             )
         )
     return tuple(out)

@@ -202,12 +202,17 @@ def _format_criteria(c: Criteria) -> str:
 # ---------------------------------------------------------------- merging
 
 
-def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """Recursive merge: mappings merge, anything else (lists included) is replaced by `over`."""
+def deep_merge(
+    base: Mapping[str, Any], over: Mapping[str, Any], *, null_deletes: bool = False
+) -> dict[str, Any]:
+    """Recursive merge: mappings merge, anything else (lists included) is replaced by `over`;
+    with `null_deletes` (Helm's rule, upstream's since August 2026) a null in `over` deletes."""
     out: dict[str, Any] = copy.deepcopy(dict(base))
     for k, v in over.items():
-        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
-            out[k] = deep_merge(out[k], v)
+        if v is None and null_deletes:
+            out.pop(k, None)
+        elif isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
+            out[k] = deep_merge(out[k], v, null_deletes=null_deletes)
         else:
             out[k] = copy.deepcopy(v)
     return out
@@ -259,6 +264,7 @@ class _Acc:
             dependency_refs=_merged_dependencies(self.rules, prev, ref),
             enabled=ref.enabled if ref.enabled is not None else prev.enabled,
             json_path=ref.json_path,
+            expected_resources=ref.expected_resources or prev.expected_resources,
         )
 
     def add(self, overlay: Overlay) -> None:
@@ -522,6 +528,7 @@ def component_values(
     valuesFile; then the `overrides`. Without a valuesFile only the overrides count."""
     data: dict[str, Any] = {}
     used: list[str] = []
+    nulls = rules_of(catalog).null_deletes
     if values_file is not None:
         base_rel = _base_values_file(name)
         if values_file != base_rel:
@@ -530,10 +537,10 @@ def component_values(
                 data = copy.deepcopy(base)
                 used.append(base_rel)
         layer = _file_mapping(catalog, values_file, required=True) or {}
-        data = deep_merge(data, layer) if used else copy.deepcopy(layer)
+        data = deep_merge(data, layer, null_deletes=nulls) if used else copy.deepcopy(layer)
         used.append(values_file)
     if overrides:
-        data = deep_merge(data, overrides)
+        data = deep_merge(data, overrides, null_deletes=nulls)
     return data, tuple(used)
 
 
@@ -668,6 +675,25 @@ def apply_config_profile(
     )
 
 
+def apply_configuration(acc: _Acc, criteria: Criteria) -> dict[str, Any] | None:
+    """Upstream's generation-time configuration (`UpstreamRules.slurm_accounting`): a Slurm
+    recipe records its accounting mode, and the components that mode owns get its overrides."""
+    rule = acc.rules.slurm_accounting
+    if rule is None or criteria.platform != rule.platform:
+        return None
+    enabled = rule.default_mode != "disabled"
+    effects: list[tuple[str, dict[str, Any]]] = [
+        (rule.cluster, {"accounting": {"enabled": enabled}})
+    ]
+    effects += [(c, {"install": rule.default_mode == "aicr-provided"}) for c in rule.database]
+    for comp, frag in effects:
+        ref = acc.refs.get(comp)
+        if ref is None:
+            raise ResolveError(f"a Slurm recipe needs component '{comp}' (Slurm accounting)")
+        acc.refs[comp] = replace(ref, overrides=deep_merge(ref.overrides or {}, frag))
+    return {"slurm": {"accounting": {"mode": rule.default_mode}}}
+
+
 # ---------------------------------------------------------------- coverage (August 2026 rules)
 
 _COVERAGE_ORDER = ("service", "accelerator", "intent", "os", "platform")
@@ -789,6 +815,7 @@ def _resolve(
     applied, name, notes = _applied(catalog, criteria, wanted)
     acc, mixin_names = _accumulate(catalog, applied, name)
     selected = apply_config_profile(acc, applied, choice)
+    configuration = apply_configuration(acc, criteria)
     scale = select_profile(catalog, profile, criteria, nodes)
     wanted_state, value_overrides = _split_overrides(catalog, acc, overrides, name)
     keys = acc.rules.enabled_keys
@@ -820,6 +847,7 @@ def _resolve(
         disabled=tuple(sorted(disabled)),
         notes=notes,
         selected_profile=selected,
+        configuration=configuration,
     )
     if not digest:
         check_canonical(_document(result, with_digest=False))  # what the digest would raise
@@ -1011,6 +1039,7 @@ def _component(
         values_files=values_files,
         values_file=r.values_file,
         overrides=r.overrides,
+        expected_resources=r.expected_resources,
     )
 
 

@@ -25,6 +25,27 @@ from generator.core.records import Catalog
 
 
 @dataclass(frozen=True, slots=True)
+class SlurmAccounting:
+    """Upstream's Slurm accounting configuration (August 2026, `pkg/recipe/accounting.go`): a
+    recipe for `platform` gets `configuration.slurm.accounting.mode`; in the default mode
+    `disabled` the cluster component's `accounting.enabled` is false and the database
+    components are kept in the recipe but not installed (`install: false`)."""
+
+    platform: str
+    default_mode: str
+    cluster: str  # its overrides get accounting.enabled
+    database: tuple[str, ...]  # their overrides get install
+
+
+SLURM_ACCOUNTING_2026_08 = SlurmAccounting(
+    platform="slurm",
+    default_mode="disabled",
+    cluster="slinky-slurm",
+    database=("mariadb-operator-crds", "mariadb-operator", "slurm-accounting-mariadb"),
+)
+
+
+@dataclass(frozen=True, slots=True)
 class UpstreamRules:
     """The rules of one upstream version, as this project applies them."""
 
@@ -40,6 +61,10 @@ class UpstreamRules:
     nodes_select: bool  # `criteria.nodes` takes part in matching (False: metadata only)
     # components
     enabled_keys: tuple[str, ...]  # `overrides.<key>: false` leaves a component out
+    null_deletes: bool  # a null in a later values layer deletes the key (Helm's rule)
+    # generation-time configuration (`configuration` block): the Slurm accounting mode a Slurm
+    # recipe gets when none is chosen, None: no such configuration
+    slurm_accounting: SlurmAccounting | None
     # overlays
     profiles: bool  # `spec.profile` (ADR-015) is read, `--profile name=value` selects
     registry_versions: bool  # a Helm chart without a version takes the registry's defaultVersion
@@ -61,6 +86,8 @@ V0_11_1 = UpstreamRules(
     coverage_refusal=False,
     nodes_select=True,
     enabled_keys=("enabled",),
+    null_deletes=False,
+    slurm_accounting=None,
     profiles=False,
     registry_versions=False,
     recipe_api_version="aicr.nvidia.com/v1alpha1",
@@ -80,6 +107,8 @@ MAIN_2026_08 = UpstreamRules(
     coverage_refusal=True,
     nodes_select=False,
     enabled_keys=("enabled", "install"),
+    null_deletes=True,
+    slurm_accounting=SLURM_ACCOUNTING_2026_08,
     profiles=True,
     registry_versions=True,
     recipe_api_version="aicr.run/v1alpha2",
@@ -105,8 +134,9 @@ def rules_named(name: str) -> UpstreamRules:
 
 
 def rules_of(catalog: Catalog) -> UpstreamRules:
-    """The rules `catalog` is read under (`Catalog.rules`, set when it was loaded)."""
-    return rules_named(catalog.rules)
+    """The rules `catalog` is read under (`Catalog.rules`, set when it was loaded; a catalog
+    made in code without it is read under the default rules)."""
+    return rules_named(catalog.rules) if catalog.rules else DEFAULT_RULES
 
 
 def detect(api_versions: Iterable[str]) -> UpstreamRules:

@@ -15,6 +15,7 @@ from generator.commands.common import (
     announce_defaults,
     catalog_option,
     handles_errors,
+    stated_rules,
     trust_root_option,
 )
 from generator.core.atomic import append_text
@@ -81,7 +82,7 @@ def command(
     if not root.is_dir():
         raise UsageError(f"catalog directory '{root}' not found")
     try:
-        catalog, load_diags = load_catalog(root)
+        catalog, load_diags = load_catalog(root, stated_rules())
     except CatalogError as e:  # an unreadable tree is bad data, whatever the cause
         raise e.with_exit_code(EXIT_DATA) from e
     announce_defaults(catalog)

@@ -94,6 +94,8 @@ class ComponentRef:
     enabled: bool | None = None
     # JSON path of this entry inside its document, for diagnostics.
     json_path: str = ""
+    # upstream's `expectedResources` (what deployment validation looks for), carried as written
+    expected_resources: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,7 +274,7 @@ class Catalog:
     defaulted: tuple[str, ...] = ()
     # the upstream rules the tree is read under (`generator.catalog.rules.RULES` key): detected
     # from its overlays' apiVersions, or stated with --upstream-rules
-    rules: str = "v0.11.1"
+    rules: str = ""  # "" = generator.catalog.rules.DEFAULT_RULES
 
     def leaves(self) -> tuple[str, ...]:
         """Overlay names that no other overlay uses as its base (excluding `base`, and overlays
@@ -316,6 +318,7 @@ class ResolvedComponent:
     # (values = base values.yaml -> valuesFile -> overrides); None when the recipe names none
     values_file: str | None = None
     overrides: Mapping[str, Any] | None = None
+    expected_resources: tuple[Mapping[str, Any], ...] = ()  # upstream's, carried as written
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,6 +344,8 @@ class RecipeResult:
     notes: tuple[str, ...] = ()
     # the configuration profile value applied (upstream's ADR-015), None when none is declared
     selected_profile: SelectedProfile | None = None
+    # upstream's generation-time `configuration` block (August 2026: the Slurm accounting mode)
+    configuration: Mapping[str, Any] | None = None
 
     def component(self, name: str) -> ResolvedComponent | None:
         for c in self.components:

@@ -1,0 +1,273 @@
+"""Upstream rules by version (generator/catalog/rules.py): v0.11.1's and August 2026's
+(`../shared/upstream-aicr/main-9793720d`), detected from a tree's apiVersions or stated with
+--upstream-rules, and each August rule on the tree that exercises it: configuration profiles
+(ADR-015), registry-default versions, phases merged field by field, dependencyRefs added, the
+coverage refusal, null deleting a value, Slurm accounting, the RecipeResult written and read."""
+
+from __future__ import annotations
+
+import ast
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from generator.catalog.load import load_catalog
+from generator.catalog.resolve import merge_phase, resolve
+from generator.catalog.rules import DEFAULT_RULES, MAIN_2026_08, RULES, V0_11_1, rules_of
+from generator.cli import main
+from generator.core.errors import ResolveError, Severity, UsageError
+from generator.core.records import Catalog, Criteria
+
+REPO = Path(__file__).resolve().parent.parent
+AKS_SLURM = ["--service", "aks", "--gpu", "h100", "--os", "ubuntu", "--intent", "training",
+             "--platform", "slurm"]  # fmt: skip
+GKE_SLURM = ["--service", "gke", "--gpu", "h100", "--os", "cos", "--intent", "training",
+             "--platform", "slurm"]  # fmt: skip
+
+
+@pytest.fixture
+def august(shared_dir: Path) -> Path:
+    return shared_dir / "upstream-aicr" / "main-9793720d" / "recipes"
+
+
+@cache
+def _load(root: Path, rules: str | None = None) -> Catalog:
+    cat, diags = load_catalog(root, rules)
+    assert [d.format() for d in diags if d.severity is Severity.ERROR] == []
+    return cat
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    r = CliRunner().invoke(main, list(args))
+    return r.exit_code, r.stdout, r.stderr
+
+
+def _aicr(august: Path, *flags: str) -> dict[str, Any]:
+    code, out, err = _run("query", *flags, "--catalog", str(august), "--format", "aicr")
+    assert code == 0, err
+    doc: dict[str, Any] = yaml.safe_load(out)
+    return doc
+
+
+def _ref(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(r for r in doc["componentRefs"] if r["name"] == name)
+    return found
+
+
+# ------------------------------------------------------------------ which rules
+
+
+def test_rules_are_detected_from_the_tree(august: Path, shared_dir: Path) -> None:
+    assert _load(august).rules == MAIN_2026_08.name
+    assert _load(shared_dir / "upstream-aicr" / "v0.11.1" / "recipes").rules == V0_11_1.name
+    assert _load(REPO / "catalog").rules == V0_11_1.name  # the project's own catalog
+    assert rules_of(_load(august, V0_11_1.name)) is V0_11_1
+
+
+def test_upstream_rules_option_states_them(august: Path) -> None:
+    flags = ["query", *AKS_SLURM, "--catalog", str(august), "--format", "aicr"]
+    code, out, _ = _run(*flags, "--upstream-rules", "v0.11.1")
+    assert code == 0
+    doc = yaml.safe_load(out)  # no profile, v0.11.1's header and merge rules
+    assert doc["apiVersion"] == V0_11_1.recipe_api_version
+    assert "selectedProfile" not in doc["metadata"]
+    code, _, err = _run(*flags, "--upstream-rules", "nope")
+    assert code == 2 and "nope" in err
+
+
+def test_rule_switches_live_in_one_module() -> None:
+    """No module but rules.py names an upstream version's rules: code reads a rule's field."""
+    names = {r.name for r in RULES.values()} | {"main-9793720d"}
+    offenders = []
+    for path in sorted((REPO / "generator").rglob("*.py")):
+        if path.name == "rules.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {
+            id(n.body[0].value)
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Module | ast.FunctionDef | ast.ClassDef)
+            and n.body
+            and isinstance(n.body[0], ast.Expr)
+        }
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in docstrings
+                and node.value in names
+            ):
+                offenders.append(f"{path.relative_to(REPO)}:{node.lineno}: {node.value!r}")
+    assert offenders == []
+
+
+# ------------------------------------------------------------------ the tree loads
+
+
+def test_the_august_tree_validates(august: Path) -> None:
+    code, out, err = _run("validate", str(august))
+    assert code == 0, err
+    assert "helm.unpinned" not in err + out
+
+
+def test_every_leaf_lists_queries_and_bundles(august: Path, tmp_path: Path) -> None:
+    code, _out, err = _run("list", "--catalog", str(august))
+    assert code == 0, err
+    cat = _load(august)
+    failed = []
+    for leaf in cat.leaves():
+        try:
+            resolve(cat, leaf)
+        except (ResolveError, UsageError) as e:
+            failed.append(f"{leaf}: {e.message}")
+    assert failed == []
+    out_dir = tmp_path / "b"
+    code, _, err = _run(
+        "bundle", *GKE_SLURM, "--catalog", str(august), "--deployer", "helm", "-o", str(out_dir)
+    )
+    assert code == 0, err
+
+
+def test_registry_default_versions_pin_charts(august: Path) -> None:
+    cat = _load(august)
+    r = resolve(cat, Criteria(service="eks", accelerator="h100", os="ubuntu", intent="training"))
+    assert all(c.version for c in r.components if c.repository), "every chart has a version"
+    code, out, err = _run("validate", str(august), "--upstream-rules", V0_11_1.name)
+    assert code == 1 and "helm.unpinned" in out + err  # v0.11.1 wanted the overlay's own
+    assert "profile.ignored" in out + err
+
+
+# ------------------------------------------------------------------ profiles
+
+
+def test_profile_default_applies_and_is_recorded(august: Path) -> None:
+    doc = _aicr(august, *AKS_SLURM)
+    assert doc["apiVersion"] == MAIN_2026_08.profiled_api_version
+    sel = doc["metadata"]["selectedProfile"]
+    assert (sel["name"], sel["value"]) == ("gpuStack", "azure-managed")
+    assert sel["ownedPaths"]["nvsentinel"] == [
+        "enabled",
+        "labeler.assumeDriverInstalled",
+        "metadata-collector.runtimeClassName",
+    ]
+    assert _ref(doc, "nvsentinel")["overrides"]["labeler"] == {"assumeDriverInstalled": True}
+    constraints = {c["name"]: c["value"] for c in doc["constraints"]}
+    assert constraints["K8s.aks-gpu-pools.gpu-driver"] == "Install"
+    gke = _aicr(august, *GKE_SLURM)
+    assert gke["metadata"]["selectedProfile"]["advertiser"] == "external"
+    assert _ref(gke, "gpu-operator")["overrides"]["devicePlugin"] == {"enabled": False}
+
+
+def test_profile_choice_selects_another_value(august: Path) -> None:
+    doc = _aicr(august, *AKS_SLURM, "--profile", "gpuStack=operator-managed")
+    assert doc["metadata"]["selectedProfile"]["value"] == "operator-managed"
+    op = _ref(doc, "gpu-operator")["overrides"]
+    assert op["driver"] == {"enabled": True} and op["operator"] == {"runtimeClass": "nvidia"}
+    dra = _ref(doc, "nvidia-dra-driver-gpu")["overrides"]
+    assert dra["nvidiaDriverRoot"] == "/run/nvidia/driver"  # the fragment supersedes the overlay
+
+
+@pytest.mark.parametrize(
+    ("choice", "message"),
+    [
+        ("gpuStack=nope", "has no value 'nope'; valid values: azure-managed, operator-managed"),
+        ("other=x", "declares profile 'gpuStack', not 'other'"),
+        ("gpuStack = x", "must match [A-Za-z0-9._-]+"),
+        (" gpuStack=x", "exact form name=value"),
+    ],
+)
+def test_bad_profile_choice_is_an_invalid_request(august: Path, choice: str, message: str) -> None:
+    code, _, err = _run("query", *AKS_SLURM, "--catalog", str(august), "--profile", choice)
+    assert code == 2 and message in err
+
+
+def test_profile_choice_without_a_declaration(august: Path) -> None:
+    eks = ["--service", "eks", "--gpu", "h100", "--os", "ubuntu", "--intent", "training"]
+    code, _, err = _run("query", *eks, "--catalog", str(august), "--profile", "gpuStack=x")
+    assert code == 2 and "declares no profile" in err
+
+
+# ------------------------------------------------------------------ merge and query rules
+
+
+def test_phases_merge_field_by_field() -> None:
+    base = {"checks": ["a", "b"], "constraints": [{"name": "x", "value": "1"}], "timeout": "5m"}
+    assert merge_phase(base, {"checks": ["b", "c"]})["checks"] == ["a", "b", "c"]
+    assert merge_phase(base, {"checks": []})["checks"] == []
+    merged = merge_phase(base, {"constraints": [{"name": "x", "value": "2"}, {"name": "y"}]})
+    assert merged["constraints"] == [{"name": "x", "value": "2"}, {"name": "y"}]
+    assert merge_phase(base, {"timeout": ""})["timeout"] == "5m"
+
+
+def test_slurm_leaves_keep_inherited_checks(august: Path) -> None:
+    doc = _aicr(august, *AKS_SLURM)
+    assert len(doc["validation"]["conformance"]["checks"]) == 11
+    assert doc["validation"]["performance"] == {}  # `checks: []` cleared what it inherited
+
+
+def test_dependency_refs_are_added(august: Path) -> None:
+    aks = ["--service", "aks", "--gpu", "h100", "--os", "ubuntu", "--intent", "training"]
+    deps = _ref(_aicr(august, *aks, "--platform", "kubeflow"), "gpu-operator")["dependencyRefs"]
+    assert "network-operator" in deps and "nodewright-customizations" in deps
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--service", "eks", "--gpu", "h100", "--os", "al2", "--intent", "training"],
+            "no recipe provides os 'amazonlinux' for criteria(service=eks, accelerator=h100, "
+            "intent=training, os=amazonlinux)",
+        ),
+        (["--service", "gke"], "service 'gke' for criteria(service=gke) requires os (valid: cos)"),
+    ],
+)
+def test_uncovered_dimensions_are_refused(august: Path, flags: list[str], message: str) -> None:
+    code, _, err = _run("query", *flags, "--catalog", str(august))
+    assert code == 2 and message in err
+
+
+def test_null_deletes_a_value_and_accounting_is_configured(august: Path) -> None:
+    code, out, err = _run("query", *GKE_SLURM, "--catalog", str(august), "--format", "json")
+    assert code == 0, err
+    refs = {c["name"]: c for c in json.loads(out)["spec"]["componentRefs"]}
+    storage = refs["kube-prometheus-stack"]["values"]["prometheus"]["prometheusSpec"]
+    assert "emptyDir" not in storage["storageSpec"]  # `emptyDir: null` deletes, as Helm does
+    assert "slurm-accounting-mariadb" not in refs  # accounting disabled: not installed
+    doc = _aicr(august, *GKE_SLURM)
+    assert doc["configuration"] == {"slurm": {"accounting": {"mode": "disabled"}}}
+    assert _ref(doc, "slinky-slurm")["overrides"]["accounting"] == {"enabled": False}
+
+
+# ------------------------------------------------------------------ the RecipeResult
+
+
+def test_recipe_result_carries_health_checks(august: Path) -> None:
+    doc = _aicr(august, "--accelerator", "h100")
+    assert doc["apiVersion"] == MAIN_2026_08.recipe_api_version
+    assert doc["metadata"]["version"] == MAIN_2026_08.recipe_metadata_version
+    asserts = _ref(doc, "gpu-operator")["healthCheckAsserts"]
+    assert asserts == (august / "checks" / "gpu-operator" / "health-check.yaml").read_text()
+
+
+def test_bundle_reads_both_headers(august: Path, tmp_path: Path) -> None:
+    """`bundle --recipe` reads August's v1alpha3 file (as upstream wrote it) and our own."""
+    ours = tmp_path / "ours.yaml"
+    ours.write_text(yaml.safe_dump(_aicr(august, *GKE_SLURM)))
+    upstream = august.parent / "oracle" / "bundles" / "aks-h100-ubuntu-inference-dynamo"
+    for recipe in (ours, upstream / "recipe.yaml"):
+        out = tmp_path / recipe.stem
+        code, _, err = _run(
+            "bundle", "--recipe", str(recipe), "--catalog", str(august), "--deployer", "helm",
+            "-o", str(out),
+        )  # fmt: skip
+        assert code == 0, err
+
+
+def test_default_rules_are_v0_11_1() -> None:
+    assert DEFAULT_RULES is V0_11_1
