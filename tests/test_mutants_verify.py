@@ -381,3 +381,24 @@ def test_a_root_whose_bytes_do_not_match_its_digest_is_refused(root: TrustRoot) 
 def test_no_trust_root_is_a_usage_mistake(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="at least one trust root"):
         v.verify_evidence([], trust_roots=[], policy=fx.POLICY, current_digests={})
+
+
+def test_a_bundle_error_without_a_message_is_named_by_its_type(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refuse(data: bytes) -> object:
+        raise KeyError()
+
+    monkeypatch.setattr(v.Bundle, "from_json", refuse)
+    check = v.check_signature(b"{}", [ROOT], fx.POLICY)
+    assert (check.klass, check.message) == (
+        FailureClass.MALFORMED_BUNDLE,
+        "not a Sigstore bundle: KeyError",
+    )
+
+
+def test_a_bundle_that_is_not_json_or_too_deep_is_malformed() -> None:
+    for data in (b"not json", b"[" * 100_000 + b"]" * 100_000):
+        check = v.check_signature(data, [ROOT], fx.POLICY)
+        assert check.klass is FailureClass.MALFORMED_BUNDLE
+        assert check.message.startswith("not a Sigstore bundle: not JSON")
