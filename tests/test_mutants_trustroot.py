@@ -162,5 +162,5 @@ def test_a_root_sigstore_cannot_read_is_named_by_the_first_line_of_why(
         raise KeyError()
 
     monkeypatch.setattr(trustroot_v1.TrustedRoot, "from_json", silent)
-    with pytest.raises(ValueError, match="^KeyError$"):
+    with pytest.raises(ValueError, match=r"^KeyError$"):
         tr.parse_trusted_root(b"{}")
