@@ -293,7 +293,10 @@ def mutate_module(
             target.write_bytes(m.apply(source))
             try:
                 first = set().union(*(covered.get(n, set()) for n in range(m.line, m.end_line + 1)))
-                status, _ = runner.run(cfg, limit, sorted(first))
+                # the module's own files first, in the configured order (most specific first)
+                order = {t: i for i, t in enumerate(cfg.tests)}
+                ranked = sorted(first, key=lambda n: (order.get(n.split("::")[0], 99), n))
+                status, _ = runner.run(cfg, limit, ranked)
             finally:
                 target.write_bytes(source)
             with lock:
