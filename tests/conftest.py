@@ -8,11 +8,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis import Phase, settings
 
 # `make mutation` (tests/mutation) runs the same tests once per mutant: with the same examples
-# each time, so that a mutant's verdict does not depend on the draw
-settings.register_profile("mutation", derandomize=True, database=None)
+# each time, so that a mutant's verdict does not depend on the draw, and without shrinking a
+# failure (a mutant is killed by the first failing example; its smallest form is not needed)
+settings.register_profile(
+    "mutation",
+    derandomize=True,
+    database=None,
+    phases=(Phase.explicit, Phase.reuse, Phase.generate),
+)
 if os.environ.get("AICR_MUTATION"):
     settings.load_profile("mutation")
 

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from generator.aggregate import (
+    CLOCK_SKEW_SECONDS,
     CONFIRMED,
     CONTESTED,
     FAILING,
@@ -137,3 +138,29 @@ def test_partial_is_not_untested() -> None:
     r = recipe()
     s = status_of([r], [run(r, "lane-36", "a")])
     assert summary(s)["consensus"] == PARTIAL
+
+
+def test_a_run_attested_exactly_the_skew_after_its_log_time_counts() -> None:
+    r = recipe(profile=STANDARD)
+    e = run(r, "lane-36", "a", day=3)
+    assert e.integrated_time is not None
+    at_skew = replace(e, integrated_time=e.integrated_time - CLOCK_SKEW_SECONDS)
+    s = status_of([r], [at_skew])
+    assert bool(s.runs["counted"].item()), s.runs["exclusion"].item()
+    past = replace(e, integrated_time=e.integrated_time - CLOCK_SKEW_SECONDS - 1)
+    assert status_of([r], [past]).runs["exclusion"].item() == "attested-after-logged"
+
+
+def test_a_pass_on_one_target_counts_and_an_unjudged_kpi_does_not() -> None:
+    r = recipe(profile=STANDARD)
+    e = _with_check(run(r, "lane-36", "a"), CheckResult("node-reboot", "passed", 1))
+    k = e.statement.kpis[0]
+    e = replace(
+        e, statement=replace(e.statement, kpis=(replace(k, status=None), *e.statement.kpis[1:]))
+    )
+    latest = pd.DataFrame({"idx": [0], "scope": [0], "signer_id": [0]})
+    rows = _check_rows([e], latest, LANES)
+    checks = [str(c) for c in rows["check"]]
+    assert checks.count("node-reboot") == 2  # the pass on 36 targets and the one on 1
+    assert f"kpi:{k.id}" not in checks
+    assert f"kpi:{e.statement.kpis[1].id}" in checks

@@ -168,3 +168,19 @@ def test_only_the_first_4096_bytes_of_a_bundle_header_are_read(tmp_path: Path) -
     assert marked_kind(out) is OutputKind.BUNDLE
     (out / BUNDLE_HEADER).write_text("#" + filler + "kind: BundleInfo\n")  # one byte later
     assert marked_kind(out) is None
+
+
+def test_a_bundle_header_that_cannot_be_read_is_no_mark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "b"
+    out.mkdir()
+    (out / BUNDLE_HEADER).write_text("kind: BundleInfo\n")
+    (out / "checksums.txt").write_text("")
+
+    def unreadable(*args: object, **kw: object) -> object:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr("generator.core.outputs.open", unreadable, raising=False)
+    assert marked_kind(out) is None
+    assert "not marked as this tool's bundle output" in _refused(out, OutputKind.BUNDLE)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from cryptography import x509
@@ -18,6 +19,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.x509.oid import NameOID
 
+from generator.core.errors import UsageError
 from generator.evidence import testroot
 from generator.evidence import trustroot as tr
 
@@ -128,3 +130,37 @@ def test_trust_root_paths() -> None:
     assert str(tr.trust_root_path("demo")).endswith("trust/demo/trusted_root.json")
     assert str(tr.trust_root_path("x/y.json")) == "x/y.json"
     assert tr.root_name("ab" * 32) == "sha256:" + "ab" * 8
+
+
+def test_a_named_root_must_stay_inside_the_catalogs_trust_directory(tmp_path: Path) -> None:
+    catalog = tmp_path / "catalog"
+    (catalog / "trust" / "demo").mkdir(parents=True)
+    outside = tmp_path / "elsewhere.json"
+    outside.write_bytes((tr.PROJECT_CATALOG / "trust" / "demo" / "trusted_root.json").read_bytes())
+    (catalog / "trust" / "demo" / "trusted_root.json").symlink_to(outside)
+    with pytest.raises(UsageError) as info:
+        tr.load_trust_root("demo", catalog)
+    assert "symbolic link points outside the catalog" in str(info.value)
+    # a root given by its path may be a link anywhere: the user named it
+    assert tr.load_trust_root(str(catalog / "trust" / "demo" / "trusted_root.json")).demo
+
+
+def test_a_root_sigstore_cannot_read_is_named_by_the_first_line_of_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from sigstore_models.trustroot import v1 as trustroot_v1
+
+    def refuse(data: bytes) -> object:
+        raise ValueError("x" * 400 + "\nsecond line")
+
+    monkeypatch.setattr(trustroot_v1.TrustedRoot, "from_json", refuse)
+    with pytest.raises(ValueError) as info:
+        tr.parse_trusted_root(b"{}")
+    assert str(info.value) == "x" * 300
+
+    def silent(data: bytes) -> object:
+        raise KeyError()
+
+    monkeypatch.setattr(trustroot_v1.TrustedRoot, "from_json", silent)
+    with pytest.raises(ValueError, match=r"^KeyError$"):
+        tr.parse_trusted_root(b"{}")

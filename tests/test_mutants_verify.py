@@ -381,3 +381,53 @@ def test_a_root_whose_bytes_do_not_match_its_digest_is_refused(root: TrustRoot) 
 def test_no_trust_root_is_a_usage_mistake(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="at least one trust root"):
         v.verify_evidence([], trust_roots=[], policy=fx.POLICY, current_digests={})
+
+
+def test_a_bundle_error_without_a_message_is_named_by_its_type(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refuse(data: bytes) -> object:
+        raise KeyError()
+
+    monkeypatch.setattr(v.Bundle, "from_json", refuse)
+    check = v.check_signature(b"{}", [ROOT], fx.POLICY)
+    assert (check.klass, check.message) == (
+        FailureClass.MALFORMED_BUNDLE,
+        "not a Sigstore bundle: KeyError",
+    )
+
+
+def test_a_bundle_that_is_not_json_or_too_deep_is_malformed() -> None:
+    for data in (b"not json", b"[" * 100_000 + b"]" * 100_000):
+        check = v.check_signature(data, [ROOT], fx.POLICY)
+        assert check.klass is FailureClass.MALFORMED_BUNDLE
+        assert check.message.startswith("not a Sigstore bundle: not JSON")
+
+
+def test_the_ct_keyring_for_signing_is_never_the_kept_one(root: TrustRoot) -> None:
+    from sigstore._internal.trust import KeyringPurpose
+    from sigstore.models import TrustedRoot
+
+    trusted = v._KeyringsOnce(TrustedRoot.from_file(root.path))
+    signing = trusted.ct_keyring(KeyringPurpose.SIGN)
+    verifying = trusted.ct_keyring(KeyringPurpose.VERIFY)
+    assert verifying is not signing
+    assert trusted.ct_keyring(KeyringPurpose.VERIFY) is verifying
+    assert trusted.ct_keyring(KeyringPurpose.SIGN) is not verifying
+
+
+def test_a_keyring_is_kept_only_when_every_key_has_started(root: TrustRoot, tmp_path: Path) -> None:
+    import json
+
+    from sigstore._internal.trust import KeyringPurpose
+    from sigstore.models import TrustedRoot
+
+    doc = json.loads(Path(root.path).read_bytes())
+    later = json.loads(json.dumps(doc["tlogs"][0]))
+    later["publicKey"]["validFor"]["start"] = "2999-01-01T00:00:00Z"
+    doc["tlogs"].append(later)  # one key valid now, one from 2999
+    (tmp_path / "mixed.json").write_text(json.dumps(doc))
+    trusted = v._KeyringsOnce(TrustedRoot.from_file(str(tmp_path / "mixed.json")))
+    first = trusted.rekor_keyring(KeyringPurpose.VERIFY)
+    assert trusted.rekor_keyring(KeyringPurpose.VERIFY) is not first
+    assert trusted._rekor is None

@@ -185,25 +185,49 @@ class Runner:
             text=True,
         )
 
-    def run(self, cfg: ModuleConfig, limit: float | None) -> tuple[str, float]:
-        """("passed" | "failed" | "timeout", seconds) of the module's tests in the copy, one
-        file after the other (a mutant the first file kills costs no other file's collection).
+    def run(
+        self, cfg: ModuleConfig, limit: float | None, first: Sequence[str] = ()
+    ) -> tuple[str, float]:
+        """("passed" | "failed" | "timeout", seconds) of the module's tests in the copy: the
+        tests `first` (those that run the mutated lines) alone, then, if they pass, every test
+        file one after the other (lines run only in a CLI subprocess are seen by no coverage).
         `limit`: CPU seconds per process; the wall clock may take three times that (a loaded
         machine)."""
         total = 0.0
-        for test in cfg.tests:
-            status, seconds = self._run([*PYTEST_ARGS, *cfg.args, test], limit)
+        stages = [list(first)] if first else []
+        stages += [[test] for test in cfg.tests]
+        for stage in stages:
+            status, seconds = self._run([*PYTEST_ARGS, *cfg.args, *stage], limit)
             total += seconds
             if status != "passed":
                 return status, total
         return "passed", total
 
-    def _run(self, args: list[str], limit: float | None) -> tuple[str, float]:
+    def coverage(self, cfg: ModuleConfig) -> tuple[str, float, dict[int, set[str]]]:
+        """The unmutated tests, file by file, with the tests that run each line of the module."""
+        lines: dict[int, set[str]] = {}
+        total = 0.0
+        for i, test in enumerate(cfg.tests):
+            out = self.repo.parent / f"coverage-{i}.json"
+            env = {"MUTATION_TARGET": str(self.repo / cfg.path), "MUTATION_COVERAGE": str(out)}
+            args = [*PYTEST_ARGS, "-p", "tests.mutation.coverage_plugin", *cfg.args, test]
+            status, seconds = self._run(args, None, env)
+            total += seconds
+            if status != "passed":
+                return status, total, lines
+            for line, ids in json.loads(out.read_text(encoding="utf-8")).items():
+                lines.setdefault(int(line), set()).update(ids)
+        return "passed", total, lines
+
+    def _run(
+        self, args: list[str], limit: float | None, env: dict[str, str] | None = None
+    ) -> tuple[str, float]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         request = {
             "args": args,
             "cpu": int(limit) if limit else None,
             "wall": 3 * limit if limit else None,
+            "env": env or {},
         }
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
@@ -236,13 +260,19 @@ def _check_import(repo: Path) -> None:
 # --- one module --------------------------------------------------------------------------------
 
 
-def mutate_module(cfg: ModuleConfig, runners: list[Runner], equivalent: dict[str, str]) -> Outcome:
-    """Every mutant of one module against its tests, `len(repos)` at a time."""
+def mutate_module(
+    cfg: ModuleConfig,
+    runners: list[Runner],
+    equivalent: dict[str, str],
+    only: set[str] | None = None,
+) -> Outcome:
+    """Every mutant of one module (those named in `only`, when given) against its tests,
+    `len(runners)` at a time."""
     source = (REPO / cfg.path).read_bytes()
-    found = mutants(cfg.path, source, cfg.functions)
+    found = [m for m in mutants(cfg.path, source, cfg.functions) if only is None or m.key in only]
     outcome = Outcome(cfg.path)
     t0 = time.monotonic()
-    status, base = runners[0].run(cfg, None)
+    status, base, covered = runners[0].coverage(cfg)
     if status != "passed":
         raise SystemExit(f"{cfg.path}: the unmutated tests do not pass ({status}): fix them first")
     limit = max(30.0, 4 * base + 10)
@@ -262,7 +292,11 @@ def mutate_module(cfg: ModuleConfig, runners: list[Runner], equivalent: dict[str
                 return
             target.write_bytes(m.apply(source))
             try:
-                status, _ = runner.run(cfg, limit)
+                first = set().union(*(covered.get(n, set()) for n in range(m.line, m.end_line + 1)))
+                # the module's own files first, in the configured order (most specific first)
+                order = {t: i for i, t in enumerate(cfg.tests)}
+                ranked = sorted(first, key=lambda n: (order.get(n.split("::")[0], 99), n))
+                status, _ = runner.run(cfg, limit, ranked)
             finally:
                 target.write_bytes(source)
             with lock:
@@ -334,6 +368,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--threshold", type=float, default=98.0, help="minimum score in percent")
     parser.add_argument("--list", action="store_true", help="print the mutants' names and exit")
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=REPORT,
+        help="where to write the JSON report (the survivors' names go beside it, .survivors.txt)",
+    )
+    parser.add_argument(
+        "--keys",
+        type=Path,
+        help="a file of mutant names, one a line: run only those (e.g. the survivors of a run)",
+    )
     args = parser.parse_args(argv)
 
     config = select(load_config(), args.modules)
@@ -360,6 +405,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if c not in present:
             print(f"{c.path}: absent, skipped")
 
+    only = None
+    if args.keys:
+        only = {k.strip() for k in args.keys.read_text(encoding="utf-8").splitlines() if k.strip()}
     jobs = max(1, args.jobs)
     outcomes: list[Outcome] = []
     base = Path(tempfile.mkdtemp(prefix="aicr-mutation-"))
@@ -369,7 +417,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _check_import(repos[0])
         runners.extend(Runner(r) for r in repos)
         for cfg in present:
-            o = mutate_module(cfg, runners, equivalent)
+            o = mutate_module(cfg, runners, equivalent, only)
             outcomes.append(o)
             print(
                 f"{o.module}: {o.total} mutants, score {o.score:.1f} % ({o.seconds:.0f} s)",
@@ -387,8 +435,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"equivalent.toml lists a mutant the tests kill (remove it): {k}")
     for k in stale:
         print(f"equivalent.toml names no current mutant (stale: update or remove it): {k}")
-    REPORT.parent.mkdir(parents=True, exist_ok=True)
-    REPORT.write_text(
+    args.report.parent.mkdir(parents=True, exist_ok=True)
+    args.report.with_suffix(".survivors.txt").write_text(
+        "".join(f"{m.key}\n" for o in outcomes for m in o.survived), encoding="utf-8"
+    )
+    args.report.write_text(
         json.dumps(
             {
                 "modules": [

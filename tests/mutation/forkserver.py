@@ -8,7 +8,7 @@ the child imports the (mutated) package fresh. The child runs in its own session
 limit, and the whole session is killed past the wall-clock limit.
 
 Protocol: one JSON request per line on stdin, {"args": [...], "cpu": seconds or null,
-"wall": seconds or null}; one JSON reply per line on stdout, {"status": "passed" | "failed" |
+"wall": seconds or null, "env": {extra environment}}; one JSON reply per line on stdout, {"status": "passed" | "failed" |
 "timeout", "seconds": float}.
 """
 
@@ -43,8 +43,9 @@ PREIMPORT = (
 )
 
 
-def _child(args: list[str], cpu: int | None, out: int) -> None:
+def _child(args: list[str], cpu: int | None, env: dict[str, str], out: int) -> None:
     os.setsid()
+    os.environ.update(env)
     if cpu:
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
     os.dup2(out, 1)
@@ -100,7 +101,7 @@ def serve() -> None:
         reply.flush()
         pid = os.fork()
         if pid == 0:
-            _child(req["args"], req.get("cpu"), devnull)
+            _child(req["args"], req.get("cpu"), req.get("env") or {}, devnull)
         status = _wait(pid, req.get("wall"))
         seconds = time.monotonic() - start
         if status is None:

@@ -26,6 +26,7 @@ docstrings and line numbers elsewhere stay as they were.
 from __future__ import annotations
 
 import ast
+import bisect
 import hashlib
 from dataclasses import dataclass
 
@@ -69,6 +70,7 @@ class Mutant:
     snippet: str  # the original source of the mutated node, whitespace collapsed
     occurrence: int  # 0 for the first mutant with the same (function, operator, snippet)
     line: int
+    end_line: int
     start: int
     end: int
     replacement: str
@@ -294,7 +296,8 @@ def mutants(module: str, source: bytes, functions: tuple[str, ...] = ()) -> list
         k = (function, operator, snippet)
         n = seen.get(k, 0)
         seen[k] = n + 1
-        m = Mutant(module, function, operator, snippet, n, line, start, end, replacement)
+        end_line = bisect.bisect_right(finder.line_starts, end - 1)
+        m = Mutant(module, function, operator, snippet, n, line, end_line, start, end, replacement)
         compile(m.apply(source), module, "exec")
         out.append(m)
     return out
