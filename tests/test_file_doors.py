@@ -362,3 +362,24 @@ def test_the_step_summary_is_not_written_through_a_link(tmp_path: Path) -> None:
     assert r.exit_code == 1, r.output
     assert "[file.write-through-link]" in r.output
     assert (tmp_path / "secret").read_text() == "precious\n"
+
+
+def test_a_template_linked_out_of_its_tree_is_never_rendered(tmp_path: Path) -> None:
+    """Jinja reads templates through `safeio.template_source` (not `FileSystemLoader`, which
+    follows links): a site or bundle template swapped for `-> /proc/self/environ` is refused."""
+    import jinja2
+
+    root = tmp_path / "templates"
+    root.mkdir()
+    (root / "ok.j2").write_text("{% include 'inc.j2' %}!")
+    (root / "inc.j2").write_text("included")
+    (root / "env.j2").symlink_to("/proc/self/environ")
+    (root / "leak.j2").write_text("{% include 'env.j2' %}")
+    env = jinja2.Environment(loader=jinja2.FunctionLoader(safeio.template_source(root)))
+    assert env.get_template("ok.j2").render() == "included!"
+    for name in ("env.j2", "leak.j2"):
+        with pytest.raises(safeio.Refusal) as e:
+            env.get_template(name).render()
+        assert e.value.rule == safeio.ESCAPE and "env.j2" in e.value.message + str(e.value)
+    with pytest.raises(jinja2.TemplateNotFound):
+        env.get_template("missing.j2")
