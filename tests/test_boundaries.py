@@ -89,6 +89,7 @@ _FUNCTIONS = {  # module.<name>(...)
     "lzma": {"open", "LZMAFile", "decompress"},
     "zipfile": {"ZipFile"},
     "tarfile": {"open", "TarFile"},
+    "jinja2": {"FileSystemLoader", "PackageLoader"},  # templates read around safeio
 }
 _WRITE_MODES = ("w", "x")
 
@@ -215,6 +216,7 @@ SYNTHETIC = [
     ("import shutil\nshutil.copytree('a', 'b')", "shutil.copytree()"),
     ("import tempfile\ntempfile.mkstemp()", "tempfile.mkstemp()"),
     ("p.symlink_to('/etc')", "Path.symlink_to()"),
+    ("import jinja2\njinja2.FileSystemLoader('t')", "jinja2.FileSystemLoader()"),
 ]
 
 

@@ -362,3 +362,57 @@ def test_the_step_summary_is_not_written_through_a_link(tmp_path: Path) -> None:
     assert r.exit_code == 1, r.output
     assert "[file.write-through-link]" in r.output
     assert (tmp_path / "secret").read_text() == "precious\n"
+
+
+def test_a_template_linked_out_of_its_tree_is_never_rendered(tmp_path: Path) -> None:
+    """Jinja reads templates through `safeio.template_source` (not `FileSystemLoader`, which
+    follows links): a site or bundle template swapped for `-> /proc/self/environ` is refused."""
+    import jinja2
+
+    root = tmp_path / "templates"
+    root.mkdir()
+    (root / "ok.j2").write_text("{% include 'inc.j2' %}!")
+    (root / "inc.j2").write_text("included")
+    (root / "env.j2").symlink_to("/proc/self/environ")
+    (root / "leak.j2").write_text("{% include 'env.j2' %}")
+    env = jinja2.Environment(loader=jinja2.FunctionLoader(safeio.template_source(root)))
+    assert env.get_template("ok.j2").render() == "included!"
+    for name in ("env.j2", "leak.j2"):
+        with pytest.raises(safeio.Refusal) as e:
+            env.get_template(name).render()
+        assert e.value.rule == safeio.ESCAPE and "env.j2" in e.value.message + str(e.value)
+    with pytest.raises(jinja2.TemplateNotFound):
+        env.get_template("missing.j2")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_upstream_digest_reads_through_the_door(tmp_path: Path, kind: str) -> None:
+    """`evidence upstream-digest FILE` read the file directly: a FIFO hung it, a link to
+    /dev/zero grew memory without end. Now: exit 1 at once, the file named."""
+    path = tmp_path / "recipe.yaml"
+    _plant(path, kind, tmp_path)
+
+    def run() -> dict[str, Any]:
+        r = CliRunner().invoke(main, ["evidence", "upstream-digest", str(path)])
+        return {"code": r.exit_code, "output": r.output}
+
+    got = isolated(run, seconds=20)
+    assert got["code"] == 1 and "not a regular file" in got["output"], got
+    assert "Traceback" not in got["output"]
+
+
+def test_a_compat_baseline_linked_out_of_its_tree_is_refused(tmp_path: Path) -> None:
+    """`compat` read its baselines with `Path.read_text`: a baseline swapped for a link to a
+    secret was parsed (and quoted in the error). Now a located refusal naming the link."""
+    from generator.publish import compat
+
+    schemas = tmp_path / "schemas"
+    shutil.copytree(REPO / "catalog" / "schemas", schemas)
+    (tmp_path / "secret.json").write_text(f'{{"s": "{SECRET}"}}')
+    baseline = schemas / compat.BASELINE_DIR / compat.LAYOUTS
+    baseline.unlink()
+    baseline.symlink_to(tmp_path / "secret.json")
+    with pytest.raises(safeio.Refusal) as e:
+        compat.check(schemas, REPO / "catalog", "0.0.0")
+    assert e.value.rule == safeio.ESCAPE and SECRET not in e.value.diagnostics_text()
+    assert compat.LAYOUTS in e.value.diagnostics_text()

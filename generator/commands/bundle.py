@@ -90,7 +90,7 @@ def _query(recipe: str | None, crit: Criteria) -> str | Criteria:
 
 
 def _write_archive(data: bytes, out_dir: Path, name: str) -> Path:
-    write_atomic(out_dir / name, data, mode=0o644)
+    write_atomic(out_dir / name, data, mode=0o644, root=out_dir)
     return out_dir / name
 
 

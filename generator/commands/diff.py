@@ -44,8 +44,10 @@ def command(
 
     Reports which leaf recipes' digests change and why (overlay, mixin, values file, manifest,
     registry entry, scale profile), which bundles change per deployer and profile, component pins
-    added/removed/bumped, evidence added, and evidence made stale by the change. Revisions are read
-    with `git archive`; your working tree is never touched.
+    added/removed/bumped, evidence added, and evidence made stale by the change, and changes to the
+    signer policy (signers.yaml, the trust roots, upstream allowlists): they change which
+    signatures count, so consensus can change (SINGLE to CONFIRMED) with no recipe changing.
+    Revisions are read with `git archive`; your working tree is never touched.
 
     Exit codes: 0 compared (whether or not anything changed), 1 a revision's catalog cannot be
     read, 2 usage (not a git repository, unknown revision).

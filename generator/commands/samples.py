@@ -119,7 +119,7 @@ def generate_command(catalog_path: Path, root: Path, raw: Path | None, check: bo
             click.echo(f"obsolete: {p.relative_to(root).as_posix()}", err=True)
         sys.exit(EXIT_DATA if changed or obsolete else EXIT_OK)
     for p in sorted(changed):
-        _write(p, wanted[p])
+        _write(p, wanted[p], root=root)  # no link planted below the repository followed
     for p in obsolete:
         p.unlink()
     if raw is not None:
@@ -137,7 +137,7 @@ def generate_command(catalog_path: Path, root: Path, raw: Path | None, check: bo
             files = raw_results(lanes, lane, recipe, s.run, catalog_preflight(catalog),
                                 catalog_bundle_digest(catalog)(recipe))  # fmt: skip
             for name, data in files.items():
-                _write(run_dir / name, data)
+                _write(run_dir / name, data, root=raw)
     verdicts = sum(1 for s in samples if s.qualification.verdict == "pass")
     click.echo(
         f"{len(samples)} sample runs ({verdicts} pass, {len(samples) - verdicts} fail): "

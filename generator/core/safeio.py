@@ -24,7 +24,7 @@ import os
 import stat
 import tarfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 
 from generator.core.errors import Diagnostic, LoadError
@@ -201,6 +201,23 @@ def sha256(
     return digest.hexdigest()
 
 
+def template_source(
+    root: Path | str, *, where: str = "the templates"
+) -> Callable[[str], tuple[str, str, Callable[[], bool]] | None]:
+    """A Jinja `FunctionLoader` function reading templates under `root` through `read_text`
+    (so a template that is a link out of `root`, a FIFO or oversized is refused, never
+    rendered): `jinja2.Environment(loader=jinja2.FunctionLoader(template_source(root)))`.
+    None (Jinja's "template not found") for a name that is not there."""
+
+    def load(name: str) -> tuple[str, str, Callable[[], bool]] | None:
+        path = os.path.join(root, *name.split("/"))
+        if not os.path.lexists(path):
+            return None
+        return read_text(path, root=root, where=where), path, lambda: True
+
+    return load
+
+
 def read_text(
     path: Path | str,
     *,
@@ -366,4 +383,5 @@ __all__ = [
     "sha256",
     "shown_path",
     "tar_files",
+    "template_source",
 ]

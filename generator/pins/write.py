@@ -293,7 +293,8 @@ def plan_write(
 def apply_write(root: Path, plan: WritePlan) -> None:
     """Replace the one file atomically, keeping its permissions."""
     target = root / plan.place.location.path
-    write_atomic(target, plan.text.encode("utf-8"), mode=target.stat().st_mode & 0o7777)
+    mode = target.lstat().st_mode & 0o7777
+    write_atomic(target, plan.text.encode("utf-8"), mode=mode, root=root)  # no link followed
 
 
 def plan_to_json(plan: WritePlan, *, written: bool) -> dict[str, object]:

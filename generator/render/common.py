@@ -20,7 +20,7 @@ import jinja2
 
 from generator import __version__
 from generator.catalog import chartvalues
-from generator.core import names
+from generator.core import names, safeio
 from generator.core.errors import Diagnostic, RenderError
 from generator.core.records import Override, RecipeResult, ResolvedComponent
 from generator.fast.yamlwrite import YamlStyle, dump_yaml
@@ -520,7 +520,7 @@ def _sh(value: object) -> str:
 
 def _env() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        loader=jinja2.FunctionLoader(safeio.template_source(TEMPLATES)),  # core/safeio.py
         undefined=jinja2.StrictUndefined,
         autoescape=False,  # shell and Markdown: values are quoted with `sh` explicitly
         keep_trailing_newline=True,

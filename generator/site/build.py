@@ -379,6 +379,9 @@ def mkdocs_config(
     config["use_directory_urls"] = False
     theme = dict(config.get("theme") or {})
     theme["custom_dir"] = str(TEMPLATES / "overrides")
+    # mkdocs reads these itself: refuse a link out of the templates or a special file first
+    for _ in safeio.files(TEMPLATES / "overrides", where="the site templates"):
+        pass
     theme["font"] = False
     config["theme"] = theme
     return config

@@ -24,6 +24,7 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup, escape
 
+from generator.core import safeio
 from generator.core.errors import SiteError
 
 TEMPLATES = Path(__file__).resolve().parent.parent.parent / "site_templates"
@@ -151,7 +152,7 @@ def signer(e: Any) -> Markup:
 def environment(root: Path = TEMPLATES) -> jinja2.Environment:
     """The site's Jinja environment, built once per template root."""
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(root)),
+        loader=jinja2.FunctionLoader(safeio.template_source(root)),  # core/safeio.py
         undefined=jinja2.StrictUndefined,
         autoescape=True,
         keep_trailing_newline=True,
