@@ -654,7 +654,9 @@ def untar_layer(blob: bytes, what: str, budget: int | None = None) -> dict[str, 
     out: dict[str, bytes] = {}
     try:
         with tarfile.open(fileobj=io.BytesIO(raw), mode="r:") as tar:
-            for member in tar.getmembers():
+            # entries are named by their position: an entry's name is the artifact's text, which
+            # no message repeats (it would reach the evidence page)
+            for index, member in enumerate(tar.getmembers(), 1):
                 name = member.name
                 while name.startswith("./"):
                     name = name[2:]
@@ -662,17 +664,15 @@ def untar_layer(blob: bytes, what: str, budget: int | None = None) -> dict[str, 
                     continue
                 parts = Path(name).parts
                 if name.startswith("/") or ".." in parts or "\\" in name:
-                    raise UnsafeArtifact(
-                        f"{what}: layer entry {member.name!r} leaves the bundle", what
-                    )
+                    raise UnsafeArtifact(f"{what}: layer entry #{index} leaves the bundle", what)
                 if member.isdir():
                     continue
                 if not member.isfile():
                     raise UnsafeArtifact(
-                        f"{what}: layer entry {member.name!r} is not a regular file", what
+                        f"{what}: layer entry #{index} is not a regular file", what
                     )
                 if name in out:
-                    raise UnsafeArtifact(f"{what}: layer entry {name!r} appears twice", what)
+                    raise UnsafeArtifact(f"{what}: layer entry #{index} appears twice", what)
                 f = tar.extractfile(member)
                 assert f is not None
                 out[name.rstrip("/")] = f.read()
@@ -980,7 +980,7 @@ def _from_cache(ref: Reference, cache: Cache) -> Pulled | None:
                 raise UnsafeArtifact(f"{shown}: more than {MAX_FILES} files", shown)
             for name, content in unpacked.items():
                 if name in files:
-                    raise UnsafeArtifact(f"{shown}: {name!r} is in two layers", shown)
+                    raise UnsafeArtifact(f"{shown}: a file is in two layers", shown)
                 files[name] = content
         else:
             title = ann.get(TITLE)
