@@ -673,3 +673,28 @@ def test_a_hostile_layer_entry_is_refused_without_its_name(
     got = _cli("evidence", "pull", ref, "--cache", str(tmp_path / "c"))
     assert got["code"] == 1 and "[oci.unsafe-artifact]" in got["out"], got["out"]
     assert "layer entry #" in got["out"] and "REMOTE-SECRET" not in got["out"]
+
+
+@pytest.mark.parametrize("opening", [b"[", b"{a: ", b"- "])
+def test_a_deeply_nested_chart_index_is_malformed_not_a_crash(opening: bytes) -> None:
+    """A chart repository's index.yaml (read by `pins`, too large for parse_yaml) nested 100,000
+    levels deep crashed libyaml's recursive composer (a segmentation fault); the nesting is now
+    counted on the event parser first (yamlio.check_nesting)."""
+    from generator.pins.helm_index import parse_index
+    from generator.pins.http import FetchError
+
+    body = (
+        opening * 100_000 + b"x\n"  # compact `- - - x` nests at the document's root
+        if opening == b"- "
+        else b"entries:\n  x: " + opening * 100_000 + b"\n"
+    )
+
+    def parse() -> dict[str, Any]:
+        try:
+            parse_index(body, "https://charts.example/index.yaml")
+        except FetchError as e:
+            return {"kind": str(e.problem.kind), "message": e.problem.message}
+        return {"kind": None, "message": ""}
+
+    got = _isolated(parse, seconds=20)
+    assert got["kind"] == "malformed" and "nested deeper than" in got["message"], got

@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 
+from generator.core.errors import LoadError
+from generator.core.yamlio import MAX_DEPTH, check_nesting
 from generator.pins.http import Fetcher, FetchError
 from generator.pins.model import Problem, ProblemKind
 
@@ -33,7 +35,15 @@ def parse_index(body: bytes, url: str) -> Mapping[str, Any]:
         return FetchError(Problem(ProblemKind.MALFORMED, f"malformed index {url}: {why}"))
 
     try:
-        data = yaml.load(body, Loader=_Loader)  # the base loader builds no objects
+        # libyaml's composer recurses per nesting level: a hostile index `[[[[...` would crash
+        # the process, so the nesting is counted on the iterative event parser first
+        text = body.decode("utf-8")
+        check_nesting(text, url)
+        data = yaml.load(text, Loader=_Loader)  # the base loader builds no objects
+    except UnicodeDecodeError as e:
+        raise malformed("not UTF-8") from e
+    except LoadError as e:
+        raise malformed(f"nested deeper than {MAX_DEPTH} levels") from e
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
