@@ -9,6 +9,7 @@ wall-clock figure: the time limits are generous bounds that only a hang would cr
 
 from __future__ import annotations
 
+import io
 import json
 import tarfile
 import threading
@@ -646,3 +647,54 @@ def test_a_body_cut_short_is_no_answer(server: Server) -> None:
     with pytest.raises(net.NetError) as e:
         net.Client.on().request("GET", f"{server.url}/", max_bytes=1000)
     assert e.value.kind is net.NetKind.PROTOCOL and "10 of 100" in e.value.message
+
+
+@pytest.mark.parametrize("kind", ["leaves", "link", "twice"])
+def test_a_hostile_layer_entry_is_refused_without_its_name(
+    server: Server, tmp_path: Path, kind: str
+) -> None:
+    """A tar entry's name is the artifact's text: the refusal names its position only."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for _ in range(2 if kind == "twice" else 1):
+            info = tarfile.TarInfo(("../" if kind == "leaves" else "") + REMOTE_TEXT)
+            if kind == "link":
+                info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+            else:
+                info.size = 1
+            tar.addfile(info, io.BytesIO(b"x") if kind != "link" else None)
+    blob = oci.gzip_bytes(buf.getvalue())
+    d = oci.sha256_digest(blob)
+    ref = _serve_artifact(
+        server,
+        {d: blob},
+        _manifest([{"mediaType": oci.LAYER_TAR_GZIP, "digest": d, "size": len(blob)}]),
+    )
+    got = _cli("evidence", "pull", ref, "--cache", str(tmp_path / "c"))
+    assert got["code"] == 1 and "[oci.unsafe-artifact]" in got["out"], got["out"]
+    assert "layer entry #" in got["out"] and "REMOTE-SECRET" not in got["out"]
+
+
+@pytest.mark.parametrize("opening", [b"[", b"{a: ", b"- "])
+def test_a_deeply_nested_chart_index_is_malformed_not_a_crash(opening: bytes) -> None:
+    """A chart repository's index.yaml (read by `pins`, too large for parse_yaml) nested 100,000
+    levels deep crashed libyaml's recursive composer (a segmentation fault); the nesting is now
+    counted on the event parser first (yamlio.check_nesting)."""
+    from generator.pins.helm_index import parse_index
+    from generator.pins.http import FetchError
+
+    body = (
+        opening * 100_000 + b"x\n"  # compact `- - - x` nests at the document's root
+        if opening == b"- "
+        else b"entries:\n  x: " + opening * 100_000 + b"\n"
+    )
+
+    def parse() -> dict[str, Any]:
+        try:
+            parse_index(body, "https://charts.example/index.yaml")
+        except FetchError as e:
+            return {"kind": str(e.problem.kind), "message": e.problem.message}
+        return {"kind": None, "message": ""}
+
+    got = _isolated(parse, seconds=20)
+    assert got["kind"] == "malformed" and "nested deeper than" in got["message"], got

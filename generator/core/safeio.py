@@ -275,15 +275,15 @@ def gunzip(raw: bytes, *, what: str, limit: int = UNPACKED_BYTES) -> bytes:
     return out
 
 
-def _member_name(member: tarfile.TarInfo, what: str) -> str | None:
+def _member_name(member: tarfile.TarInfo, what: str, label: str) -> str | None:
     """The normalised name of an archive entry (`./a//b/` is `a/b`); None for the archive's
-    own root. An absolute name, `..` or a backslash raises `Refusal`."""
+    own root. An absolute name, `..` or a backslash raises `Refusal` naming the entry `label`."""
     raw = member.name
     if raw.startswith("/") or "\\" in raw:
-        raise Refusal(ARCHIVE, f"entry {raw!r} leaves the archive", what)
+        raise Refusal(ARCHIVE, f"entry {label} leaves the archive", what)
     parts = [p for p in PurePosixPath(raw).parts if p not in ("", ".")]
     if ".." in parts:
-        raise Refusal(ARCHIVE, f"entry {raw!r} leaves the archive", what)
+        raise Refusal(ARCHIVE, f"entry {label} leaves the archive", what)
     return "/".join(parts) or None
 
 
@@ -294,6 +294,7 @@ def tar_files(
     member_limit: int = MEMBER_BYTES,
     total_limit: int = UNPACKED_BYTES,
     wanted: frozenset[str] | None = None,
+    quote_names: bool = True,
 ) -> dict[str, bytes]:
     """The regular files of a tar archive (gzip-compressed or not), by normalised name.
 
@@ -302,7 +303,9 @@ def tar_files(
     as a duplicate, whatever the spelling; links, devices and FIFOs are refused; names leaving
     the archive are refused; each member is capped at `member_limit` bytes and all of them
     together (and the unpacked stream) at `total_limit`. `wanted`: read only these names
-    (the others are still checked). Every refusal is a `Refusal` naming `what`."""
+    (the others are still checked). Every refusal is a `Refusal` naming `what`; with
+    `quote_names=False` an entry is named by its position (`#3`), never by its name: for
+    archives from a remote party, whose text must not reach a published page."""
     data = gunzip(raw, what=what, limit=total_limit) if raw[:2] == b"\x1f\x8b" else raw
     if len(data) > total_limit:
         raise Refusal(ARCHIVE, f"is larger than {total_limit} bytes", what)
@@ -311,19 +314,20 @@ def tar_files(
     total = 0
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
-            for member in tar:
-                name = _member_name(member, what)
+            for index, member in enumerate(tar, 1):
+                label = repr(member.name) if quote_names else f"#{index}"
+                name = _member_name(member, what, label)
                 if name is None:
                     continue
                 if name in seen:
-                    raise Refusal(ARCHIVE, f"entry {name!r} appears twice", what)
+                    raise Refusal(ARCHIVE, f"entry {label} appears twice", what)
                 seen.add(name)
                 if member.isdir():
                     continue
                 if not member.isfile():
-                    raise Refusal(ARCHIVE, f"entry {member.name!r} is not a regular file", what)
+                    raise Refusal(ARCHIVE, f"entry {label} is not a regular file", what)
                 if member.size > member_limit:
-                    msg = f"entry {name!r} is {member.size} bytes; the limit is {member_limit}"
+                    msg = f"entry {label} is {member.size} bytes; the limit is {member_limit}"
                     raise Refusal(ARCHIVE, msg, what)
                 total += member.size
                 if total > total_limit:

@@ -8,14 +8,20 @@ What it does, and nothing more:
   manifest whose `subject` is another manifest, and keeps the referrers tag
   (`sha256-<hex>`, OCI distribution spec 1.1) up to date when the registry has no referrers API
   (CNCF distribution 2.x has none).
-- `pull(reference, cache=..., offline=..., allow_tag=...)`: digest-pinned only unless a tag is
+- `pull(reference, cache=..., client=..., allow_tag=...)`: digest-pinned only unless a tag is
   explicitly allowed; every byte read (manifest, layer, referrer) is checked against its digest
   before it is kept; everything kept is stored once under `<cache>/blobs/sha256/<hex>`, and the
   subject -> referrers list under `<cache>/referrers/<hex>.json` (what it names is re-checked
-  by digest when read). With `offline=True` nothing but the cache is read.
+  by digest when read). Without a client that is on (generator.core.net: the command was asked
+  to use the network), or with `offline=True`, nothing but the cache is read.
 
-Every registry answer that is not success is a named `RegistryError` subclass (401, 403, 404,
-5xx, timeout, unreachable, digest mismatch, unpinned, not cached); no traceback reaches the user.
+Every request goes through `generator.core.net.Client` (deadlines, byte caps, same-host
+redirects, classified errors). Artifacts are bounded: at most MAX_LAYERS layers, no blob named by
+two, MAX_BLOB_BYTES for all of them, MAX_UNPACKED_BYTES unpacked together, MAX_REFERRERS
+signatures. Every registry answer that is not success is a named `RegistryError` subclass (401,
+403, 404, 5xx, timeout, unreachable, digest mismatch, unpinned, not cached, offline); no
+traceback reaches the user, and no registry text is repeated (an error names the status and at
+most a distribution-spec error code).
 """
 
 from __future__ import annotations
@@ -629,7 +635,9 @@ def untar_layer(blob: bytes, what: str, budget: int | None = None) -> dict[str, 
     several layers of one artifact passes what the earlier ones left). Inflating stops there."""
     limit = MAX_UNPACKED_BYTES if budget is None else max(budget, 0)
     try:
-        return safeio.tar_files(blob, what=what, member_limit=limit, total_limit=limit)
+        return safeio.tar_files(
+            blob, what=what, member_limit=limit, total_limit=limit, quote_names=False
+        )
     except safeio.Refusal as e:
         raise UnsafeArtifact(f"{what}: layer {e.message}", what) from None
 
@@ -933,7 +941,7 @@ def _from_cache(ref: Reference, cache: Cache) -> Pulled | None:
                 raise UnsafeArtifact(f"{shown}: more than {MAX_FILES} files", shown)
             for name, content in unpacked.items():
                 if name in files:
-                    raise UnsafeArtifact(f"{shown}: {name!r} is in two layers", shown)
+                    raise UnsafeArtifact(f"{shown}: a file is in two layers", shown)
                 files[name] = content
         else:
             title = ann.get(TITLE)

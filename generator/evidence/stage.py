@@ -16,7 +16,8 @@ function; they differ only in what they pass:
   (else read from `catalog_dir`), plus upstream's allowlist.yaml when one is given or found under
   `allowlists_under` (default: the paths).
 - **upstream pointers** (`generator.evidence.upstream`) are followed with `upstream` (the CLI's
-  flags; `status` and `build` pass `options_from_env()`).
+  flags; `status` and `build` pass `options_from_env(online)`): from the cache only unless
+  `online`.
 - **cache.** `build` passes its `generator.core.cache.Cache`: files it has verified before
   (same path, bytes, trust root and policy) are not verified again.
 

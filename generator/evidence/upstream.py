@@ -2,7 +2,8 @@
 
 `verify_pointers(paths, ...)` finds pointer files (`<recipe>/<source>/sha256-<hex>.yaml`, see
 `generator.evidence.pointer`) under the given paths, pulls each pointed-to artifact by digest
-(`generator.evidence.oci`: from the cache first; `offline` forbids the network), verifies it and
+(`generator.evidence.oci`: from the cache first; the network only when `online`, through one
+`generator.core.net.Client` for the run), verifies it and
 returns one `VerifiedEvidence | RejectedEvidence` per pointer, with the pointer's path:
 
 - an upstream summary bundle (a tar layer with manifest.json + recipe.yaml) is verified by
