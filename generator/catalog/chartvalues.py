@@ -29,12 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from generator.catalog.manifests import TEMPLATE, template_actions
 from generator.core import safeio
-from generator.core.errors import Diagnostic
+from generator.core.errors import Diagnostic, LoadError
 from generator.core.records import Catalog, ComponentRef, Document, Overlay
+from generator.core.yamlio import parse_yaml
 
 RAW, INT, NUMBER = "raw", "int", "number"
 ANY = "*"
@@ -285,13 +284,13 @@ def plain_safe(value: Any) -> bool:
         return False
     if value == "":
         return True  # prints nothing: the key is null (or the template's `default`), no structure
-    if any(c in value for c in "\n\r\x85\u2028\u2029") or value != value.strip():
+    if any(c in value for c in "\t\n\r\x85\u2028\u2029") or value != value.strip():
         return False
     if "{{" in value or "}}" in value:
         return False
-    try:
-        back = yaml.safe_load(f"k: {value}\n")
-    except yaml.YAMLError:
+    try:  # the one bounded YAML reader, as for every YAML text
+        back = parse_yaml(f"k: {value}\n", "value").data
+    except LoadError:
         return False
     if not (isinstance(back, dict) and list(back) == ["k"]):
         return False
