@@ -698,3 +698,16 @@ def test_a_deeply_nested_chart_index_is_malformed_not_a_crash(opening: bytes) ->
 
     got = _isolated(parse, seconds=20)
     assert got["kind"] == "malformed" and "nested deeper than" in got["message"], got
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-1", "inf", "nan"])
+def test_a_bad_deadline_is_a_usage_error(tmp_path: Path, value: str) -> None:
+    got = _cli(
+        "evidence",
+        "pull",
+        f"127.0.0.1:1/aicr/a@{DIGEST}",
+        "--cache",
+        str(tmp_path / "c"),
+        env={net.DEADLINE_ENV: value},
+    )
+    assert got["code"] == 2 and net.DEADLINE_ENV in got["out"], got["out"]

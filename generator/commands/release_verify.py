@@ -86,7 +86,7 @@ def verify_command(
     site archives must match the files.
 
     Exit codes: 0 verified, 1 refused (tampered, missing or unlisted asset, bad signature, wrong
-    identity or issuer), 2 usage (DIR missing, unreadable trust root).
+    identity or issuer), 2 usage (DIR missing, unreadable trust root, the demo root however given).
     """
     from generator.evidence.trustroot import load_trust_root
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from urllib.parse import SplitResult, urljoin, urlsplit
 
-from generator.core.errors import CatalogError, Diagnostic
+from generator.core.errors import CatalogError, Diagnostic, UsageError
 
 DEADLINE_ENV = "AICR_CATALOG_NET_DEADLINE"
 DEFAULT_REQUEST_SECONDS = 120.0  # one request, connect to last byte
@@ -160,12 +160,19 @@ def _shut(conn: http.client.HTTPConnection, expired: threading.Event) -> None:
 
 
 def _env_seconds(default: float) -> float:
+    """$AICR_CATALOG_NET_DEADLINE in seconds (`default` when unset); anything but a positive
+    number is a usage error, not a silent default."""
     raw = os.environ.get(DEADLINE_ENV, "")
+    if not raw:
+        return default
     try:
         value = float(raw)
     except ValueError:
-        return default
-    return value if value > 0 else default
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        message = f"{DEADLINE_ENV}={raw!r} is not a positive number of seconds"
+        raise UsageError(message, [Diagnostic(DEADLINE_ENV, 0, 0, "$", message, "net.deadline")])
+    return value
 
 
 _tls: ssl.SSLContext | None = None
@@ -207,9 +214,11 @@ class Client:
         request_seconds: float = DEFAULT_REQUEST_SECONDS,
         idle_seconds: float = DEFAULT_IDLE_SECONDS,
     ) -> Client:
-        total = command_seconds if command_seconds is not None else _env_seconds(0.0)
-        if total <= 0:
-            total = DEFAULT_COMMAND_SECONDS
+        total = (
+            command_seconds
+            if command_seconds is not None
+            else _env_seconds(DEFAULT_COMMAND_SECONDS)
+        )
         return cls(
             online=True,
             command_seconds=total,
