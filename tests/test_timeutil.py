@@ -125,3 +125,34 @@ def test_parse_accepts_exactly_the_real_times(
     else:
         with pytest.raises(TimeError):
             parse_rfc3339(text)
+
+
+def test_no_time_is_parsed_outside_timeutil() -> None:
+    """Every time read from an input goes through `parse_rfc3339`: a new `fromisoformat`,
+    `strptime` or `pd.to_datetime` elsewhere fails here. The one exception is listed."""
+    root = Path(__file__).resolve().parents[1] / "generator"
+    allowed = {
+        # vectorised over attestedAt values every statement parse already checked with
+        # parse_rfc3339 (evidence/statement.py), so `errors="coerce"` meets no bad time
+        "aggregate.py": 1,
+    }
+    found: dict[str, int] = {}
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel == "core/timeutil.py":
+            continue
+        src = path.read_text(encoding="utf-8")
+        n = len(re.findall(r"\b(fromisoformat|strptime|to_datetime)\(", src))
+        if n:
+            found[rel] = n
+    assert found == allowed
+
+
+def test_the_attested_after_logged_rule_fails_closed_on_an_unreal_time() -> None:
+    from generator.evidence.judge import attested_after_logged
+
+    assert attested_after_logged("2026-12-01T00:00:00Z", 1_900_000_000) is None
+    assert attested_after_logged("2099-01-01T00:00:00Z", 1_800_000_000) is not None
+    for bad in ("2099-01-01T00:00:00+99:00", "2026-13-01T00:00:00Z", "yesterday"):
+        reason = attested_after_logged(bad, 1_800_000_000)
+        assert reason is not None and reason.startswith("attested-after-logged: "), bad

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generator.cli import main
-from generator.core import linearmatch
+from generator.core import linearmatch, text
 from generator.evidence.sign import DEMO_ISSUER
 from generator.evidence.statement import build_statement
 from tests.test_evidence_attacks import (
@@ -160,3 +161,100 @@ def test_no_identity_pattern_is_matched_outside_linearmatch() -> None:
     ]
     allowed = {"evidence/policy.py"}  # compiles (never matches) to read the pattern's structure
     assert [s for s in stray if s.split(":")[0] not in allowed] == []
+
+
+# --- item 6: labels unique by confusable skeleton, no control characters, XML 1.0 feeds -------
+
+
+def _two_signers(first: str, second: str) -> str:
+    return f"""\
+apiVersion: aicr.run/v1
+kind: SignerPolicy
+signers:
+  - label: {text.yaml_scalar(first)}
+    class: first-party
+    issuer: {DEMO_ISSUER}
+    identity: https://github.com/aicr-demo/qualification-lab/.github/workflows/a.yml@refs/heads/main
+    trustRoot: demo
+  - label: {text.yaml_scalar(second)}
+    class: partner
+    issuer: {DEMO_ISSUER}
+    identity: https://github.com/aicr-demo/partner-lab/.github/workflows/b.yml@refs/heads/main
+    trustRoot: demo
+"""
+
+
+@pytest.mark.parametrize(
+    ("second", "rule"),
+    [
+        ("NVIDІA lab", "[signers.duplicate-label]"),  # U+0406 CYRILLIC CAPITAL LETTER I
+        ("NVIDIА lab", "[signers.duplicate-label]"),  # U+0410 CYRILLIC CAPITAL LETTER A
+        ("nvidia  LAB", "[signers.duplicate-label]"),
+        ("ＮＶＩＤＩＡ lab", "[signers.duplicate-label]"),  # fullwidth
+        ("NVIDIA\vlab", "[signers.label]"),
+        ("NVIDIA lab\u202e", "[signers.label]"),  # right-to-left override
+        ("NVIDIA\u200blab", "[signers.label]"),  # zero-width space
+    ],
+)
+def test_validate_refuses_a_label_that_reads_as_another_or_hides_characters(
+    second: str, rule: str, tmp_path: Path
+) -> None:
+    repo = _repo(tmp_path, _two_signers("NVIDIA lab", second))
+    out = CliRunner().invoke(main, ["validate", str(repo / "catalog")])
+    assert out.exit_code == 1, out.output
+    assert "signers.yaml:9:5: $.signers[1].label: " in out.output and rule in out.output
+
+
+_CLASSES = [
+    (a, b)
+    for a, b in (("a", "а"), ("e", "е"), ("o", "о"), ("p", "р"), ("c", "с"), ("x", "х"),
+                 ("i", "і"), ("l", "1"), ("O", "0"), ("A", "Α"), ("B", "Β"), ("H", "Н"))
+]  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(alphabet="abceiloxpABHO -", min_size=1, max_size=20),
+    st.sampled_from(_CLASSES),
+    st.data(),
+)
+def test_one_look_alike_letter_gives_the_same_skeleton(
+    label: str, swap: tuple[str, str], data: st.DataObject
+) -> None:
+    latin, other = swap
+    if latin not in label:
+        label += latin
+    at = data.draw(st.sampled_from([i for i, c in enumerate(label) if c == latin]))
+    spoof = label[:at] + other + label[at + 1 :]
+    assert set(text.skeletons(spoof)) & set(text.skeletons(label))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=10), st.sampled_from([chr(c) for c in (*range(0x20), 0x7F, 0x85, 0x9B)]))
+def test_every_control_character_is_refused_in_a_label(label: str, control: str) -> None:
+    assert text.label_problem(label + control + "x") is not None
+
+
+@pytest.mark.parametrize("bad", ["\v", "\x00", "\x1b[31m", "\x0c", "\ufffe", "\ud800", "<&]]>"])
+def test_a_control_character_in_a_label_or_identity_keeps_the_feed_xml(bad: str) -> None:
+    """A label or certificate identity (shown when no entry names the signer) holding C0
+    characters: changelog.xml still parses with an XML 1.0 parser, the text kept otherwise."""
+    from dataclasses import replace
+
+    from generator.site import changelog
+    from tests.test_site_pages import site
+
+    s = site()
+    runs = tuple(
+        replace(e, signer_label=f"Lab{bad}a" if i == 0 else "", signer_identity=f"id{bad}@x")
+        for i, e in enumerate(s.evidence)
+    )
+    s = replace(s, evidence=runs)
+    feed = changelog.atom(s, "https://example.invalid/")
+    root = ET.fromstring(feed)
+    ns = {"a": "http://www.w3.org/2005/Atom"}
+    titles = [t.text or "" for t in root.findall("a:entry/a:title", ns)]
+    assert any("Lab" in t and t.endswith("(counted)") for t in titles), titles
+    assert any("id" in t and "@x" in t for t in titles), titles
+    for t in titles:
+        assert not any(ord(c) < 0x20 and c not in "\t\n\r" for c in t)

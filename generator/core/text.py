@@ -17,6 +17,18 @@ characters that would end the construct the value was put in:
   one scalar wherever a template prints it.
 - `md_text(s)` / `md_code(s)`: `core.markdown.text` and `core.markdown.code`.
 
+Names people read (signer labels) are also judged here:
+
+- `label_problem(s)`: why `s` cannot be a label: control and format characters (C0, C1, DEL,
+  bidirectional overrides, zero-width characters), line and paragraph separators, surrogates,
+  private-use and unassigned code points, or nothing visible at all.
+- `skeletons(s)`: the confusable skeletons of a label (UTS #39's idea): NFKC, case-folded and,
+  separately, upper-cased (Unicode's data is case-sensitive: `0` reads as `O`, not as `o`), then
+  every character replaced by the representative of its confusable class (Unicode's confusables
+  data as `confusable-homoglyphs`, pinned in pyproject.toml, ships it; classes joined
+  transitively, so `l`, `I`, `1` and `|` are one class), runs of spaces collapsed. Two labels
+  sharing a skeleton are one signer to a reader: the signer policy refuses the second.
+
 Every writer of XML (the Atom feed, SVG badges, the sitemap) and of YAML scalars built from data
 uses these; tests/test_text.py parses what they produce with real parsers, and
 tests/test_architecture.py fails when a module imports another XML escaper.
@@ -24,7 +36,11 @@ tests/test_architecture.py fails when a module imports another XML escaper.
 
 from __future__ import annotations
 
+import functools
+import importlib.resources
+import json
 import re
+import unicodedata
 
 from generator.core import markdown
 
@@ -81,3 +97,69 @@ def yaml_scalar(s: object) -> str:
 
 md_text = markdown.text
 md_code = markdown.code
+
+
+# --- labels: what a reader can tell apart ---------------------------------------------------
+
+# Cc (C0, DEL, C1), Cf (format: bidi overrides, zero-width), Zl/Zp (separators), Cs, Co, Cn
+_REFUSED_CATEGORIES = {"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"}
+
+
+def label_problem(s: str) -> str | None:
+    """Why `s` cannot be a label a reader tells apart from others, or None."""
+    for c in s:
+        if unicodedata.category(c) in _REFUSED_CATEGORIES:
+            return (
+                f"label holds the invisible or control character U+{ord(c):04X} "
+                f"({unicodedata.name(c, unicodedata.category(c))}): labels are shown as they are"
+            )
+    if not s.strip():
+        return "label shows nothing"
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _confusable_classes() -> dict[str, str]:
+    """Each single character of Unicode's confusables data -> its class representative (the
+    smallest code point of the class, classes joined transitively)."""
+    data = json.loads(
+        importlib.resources.files("confusable_homoglyphs")
+        .joinpath("confusables.json")
+        .read_text(encoding="utf-8")
+    )
+    parent: dict[str, str] = {}
+
+    def find(c: str) -> str:
+        while parent.get(c, c) != c:
+            parent[c] = parent.get(parent[c], parent[c])
+            c = parent[c]
+        return c
+
+    def union(x: str, y: str) -> None:
+        a, b = find(x), find(y)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+        parent.setdefault(x, x)
+        parent.setdefault(y, y)
+
+    for char, glyphs in data.items():
+        if len(char) != 1:
+            continue
+        for g in glyphs:
+            other = g.get("c", "")
+            if len(other) != 1:
+                continue  # a sequence (`rn` for `m`): not a one-character class
+            union(char, other)
+    return {c: find(c) for c in list(parent)}
+
+
+def skeletons(s: str) -> tuple[str, str]:
+    """The confusable skeletons of label `s`: of its case-folded and of its upper-cased form
+    (see the module's docstring); two labels read alike when they share one."""
+    classes = _confusable_classes()
+    norm = unicodedata.normalize("NFKC", s)
+    lower, upper = (
+        " ".join("".join(classes.get(c, c) for c in cased).split())
+        for cased in (norm.casefold(), norm.upper())
+    )
+    return "lower:" + lower, "upper:" + upper

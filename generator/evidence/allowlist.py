@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generator.core import linearmatch, safeio
+from generator.core import linearmatch, safeio, text
 from generator.core.errors import Diagnostic, LoadError, ValidationError
 from generator.core.records import Document
 from generator.core.yamlio import parse_yaml
@@ -267,6 +267,9 @@ class _Builder:
         if label is not None and not isinstance(label, str):
             self.diag(f"{at}.label", "label must be a string", "allowlist.schema")
             bad = True
+        elif label is not None and (problem := text.label_problem(label)) is not None:
+            self.diag(f"{at}.label", problem, "allowlist.label")
+            bad = True
         if not bad:
             self._add(entry, at, key, klass)
 
@@ -276,14 +279,18 @@ class _Builder:
         label = entry.get("label")
         name = label or (f"source {source}" if source else f"{key} pattern {pattern}")
         if label:
-            if label in self.labels:
+            # one skeleton, one signer: a label differing by a look-alike letter is the same name
+            shapes = text.skeletons(label)
+            seen = next((self.labels[k] for k in shapes if k in self.labels), None)
+            if seen is not None:
                 self.diag(
                     f"{at}.label",
-                    f"label {label!r} is already used by {self.labels[label]}",
+                    f"label {label!r} reads as the label of {seen} (same confusable skeleton): "
+                    "one signer, one label",
                     "allowlist.overlap",
                 )
                 return
-            self.labels[label] = at
+            self.labels.update(dict.fromkeys(shapes, at))
         if source is not None:
             if source in self.seen_slugs:
                 self.diag(

@@ -26,12 +26,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from enum import StrEnum
 
 from generator.catalog.lanes import Lane, Lanes, Threshold
 from generator.core.records import Criteria
-from generator.core.timeutil import rfc3339
+from generator.core.timeutil import TimeError, parse_rfc3339, rfc3339
 from generator.evidence.model import SCALE_QUALIFICATION_V1, Kpi, Statement
 
 PASSED = "passed"
@@ -45,11 +44,10 @@ def attested_after_logged(attested_at: str | None, integrated_time: int | None) 
     if not attested_at or integrated_time is None:
         return None
     try:
-        when = datetime.fromisoformat(attested_at.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
+        when = parse_rfc3339(attested_at)
+    except TimeError as e:
+        # fail closed: a time no one can order never skips this rule
+        return f"attested-after-logged: attestedAt cannot be ordered against the log: {e}"
     if when.timestamp() <= integrated_time + CLOCK_SKEW_SECONDS:
         return None
     logged = rfc3339(integrated_time)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.catalog import schemas
-from generator.core import linearmatch, safeio
+from generator.core import linearmatch, safeio, text
 from generator.core.errors import Diagnostic, ValidationError
 from generator.core.records import Document
 from generator.core.yamlio import parse_yaml
@@ -244,20 +244,20 @@ def policy_from(doc: Document) -> tuple[SignerPolicy, tuple[Diagnostic, ...]]:
                 )
                 continue
         label = entry["label"]
-        if label in labels:
+        # one skeleton, one signer: a label differing by a look-alike letter is the same name
+        shapes = text.skeletons(label)
+        problem = text.label_problem(label)
+        seen = next((labels[k] for k in shapes if k in labels), None)
+        if problem is not None or seen is not None:
             line, col = doc.locate(f"{path}.label")
-            diags.append(
-                Diagnostic(
-                    doc.rel,
-                    line,
-                    col,
-                    f"{path}.label",
-                    f"label {label!r} is already used by $.signers[{labels[label]}]",
-                    "signers.duplicate-label",
-                )
+            message = problem or (
+                f"label {label!r} reads as the label of $.signers[{seen}] (same confusable "
+                "skeleton): one signer, one label"
             )
+            rule = "signers.label" if problem else "signers.duplicate-label"
+            diags.append(Diagnostic(doc.rel, line, col, f"{path}.label", message, rule))
             continue
-        labels[label] = i
+        labels.update(dict.fromkeys(shapes, i))
         rules.append(
             SignerRule(
                 label=label,

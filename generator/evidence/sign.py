@@ -49,8 +49,8 @@ def signing_time(statement: bytes) -> datetime:
         attested = None
     if isinstance(attested, str):
         try:
-            return datetime.fromisoformat(attested.replace("Z", "+00:00")).astimezone(UTC)
-        except ValueError:
+            return timeutil.parse_rfc3339(attested).astimezone(UTC)
+        except timeutil.TimeError:
             pass
     epoch = timeutil.source_date_epoch(error=UsageError)
     if epoch is not None:

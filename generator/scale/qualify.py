@@ -766,6 +766,10 @@ def attested_at_from(epoch: str | None, run: RunResults, given: str | None) -> s
         )
     if not _RFC3339.fullmatch(given):
         raise UsageError(f"attestation date {given!r} is not RFC 3339 (2026-12-02T11:00:00Z)")
+    try:
+        timeutil.parse_rfc3339(given)
+    except timeutil.TimeError as e:
+        raise UsageError(f"attestation date: {e}") from None
     return given
 
 
