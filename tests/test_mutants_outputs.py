@@ -184,3 +184,16 @@ def test_a_bundle_header_that_cannot_be_read_is_no_mark(
     monkeypatch.setattr("generator.core.outputs.open", unreadable, raising=False)
     assert marked_kind(out) is None
     assert "not marked as this tool's bundle output" in _refused(out, OutputKind.BUNDLE)
+
+
+def test_an_output_directory_that_cannot_be_listed_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "site"
+    out.mkdir()
+
+    def refuse(path: object) -> object:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("generator.core.outputs.os.scandir", refuse)
+    assert _refused(out, OutputKind.SITE) == f"output {out} cannot be read: Permission denied"

@@ -420,7 +420,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             o = mutate_module(cfg, runners, equivalent, only)
             outcomes.append(o)
             print(
-                f"{o.module}: {o.total} mutants, score {o.score:.1f} % ({o.seconds:.0f} s)",
+                f"{o.module}: {o.total} mutants: {len(o.killed)} killed, {len(o.timeout)} "
+                f"timed out, {len(o.survived)} survived, {len(o.equivalent)} equivalent: "
+                f"score {o.score:.1f} % ({o.seconds:.0f} s)",
                 flush=True,
             )
     finally:
