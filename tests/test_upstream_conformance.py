@@ -1083,3 +1083,54 @@ def test_every_listed_difference_is_used_and_documented(
     # corpus (the model tests above check it)
     stale = [d.id for d in corpus.differences if d.paths and d.id not in used]
     assert stale == [], "listed differences no case shows"
+
+
+# node scheduling (upstream's bundler: nodeScheduling paths of the registry)
+def test_scheduling_overrides_follow_the_registry_paths() -> None:
+    from generator.catalog.overrides import NodeScheduling, scheduling_overrides
+
+    entries = {
+        "op": {
+            "name": "op",
+            "nodeScheduling": {
+                "system": {"tolerationPaths": ["operator.tolerations"], "nodeSelectorPaths": ["s"]},
+                "accelerated": {"tolerationPaths": ["ds.tolerations"]},
+            },
+        },
+        "plain": {"name": "plain"},
+    }
+    default = scheduling_overrides(entries, ["op", "plain"], NodeScheduling())
+    assert [(o.component, o.path, o.value) for o in default] == [
+        ("op", "operator.tolerations", [{"operator": "Exists"}]),
+        ("op", "ds.tolerations", [{"operator": "Exists"}]),
+    ]
+    given = scheduling_overrides(
+        entries,
+        ["op"],
+        NodeScheduling(
+            system_selectors=("role=system",),
+            system_tolerations=("dedicated=system:NoSchedule",),
+            accelerated_tolerations=("nvidia.com/gpu:NoExecute",),
+        ),
+    )
+    assert {o.path: o.value for o in given} == {
+        "operator.tolerations": [
+            {"key": "dedicated", "operator": "Equal", "value": "system", "effect": "NoSchedule"}
+        ],
+        "s": {"role": "system"},
+        "ds.tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"}],
+    }
+    with pytest.raises(UsageError):
+        scheduling_overrides(entries, [], NodeScheduling(system_tolerations=("a=b:Sometimes",)))
+
+
+def test_bundle_help_lists_upstreams_scheduling_flags(tree: Path) -> None:
+    ours = CliRunner().invoke(main, ["bundle", "--help"]).stdout
+    upstream = (tree / "oracle/help/bundle.txt").read_text()
+    for flag in (
+        "--system-node-selector",
+        "--system-node-toleration",
+        "--accelerated-node-selector",
+        "--accelerated-node-toleration",
+    ):
+        assert flag in upstream and flag in ours, flag
