@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from generator.commands.common import catalog_option, handles_errors
+from generator.commands.common import catalog_option, handles_errors, stated_rules
 from generator.core.errors import CatalogError
 from generator.site.build import DEFAULT_DEPLOYERS, BuildOptions, build_site
 from generator.site.pages import CommandHelp
@@ -141,6 +141,7 @@ def command(
         cli_reference=cli_reference(root),
         site_url=site_url,
         repo_url=repo_url,
+        rules=stated_rules(),
     )
     show_progress()
     try:

@@ -85,6 +85,7 @@ class BuildOptions:
     # processes for verification and rendering (default: every core); page generation uses
     # them only when given (forked page workers copy the site data they read)
     jobs: int | None = None
+    rules: str | None = None  # --upstream-rules; None: what the tree's apiVersions say
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +201,7 @@ def catalog_step(options: BuildOptions, cache: Cache | None, base: str) -> Resol
         # an absolute root: the cached catalog is read again (manifests, signers, trust root)
         # by builds from other working directories
         root = Path(os.path.abspath(options.catalog))
-        catalog = stages.load_and_validate(root, strict=options.strict)
+        catalog = stages.load_and_validate(root, strict=options.strict, rules=options.rules)
         return ResolvedCatalog(catalog, _resolve_all(catalog), stages.lanes(catalog))
 
     if cache is None or not base:
