@@ -19,6 +19,7 @@ Three kinds of evidence that the project answers as upstream does:
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -43,6 +44,7 @@ from generator.core.errors import LoadError, Severity, UsageError
 from generator.core.records import Catalog, Criteria, Override, RecipeResult
 from generator.core.yamlio import parse_yaml
 from generator.validate import constraint_name_ok, validate_catalog
+from tests import upstream_oracle as uo
 
 DIMS = ("service", "accelerator", "intent", "os", "platform")
 
@@ -238,7 +240,7 @@ class Upstream:
         # upstream sorts by specificity only (ties in Go's map order); by name here
         matched.sort(key=lambda o: (self.specificity(o["spec"]["criteria"]), o["metadata"]["name"]))
         bspec = self.base["spec"]
-        spec = {
+        spec: dict[str, Any] = {
             "constraints": list(bspec.get("constraints") or []),
             "componentRefs": [dict(r) for r in bspec.get("componentRefs") or []],
             "validation": dict(bspec.get("validation") or {}),
@@ -270,9 +272,8 @@ class Upstream:
                     "type": r.get("type") or "",
                     "valuesFile": r.get("valuesFile") or "",
                     "values": _canon(self.values(r)),
-                    "dependencyRefs": sorted(
-                        d for d in r.get("dependencyRefs") or [] if d in enabled
-                    ),
+                    # as the overlays list them (upstream's output keeps that order)
+                    "dependencyRefs": [d for d in r.get("dependencyRefs") or [] if d in enabled],
                     "manifestFiles": list(r.get("manifestFiles") or []),
                 }
                 for n, r in enabled.items()
@@ -973,3 +974,112 @@ def test_evidence_verify_on_a_tree_without_signers(recipes: Path) -> None:
     assert out.exit_code == 1, out.output
     assert out.stderr.count("has no signers.yaml") == 1
     assert "0 verified" in out.stdout and "Traceback" not in out.output
+
+
+# ------------------------------------------------------------------ upstream's real CLI as the
+# oracle: every case of every recorded corpus (tests/upstream_corpora/*.yaml) run through this
+# project's CLI and compared semantically (tests/upstream_oracle.py); a case agrees, or differs
+# only by the corpus's listed differences, or is listed as known failing (strict xfail)
+
+
+def _oracle_params() -> list[Any]:
+    params: list[Any] = []
+    for spec in uo.corpus_files():
+        corpus = uo.load_corpus(spec)
+        if not (corpus.oracle / "index.json").is_file():
+            params.append(pytest.param(corpus, None, id=f"{corpus.name}:absent"))
+            continue
+        for case in corpus.cases():
+            marks = []
+            if case.id in corpus.known_failing:
+                marks.append(pytest.mark.xfail(reason=corpus.known_failing[case.id], strict=True))
+            params.append(pytest.param(corpus, case, id=f"{corpus.name}:{case.id}", marks=marks))
+    return params
+
+
+def _require_corpus(corpus: uo.Corpus) -> None:
+    if (corpus.oracle / "index.json").is_file():
+        return
+    message = f"the recorded corpus {corpus.root} is absent"
+    if os.environ.get("CI"):
+        pytest.fail(f"{message}; the upstream conformance test must run under CI")
+    pytest.skip(f"{message} (a clone without ../shared); CI is unset, so it is skipped")
+
+
+class _Oracle:
+    """Runs cases once per session (both tests below read the same outcomes)."""
+
+    def __init__(self, scratch: Path, helm: Path) -> None:
+        self.scratch, self.helm = scratch, helm
+        self.outcomes: dict[tuple[str, str], uo.Outcome] = {}
+
+    def run(self, case: uo.Case) -> uo.Outcome:
+        key = (case.corpus.name, case.id)
+        if key not in self.outcomes:
+            self.outcomes[key] = uo.run_case(case, self.scratch, self.helm)
+        return self.outcomes[key]
+
+
+@pytest.fixture(scope="session")
+def oracle_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Oracle]:
+    """A scratch directory and the pinned Helm; every recipe tree loaded once per session (the
+    CLI's loader memoised: the trees do not change while the tests run)."""
+    helm = uo.helm_binary()
+    if helm is None:
+        if os.environ.get("CI"):
+            pytest.fail("no helm binary (run .ci/get-helm .tools); required under CI")
+        pytest.skip("no helm binary (run .ci/get-helm .tools); CI is unset, so skipped")
+    loaded: dict[Path, Any] = {}
+    real = load_catalog
+
+    def load_once(path: Path) -> Any:
+        key = Path(path).resolve()
+        if key not in loaded:
+            loaded[key] = real(path)
+        return loaded[key]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("generator.commands.common.load_catalog", load_once)
+        yield _Oracle(tmp_path_factory.mktemp("oracle"), helm)
+
+
+@pytest.mark.parametrize("corpus,case", _oracle_params())
+def test_upstream_oracle_case(corpus: uo.Corpus, case: uo.Case | None, oracle_env: _Oracle) -> None:
+    _require_corpus(corpus)
+    assert case is not None
+    outcome = oracle_env.run(case)
+    assert outcome.unexplained == [], "\n".join(
+        [f"{case.id}: {len(outcome.unexplained)} unlisted difference(s) from upstream:"]
+        + [f"  {f}" for f in outcome.unexplained[:40]]
+    )
+
+
+@pytest.mark.parametrize("spec", uo.corpus_files(), ids=lambda p: p.stem)
+def test_every_listed_difference_is_used_and_documented(
+    spec: Path, oracle_env: _Oracle, update_goldens: bool
+) -> None:
+    """The list is exactly what the corpus needs: each difference explains some finding, each
+    known-failing case exists, and the documentation's table is the list."""
+    corpus = uo.load_corpus(spec)
+    _require_corpus(corpus)
+    ids = [d.id for d in corpus.differences]
+    assert len(ids) == len(set(ids)), "duplicate difference ids"
+    for d in corpus.differences:
+        assert d.upstream and d.ours and d.why, d.id
+    text = uo.DOC.read_text()
+    if update_goldens:
+        uo.DOC.write_text(uo.write_doc_table(corpus, text))
+        text = uo.DOC.read_text()
+    assert uo.doc_table(corpus, text) == uo.table_rows(corpus), (
+        f"{uo.DOC.name}'s table for {corpus.name} is not {spec.name}'s list "
+        "(pytest --update-goldens rewrites it)"
+    )
+    cases = {c.id: c for c in corpus.cases()}
+    assert set(corpus.known_failing) <= set(cases)
+    used: set[str] = set()
+    for case in cases.values():
+        used |= set(oracle_env.run(case).explained)
+    # a difference with paths must be shown by some case; one without is not visible in the
+    # corpus (the model tests above check it)
+    stale = [d.id for d in corpus.differences if d.paths and d.id not in used]
+    assert stale == [], "listed differences no case shows"

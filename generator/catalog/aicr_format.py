@@ -507,7 +507,7 @@ def _component(
         values=values,
         manifest_files=manifests,
         pre_manifest_files=pre,
-        dependency_refs=tuple(sorted(deps)),
+        dependency_refs=deps,  # as the overlays list them (upstream keeps that order)
         order=order,
         depth=depth,
         values_files=used,

@@ -1033,7 +1033,7 @@ def _component(
         values=values,
         manifest_files=r.manifest_files,
         pre_manifest_files=r.pre_manifest_files,
-        dependency_refs=tuple(sorted(deps)),
+        dependency_refs=deps,  # as the overlays list them (upstream keeps that order)
         order=order,
         depth=depth,
         values_files=values_files,
@@ -1083,7 +1083,10 @@ def _document(r: RecipeResult, *, with_digest: bool) -> dict[str, Any]:
             "namespace": c.namespace,
             "order": c.order,
             "depth": c.depth,
-            "dependencyRefs": list(c.dependency_refs),
+            # a set: the deployment order is computed from it, so the canonical document (and
+            # the digest evidence names) does not depend on the order the overlays list them in;
+            # `query --format aicr` keeps that order, as upstream's RecipeResult does
+            "dependencyRefs": sorted(c.dependency_refs),
             "values": c.values,
         }
         for key, val in (("source", c.repository), ("chart", c.chart), ("version", c.version)):
