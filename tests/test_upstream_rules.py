@@ -271,3 +271,48 @@ def test_bundle_reads_both_headers(august: Path, tmp_path: Path) -> None:
 
 def test_default_rules_are_v0_11_1() -> None:
     assert DEFAULT_RULES is V0_11_1
+
+
+def test_openshift_is_an_alias_of_ocp(august: Path) -> None:
+    doc = _aicr(august, "--service", "OpenShift", "--intent", "inference", "--platform", "nim")
+    assert doc["criteria"]["service"] == "ocp"
+
+
+def test_argocd_helm_bundle_is_a_chart_of_applications(
+    august: Path, tmp_path: Path, helm: Path
+) -> None:
+    """`--deployer argocd-helm` (upstream's since 2026): one chart whose templates are the Argo
+    CD Applications, rendered here by a real Helm with install-time values."""
+    import subprocess
+
+    out = tmp_path / "b"
+    code, _, err = _run(
+        "bundle", *GKE_SLURM, "--catalog", str(august), "--deployer", "argocd-helm", "-o", str(out)
+    )
+    assert code == 0, err
+
+    def template(*sets: str) -> list[dict[str, Any]]:
+        args = [str(helm), "template", "x", str(out)]
+        for s in sets:
+            args += ["--set", s]
+        done = subprocess.run(args, capture_output=True, text=True, check=True)
+        return [d for d in yaml.safe_load_all(done.stdout) if d]
+
+    apps = {a["metadata"]["name"]: a for a in template("repoURL=oci://r.example/ns")}
+    assert "aicr-stack" in apps and "gpu-operator" in apps and "slinky-slurm-pre" in apps
+    op = apps["gpu-operator"]["spec"]["source"]
+    assert yaml.safe_load(op["helm"]["values"])["devicePlugin"]["enabled"] is False
+    pre = apps["slinky-slurm-pre"]["spec"]["source"]
+    assert pre["repoURL"] == "oci://r.example/ns/aicr-bundle" and pre["path"].endswith("-pre")
+    apps = {
+        a["metadata"]["name"]: a
+        for a in template(
+            "repoURL=oci://r.example/ns",
+            "deployer.includeRootApp=false",
+            "deployer.namePrefix=t1-",
+            "gpu-operator.driver.version=580.1",
+        )
+    }
+    assert "t1-aicr-stack" not in apps
+    values = yaml.safe_load(apps["t1-gpu-operator"]["spec"]["source"]["helm"]["values"])
+    assert values["driver"]["version"] == "580.1"  # install-time values over the static ones

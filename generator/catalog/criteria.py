@@ -38,9 +38,9 @@ KNOWN_CRITERIA: dict[str, frozenset[str]] = {
     "platform": frozenset("dynamo kubeflow nim runai slurm".split()),
 }
 
-# upstream's aliases; None is the wildcard
+# upstream's aliases (`openshift` since 2026); None is the wildcard
 ALIASES: dict[str, dict[str, str | None]] = {
-    "service": {"self-managed": None, "self": None, "vanilla": None},
+    "service": {"self-managed": None, "self": None, "vanilla": None, "openshift": "ocp"},
     "os": {"al2": "amazonlinux", "al2023": "amazonlinux"},
 }
 

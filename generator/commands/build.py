@@ -8,7 +8,12 @@ from pathlib import Path
 
 import click
 
-from generator.commands.common import catalog_option, handles_errors, trust_root_option
+from generator.commands.common import (
+    catalog_option,
+    handles_errors,
+    stated_rules,
+    trust_root_option,
+)
 from generator.core.errors import CatalogError
 from generator.evidence.model import RootUse
 from generator.site.build import DEFAULT_DEPLOYERS, BuildOptions, build_site
@@ -147,6 +152,7 @@ def command(
         site_url=site_url,
         repo_url=repo_url,
         online=online,
+        rules=stated_rules(),
     )
     show_progress()
     try:

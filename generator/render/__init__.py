@@ -22,7 +22,7 @@ from generator.core.atomic import TreeWriter
 from generator.core.errors import RenderError
 from generator.core.outputs import OutputKind, check_output_dir, swap_in
 from generator.core.records import RecipeResult
-from generator.render import argocd, flux, helm, helmfile
+from generator.render import argocd, argocd_helm, flux, helm, helmfile
 from generator.render.archive import archive_bytes, archive_name
 from generator.render.argocd import SYNC_MARKER
 from generator.render.common import (
@@ -70,6 +70,8 @@ def _deployer_files(
         return argocd.render(result, manifests, target)
     if deployer is Deployer.FLUX:
         return flux.render(result, manifests, target)
+    if deployer is Deployer.ARGOCD_HELM:
+        return argocd_helm.render(result, manifests)
     assert_never(deployer)
 
 

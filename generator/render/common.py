@@ -46,6 +46,7 @@ class Deployer(StrEnum):
     HELMFILE = "helmfile"
     ARGOCD = "argocd"
     FLUX = "flux"
+    ARGOCD_HELM = "argocd-helm"  # upstream's since 2026: one Helm chart of Applications
 
 
 def deployer_of(value: Deployer | str) -> Deployer:

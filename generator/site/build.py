@@ -89,6 +89,7 @@ class BuildOptions:
     # pointer files under evidence/ may pull their artifacts (generator.core.net); else the
     # OCI cache only: a build uses no network unless `build --online` asked for it
     online: bool = False
+    rules: str | None = None  # --upstream-rules; None: what the tree's apiVersions say
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +205,7 @@ def catalog_step(options: BuildOptions, cache: Cache | None, base: str) -> Resol
         # an absolute root: the cached catalog is read again (manifests, signers, trust root)
         # by builds from other working directories
         root = Path(os.path.abspath(options.catalog))
-        catalog = stages.load_and_validate(root, strict=options.strict)
+        catalog = stages.load_and_validate(root, strict=options.strict, rules=options.rules)
         return ResolvedCatalog(catalog, _resolve_all(catalog), stages.lanes(catalog))
 
     if cache is None or not base:

@@ -87,6 +87,7 @@ def inputs_key(
         "bundles": inputs.bundles,
         "trust_root": inputs.trust_root,
         "epoch": epoch,
+        "rules": inputs.rules,
     }
     # every path absolute, and part of the key: a cached stage keeps the catalog's root, which
     # must name this catalog whatever the working directory of the next build

@@ -47,12 +47,13 @@ if TYPE_CHECKING:  # the stages' modules (pandas, sigstore) load when a build ca
 # --- load + validate --------------------------------------------------------------------------
 
 
-def load_and_validate(root: Path, *, strict: bool = False) -> Catalog:
-    """Load and validate the catalog; raise ValidationError carrying every located problem."""
+def load_and_validate(root: Path, *, strict: bool = False, rules: str | None = None) -> Catalog:
+    """Load and validate the catalog (under `rules`, the upstream rules named, else the tree's
+    own); raise ValidationError carrying every located problem."""
     from generator.catalog.load import load_catalog
     from generator.validate import validate_catalog
 
-    catalog, load_diags = load_catalog(root)
+    catalog, load_diags = load_catalog(root, rules)
     diags = tuple(load_diags) + tuple(validate_catalog(catalog, strict=strict))
     errors = [d for d in diags if d.severity is Severity.ERROR or strict]
     if errors:
