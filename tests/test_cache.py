@@ -318,8 +318,15 @@ def test_build_skip_needs_the_same_key_and_an_untouched_output(tmp_path: Path) -
 
 def test_build_key_sees_catalog_evidence_and_options(synth: Path, tmp_path: Path) -> None:
 
-    from generator.site.build import TEMPLATES, BuildOptions
-    from generator.site.incremental import build_key
+    from generator.core.memo import Memo
+    from generator.site.build import TEMPLATES, BuildOptions, static_docs
+    from generator.site.incremental import build_key as whole_key
+    from generator.site.incremental import inputs_key
+
+    def build_key(options: BuildOptions, epoch: int, templates: Path) -> str:
+        memo = Memo()  # no cache: every file read afresh
+        base = inputs_key(options, epoch, templates, memo, static_docs(options))
+        return whole_key(options, memo, base)
 
     options = BuildOptions(
         catalog=synth / "catalog",
@@ -332,6 +339,8 @@ def test_build_key_sees_catalog_evidence_and_options(synth: Path, tmp_path: Path
     assert build_key(options, 1, TEMPLATES) != key
     assert build_key(replace(options, strict=True), 0, TEMPLATES) != key
     assert build_key(replace(options, bundles=False), 0, TEMPLATES) != key
+    assert build_key(replace(options, repo_url="https://example.org/b"), 0, TEMPLATES) != key
+    assert build_key(replace(options, jobs=3), 0, TEMPLATES) == key  # how, not what
     extra = synth / "evidence" / "x" / "y" / "z.sigstore.json"
     extra.parent.mkdir(parents=True)
     extra.write_bytes(b"{}")
