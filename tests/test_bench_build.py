@@ -36,9 +36,13 @@ def test_bench_build() -> None:
         assert doc["mkdocs_plain"]["exit"] == 0 and doc["ratio_to_mkdocs"] > 0
         assert set(doc["targets"]) == {
             "cold_build_s",
+            "cold_build_cpu_s",
             "ratio_to_mkdocs",
             "peak_mb",
             "no_change_rebuild_s",
             "one_evidence_rebuild_s",
+            "one_evidence_removed_s",
             "validate_s",
+            "largest_page_mb",
+            "largest_api_file_mb",
         }
