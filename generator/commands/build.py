@@ -10,6 +10,7 @@ import click
 
 from generator.commands.common import catalog_option, handles_errors
 from generator.core.errors import CatalogError
+from generator.core.gitremote import remote_web_url
 from generator.site.build import DEFAULT_DEPLOYERS, BuildOptions, build_site
 from generator.site.pages import CommandHelp
 
@@ -96,7 +97,9 @@ def show_progress() -> None:
     "--repo-url",
     default="",
     metavar="URL",
-    help="The catalog's source repository, linked from every page with how to install the CLI.",
+    help="The catalog's source repository, linked from every page with how to install the CLI "
+    "(default: the web address of the catalog's git remote, origin else the first; none when it "
+    "has no remote with one, which the build notes).",
 )
 @click.option(
     "--jobs",
@@ -127,6 +130,15 @@ def command(
     and the previous site is left as it was), 2 usage.
     """
     root = click.get_current_context().find_root().command
+    repo_note = ""
+    if not repo_url:
+        repo_url = remote_web_url(catalog_path)
+        repo_note = (
+            f"repository link: {repo_url} (the git remote; --repo-url to choose another)"
+            if repo_url
+            else "no repository link on the pages: no --repo-url and no git remote with a web "
+            "address"
+        )
     options = BuildOptions(
         catalog=catalog_path,
         evidence=evidence_path,
@@ -143,6 +155,8 @@ def command(
         repo_url=repo_url,
     )
     show_progress()
+    if repo_note:
+        click.echo(f"note: build: {repo_note}", err=True)
     try:
         report = build_site(options)
     except CatalogError:  # reported by handles_errors (a corrupt trust root is usage: exit 2)

@@ -57,6 +57,7 @@ from generator.site.model import (
 )
 from generator.site.outdir import build_lock, remove_leftovers, swap_in
 from generator.site.publish import Publisher
+from generator.site.signers import signer_policy
 
 REPO = Path(__file__).resolve().parent.parent.parent
 TEMPLATES = REPO / "site_templates"
@@ -328,6 +329,7 @@ def site_data(
         recipes_added=stages.recipes_added(
             options.catalog, {leaf: catalog.overlays[leaf].doc.rel for leaf in resolved.recipes}
         ),
+        signers=signer_policy(catalog, judged.runs),
     )
 
 

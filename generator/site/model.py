@@ -13,6 +13,7 @@ from typing import Any
 
 from generator.core.records import Consensus, Criteria, RecipeResult, ScaleProfile
 from generator.evidence.view import EvidenceView
+from generator.site.signers import SignerPolicyView
 
 UNTESTED = Consensus.UNTESTED
 
@@ -124,3 +125,4 @@ class SiteData:
     trust_root: str
     site_url: str = ""  # where the site is served, "" when not given
     recipes_added: tuple[tuple[str, str], ...] = ()  # (recipe, date its overlay was added)
+    signers: SignerPolicyView | None = None  # the signer policy (None: not gathered)

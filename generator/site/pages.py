@@ -386,6 +386,14 @@ def cli_page(commands: Sequence[CommandHelp]) -> str:
     return render("pages/cli.md.j2", commands=commands)
 
 
+def signers_page(site: SiteData) -> str:
+    """The signer policy as a directory (generator/site/signers.py)."""
+    from generator.site.signers import SignerPolicyView
+
+    policy = site.signers or SignerPolicyView((), 0, False)
+    return render("pages/signers.md.j2", policy=policy, trust_root=site.trust_root, slug=slug)
+
+
 @dataclass(frozen=True, slots=True)
 class PagePlan:
     """One generated page: where it goes, what it depends on, and how to render it.
@@ -416,6 +424,7 @@ def page_plan(
             "legend.md", "site", "legend", None, lambda: render("pages/legend.md.j2", base="")
         ),
         PagePlan("changelog.md", "site", "changelog", None, lambda: changelog_page(site)),
+        PagePlan("signers.md", "site", "signers", None, lambda: signers_page(site)),
         PagePlan("compare.md", "site", "compare", None, lambda: render("pages/compare.md.j2")),
     ]
     for r in site.recipes:
