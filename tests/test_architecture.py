@@ -18,6 +18,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("catalog",),
     ("render", "scale", "evidence"),
     ("validate", "aggregate"),
+    ("pipeline",),
     ("site",),
     ("publish", "pins"),
     ("bench",),

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.core.cache import MAGIC, Cache, digest, fingerprint, machine_key, tree_digest
+from generator.core.cache import MAGIC, STORE, Cache, digest, fingerprint, machine_key, tree_digest
 
 FP = "fp-1"
 
@@ -27,7 +27,31 @@ def test_round_trip_and_stats(cache: Cache) -> None:
     assert cache.get("render", key, FP) == b"archive bytes"
     assert cache.stats.hits == {"render": 1}
     assert cache.stats.misses == {"render": 1}
-    assert cache.path("render", key).read_bytes().startswith(MAGIC)
+    stored = cache.raw("render", key)
+    assert stored is not None and stored.startswith(MAGIC)
+    assert [p.name for p in cache.root.iterdir() if not p.name.startswith(STORE)] == []
+
+
+def test_entries_live_in_one_store_and_a_batch_is_one_transaction(cache: Cache) -> None:
+    keys = [("a", str(i)) for i in range(1200)]  # more than one query's batch of keys
+    made: list[int] = []
+
+    def make(todo: list[int]) -> list[str]:
+        made.extend(todo)
+        return [f"value {i}" for i in todo]
+
+    assert cache.get_or_make_many("pages", keys, make) == [f"value {i}" for i in range(1200)]
+    again = Cache(cache.root, secret=b"k" * 32)
+    assert again.get_or_make_many("pages", keys, make) == [f"value {i}" for i in range(1200)]
+    assert len(made) == 1200 and again.stats.hits == {"pages": 1200}
+    assert len(cache.keys("pages")) == 1200
+
+    def fail(todo: list[int]) -> list[str]:
+        raise RuntimeError("the stage failed")
+
+    with pytest.raises(RuntimeError):
+        cache.get_or_make_many("pages", [("b", str(i)) for i in range(3)], fail)
+    assert len(cache.keys("pages")) == 1200  # nothing half-written
 
 
 def test_keys_depend_on_every_input_and_the_fingerprint(cache: Cache) -> None:
@@ -57,19 +81,16 @@ def test_corrupted_entry_is_detected_deleted_and_recomputed(
 ) -> None:
     key = cache.key("render", FP, "x")
     cache.put("render", key, FP, b"payload" * 10)
-    path = cache.path("render", key)
-    path.write_bytes(damage(path.read_bytes()))
+    cache.write_raw("render", key, damage(cache.raw("render", key) or b""))
     assert cache.get("render", key, FP) is None
     assert cache.stats.rejected == {"render": 1}
-    assert not path.exists()
+    assert cache.raw("render", key) is None
 
 
 def test_foreign_entry_under_another_name_is_rejected(cache: Cache) -> None:
     a, b = cache.key("render", FP, "a"), cache.key("render", FP, "b")
     cache.put("render", a, FP, b"content of a")
-    target = cache.path("render", b)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(cache.path("render", a).read_bytes())  # a copied where b belongs
+    cache.write_raw("render", b, cache.raw("render", a) or b"")  # a copied where b belongs
     assert cache.get("render", b, FP) is None
     assert cache.stats.rejected == {"render": 1}
 
@@ -88,7 +109,7 @@ def test_disabled_cache_reads_and_writes_nothing(tmp_path: Path) -> None:
     off = Cache(tmp_path / "c", enabled=False)
     assert off.get("render", key, FP) is None
     off.put("render", on.key("render", FP, "b"), FP, b"y")
-    assert not on.path("render", on.key("render", FP, "b")).exists()
+    assert on.raw("render", on.key("render", FP, "b")) is None
     assert off.stats.hits == {} and off.stats.misses == {}
 
 
@@ -158,9 +179,7 @@ def test_finish_sweeps_only_stages_served_with_sweep(tmp_path: Path) -> None:
     later.get_or_make("swept", (FP, "b"), lambda: "b", sweep=True)
     later.get_or_make("kept", (FP, "b"), lambda: "b")
     later.finish()
-    swept = [p for p in (tmp_path / "c" / "swept").rglob("*") if p.is_file()]
-    kept = [p for p in (tmp_path / "c" / "kept").rglob("*") if p.is_file()]
-    assert len(swept) == 1 and len(kept) == 2
+    assert len(later.keys("swept")) == 1 and len(later.keys("kept")) == 2
     assert later.stats.hits == {"swept": 1, "kept": 1}
 
 
@@ -239,11 +258,10 @@ def test_verify_cached_verifies_only_what_it_has_not_seen(synth: Path, tmp_path:
     assert again.stats.hits == {"verify": len(files)} and again.stats.misses == {}
 
     # one entry corrupted: detected, that one file verified again, same records
-    entry = next((tmp_path / "c" / "verify").rglob("*"), None)
-    entries = [p for p in (tmp_path / "c" / "verify").rglob("*") if p.is_file()]
-    assert entry is not None and len(entries) == len(files)
-    raw = entries[0].read_bytes()
-    entries[0].write_bytes(raw[:-1] + bytes([raw[-1] ^ 0xFF]))
+    entries = again.keys("verify")
+    assert len(entries) == len(files)
+    raw = again.raw("verify", entries[0]) or b""
+    again.write_raw("verify", entries[0], raw[:-1] + bytes([raw[-1] ^ 0xFF]))
     third = Cache(tmp_path / "c", secret=b"s" * 32)
     assert (
         verify_cached(
@@ -318,8 +336,15 @@ def test_build_skip_needs_the_same_key_and_an_untouched_output(tmp_path: Path) -
 
 def test_build_key_sees_catalog_evidence_and_options(synth: Path, tmp_path: Path) -> None:
 
-    from generator.site.build import TEMPLATES, BuildOptions
-    from generator.site.incremental import build_key
+    from generator.core.memo import Memo
+    from generator.site.build import TEMPLATES, BuildOptions, static_docs
+    from generator.site.incremental import build_key as whole_key
+    from generator.site.incremental import inputs_key
+
+    def build_key(options: BuildOptions, epoch: int, templates: Path) -> str:
+        memo = Memo()  # no cache: every file read afresh
+        base = inputs_key(options, epoch, templates, memo, static_docs(options))
+        return whole_key(options, memo, base)
 
     options = BuildOptions(
         catalog=synth / "catalog",
@@ -332,6 +357,8 @@ def test_build_key_sees_catalog_evidence_and_options(synth: Path, tmp_path: Path
     assert build_key(options, 1, TEMPLATES) != key
     assert build_key(replace(options, strict=True), 0, TEMPLATES) != key
     assert build_key(replace(options, bundles=False), 0, TEMPLATES) != key
+    assert build_key(replace(options, repo_url="https://example.org/b"), 0, TEMPLATES) != key
+    assert build_key(replace(options, jobs=3), 0, TEMPLATES) == key  # how, not what
     extra = synth / "evidence" / "x" / "y" / "z.sigstore.json"
     extra.parent.mkdir(parents=True)
     extra.write_bytes(b"{}")

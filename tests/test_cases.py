@@ -39,10 +39,13 @@ SUITES = ("invalid", "hostile")
 GENERATOR_DIR = Path(__file__).resolve().parent.parent / "generator"
 
 # Per case: CPU seconds of the whole `validate` run. CPU time, not wall clock, so that a busy
-# machine (parallel test workers, other jobs) does not fail a case; a hang is caught by the wall
-# clock at HANG_FACTOR times the bound (see run_isolated).
+# machine (parallel test workers, other jobs) does not fail a case. A run spinning is
+# interrupted at HANG_FACTOR times the bound in CPU seconds; one blocked (a read that never
+# returns, using no CPU) at WALL_FACTOR times it in wall seconds, far above what a loaded 2-core
+# machine stretches a case to (`hostile/components-10000` failed a 20 s wall deadline).
 TIME_LIMIT_S = 5.0
 HANG_FACTOR = 4
+WALL_FACTOR = 12
 MEMORY_LIMIT = 512 * 1024 * 1024  # address space a case may add to the process, in bytes
 
 # Every entry a case folder may hold; anything else is a typo that would silently do nothing.
@@ -192,8 +195,9 @@ class CaseTimeout(Exception):
 
 
 @contextmanager
-def _deadline(seconds: float) -> Iterator[None]:
-    """Interrupt the block after `seconds` (SIGALRM; only possible on the main thread)."""
+def _deadline(seconds: float, cpu: float | None = None) -> Iterator[None]:
+    """Interrupt the block after `seconds` of wall-clock time (SIGALRM) or, with `cpu`, after
+    that many CPU seconds of this process (SIGPROF); only possible on the main thread."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
         yield
         return
@@ -201,13 +205,21 @@ def _deadline(seconds: float) -> Iterator[None]:
     def _fire(signum: int, frame: FrameType | None) -> None:
         raise CaseTimeout(f"still running after {seconds:g} s")
 
+    def _spent(signum: int, frame: FrameType | None) -> None:
+        raise CaseTimeout(f"still running after {cpu:g} CPU s")
+
     previous = signal.signal(signal.SIGALRM, _fire)
+    previous_prof = signal.signal(signal.SIGPROF, _spent)
     signal.setitimer(signal.ITIMER_REAL, seconds)
+    if cpu is not None:
+        signal.setitimer(signal.ITIMER_PROF, cpu)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.signal(signal.SIGALRM, previous)
+        signal.signal(signal.SIGPROF, previous_prof)
 
 
 def _vm_bytes(field: str) -> int:
@@ -235,8 +247,9 @@ def run_isolated(fn: Callable[[], dict[str, Any]], *, seconds: float, memory: in
     """Run `fn` in a forked child limited to `memory` more bytes of address space.
 
     A crash (segmentation fault), an exhausted memory limit or a hang ends the child, not the
-    test session: `fn` is interrupted after HANG_FACTOR * `seconds` of wall-clock time, and the
-    parent kills a child that has not reported two `seconds` later.
+    test session: `fn` is interrupted after HANG_FACTOR * `seconds` of CPU time or WALL_FACTOR *
+    `seconds` of wall-clock time, and the parent kills a child that has not reported two
+    `seconds` after that.
     """
     read_fd, write_fd = os.pipe()
     pid = os.fork()
@@ -252,7 +265,7 @@ def run_isolated(fn: Callable[[], dict[str, Any]], *, seconds: float, memory: in
             started = time.process_time()
             report: dict[str, Any] = {"payload": {}, "error": None}
             try:
-                with _deadline(HANG_FACTOR * seconds):
+                with _deadline(WALL_FACTOR * seconds, cpu=HANG_FACTOR * seconds):
                     report["payload"] = fn()
             except BaseException as e:  # reported to the parent, which fails the test
                 report["error"] = f"{type(e).__name__}: {e}"
@@ -267,14 +280,14 @@ def run_isolated(fn: Callable[[], dict[str, Any]], *, seconds: float, memory: in
             os._exit(status)
     os.close(write_fd)
     chunks: list[bytes] = []
-    limit = time.monotonic() + (HANG_FACTOR + 2) * seconds
+    limit = time.monotonic() + (WALL_FACTOR + 2) * seconds
     died = None
     with os.fdopen(read_fd, "rb", buffering=0) as fh:
         while True:
             remaining = limit - time.monotonic()
             if remaining <= 0:
                 os.kill(pid, signal.SIGKILL)
-                died = f"killed after {(HANG_FACTOR + 2) * seconds:.0f} s"
+                died = f"killed after {(WALL_FACTOR + 2) * seconds:.0f} s"
                 break
             ready, _, _ = select.select([fh], [], [], remaining)
             if ready:
@@ -450,7 +463,7 @@ def test_isolation_kills_a_hang_that_ignores_the_alarm() -> None:
 
     started = time.monotonic()
     out = run_isolated(hang, seconds=0.2, memory=MEMORY_LIMIT)
-    assert out.died == "killed after 1 s" and time.monotonic() - started < 5
+    assert out.died == "killed after 3 s" and time.monotonic() - started < 8
 
 
 def test_isolation_interrupts_a_hang_with_a_clean_error() -> None:
@@ -459,7 +472,19 @@ def test_isolation_interrupts_a_hang_with_a_clean_error() -> None:
             time.sleep(0.05)
 
     out = run_isolated(hang, seconds=0.1, memory=MEMORY_LIMIT)
-    assert out.died is None and out.error == "CaseTimeout: still running after 0.4 s"
+    assert out.died is None and out.error == "CaseTimeout: still running after 1.2 s"
+
+
+def test_deadline_interrupts_a_spinning_run_by_its_cpu_time() -> None:
+    """However long a busy machine makes it take, a spin is stopped by the CPU it used."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals need the main thread")
+    started = time.process_time()
+    with pytest.raises(CaseTimeout, match=r"after 0\.2 CPU s"), _deadline(120, cpu=0.2):
+        n = 0
+        while True:
+            n += 1
+    assert time.process_time() - started >= 0.1  # the timer counts every thread of the process
 
 
 def test_isolation_bounds_memory() -> None:

@@ -21,6 +21,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
+from generator import pipeline
 from generator.aggregate import RunStatus
 from generator.catalog.load import load_catalog
 from generator.catalog.resolve import resolve
@@ -123,10 +124,9 @@ def _outcome(repo: Path, trust: str, monkeypatch: pytest.MonkeyPatch) -> Outcome
     doc = status_document(status, evidence, lanes, root, detail=True)
     (row,) = [r for r in doc["recipes"] if r["profile"] == PROFILE]
     runs = {r.path: _row(r) for r in status.runs}
-    catalog, _ = load_catalog(Path("catalog"))
-    results = [resolve(catalog, RECIPE, profile=PROFILE)]
-    verified, _ = stages.verify_evidence(catalog, Path("evidence"), results, trust, jobs=1)
-    judged, _ = stages.aggregate(catalog, results, verified)
+    # what `build` publishes: the pipeline over every recipe, as the site projects it
+    ran = pipeline.run(pipeline.Inputs(Path("catalog"), Path("evidence"), (trust,), jobs=1))
+    judged, _ = stages.judged(ran, Path("evidence"))
     site = {e.path: e for e in judged.runs}
     lanes_site = {ln.lane: ln.verdict for ln in judged.statuses[(RECIPE, PROFILE)].lanes}
     outcome = Outcome(row, runs, site, lanes_site.get(LANE, ""), bool(doc["sample"]))

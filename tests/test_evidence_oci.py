@@ -630,7 +630,7 @@ def test_site_stage_shows_upstream_phases(
 ) -> None:
     """The build's evidence stage reads pointers: an upstream run reaches the site with one check
     per CTRF test, per phase, and its pointer as the run's raw file."""
-    from generator.catalog.load import load_catalog
+    from generator import pipeline
     from generator.site import stages
 
     authority, _ = _roots(tmp_path)
@@ -642,18 +642,18 @@ def test_site_stage_shows_upstream_phases(
     target.write_bytes(published.pointer)
     (evidence / "allowlist.yaml").write_text(FIRST_PARTY)
     monkeypatch.setenv("AICR_CATALOG_OCI_CACHE", str(tmp_path / "cache"))
-    catalog, _ = load_catalog(CATALOG)
-    verified, note = stages.verify_evidence(catalog, evidence, (), str(tmp_path / "test-root.json"))
-    assert note is None
-    (record,) = verified.records
+    root = str(tmp_path / "test-root.json")
+    outcome = pipeline.run(pipeline.Inputs(CATALOG, evidence, (root,), jobs=1))
+    raws = stages.raw_files(outcome.verification, evidence)
+    (record,) = outcome.records
     assert isinstance(record, VerifiedEvidence), record.message
-    run = evidence_view(record, trust_root=verified.trust_root, raw=verified.raw[record.path])
+    run = evidence_view(record, trust_root=outcome.trust_root, raw=raws[record.path])
     assert run.bundle_digest == published.pushed.digest and run.predicate_type == V3
     assert [(c.phase, c.name, c.status) for c in run.checks] == [
         (p, n, s) for p in ("deployment", "conformance", "performance") for n, s in PHASE_TESTS[p]
     ]
     # the raw download is the run's Sigstore bundle (the referrer), which verifies on its own
-    raw = verified.raw[record.path]
+    raw = raws[record.path]
     assert json.loads(raw)["dsseEnvelope"]["payloadType"] == "application/vnd.in-toto+json"
 
 

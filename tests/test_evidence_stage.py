@@ -112,11 +112,11 @@ def test_the_cli_status_and_the_site_verify_through_verify_stage_alike(
 ) -> None:
     from click.testing import CliRunner
 
+    from generator import pipeline
     from generator.cli import main
     from generator.commands import evidence as evidence_cmd
     from generator.commands import status as status_cmd
-    from generator.evidence import stage as evidence_stage  # the site imports it when it verifies
-    from generator.site import stages
+    from generator.evidence import stage as evidence_stage  # the pipeline imports it to verify
 
     catalog, _ = load_catalog(CATALOG)
     leaf = catalog.leaves()[0]
@@ -126,22 +126,19 @@ def test_the_cli_status_and_the_site_verify_through_verify_stage_alike(
     evidence = tmp_path / "evidence"
     monkeypatch.chdir(tmp_path)
 
-    cli_runs, status_runs, site_runs = (
-        _spy(monkeypatch, evidence_cmd),
-        _spy(monkeypatch, status_cmd),
-        _spy(monkeypatch, evidence_stage),
-    )
+    cli_runs, pipeline_runs = _spy(monkeypatch, evidence_cmd), _spy(monkeypatch, evidence_stage)
+    assert not hasattr(status_cmd, "verify_stage")  # status verifies through the pipeline
     args = ["--catalog", str(CATALOG), "--trust-root", "demo"]
     verify = CliRunner().invoke(main, ["evidence", "verify", str(evidence), *args, "--jobs", "1"])
     assert verify.exit_code == 1, verify.output  # one stale, one rejected
     status = CliRunner().invoke(main, ["status", leaf, *args, "--evidence", str(evidence)])
     assert status.exit_code == 0, status.output
-    results, _ = stages.resolve_leaf(catalog, leaf)
-    verified, _ = stages.verify_evidence(catalog, evidence, results, "demo", jobs=1)
+    # the site's run: the same pipeline over every recipe (what `build` asks of it)
+    outcome = pipeline.run(pipeline.Inputs(CATALOG, evidence, ("demo",), jobs=1))
 
-    assert len(cli_runs) == len(status_runs) == len(site_runs) == 1
-    (cli,), (st,), (site,) = cli_runs, status_runs, site_runs
-    assert verified.records == site.records
+    assert len(cli_runs) == 1 and len(pipeline_runs) == 2
+    (cli,), (st, site) = cli_runs, pipeline_runs
+    assert outcome.verification.records == site.records
     # the same files, judged the same way (paths are shown relative to where each looked from)
     by_name = [
         {Path(p).name: s for p, s in _states(run.records).items()} for run in (cli, st, site)

@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from generator.catalog.load import load_catalog
-from generator.catalog.resolve import resolve
+from generator import pipeline
 from generator.commands.status import gather, status_document
 from generator.site import stages
 from generator.site.api import run_json
@@ -44,10 +43,8 @@ def test_status_shows_each_run_as_the_api_does(monkeypatch: pytest.MonkeyPatch) 
     excluded = row["excludedEvidence"]
     assert len(counted) == 14 and {x["exclusion"] for x in excluded} == {"stale", "unallowlisted"}
 
-    catalog, _ = load_catalog(Path("catalog"))
-    results = [resolve(catalog, RECIPE, profile=PROFILE)]
-    verified, _ = stages.verify_evidence(catalog, Path("evidence"), results, "demo", jobs=1)
-    judged, _ = stages.aggregate(catalog, results, verified)
+    ran = pipeline.run(pipeline.Inputs(Path("catalog"), Path("evidence"), ("demo",), jobs=1))
+    judged, _ = stages.judged(ran, Path("evidence"))
     api = {v.path: _without(run_json(v), "url", "raw") for v in judged.runs}
     for run in counted:
         assert _without(run, "effectiveVerdict", "downgraded") == api[run["repositoryPath"]]

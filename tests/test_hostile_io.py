@@ -443,20 +443,14 @@ def test_diff_over_a_commit_holding_an_absolute_symlink(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- cache confusion
 
 
-def _options(catalog: Path, evidence: Path, out: Path) -> Any:
-    from generator.site.build import BuildOptions
-
-    return BuildOptions(catalog=catalog, evidence=evidence, out=out, bundles=False)
-
-
 def test_cached_catalog_stage_keeps_an_absolute_root(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Build from A with a relative --catalog, then from B (holding another `catalog/`) with
     A's catalog by its absolute path: the cached stage must still read A's manifests."""
     from generator.catalog.manifests import read_manifests
-    from generator.site.build import catalog_step
-    from generator.site.incremental import inputs_key
+    from generator.core.memo import Memo
+    from generator.pipeline import CATALOG_CODE, CATALOG_STAGE, CatalogInput, resolve_catalog
 
     a, b = tmp_path / "a", tmp_path / "b"
     shutil.copytree(MINIMAL, a / "catalog")
@@ -467,24 +461,32 @@ def test_cached_catalog_stage_keeps_an_absolute_root(
         (d / "evidence").mkdir()
     cache = Cache(tmp_path / ".cache", secret=b"k" * 32)
 
+    def stage(record: CatalogInput) -> Any:
+        memo = Memo(cache)
+        return memo.stage(CATALOG_STAGE, CATALOG_CODE, record, lambda: resolve_catalog(record))
+
+    def key(record: CatalogInput) -> str:
+        return Memo(cache).key(CATALOG_STAGE, CATALOG_CODE, record)
+
     monkeypatch.chdir(a)
-    first = _options(Path("catalog"), Path("evidence"), tmp_path / "site")
-    key = inputs_key(first, 0, REPO / "site_templates", cache)
-    catalog = catalog_step(first, cache, key).catalog
+    first = CatalogInput(Path("catalog"))
+    catalog = stage(first).catalog
     assert Path(catalog.root).is_absolute()
 
     monkeypatch.chdir(b)
-    second = _options(a / "catalog", a / "evidence", tmp_path / "site")
-    assert inputs_key(second, 0, REPO / "site_templates", cache) == key  # the very same inputs
-    stage = catalog_step(second, cache, key)
-    cached, resolved2 = stage.catalog, stage.recipes
+    second = CatalogInput(a / "catalog")
+    assert key(second) == key(CatalogInput(a / "catalog"))  # the very same inputs
+    monkeypatch.chdir(a)
+    assert key(first) == key(second)
+    monkeypatch.chdir(b)
+    found = stage(second)
+    cached, resolved2 = found.catalog, found.by_recipe
     assert cache.stats.hits.get("catalog") == 1
     result = next(r for rs in resolved2.values() for r in rs if manifest in str(r.components))
     assert read_manifests(cached, result)[manifest] == (a / "catalog" / manifest).read_bytes()
 
     # and from B, B's own relative catalog is another key: never A's entry
-    third = _options(Path("catalog"), Path("evidence"), tmp_path / "site")
-    assert inputs_key(third, 0, REPO / "site_templates", cache) != key
+    assert key(CatalogInput(Path("catalog"))) != key(second)
 
 
 def test_a_write_failure_in_a_render_worker_reaches_the_command_as_an_os_error(
@@ -494,9 +496,10 @@ def test_a_write_failure_in_a_render_worker_reaches_the_command_as_an_os_error(
     back to the build as the OSError it is (errno kept), which the command group reports."""
     import generator.site.stages as stages
     from generator.catalog.load import load_catalog
+    from generator.pipeline import resolve_recipe
 
     catalog, _ = load_catalog(MINIMAL)
-    results = [r for leaf in catalog.leaves() for r in stages.resolve_leaf(catalog, leaf)[0]]
+    results = [r for leaf in catalog.leaves() for r in resolve_recipe(catalog, leaf)[0]]
     monkeypatch.setattr(stages, "_PARALLEL_RENDER", 1)
 
     def run() -> dict[str, Any]:

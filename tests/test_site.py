@@ -188,16 +188,30 @@ def test_status_shown_is_the_status_stage_result(built_site: Path, site_inputs: 
     """Consensus, ceiling and lane verdicts on the site are exactly what `aggregate` computes."""
     from generator.aggregate import aggregate
     from generator.catalog.load import load_catalog
+    from generator.catalog.resolve import profile_applies, resolve
+    from generator.evidence.stage import verify_stage
+    from generator.evidence.verify import digest_key
     from generator.scale.qualify import parse_lanes
-    from generator.site import stages
 
+    # computed here stage by stage, apart from the pipeline the build runs
     catalog, _ = load_catalog(site_inputs.catalog)
-    results = [r for leaf in catalog.leaves() for r in stages.resolve_leaf(catalog, leaf)[0]]
-    verified, _ = stages.verify_evidence(catalog, site_inputs.evidence, results, "demo")
-    assert verified.records, "the repository's sample evidence is missing"
+    results = [
+        resolve(catalog, leaf, profile=p.name)
+        for leaf in catalog.leaves()
+        for p in sorted(catalog.profiles.values(), key=lambda p: p.name)
+        if profile_applies(p, catalog.overlays[leaf].criteria)
+    ]
+    run = verify_stage(
+        [site_inputs.evidence],
+        catalog_dir=site_inputs.catalog,
+        trust_roots=("demo",),
+        current={digest_key(r.name, r.scale_profile): r.digest for r in results},
+        base=site_inputs.evidence.parent,
+    )
+    assert run.records, "the repository's sample evidence is missing"
     status = aggregate(
         results,
-        verified.records,
+        run.records,
         parse_lanes(catalog.documents["scale/lanes.yaml"]),
         {n: p.ladder for n, p in catalog.profiles.items()},
         demo=True,
@@ -212,9 +226,9 @@ def test_status_shown_is_the_status_stage_result(built_site: Path, site_inputs: 
         for p in r["profiles"]
     }
     assert shown == expected
-    counted = {e.path for e in verified.records if getattr(e, "counted", False)}
+    counted = {e.path for e in run.records if getattr(e, "counted", False)}
     published = load(built_site, "api/v1/evidence.json")["evidence"]
-    assert {e["repositoryPath"] for e in published} == {e.path for e in verified.records}
+    assert {e["repositoryPath"] for e in published} == {e.path for e in run.records}
     assert {e["repositoryPath"] for e in published if e["counted"]} <= counted
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.core.cache import MAGIC
+from generator.core.cache import MAGIC, Cache
 from generator.site.build import ENGINE_STAGE, PAGES_STAGE, BuildOptions, build_site
 from tests.conftest import CATALOG, REPO
 
@@ -87,8 +87,8 @@ def test_one_added_evidence_file_renders_two_pages_and_matches_a_fresh_build(
     assert held.name.split(".")[0][:16] in page  # the new run is on its recipe's page
 
 
-def _entries(cache: Path, stage: str) -> list[Path]:
-    return sorted(p for p in (cache / stage).glob("??/*") if p.is_file())
+def _entries(cache: Path, stage: str) -> list[str]:
+    return Cache(cache).keys(stage)
 
 
 def test_corrupt_and_planted_entries_are_recomputed(
@@ -104,13 +104,15 @@ def test_corrupt_and_planted_entries_are_recomputed(
 
     # corrupt one page entry (truncated), plant another: a valid header without this machine's
     # HMAC, over a page that would run a script
-    pages[0].write_bytes(pages[0].read_bytes()[:-10])
-    raw = pages[1].read_bytes()
+    store = Cache(cache)
+    store.write_raw(PAGES_STAGE, pages[0], (store.raw(PAGES_STAGE, pages[0]) or b"")[:-10])
+    raw = store.raw(PAGES_STAGE, pages[1]) or b""
     header = json.loads(raw[len(MAGIC) : raw.index(b"\n", len(MAGIC))])
     payload = json.dumps(["# x\n", ["<script>window.__pwned=1</script>"]]).encode()
     header["sha256"] = hashlib.sha256(payload).hexdigest()
-    pages[1].write_bytes(MAGIC + json.dumps(header).encode() + b"\n" + payload)
-    engine[0].write_bytes(b"garbage")
+    store.write_raw(PAGES_STAGE, pages[1], MAGIC + json.dumps(header).encode() + b"\n" + payload)
+    store.write_raw(ENGINE_STAGE, engine[0], b"garbage")
+    store.close()
 
     shutil.move(tmp_path / "held.sigstore.json", held)  # so the build is not skipped
     report = build_site(opts(catalog, evidence, out))

@@ -260,7 +260,10 @@ def _measure_pages(
 
 def stages_in_process(synth: Path, out: Path, jobs: int | None) -> tuple[list[Stage], int]:
     """Each stage of the site build, measured; returns the stages and the generated page count."""
+    from generator import pipeline
     from generator.catalog.load import load_catalog
+    from generator.core.memo import Memo
+    from generator.scale.qualify import lanes_of
     from generator.site import build as site_build
     from generator.site import stages as st
     from generator.validate import validate_catalog
@@ -283,8 +286,12 @@ def stages_in_process(synth: Path, out: Path, jobs: int | None) -> tuple[list[St
         if errors:
             raise SystemExit(f"synthetic catalog does not validate: {errors[0].format()}")
         with measure(result["resolve"], sampler):
-            resolved = {leaf: st.resolve_leaf(catalog, leaf)[0] for leaf in catalog.leaves()}
+            resolved = {
+                leaf: pipeline.resolve_recipe(catalog, leaf)[0] for leaf in catalog.leaves()
+            }
             results = tuple(r for rs in resolved.values() for r in rs)
+            lanes = lanes_of(catalog.documents)
+            stage = pipeline.Resolved(catalog, resolved, {}, (), lanes)
         result["resolve"].note = f"{len(results)} recipe x profile"
         with measure(result["render"], sampler):
             kwargs = _jobs_kwarg(st.render_bundles, jobs)
@@ -293,13 +300,13 @@ def stages_in_process(synth: Path, out: Path, jobs: int | None) -> tuple[list[St
             )
         result["render"].note = f"{sum(len(v) for v in downloads.values())} archives"
         with measure(result["verify"], sampler):
-            kwargs = _jobs_kwarg(st.verify_evidence, jobs)
-            verified, _ = st.verify_evidence(
-                catalog, options.evidence, results, options.trust_root, **kwargs
+            inputs = pipeline.Inputs(
+                options.catalog, options.evidence, (options.trust_root,), jobs=jobs
             )
+            verified = pipeline.verify(inputs, stage, Memo())
         result["verify"].note = f"{len(verified.records)} files"
         with measure(result["aggregate"], sampler):
-            st.aggregate(catalog, results, verified)
+            pipeline.aggregate(stage, verified.records, verified)
         pages = _measure_pages(options, jobs, out, result, sampler)
     return [result[n] for n in names], pages
 

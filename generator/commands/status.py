@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from generator import pipeline
 from generator.aggregate import (
     CheckStatus,
     ComponentQualification,
@@ -17,59 +18,22 @@ from generator.aggregate import (
     RecipeStatus,
     RunStatus,
     Status,
-    aggregate,
 )
 from generator.catalog.lanes import Lane, Lanes
-from generator.catalog.resolve import profile_applies, resolve
 from generator.commands.common import (
     EXIT_OK,
+    EXIT_USAGE,
+    announce_defaults,
     catalog_option,
+    fail,
     handles_errors,
-    open_catalog,
 )
-from generator.core.errors import CatalogError, ResolveError, ScaleError, printable
-from generator.core.records import DEFAULT_PROFILE, Catalog, Consensus, RecipeResult
+from generator.core.errors import ResolveError, ScaleError, printable
+from generator.core.records import Consensus
 from generator.evidence.model import Evidence
-from generator.evidence.stage import verify_stage
 from generator.evidence.trustroot import PUBLIC_GOOD
-from generator.evidence.upstream import options_from_env
-from generator.evidence.verify import digest_key
 from generator.evidence.view import evidence_view
 from generator.scale.qualify import lanes_of
-
-
-def _resolve_all(
-    catalog: Catalog, recipe: str | None, profile: str | None, evidence_dir: Path
-) -> tuple[list[RecipeResult], dict[str, str]]:
-    """Current recipes in scope: each leaf (or the one asked) × each profile that applies, plus
-    any other recipe that evidence/ holds evidence for."""
-    if recipe:
-        leaves: tuple[str, ...] = (recipe,)
-    else:
-        named = (
-            {p.name for p in evidence_dir.iterdir() if p.is_dir()}
-            if evidence_dir.is_dir()
-            else set()
-        )
-        extra = {n for n in named if n in catalog.overlays and n != "base"}
-        leaves = tuple(sorted(set(catalog.leaves()) | extra))
-    results: list[RecipeResult] = []
-    failures: dict[str, str] = {}
-    for leaf in leaves:
-        overlay = catalog.overlays.get(leaf)
-        names = (profile,) if profile else tuple(sorted(catalog.profiles))
-        for name in names:
-            prof = catalog.profiles.get(name)
-            applies = overlay is None or prof is None or profile_applies(prof, overlay.criteria)
-            if not applies and not (recipe and profile):  # asked for explicitly: say why not
-                continue
-            try:
-                results.append(resolve(catalog, leaf, profile=name))
-            except CatalogError as e:
-                if recipe:  # the one recipe asked for must resolve with the profile asked for
-                    raise
-                failures.setdefault(leaf, e.message)
-    return results, failures
 
 
 def gather(
@@ -79,35 +43,28 @@ def gather(
     profile: str | None,
     trust: Sequence[str],
 ) -> tuple[Status, tuple[Evidence, ...], Lanes, str]:
-    """Resolve, read and verify evidence, aggregate: the whole status pipeline for the CLI.
-    Gives the status, the evidence records it was aggregated from (`RunStatus.index` is a
-    position in them), the lanes and the trust root's name."""
-    catalog = open_catalog(catalog_path)
-    lanes = lanes_of(catalog.documents)
-    recipes, failures = _resolve_all(catalog, recipe, profile, evidence_dir)
-    where = evidence_dir / recipe if recipe else evidence_dir
-    run = verify_stage(
-        [where] if where.is_dir() else [],
-        catalog_dir=catalog_path,
-        trust_roots=trust or (PUBLIC_GOOD,),
-        catalog=catalog,
-        current={digest_key(r.name, r.scale_profile): r.digest for r in recipes},
-        # upstream's allowlist.yaml beside the evidence, even when one recipe is asked for
-        allowlists_under=[evidence_dir],
-        upstream=options_from_env(),
-    )
-    records = run.records
-    if profile:  # keep what this profile's status is about (and unreadable files, shown)
-        records = tuple(
-            r
-            for r in records
-            if r.statement is None or (r.statement.scale_profile or DEFAULT_PROFILE) == profile
+    """The status pipeline for the CLI: `generator.pipeline.run`, the very computation `build`
+    publishes, scoped to one recipe and profile when given. Gives the status, the evidence
+    records it was aggregated from (`RunStatus.index` is a position in them), the lanes and the
+    trust root's name."""
+    if not catalog_path.is_dir():
+        fail(
+            f"catalog directory '{catalog_path}' not found; run from the repository root or "
+            "pass --catalog PATH",
+            EXIT_USAGE,
         )
-    ladders = {name: p.ladder for name, p in catalog.profiles.items()}
-    status = aggregate(
-        recipes, records, lanes, ladders, demo_roots=run.demo_roots, failures=failures
+    inputs = pipeline.Inputs(
+        catalog=catalog_path,
+        evidence=evidence_dir,
+        trust_roots=tuple(trust) or (PUBLIC_GOOD,),
+        scope=pipeline.Scope(recipe, profile),
     )
-    return status, records, lanes, run.trust_root
+    outcome = pipeline.run(inputs)
+    announce_defaults(outcome.catalog)
+    if outcome.status is None or outcome.resolved.lanes is None:
+        lanes_of(outcome.catalog.documents)  # raises: the catalog has no lanes
+        raise AssertionError("unreachable: a catalog with lanes has a status")
+    return outcome.status, outcome.records, outcome.resolved.lanes, outcome.trust_root
 
 
 # ---------------------------------------------------------------- the JSON document (a projection of the records)

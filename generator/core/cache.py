@@ -9,7 +9,9 @@ own module. Values are authenticated pickles (see below).
 
 An entry is addressed by a key: sha256 over the stage name, the generator's fingerprint (its
 version plus the source of the modules whose output is cached) and the digests of every input of
-that piece of work. It is stored at `.cache/<stage>/<key[:2]>/<key>` as
+that piece of work. Every entry lives in one embedded store, `.cache/store.sqlite3` (SQLite from
+the standard library: one file, transactions, no server; a batch of entries is one query, a
+build's writes one transaction), as the row (stage, key, bytes), the bytes being
 
     AICR-CACHE 1\\n{"key": ..., "stage": ..., "fingerprint": ..., "sha256": ..., "mac": ...}\\n<payload>
 
@@ -29,6 +31,7 @@ Python pickles, and are unpickled only after the HMAC matched.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import hmac
@@ -36,16 +39,16 @@ import json
 import os
 import pickle
 import secrets
+import sqlite3
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from generator import __version__
 from generator.core import safeio
-from generator.core.atomic import write_atomic
 from generator.core.errors import Diagnostic, LoadError
 
 MAGIC = b"AICR-CACHE 1\n"
@@ -213,15 +216,20 @@ class CacheStats:
         )
 
 
+STORE = "store.sqlite3"
+_BATCH = 500  # keys per query (below SQLite's bound on a statement's parameters)
+
+
 class Cache:
-    """One cache directory. Not a record: it counts what it did in `stats`, and remembers the
-    entries it served so that `finish` can sweep the others.
+    """One cache directory, its entries in one SQLite file. Not a record: it counts what it did
+    in `stats`, and remembers the entries it served so that `finish` can sweep the others.
 
     Stages use one interface, `get_or_make` (or `get_or_make_many` for a batch made at once):
     the stage names its key parts (its code's fingerprint and the digests of every input), the
     cache returns the value stored under them or makes, stores and returns it. Values are
     authenticated pickles. `get`/`put` are the raw bytes underneath, for records that are not
-    a function of their key (the stat memo, the record of the last build).
+    a function of their key (the stat memo, the record of the last build); `raw`/`write_raw`
+    and `keys` are an entry's stored bytes, for inspection (and for tests that corrupt one).
     """
 
     def __init__(
@@ -232,13 +240,80 @@ class Cache:
         self._secret = secret
         self.stats = CacheStats()
         self._served: dict[str, set[str]] = {}  # stage -> keys served, for stages swept
+        self._db: sqlite3.Connection | None = None
+        self._pid = 0
 
-    # --- keys and paths
+    # --- the store
+    def _store_db(self) -> sqlite3.Connection:
+        """The store, opened on first use (and again in a forked process: a connection is
+        never shared across a fork)."""
+        if self._db is None or self._pid != os.getpid():
+            self.root.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.root / STORE, timeout=120, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS entries (stage TEXT NOT NULL, key TEXT NOT NULL, "
+                "data BLOB NOT NULL, PRIMARY KEY (stage, key)) WITHOUT ROWID"
+            )
+            self._db, self._pid = db, os.getpid()
+        return self._db
+
+    def close(self) -> None:
+        if self._db is not None and self._pid == os.getpid():
+            self._db.close()
+        self._db = None
+
+    def raw(self, stage: str, key: str) -> bytes | None:
+        """An entry's stored bytes (header and payload), unchecked; None when absent."""
+        row = (
+            self._store_db()
+            .execute("SELECT data FROM entries WHERE stage = ? AND key = ?", (stage, key))
+            .fetchone()
+        )
+        return None if row is None else bytes(row[0])
+
+    def write_raw(self, stage: str, key: str, data: bytes) -> None:
+        """Store `data` as the entry's bytes (one transaction: a reader never sees half)."""
+        self._write(stage, [(key, data)])
+
+    def keys(self, stage: str) -> list[str]:
+        """The keys of the stage's entries, sorted."""
+        rows = self._store_db().execute(
+            "SELECT key FROM entries WHERE stage = ? ORDER BY key", (stage,)
+        )
+        return [k for (k,) in rows]
+
+    def _write(self, stage: str, items: Sequence[tuple[str, bytes]]) -> None:
+        db = self._store_db()
+        with _transaction(db):
+            db.executemany(
+                "INSERT OR REPLACE INTO entries (stage, key, data) VALUES (?, ?, ?)",
+                [(stage, k, sqlite3.Binary(d)) for k, d in items],
+            )
+
+    def _delete(self, stage: str, key: str) -> None:
+        db = self._store_db()
+        with _transaction(db):
+            db.execute("DELETE FROM entries WHERE stage = ? AND key = ?", (stage, key))
+
+    def _read_many(self, stage: str, keys: Sequence[str]) -> dict[str, bytes]:
+        db = self._store_db()
+        found: dict[str, bytes] = {}
+        unique = sorted(set(keys))
+        for i in range(0, len(unique), _BATCH):
+            chunk = unique[i : i + _BATCH]
+            marks = ",".join("?" * len(chunk))
+            rows = db.execute(
+                f"SELECT key, data FROM entries WHERE stage = ? AND key IN ({marks})",
+                (stage, *chunk),
+            )
+            found.update((k, bytes(d)) for k, d in rows)
+        return found
+
+    # --- keys
     def key(self, stage: str, fingerprint_: str, *inputs: str | bytes) -> str:
         return digest("stage", stage, fingerprint_, *inputs)
-
-    def path(self, stage: str, key: str) -> Path:
-        return self.root / stage / key[:2] / key
 
     def _mac(self, header: bytes, payload: bytes) -> str:
         if self._secret is None:
@@ -252,20 +327,30 @@ class Cache:
         """The payload stored under `key`, or None (absent, disabled, or a bad entry)."""
         if not self.enabled:
             return None
-        path = self.path(stage, key)
-        try:
-            raw = path.read_bytes()
-        except OSError:
-            self.stats.count(self.stats.misses, stage)
-            return None
-        payload = self._check(raw, stage, key, fingerprint_, authenticated)
-        if payload is None:
-            self.stats.count(self.stats.rejected, stage)
-            self.stats.count(self.stats.misses, stage)
-            path.unlink(missing_ok=True)
-            return None
-        self.stats.count(self.stats.hits, stage)
-        return payload
+        return self._get_many(stage, [key], fingerprint_, authenticated)[key]
+
+    def _get_many(
+        self, stage: str, keys: Sequence[str], fingerprint_: str, authenticated: bool
+    ) -> dict[str, bytes | None]:
+        """The payload of each key (None: absent or bad; a bad entry is deleted), one query
+        per batch of keys."""
+        stored = self._read_many(stage, keys)
+        out: dict[str, bytes | None] = {}
+        for key in keys:
+            raw = stored.get(key)
+            if raw is None:
+                self.stats.count(self.stats.misses, stage)
+                out[key] = None
+                continue
+            payload = self._check(raw, stage, key, fingerprint_, authenticated)
+            if payload is None:
+                self.stats.count(self.stats.rejected, stage)
+                self.stats.count(self.stats.misses, stage)
+                self._delete(stage, key)
+            else:
+                self.stats.count(self.stats.hits, stage)
+            out[key] = payload
+        return out
 
     def _check(
         self, raw: bytes, stage: str, key: str, fingerprint_: str, authenticated: bool
@@ -294,6 +379,13 @@ class Cache:
                 return None
         return payload
 
+    def _entry(self, stage: str, key: str, fingerprint_: str, payload: bytes, auth: bool) -> bytes:
+        bare = _header(key, stage, fingerprint_, payload)
+        header = json.loads(bare)
+        if auth:
+            header["mac"] = self._mac(bare, payload)
+        return MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + payload
+
     def put(
         self,
         stage: str,
@@ -303,15 +395,10 @@ class Cache:
         *,
         authenticated: bool = False,
     ) -> None:
-        """Store `payload` atomically (a reader never sees half an entry)."""
+        """Store `payload` (one transaction: a reader never sees half an entry)."""
         if not self.enabled:
             return
-        bare = _header(key, stage, fingerprint_, payload)
-        header = json.loads(bare)
-        if authenticated:
-            header["mac"] = self._mac(bare, payload)
-        data = MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + payload
-        write_atomic(self.path(stage, key), data)
+        self._write(stage, [(key, self._entry(stage, key, fingerprint_, payload, authenticated))])
 
     # --- objects (authenticated pickles)
     def get_object(self, stage: str, key: str, fingerprint_: str) -> Any | None:
@@ -348,27 +435,29 @@ class Cache:
         *,
         sweep: bool = False,
     ) -> list[T]:
-        """`get_or_make` for a batch: the values stored under each of `key_parts`, the missing
-        ones made by one call `make(indices)` (so they can be made in parallel), in order."""
+        """`get_or_make` for a batch: the values stored under each of `key_parts` (read in a
+        few queries), the missing ones made by one call `make(indices)` (so they can be made in
+        parallel) and stored in one transaction, in order."""
         if not self.enabled:
             return list(make(list(range(len(key_parts)))))
         keys = [self.key(stage, "", *parts) for parts in key_parts]
         if sweep:
             self._served.setdefault(stage, set()).update(keys)
-        found: list[Any] = [self._load(stage, k) for k in keys]
+        payloads = self._get_many(stage, keys, "", True)
+        found: list[Any] = [
+            _ABSENT if (p := payloads[k]) is None else pickle.loads(p)  # HMAC checked first
+            for k in keys
+        ]
         todo = [i for i, value in enumerate(found) if value is _ABSENT]
         if todo:
-            for i, value in zip(todo, make(todo), strict=True):
+            made = list(make(todo))
+            items = []
+            for i, value in zip(todo, made, strict=True):
                 found[i] = value
-                self._store(stage, keys[i], value)
+                data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+                items.append((keys[i], self._entry(stage, keys[i], "", data, True)))
+            self._write(stage, items)
         return found
-
-    def _load(self, stage: str, key: str) -> Any:
-        payload = self.get(stage, key, "", authenticated=True)
-        return _ABSENT if payload is None else pickle.loads(payload)  # HMAC checked first
-
-    def _store(self, stage: str, key: str, value: Any) -> None:
-        self.put_object(stage, key, "", value)
 
     def finish(self) -> None:
         """Sweep every stage served with `sweep=True` down to the entries served (call once
@@ -384,12 +473,25 @@ class Cache:
         if not self.enabled:
             return 0
         wanted = set(keep)
-        removed = 0
-        for path in sorted((self.root / stage).glob("??/*")):
-            if path.is_file() and path.name not in wanted and not path.name.startswith("."):
-                path.unlink(missing_ok=True)
-                removed += 1
-        return removed
+        gone = [k for k in self.keys(stage) if k not in wanted]
+        db = self._store_db()
+        with _transaction(db):
+            db.executemany(
+                "DELETE FROM entries WHERE stage = ? AND key = ?", [(stage, k) for k in gone]
+            )
+        return len(gone)
+
+
+@contextlib.contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction: all of it, or (on any error) none of it."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 def _header(key: str, stage: str, fingerprint_: str, payload: bytes) -> bytes:

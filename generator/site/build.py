@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +27,15 @@ from generator import __version__
 from generator.core import safeio, timeutil
 from generator.core.cache import Cache, fingerprint, tree_digest
 from generator.core.errors import CatalogError, Diagnostic, SiteError
+from generator.core.memo import NOT_KEYED, PATH_ONLY, Memo
+from generator.core.memo import content as keyed_by_content
 from generator.core.outputs import OutputKind, check_output_dir, mark
 from generator.core.records import Catalog, Consensus, RecipeResult
 from generator.core.timeutil import rfc3339
 from generator.evidence.view import EvidenceView
 from generator.fast.collector import collector_paused
 from generator.fast.pool import parallel_map
+from generator.pipeline import Inputs, Outcome, run
 from generator.site import api, badges, changelog, islands, pages, stages
 from generator.site.csp import with_csp
 from generator.site.incremental import (
@@ -49,7 +52,6 @@ from generator.site.incremental import (
 from generator.site.model import (
     ComponentUse,
     Download,
-    LaneView,
     ProfileView,
     RecipeView,
     SiteData,
@@ -66,17 +68,22 @@ DEFAULT_DEPLOYERS = ("helm", "helmfile", "argocd", "flux")
 
 @dataclass(frozen=True, slots=True)
 class BuildOptions:
-    catalog: Path
-    evidence: Path
-    out: Path
-    docs: Path = REPO / "docs"
-    config: Path = REPO / "mkdocs.yml"
+    """What `aicr-catalog build` was asked to do. The build's keys are derived from this whole
+    record (`generator.core.memo`): a field added here is in every key the moment it exists;
+    a path is keyed by its content unless its metadata says otherwise."""
+
+    catalog: Path = field(metadata=keyed_by_content("the catalog"))
+    evidence: Path = field(metadata=PATH_ONLY)  # keyed by the tree (build) and per run (pages)
+    out: Path = field(metadata=NOT_KEYED)  # the record of the last build is kept per output
+    docs: Path = field(default=REPO / "docs", metadata=keyed_by_content("the docs directory"))
+    config: Path = field(default=REPO / "mkdocs.yml", metadata=keyed_by_content("mkdocs.yml"))
     trust_root: str = "public-good"
     source_date_epoch: int | None = None
     strict: bool = False
     deployers: tuple[str, ...] = DEFAULT_DEPLOYERS
     bundles: bool = True
-    cache_dir: Path | None = None  # bundle archive cache; None renders everything afresh
+    # the build cache's bundle directory (`.cache/` is its parent); None: --no-cache
+    cache_dir: Path | None = field(default=None, metadata=NOT_KEYED)
     # the CLI reference page: every command's help, produced by the CLI (commands/build.py)
     cli_reference: tuple[pages.CommandHelp, ...] = ()
     # where the site is served (https://owner.github.io/repo/): the sitemap lists its pages and
@@ -85,7 +92,7 @@ class BuildOptions:
     repo_url: str = ""  # the catalog's source repository, linked from every page
     # processes for verification and rendering (default: every core); page generation uses
     # them only when given (forked page workers copy the site data they read)
-    jobs: int | None = None
+    jobs: int | None = field(default=None, metadata=NOT_KEYED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,124 +157,62 @@ def _profile_view(
     )
 
 
-def _cache(options: BuildOptions) -> Cache | None:
-    """The build cache (`.cache/` beside the bundle cache), or None under --no-cache."""
-    return Cache(options.cache_dir.parent) if options.cache_dir is not None else None
+def _memo(options: BuildOptions) -> Memo:
+    """The build's memo (`.cache/` beside the bundle cache); one that keeps nothing under
+    --no-cache."""
+    return Memo(Cache(options.cache_dir.parent) if options.cache_dir is not None else None)
 
 
 PROGRESS = logging.getLogger("aicr_catalog.build")  # the CLI shows it on stderr
 
 
-CATALOG_STAGE = "catalog"
+def pipeline_inputs(options: BuildOptions) -> Inputs:
+    """What the build asks of the pipeline: every recipe, verified with its one trust root."""
+    return Inputs(
+        catalog=options.catalog,
+        evidence=options.evidence,
+        trust_roots=(options.trust_root,),
+        strict=options.strict,
+        jobs=options.jobs,
+    )
 
 
-@dataclass(frozen=True, slots=True)
-class ResolvedCatalog:
-    """The catalog stage's result: the validated catalog, each leaf's results (one per scale
-    profile it resolves with) and the lane ladder."""
-
-    catalog: Catalog
-    recipes: Mapping[str, tuple[RecipeResult, ...]]
-    lanes: tuple[LaneView, ...]
-
-    def results(self) -> tuple[RecipeResult, ...]:
-        return tuple(r for rs in self.recipes.values() for r in rs)
-
-
-def _resolve_all(catalog: Catalog) -> dict[str, tuple[RecipeResult, ...]]:
-    """Every leaf resolved with every scale profile it admits; SiteError with every problem."""
-    PROGRESS.info("resolve %d leaf recipes", len(catalog.leaves()))
-    resolved: dict[str, tuple[RecipeResult, ...]] = {}
-    problems: list[Diagnostic] = []
-    for leaf in catalog.leaves():
-        results, diags = stages.resolve_leaf(catalog, leaf)
-        resolved[leaf] = results
-        problems.extend(diags)
-    if problems:
-        raise SiteError("some recipes do not resolve", problems)
-    return resolved
-
-
-def catalog_step(options: BuildOptions, cache: Cache | None, base: str) -> ResolvedCatalog:
-    """Load, validate and resolve the catalog, or take the result for the very same inputs
-    (`base`: the catalog tree, options and generator) from the cache."""
-
-    ran = False
-
-    def make() -> ResolvedCatalog:
-        nonlocal ran
-        ran = True
-        PROGRESS.info("load + validate %s", options.catalog)
-        # an absolute root: the cached catalog is read again (manifests, signers, trust root)
-        # by builds from other working directories
-        root = Path(os.path.abspath(options.catalog))
-        catalog = stages.load_and_validate(root, strict=options.strict)
-        return ResolvedCatalog(catalog, _resolve_all(catalog), stages.lanes(catalog))
-
-    if cache is None or not base:
-        return make()
-    found = cache.get_or_make(CATALOG_STAGE, (fingerprint(), base), make, sweep=True)
-    if not ran:
-        PROGRESS.info("catalog unchanged since the last build: validated and resolved then")
-    return found
+def leaves(outcome: Outcome) -> dict[str, tuple[RecipeResult, ...]]:
+    """The leaf recipes (the site's recipe pages) and their results, in catalog order."""
+    names = set(outcome.catalog.leaves())
+    return {n: rs for n, rs in outcome.resolved.by_recipe.items() if n in names}
 
 
 def render_step(
-    resolved: ResolvedCatalog, options: BuildOptions, epoch: int
+    outcome: Outcome, options: BuildOptions, epoch: int
 ) -> tuple[dict[tuple[str, str], tuple[Download, ...]], StageNote | None]:
-    """Every recipe × profile × deployer as an archive, unless bundles were not requested."""
+    """Every leaf × profile × deployer as an archive, unless bundles were not requested."""
     if not options.bundles:
         return {}, StageNote("render", "bundles were not requested for this build (--no-bundles).")
-    results = resolved.results()
+    results = tuple(r for rs in leaves(outcome).values() for r in rs)
     PROGRESS.info(
         "render bundles: %d recipe × profile × %d deployers", len(results), len(options.deployers)
     )
     return stages.render_bundles(
-        resolved.catalog, results, options.deployers, epoch, options.cache_dir, jobs=options.jobs
+        outcome.catalog, results, options.deployers, epoch, options.cache_dir, jobs=options.jobs
     )
 
 
-def verify_step(
-    resolved: ResolvedCatalog, options: BuildOptions, cache: Cache | None
-) -> tuple[stages.Verified, StageNote | None]:
-    """Every evidence file verified offline against the trust root and the signer policy."""
-    PROGRESS.info("verify evidence in %s (trust root %s)", options.evidence, options.trust_root)
-    return stages.verify_evidence(
-        resolved.catalog,
-        options.evidence,
-        resolved.results(),
-        options.trust_root,
-        jobs=options.jobs,
-        cache=cache,
-    )
-
-
-def aggregate_step(
-    resolved: ResolvedCatalog, verified: stages.Verified
-) -> tuple[stages.Aggregated, StageNote | None]:
-    """Consensus, ceilings and lane verdicts per recipe × profile, each run judged."""
-    PROGRESS.info("aggregate status of %d evidence records", len(verified.records))
-    return stages.aggregate(resolved.catalog, resolved.results(), verified)
-
-
-def gather(
-    options: BuildOptions, epoch: int, cache: Cache | None = None, base: str = ""
-) -> SiteData:
-    """Every stage before the pages, collected into what the site shows: load → validate →
-    resolve → render → verify → aggregate. Raises CatalogError on bad input.
-
-    With `cache` and the build's evidence-independent input key `base`, an unchanged catalog
-    is not loaded, validated and resolved again, and evidence verified before is not again."""
-    resolved = catalog_step(options, cache, base)
-    downloads, render_note = render_step(resolved, options, epoch)
-    verified, verify_note = verify_step(resolved, options, cache)
-    judged, aggregate_note = aggregate_step(resolved, verified)
-    notes = tuple(n for n in (render_note, verify_note, aggregate_note) if n is not None)
-    return site_data(options, epoch, resolved, downloads, verified, judged, notes)
+def gather(options: BuildOptions, epoch: int, memo: Memo | None = None) -> SiteData:
+    """The pipeline (`generator.pipeline.run`: load → validate → resolve → verify →
+    aggregate), the bundles, and all of it as the site's records. Raises CatalogError on bad
+    input; a recipe that does not resolve is an error here (the site has a page for it)."""
+    outcome = run(pipeline_inputs(options), memo)
+    if outcome.resolved.failures:
+        raise SiteError("some recipes do not resolve", outcome.resolved.problems)
+    downloads, render_note = render_step(outcome, options, epoch)
+    judged, aggregate_note = stages.judged(outcome, options.evidence)
+    notes = tuple(n for n in (render_note, aggregate_note) if n is not None)
+    return site_data(options, epoch, outcome, downloads, judged, notes)
 
 
 def _recipe_views(
-    resolved: ResolvedCatalog,
+    outcome: Outcome,
     downloads: Mapping[tuple[str, str], tuple[Download, ...]],
     judged: stages.Aggregated,
 ) -> tuple[RecipeView, ...]:
@@ -275,7 +220,7 @@ def _recipe_views(
     for e in judged.runs:
         by_recipe.setdefault(e.recipe, []).append(e)
     recipes = []
-    for leaf, results in resolved.recipes.items():
+    for leaf, results in leaves(outcome).items():
         runs = tuple(by_recipe.get(leaf, ()))
         health, coverage, reasons = stages.structural_health(results)
         views = tuple(
@@ -290,7 +235,7 @@ def _recipe_views(
         recipes.append(
             RecipeView(
                 name=leaf,
-                criteria=resolved.catalog.overlays[leaf].criteria,
+                criteria=outcome.catalog.overlays[leaf].criteria,
                 health=health,
                 coverage=coverage,
                 health_reasons=reasons,
@@ -305,29 +250,31 @@ def _recipe_views(
 def site_data(
     options: BuildOptions,
     epoch: int,
-    resolved: ResolvedCatalog,
+    outcome: Outcome,
     downloads: Mapping[tuple[str, str], tuple[Download, ...]],
-    verified: stages.Verified,
     judged: stages.Aggregated,
     notes: tuple[StageNote, ...],
 ) -> SiteData:
-    """The stages' results as the site's records."""
-    catalog = resolved.catalog
+    """The pipeline's outcome as the site's records."""
+    catalog = outcome.catalog
+    shown = leaves(outcome)
     return SiteData(
-        recipes=_recipe_views(resolved, downloads, judged),
+        recipes=_recipe_views(outcome, downloads, judged),
         evidence=judged.runs,
-        lanes=resolved.lanes,
+        lanes=stages.lanes(outcome.resolved.lanes),
         profiles=tuple(catalog.profiles[n] for n in sorted(catalog.profiles)),
-        components=_components(catalog, resolved.results(), judged.components),
+        components=_components(
+            catalog, tuple(r for rs in shown.values() for r in rs), judged.components
+        ),
         deployers=options.deployers,
         generated_at=rfc3339(epoch),
         source_date_epoch=epoch,
         generator_version=__version__,
         notes=notes,
-        trust_root=verified.trust_root,
+        trust_root=outcome.trust_root,
         site_url=options.site_url,
         recipes_added=stages.recipes_added(
-            options.catalog, {leaf: catalog.overlays[leaf].doc.rel for leaf in resolved.recipes}
+            options.catalog, {leaf: catalog.overlays[leaf].doc.rel for leaf in shown}
         ),
         signers=signer_policy(catalog, judged.runs),
     )
@@ -663,7 +610,7 @@ def build_site(options: BuildOptions) -> BuildReport:
 
     With the build cache (`options.cache_dir`), a build of the very same inputs into an
     untouched output does nothing, and every stage reuses what it made before for the same
-    key parts; the entries no longer used are swept once the build succeeded."""
+    input record; the entries no longer used are swept once the build succeeded."""
     check_output_dir(
         options.out,
         OutputKind.SITE,
@@ -674,30 +621,31 @@ def build_site(options: BuildOptions) -> BuildReport:
     epoch = source_date_epoch(options.source_date_epoch, REPO)
     with build_lock(out):
         remove_leftovers(out)
-        cache = _cache(options)
-        if cache is None:
-            return _build(options, out, epoch, None, "")[0]
-        base = inputs_key(options, epoch, TEMPLATES, cache)
-        key = build_key(options, epoch, TEMPLATES, cache, without=base)
+        memo = _memo(options)
+        if memo.cache is None:
+            return _build(options, out, epoch, memo, "")[0]
+        cache = memo.cache
+        base = inputs_key(options, epoch, TEMPLATES, memo, static_docs(options))
+        key = build_key(options, memo, base)
         done = unchanged_build(cache, out, key)
         if done is not None:  # same inputs, same generator, site untouched: nothing to do
             notes = tuple(StageNote(**n) for n in done.pop("notes"))
             return BuildReport(**done, notes=notes)
-        report, sums = _build(options, out, epoch, cache, base)
+        report, sums = _build(options, out, epoch, memo, base)
         record_build(cache, out, key, dataclasses.asdict(report), sums)
         cache.finish()  # entries of earlier inputs are never read again
     return report
 
 
 def _build(
-    options: BuildOptions, out: Path, epoch: int, cache: Cache | None, base: str
+    options: BuildOptions, out: Path, epoch: int, memo: Memo, base: str
 ) -> tuple[BuildReport, dict[str, str]]:
-    """The build proper (under the lock): load → validate → resolve → render → verify →
-    aggregate (`gather`) → pages → write. Returns the report and the sha256 of every file it
-    published."""
+    """The build proper (under the lock): the pipeline and the bundles (`gather`) → pages →
+    write. Returns the report and the sha256 of every file it published."""
     # the collector is paused everywhere but around mkdocs, which makes cyclic garbage per page
     with collector_paused():
-        site = gather(options, epoch, cache, base)
+        site = gather(options, epoch, memo)
+    cache = memo.cache
     recipe_keys = RecipeKeys(cache, site, base) if cache is not None and base else None
     # the pages go straight into `write_site`, which lets go of them once they are written
     written = write_site(

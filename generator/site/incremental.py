@@ -2,9 +2,10 @@
 
 The cache (`generator.core.cache`) knows no stage; this module holds the site's side of it:
 
-- `inputs_key`: everything a build reads except the evidence tree (catalog, docs, templates,
-  mkdocs.yml, trust root file, options, epoch, the generator and the engines it calls). The
-  catalog stage and every page that shows no evidence are keyed by it alone.
+- `inputs_key`: the derived key (`generator.core.memo`) of `SiteInputs`, everything a build
+  reads except the evidence tree: the whole options record, the catalog, docs, templates,
+  mkdocs.yml, the pages and assets it copies, the trust root file, the epoch, the generator
+  and the engines it calls. Every page that shows no evidence is keyed by it alone.
 - `build_key`: `inputs_key` plus the evidence tree: the whole build.
 - The record of the last build of an output directory (`unchanged_build`, `record_build`,
   `previous_files`): a rebuild with the same key of an untouched output does nothing, and one
@@ -20,15 +21,14 @@ import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from generator.core import safeio
-from generator.core.cache import Cache, digest, fingerprint, stat_tree_digest, tree_digest
+from generator.core.cache import Cache, digest, fingerprint, stat_tree_digest
 from generator.core.cache import tree_listing as _tree_listing
-from generator.core.errors import LoadError
+from generator.core.memo import Memo, content
 from generator.evidence.view import EvidenceView
 from generator.site import api, pages
 from generator.site.model import RecipeView, SiteData
@@ -58,85 +58,67 @@ def _versions(*dists: str) -> list[str]:
     return out
 
 
-def _optional(path: Path, limit: int) -> bytes:
-    """The bytes of an input file the user named, b"" when there is none (`safeio.read`)."""
-    if not os.path.lexists(path):
-        return b""
-    try:
-        return safeio.read(path, limit=limit)
-    except safeio.Refusal as r:
-        raise LoadError(f"cannot read {path}", [safeio.diagnostic(str(path), r)]) from None
+@dataclass(frozen=True, slots=True)
+class SiteInputs:
+    """Everything a site build reads except the evidence tree's content: the whole options
+    record (its catalog, docs and mkdocs.yml keyed by content, `generator.core.memo`), the
+    epoch, the templates, the hand-written pages and assets the site copies (`static_docs`,
+    which holds CONTRIBUTING.md and SECURITY.md: the bytes the build publishes, whatever file
+    they came from), the trust root file the options name and the engines' versions.
+    Pages that show no evidence are keyed by this alone."""
+
+    options: BuildOptions
+    epoch: int
+    templates: Path = field(metadata=content("the templates"))
+    static: Mapping[str, bytes] = field(default_factory=dict)
+    trust_root: Path | None = field(default=None, metadata=content("the catalog"))
+    engines: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class BuildInputs:
+    """Everything a site build reads: its `SiteInputs` key, the evidence tree (stat-memoized)
+    and the upstream state its pointer records depend on."""
+
+    site: str
+    evidence: str
+    upstream: str
+
+
+SITE_INPUTS_STAGE = "inputs"
 
 
 def inputs_key(
-    inputs: BuildOptions, epoch: int, templates: Path, cache: Cache | None = None
-) -> str:
-    """Digest of everything a site build reads except the evidence tree: the catalog, docs,
-    templates and mkdocs.yml trees, the trust root file, the build options, the epoch, the
-    generator's whole source and the versions of the engines it calls (mkdocs, its theme,
-    plotly, sigstore). Pages that depend on no evidence file are keyed by this alone.
-
-    With a cache, the content digests of unchanged catalog files (same size, mtime and inode)
-    are taken from the previous build instead of reading every file again."""
-    from generator.evidence.trustroot import trust_root_path
-
-    root_file = trust_root_path(inputs.trust_root, Path(inputs.catalog))
-    options = {
-        "strict": inputs.strict,
-        "deployers": list(inputs.deployers),
-        "bundles": inputs.bundles,
-        "trust_root": inputs.trust_root,
-        "epoch": epoch,
-    }
-    # every path absolute, and part of the key: a cached stage keeps the catalog's root, which
-    # must name this catalog whatever the working directory of the next build
-    catalog_dir = os.path.abspath(inputs.catalog)
-    catalog = stat_tree_digest(cache, Path(catalog_dir), where="the catalog")
-    return digest(
-        "inputs",
-        fingerprint(),
-        json.dumps(options, sort_keys=True, allow_nan=False),
-        catalog_dir,
-        os.path.abspath(inputs.evidence),
-        *_versions(*ENGINES),
-        catalog,
-        tree_digest(Path(os.path.abspath(inputs.docs))),
-        tree_digest(templates),
-        _optional(Path(inputs.config), safeio.OTHER_BYTES),
-        _optional(root_file, safeio.TRUST_ROOT_BYTES),
-    )
-
-
-def build_key(
     inputs: BuildOptions,
     epoch: int,
     templates: Path,
-    cache: Cache | None = None,
-    *,
-    without: str = "",
+    memo: Memo,
+    static: Mapping[str, bytes],
 ) -> str:
-    """Digest of everything a site build reads: `inputs_key` (pass it as `without` when it is
-    already known), the evidence tree (stat-memoized like the catalog), the site URL and the
-    CLI's help."""
+    """The derived key of the build's evidence-independent inputs (`SiteInputs`)."""
+    from generator.evidence.trustroot import trust_root_path
+
+    root_file = trust_root_path(inputs.trust_root, Path(inputs.catalog))
+    record = SiteInputs(inputs, epoch, templates, static, root_file, tuple(_versions(*ENGINES)))
+    return memo.key(SITE_INPUTS_STAGE, (), record)
+
+
+def build_key(inputs: BuildOptions, memo: Memo, base: str) -> str:
+    """The derived key of the whole build: `inputs_key` (`base`), the evidence tree and the
+    upstream state."""
     from generator.evidence.upstream import state_key
 
-    base = without or inputs_key(inputs, epoch, templates, cache)
     # .yaml: upstream pointer files and allowlist.yaml (generator.evidence.upstream), whose
     # records also depend on the OCI cache and the environment (state_key)
     evidence_dir = Path(os.path.abspath(inputs.evidence))
     evidence = stat_tree_digest(
-        cache,
+        memo.cache,
         evidence_dir,
         (".sigstore.json", ".yaml"),
         shown=f"{evidence_dir.name}/",
         where="the evidence directory",
     )
-    key = digest(BUILD_STAGE, base, evidence, state_key(evidence_dir))
-    # options that reach only the site-wide pages: the site URL, the CLI's help
-    extra = json.dumps(
-        [inputs.site_url, [[c.path, c.help] for c in inputs.cli_reference]], allow_nan=False
-    )
-    return hashlib.sha256((key + extra).encode()).hexdigest()
+    return memo.key(BUILD_STAGE, (), BuildInputs(base, evidence, state_key(evidence_dir)))
 
 
 # --- the record of the last build of an output directory --------------------------------------

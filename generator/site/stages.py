@@ -1,8 +1,9 @@
-"""One small adapter per pipeline stage the site build calls.
+"""The site's projections of the pipeline's results, and the one stage only the site runs.
 
-The site never reaches into another stage's internals: each adapter calls that stage's public
-function and turns its result into the site's records (`generator.site.model`). Nothing is
-invented where a stage found nothing (a recipe without evidence is UNTESTED).
+`generator.pipeline.run` loads, validates, resolves, verifies and aggregates (for `build` and
+`status` alike); this module turns its `Outcome` into the site's records
+(`generator.site.model`) and renders the bundle archives. Nothing is invented where a stage
+found nothing (a recipe without evidence is UNTESTED).
 """
 
 from __future__ import annotations
@@ -14,16 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from generator.core.errors import (
-    CatalogError,
-    Diagnostic,
-    RenderError,
-    ScaleError,
-    Severity,
-    ValidationError,
-)
+from generator.core.errors import CatalogError, Diagnostic, RenderError
 from generator.core.records import DEFAULT_PROFILE, Catalog, Consensus, RecipeResult
-from generator.evidence.model import Evidence
 from generator.evidence.view import EvidenceView, evidence_view
 from generator.fast.pool import parallel_map
 from generator.site.model import (
@@ -36,55 +29,11 @@ from generator.site.model import (
 
 if TYPE_CHECKING:  # the stages' modules (pandas, sigstore) load when a build calls them
     from generator.aggregate import LaneStatus as AggregatedLane
-    from generator.aggregate import RecipeStatus, RunStatus
+    from generator.aggregate import RecipeStatus
     from generator.catalog.lanes import Lane as QualificationLane
     from generator.catalog.lanes import Lanes
-    from generator.core.cache import Cache
     from generator.evidence.stage import VerificationRun
-
-
-# --- load + validate --------------------------------------------------------------------------
-
-
-def load_and_validate(root: Path, *, strict: bool = False) -> Catalog:
-    """Load and validate the catalog; raise ValidationError carrying every located problem."""
-    from generator.catalog.load import load_catalog
-    from generator.validate import validate_catalog
-
-    catalog, load_diags = load_catalog(root)
-    diags = tuple(load_diags) + tuple(validate_catalog(catalog, strict=strict))
-    errors = [d for d in diags if d.severity is Severity.ERROR or strict]
-    if errors:
-        raise ValidationError(f"the catalog has {len(errors)} problem(s)", errors)
-    return catalog
-
-
-# --- resolve ----------------------------------------------------------------------------------
-
-
-def resolve_leaf(
-    catalog: Catalog, leaf: str
-) -> tuple[tuple[RecipeResult, ...], tuple[Diagnostic, ...]]:
-    """Every scale profile this leaf resolves with, `standard` first, then by name.
-
-    A profile whose `appliesTo` excludes the leaf raises ScaleError: it is simply not offered.
-    A leaf that does not resolve at all is reported with the resolver's diagnostics.
-    """
-    from generator.catalog.resolve import resolve
-
-    names = sorted(catalog.profiles, key=lambda n: (n != DEFAULT_PROFILE, n)) or [DEFAULT_PROFILE]
-    results: list[RecipeResult] = []
-    problems: list[Diagnostic] = []
-    for profile in names:
-        try:
-            results.append(resolve(catalog, leaf, profile=profile))
-        except ScaleError:
-            continue
-        except CatalogError as e:
-            problems.extend(e.diagnostics)
-            if not e.diagnostics:
-                problems.append(Diagnostic(leaf, 0, 0, "$", e.message, "resolve"))
-    return tuple(results), tuple(problems)
+    from generator.pipeline import Outcome
 
 
 def recipe_document(result: RecipeResult) -> Mapping[str, Any]:
@@ -135,14 +84,11 @@ def recipes_added(catalog_root: Path, files: Mapping[str, str]) -> tuple[tuple[s
 # --- lanes ------------------------------------------------------------------------------------
 
 
-def lanes(catalog: Catalog) -> tuple[LaneView, ...]:
-    """The ladder of `scale/lanes.yaml` (parsed by its one strict parser), ascending by node
-    count, each lane's KPIs with units; none when the catalog has no lanes.yaml."""
-    from generator.scale.qualify import LANES_FILE, lanes_of
-
-    if LANES_FILE not in catalog.documents:
+def lanes(parsed: Lanes | None) -> tuple[LaneView, ...]:
+    """The ladder of `scale/lanes.yaml` (as the pipeline parsed it), ascending by node count,
+    each lane's KPIs with units; none when the catalog has no lanes.yaml."""
+    if parsed is None:
         return ()
-    parsed = lanes_of(catalog.documents)
     return tuple(_lane_view(ln, parsed) for ln in parsed.lanes)
 
 
@@ -242,33 +188,16 @@ def render_bundles(
     return {k: tuple(v) for k, v in out.items()}, None
 
 
-# --- verify -----------------------------------------------------------------------------------
+# --- verify: the raw files the site publishes ----------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Verified:
-    """What the verify stage gave the site: its records (for aggregate), the raw files to
-    publish, the trust root's name."""
-
-    records: tuple[Evidence, ...]
-    raw: Mapping[str, bytes]
-    trust_root: str
-    demo: bool
-
-
-def _has_evidence(evidence_dir: Path) -> bool:
-    from generator.evidence.upstream import has_pointers
-
-    if not evidence_dir.is_dir():
-        return False
-    return any(evidence_dir.rglob("*.sigstore.json")) or has_pointers(evidence_dir)
-
-
-def _raw_files(run: VerificationRun, evidence_dir: Path) -> dict[str, bytes]:
+def raw_files(run: VerificationRun, evidence_dir: Path) -> dict[str, bytes]:
     """The files the site publishes as each run's raw download: a bundle as committed, a
     pointer's Sigstore bundle (else the pointer itself); never what a link reads."""
     from generator.evidence.upstream import signed_bundle
 
+    if not run.records:
+        return {}
     inside = evidence_dir.resolve()
     raw = {
         f.path: f.data
@@ -280,42 +209,6 @@ def _raw_files(run: VerificationRun, evidence_dir: Path) -> dict[str, bytes]:
         if _stays_inside(path, inside):
             raw[rel] = signed_bundle(path) or path.read_bytes()
     return raw
-
-
-def verify_evidence(
-    catalog: Catalog,
-    evidence_dir: Path,
-    results: Sequence[RecipeResult],
-    trust_root: str,
-    *,
-    jobs: int | None = None,
-    cache: Cache | None = None,
-) -> tuple[Verified, StageNote | None]:
-    """Verify every evidence file offline against the chosen trust root and the signer policy
-    (`generator.evidence.stage.verify_stage`); a build without evidence needs no trust root.
-
-    `jobs` processes (default: every core); with a `generator.core.cache.Cache`, only files whose
-    (path, bytes, trust root, policy) it has not seen are verified again.
-    """
-    if not _has_evidence(evidence_dir):
-        return Verified((), {}, trust_root, trust_root == "demo"), None
-    from generator.evidence.stage import verify_stage
-    from generator.evidence.upstream import options_from_env
-    from generator.evidence.verify import digest_key
-
-    run = verify_stage(
-        [evidence_dir],
-        catalog_dir=Path(catalog.root),
-        trust_roots=(trust_root,),
-        catalog=catalog,
-        current={digest_key(r.name, r.scale_profile): r.digest for r in results},
-        upstream=options_from_env(),
-        jobs=jobs,
-        base=evidence_dir.parent,
-        cache=cache,
-    )
-    root = run.trust_roots[0]
-    return Verified(run.records, _raw_files(run, evidence_dir), root.name, root.demo), None
 
 
 def _stays_inside(path: Path, directory: Path, real: str = "") -> bool:
@@ -348,33 +241,25 @@ class Aggregated:
     runs: tuple[EvidenceView, ...]
 
 
-def aggregate(
-    catalog: Catalog, results: Sequence[RecipeResult], verified: Verified
-) -> tuple[Aggregated, StageNote | None]:
-    """Consensus, scale ceiling and lane verdicts per recipe × profile, from the status stage."""
-    from generator.scale.qualify import LANES_FILE, lanes_of
-
-    if not verified.records:  # nothing to count: every recipe × profile is UNTESTED
+def judged(outcome: Outcome, evidence_dir: Path) -> tuple[Aggregated, StageNote | None]:
+    """The pipeline's status as the site shows it: consensus, scale ceiling and lane verdicts
+    per recipe × profile, and every run's evidence record as counted (or why not)."""
+    records = outcome.records
+    if not records:  # nothing to count: every recipe × profile is UNTESTED
         return Aggregated({}, {}, ()), None
-    if LANES_FILE not in catalog.documents:  # no lanes: nothing can be judged or counted
-        plain = [
-            evidence_view(r, trust_root=verified.trust_root, raw=verified.raw.get(r.path, b""))
-            for r in verified.records
-        ]
+    raw = raw_files(outcome.verification, evidence_dir)
+    trust_root = outcome.trust_root
+    status = outcome.status
+    if status is None:  # no lanes: nothing can be judged or counted
+        plain = [evidence_view(r, trust_root=trust_root, raw=raw.get(r.path, b"")) for r in records]
         note = StageNote(
             "aggregate",
             "the catalog has no scale/lanes.yaml: consensus and ceilings show UNTESTED.",
         )
         return Aggregated({}, {}, _sorted_runs(plain)), note
-    ladders = {name: p.ladder for name, p in catalog.profiles.items()}
-    from generator.aggregate import aggregate as aggregate_status
-
-    status = aggregate_status(
-        results, verified.records, lanes_of(catalog.documents), ladders, demo=verified.demo
-    )
     runs = [
-        _judged_run(verified, rec, run)
-        for rec, run in zip(verified.records, status.runs, strict=True)
+        run.judged(evidence_view(rec, trust_root=trust_root, raw=raw.get(rec.path, b"")))
+        for rec, run in zip(records, status.runs, strict=True)
     ]
     stale_lanes = {
         (r.recipe, r.profile or DEFAULT_PROFILE, r.lane) for r in runs if r.state == "stale"
@@ -394,12 +279,6 @@ def aggregate(
         if c.lane
     }
     return Aggregated(statuses, comps, _sorted_runs(runs)), None
-
-
-def _judged_run(verified: Verified, record: Evidence, judged: RunStatus) -> EvidenceView:
-    """The site's view of one evidence record, judged: counted, or why not."""
-    raw = verified.raw.get(record.path, b"")
-    return judged.judged(evidence_view(record, trust_root=verified.trust_root, raw=raw))
 
 
 def _lane_outcome(

@@ -1,0 +1,331 @@
+"""The pipeline: one function from a catalog and an evidence tree to the status of every recipe.
+
+    run(inputs, memo) -> Outcome
+        catalog   = load + validate + resolve   (memoized: keyed by the catalog's content)
+        verified  = verify every evidence file  (memoized per file: its bytes, trust root, policy)
+        status    = aggregate                   (consensus, ceilings, lanes, each run judged)
+
+`aicr-catalog build` and `aicr-catalog status` both call `run`: they differ only in the
+`Inputs` they pass (status may name one recipe and one profile), so what the site shows, what
+the API publishes and what `status` prints are one computation.
+
+Every memo key is derived (`generator.core.memo`): a stage receives one frozen input record,
+and its key is the hash of that whole record's canonical form, file contents included. Nothing
+a stage reads can be left out of its key, because a stage reads nothing but its record.
+
+## Adding a stage
+
+1. A frozen input record holding everything the stage reads (paths are keyed by content;
+   an earlier stage's result enters as the record it was made from, or as a digest).
+2. A function from that record to a frozen result.
+3. One line in `run` (or, for a site-only stage, in `generator.site.build`), through
+   `memo.stage(NAME, CODE, record, make)` when the result is worth keeping between builds.
+4. The result as a field of `Outcome` when `build` or `status` shows it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from generator.core.errors import CatalogError, Diagnostic, Severity, ValidationError
+from generator.core.memo import NOT_KEYED, PATH_ONLY, Memo, content
+from generator.core.records import DEFAULT_PROFILE, Catalog, RecipeResult
+from generator.evidence.model import Evidence
+from generator.evidence.stage import VerificationRun
+from generator.evidence.trustroot import PUBLIC_GOOD
+
+if TYPE_CHECKING:  # pandas and sigstore load when a stage runs
+    from generator.aggregate import Status
+    from generator.catalog.lanes import Lanes
+
+PROGRESS = logging.getLogger("aicr_catalog.build")  # `build` shows it on stderr
+
+CATALOG_STAGE = "catalog"
+CATALOG_CODE = ("catalog", "validate.py", "scale", "core", "fast", "pipeline.py")
+
+
+# --- inputs -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """What is asked about: every recipe (the default), or one recipe (its evidence only, and a
+    recipe that does not resolve is an error), and optionally one scale profile."""
+
+    recipe: str | None = None
+    profile: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """Everything the pipeline reads. `jobs` is how, not what: it is in no key."""
+
+    catalog: Path = field(metadata=content("the catalog"))
+    evidence: Path = field(metadata=PATH_ONLY)  # keyed per file by the verify stage
+    trust_roots: tuple[str, ...] = (PUBLIC_GOOD,)
+    strict: bool = False
+    scope: Scope = Scope()
+    jobs: int | None = field(default=None, metadata=NOT_KEYED)
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogInput:
+    """The catalog stage's record: the tree (keyed by its content), the validation mode, the
+    scope, and the recipes the evidence tree names (status reports on those too)."""
+
+    catalog: Path = field(metadata=content("the catalog"))
+    strict: bool = False
+    scope: Scope = Scope()
+    named: tuple[str, ...] = ()
+
+
+# --- results ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """The catalog stage's result: the validated catalog, each recipe in scope resolved with
+    every scale profile that applies to it (by name, in scope order), why any did not resolve,
+    and the qualification lanes (None: the catalog has no lanes.yaml)."""
+
+    catalog: Catalog
+    by_recipe: Mapping[str, tuple[RecipeResult, ...]]
+    failures: Mapping[str, str]
+    problems: tuple[Diagnostic, ...]
+    lanes: Lanes | None
+
+    def results(self) -> tuple[RecipeResult, ...]:
+        return tuple(r for rs in self.by_recipe.values() for r in rs)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What `run` gives: the catalog and its recipes, the verification, the records in scope
+    (in the order `status.runs` follows) and the status (None without lanes.yaml)."""
+
+    resolved: Resolved
+    verification: VerificationRun
+    records: tuple[Evidence, ...]
+    status: Status | None
+    trust_root: str  # the roots' names, as every output shows them
+    demo: bool  # every root is a demo root: sample evidence counts
+
+    @property
+    def catalog(self) -> Catalog:
+        return self.resolved.catalog
+
+    @property
+    def recipes(self) -> tuple[RecipeResult, ...]:
+        return self.resolved.results()
+
+
+# --- the pipeline -------------------------------------------------------------------------------
+
+
+def run(inputs: Inputs, memo: Memo | None = None) -> Outcome:
+    """load → validate → resolve → verify → aggregate, each stage's result reused when its
+    input record is the one it was made from. Raises CatalogError (located diagnostics)."""
+    memo = memo or Memo()
+    record = CatalogInput(
+        inputs.catalog, inputs.strict, inputs.scope, named_recipes(inputs.evidence)
+    )
+    resolved = memo.stage(
+        CATALOG_STAGE,
+        CATALOG_CODE,
+        record,
+        lambda: resolve_catalog(record),
+        reused=lambda: PROGRESS.info(
+            "catalog unchanged since the last build: validated and resolved then"
+        ),
+    )
+    verification = verify(inputs, resolved, memo)
+    records = in_scope(verification.records, inputs.scope)
+    status = aggregate(resolved, records, verification)
+    roots = verification.trust_roots
+    if roots:  # no evidence: no trust root was read
+        names, demo = verification.trust_root, all(r.demo for r in roots)
+    else:
+        names, demo = ", ".join(inputs.trust_roots), all(t == "demo" for t in inputs.trust_roots)
+    return Outcome(resolved, verification, records, status, names, demo)
+
+
+def named_recipes(evidence: Path) -> tuple[str, ...]:
+    """The recipes the evidence tree has a directory for (`evidence/<recipe>/…`)."""
+    if not evidence.is_dir():
+        return ()
+    return tuple(sorted(p.name for p in evidence.iterdir() if p.is_dir()))
+
+
+# --- catalog: load, validate, resolve -----------------------------------------------------------
+
+
+def load_and_validate(root: Path, *, strict: bool = False) -> Catalog:
+    """Load and validate the catalog; raise ValidationError carrying every located problem."""
+    from generator.catalog.load import load_catalog
+    from generator.validate import validate_catalog
+
+    catalog, load_diags = load_catalog(root)
+    diags = tuple(load_diags) + tuple(validate_catalog(catalog, strict=strict))
+    errors = [d for d in diags if d.severity is Severity.ERROR or strict]
+    if errors:
+        raise ValidationError(f"the catalog has {len(errors)} problem(s)", errors)
+    return catalog
+
+
+def resolve_catalog(record: CatalogInput) -> Resolved:
+    """The catalog stage: load, validate, resolve every recipe in scope with every profile."""
+    import os
+
+    from generator.scale.qualify import LANES_FILE, lanes_of
+
+    PROGRESS.info("load + validate %s", record.catalog)
+    # an absolute root: a cached catalog is read again (manifests, signers, trust root) by
+    # builds from other working directories
+    catalog = load_and_validate(Path(os.path.abspath(record.catalog)), strict=record.strict)
+    names = _in_scope(catalog, record)
+    PROGRESS.info("resolve %d recipes", len(names))
+    by_recipe: dict[str, tuple[RecipeResult, ...]] = {}
+    failures: dict[str, str] = {}
+    problems: list[Diagnostic] = []
+    for name in names:
+        results, failure = resolve_recipe(catalog, name, record.scope)
+        by_recipe[name] = results
+        if failure is not None:
+            failures[name] = failure.message
+            problems.extend(failure.diagnostics or (_located(name, failure.message),))
+    lanes = lanes_of(catalog.documents) if LANES_FILE in catalog.documents else None
+    return Resolved(catalog, by_recipe, failures, tuple(problems), lanes)
+
+
+def _located(name: str, message: str) -> Diagnostic:
+    return Diagnostic(name, 0, 0, "$", message, "resolve")
+
+
+def _in_scope(catalog: Catalog, record: CatalogInput) -> tuple[str, ...]:
+    """The recipe asked for, else every leaf and every other recipe the evidence names."""
+    if record.scope.recipe:
+        return (record.scope.recipe,)
+    extra = {n for n in record.named if n in catalog.overlays and n != "base"}
+    return tuple(sorted(set(catalog.leaves()) | extra))
+
+
+def profile_order(catalog: Catalog) -> list[str]:
+    """The scale profiles, `standard` first, then by name."""
+    names = sorted(catalog.profiles, key=lambda n: (n != DEFAULT_PROFILE, n))
+    return names or [DEFAULT_PROFILE]
+
+
+def resolve_recipe(
+    catalog: Catalog, name: str, scope: Scope = Scope()
+) -> tuple[tuple[RecipeResult, ...], CatalogError | None]:
+    """The recipe resolved with every scale profile that applies to it (or the one in scope),
+    and the first error. A profile whose `appliesTo` excludes the recipe is not offered, unless
+    the scope names both. With a recipe in scope, an error is raised."""
+    from generator.catalog.resolve import profile_applies, resolve
+
+    overlay = catalog.overlays.get(name)
+    explicit = bool(scope.recipe and scope.profile)
+    results: list[RecipeResult] = []
+    for profile in (scope.profile,) if scope.profile else profile_order(catalog):
+        prof = catalog.profiles.get(profile)
+        applies = overlay is None or prof is None or profile_applies(prof, overlay.criteria)
+        if not applies and not explicit:
+            continue
+        try:
+            results.append(resolve(catalog, name, profile=profile))
+        except CatalogError as e:
+            if scope.recipe:
+                raise
+            return tuple(results), e
+    return tuple(results), None
+
+
+# --- verify -------------------------------------------------------------------------------------
+
+
+def _has_evidence(paths: Sequence[Path]) -> bool:
+    from generator.evidence.upstream import has_pointers
+
+    return any(p.is_dir() and (any(p.rglob("*.sigstore.json")) or has_pointers(p)) for p in paths)
+
+
+def verify(inputs: Inputs, resolved: Resolved, memo: Memo) -> VerificationRun:
+    """Every evidence file in scope verified offline against the trust roots and the signer
+    policy, each judged current against the resolved recipes' digests. Without evidence no
+    trust root is read. Each file's result is kept in the memo (its path, bytes, trust root and
+    policy), so a rebuild verifies only the files it has not seen."""
+    evidence = inputs.evidence
+    paths = [evidence / inputs.scope.recipe] if inputs.scope.recipe else [evidence]
+    if not _has_evidence(paths):
+        return VerificationRun((), (), ())
+    from generator.evidence.stage import verify_stage
+    from generator.evidence.upstream import options_from_env
+    from generator.evidence.verify import digest_key
+
+    PROGRESS.info("verify evidence in %s (trust root %s)", evidence, ", ".join(inputs.trust_roots))
+    return verify_stage(
+        paths,
+        catalog_dir=Path(resolved.catalog.root),
+        trust_roots=inputs.trust_roots,
+        catalog=resolved.catalog,
+        current={digest_key(r.name, r.scale_profile): r.digest for r in resolved.results()},
+        # upstream's allowlist.yaml beside the evidence, even when one recipe is asked for
+        allowlists_under=[evidence],
+        upstream=options_from_env(),
+        jobs=inputs.jobs,
+        base=evidence.parent,
+        cache=memo.cache,
+    )
+
+
+def in_scope(records: tuple[Evidence, ...], scope: Scope) -> tuple[Evidence, ...]:
+    """The records the scope's profile is about (all of them without one; unreadable files,
+    which name no profile, are always shown)."""
+    if not scope.profile:
+        return records
+    return tuple(
+        r
+        for r in records
+        if r.statement is None or (r.statement.scale_profile or DEFAULT_PROFILE) == scope.profile
+    )
+
+
+# --- aggregate ----------------------------------------------------------------------------------
+
+
+def aggregate(
+    resolved: Resolved, records: tuple[Evidence, ...], verification: VerificationRun
+) -> Status | None:
+    """Consensus, ceilings and lane verdicts of every recipe × profile in scope, each run
+    judged (`Status.runs` follows `records`); None when the catalog has no lanes."""
+    if resolved.lanes is None:
+        return None
+    from generator.aggregate import aggregate as aggregate_status
+
+    PROGRESS.info("aggregate status of %d evidence records", len(records))
+    catalog = resolved.catalog
+    return aggregate_status(
+        resolved.results(),
+        records,
+        resolved.lanes,
+        {name: p.ladder for name, p in catalog.profiles.items()},
+        demo_roots=verification.demo_roots,
+        failures=resolved.failures,
+    )
+
+
+__all__ = [
+    "CATALOG_STAGE",
+    "CatalogInput",
+    "Inputs",
+    "Outcome",
+    "Resolved",
+    "Scope",
+    "load_and_validate",
+    "resolve_recipe",
+    "run",
+]

@@ -1,0 +1,272 @@
+"""One pipeline, derived keys: a cached build is byte for byte the build from scratch.
+
+- `build --repo-url A` then `--repo-url B` into one output, and an edit to SECURITY.md or
+  CONTRIBUTING.md: both reached the key of no stage before the keys were derived (issue 29).
+- A property test: random sequences of evidence removals and additions, recipe edits, option
+  changes and page edits on a small synthetic catalog; after each sequence the cached site is
+  compared, file by file, with a `--no-cache` build of the same inputs.
+- Derived keys see every field of a record, and refuse a value whose content they cannot see.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from generator.bench.synth import SynthOptions, synthesize
+from generator.cli import main
+from generator.core.memo import Memo, canonical, derive_key
+from generator.pipeline import CatalogInput, Inputs, Scope
+from generator.site.build import BuildOptions, build_site
+from tests.conftest import REPO
+
+EPOCH = 1767225600
+
+
+def digests(root: Path) -> dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("synth")
+    synthesize(SynthOptions(2, 6, seed=3, jobs=1), out)
+    return out
+
+
+@pytest.fixture
+def key_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AICR_CATALOG_CACHE_KEY", str(tmp_path / "cache.key"))
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", str(EPOCH))
+
+
+def _docs(tmp: Path) -> Path:
+    """A docs tree of its own, with CONTRIBUTING.md and SECURITY.md beside it (the site's
+    pages of those names come from there)."""
+    shutil.copytree(REPO / "docs", tmp / "repo" / "docs")
+    for name in ("CONTRIBUTING.md", "SECURITY.md"):
+        shutil.copy(REPO / name, tmp / "repo" / name)
+    return tmp / "repo" / "docs"
+
+
+def _cli_build(synth: Path, out: Path, *extra: str) -> None:
+    args = [
+        "build",
+        "--catalog",
+        str(synth / "catalog"),
+        "--evidence",
+        str(synth / "evidence"),
+        "--trust-root",
+        str(synth / "trust" / "synth-root.json"),
+        "--no-bundles",
+        "--jobs",
+        "1",
+        "-o",
+        str(out),
+        *extra,
+    ]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+
+
+def test_cli_a_second_repo_url_replaces_the_first_everywhere(
+    synth: Path, tmp_path: Path, key_file: None
+) -> None:
+    out = tmp_path / "site"
+    _cli_build(synth, out, "--repo-url", "https://example.org/first-repo")
+    pages = [p for p in out.rglob("*.html") if b"first-repo" in p.read_bytes()]
+    assert len(pages) > 10  # linked from every page
+    _cli_build(synth, out, "--repo-url", "https://example.org/second-repo")
+    stale = [p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()]
+    stale = [p for p in stale if b"first-repo" in (out / p).read_bytes()]
+    assert stale == []
+    assert all(b"second-repo" in p.read_bytes() for p in pages)
+
+
+@pytest.mark.parametrize(
+    ("name", "page"), [("SECURITY.md", "security"), ("CONTRIBUTING.md", "contributing")]
+)
+def test_cli_an_edit_to_a_repository_page_reaches_the_site(
+    synth: Path,
+    tmp_path: Path,
+    key_file: None,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    page: str,
+) -> None:
+    docs = _docs(tmp_path)
+    from generator.commands import build as build_cmd
+
+    # the command's options with this test's docs tree (the CLI takes the repository's)
+    monkeypatch.setattr(build_cmd, "BuildOptions", functools.partial(BuildOptions, docs=docs))
+    out = tmp_path / "site"
+    _cli_build(synth, out)
+    assert b"edited-by-a-maintainer" not in (out / f"{page}.html").read_bytes()
+    source = docs.parent / name
+    source.write_text(source.read_text() + "\n\nedited-by-a-maintainer\n")
+    _cli_build(synth, out)
+    assert b"edited-by-a-maintainer" in (out / f"{page}.html").read_bytes()
+
+
+# --- the property: any sequence of changes, then the cached site is the site from scratch --------
+
+
+@dataclasses.dataclass
+class World:
+    """The inputs one example changes: a copy of the synthetic catalog and evidence, a docs
+    tree, and the build options."""
+
+    root: Path
+    options: BuildOptions
+    held: dict[str, bytes]  # evidence files taken out, by relative path
+
+    @property
+    def evidence(self) -> Path:
+        return self.root / "evidence"
+
+
+def _world(synth: Path, root: Path) -> World:
+    shutil.copytree(synth / "catalog", root / "catalog")
+    shutil.copytree(synth / "evidence", root / "evidence")
+    docs = _docs(root)
+    options = BuildOptions(
+        catalog=root / "catalog",
+        evidence=root / "evidence",
+        out=root / "out" / "site",
+        docs=docs,
+        trust_root=str(synth / "trust" / "synth-root.json"),
+        source_date_epoch=EPOCH,
+        bundles=False,
+        cache_dir=root / "out" / ".cache" / "bundles",
+        jobs=1,
+    )
+    return World(root, options, {})
+
+
+def _evidence_files(world: World) -> list[Path]:
+    return sorted(world.evidence.rglob("*.sigstore.json"))
+
+
+def apply(world: World, change: tuple[str, int]) -> None:
+    """One change to the inputs (`kind`, a number choosing where)."""
+    kind, n = change
+    files = _evidence_files(world)
+    if kind == "remove-evidence" and files:
+        path = files[n % len(files)]
+        world.held[path.relative_to(world.evidence).as_posix()] = path.read_bytes()
+        path.unlink()
+    elif kind == "restore-evidence" and world.held:
+        rel = sorted(world.held)[n % len(world.held)]
+        (world.evidence / rel).parent.mkdir(parents=True, exist_ok=True)
+        (world.evidence / rel).write_bytes(world.held.pop(rel))
+    elif kind == "edit-values":  # a recipe's resolved values change: its evidence goes stale
+        values = sorted((world.root / "catalog").rglob("values*.yaml"))
+        path = values[n % len(values)]
+        path.write_text(path.read_text() + f"\nedited{n}: {n}\n")
+    elif kind == "repo-url":
+        world.options = dataclasses.replace(world.options, repo_url=f"https://e.org/r{n % 3}")
+    elif kind == "site-url":
+        world.options = dataclasses.replace(world.options, site_url=f"https://e.org/s{n % 3}/")
+    elif kind == "security":
+        path = world.options.docs.parent / ("SECURITY.md" if n % 2 else "CONTRIBUTING.md")
+        path.write_text(path.read_text() + f"\nline {n}\n")
+    elif kind == "doc-page":
+        path = world.options.docs / "index.md"
+        path.write_text(path.read_text() + f"\n\nparagraph {n}\n")
+
+
+CHANGES = st.tuples(
+    st.sampled_from(
+        [
+            "remove-evidence",
+            "restore-evidence",
+            "edit-values",
+            "repo-url",
+            "site-url",
+            "security",
+            "doc-page",
+        ]
+    ),
+    st.integers(min_value=0, max_value=1000),
+)
+
+
+@pytest.fixture
+def worlds(tmp_path: Path, key_file: None) -> Iterator[Path]:
+    yield tmp_path
+
+
+@settings(
+    max_examples=3,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(changes=st.lists(CHANGES, min_size=1, max_size=3))
+def test_any_changes_then_the_cached_site_is_the_site_from_scratch(
+    synth: Path, worlds: Path, changes: list[tuple[str, int]]
+) -> None:
+    root = Path(worlds) / hashlib.sha256(repr(changes).encode()).hexdigest()[:12]
+    world = _world(synth, root)
+    build_site(world.options)  # the cache and the previous site the changes start from
+    for change in changes:
+        apply(world, change)
+        build_site(world.options)
+    fresh = dataclasses.replace(world.options, out=root / "fresh" / "site", cache_dir=None)
+    build_site(fresh)
+    assert digests(world.options.out) == digests(fresh.out), changes
+    shutil.rmtree(root)
+
+
+# --- derived keys ------------------------------------------------------------------------------
+
+
+def test_a_derived_key_sees_every_field_and_the_content_of_every_path(tmp_path: Path) -> None:
+    memo = Memo()
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    (catalog / "a.yaml").write_text("a: 1\n")
+    record = CatalogInput(catalog)
+    key = memo.key("catalog", (), record)
+    assert Memo().key("catalog", (), CatalogInput(catalog)) == key
+    assert memo.key("catalog", (), CatalogInput(catalog, strict=True)) != key
+    assert memo.key("catalog", (), CatalogInput(catalog, scope=Scope("x"))) != key
+    assert memo.key("catalog", (), CatalogInput(catalog, named=("x",))) != key
+    (catalog / "a.yaml").write_text("a: 2\n")
+    assert Memo().key("catalog", (), CatalogInput(catalog)) != key  # content, not the name
+    # fields marked NOT_KEYED are how, not what
+    one = Inputs(catalog, tmp_path / "evidence", jobs=1)
+    assert Memo().key("run", (), one) == Memo().key("run", (), dataclasses.replace(one, jobs=4))
+
+
+def test_a_value_a_key_cannot_see_is_refused() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Opaque:
+        handle: object
+
+    with pytest.raises(TypeError, match="cannot be part of a derived key"):
+        derive_key("x", "", Opaque(object()), lambda p, w: "")
+    assert canonical(b"bytes", lambda p, w: "") == {"sha256": hashlib.sha256(b"bytes").hexdigest()}
+
+
+def test_every_build_option_is_in_the_build_key_unless_marked() -> None:
+    """A field added to BuildOptions is keyed by construction: only the fields marked NOT_KEYED
+    (or PATH_ONLY, keyed by finer keys) are left out of the record's content."""
+    from generator.core.memo import KEY
+
+    marked = {f.name: f.metadata.get(KEY) for f in dataclasses.fields(BuildOptions)}
+    assert {n for n, m in marked.items() if m == "none"} == {"out", "cache_dir", "jobs"}
+    assert {n for n, m in marked.items() if m == "path"} == {"evidence"}
