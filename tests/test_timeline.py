@@ -73,7 +73,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def found(history: Path, cache: Path) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
-    for c in timeline(history, cache_dir=cache, recipes={RECIPE}):
+    for c in timeline(history, cache_dir=cache, recipe=RECIPE):
         if f"{c.recipe}@{c.profile}" == KEY:
             out.setdefault(c.subject, []).extend([c.summary, c.direction, *c.causes, c.date, c.id])
     return out
@@ -120,7 +120,7 @@ def test_a_pin_bump_makes_the_runs_stale(found: dict[str, list[str]]) -> None:
 
 
 def test_ids_are_unique_and_stable(history: Path, cache: Path, found: dict[str, list[str]]) -> None:
-    again = timeline(history, cache_dir=cache, recipes={RECIPE})
+    again = timeline(history, cache_dir=cache, recipe=RECIPE)
     ids = [c.id for c in again]
     assert len(ids) == len(set(ids))
     assert {c.id for c in again if f"{c.recipe}@{c.profile}" == KEY} == {
@@ -137,6 +137,46 @@ def test_states_are_cached_per_commit_and_only_new_commits_computed(
         raise AssertionError("a cached commit was computed again")
 
     monkeypatch.setattr(tl, "snapshot_at", refuse)
-    cached = list(snapshots(history, cache_dir=cache, recipes={RECIPE}))
+    cached = list(snapshots(history, cache_dir=cache, recipe=RECIPE))
     assert len(cached) == 5 and cached[0].subject == "first: lanes 36 and 72 pass"
-    assert changes(cached) == timeline(history, cache_dir=cache, recipes={RECIPE})
+    assert changes(cached) == timeline(history, cache_dir=cache, recipe=RECIPE)
+
+
+def test_every_change_appears_once_on_the_recipe_page_changelog_feed_and_api(
+    history: Path, cache: Path
+) -> None:
+    """The stage's output as the site shows it: one recipe-page item, one changelog row and one
+    feed entry per change, dated by its commit (never the build's date), ids stable."""
+    import json
+    import xml.etree.ElementTree as ET
+    from dataclasses import replace
+
+    from generator.site import api, changelog, pages
+    from tests.test_site_pages import site
+
+    found = [c for c in timeline(history, cache_dir=cache, recipe=RECIPE) if c.profile]
+    assert found
+    s = site()
+    name = s.recipes[0].name
+    moved = tuple(replace(c, recipe=name, id=c.id.replace(RECIPE, name, 1)) for c in found)
+    s = replace(s, timeline=moved)
+    page = pages.recipe_page(s.recipes[0], s)
+    for c in moved:
+        assert page.count(f'id="{c.anchor}"') == 1
+        assert c.summary in page
+    rows = changelog.entries(s)
+    for c in moved:
+        (row,) = [r for r in rows if r.key == f"change-{c.id}"]
+        assert row.date == c.date and c.summary in row.title
+    feed = ET.fromstring(changelog.atom(s))
+    ns = {"a": "http://www.w3.org/2005/Atom"}
+    ids = [e.findtext("a:id", namespaces=ns) for e in feed.findall("a:entry", ns)]
+    assert len(ids) == len(set(ids))
+    for c in moved:
+        assert f"urn:aicr-catalog:change-{c.id}" in ids
+    files = dict(api.iter_api_files(s))
+    doc = json.loads(files["api/v1/timeline.json"])
+    assert [x["id"] for x in doc["changes"]] == [
+        c.id for c in sorted(moved, key=lambda c: (c.date, c.id), reverse=True)
+    ]
+    assert any(x["direction"] == "loss" for x in doc["changes"])

@@ -13,6 +13,7 @@ from generator.core.errors import CatalogError
 from generator.core.gitremote import remote_web_url
 from generator.site.build import DEFAULT_DEPLOYERS, BuildOptions, build_site
 from generator.site.pages import CommandHelp
+from generator.site.timeline import git_head
 
 
 def cli_reference(
@@ -102,6 +103,16 @@ def show_progress() -> None:
     "has no remote with one, which the build notes).",
 )
 @click.option(
+    "--timeline",
+    "with_timeline",
+    is_flag=True,
+    help="Add the qualification timeline: the state of every recipe × profile at each commit "
+    "of the catalog's git history that touched the catalog or the evidence, each change dated "
+    "and explained on the recipe pages, in 'What changed', the Atom feed and "
+    "api/v1/timeline.json. States are cached per commit under .cache/timeline/ (the first "
+    "build computes every commit: minutes; later builds only new commits).",
+)
+@click.option(
     "--jobs",
     type=click.IntRange(min=1),
     default=None,
@@ -120,6 +131,7 @@ def command(
     no_cache: bool,
     site_url: str,
     repo_url: str,
+    with_timeline: bool,
     jobs: int | None,
 ) -> None:
     """Build the static site into OUT (default site/): dashboard, recipe, evidence and scale pages,
@@ -153,7 +165,10 @@ def command(
         cli_reference=cli_reference(root),
         site_url=site_url,
         repo_url=repo_url,
+        timeline_head=git_head(catalog_path) if with_timeline else "",
     )
+    if with_timeline and not options.timeline_head:
+        raise click.UsageError("--timeline needs the catalog in a git repository with a commit")
     show_progress()
     if repo_note:
         click.echo(f"note: build: {repo_note}", err=True)

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,7 @@ from generator.site.model import (
 from generator.site.outdir import build_lock, remove_leftovers, swap_in
 from generator.site.publish import Publisher
 from generator.site.signers import signer_policy
+from generator.site.timeline import Change, site_timeline
 
 REPO = Path(__file__).resolve().parent.parent.parent
 TEMPLATES = REPO / "site_templates"
@@ -90,6 +91,9 @@ class BuildOptions:
     # 404.html links its assets from it, so it works at any depth under a sub-path
     site_url: str = ""
     repo_url: str = ""  # the catalog's source repository, linked from every page
+    # the commit the qualification timeline runs to (build --timeline; generator/site/timeline.py):
+    # "" builds no timeline; a commit keys the build to the history up to it
+    timeline_head: str = ""
     # processes for verification and rendering (default: every core); page generation uses
     # them only when given (forked page workers copy the site data they read)
     jobs: int | None = field(default=None, metadata=NOT_KEYED)
@@ -208,7 +212,18 @@ def gather(options: BuildOptions, epoch: int, memo: Memo | None = None) -> SiteD
     downloads, render_note = render_step(outcome, options, epoch)
     judged, aggregate_note = stages.judged(outcome, options.evidence)
     notes = tuple(n for n in (render_note, aggregate_note) if n is not None)
-    return site_data(options, epoch, outcome, downloads, judged, notes)
+    site = site_data(options, epoch, outcome, downloads, judged, notes)
+    return replace(site, timeline=timeline_step(options))
+
+
+def timeline_step(options: BuildOptions) -> tuple[Change, ...]:
+    """The qualification timeline stage: every change in the catalog's git history, states
+    cached per commit under `.cache/timeline/` (none under --no-cache: computed each time)."""
+    if not options.timeline_head:
+        return ()
+    PROGRESS.info("timeline: the qualification state at each commit (cached per commit)")
+    cache = options.cache_dir.parent / "timeline" if options.cache_dir is not None else None
+    return site_timeline(options.catalog, options.evidence, options.trust_root, cache)
 
 
 def _recipe_views(
@@ -277,6 +292,7 @@ def site_data(
             options.catalog, {leaf: catalog.overlays[leaf].doc.rel for leaf in shown}
         ),
         signers=signer_policy(catalog, judged.runs),
+        repo_url=options.repo_url,
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from generator.core.records import Consensus, Criteria, RecipeResult, ScaleProfile
 from generator.evidence.view import EvidenceView
 from generator.site.signers import SignerPolicyView
+from generator.site.timeline import Change
 
 UNTESTED = Consensus.UNTESTED
 
@@ -126,3 +127,6 @@ class SiteData:
     site_url: str = ""  # where the site is served, "" when not given
     recipes_added: tuple[tuple[str, str], ...] = ()  # (recipe, date its overlay was added)
     signers: SignerPolicyView | None = None  # the signer policy (None: not gathered)
+    # every qualification change in the catalog's git history (build --timeline), oldest first
+    timeline: tuple[Change, ...] = ()
+    repo_url: str = ""  # the catalog's source repository ("" when not known)

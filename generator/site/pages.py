@@ -148,6 +148,13 @@ def recipe_page(recipe: RecipeView, site: SiteData) -> str:
         sample=has_sample(recipe.evidence),
         render_note=render_note,
         epoch=site.source_date_epoch,
+        history_on=bool(site.timeline),
+        history=sorted(
+            (c for c in site.timeline if c.recipe == recipe.name),
+            key=lambda c: (c.date, c.id),
+            reverse=True,
+        ),
+        repo_url=site.repo_url,
         trust_root=site.trust_root,
         updated=_updated(recipe.evidence),
     )

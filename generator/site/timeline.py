@@ -27,15 +27,18 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from io import BytesIO
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from generator import __version__
 from generator.core.atomic import write_atomic
 from generator.core.errors import CatalogError
+
+if TYPE_CHECKING:
+    from generator.core.memo import Memo
 
 # bump when what a state holds or how it is computed changes: cached states are then recomputed
 STATE_VERSION = 1
@@ -100,6 +103,11 @@ class Change:
     before: ProfileState | None
     after: ProfileState | None
 
+    @property
+    def anchor(self) -> str:
+        """The change's HTML id on its recipe page (only unreserved characters)."""
+        return "change-" + "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in self.id)
+
     def to_json(self) -> dict[str, Any]:
         def state(s: ProfileState | None) -> dict[str, Any] | None:
             if s is None:
@@ -114,6 +122,7 @@ class Change:
 
         return {
             "id": self.id,
+            "anchor": self.anchor,
             "recipe": self.recipe,
             "profile": self.profile,
             "commit": self.commit,
@@ -185,16 +194,17 @@ def snapshot_at(
     catalog: str = "catalog",
     evidence: str = "evidence",
     trust_root: str = "demo",
-    recipes: Collection[str] | None = None,
+    recipe: str | None = None,
+    memo: Memo | None = None,
 ) -> Snapshot:
-    """The state at `commit` of every recipe × profile (of `recipes` only, when given)."""
+    """The state at `commit` of every recipe × profile (of `recipe` only, when given); `memo`
+    is the pipeline's (a file verified at an earlier commit is not verified again)."""
     with tempfile.TemporaryDirectory(prefix="aicr-timeline-") as tmp:
         root = Path(tmp)
         _checkout(repo, commit, (catalog, evidence), root)
         try:
-            return _snapshot(
-                root / catalog, root / evidence, trust_root, recipes, commit, date, subject
-            )
+            head = (commit, date, subject)
+            return _snapshot(root / catalog, root / evidence, trust_root, recipe, head, memo)
         except CatalogError as e:
             return Snapshot(commit, date, subject, e.message or "the catalog does not load", ())
 
@@ -203,25 +213,22 @@ def _snapshot(
     catalog_dir: Path,
     evidence_dir: Path,
     trust_root: str,
-    recipes: Collection[str] | None,
-    commit: str,
-    date: str,
-    subject: str,
+    recipe: str | None,
+    head: tuple[str, str, str],
+    memo: Memo | None,
 ) -> Snapshot:
+    from generator.pipeline import Inputs, Scope, run
     from generator.site import stages
     from generator.site.signers import signer_policy
 
     if not catalog_dir.is_dir():
-        return Snapshot(commit, date, subject, "no catalog at this commit", ())
-    cat = stages.load_and_validate(catalog_dir)
-    results = [
-        r
-        for leaf in cat.leaves()
-        if recipes is None or leaf in recipes
-        for r in stages.resolve_leaf(cat, leaf)[0]
-    ]
-    verified, _ = stages.verify_evidence(cat, evidence_dir, results, trust_root, jobs=1)
-    judged, _ = stages.aggregate(cat, results, verified)
+        return Snapshot(*head, "no catalog at this commit", ())
+    inputs = Inputs(catalog_dir, evidence_dir, (trust_root,), scope=Scope(recipe), jobs=1)
+    outcome = run(inputs, memo)
+    if outcome.resolved.failures:
+        return Snapshot(*head, "some recipes do not resolve", ())
+    cat, results = outcome.catalog, outcome.recipes
+    judged, _ = stages.judged(outcome, evidence_dir)
     policy = signer_policy(cat)
     states: dict[str, ProfileState] = {}
     for r in results:
@@ -247,7 +254,7 @@ def _snapshot(
             pins={c.name: c.version or "" for c in r.components},
             runs=runs,
         )
-    return Snapshot(commit, date, subject, "", tuple(e.label for e in policy.entries), states)
+    return Snapshot(*head, "", tuple(e.label for e in policy.entries), states)
 
 
 # --- the cache ----------------------------------------------------------------------------------
@@ -286,11 +293,12 @@ def snapshots(
     evidence: str = "evidence",
     trust_root: str = "demo",
     cache_dir: Path | None = None,
-    recipes: Collection[str] | None = None,
+    recipe: str | None = None,
+    memo: Memo | None = None,
 ) -> Iterator[Snapshot]:
     """The state at every commit that touched the catalog or the evidence, oldest first; from
     `cache_dir` where it was computed before."""
-    scope = "all" if recipes is None else "-".join(sorted(recipes))[:80]
+    scope = "all" if recipe is None else f"recipe-{recipe}"
     for commit, date, subject in history(repo, (catalog, evidence)):
         path = None if cache_dir is None else _cache_file(cache_dir, trust_root, scope, commit)
         if path is not None and path.is_file():
@@ -304,7 +312,8 @@ def snapshots(
             catalog=catalog,
             evidence=evidence,
             trust_root=trust_root,
-            recipes=recipes,
+            recipe=recipe,
+            memo=memo,
         )
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -454,7 +463,8 @@ def timeline(
     evidence: str = "evidence",
     trust_root: str = "demo",
     cache_dir: Path | None = None,
-    recipes: Collection[str] | None = None,
+    recipe: str | None = None,
+    memo: Memo | None = None,
 ) -> tuple[Change, ...]:
     """Every qualification change since the first commit (see the module)."""
     if shutil.which("git") is None:
@@ -466,6 +476,39 @@ def timeline(
             evidence=evidence,
             trust_root=trust_root,
             cache_dir=cache_dir,
-            recipes=recipes,
+            recipe=recipe,
+            memo=memo,
         )
     )
+
+
+def git_head(path: Path) -> str:
+    """The commit checked out in the repository holding `path`; "" when it is not in one."""
+    try:
+        return str(_git(path if path.is_dir() else path.parent, "rev-parse", "HEAD")).strip()
+    except (CatalogError, OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def site_timeline(
+    catalog: Path, evidence: Path, trust_root: str, cache_dir: Path | None
+) -> tuple[Change, ...]:
+    """The timeline of the repository holding `catalog` (the site's stage): the catalog and
+    evidence directories as paths inside it; states cached under `cache_dir`."""
+    top = Path(str(_git(catalog, "rev-parse", "--show-toplevel")).strip())
+    try:
+        cat_rel = catalog.resolve().relative_to(top.resolve()).as_posix()
+        ev_rel = evidence.resolve().relative_to(top.resolve()).as_posix()
+    except ValueError as e:
+        raise CatalogError(
+            f"the timeline needs the catalog and evidence in one repository: {e}"
+        ) from e
+    return timeline(
+        top, catalog=cat_rel, evidence=ev_rel, trust_root=trust_root, cache_dir=cache_dir
+    )
+
+
+def timeline_json(changes_: Sequence[Change]) -> dict[str, Any]:
+    """`api/v1/timeline.json`'s body: every change, newest first."""
+    ordered = sorted(changes_, key=lambda c: (c.date, c.id), reverse=True)
+    return {"changes": [c.to_json() for c in ordered]}
