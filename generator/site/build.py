@@ -37,6 +37,7 @@ from generator.fast.collector import collector_paused
 from generator.fast.pool import parallel_map
 from generator.pipeline import Inputs, Outcome, run
 from generator.site import api, badges, changelog, islands, pages, stages
+from generator.site.audit import evidence_added, signed_statement, statement_file
 from generator.site.csp import with_csp
 from generator.site.incremental import (
     PAGES_STAGE,
@@ -293,6 +294,7 @@ def site_data(
         ),
         signers=signer_policy(catalog, judged.runs),
         repo_url=options.repo_url,
+        evidence_added=evidence_added(options.evidence),
     )
 
 
@@ -531,6 +533,9 @@ def iter_published(site: SiteData, reuse: api.Reuse | None = None) -> Iterator[t
                 )
             published[e.raw_file] = e.path
             yield e.raw_file, e.raw
+            statement = signed_statement(e.raw) if e.state != "rejected" else None
+            if statement is not None:  # what was judged, as signed (generator/site/audit.py)
+                yield statement_file(e.raw_file), statement
 
 
 def published_files(site: SiteData) -> dict[str, bytes]:

@@ -7,7 +7,7 @@ aggregate into these records; pages, JSON, charts and badges are pure functions 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -130,3 +130,5 @@ class SiteData:
     # every qualification change in the catalog's git history (build --timeline), oldest first
     timeline: tuple[Change, ...] = ()
     repo_url: str = ""  # the catalog's source repository ("" when not known)
+    # evidence path -> (commit, YYYY-MM-DD) that added the file (generator/site/audit.py)
+    evidence_added: Mapping[str, tuple[str, str]] = field(default_factory=dict)

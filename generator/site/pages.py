@@ -18,6 +18,7 @@ from markupsafe import Markup
 from generator.core import names
 from generator.core.records import ScaleProfile
 from generator.evidence.view import EvidenceView
+from generator.site.audit import signed_statement, statement_file
 from generator.site.charts import (
     NOT_IN_LADDER,
     chart_html,
@@ -179,6 +180,15 @@ def evidence_page(name: str, runs: tuple[EvidenceView, ...], site: SiteData, kno
         trust_root=site.trust_root,
         sample=has_sample(runs),
         updated=_updated(runs),
+        statements={
+            e.id: statement_file(e.raw_file)
+            for e in runs
+            if e.raw and e.state != "rejected" and signed_statement(e.raw) is not None
+        },
+        added={e.id: site.evidence_added[e.path] for e in runs if e.path in site.evidence_added},
+        commit_url=site.repo_url + "/commit/"
+        if site.repo_url.startswith("https://github.com/")
+        else "",
     )
 
 
