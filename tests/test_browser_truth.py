@@ -137,3 +137,37 @@ def test_chart_mode_bar_holds_only_the_allowed_buttons(tab: Watched) -> None:
     )
     assert not re.search(r"share|cloud|studio|plotly\.com", text, re.I)
     assert tab.errors == [] and tab.outside == []
+
+
+def test_contributor_reaches_signers_and_submission_steps_from_home_on_a_phone(
+    phone: Watched,
+) -> None:
+    """Item 5: home → menu → Signers (the allowlist as a directory) → how to submit evidence,
+    whose steps are numbered 1 to 5 with the signing options inside step 4."""
+    phone.page.goto(phone.base)  # type: ignore[attr-defined]
+    phone.page.locator("label.md-header__button[for='__drawer']").click()  # type: ignore[attr-defined]
+    phone.page.locator(".md-sidebar--primary a.md-nav__link[href$='signers.html']").first.click()  # type: ignore[attr-defined]
+    phone.page.wait_for_url("**/signers.html")  # type: ignore[attr-defined]
+    entries = phone.page.locator("section.aicr-signer-entry h2")  # type: ignore[attr-defined]
+    assert entries.count() >= 2
+    assert "first-party" in entries.first.inner_text()
+    phone.page.locator("article a[href$='contributing.html#submitting-evidence']").first.click()  # type: ignore[attr-defined]
+    phone.page.wait_for_url("**/contributing.html#submitting-evidence")  # type: ignore[attr-defined]
+    steps = phone.page.locator("#submitting-evidence ~ ol").first.locator(":scope > li")  # type: ignore[attr-defined]
+    assert steps.count() == 5
+    assert steps.nth(3).locator("ul > li").count() == 2  # sign in CI, or locally
+    assert steps.nth(4).inner_text().startswith("aicr-catalog evidence verify")
+    width = phone.page.evaluate("document.documentElement.scrollWidth")  # type: ignore[attr-defined]
+    assert width <= 390
+    assert phone.errors == [] and phone.outside == []
+
+
+def test_pages_without_evidence_lead_to_contributing(built_site: Path) -> None:
+    index = json.loads((built_site / "api/v1/recipes.json").read_text(encoding="utf-8"))
+    empty = [r["name"] for r in index["recipes"] if r["evidence"] == 0]
+    assert empty
+    for name in empty:
+        for kind in ("recipes", "evidence"):
+            text = (built_site / kind / f"{name}.html").read_text(encoding="utf-8")
+            assert 'href="../contributing.html#submitting-evidence"' in text, (kind, name)
+            assert 'href="../signers.html"' in text, (kind, name)

@@ -15,9 +15,11 @@ from generator.commands.common import (
     trust_root_option,
 )
 from generator.core.errors import CatalogError
+from generator.core.gitremote import remote_web_url
 from generator.evidence.model import RootUse
 from generator.site.build import DEFAULT_DEPLOYERS, BuildOptions, build_site
 from generator.site.pages import CommandHelp
+from generator.site.timeline import git_head
 
 
 def cli_reference(
@@ -99,7 +101,19 @@ def show_progress() -> None:
     "--repo-url",
     default="",
     metavar="URL",
-    help="The catalog's source repository, linked from every page with how to install the CLI.",
+    help="The catalog's source repository, linked from every page with how to install the CLI "
+    "(default: the web address of the catalog's git remote, origin else the first; none when it "
+    "has no remote with one, which the build notes).",
+)
+@click.option(
+    "--timeline",
+    "with_timeline",
+    is_flag=True,
+    help="Add the qualification timeline: the state of every recipe × profile at each commit "
+    "of the catalog's git history that touched the catalog or the evidence, each change dated "
+    "and explained on the recipe pages, in 'What changed', the Atom feed and "
+    "api/v1/timeline.json. States are cached per commit under .cache/timeline/ (the first "
+    "build computes every commit: minutes; later builds only new commits).",
 )
 @click.option(
     "--jobs",
@@ -126,6 +140,7 @@ def command(
     no_cache: bool,
     site_url: str,
     repo_url: str,
+    with_timeline: bool,
     jobs: int | None,
     online: bool,
 ) -> None:
@@ -137,6 +152,15 @@ def command(
     and the previous site is left as it was), 2 usage.
     """
     root = click.get_current_context().find_root().command
+    repo_note = ""
+    if not repo_url:
+        repo_url = remote_web_url(catalog_path)
+        repo_note = (
+            f"repository link: {repo_url} (the git remote; --repo-url to choose another)"
+            if repo_url
+            else "no repository link on the pages: no --repo-url and no git remote with a web "
+            "address"
+        )
     options = BuildOptions(
         catalog=catalog_path,
         evidence=evidence_path,
@@ -153,8 +177,13 @@ def command(
         repo_url=repo_url,
         online=online,
         rules=stated_rules(),
+        timeline_head=git_head(catalog_path) if with_timeline else "",
     )
+    if with_timeline and not options.timeline_head:
+        raise click.UsageError("--timeline needs the catalog in a git repository with a commit")
     show_progress()
+    if repo_note:
+        click.echo(f"note: build: {repo_note}", err=True)
     try:
         report = build_site(options)
     except CatalogError:  # reported by handles_errors (a corrupt trust root is usage: exit 2)

@@ -17,6 +17,7 @@ from generator.evidence.view import EvidenceView
 from generator.site.model import ProfileView, RecipeView, SiteData
 from generator.site.pages import slug
 from generator.site.summary import CONSENSUS_ORDER, band, summarise
+from generator.site.timeline import timeline_json
 
 API_VERSION = "aicr.run/v1"
 SCHEMAS = Path(__file__).resolve().parent.parent.parent / "catalog" / "schemas" / "api"
@@ -273,6 +274,11 @@ def iter_api_files(site: SiteData, reuse: Reuse | None = None) -> Iterator[tuple
     yield "api/v1/evidence.json", evidence_file(site, records, reuse)
     yield "api/v1/lanes.json", dumps(lanes_index(site))
     yield "api/v1/profiles.json", dumps(profiles_index(site))
+    if site.timeline:  # built with --timeline: every qualification change, newest first
+        yield (
+            "api/v1/timeline.json",
+            dumps({**_header(site, "Timeline"), **timeline_json(site.timeline)}),
+        )
     for r in site.recipes:
 
         def make(r: RecipeView = r) -> bytes:

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from generator.fast.collector import collector_paused
 from generator.fast.pool import parallel_map
 from generator.pipeline import Inputs, Outcome, run
 from generator.site import api, badges, changelog, islands, pages, stages
+from generator.site.audit import evidence_added, signed_statement, statement_file
 from generator.site.csp import with_csp
 from generator.site.incremental import (
     PAGES_STAGE,
@@ -60,6 +61,8 @@ from generator.site.model import (
 )
 from generator.site.outdir import build_lock, remove_leftovers, swap_in
 from generator.site.publish import Publisher
+from generator.site.signers import signer_policy
+from generator.site.timeline import Change, site_timeline
 
 REPO = Path(__file__).resolve().parent.parent.parent
 TEMPLATES = REPO / "site_templates"
@@ -90,6 +93,9 @@ class BuildOptions:
     # 404.html links its assets from it, so it works at any depth under a sub-path
     site_url: str = ""
     repo_url: str = ""  # the catalog's source repository, linked from every page
+    # the commit the qualification timeline runs to (build --timeline; generator/site/timeline.py):
+    # "" builds no timeline; a commit keys the build to the history up to it
+    timeline_head: str = ""
     # processes for verification and rendering (default: every core); page generation uses
     # them only when given (forked page workers copy the site data they read)
     jobs: int | None = field(default=None, metadata=NOT_KEYED)
@@ -214,7 +220,18 @@ def gather(options: BuildOptions, epoch: int, memo: Memo | None = None) -> SiteD
     downloads, render_note = render_step(outcome, options, epoch)
     judged, aggregate_note = stages.judged(outcome, options.evidence)
     notes = tuple(n for n in (render_note, aggregate_note) if n is not None)
-    return site_data(options, epoch, outcome, downloads, judged, notes)
+    site = site_data(options, epoch, outcome, downloads, judged, notes)
+    return replace(site, timeline=timeline_step(options))
+
+
+def timeline_step(options: BuildOptions) -> tuple[Change, ...]:
+    """The qualification timeline stage: every change in the catalog's git history, states
+    cached per commit under `.cache/timeline/` (none under --no-cache: computed each time)."""
+    if not options.timeline_head:
+        return ()
+    PROGRESS.info("timeline: the qualification state at each commit (cached per commit)")
+    cache = options.cache_dir.parent / "timeline" if options.cache_dir is not None else None
+    return site_timeline(options.catalog, options.evidence, options.trust_root, cache)
 
 
 def _recipe_views(
@@ -282,6 +299,9 @@ def site_data(
         recipes_added=stages.recipes_added(
             options.catalog, {leaf: catalog.overlays[leaf].doc.rel for leaf in shown}
         ),
+        signers=signer_policy(catalog, judged.runs),
+        repo_url=options.repo_url,
+        evidence_added=evidence_added(options.evidence),
     )
 
 
@@ -530,6 +550,9 @@ def iter_published(site: SiteData, reuse: api.Reuse | None = None) -> Iterator[t
                 )
             published[e.raw_file] = e.path
             yield e.raw_file, e.raw
+            statement = signed_statement(e.raw) if e.state != "rejected" else None
+            if statement is not None:  # what was judged, as signed (generator/site/audit.py)
+                yield statement_file(e.raw_file), statement
 
 
 def published_files(site: SiteData) -> dict[str, bytes]:

@@ -49,7 +49,9 @@ def entries(site: SiteData) -> list[Entry]:
                 f"run-{e.id}",
             )
         )
-    for r in site.recipes:
+    out += _timeline_entries(site)
+    for r in site.recipes if not site.timeline else ():
+        # without the timeline (no --timeline): the current ceiling, dated by its newest run
         for p in r.profiles:
             if not p.ceiling:
                 continue
@@ -86,6 +88,29 @@ def entries(site: SiteData) -> list[Entry]:
                 )
             )
     out.sort(key=lambda x: (x.date, x.kind, x.key), reverse=True)
+    return out
+
+
+def _timeline_entries(site: SiteData) -> list[Entry]:
+    """One entry per qualification change (generator/site/timeline.py): dated by its commit,
+    with an id unique to the recipe × profile and the commit, losses as well as gains."""
+    from generator.site.pages import slug as slug_of
+
+    sample = {e.recipe for e in site.evidence if e.sample}
+    out = []
+    for c in site.timeline:
+        why = f": {'; '.join(c.causes)}" if c.causes else ""
+        tag = "SAMPLE " if c.recipe in sample else ""
+        out.append(
+            Entry(
+                c.date,
+                f"qualification {c.direction}",
+                f"{tag}{c.direction}: {c.recipe} × {c.profile}: {c.summary}{why} "
+                f"(commit {c.commit[:12]})",
+                f"recipes/{slug_of(c.recipe)}.html#{c.anchor}",
+                f"change-{c.id}",
+            )
+        )
     return out
 
 

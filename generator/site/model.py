@@ -7,12 +7,14 @@ aggregate into these records; pages, JSON, charts and badges are pure functions 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from generator.core.records import Consensus, Criteria, RecipeResult, ScaleProfile
 from generator.evidence.view import EvidenceView
+from generator.site.signers import SignerPolicyView
+from generator.site.timeline import Change
 
 UNTESTED = Consensus.UNTESTED
 
@@ -124,3 +126,9 @@ class SiteData:
     trust_root: str
     site_url: str = ""  # where the site is served, "" when not given
     recipes_added: tuple[tuple[str, str], ...] = ()  # (recipe, date its overlay was added)
+    signers: SignerPolicyView | None = None  # the signer policy (None: not gathered)
+    # every qualification change in the catalog's git history (build --timeline), oldest first
+    timeline: tuple[Change, ...] = ()
+    repo_url: str = ""  # the catalog's source repository ("" when not known)
+    # evidence path -> (commit, YYYY-MM-DD) that added the file (generator/site/audit.py)
+    evidence_added: Mapping[str, tuple[str, str]] = field(default_factory=dict)

@@ -18,6 +18,7 @@ from markupsafe import Markup
 from generator.core import names
 from generator.core.records import ScaleProfile
 from generator.evidence.view import EvidenceView
+from generator.site.audit import signed_statement, statement_file
 from generator.site.charts import (
     NOT_IN_LADDER,
     chart_html,
@@ -148,6 +149,13 @@ def recipe_page(recipe: RecipeView, site: SiteData) -> str:
         sample=has_sample(recipe.evidence),
         render_note=render_note,
         epoch=site.source_date_epoch,
+        history_on=bool(site.timeline),
+        history=sorted(
+            (c for c in site.timeline if c.recipe == recipe.name),
+            key=lambda c: (c.date, c.id),
+            reverse=True,
+        ),
+        repo_url=site.repo_url,
         trust_root=site.trust_root,
         updated=_updated(recipe.evidence),
     )
@@ -172,6 +180,15 @@ def evidence_page(name: str, runs: tuple[EvidenceView, ...], site: SiteData, kno
         trust_root=site.trust_root,
         sample=has_sample(runs),
         updated=_updated(runs),
+        statements={
+            e.id: statement_file(e.raw_file)
+            for e in runs
+            if e.raw and e.state != "rejected" and signed_statement(e.raw) is not None
+        },
+        added={e.id: site.evidence_added[e.path] for e in runs if e.path in site.evidence_added},
+        commit_url=site.repo_url + "/commit/"
+        if site.repo_url.startswith("https://github.com/")
+        else "",
     )
 
 
@@ -386,6 +403,14 @@ def cli_page(commands: Sequence[CommandHelp]) -> str:
     return render("pages/cli.md.j2", commands=commands)
 
 
+def signers_page(site: SiteData) -> str:
+    """The signer policy as a directory (generator/site/signers.py)."""
+    from generator.site.signers import SignerPolicyView
+
+    policy = site.signers or SignerPolicyView((), 0, False)
+    return render("pages/signers.md.j2", policy=policy, trust_root=site.trust_root, slug=slug)
+
+
 @dataclass(frozen=True, slots=True)
 class PagePlan:
     """One generated page: where it goes, what it depends on, and how to render it.
@@ -416,6 +441,7 @@ def page_plan(
             "legend.md", "site", "legend", None, lambda: render("pages/legend.md.j2", base="")
         ),
         PagePlan("changelog.md", "site", "changelog", None, lambda: changelog_page(site)),
+        PagePlan("signers.md", "site", "signers", None, lambda: signers_page(site)),
         PagePlan("compare.md", "site", "compare", None, lambda: render("pages/compare.md.j2")),
     ]
     for r in site.recipes:

@@ -1,0 +1,64 @@
+"""The audit trail of each run: the signed statement it was judged from, as a file of its own,
+and the commit that added its evidence file to the catalog.
+
+`signed_statement(raw)` is the DSSE payload of a Sigstore bundle: the exact bytes the signature
+covers (the in-toto statement with the run's raw results: checks, KPIs, observed counts, CTRF
+tests where the lab attached them). The site publishes it beside the bundle for verified runs
+only, so a reader downloads what was judged without decoding the bundle.
+
+`evidence_added(evidence_dir)`: the commit and date that added each evidence file, from one
+`git log` of the evidence directory; empty outside a git checkout.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+
+def signed_statement(raw: bytes) -> bytes | None:
+    """The payload a bundle's DSSE envelope signs, or None when `raw` holds none."""
+    try:
+        doc = json.loads(raw)
+        envelope = doc.get("dsseEnvelope") if isinstance(doc, dict) else None
+        payload = envelope.get("payload") if isinstance(envelope, dict) else None
+        if not isinstance(payload, str):
+            return None
+        data = base64.b64decode(payload, validate=True)
+        json.loads(data)  # a statement is JSON; anything else is not published as one
+    except (ValueError, binascii.Error, RecursionError):
+        return None
+    return data
+
+
+def statement_file(raw_file: str) -> str:
+    """Where the site publishes a run's signed statement, beside its bundle."""
+    return raw_file.removesuffix(".sigstore.json") + ".statement.json"
+
+
+def evidence_added(evidence_dir: Path) -> Mapping[str, tuple[str, str]]:
+    """`evidence/<…>` path → (commit, YYYY-MM-DD) of the newest commit that added the file."""
+    if not evidence_dir.is_dir():
+        return {}
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(evidence_dir.parent), "log", "--diff-filter=A",
+             "--format=@%H %cs", "--name-only", "--relative", "--", evidence_dir.name],
+            capture_output=True, text=True, check=False, timeout=60,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    if out.returncode != 0:
+        return {}
+    added: dict[str, tuple[str, str]] = {}
+    commit = date = ""
+    for line in out.stdout.splitlines():
+        if line.startswith("@"):
+            commit, _, date = line[1:].partition(" ")
+        elif line and line not in added:
+            added[line] = (commit, date)
+    return added
