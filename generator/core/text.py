@@ -42,7 +42,7 @@ import json
 import re
 import unicodedata
 
-from generator.core import markdown
+from generator.core import markdown, safeio
 
 # characters XML 1.0 (5th edition, production [2] Char) does not allow anywhere in a document
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -122,11 +122,9 @@ def label_problem(s: str) -> str | None:
 def _confusable_classes() -> dict[str, str]:
     """Each single character of Unicode's confusables data -> its class representative (the
     smallest code point of the class, classes joined transitively)."""
-    data = json.loads(
-        importlib.resources.files("confusable_homoglyphs")
-        .joinpath("confusables.json")
-        .read_text(encoding="utf-8")
-    )
+    # the data file of an installed package, read through the one door like any other file
+    source = importlib.resources.files("confusable_homoglyphs").joinpath("confusables.json")
+    data = json.loads(safeio.read_text(str(source), limit=safeio.OTHER_BYTES))
     parent: dict[str, str] = {}
 
     def find(c: str) -> str:

@@ -25,15 +25,14 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import tarfile
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from io import BytesIO
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from generator import __version__
+from generator.core import atomic, safeio
 from generator.core.atomic import write_atomic
 from generator.core.errors import CatalogError
 
@@ -178,8 +177,7 @@ def _checkout(repo: Path, commit: str, paths: Sequence[str], into: Path) -> None
     if not present:
         return
     data = _git(repo, "archive", "--format=tar", commit, *present, binary=True)
-    with tarfile.open(fileobj=BytesIO(data)) as tar:
-        tar.extractall(into, filter="data")
+    atomic.extract_tar(data, into)  # the one extractor of a git archive (no link followed)
 
 
 # --- one state ----------------------------------------------------------------------------------
@@ -302,7 +300,7 @@ def snapshots(
     for commit, date, subject in history(repo, (catalog, evidence)):
         path = None if cache_dir is None else _cache_file(cache_dir, trust_root, scope, commit)
         if path is not None and path.is_file():
-            yield _load(path.read_bytes())
+            yield _load(safeio.read_own(path, limit=safeio.OTHER_BYTES))
             continue
         snap = snapshot_at(
             repo,
