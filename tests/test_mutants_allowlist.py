@@ -370,3 +370,11 @@ def test_the_combined_policy_describes_every_entry() -> None:
     assert both.describe() == f"{pattern.describe()}; {slug.describe()}"
     assert AllowlistPolicy(rules=(), slugs=(slug,)).describe() == slug.describe()
     assert slug.describe() == f"s (partner): source {slug.source} via {GH}"
+
+
+def test_upstreams_rule_reads_everything_between_the_anchors() -> None:
+    # a wildcard right after ^ is left of @; an @ right before $ is the subject's @
+    problem = upstream_pattern_problem(rf"^.{WF_RE}@refs/heads/main$")
+    assert problem is not None and "left of '@'" in problem
+    assert upstream_pattern_problem(rf"^{WF_RE}@$") is None
+    assert upstream_pattern_problem(r"^@$") is None

@@ -142,3 +142,5 @@ def test_a_group_closing_inside_a_group_keeps_its_depth() -> None:
     assert top_level_alternation("(a))|b") is True  # a stray `)` never makes depth negative
     assert top_level_alternation(r"a\\|b") is True  # an escaped backslash, then `|`
     assert top_level_alternation("[a]|b") is True
+    assert top_level_alternation("[ab|]") is False  # a class of several characters
+    assert top_level_alternation("x[a-c|d]y") is False
