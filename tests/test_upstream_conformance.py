@@ -1032,10 +1032,10 @@ def oracle_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Oracle]:
     loaded: dict[Path, Any] = {}
     real = load_catalog
 
-    def load_once(path: Path) -> Any:
-        key = Path(path).resolve()
+    def load_once(path: Path, rules: str | None = None) -> Any:
+        key = (Path(path).resolve(), rules)
         if key not in loaded:
-            loaded[key] = real(path)
+            loaded[key] = real(path, rules)
         return loaded[key]
 
     with pytest.MonkeyPatch.context() as mp:

@@ -125,6 +125,15 @@ def _write_archive(data: bytes, out_dir: Path, name: str) -> Path:
     help="Advisory node count: checked against the profile's band, never selects settings.",
 )
 @click.option(
+    "--profile",
+    "choice",
+    default=None,
+    metavar="NAME=VALUE",
+    help="Upstream AICR's configuration profile (ADR-015; trees read under 2026-08 rules): the "
+    "value of the profile the recipe declares; default: the declared default. Not with a "
+    "RecipeResult file, which records the value it was generated with.",
+)
+@click.option(
     "--set",
     "sets",
     multiple=True,
@@ -185,6 +194,7 @@ def command(
     deployer: str,
     profile: str,
     nodes: int | None,
+    choice: str | None,
     sets: tuple[str, ...],
     set_files: tuple[str, ...],
     out: Path | None,
@@ -194,7 +204,7 @@ def command(
     repo_path: str,
     catalog_path: Path,
 ) -> None:
-    """Render a recipe into a deployment bundle (helm, helmfile, argocd or flux).
+    """Render a recipe into a deployment bundle (helm, helmfile, argocd, argocd-helm or flux).
 
     The bundle holds the deployer's files, README.md, recipe.yaml, bundle-info.yaml and
     checksums.txt; the same recipe, profile and overrides always give the same bytes.
@@ -210,6 +220,12 @@ def command(
     )
     from_file = recipe_file(recipe)
     query = _bundle_query(recipe, crit, from_file, profile, nodes)
+    if from_file is not None and choice is not None:
+        fail(
+            "--profile applies when a recipe is resolved; a RecipeResult file records the value "
+            "it was generated with",
+            EXIT_USAGE,
+        )
     if out is None:
         fail("give the output directory with -o DIR", EXIT_USAGE)
     try:
@@ -225,7 +241,9 @@ def command(
         result = read_recipe_file(from_file, catalog, overrides)
     else:
         assert query is not None
-        result = resolve(catalog, query, profile=profile, overrides=overrides, nodes=nodes)
+        result = resolve(
+            catalog, query, profile=profile, overrides=overrides, nodes=nodes, choice=choice
+        )
     tree = render_bundle(
         result,
         deployer,
