@@ -1083,3 +1083,81 @@ def test_every_listed_difference_is_used_and_documented(
     # corpus (the model tests above check it)
     stale = [d.id for d in corpus.differences if d.paths and d.id not in used]
     assert stale == [], "listed differences no case shows"
+
+
+# node scheduling (upstream's bundler: nodeScheduling paths of the registry)
+def test_scheduling_overrides_follow_the_registry_paths() -> None:
+    from generator.catalog.overrides import NodeScheduling, scheduling_overrides
+
+    entries = {
+        "op": {
+            "name": "op",
+            "nodeScheduling": {
+                "system": {"tolerationPaths": ["operator.tolerations"], "nodeSelectorPaths": ["s"]},
+                "accelerated": {"tolerationPaths": ["ds.tolerations"]},
+            },
+        },
+        "plain": {"name": "plain"},
+    }
+    default = scheduling_overrides(entries, ["op", "plain"], NodeScheduling())
+    assert [(o.component, o.path, o.value) for o in default] == [
+        ("op", "operator.tolerations", [{"operator": "Exists"}]),
+        ("op", "ds.tolerations", [{"operator": "Exists"}]),
+    ]
+    given = scheduling_overrides(
+        entries,
+        ["op"],
+        NodeScheduling(
+            system_selectors=("role=system",),
+            system_tolerations=("dedicated=system:NoSchedule",),
+            accelerated_tolerations=("nvidia.com/gpu:NoExecute",),
+        ),
+    )
+    assert {o.path: o.value for o in given} == {
+        "operator.tolerations": [
+            {"key": "dedicated", "operator": "Equal", "value": "system", "effect": "NoSchedule"}
+        ],
+        "s": {"role": "system"},
+        "ds.tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"}],
+    }
+    with pytest.raises(UsageError):
+        scheduling_overrides(entries, [], NodeScheduling(system_tolerations=("a=b:Sometimes",)))
+
+
+def test_bundle_help_lists_upstreams_scheduling_flags(tree: Path) -> None:
+    ours = CliRunner().invoke(main, ["bundle", "--help"]).stdout
+    upstream = (tree / "oracle/help/bundle.txt").read_text()
+    for flag in (
+        "--system-node-selector",
+        "--system-node-toleration",
+        "--accelerated-node-selector",
+        "--accelerated-node-toleration",
+    ):
+        assert flag in upstream and flag in ours, flag
+
+
+def test_bundle_reads_every_recipe_file_upstream_wrote(
+    tree: Path, oracle_env: _Oracle, tmp_path: Path
+) -> None:
+    """`bundle --recipe <upstream's recipe.yaml>` works for every recipe upstream's CLI wrote
+    (every leaf among them, GKE's manifest-only component without a namespace included), and
+    both `--set` spellings (name, valueOverrideKeys) give the same bundle."""
+    files = sorted((tree / "oracle/recipes").glob("*/recipe.yaml"))
+    assert len(files) >= 30
+    for f in files:
+        if (f.parent / "data").is_dir():
+            continue  # the synth case needs its --data tree (run by the oracle cases)
+        out = tmp_path / f.parent.name
+        args = ["bundle", "--recipe", str(f), "--catalog", str(tree / "recipes"), "-o", str(out)]
+        run = uo.invoke(args)
+        assert run.exit_code == 0, (f.parent.name, run.stderr[-600:])
+    leaf = tree / "oracle/recipes/eks-h100-ubuntu-training/recipe.yaml"
+    base = ["bundle", "--recipe", str(leaf), "--catalog", str(tree / "recipes")]
+    values = []
+    for key in ("gpu-operator", "gpuoperator"):
+        out = tmp_path / f"set-{key}"
+        run = uo.invoke([*base, "-o", str(out), "--set", f"{key}:driver.version=1.2.3"])
+        assert run.exit_code == 0, run.stderr[-600:]
+        (folder,) = [p for p in out.iterdir() if p.name.endswith("-gpu-operator")]
+        values.append((folder / "values.yaml").read_text())
+    assert values[0] == values[1] and "1.2.3" in values[0]

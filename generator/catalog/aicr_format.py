@@ -27,6 +27,7 @@ import yaml
 
 from generator.catalog.criteria import check_known, normalise
 from generator.catalog.resolve import (
+    canonical_component,
     component_values,
     deployment_order,
     document_without_digest,
@@ -281,6 +282,11 @@ def recipe_result_from(
     constraints = _constraints(doc, data)
     refs = _refs(doc, data)
     rules = file_rules(str(data.get("apiVersion")))
+    if catalog is not None:  # upstream's valueOverrideKeys name the same component
+        overrides = tuple(
+            replace(o, component=canonical_component(catalog, o.component) or o.component)
+            for o in overrides
+        )
     strangers = {o.component for o in overrides} - set(refs)
     if strangers:
         msg = f"override for {', '.join(sorted(strangers))}: not a component of {doc.rel}"
@@ -506,7 +512,7 @@ def _component(
         repository=source,
         chart=(str(r.get("chart") or n)) if source else None,
         version=str(r["version"]) if r.get("version") else None,
-        namespace=str(r.get("namespace") or ""),
+        namespace=str(r.get("namespace") or _registry_namespace(catalog, n)),
         values=values,
         manifest_files=manifests,
         pre_manifest_files=pre,
@@ -517,6 +523,13 @@ def _component(
         values_file=values_file,
         overrides=ref_overrides,
     )
+
+
+def _registry_namespace(catalog: Catalog | None, name: str) -> str:
+    """The namespace a component the file names without one gets: the registry's default (also
+    a manifest-only component's `manifest.defaultNamespace`), as `resolve` gives it."""
+    reg = catalog.registry.components.get(name) if catalog is not None else None
+    return reg.namespace if reg is not None and reg.namespace else ""
 
 
 def _values(

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -159,3 +160,97 @@ def parse_overrides(
     if diags:
         raise UsageError("; ".join(messages), diags)
     return tuple(out)
+
+
+# ---------------------------------------------------------------- node scheduling
+#
+# Upstream AICR's `aicr bundle` writes node tolerations (and, when given, node selectors) into
+# every component's values at the paths its registry entry lists under
+# `nodeScheduling.{system,accelerated}.{tolerationPaths,nodeSelectorPaths}`. Without a toleration
+# flag for a class, that class's paths get `[{operator: Exists}]` (tolerate every taint), which
+# replaces what the values files set there. These are the same: overrides applied before the
+# user's `--set`, recorded like them.
+
+SCHEDULING_CLASSES = ("system", "accelerated")
+DEFAULT_TOLERATIONS: tuple[dict[str, str], ...] = ({"operator": "Exists"},)
+_TAINT_KEY = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._/-]*[A-Za-z0-9])?$")
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+SCHEDULING_ORIGIN = "nodeScheduling:"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeScheduling:
+    """The scheduling flags of `bundle`, as given (each a tuple of the flag's values)."""
+
+    system_selectors: tuple[str, ...] = ()
+    system_tolerations: tuple[str, ...] = ()
+    accelerated_selectors: tuple[str, ...] = ()
+    accelerated_tolerations: tuple[str, ...] = ()
+
+
+def parse_toleration(option: str, text: str) -> dict[str, str]:
+    """`key=value:effect` (operator Equal) or `key:effect` (operator Exists)."""
+    head, sep, effect = text.rpartition(":")
+    key, eq, value = head.partition("=")
+    if not sep or effect not in _EFFECTS or not names.valid(_TAINT_KEY, key):
+        raise _usage(
+            f"{option} {text}",
+            f"expected KEY=VALUE:EFFECT or KEY:EFFECT with EFFECT one of {', '.join(_EFFECTS)}",
+            "scheduling.toleration",
+        )
+    if eq:
+        return {"key": key, "operator": "Equal", "value": value, "effect": effect}
+    return {"key": key, "operator": "Exists", "effect": effect}
+
+
+def parse_selector(option: str, text: str) -> tuple[str, str]:
+    key, eq, value = text.partition("=")
+    if not eq or not names.valid(_TAINT_KEY, key):
+        raise _usage(f"{option} {text}", "expected KEY=VALUE", "scheduling.selector")
+    return key, value
+
+
+def _scheduling_paths(raw: Any, cls: str, kind: str) -> tuple[str, ...]:
+    block = ((raw or {}).get("nodeScheduling") or {}) if isinstance(raw, dict) else {}
+    paths = (block.get(cls) or {}).get(kind) if isinstance(block.get(cls), dict) else None
+    return tuple(p for p in paths or () if isinstance(p, str) and p)
+
+
+def scheduling_overrides(
+    registry_entries: Mapping[str, Any], components: Iterable[str], flags: NodeScheduling
+) -> tuple[Override, ...]:
+    """The overrides upstream's bundler applies for node scheduling, for `components` (the
+    recipe's enabled components, in order), given each component's raw registry entry."""
+    tol_flags = {"system": flags.system_tolerations, "accelerated": flags.accelerated_tolerations}
+    sel_flags = {"system": flags.system_selectors, "accelerated": flags.accelerated_selectors}
+    out: list[Override] = []
+    for cls in SCHEDULING_CLASSES:
+        option = f"--{cls}-node-toleration"
+        given = tol_flags[cls]
+        tolerations = [parse_toleration(option, t) for t in given] or [
+            dict(t) for t in DEFAULT_TOLERATIONS
+        ]
+        origin = (
+            f"{SCHEDULING_ORIGIN} " + " ".join(f"{option} {t}" for t in given)
+            if given
+            else f"{SCHEDULING_ORIGIN} default {cls} tolerations"
+        )
+        sel_option = f"--{cls}-node-selector"
+        selectors = dict(parse_selector(sel_option, s) for s in sel_flags[cls])
+        sel_origin = f"{SCHEDULING_ORIGIN} " + " ".join(f"{sel_option} {s}" for s in sel_flags[cls])
+        for comp in components:
+            raw = registry_entries.get(comp)
+            for path in _scheduling_paths(raw, cls, "tolerationPaths"):
+                out.append(Override(comp, path, [dict(t) for t in tolerations], origin))
+            if selectors:
+                for path in _scheduling_paths(raw, cls, "nodeSelectorPaths"):
+                    out.append(Override(comp, path, dict(selectors), sel_origin))
+    return tuple(out)
+
+
+def registry_entries(doc_data: Any) -> dict[str, Any]:
+    """A registry document's raw component entries by name (what `scheduling_overrides` reads)."""
+    comps = doc_data.get("components") if isinstance(doc_data, dict) else None
+    return {
+        c["name"]: c for c in comps or () if isinstance(c, dict) and isinstance(c.get("name"), str)
+    }

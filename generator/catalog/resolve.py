@@ -482,7 +482,10 @@ def select_profile(
 # ---------------------------------------------------------------- resolution
 
 
-def _canonical_component(catalog: Catalog, name: str) -> str | None:
+def canonical_component(catalog: Catalog, name: str) -> str | None:
+    """The registry's name for a `--set` component key: the name itself, or the component one of
+    whose `valueOverrideKeys` it is (upstream's spellings such as `gpuoperator`); None if
+    neither."""
     if name in catalog.registry.components:
         return name
     for comp in catalog.registry.components.values():
@@ -917,7 +920,7 @@ def _split_overrides(
     wanted_state: dict[str, bool] = {}
     value_overrides: list[tuple[str, Override]] = []
     for o in overrides:
-        comp = _canonical_component(catalog, o.component) or (
+        comp = canonical_component(catalog, o.component) or (
             o.component if o.component in acc.refs else None
         )
         if comp is None:

@@ -10,7 +10,12 @@ import click
 
 from generator.catalog.aicr_format import load_recipe_result
 from generator.catalog.manifests import read_manifests
-from generator.catalog.overrides import parse_overrides
+from generator.catalog.overrides import (
+    NodeScheduling,
+    parse_overrides,
+    registry_entries,
+    scheduling_overrides,
+)
 from generator.catalog.resolve import resolve
 from generator.commands.common import (
     EXIT_DATA,
@@ -180,11 +185,46 @@ def _write_archive(data: bytes, out_dir: Path, name: str) -> Path:
     show_default=True,
     help="argocd/flux: directory of the bundle inside the repository.",
 )
+@click.option(
+    "--system-node-selector",
+    "system_selectors",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Node selector for system components, written at the registry's "
+    "nodeScheduling.system.nodeSelectorPaths (repeatable). Default: none.",
+)
+@click.option(
+    "--system-node-toleration",
+    "system_tolerations",
+    multiple=True,
+    metavar="KEY=VALUE:EFFECT",
+    help="Toleration for system components (KEY:EFFECT tolerates any value), written at the "
+    "registry's nodeScheduling.system.tolerationPaths (repeatable). Default: "
+    "[{operator: Exists}], as upstream AICR.",
+)
+@click.option(
+    "--accelerated-node-selector",
+    "accelerated_selectors",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Node selector for accelerated (GPU) nodes, written at the registry's "
+    "nodeScheduling.accelerated.nodeSelectorPaths (repeatable). Default: none.",
+)
+@click.option(
+    "--accelerated-node-toleration",
+    "accelerated_tolerations",
+    multiple=True,
+    metavar="KEY=VALUE:EFFECT",
+    help="Toleration for accelerated (GPU) nodes, written at the registry's "
+    "nodeScheduling.accelerated.tolerationPaths (repeatable). Default: "
+    "[{operator: Exists}], as upstream AICR.",
+)
 @catalog_option
 @click.pass_context
 @handles_errors
 def command(
     ctx: click.Context,
+    /,
     recipe: str | None,
     service: str | None,
     accelerator: str | None,
@@ -203,13 +243,17 @@ def command(
     revision: str,
     repo_path: str,
     catalog_path: Path,
+    **scheduling: tuple[str, ...],  # the four node-scheduling options
 ) -> None:
     """Render a recipe into a deployment bundle (helm, helmfile, argocd, argocd-helm or flux).
 
     The bundle holds the deployer's files, README.md, recipe.yaml, bundle-info.yaml and
     checksums.txt; the same recipe, profile and overrides always give the same bytes.
     Overrides naming an unknown or disabled component, or contradicting a value owned by the
-    scale profile, are rejected.
+    scale profile, are rejected (exit 1).
+
+    Node scheduling as upstream AICR's bundler: tolerations (default [{operator: Exists}]) and
+    node selectors (when given) at the registry's nodeScheduling paths, recorded as overrides.
 
     Exit codes: 0 written, 1 the recipe does not resolve or render / rejected override, 2 usage.
     """
@@ -228,22 +272,14 @@ def command(
         )
     if out is None:
         fail("give the output directory with -o DIR", EXIT_USAGE)
-    try:
-        overrides = parse_overrides(sets, set_files)
-    except CatalogError as e:
-        click.echo(e.diagnostics_text(), err=True)
-        fail(e.message, EXIT_USAGE)
+    overrides = _user_overrides(sets, set_files)
     inputs = (catalog_path,) if from_file is None else (catalog_path, from_file)
     if not archive:  # before any work: a refused output directory is a usage error
         check_output_dir(out, OutputKind.BUNDLE, inputs)
     catalog = open_catalog(catalog_path)
-    if from_file is not None:
-        result = read_recipe_file(from_file, catalog, overrides)
-    else:
-        assert query is not None
-        result = resolve(
-            catalog, query, profile=profile, overrides=overrides, nodes=nodes, choice=choice
-        )
+    result = _bundled_recipe(
+        catalog, from_file, query, profile, nodes, overrides, NodeScheduling(**scheduling), choice
+    )
     tree = render_bundle(
         result,
         deployer,
@@ -252,6 +288,53 @@ def command(
         recipe_file=None if from_file is None else str(from_file),
     )
     _write_bundle(tree, result, deployer, out, inputs, archive=archive)
+
+
+def _user_overrides(sets: tuple[str, ...], set_files: tuple[str, ...]) -> tuple[Override, ...]:
+    try:
+        return parse_overrides(sets, set_files)
+    except CatalogError as e:
+        click.echo(e.diagnostics_text(), err=True)
+        fail(e.message, EXIT_USAGE)
+
+
+def _bundled_recipe(
+    catalog: Catalog,
+    from_file: Path | None,
+    query: str | Criteria | None,
+    profile: str,
+    nodes: int | None,
+    overrides: tuple[Override, ...],
+    scheduling: NodeScheduling,
+    choice: str | None = None,
+) -> RecipeResult:
+    """The recipe to bundle: resolved (or read from a RecipeResult file) with the node-scheduling
+    overrides of its enabled components, then the user's."""
+
+    def build(extra: tuple[Override, ...]) -> RecipeResult:
+        if from_file is not None:
+            return read_recipe_file(from_file, catalog, (*extra, *overrides))
+        assert query is not None
+        return resolve(
+            catalog,
+            query,
+            profile=profile,
+            overrides=(*extra, *overrides),
+            nodes=nodes,
+            choice=choice,
+        )
+
+    result = build(())
+    try:
+        placed = scheduling_overrides(
+            registry_entries(catalog.registry.doc.data if catalog.registry.doc else None),
+            [c.name for c in result.components],
+            scheduling,
+        )
+    except CatalogError as e:
+        click.echo(e.diagnostics_text(), err=True)
+        fail(e.message, EXIT_USAGE)
+    return build(placed) if placed else result
 
 
 def _bundle_query(

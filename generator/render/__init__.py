@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, assert_never
 
 from generator import __version__
+from generator.catalog.overrides import SCHEDULING_ORIGIN
 from generator.core.errors import RenderError
 from generator.core.outputs import OutputKind, check_output_dir
 from generator.core.records import RecipeResult
@@ -86,8 +87,17 @@ def _command(
     parts = [GENERATOR_NAME, "bundle", "--recipe", recipe, "--deployer", str(deployer)]
     if recipe_file is None:  # a RecipeResult file's values are final: no scale profile
         parts += ["--scale-profile", result.scale_profile]
+    scheduling: list[str] = []
     for o in result.overrides:
+        if o.origin.startswith(SCHEDULING_ORIGIN):
+            # node-scheduling overrides (one per registry path) come from the flags they name;
+            # the default tolerations need none
+            rest = o.origin.removeprefix(SCHEDULING_ORIGIN).strip()
+            if rest.startswith("--") and rest not in scheduling:
+                scheduling.append(rest)
+            continue
         parts += o.origin.split(" ", 1) if o.origin.startswith("--") else ["--set", o.origin]
+    parts += [p for rest in scheduling for p in rest.split()]
     if deployer in (Deployer.ARGOCD, Deployer.FLUX) and target != GitOpsTarget():
         parts += ["--repo", target.repo_url, "--revision", target.revision]
         parts += ["--repo-path", target.path]
