@@ -1029,13 +1029,13 @@ def oracle_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Oracle]:
         if os.environ.get("CI"):
             pytest.fail("no helm binary (run .ci/get-helm .tools); required under CI")
         pytest.skip("no helm binary (run .ci/get-helm .tools); CI is unset, so skipped")
-    loaded: dict[Path, Any] = {}
+    loaded: dict[tuple[Path, str | None], Any] = {}
     real = load_catalog
 
-    def load_once(path: Path) -> Any:
-        key = Path(path).resolve()
+    def load_once(path: Path, rules: str | None = None) -> Any:
+        key = (Path(path).resolve(), rules)
         if key not in loaded:
-            loaded[key] = real(path)
+            loaded[key] = real(path, rules)
         return loaded[key]
 
     with pytest.MonkeyPatch.context() as mp:

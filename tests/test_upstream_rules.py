@@ -316,3 +316,24 @@ def test_argocd_helm_bundle_is_a_chart_of_applications(
     assert "t1-aicr-stack" not in apps
     values = yaml.safe_load(apps["t1-gpu-operator"]["spec"]["source"]["helm"]["values"])
     assert values["driver"]["version"] == "580.1"  # install-time values over the static ones
+
+
+def test_bundle_takes_the_profile_choice(august: Path, tmp_path: Path) -> None:
+    aks = ["--service", "aks", "--gpu", "h100", "--os", "ubuntu", "--intent", "training"]
+    flags = [*aks, "--platform", "kubeflow", "--catalog", str(august)]
+    out = tmp_path / "b"
+    code, _, err = _run("bundle", *flags, "--profile", "gpuStack=operator-managed", "-o", str(out))
+    assert code == 0, err
+    values = yaml.safe_load(next(out.glob("*-nvsentinel/values.yaml")).read_text())
+    assert values["labeler"] == {"assumeDriverInstalled": False}
+    recipe = yaml.safe_load((out / "recipe.yaml").read_text())
+    assert recipe["metadata"]["selectedProfile"] == {
+        "name": "gpuStack",
+        "value": "operator-managed",
+    }
+    upstream = august.parent / "oracle" / "bundles" / "aks-h100-ubuntu-inference-dynamo"
+    code, _, err = _run(
+        "bundle", "--recipe", str(upstream / "recipe.yaml"), "--catalog", str(august),
+        "--profile", "gpuStack=azure-managed", "-o", str(tmp_path / "c"),
+    )  # fmt: skip
+    assert code == 2 and "records the value" in err

@@ -45,6 +45,7 @@ from generator.core.errors import (
     LoadError,
     ResolveError,
     Severity,
+    UsageError,
 )
 from generator.core.records import (
     DEFAULT_PROFILE,
@@ -280,6 +281,7 @@ def recipe_result_from(
     criteria = _known_criteria(doc, data, catalog)
     constraints = _constraints(doc, data)
     refs = _refs(doc, data)
+    rules = file_rules(str(data.get("apiVersion")))
     if catalog is not None:  # upstream's valueOverrideKeys name the same component
         overrides = tuple(
             replace(o, component=canonical_component(catalog, o.component) or o.component)
@@ -287,10 +289,11 @@ def recipe_result_from(
         )
     strangers = {o.component for o in overrides} - set(refs)
     if strangers:
-        raise ResolveError(
-            f"override for {', '.join(sorted(strangers))}: not a component of {doc.rel}"
-        )
-    enabled = _enabled(refs, overrides, file_rules(str(data.get("apiVersion"))).enabled_keys)
+        msg = f"override for {', '.join(sorted(strangers))}: not a component of {doc.rel}"
+        if rules.unknown_set_invalid:  # upstream (2026): an invalid request, exit 2
+            raise UsageError(msg, [Diagnostic("--set", 0, 0, "$", msg, "override.unknown")])
+        raise ResolveError(msg)
+    enabled = _enabled(refs, overrides, rules.enabled_keys)
     deps, depth = _dependencies(doc, refs, enabled)
     order, warnings = _deployment_order(doc, data, refs, enabled, deps)
     file_digests: dict[str, str] = {}

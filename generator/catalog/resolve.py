@@ -674,7 +674,13 @@ def apply_config_profile(
         ref = acc.refs[comp]
         acc.refs[comp] = replace(ref, overrides=deep_merge(ref.overrides or {}, frag))
     return SelectedProfile(
-        name=decl.name, value=value_name, owned_paths=owned, advertiser=value.advertiser
+        name=decl.name,
+        value=value_name,
+        owned_paths=owned,
+        advertiser=value.advertiser,
+        choices=tuple(sorted(decl.values)),
+        default=decl.default,
+        description=decl.description,
     )
 
 
@@ -1076,6 +1082,9 @@ def _document(r: RecipeResult, *, with_digest: bool) -> dict[str, Any]:
         "mixins": list(r.mixins),
         "scaleProfile": {"name": r.scale_profile, "version": r.scale_profile_version},
     }
+    if r.selected_profile is not None:  # upstream's configuration profile (absent: unchanged)
+        sel = r.selected_profile
+        meta["selectedProfile"] = {"name": sel.name, "value": sel.value}
     if with_digest:
         meta["digest"] = r.digest
     comps = []
@@ -1112,6 +1121,7 @@ def _document(r: RecipeResult, *, with_digest: bool) -> dict[str, Any]:
             "componentRefs": comps,
             "deploymentOrder": [c.name for c in r.components],
             "validation": {k: dict(v) for k, v in r.validation.items()},
+            **({"configuration": dict(r.configuration)} if r.configuration else {}),
             "overrides": [
                 {"component": o.component, "path": o.path, "value": o.value} for o in r.overrides
             ],

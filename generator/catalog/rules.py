@@ -62,6 +62,9 @@ class UpstreamRules:
     # components
     enabled_keys: tuple[str, ...]  # `overrides.<key>: false` leaves a component out
     null_deletes: bool  # a null in a later values layer deletes the key (Helm's rule)
+    # `--set` for a component the recipe lacks: upstream's invalid request (exit 2) when True;
+    # v0.11.1 ignored it, this project refuses it as bad data (exit 1)
+    unknown_set_invalid: bool
     # generation-time configuration (`configuration` block): the Slurm accounting mode a Slurm
     # recipe gets when none is chosen, None: no such configuration
     slurm_accounting: SlurmAccounting | None
@@ -87,6 +90,7 @@ V0_11_1 = UpstreamRules(
     nodes_select=True,
     enabled_keys=("enabled",),
     null_deletes=False,
+    unknown_set_invalid=False,
     slurm_accounting=None,
     profiles=False,
     registry_versions=False,
@@ -108,6 +112,7 @@ MAIN_2026_08 = UpstreamRules(
     nodes_select=False,
     enabled_keys=("enabled", "install"),
     null_deletes=True,
+    unknown_set_invalid=True,
     slurm_accounting=SLURM_ACCOUNTING_2026_08,
     profiles=True,
     registry_versions=True,

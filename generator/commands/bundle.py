@@ -131,6 +131,15 @@ def _write_archive(data: bytes, out_dir: Path, name: str) -> Path:
     help="Advisory node count: checked against the profile's band, never selects settings.",
 )
 @click.option(
+    "--profile",
+    "choice",
+    default=None,
+    metavar="NAME=VALUE",
+    help="Upstream AICR's configuration profile (ADR-015; trees read under 2026-08 rules): the "
+    "value of the profile the recipe declares; default: the declared default. Not with a "
+    "RecipeResult file, which records the value it was generated with.",
+)
+@click.option(
     "--set",
     "sets",
     multiple=True,
@@ -226,6 +235,7 @@ def command(
     deployer: str,
     profile: str,
     nodes: int | None,
+    choice: str | None,
     sets: tuple[str, ...],
     set_files: tuple[str, ...],
     out: Path | None,
@@ -236,7 +246,7 @@ def command(
     catalog_path: Path,
     **scheduling: tuple[str, ...],  # the four node-scheduling options
 ) -> None:
-    """Render a recipe into a deployment bundle (helm, helmfile, argocd or flux).
+    """Render a recipe into a deployment bundle (helm, helmfile, argocd, argocd-helm or flux).
 
     The bundle holds the deployer's files, README.md, recipe.yaml, bundle-info.yaml and
     checksums.txt; the same recipe, profile and overrides always give the same bytes.
@@ -255,6 +265,12 @@ def command(
     )
     from_file = recipe_file(recipe)
     query = _bundle_query(recipe, crit, from_file, profile, nodes)
+    if from_file is not None and choice is not None:
+        fail(
+            "--profile applies when a recipe is resolved; a RecipeResult file records the value "
+            "it was generated with",
+            EXIT_USAGE,
+        )
     if out is None:
         fail("give the output directory with -o DIR", EXIT_USAGE)
     overrides = _user_overrides(sets, set_files)
@@ -263,7 +279,7 @@ def command(
         check_output_dir(out, OutputKind.BUNDLE, inputs)
     catalog = open_catalog(catalog_path)
     result = _bundled_recipe(
-        catalog, from_file, query, profile, nodes, overrides, NodeScheduling(**scheduling)
+        catalog, from_file, query, profile, nodes, overrides, NodeScheduling(**scheduling), choice
     )
     tree = render_bundle(
         result,
@@ -291,6 +307,7 @@ def _bundled_recipe(
     nodes: int | None,
     overrides: tuple[Override, ...],
     scheduling: NodeScheduling,
+    choice: str | None = None,
 ) -> RecipeResult:
     """The recipe to bundle: resolved (or read from a RecipeResult file) with the node-scheduling
     overrides of its enabled components, then the user's."""
@@ -299,7 +316,14 @@ def _bundled_recipe(
         if from_file is not None:
             return read_recipe_file(from_file, catalog, (*extra, *overrides))
         assert query is not None
-        return resolve(catalog, query, profile=profile, overrides=(*extra, *overrides), nodes=nodes)
+        return resolve(
+            catalog,
+            query,
+            profile=profile,
+            overrides=(*extra, *overrides),
+            nodes=nodes,
+            choice=choice,
+        )
 
     result = build(())
     try:

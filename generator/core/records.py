@@ -180,6 +180,10 @@ class SelectedProfile:
     value: str
     owned_paths: Mapping[str, tuple[str, ...]]
     advertiser: str | None = None
+    # the declaration it was chosen from: every value, the default, what the choice is about
+    choices: tuple[str, ...] = ()
+    default: str = ""
+    description: str = ""
 
 
 @dataclass(frozen=True, slots=True)

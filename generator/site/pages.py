@@ -134,6 +134,7 @@ def recipe_page(recipe: RecipeView, site: SiteData) -> str:
         "constraints": standard.constraints if standard else (),
         "phases": _phases(standard.validation) if standard else (),
         "profile_owned": owned,
+        "config_profile": standard.selected_profile if standard else None,
         "evidence": recipe.evidence,
         "downloads": tuple(d for p in recipe.profiles for d in p.downloads),
         "lane_matrix": _lane_matrix(recipe, site),
