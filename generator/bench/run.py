@@ -401,23 +401,27 @@ def whole_builds(synth: Path, jobs: int | None) -> dict[str, Run]:
     if "--no-cache" in help_text and len(list((synth / "catalog" / "overlays").iterdir())) < 300:
         run("no_cache_build", [*base, "--no-cache"])  # (at large sizes it repeats cold_build)
     run("validate", [str(BIN / "aicr-catalog"), "validate", "--catalog", str(synth / "catalog")])
-    recipes_json = out / "api" / "v1" / "recipes.json"
-    if recipes_json.is_file():
-        import gzip
-
-        data = recipes_json.read_bytes()
-        runs["recipes_json"] = Run(
-            "api/v1/recipes.json",
-            0,
-            0,
-            round(len(gzip.compress(data, 9)) / 1024, 1),
-            0,
-            f"{len(data)} bytes, {round(len(gzip.compress(data, 9)) / 1024, 1)} KiB gzip",
-        )
+    runs.update(recipes_json(out))
     runs.update(largest_files(out))
     shutil.rmtree(out, ignore_errors=True)
     shutil.rmtree(cache, ignore_errors=True)
     return runs
+
+
+def recipes_json(out: Path) -> dict[str, Run]:
+    """The size of `api/v1/recipes.json` (the dashboard's data), gzipped, in KiB."""
+    path = out / "api" / "v1" / "recipes.json"
+    if not path.is_file():
+        return {}
+    import gzip
+
+    data = path.read_bytes()
+    kib = round(len(gzip.compress(data, 9)) / 1024, 1)
+    return {
+        "recipes_json": Run(
+            "api/v1/recipes.json", 0, 0, kib, 0, f"{len(data)} bytes, {kib} KiB gzip"
+        )
+    }
 
 
 def largest_files(out: Path) -> dict[str, Run]:

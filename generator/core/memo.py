@@ -69,7 +69,9 @@ def canonical(value: Any, contents: Contents, where: str = "its directory") -> A
         return [canonical(v, contents) for v in value]
     if isinstance(value, Mapping):
         items = [[canonical(k, contents), canonical(v, contents)] for k, v in value.items()]
-        return {"map": sorted(items, key=lambda kv: json.dumps(kv, sort_keys=True))}
+        return {
+            "map": sorted(items, key=lambda kv: json.dumps(kv, sort_keys=True, allow_nan=False))
+        }
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {
             "type": f"{type(value).__module__}.{type(value).__qualname__}",
@@ -94,7 +96,9 @@ def _field(value: Any, f: dataclasses.Field[Any], contents: Contents) -> Any:
 def derive_key(stage: str, code: str, record: Any, contents: Contents) -> str:
     """sha256 over the stage's name, the fingerprint of its code and the canonical form of
     its whole input record."""
-    text = json.dumps(canonical(record, contents), sort_keys=True, separators=(",", ":"))
+    text = json.dumps(
+        canonical(record, contents), sort_keys=True, separators=(",", ":"), allow_nan=False
+    )
     return digest("derived", stage, code, text)
 
 
