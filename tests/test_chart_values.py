@@ -326,3 +326,38 @@ def test_the_render_test_catches_a_raw_print(helm: Path, tmp_path: Path) -> None
     assert chartvalues.problems(values, found), "the check refuses what Helm would inject"
     got = _objects(helm, typed, values, "nodewright-operator", tmp_path / "w")
     assert not isinstance(got, str) and ("ClusterRoleBinding", "pwned", "") not in got
+
+
+def test_bundle_verify_refuses_edited_values_even_with_matching_checksums(tmp_path: Path) -> None:
+    """A bundle whose local chart values were edited to inject, checksums.txt rewritten to
+    match, is not called clean by `bundle verify`: the values are judged against how the
+    chart's templates print them, located in the bundle's values.yaml."""
+    import hashlib
+
+    out = tmp_path / "b"
+    runner = CliRunner()
+    r = runner.invoke(
+        main,
+        ["bundle", "--catalog", str(CATALOG), "--recipe", "gb300-eks-ubuntu-training-slurm",
+         "--scale-profile", "nvl72-2304", "--deployer", "helm", "-o", str(out)],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    (chart,) = [p for p in out.iterdir() if p.name.endswith("nodewright-operator-post")]
+    vf = chart / "values.yaml"
+    data = yaml.safe_load(vf.read_text())
+    data["nodewright-operator"]["tuning"]["interruptionBudget"]["count"] = INJECTION
+    vf.write_text(yaml.safe_dump(data))
+    lines = []
+    for line in (out / "checksums.txt").read_text().splitlines():
+        digest, rel = line.split("  ", 1)
+        if rel == f"{chart.name}/values.yaml":
+            digest = hashlib.sha256(vf.read_bytes()).hexdigest()
+        lines.append(f"{digest}  {rel}")
+    (out / "checksums.txt").write_text("\n".join(lines) + "\n")
+    r = runner.invoke(main, ["bundle", "verify", str(out)])
+    assert r.exit_code == 1, r.output
+    text = r.output + (r.stderr if r.stderr_bytes is not None else "")
+    want = f"{chart.name}/values.yaml:"
+    line = next(x for x in text.splitlines() if x.startswith(want))
+    assert "$.nodewright-operator.tuning.interruptionBudget.count: " in line
+    assert "[values.type]" in line
