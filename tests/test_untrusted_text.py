@@ -258,3 +258,29 @@ def test_a_control_character_in_a_label_or_identity_keeps_the_feed_xml(bad: str)
     assert any("id" in t and "@x" in t for t in titles), titles
     for t in titles:
         assert not any(ord(c) < 0x20 and c not in "\t\n\r" for c in t)
+
+
+@pytest.mark.parametrize(
+    ("second", "rule"),
+    [("NVIDІA CI", "allowlist.overlap"), ("nvidia  ci", "allowlist.overlap"),
+     ("NVIDIA\x1bCI", "allowlist.label"), ("NVIDIA CI\u2066", "allowlist.label")],
+)  # fmt: skip
+def test_the_upstream_allowlist_refuses_look_alike_and_hidden_labels(
+    second: str, rule: str
+) -> None:
+    from generator.core.yamlio import parse_yaml
+    from generator.evidence.allowlist import allowlist_from
+
+    wf = r"^https://github\.com/NVIDIA/aicr/\.github/workflows/{}\.yml@refs/heads/main$"
+    raw = f"""\
+schemaVersion: 1.0.0
+firstParty:
+  - label: NVIDIA CI
+    issuer: https://token.actions.githubusercontent.com
+    identityPattern: '{wf.format("a")}'
+  - label: {text.yaml_scalar(second)}
+    issuer: https://token.actions.githubusercontent.com
+    identityPattern: '{wf.format("b")}'
+"""
+    _, _, diags = allowlist_from(parse_yaml(raw.encode(), "allowlist.yaml"))
+    assert [(d.json_path, d.rule, d.line) for d in diags] == [("$.firstParty[1].label", rule, 6)]
