@@ -20,8 +20,11 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from generator.catalog import chartvalues
 from generator.core import safeio
-from generator.core.errors import Diagnostic, Severity, sort_diagnostics
+from generator.core.errors import Diagnostic, LoadError, Severity, sort_diagnostics
+from generator.core.records import Document
+from generator.core.yamlio import parse_yaml
 from generator.render.common import BUNDLE_INFO, CHECKSUMS
 
 _LINE = re.compile(r"([0-9a-f]{64})  (.+)")
@@ -56,7 +59,46 @@ def verify_bundle(root: Path) -> tuple[Diagnostic, ...]:
     diags += links
     diags += _listed_problems(root, listed, present)
     diags += _unlisted_problems(present - set(listed), is_closed_world(root, listed))
+    diags += _chart_value_problems(root, present)
     return sort_diagnostics(diags)
+
+
+def _chart_value_problems(root: Path, present: set[str]) -> list[Diagnostic]:
+    """The values.yaml of each local chart the bundle ships, against how its templates print
+    them (`catalog.chartvalues`): a bundle whose values were edited, checksums and all, to
+    inject YAML through a raw print is not called clean."""
+    out: list[Diagnostic] = []
+    charts = sorted({p.split("/templates/", 1)[0] for p in present if "/templates/" in p})
+    for d in charts:
+        chart_doc = _yaml_doc(root, f"{d}/Chart.yaml")
+        values_doc = _yaml_doc(root, f"{d}/values.yaml")
+        if chart_doc is None or values_doc is None or not isinstance(chart_doc.data, dict):
+            continue
+        component = (chart_doc.data.get("annotations") or {}).get("aicr.run/component")
+        if not isinstance(component, str) or not isinstance(values_doc.data, dict):
+            continue
+        templates = []
+        for rel in sorted(p for p in present if p.startswith(f"{d}/templates/")):
+            try:
+                data = safeio.read(root / rel, root=root, where="the bundle")
+            except safeio.Refusal:
+                continue  # reported by the checksum comparison
+            templates.append((rel, data))
+        found = chartvalues.folder_problems(
+            component, values_doc.data.get(component), tuple(templates), f"$.{component}"
+        )
+        for jp, msg, rule in found:
+            line, col = values_doc.locate(jp)
+            out.append(Diagnostic(values_doc.rel, line, col, jp, msg, rule))
+    return out
+
+
+def _yaml_doc(root: Path, rel: str) -> Document | None:
+    try:
+        raw = safeio.read(root / rel, root=root, where="the bundle", limit=safeio.YAML_BYTES)
+        return parse_yaml(raw, rel)
+    except (safeio.Refusal, LoadError):
+        return None  # reported by the checksum comparison, or not this check's business
 
 
 def _parse_checksums(text: str) -> tuple[dict[str, str], list[Diagnostic]]:

@@ -382,6 +382,19 @@ def _templates(
 _TEMPLATE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
+def _printed_value_problems(
+    planned: Sequence[tuple[ResolvedComponent, str, str, tuple[tuple[str, bytes], ...]]],
+) -> list[Diagnostic]:
+    """Each local chart's merged values (files, overrides, `--set`) against how its templates
+    print them (`catalog.chartvalues`): nothing a template prints raw may add YAML."""
+    out: list[Diagnostic] = []
+    for c, _phase, _release, tpl in planned:
+        where = f"$.components[{c.order}].values"
+        for jp, msg, rule in chartvalues.folder_problems(c.name, c.values, tpl, where):
+            out.append(Diagnostic(RECIPE_FILE, 0, 0, jp, f"component {c.name}: {msg}", rule))
+    return out
+
+
 def folders(result: RecipeResult, manifests: Mapping[str, bytes]) -> tuple[Folder, ...]:
     """The bundle's folders in deployment order (see the layout above).
 
@@ -429,11 +442,7 @@ def folders(result: RecipeResult, manifests: Mapping[str, bytes]) -> tuple[Folde
                     "render.unsafe-name",
                 )
             )
-    for c, _phase, _, tpl in planned:
-        for jp, msg, rule in chartvalues.folder_problems(
-            c.name, c.values, tpl, f"$.components[{c.order}].values"
-        ):
-            diags.append(Diagnostic(RECIPE_FILE, 0, 0, jp, f"component {c.name}: {msg}", rule))
+    diags.extend(_printed_value_problems(planned))
     if len(planned) > 999:
         diags.append(
             Diagnostic(
