@@ -157,7 +157,10 @@ def recipe_result_document(result: RecipeResult, catalog: Catalog | None = None)
     """`result` as upstream's RecipeResult document (`catalog`: the tree it was resolved from,
     to keep the recipe's own `overrides` where they rebuild its values)."""
     rules = rules_of(catalog) if catalog is not None else DEFAULT_RULES
-    refs = [_ref(c, catalog, rules) for c in sorted(result.components, key=lambda c: c.name)]
+    # upstream keeps the components the recipe disables (the bundle leaves them out)
+    every = (*result.components, *result.disabled_components)
+    refs = [_ref(c, catalog, rules) for c in sorted(every, key=lambda c: c.name)]
+    shown = {c.name for c in every}
     doc: dict[str, Any] = {
         "kind": KIND,
         "apiVersion": (
@@ -173,7 +176,9 @@ def recipe_result_document(result: RecipeResult, catalog: Catalog | None = None)
     if result.constraints:
         doc["constraints"] = [_constraint(c) for c in result.constraints]
     doc["componentRefs"] = refs
-    doc["deploymentOrder"] = [c.name for c in result.components]
+    doc["deploymentOrder"] = [n for n in result.declared_order if n in shown] or [
+        c.name for c in result.components
+    ]
     phases = [p for p in _PHASES if p in result.validation] + sorted(
         p for p in result.validation if p not in _PHASES
     )

@@ -344,6 +344,11 @@ class RecipeResult:
     file_digests: Mapping[str, str] = field(default_factory=dict)
     # components the recipe declares but leaves out (`enabled: false` in overrides or `--set`)
     disabled: tuple[str, ...] = ()
+    # the components the recipe itself disables, resolved (upstream's RecipeResult keeps them,
+    # `enabled: false` in their values; only the bundle leaves them out), and the deployment
+    # order over every component the recipe declares; neither is part of the digest
+    disabled_components: tuple[ResolvedComponent, ...] = ()
+    declared_order: tuple[str, ...] = ()
     # what the user should know about how the query was answered (not part of the digest)
     notes: tuple[str, ...] = ()
     # the configuration profile value applied (upstream's ADR-015), None when none is declared
