@@ -501,7 +501,10 @@ def test_printed_bundle_command_reproduces_the_download(
     line = next(
         ln
         for ln in page.splitlines()
-        if "aicr-catalog bundle" in ln and "nvl72-2304" in ln and "--deployer helm " in ln
+        if ln.startswith("SOURCE_DATE_EPOCH=")  # the Reproduce block (the table cells too)
+        and "aicr-catalog bundle" in ln
+        and "nvl72-2304" in ln
+        and "--deployer helm " in ln
     )
     env_part, _, command = line.partition(" aicr-catalog ")
     assert env_part == f"SOURCE_DATE_EPOCH={EPOCH}"

@@ -74,8 +74,8 @@ def test_one_added_evidence_file_renders_two_pages_and_matches_a_fresh_build(
     linked = re.search(r"(\d+) files unchanged since the last build: linked", caplog.text)
     assert linked and int(linked.group(1)) > first.files // 2, caplog.text
     assert b"lane-XX" not in (out / "api" / "v1" / "lanes.json").read_bytes()
-    # the recipe's page and its evidence page, plus the eight site-wide pages
-    assert second.pages_rendered == 2 + 8, second
+    # the recipe's page and its evidence page, plus the nine site-wide pages (signers.md among them)
+    assert second.pages_rendered == 2 + 9, second
     assert second.engine_reused  # no page's Markdown skeleton changed
     assert second.evidence == first.evidence + 1
 

@@ -176,3 +176,43 @@ def test_kpi_chart_markers_are_the_judged_outcomes(
                     assert (colour == "#1a7f37") == (status == "passed")
                     checked += 1
     assert checked > 20
+
+
+def test_each_verified_run_links_the_signed_statement_it_was_judged_from(
+    built_site: Path, judged: dict[str, dict[str, Any]]
+) -> None:
+    """Item 6: a run's page links its signed raw results, the DSSE payload of its bundle byte
+    for byte; a rejected run links none."""
+    import base64
+
+    linked = 0
+    for run in judged.values():
+        page = (built_site / run["url"].split("#")[0]).read_text(encoding="utf-8")
+        section = page.split(f'id="run-{run["id"]}"', 1)[1].split("</section>", 1)[0]
+        target = re.search(r'href="\.\./(evidence/raw/[^"]+\.statement\.json)"', section)
+        if run["state"] == "rejected":
+            assert target is None
+            continue
+        assert target is not None, run["id"]
+        bundle = json.loads((built_site / run["raw"]).read_bytes())
+        signed = base64.b64decode(bundle["dsseEnvelope"]["payload"])
+        assert (built_site / target.group(1)).read_bytes() == signed
+        statement = json.loads(signed)
+        assert len(statement["predicate"].get("kpis", [])) == len(run["kpis"])
+        linked += 1
+    assert linked >= 20
+
+
+def test_each_download_shows_the_command_that_reproduces_it(built_site: Path) -> None:
+    index = json.loads((built_site / "api/v1/recipes.json").read_text(encoding="utf-8"))
+    name = index["recipes"][0]["name"]
+    page = (built_site / "recipes" / f"{name}.html").read_text(encoding="utf-8")
+    rows = re.findall(
+        r'<tr><td>([^<]+)</td><td>([^<]+)</td><td><a class="aicr-download".*?</tr>', page
+    )
+    assert rows
+    for profile, deployer in rows:
+        assert (
+            f"aicr-catalog bundle --recipe {name} --scale-profile {profile} --deployer {deployer} "
+            "--archive -o out/"
+        ) in page
