@@ -130,6 +130,17 @@ def show_progress() -> None:
     "(default: the OCI cache only; a build uses no network unless asked).",
 )
 @handles_errors
+def _repository_link(catalog_path: Path, given: str) -> tuple[str, str]:
+    """The repository every page links to (`--repo-url`, else the catalog's git remote) and a
+    note saying where it came from ("" when given)."""
+    if given:
+        return given, ""
+    url = remote_web_url(catalog_path)
+    if url:
+        return url, f"repository link: {url} (the git remote; --repo-url to choose another)"
+    return "", "no repository link on the pages: no --repo-url and no git remote with a web address"
+
+
 def command(
     catalog_path: Path,
     evidence_path: Path,
@@ -152,15 +163,7 @@ def command(
     and the previous site is left as it was), 2 usage.
     """
     root = click.get_current_context().find_root().command
-    repo_note = ""
-    if not repo_url:
-        repo_url = remote_web_url(catalog_path)
-        repo_note = (
-            f"repository link: {repo_url} (the git remote; --repo-url to choose another)"
-            if repo_url
-            else "no repository link on the pages: no --repo-url and no git remote with a web "
-            "address"
-        )
+    repo_url, repo_note = _repository_link(catalog_path, repo_url)
     options = BuildOptions(
         catalog=catalog_path,
         evidence=evidence_path,

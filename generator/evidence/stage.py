@@ -251,6 +251,28 @@ def _judge_against_catalog(
     return records, pointed
 
 
+def _judge_current(
+    records: tuple[Evidence, ...],
+    pointed: tuple[Evidence, ...],
+    current: Mapping[str, str] | None,
+    upstream_current: Mapping[str, str],
+    catalog: Catalog | None,
+    catalog_dir: Path,
+    claims: Callable[[Catalog], Lanes] | None,
+) -> tuple[tuple[Evidence, ...], tuple[Evidence, ...]]:
+    """Each verified record judged current: against `current` when given (pointers only; the
+    files were judged while verified), else against the recipes the statements name."""
+    if current is not None:
+        return records, judge(pointed, current, upstream_current)
+    if any(isinstance(r, VerifiedEvidence) for r in (*records, *pointed)):
+        if catalog is None:
+            from generator.catalog.load import load_catalog
+
+            catalog, _ = load_catalog(catalog_dir)
+        return _judge_against_catalog(records, pointed, catalog, upstream_current, claims)
+    return records, pointed
+
+
 def verify_stage(
     paths: Sequence[Path],
     *,
@@ -296,16 +318,9 @@ def verify_stage(
         base=base,
     )
     upstream_current = upstream_digests(up.recipes) if pointed else {}
-    if current is not None:
-        pointed = judge(pointed, current, upstream_current)
-    elif any(isinstance(r, VerifiedEvidence) for r in (*records, *pointed)):
-        if catalog is None:
-            from generator.catalog.load import load_catalog
-
-            catalog, _ = load_catalog(catalog_dir)
-        records, pointed = _judge_against_catalog(
-            records, pointed, catalog, upstream_current, claims
-        )
+    records, pointed = _judge_current(
+        records, pointed, current, upstream_current, catalog, catalog_dir, claims
+    )
     return VerificationRun(
         trust_roots=roots,
         records=(*records, *pointed),

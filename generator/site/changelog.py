@@ -28,6 +28,18 @@ class Entry:
 
 
 def entries(site: SiteData) -> list[Entry]:
+    """Every dated change the site knows, newest first: evidence runs, qualification changes
+    (the timeline; without it, each current ceiling dated by its newest run), new recipes."""
+    out = _evidence_entries(site) + _timeline_entries(site)
+    if not site.timeline:
+        out += _ceiling_entries(site)
+    out += _recipe_entries(site)
+    out.sort(key=lambda x: (x.date, x.kind, x.key), reverse=True)
+    return out
+
+
+def _evidence_entries(site: SiteData) -> list[Entry]:
+    """One entry per dated run, with its judged outcome and why."""
     from generator.site.pages import slug as slug_of
 
     out: list[Entry] = []
@@ -49,9 +61,15 @@ def entries(site: SiteData) -> list[Entry]:
                 f"run-{e.id}",
             )
         )
-    out += _timeline_entries(site)
-    for r in site.recipes if not site.timeline else ():
-        # without the timeline (no --timeline): the current ceiling, dated by its newest run
+    return out
+
+
+def _ceiling_entries(site: SiteData) -> list[Entry]:
+    """Without the timeline (no --timeline): the current ceiling, dated by its newest run."""
+    from generator.site.pages import slug as slug_of
+
+    out: list[Entry] = []
+    for r in site.recipes:
         for p in r.profiles:
             if not p.ceiling:
                 continue
@@ -75,20 +93,21 @@ def entries(site: SiteData) -> list[Entry]:
                     f"ceiling-{r.name}-{p.profile}-{p.ceiling}",
                 )
             )
-    known = {r.name for r in site.recipes}
-    for name, date in site.recipes_added:
-        if name in known:
-            out.append(
-                Entry(
-                    date,
-                    "recipe",
-                    f"new recipe: {name}",
-                    f"recipes/{slug_of(name)}.html",
-                    f"recipe-{name}",
-                )
-            )
-    out.sort(key=lambda x: (x.date, x.kind, x.key), reverse=True)
     return out
+
+
+def _recipe_entries(site: SiteData) -> list[Entry]:
+    """One entry per recipe added (by the commit that added it)."""
+    from generator.site.pages import slug as slug_of
+
+    known = {r.name for r in site.recipes}
+    return [
+        Entry(
+            date, "recipe", f"new recipe: {name}", f"recipes/{slug_of(name)}.html", f"recipe-{name}"
+        )
+        for name, date in site.recipes_added
+        if name in known
+    ]
 
 
 def _timeline_entries(site: SiteData) -> list[Entry]:

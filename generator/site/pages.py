@@ -92,10 +92,9 @@ def _lane_matrix(recipe: RecipeView, site: SiteData) -> dict[str, list[str]]:
     }
 
 
-def recipe_page(recipe: RecipeView, site: SiteData) -> str:
-    standard = recipe.profiles[0].result if recipe.profiles else None
-    profiles = {p.name: p for p in site.profiles}
-    charts = []
+def _recipe_charts(recipe: RecipeView, site: SiteData) -> tuple[list[Markup], list[Markup]]:
+    """The recipe page's charts: its lane ladder (counted evidence only) and one per KPI."""
+    charts: list[Markup] = []
     if site.lanes and recipe.profiles:
         charts.append(
             chart_html(
@@ -108,16 +107,21 @@ def recipe_page(recipe: RecipeView, site: SiteData) -> str:
         chart_html(chart_id(recipe.name, "kpi", str(i), kpi_id), figure, caption)
         for i, (kpi_id, figure, caption) in enumerate(kpi_figures(recipe), 1)
     ]
-    owned = []
-    for p in recipe.profiles:
-        prof = profiles.get(p.profile)
-        owned.append(
-            {
-                "name": p.profile,
-                "version": p.profile_version,
-                "owned": prof.owned_values if prof else (),
-            }
-        )
+    return charts, kpi_charts
+
+
+def recipe_page(recipe: RecipeView, site: SiteData) -> str:
+    standard = recipe.profiles[0].result if recipe.profiles else None
+    profiles = {p.name: p for p in site.profiles}
+    charts, kpi_charts = _recipe_charts(recipe, site)
+    owned = [
+        {
+            "name": p.profile,
+            "version": p.profile_version,
+            "owned": prof.owned_values if (prof := profiles.get(p.profile)) else (),
+        }
+        for p in recipe.profiles
+    ]
     sums = summaries(recipe, profiles, site.lanes)
     ctx = {
         "name": recipe.name,
