@@ -296,8 +296,7 @@ def verify_stage(
     module); `claims` (only without `current`) judges what current statements claim. Paths in
     the records are relative to `base` (default: the working directory). `jobs`: processes
     (default: every core). `cache`: a build cache (used with one trust root only).
-    `evidence_root`: the evidence directory the files are stored under, when the caller knows
-    it (`status --evidence DIR RECIPE` reads DIR/RECIPE: its root is DIR, whatever its name).
+    `evidence_root`: the evidence directory the files are stored under (`status --evidence DIR`).
     Raises UsageError (trust roots), ValidationError (signer policy), LoadError (files).
     """
     if claims is not None and current is not None:
