@@ -23,6 +23,7 @@ Paths are tuples of keys; `*` stands for every item of a list (`range`) or value
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -216,8 +217,10 @@ def _assign(scope: _Scope, tokens: list[str]) -> None:
     scope.vars[name] = path
 
 
+@functools.lru_cache(maxsize=4096)
 def uses(text: str, component: str) -> tuple[Use, ...]:
-    """Every value of `component` that template `text` prints, with how it prints it."""
+    """Every value of `component` that template `text` prints, with how it prints it (memoised:
+    a build renders the same templates for every recipe, profile and deployer)."""
     scope = _Scope(component)
     out: list[Use] = []
     for start, body in template_actions(text):
