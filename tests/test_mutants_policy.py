@@ -144,3 +144,11 @@ def test_a_group_closing_inside_a_group_keeps_its_depth() -> None:
     assert top_level_alternation("[a]|b") is True
     assert top_level_alternation("[ab|]") is False  # a class of several characters
     assert top_level_alternation("x[a-c|d]y") is False
+
+
+def test_a_group_with_a_wildcard_ends_the_prefix_inside_it() -> None:
+    assert literal_prefixes(r"^(?:https://a\.b/c/d/.*)x$") == ("https://a.b/c/d/",)
+    assert literal_prefixes(r"^(?:https://a\.b/c/d/x|https://a\.b/e/f/.+)y$") == (
+        "https://a.b/c/d/xy",
+        "https://a.b/e/f/",
+    )
