@@ -152,3 +152,8 @@ def test_a_group_with_a_wildcard_ends_the_prefix_inside_it() -> None:
         "https://a.b/c/d/xy",
         "https://a.b/e/f/",
     )
+
+
+def test_a_wildcard_in_a_nested_group_ends_the_prefix_at_every_level() -> None:
+    assert literal_prefixes(r"^(?:(?:https://a\.b/c/d/.*)x)y$") == ("https://a.b/c/d/",)
+    assert literal_prefixes(r"^(?:(?:https://a\.b/c/d/e)x)y$") == ("https://a.b/c/d/exy",)
