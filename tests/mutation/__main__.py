@@ -272,6 +272,8 @@ def mutate_module(
     found = [m for m in mutants(cfg.path, source, cfg.functions) if only is None or m.key in only]
     outcome = Outcome(cfg.path)
     t0 = time.monotonic()
+    if not found:
+        return outcome
     if only is None:
         status, base, covered = runners[0].coverage(cfg)
     else:  # a few named mutants: no coverage run, each gets the module's whole test files
