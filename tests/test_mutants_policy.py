@@ -157,3 +157,9 @@ def test_a_group_with_a_wildcard_ends_the_prefix_inside_it() -> None:
 def test_a_wildcard_in_a_nested_group_ends_the_prefix_at_every_level() -> None:
     assert literal_prefixes(r"^(?:(?:https://a\.b/c/d/.*)x)y$") == ("https://a.b/c/d/",)
     assert literal_prefixes(r"^(?:(?:https://a\.b/c/d/e)x)y$") == ("https://a.b/c/d/exy",)
+
+
+def test_the_whole_literal_domain_is_read_up_to_the_anchor() -> None:
+    assert pattern_problem(r"^[a-z]+@lab\.io$") is None  # a two-letter top-level domain
+    found = pattern_problem(r"^[a-z]+@lab\.i$")
+    assert found is not None and "must end with a literal @domain" in found
