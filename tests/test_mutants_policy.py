@@ -163,3 +163,9 @@ def test_the_whole_literal_domain_is_read_up_to_the_anchor() -> None:
     assert pattern_problem(r"^[a-z]+@lab\.io$") is None  # a two-letter top-level domain
     found = pattern_problem(r"^[a-z]+@lab\.i$")
     assert found is not None and "must end with a literal @domain" in found
+
+
+def test_one_uri_alternative_makes_every_alternative_a_uri() -> None:
+    # the pattern's text has no "://" (escaped), one alternative is a URI, the other is not
+    found = pattern_problem(r"^(?:https\:\/\/a\.b/c/d/x|y@z\.com)$")
+    assert found is not None and "its literal prefix 'y@z.com' must name" in found
