@@ -378,3 +378,15 @@ def test_upstreams_rule_reads_everything_between_the_anchors() -> None:
     assert problem is not None and "left of '@'" in problem
     assert upstream_pattern_problem(rf"^{WF_RE}@$") is None
     assert upstream_pattern_problem(r"^@$") is None
+
+
+def test_an_at_first_in_the_body_has_an_empty_workflow() -> None:
+    assert pattern_key(GH, "^@refs/heads/main$") == (GH, "")
+
+
+def test_a_cleartext_identity_beside_a_valid_source_is_still_refused() -> None:
+    rules, slugs, diags = _load(
+        _entry("partner", f"    identity: a@b.example\n    source: {SLUG}\n")
+    )
+    assert (rules, slugs) == ([], [])
+    assert [d[1] for d in diags] == ["allowlist.cleartext-identity"]

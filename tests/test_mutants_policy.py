@@ -144,3 +144,28 @@ def test_a_group_closing_inside_a_group_keeps_its_depth() -> None:
     assert top_level_alternation("[a]|b") is True
     assert top_level_alternation("[ab|]") is False  # a class of several characters
     assert top_level_alternation("x[a-c|d]y") is False
+
+
+def test_a_group_with_a_wildcard_ends_the_prefix_inside_it() -> None:
+    assert literal_prefixes(r"^(?:https://a\.b/c/d/.*)x$") == ("https://a.b/c/d/",)
+    assert literal_prefixes(r"^(?:https://a\.b/c/d/x|https://a\.b/e/f/.+)y$") == (
+        "https://a.b/c/d/xy",
+        "https://a.b/e/f/",
+    )
+
+
+def test_a_wildcard_in_a_nested_group_ends_the_prefix_at_every_level() -> None:
+    assert literal_prefixes(r"^(?:(?:https://a\.b/c/d/.*)x)y$") == ("https://a.b/c/d/",)
+    assert literal_prefixes(r"^(?:(?:https://a\.b/c/d/e)x)y$") == ("https://a.b/c/d/exy",)
+
+
+def test_the_whole_literal_domain_is_read_up_to_the_anchor() -> None:
+    assert pattern_problem(r"^[a-z]+@lab\.io$") is None  # a two-letter top-level domain
+    found = pattern_problem(r"^[a-z]+@lab\.i$")
+    assert found is not None and "must end with a literal @domain" in found
+
+
+def test_one_uri_alternative_makes_every_alternative_a_uri() -> None:
+    # the pattern's text has no "://" (escaped), one alternative is a URI, the other is not
+    found = pattern_problem(r"^(?:https\:\/\/a\.b/c/d/x|y@z\.com)$")
+    assert found is not None and "its literal prefix 'y@z.com' must name" in found

@@ -164,3 +164,13 @@ def test_a_root_sigstore_cannot_read_is_named_by_the_first_line_of_why(
     monkeypatch.setattr(trustroot_v1.TrustedRoot, "from_json", silent)
     with pytest.raises(ValueError, match=r"^KeyError$"):
         tr.parse_trusted_root(b"{}")
+
+
+def test_an_unusable_root_is_a_usage_error_located_at_the_root_named(tmp_path: Path) -> None:
+    bad = tmp_path / "root.json"
+    bad.write_text("{}")
+    with pytest.raises(UsageError) as info:
+        tr.load_trust_root(str(bad))
+    (d,) = info.value.diagnostics
+    assert (d.path, d.line, d.col, d.json_path, d.rule) == (str(bad), 0, 0, "$", "trust-root")
+    assert d.message.startswith(f"trust root {str(bad)!r}: root.json is not a usable")
