@@ -264,7 +264,7 @@ def test_bundle_reads_both_headers(august: Path, tmp_path: Path) -> None:
         out = tmp_path / recipe.stem
         code, _, err = _run(
             "bundle", "--recipe", str(recipe), "--catalog", str(august), "--deployer", "helm",
-            "-o", str(out),
+            "-o", str(out), "--accelerated-node-toleration", "nvidia.com/gpu:NoSchedule",
         )  # fmt: skip
         assert code == 0, err
 
@@ -322,7 +322,9 @@ def test_bundle_takes_the_profile_choice(august: Path, tmp_path: Path) -> None:
     aks = ["--service", "aks", "--gpu", "h100", "--os", "ubuntu", "--intent", "training"]
     flags = [*aks, "--platform", "kubeflow", "--catalog", str(august)]
     out = tmp_path / "b"
-    code, _, err = _run("bundle", *flags, "--profile", "gpuStack=operator-managed", "-o", str(out))
+    keyed = ["--accelerated-node-toleration", "nvidia.com/gpu:NoSchedule"]  # AKS needs keyed
+    choice = ["--profile", "gpuStack=operator-managed"]
+    code, _, err = _run("bundle", *flags, *choice, *keyed, "-o", str(out))
     assert code == 0, err
     values = yaml.safe_load(next(out.glob("*-nvsentinel/values.yaml")).read_text())
     assert values["labeler"] == {"assumeDriverInstalled": False}
@@ -337,3 +339,15 @@ def test_bundle_takes_the_profile_choice(august: Path, tmp_path: Path) -> None:
         "--profile", "gpuStack=azure-managed", "-o", str(tmp_path / "c"),
     )  # fmt: skip
     assert code == 2 and "records the value" in err
+
+
+def test_aks_refuses_a_wildcard_accelerated_toleration(august: Path, tmp_path: Path) -> None:
+    """The registry's blocking validation (CheckWildcardAcceleratedToleration, AKS): exit 2
+    until keyed tolerations are given, as upstream's bundler."""
+    aks = ["--service", "aks", "--gpu", "h100", "--os", "ubuntu", "--intent", "inference",
+           "--platform", "dynamo", "--catalog", str(august)]  # fmt: skip
+    code, _, err = _run("bundle", *aks, "-o", str(tmp_path / "a"))
+    assert code == 2 and "wildcard (keyless) accelerated-node toleration" in err
+    keyed = ["--accelerated-node-toleration", "nvidia.com/gpu:NoSchedule"]
+    code, _, err = _run("bundle", *aks, *keyed, "-o", str(tmp_path / "b"))
+    assert code == 0, err

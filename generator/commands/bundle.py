@@ -16,6 +16,7 @@ from generator.catalog.overrides import (
     registry_entries,
     scheduling_overrides,
 )
+from generator.catalog.registry_checks import check_bundle
 from generator.catalog.resolve import resolve
 from generator.commands.common import (
     EXIT_DATA,
@@ -278,9 +279,10 @@ def command(
     if not archive:  # before any work: a refused output directory is a usage error
         check_output_dir(out, OutputKind.BUNDLE, inputs)
     catalog = open_catalog(catalog_path)
-    result = _bundled_recipe(
-        catalog, from_file, query, profile, nodes, overrides, NodeScheduling(**scheduling), choice
-    )
+    flags = NodeScheduling(**scheduling)
+    result = _bundled_recipe(catalog, from_file, query, profile, nodes, overrides, flags, choice)
+    registry = catalog.registry.doc.data if catalog.registry.doc else None
+    check_bundle(registry, result, flags.accelerated_tolerations)  # exit 2 when refused
     tree = render_bundle(
         result,
         deployer,
