@@ -1161,3 +1161,41 @@ def test_bundle_reads_every_recipe_file_upstream_wrote(
         (folder,) = [p for p in out.iterdir() if p.name.endswith("-gpu-operator")]
         values.append((folder / "values.yaml").read_text())
     assert values[0] == values[1] and "1.2.3" in values[0]
+
+
+def test_a_tree_may_state_criteria_values_this_project_does_not_know(
+    recipes: Path, tmp_path: Path
+) -> None:
+    """Upstream's later trees state values (a new service) this project has never heard of: the
+    tree is read, `validate` warns, and a query naming the value resolves as upstream's would,
+    with a warning; a value nothing knows stays an invalid request (exit 2)."""
+    import shutil
+
+    root = tmp_path / "recipes"
+    shutil.copytree(recipes, root)
+    (root / "overlays/newcloud.yaml").write_text(
+        _H + "metadata: {name: newcloud}\nspec:\n  base: base\n  criteria: {service: newcloud}\n"
+        "  componentRefs:\n    - name: cert-manager\n      overrides: {replicaCount: 3}\n"
+    )
+    runner = CliRunner()
+    checked = runner.invoke(main, ["validate", str(root)])
+    assert checked.exit_code == 0 and "[criteria.unknown-value]" in checked.output
+    out = runner.invoke(
+        main, ["query", "--catalog", str(root), "--service", "NewCloud", "--format", "aicr"]
+    )
+    assert out.exit_code == 0, out.output
+    assert "service=newcloud is known only from this tree's overlays" in out.stderr
+    doc = yaml.safe_load(out.stdout)
+    assert doc["criteria"]["service"] == "newcloud"
+    assert doc["metadata"]["appliedOverlays"] == ["base", "monitoring-hpa", "newcloud"]
+    cert = next(r for r in doc["componentRefs"] if r["name"] == "cert-manager")
+    assert cert["overrides"] == {"replicaCount": 3}
+    bad = runner.invoke(main, ["query", "--catalog", str(root), "--service", "nocloud"])
+    assert bad.exit_code == 2 and "newcloud" in bad.stderr
+
+
+def test_list_leaves_out_an_overlay_whose_every_criterion_is_any(recipes: Path) -> None:
+    listed = CliRunner().invoke(main, ["list", "--catalog", str(recipes)])
+    assert listed.exit_code == 0, listed.output
+    names = {line.split()[0] for line in listed.stdout.splitlines()[1:-1]}
+    assert "monitoring-hpa" not in names and "h100-kind-training" in names
