@@ -1059,7 +1059,7 @@ def _require_corpus(corpus: uo.Corpus) -> None:
 
 
 class _Oracle:
-    """Runs cases once per session (both tests below read the same outcomes)."""
+    """Runs cases once per module (both tests below read the same outcomes)."""
 
     def __init__(self, scratch: Path, helm: Path) -> None:
         self.scratch, self.helm = scratch, helm
@@ -1072,10 +1072,10 @@ class _Oracle:
         return self.outcomes[key]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def oracle_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Oracle]:
-    """A scratch directory and the pinned Helm; every recipe tree loaded once per session (the
-    CLI's loader memoised: the trees do not change while the tests run)."""
+    """A scratch directory and the pinned Helm; every recipe tree loaded once per module (the
+    CLI's loader memoised while this module's tests run: the trees do not change meanwhile)."""
     helm = uo.helm_binary()
     if helm is None:
         if os.environ.get("CI"):
