@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from generator.catalog.criteria import check_known, normalise
+from generator.catalog.criteria import check_known, known_to, normalise
 from generator.catalog.resolve import (
     canonical_component,
     component_values,
@@ -365,7 +365,7 @@ def _known_criteria(doc: Document, data: Mapping[str, Any], catalog: Catalog | N
     """The file's criteria, every value one the catalog (or this project) knows."""
     criteria = _criteria(doc, data.get("criteria"))
     try:
-        check_known(criteria, catalog.extra_criteria if catalog else None)
+        check_known(criteria, known_to(catalog) if catalog else None)
     except CatalogError as e:
         raise _fail(doc, "$.criteria", e.message, "criteria.invalid") from e
     return criteria

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from generator.catalog.criteria import check_known
+from generator.catalog.criteria import check_known, known_to, unfamiliar
 from generator.catalog.rules import DEFAULT_RULES, UpstreamRules, rules_of
 from generator.core.canonical import check_canonical, sha256_digest
 from generator.core.errors import (
@@ -554,7 +554,7 @@ def _file_digest(catalog: Catalog, rel: str) -> str:
 
 def _query_of(catalog: Catalog, query: Criteria | str) -> tuple[Criteria, str | None]:
     if isinstance(query, Criteria):
-        check_known(query, catalog.extra_criteria)
+        check_known(query, known_to(catalog))  # the tree's own values are valid queries
         return query, None
     if query in catalog.overlays and query != "base":
         return catalog.overlays[query].criteria, query
@@ -878,6 +878,13 @@ def _applied(
             f"recipe '{wanted}' is shadowed by another overlay with the same criteria"
         )
     notes: list[str] = []
+    strange = unfamiliar(criteria, catalog)
+    if strange:
+        notes.append(
+            f"{', '.join(strange)} is known only from this tree's overlays (neither "
+            "this project's criteria values nor the tree's criteria.yaml name it): answered as "
+            "upstream answers a value its code defines"
+        )
     missing_dims = _unhonoured(criteria, applied)
     if missing_dims and wanted is None and rules_of(catalog).coverage_refusal:
         raise coverage_refusal(catalog, criteria, applied)

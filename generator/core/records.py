@@ -281,14 +281,19 @@ class Catalog:
     rules: str = ""  # "" = generator.catalog.rules.DEFAULT_RULES
 
     def leaves(self) -> tuple[str, ...]:
-        """Overlay names that no other overlay uses as its base (excluding `base`, and overlays
-        without criteria, which no query applies), sorted."""
+        """Overlay names that no other overlay uses as its base (excluding `base`, overlays
+        without criteria, which no query applies, and overlays whose every criterion is the
+        wildcard, such as upstream's `monitoring-hpa`: applied to every query, a layer rather
+        than a recipe), sorted."""
         parents = {o.base for o in self.overlays.values() if o.base}
         return tuple(
             sorted(
                 n
                 for n, o in self.overlays.items()
-                if n not in parents and n != "base" and o.has_criteria
+                if n not in parents
+                and n != "base"
+                and o.has_criteria
+                and o.criteria.specificity() > 0
             )
         )
 
