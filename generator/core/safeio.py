@@ -105,6 +105,19 @@ def read(
     real_root: str | None = None,
 ) -> bytes:
     """The bytes of a regular file (see `check`); raises `Refusal`."""
+    return read_resolved(path, root=root, where=where, limit=limit, real_root=real_root)[1]
+
+
+def read_resolved(
+    path: Path | str,
+    *,
+    root: Path | str | None = None,
+    where: str = "its directory",
+    limit: int = YAML_BYTES,
+    real_root: str | None = None,
+) -> tuple[str, bytes]:
+    """`read`, with the real path it resolved the file to (one resolution, not two, for a
+    caller that keeps it); raises `Refusal`."""
     real, _ = check(path, root=root, where=where, limit=limit, real_root=real_root)
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
@@ -128,7 +141,7 @@ def read(
             raise Refusal(UNREADABLE, f"cannot read file: {e.strerror}", path) from None
     if size > limit:
         raise Refusal(TOO_LARGE, f"file is larger than the limit of {limit} bytes", path)
-    return b"".join(chunks)
+    return real, b"".join(chunks)
 
 
 def diagnostic(rel: str, refusal: Refusal) -> Diagnostic:
@@ -169,5 +182,6 @@ __all__ = [
     "check",
     "diagnostic",
     "read",
+    "read_resolved",
     "scan_tree",
 ]
