@@ -98,7 +98,9 @@ def test_explicit_fifo_does_not_block(tmp_path: Path) -> None:
             raise result.exception  # e.g. the hang bound's CaseTimeout, which CliRunner caught
         return {"exit": result.exit_code, "stderr": result.stderr}
 
-    out = run_isolated(verify, seconds=0.5, memory=MEMORY_LIMIT)
+    # 2 CPU-s bound; a read blocked on the pipe (no CPU) is stopped after 24 s of wall time,
+    # which a loaded 2-core machine does not stretch a 0.3 CPU-s run to
+    out = run_isolated(verify, seconds=2, memory=MEMORY_LIMIT)
     assert out.died is None and out.error is None, out.died or out.error
     assert out.payload["exit"] == 1
     assert "pipe.sigstore.json: $: not a regular file [file.not-regular]" in out.payload["stderr"]

@@ -129,8 +129,21 @@ def read(
     real_root: str | None = None,
 ) -> bytes:
     """The bytes of a regular file (see `check`); raises `Refusal`."""
+    return read_resolved(path, root=root, where=where, limit=limit, real_root=real_root)[1]
+
+
+def read_resolved(
+    path: Path | str,
+    *,
+    root: Path | str | None = None,
+    where: str = "its directory",
+    limit: int = YAML_BYTES,
+    real_root: str | None = None,
+) -> tuple[str, bytes]:
+    """`read`, with the real path it resolved the file to (one resolution, not two, for a
+    caller that keeps it); raises `Refusal`."""
     real, _ = check(path, root=root, where=where, limit=limit, real_root=real_root)
-    return _read_nofollow(real, path, limit)
+    return real, _read_nofollow(real, path, limit)
 
 
 def read_own(path: Path | str, *, limit: int = OTHER_BYTES) -> bytes:

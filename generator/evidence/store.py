@@ -195,10 +195,10 @@ def read_real(
     """The bytes of one evidence file, or why it is refused: a link leaving its root, not a
     regular file (never opened, so a pipe cannot block), larger than MAX_FILE_BYTES (never
     read beyond the limit), or unreadable. `real_root` is `realpath(found.root)` when the
-    caller has it already (one root serves thousands of files)."""
-    real = os.path.realpath(found.path)
+    caller has it already (one root serves thousands of files). The file's path is resolved
+    once, by the reader."""
     try:
-        data = safeio.read(
+        real, data = safeio.read_resolved(
             found.path,
             root=found.root,
             where="the evidence directory",
@@ -207,6 +207,7 @@ def read_real(
         )
     except safeio.Refusal as r:
         shown = safeio.shown_path(shown)  # a name that is not UTF-8, escaped
+        real = os.path.realpath(found.path)
         if r.rule == safeio.UNREADABLE:  # this module's own wording and rule
             return None, _problem(shown, r.message.replace("read file:", "read:"), "io"), real
         return None, _problem(shown, r.message, r.rule), real
