@@ -264,7 +264,14 @@ def test_labels_slugs_and_workflows_are_unique_across_classes() -> None:
 def test_read_allowlist(tmp_path: Path) -> None:
     with pytest.raises(LoadError) as missing:
         read_allowlist(tmp_path / "allowlist.yaml", "allowlist.yaml")
-    assert missing.value.diagnostics[0].rule == "allowlist.missing"
+    (d,) = missing.value.diagnostics
+    assert (d.path, d.line, d.col, d.json_path, d.rule) == (
+        "allowlist.yaml",
+        0,
+        0,
+        "$",
+        "allowlist.missing",
+    )
     path = tmp_path / "allowlist.yaml"
     path.write_text(_entry("partner", f"    source: {SLUG}\n"))
     rules, slugs = read_allowlist(path, "allowlist.yaml")
