@@ -264,7 +264,14 @@ def test_labels_slugs_and_workflows_are_unique_across_classes() -> None:
 def test_read_allowlist(tmp_path: Path) -> None:
     with pytest.raises(LoadError) as missing:
         read_allowlist(tmp_path / "allowlist.yaml", "allowlist.yaml")
-    assert missing.value.diagnostics[0].rule == "allowlist.missing"
+    (d,) = missing.value.diagnostics
+    assert (d.path, d.line, d.col, d.json_path, d.rule) == (
+        "allowlist.yaml",
+        0,
+        0,
+        "$",
+        "allowlist.missing",
+    )
     path = tmp_path / "allowlist.yaml"
     path.write_text(_entry("partner", f"    source: {SLUG}\n"))
     rules, slugs = read_allowlist(path, "allowlist.yaml")
@@ -390,3 +397,13 @@ def test_a_cleartext_identity_beside_a_valid_source_is_still_refused() -> None:
     )
     assert (rules, slugs) == ([], [])
     assert [d[1] for d in diags] == ["allowlist.cleartext-identity"]
+
+
+def test_an_empty_allowlist_file_is_read_and_refused_for_its_version(tmp_path: Path) -> None:
+    path = tmp_path / "allowlist.yaml"
+    path.write_text("")
+    with pytest.raises(ValidationError) as info:
+        read_allowlist(path, "allowlist.yaml")
+    assert [(d.json_path, d.rule) for d in info.value.diagnostics] == [
+        ("$.schemaVersion", "allowlist.schema")
+    ]

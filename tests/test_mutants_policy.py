@@ -169,3 +169,12 @@ def test_one_uri_alternative_makes_every_alternative_a_uri() -> None:
     # the pattern's text has no "://" (escaped), one alternative is a URI, the other is not
     found = pattern_problem(r"^(?:https\:\/\/a\.b/c/d/x|y@z\.com)$")
     assert found is not None and "its literal prefix 'y@z.com' must name" in found
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [r"^https://github\.com/attacker/evil/.*$", r"^[a-z]+@evil\.example$"],
+)
+def test_a_pattern_that_admits_a_foreign_probe_is_refused(pattern: str) -> None:
+    found = pattern_problem(pattern)
+    assert found is not None and found.startswith("identityPattern is over-broad: it matches ")

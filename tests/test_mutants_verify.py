@@ -164,6 +164,17 @@ INSIDE = int((START + timedelta(minutes=5)).timestamp())
             FailureClass.SIGNATURE_INVALID,
             "signature does not verify: DSSE: bad",
         ),
+        # a DSSE error is the signature's, whatever else its text names
+        (
+            VerificationError("DSSE: does not match the log entry"),
+            FailureClass.SIGNATURE_INVALID,
+            "signature does not verify: DSSE:",
+        ),
+        (
+            ValueError("DSSE: Key usage"),
+            FailureClass.SIGNATURE_INVALID,
+            "signature does not verify",
+        ),
         (
             VerificationError("invalid log entry"),
             FailureClass.TLOG_INVALID,
@@ -431,3 +442,22 @@ def test_a_keyring_is_kept_only_when_every_key_has_started(root: TrustRoot, tmp_
     first = trusted.rekor_keyring(KeyringPurpose.VERIFY)
     assert trusted.rekor_keyring(KeyringPurpose.VERIFY) is not first
     assert trusted._rekor is None
+
+
+def test_a_ct_keyring_is_kept_only_when_every_key_has_started(
+    root: TrustRoot, tmp_path: Path
+) -> None:
+    import json
+
+    from sigstore._internal.trust import KeyringPurpose
+    from sigstore.models import TrustedRoot
+
+    doc = json.loads(Path(root.path).read_bytes())
+    later = json.loads(json.dumps(doc["ctlogs"][0]))
+    later["publicKey"]["validFor"]["start"] = "2999-01-01T00:00:00Z"
+    doc["ctlogs"].append(later)
+    (tmp_path / "mixed.json").write_text(json.dumps(doc))
+    trusted = v._KeyringsOnce(TrustedRoot.from_file(str(tmp_path / "mixed.json")))
+    first = trusted.ct_keyring(KeyringPurpose.VERIFY)
+    assert trusted.ct_keyring(KeyringPurpose.VERIFY) is not first
+    assert trusted._ct is None
