@@ -364,16 +364,68 @@ def _all_queries(recipes: Path) -> Iterator[tuple[str, dict[str, str]]]:
         yield "/".join(q[d] for d in DIMS if q[d] != "any"), q
 
 
+def _oracle_queries(tree: Path) -> dict[tuple[str, ...], Path]:
+    """The criteria of every successful recipe case upstream's CLI recorded (answered from the
+    tree alone), normalised, with the case's folder."""
+    out: dict[tuple[str, ...], Path] = {}
+    index = tree / "oracle/index.json"
+    if not index.is_file():
+        return out
+    for r in json.loads(index.read_text())["recipes"]:
+        if r["exit_code"] != 0 or r["data"]:
+            continue
+        flags = r["criteria_flags"]
+        given = {
+            ("accelerator" if f == "--gpu" else f[2:]): v
+            for f, v in zip(flags[::2], flags[1::2], strict=True)
+        }
+        crit = normalise_criteria(given)
+        out[tuple(crit.get(d) or "any" for d in DIMS)] = tree / "oracle/recipes" / r["id"]
+    return out
+
+
 def test_every_overlay_and_documented_query_resolves_as_upstream(
-    recipes: Path, catalog: Catalog
+    tree: Path, recipes: Path, catalog: Catalog
 ) -> None:
+    """The model stands in for upstream only where upstream's recorded outputs have no case
+    (those are compared with the real CLI's outputs above)."""
     model = Upstream(recipes)
     queries = list(_all_queries(recipes))
     assert len(queries) >= 40  # every overlay with criteria (39) and the documented ones
-    for label, q in queries:
+    recorded = _oracle_queries(tree)
+    left = [(label, q) for label, q in queries if tuple(q[d] for d in DIMS) not in recorded]
+    assert 0 < len(left) < len(queries)
+    for label, q in left:
         expected = model.build(q)
         got = ours(resolve(catalog, normalise_criteria(q)))
         assert got == expected, label
+
+
+def test_the_model_answers_as_upstreams_cli(tree: Path, recipes: Path) -> None:
+    """The model itself, checked against upstream's recorded `aicr query` output for every
+    recipe case: applied overlays, deployment order, constraints, and each component's source,
+    chart, version, namespace, dependencies and values."""
+    model = Upstream(recipes)
+    recorded = _oracle_queries(tree)
+    assert len(recorded) >= 25
+    for key, folder in recorded.items():
+        got = model.build(dict(zip(DIMS, key, strict=True)))
+        up = json.loads((folder / "hydrated.json").read_text())
+        assert got["appliedOverlays"] == up["metadata"]["appliedOverlays"], folder.name
+        assert got["deploymentOrder"] == up["deploymentOrder"], folder.name
+        assert _canon([{k: v for k, v in c.items() if v} for c in up["constraints"]]) == _canon(
+            got["constraints"]
+        ), folder.name
+        assert set(got["components"]) == set(up["components"]), folder.name
+        for n, c in up["components"].items():
+            mine = got["components"][n]
+            for f in ("source", "chart", "version", "dependencyRefs"):
+                assert mine[f] == (c.get(f) or ([] if f == "dependencyRefs" else "")), (n, f)
+            # the model follows later upstream for a manifest-only component's namespace
+            # (`namespace-manifest-only` in tests/upstream_corpora/v0.11.1.yaml)
+            if c.get("namespace") or n != "gke-nccl-tcpxo":
+                assert mine["namespace"] == (c.get("namespace") or ""), (folder.name, n)
+            assert mine["values"] == _canon(c.get("values") or {}), (folder.name, n)
 
 
 def test_the_model_is_not_vacuous(recipes: Path) -> None:
@@ -1161,3 +1213,41 @@ def test_bundle_reads_every_recipe_file_upstream_wrote(
         (folder,) = [p for p in out.iterdir() if p.name.endswith("-gpu-operator")]
         values.append((folder / "values.yaml").read_text())
     assert values[0] == values[1] and "1.2.3" in values[0]
+
+
+def test_a_tree_may_state_criteria_values_this_project_does_not_know(
+    recipes: Path, tmp_path: Path
+) -> None:
+    """Upstream's later trees state values (a new service) this project has never heard of: the
+    tree is read, `validate` warns, and a query naming the value resolves as upstream's would,
+    with a warning; a value nothing knows stays an invalid request (exit 2)."""
+    import shutil
+
+    root = tmp_path / "recipes"
+    shutil.copytree(recipes, root)
+    (root / "overlays/newcloud.yaml").write_text(
+        _H + "metadata: {name: newcloud}\nspec:\n  base: base\n  criteria: {service: newcloud}\n"
+        "  componentRefs:\n    - name: cert-manager\n      overrides: {replicaCount: 3}\n"
+    )
+    runner = CliRunner()
+    checked = runner.invoke(main, ["validate", str(root)])
+    assert checked.exit_code == 0 and "[criteria.unknown-value]" in checked.output
+    out = runner.invoke(
+        main, ["query", "--catalog", str(root), "--service", "NewCloud", "--format", "aicr"]
+    )
+    assert out.exit_code == 0, out.output
+    assert "service=newcloud is known only from this tree's overlays" in out.stderr
+    doc = yaml.safe_load(out.stdout)
+    assert doc["criteria"]["service"] == "newcloud"
+    assert doc["metadata"]["appliedOverlays"] == ["base", "monitoring-hpa", "newcloud"]
+    cert = next(r for r in doc["componentRefs"] if r["name"] == "cert-manager")
+    assert cert["overrides"] == {"replicaCount": 3}
+    bad = runner.invoke(main, ["query", "--catalog", str(root), "--service", "nocloud"])
+    assert bad.exit_code == 2 and "newcloud" in bad.stderr
+
+
+def test_list_leaves_out_an_overlay_whose_every_criterion_is_any(recipes: Path) -> None:
+    listed = CliRunner().invoke(main, ["list", "--catalog", str(recipes)])
+    assert listed.exit_code == 0, listed.output
+    names = {line.split()[0] for line in listed.stdout.splitlines()[1:-1]}
+    assert "monitoring-hpa" not in names and "h100-kind-training" in names

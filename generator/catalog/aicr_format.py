@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from generator.catalog.criteria import check_known, normalise
+from generator.catalog.criteria import check_known, known_to, normalise
 from generator.catalog.resolve import (
     canonical_component,
     component_values,
@@ -157,7 +157,10 @@ def recipe_result_document(result: RecipeResult, catalog: Catalog | None = None)
     """`result` as upstream's RecipeResult document (`catalog`: the tree it was resolved from,
     to keep the recipe's own `overrides` where they rebuild its values)."""
     rules = rules_of(catalog) if catalog is not None else DEFAULT_RULES
-    refs = [_ref(c, catalog, rules) for c in sorted(result.components, key=lambda c: c.name)]
+    # upstream keeps the components the recipe disables (the bundle leaves them out)
+    every = (*result.components, *result.disabled_components)
+    refs = [_ref(c, catalog, rules) for c in sorted(every, key=lambda c: c.name)]
+    shown = {c.name for c in every}
     doc: dict[str, Any] = {
         "kind": KIND,
         "apiVersion": (
@@ -173,7 +176,11 @@ def recipe_result_document(result: RecipeResult, catalog: Catalog | None = None)
     if result.constraints:
         doc["constraints"] = [_constraint(c) for c in result.constraints]
     doc["componentRefs"] = refs
-    doc["deploymentOrder"] = [c.name for c in result.components]
+    # v0.11.1 orders every declared component; August 2026 only the enabled ones
+    listed = shown if rules.order_lists_disabled else {c.name for c in result.components}
+    doc["deploymentOrder"] = [n for n in result.declared_order if n in listed] or [
+        c.name for c in result.components
+    ]
     phases = [p for p in _PHASES if p in result.validation] + sorted(
         p for p in result.validation if p not in _PHASES
     )
@@ -360,7 +367,7 @@ def _known_criteria(doc: Document, data: Mapping[str, Any], catalog: Catalog | N
     """The file's criteria, every value one the catalog (or this project) knows."""
     criteria = _criteria(doc, data.get("criteria"))
     try:
-        check_known(criteria, catalog.extra_criteria if catalog else None)
+        check_known(criteria, known_to(catalog) if catalog else None)
     except CatalogError as e:
         raise _fail(doc, "$.criteria", e.message, "criteria.invalid") from e
     return criteria

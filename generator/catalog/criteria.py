@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from generator.core.errors import Diagnostic, UsageError
-from generator.core.records import DIMENSIONS, WILDCARD, Criteria
+from generator.core.records import DIMENSIONS, WILDCARD, Catalog, Criteria
 
 # upstream v0.11.1's enums (GetCriteria<Dimension>Types)
 UPSTREAM_VALUES: dict[str, frozenset[str]] = {
@@ -84,3 +84,36 @@ def check_known(criteria: Criteria, extra: Mapping[str, Sequence[str]] | None = 
             diags.append(Diagnostic(f"--{dim}", 0, 0, "$", msg, "criteria.invalid"))
     if diags:
         raise UsageError("; ".join(messages), diags)
+
+
+def tree_values(catalog: Catalog) -> dict[str, tuple[str, ...]]:
+    """The criteria values a tree's own overlays state (as written, wildcards left out): an
+    upstream tree may use values this project has never heard of (upstream's later services),
+    which its queries must reach as upstream's would."""
+    out: dict[str, set[str]] = {d: set() for d in DIMENSIONS}
+    for o in catalog.overlays.values():
+        for d, v in o.criteria.items():
+            if v is not None:
+                out[d].add(v)
+    return {d: tuple(sorted(vs)) for d, vs in out.items() if vs}
+
+
+def known_to(catalog: Catalog) -> dict[str, tuple[str, ...]]:
+    """Everything a query against `catalog` may name beyond KNOWN_CRITERIA: its `criteria.yaml`
+    and its overlays' own values."""
+    tree = tree_values(catalog)
+    return {
+        d: tuple(sorted({*catalog.extra_criteria.get(d, ()), *tree.get(d, ())})) for d in DIMENSIONS
+    }
+
+
+def unfamiliar(criteria: Criteria, catalog: Catalog) -> tuple[str, ...]:
+    """The query's values known only from the tree's overlays (neither this project's sets nor
+    the catalog's criteria.yaml name them): accepted, with a warning."""
+    return tuple(
+        f"{d}={v}"
+        for d, v in criteria.items()
+        if v is not None
+        and v not in KNOWN_CRITERIA[d]
+        and v not in catalog.extra_criteria.get(d, ())
+    )

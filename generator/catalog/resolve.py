@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from generator.catalog.criteria import check_known
+from generator.catalog.criteria import check_known, known_to, unfamiliar
 from generator.catalog.rules import DEFAULT_RULES, UpstreamRules, rules_of
 from generator.core.canonical import check_canonical, sha256_digest
 from generator.core.errors import (
@@ -554,7 +554,7 @@ def _file_digest(catalog: Catalog, rel: str) -> str:
 
 def _query_of(catalog: Catalog, query: Criteria | str) -> tuple[Criteria, str | None]:
     if isinstance(query, Criteria):
-        check_known(query, catalog.extra_criteria)
+        check_known(query, known_to(catalog))  # the tree's own values are valid queries
         return query, None
     if query in catalog.overlays and query != "base":
         return catalog.overlays[query].criteria, query
@@ -831,11 +831,12 @@ def _resolve(
     refs = {n: r for n, r in acc.refs.items() if wanted_state.get(n, ref_enabled(r, keys))}
     disabled = {n for n in acc.refs if n not in refs}
     values, used_files = _values(catalog, refs, scale, value_overrides, disabled, name)
-    order, deps, depth = _order(catalog, acc, refs, name)
+    order, deps, depth, declared_order = _order(catalog, acc, refs, name)
     components = tuple(
         _component(catalog, refs[n], i, values[n], used_files[n], deps[n], depth[n])
         for i, n in enumerate(order)
     )
+    kept_off = _disabled_components(catalog, acc, wanted_state, declared_order)
     result = RecipeResult(
         name=name,
         criteria=criteria,
@@ -854,6 +855,8 @@ def _resolve(
             for p in sorted({*c.values_files, *c.manifest_files, *c.pre_manifest_files})
         },
         disabled=tuple(sorted(disabled)),
+        disabled_components=kept_off,
+        declared_order=declared_order,
         notes=notes,
         selected_profile=selected,
         configuration=configuration,
@@ -875,6 +878,13 @@ def _applied(
             f"recipe '{wanted}' is shadowed by another overlay with the same criteria"
         )
     notes: list[str] = []
+    strange = unfamiliar(criteria, catalog)
+    if strange:
+        notes.append(
+            f"{', '.join(strange)} is known only from this tree's overlays (neither "
+            "this project's criteria values nor the tree's criteria.yaml name it): answered as "
+            "upstream answers a value its code defines"
+        )
     missing_dims = _unhonoured(criteria, applied)
     if missing_dims and wanted is None and rules_of(catalog).coverage_refusal:
         raise coverage_refusal(catalog, criteria, applied)
@@ -992,9 +1002,25 @@ def _user_override(
     return new
 
 
+def _disabled_components(
+    catalog: Catalog, acc: _Acc, wanted_state: Mapping[str, bool], declared: Sequence[str]
+) -> tuple[ResolvedComponent, ...]:
+    """The components the recipe itself disables (not those `--set …:enabled=false` leaves out),
+    resolved as upstream's RecipeResult shows them: values from their files and overrides
+    (`enabled: false` among them), dependencies as written, in declared order."""
+    out = []
+    for i, n in enumerate(declared):
+        r = acc.refs[n]
+        if ref_enabled(r, acc.rules.enabled_keys) or n in wanted_state:
+            continue
+        values, used = component_values(catalog, n, r.values_file, r.overrides)
+        out.append(_component(catalog, r, i, values, used, r.dependency_refs, 0))
+    return tuple(out)
+
+
 def _order(
     catalog: Catalog, acc: _Acc, refs: Mapping[str, ComponentRef], name: str
-) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]], dict[str, int]]:
+) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]], dict[str, int], tuple[str, ...]]:
     """The enabled components' deployment order, their dependencies among themselves and their
     depth. Upstream orders every declared component, then leaves the disabled out of the order,
     so an unknown dependency or a cycle is refused even through a disabled component."""
@@ -1016,7 +1042,7 @@ def _order(
         ) from e
     deps = {n: tuple(d for d in r.dependency_refs if d in refs) for n, r in refs.items()}
     _, depth = deployment_order(deps)
-    return tuple(n for n in full_order if n in refs), deps, depth
+    return tuple(n for n in full_order if n in refs), deps, depth, full_order
 
 
 def _component(

@@ -163,7 +163,8 @@ def _query(name: str, help_text: str | None = None) -> click.Command:
         refused (exit 2), as upstream refuses it.
 
         Exit codes: 0 resolved, 1 no recipe / bad data / rejected override, 2 usage (an invalid
-        criteria value included).
+        criteria value or none at all included; upstream's `aicr query` exits 2 too, its
+        `aicr recipe` 8).
         """
         crit = criteria_from(
             service=service, accelerator=accelerator, os=os, intent=intent, platform=platform

@@ -281,14 +281,19 @@ class Catalog:
     rules: str = ""  # "" = generator.catalog.rules.DEFAULT_RULES
 
     def leaves(self) -> tuple[str, ...]:
-        """Overlay names that no other overlay uses as its base (excluding `base`, and overlays
-        without criteria, which no query applies), sorted."""
+        """Overlay names that no other overlay uses as its base (excluding `base`, overlays
+        without criteria, which no query applies, and overlays whose every criterion is the
+        wildcard, such as upstream's `monitoring-hpa`: applied to every query, a layer rather
+        than a recipe), sorted."""
         parents = {o.base for o in self.overlays.values() if o.base}
         return tuple(
             sorted(
                 n
                 for n, o in self.overlays.items()
-                if n not in parents and n != "base" and o.has_criteria
+                if n not in parents
+                and n != "base"
+                and o.has_criteria
+                and o.criteria.specificity() > 0
             )
         )
 
@@ -344,6 +349,11 @@ class RecipeResult:
     file_digests: Mapping[str, str] = field(default_factory=dict)
     # components the recipe declares but leaves out (`enabled: false` in overrides or `--set`)
     disabled: tuple[str, ...] = ()
+    # the components the recipe itself disables, resolved (upstream's RecipeResult keeps them,
+    # `enabled: false` in their values; only the bundle leaves them out), and the deployment
+    # order over every component the recipe declares; neither is part of the digest
+    disabled_components: tuple[ResolvedComponent, ...] = ()
+    declared_order: tuple[str, ...] = ()
     # what the user should know about how the query was answered (not part of the digest)
     notes: tuple[str, ...] = ()
     # the configuration profile value applied (upstream's ADR-015), None when none is declared
