@@ -176,7 +176,9 @@ def recipe_result_document(result: RecipeResult, catalog: Catalog | None = None)
     if result.constraints:
         doc["constraints"] = [_constraint(c) for c in result.constraints]
     doc["componentRefs"] = refs
-    doc["deploymentOrder"] = [n for n in result.declared_order if n in shown] or [
+    # v0.11.1 orders every declared component; August 2026 only the enabled ones
+    listed = shown if rules.order_lists_disabled else {c.name for c in result.components}
+    doc["deploymentOrder"] = [n for n in result.declared_order if n in listed] or [
         c.name for c in result.components
     ]
     phases = [p for p in _PHASES if p in result.validation] + sorted(

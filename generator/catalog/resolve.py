@@ -1011,7 +1011,7 @@ def _disabled_components(
     out = []
     for i, n in enumerate(declared):
         r = acc.refs[n]
-        if ref_enabled(r) or n in wanted_state:
+        if ref_enabled(r, acc.rules.enabled_keys) or n in wanted_state:
             continue
         values, used = component_values(catalog, n, r.values_file, r.overrides)
         out.append(_component(catalog, r, i, values, used, r.dependency_refs, 0))

@@ -61,6 +61,7 @@ class UpstreamRules:
     nodes_select: bool  # `criteria.nodes` takes part in matching (False: metadata only)
     # components
     enabled_keys: tuple[str, ...]  # `overrides.<key>: false` leaves a component out
+    order_lists_disabled: bool  # the RecipeResult's deploymentOrder names disabled components
     null_deletes: bool  # a null in a later values layer deletes the key (Helm's rule)
     # `--set` for a component the recipe lacks: upstream's invalid request (exit 2) when True;
     # v0.11.1 ignored it, this project refuses it as bad data (exit 1)
@@ -89,6 +90,7 @@ V0_11_1 = UpstreamRules(
     coverage_refusal=False,
     nodes_select=True,
     enabled_keys=("enabled",),
+    order_lists_disabled=True,
     null_deletes=False,
     unknown_set_invalid=False,
     slurm_accounting=None,
@@ -111,6 +113,7 @@ MAIN_2026_08 = UpstreamRules(
     coverage_refusal=True,
     nodes_select=False,
     enabled_keys=("enabled", "install"),
+    order_lists_disabled=False,
     null_deletes=True,
     unknown_set_invalid=True,
     slurm_accounting=SLURM_ACCOUNTING_2026_08,
