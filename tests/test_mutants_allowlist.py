@@ -302,6 +302,7 @@ def test_an_overlap_on_a_ref_the_probes_do_not_try_is_found() -> None:
         combine(ours, theirs, (), "allowlist.yaml")
     (d,) = info.value.diagnostics
     assert d.rule == "allowlist.overlap" and dev in d.message
+    assert (d.path, d.line, d.col, d.json_path) == ("allowlist.yaml", 0, 0, "$")
     assert "theirs (first-party) and signers.yaml's ours (partner)" in d.message
 
 

@@ -66,7 +66,7 @@ def test_a_policy_behind_a_link_out_of_its_directory_keeps_the_readers_rule(
     with pytest.raises(ValidationError) as info:
         read_policy(catalog / "signers.yaml", "signers.yaml")
     (d,) = info.value.diagnostics
-    assert (d.path, d.rule) == ("signers.yaml", "file.symlink-escape")
+    assert (d.path, d.line, d.col, d.rule) == ("signers.yaml", 0, 0, "file.symlink-escape")
     assert str(info.value) == "cannot read the signer policy signers.yaml"
     with pytest.raises(ValidationError) as missing:
         read_policy(catalog / "absent.yaml")
@@ -156,6 +156,12 @@ def test_a_group_with_a_wildcard_ends_the_prefix_inside_it() -> None:
 
 def test_a_wildcard_in_a_nested_group_ends_the_prefix_at_every_level() -> None:
     assert literal_prefixes(r"^(?:(?:https://a\.b/c/d/.*)x)y$") == ("https://a.b/c/d/",)
+    # capturing groups stay groups in the parsed pattern (non-capturing ones may be inlined)
+    assert literal_prefixes(r"^((https://a\.b/c/d/.*)x)y$") == ("https://a.b/c/d/",)
+    assert literal_prefixes(r"^((https://a\.b/c/d/.*|https://a\.b/e/f/g)x)y$") == (
+        "https://a.b/c/d/",
+        "https://a.b/e/f/gxy",
+    )
     assert literal_prefixes(r"^(?:(?:https://a\.b/c/d/e)x)y$") == ("https://a.b/c/d/exy",)
 
 
