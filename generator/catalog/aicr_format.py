@@ -367,10 +367,13 @@ def _known_criteria(doc: Document, data: Mapping[str, Any], catalog: Catalog | N
     """The file's criteria, every value one the catalog (or this project) knows."""
     criteria = _criteria(doc, data.get("criteria"))
     try:
-        check_known(criteria, known_to(catalog) if catalog else None)
+        return check_known(
+            criteria,
+            known_to(catalog) if catalog else None,
+            catalog.criteria_aliases if catalog else None,
+        )
     except CatalogError as e:
         raise _fail(doc, "$.criteria", e.message, "criteria.invalid") from e
-    return criteria
 
 
 def _constraints(doc: Document, data: Mapping[str, Any]) -> dict[str, Constraint]:

@@ -23,6 +23,7 @@ from typing import Any
 
 from generator.catalog import rules as upstream_rules
 from generator.catalog import schemas
+from generator.catalog.criteria import tree_criteria
 from generator.catalog.manifests import check_manifest
 from generator.core import safeio
 from generator.core.errors import Diagnostic, LoadError
@@ -362,7 +363,7 @@ def load_catalog(root: Path, rules: str | None = None) -> tuple[Catalog, tuple[D
     files, manifests = _load_components(root, diags)
     profiles = _load_profiles(root, diags)
     documents = _load_documents(root, diags)
-    extra = _load_criteria(root, diags)
+    extra, aliases = _load_criteria(root, diags)
     # a build reads every file of the tree (to key its cache): report what it would refuse
     for rel, refusal in safeio.scan_tree(root, where="the catalog"):
         diags.append(safeio.diagnostic(rel, refusal))
@@ -374,6 +375,7 @@ def load_catalog(root: Path, rules: str | None = None) -> tuple[Catalog, tuple[D
         profiles=dict(sorted(profiles.items())),
         files=dict(sorted(files.items())),
         extra_criteria=extra,
+        criteria_aliases=aliases,
         documents=documents,
         unloadable=frozenset(unloadable),
         manifests=dict(sorted(manifests.items())),
@@ -526,13 +528,18 @@ def _load_documents(root: Path, diags: list[Diagnostic]) -> dict[str, Document]:
     return documents
 
 
-def _load_criteria(root: Path, diags: list[Diagnostic]) -> dict[str, tuple[str, ...]]:
-    """The criteria values `criteria.yaml` adds to the known sets."""
+def _load_criteria(
+    root: Path, diags: list[Diagnostic]
+) -> tuple[dict[str, tuple[str, ...]], dict[str, dict[str, str]]]:
+    """The criteria values and aliases `criteria.yaml` (beside registry.yaml) adds to the known
+    sets (`criteria.tree_criteria` checks them)."""
     crit_path = root / "criteria.yaml"
     if not crit_path.exists():
-        return {}
+        return {}, {}
     kind = "CriteriaValues"
     doc = _kind_doc(root, crit_path, kind, CATALOG_API_VERSIONS, kind, diags)
     if doc is None:
-        return {}
-    return {d: tuple(v) for d, v in sorted((doc.data.get("spec") or {}).items())}
+        return {}, {}
+    values, aliases, found = tree_criteria(doc)
+    diags.extend(found)
+    return values, aliases

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -168,8 +168,11 @@ def parse_overrides(
 # every component's values at the paths its registry entry lists under
 # `nodeScheduling.{system,accelerated}.{tolerationPaths,nodeSelectorPaths}`. Without a toleration
 # flag for a class, that class's paths get `[{operator: Exists}]` (tolerate every taint), which
-# replaces what the values files set there. These are the same: overrides applied before the
-# user's `--set`, recorded like them.
+# replaces what the values files set there. When given, `--workload-selector` goes to
+# `podScheduling.workload.workloadSelectorPaths`, `--workload-gate` (a taint, as the string
+# `key=value:effect` or `key:effect`) to `nodeScheduling.accelerated.taintStrPaths`, and
+# `--nodes N` (N > 0) to `nodeScheduling.nodeCountPaths`. These are the same: overrides applied
+# before the user's `--set`, recorded like them.
 
 SCHEDULING_CLASSES = ("system", "accelerated")
 DEFAULT_TOLERATIONS: tuple[dict[str, str], ...] = ({"operator": "Exists"},)
@@ -186,6 +189,9 @@ class NodeScheduling:
     system_tolerations: tuple[str, ...] = ()
     accelerated_selectors: tuple[str, ...] = ()
     accelerated_tolerations: tuple[str, ...] = ()
+    workload_selectors: tuple[str, ...] = ()
+    workload_gate: str | None = None
+    nodes: int = 0  # 0 = unset, as upstream
 
 
 def parse_toleration(option: str, text: str) -> dict[str, str]:
@@ -210,9 +216,22 @@ def parse_selector(option: str, text: str) -> tuple[str, str]:
     return key, value
 
 
-def _scheduling_paths(raw: Any, cls: str, kind: str) -> tuple[str, ...]:
-    block = ((raw or {}).get("nodeScheduling") or {}) if isinstance(raw, dict) else {}
-    paths = (block.get(cls) or {}).get(kind) if isinstance(block.get(cls), dict) else None
+def parse_taint_string(option: str, text: str) -> str:
+    """A taint as upstream writes it for `taintStrPaths`: `key=value:effect` or `key:effect`."""
+    t = parse_toleration(option, text)
+    head = f"{t['key']}={t['value']}" if "value" in t else t["key"]
+    return f"{head}:{t['effect']}"
+
+
+def _scheduling_paths(
+    raw: Any, cls: str | None, kind: str, block_key: str = "nodeScheduling"
+) -> tuple[str, ...]:
+    """The paths a registry entry lists at `<block_key>[.<cls>].<kind>`."""
+    block = ((raw or {}).get(block_key) or {}) if isinstance(raw, dict) else {}
+    if not isinstance(block, dict):
+        return ()
+    inner = block if cls is None else block.get(cls)
+    paths = inner.get(kind) if isinstance(inner, dict) else None
     return tuple(p for p in paths or () if isinstance(p, str) and p)
 
 
@@ -221,6 +240,7 @@ def scheduling_overrides(
 ) -> tuple[Override, ...]:
     """The overrides upstream's bundler applies for node scheduling, for `components` (the
     recipe's enabled components, in order), given each component's raw registry entry."""
+    components = tuple(components)
     tol_flags = {"system": flags.system_tolerations, "accelerated": flags.accelerated_tolerations}
     sel_flags = {"system": flags.system_selectors, "accelerated": flags.accelerated_selectors}
     out: list[Override] = []
@@ -245,6 +265,67 @@ def scheduling_overrides(
             if selectors:
                 for path in _scheduling_paths(raw, cls, "nodeSelectorPaths"):
                     out.append(Override(comp, path, dict(selectors), sel_origin))
+    out.extend(_workload_overrides(registry_entries, components, flags))
+    return tuple(out)
+
+
+def _workload_overrides(
+    registry_entries: Mapping[str, Any], components: tuple[str, ...], flags: NodeScheduling
+) -> Iterator[Override]:
+    """`--workload-selector`, `--workload-gate` and `--nodes` at their registry paths."""
+    selectors = dict(parse_selector("--workload-selector", s) for s in flags.workload_selectors)
+    sel_origin = f"{SCHEDULING_ORIGIN} " + " ".join(
+        f"--workload-selector {s}" for s in flags.workload_selectors
+    )
+    gate = (
+        parse_taint_string("--workload-gate", flags.workload_gate)
+        if flags.workload_gate is not None
+        else None
+    )
+    for comp in components:
+        raw = registry_entries.get(comp)
+        if selectors:
+            for path in _scheduling_paths(
+                raw, "workload", "workloadSelectorPaths", "podScheduling"
+            ):
+                yield Override(comp, path, dict(selectors), sel_origin)
+        if gate is not None:
+            for path in _scheduling_paths(raw, "accelerated", "taintStrPaths"):
+                yield Override(
+                    comp, path, gate, f"{SCHEDULING_ORIGIN} --workload-gate {flags.workload_gate}"
+                )
+        if flags.nodes > 0:
+            for path in _scheduling_paths(raw, None, "nodeCountPaths"):
+                yield Override(
+                    comp, path, flags.nodes, f"{SCHEDULING_ORIGIN} --nodes {flags.nodes}"
+                )
+
+
+def selector_warnings(
+    registry_entries: Mapping[str, Any],
+    components: Iterable[str],
+    intent: str | None,
+    flags: NodeScheduling,
+) -> tuple[str, ...]:
+    """Upstream's registry `validations` this project knows (`CheckWorkloadSelectorMissing`,
+    `CheckAcceleratedSelectorMissing`, severity warning), as upstream's bundler runs them: for a
+    component in the bundle, when the recipe's intent is one of the entry's `conditions.intent`
+    and the selector flag was not given, its message."""
+    missing = {
+        "CheckWorkloadSelectorMissing": not flags.workload_selectors,
+        "CheckAcceleratedSelectorMissing": not flags.accelerated_selectors,
+    }
+    out: list[str] = []
+    for comp in components:
+        raw = registry_entries.get(comp)
+        checks = raw.get("validations") if isinstance(raw, dict) else None
+        for check in checks if isinstance(checks, list) else ():
+            if not isinstance(check, dict) or not missing.get(str(check.get("function"))):
+                continue
+            intents = (check.get("conditions") or {}).get("intent")
+            if isinstance(intents, list) and intent not in intents:
+                continue
+            out.append(f"{comp}: {check.get('message') or check['function']}")
     return tuple(out)
 
 

@@ -554,8 +554,8 @@ def _file_digest(catalog: Catalog, rel: str) -> str:
 
 def _query_of(catalog: Catalog, query: Criteria | str) -> tuple[Criteria, str | None]:
     if isinstance(query, Criteria):
-        check_known(query, known_to(catalog))  # the tree's own values are valid queries
-        return query, None
+        # the tree's own values are valid queries; its criteria.yaml aliases map to values
+        return check_known(query, known_to(catalog), catalog.criteria_aliases), None
     if query in catalog.overlays and query != "base":
         return catalog.overlays[query].criteria, query
     close = difflib.get_close_matches(query, catalog.leaves(), n=3)

@@ -56,6 +56,17 @@ def show_progress() -> None:
     logger.propagate = False
 
 
+def _repository_link(catalog_path: Path, given: str) -> tuple[str, str]:
+    """The repository every page links to (`--repo-url`, else the catalog's git remote) and a
+    note saying where it came from ("" when given)."""
+    if given:
+        return given, ""
+    url = remote_web_url(catalog_path)
+    if url:
+        return url, f"repository link: {url} (the git remote; --repo-url to choose another)"
+    return "", "no repository link on the pages: no --repo-url and no git remote with a web address"
+
+
 @click.command("build")
 @catalog_option
 @click.option(
@@ -130,17 +141,6 @@ def show_progress() -> None:
     "(default: the OCI cache only; a build uses no network unless asked).",
 )
 @handles_errors
-def _repository_link(catalog_path: Path, given: str) -> tuple[str, str]:
-    """The repository every page links to (`--repo-url`, else the catalog's git remote) and a
-    note saying where it came from ("" when given)."""
-    if given:
-        return given, ""
-    url = remote_web_url(catalog_path)
-    if url:
-        return url, f"repository link: {url} (the git remote; --repo-url to choose another)"
-    return "", "no repository link on the pages: no --repo-url and no git remote with a web address"
-
-
 def command(
     catalog_path: Path,
     evidence_path: Path,

@@ -15,6 +15,7 @@ from generator.catalog.overrides import (
     parse_overrides,
     registry_entries,
     scheduling_overrides,
+    selector_warnings,
 )
 from generator.catalog.registry_checks import check_bundle
 from generator.catalog.resolve import resolve
@@ -127,9 +128,12 @@ def _write_archive(data: bytes, out_dir: Path, name: str) -> Path:
 )
 @click.option(
     "--nodes",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Advisory node count: checked against the profile's band, never selects settings.",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Estimated number of GPU nodes, 0 = unset (upstream AICR's default): when > 0, "
+    "written at the registry's nodeScheduling.nodeCountPaths and, when the recipe is resolved, "
+    "checked against the scale profile's band. Never selects settings.",
 )
 @click.option(
     "--profile",
@@ -221,6 +225,24 @@ def _write_archive(data: bytes, out_dir: Path, name: str) -> Path:
     "nodeScheduling.accelerated.tolerationPaths (repeatable). Default: "
     "[{operator: Exists}], as upstream AICR.",
 )
+@click.option(
+    "--workload-gate",
+    "workload_gate",
+    default=None,
+    metavar="KEY=VALUE:EFFECT",
+    help="Taint the skyhook operator's runtime requires (KEY:EFFECT without a value), written "
+    "as that string at the registry's nodeScheduling.accelerated.taintStrPaths. A day-2 option "
+    "for cluster scaling. Default: none.",
+)
+@click.option(
+    "--workload-selector",
+    "workload_selectors",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Label selector of the workloads skyhook-customizations must not evict (repeatable), "
+    "written at the registry's podScheduling.workload.workloadSelectorPaths. Default: none; "
+    "without it a training recipe with skyhook-customizations gets upstream's warning.",
+)
 @catalog_option
 @click.pass_context
 @handles_errors
@@ -235,7 +257,7 @@ def command(
     platform: str | None,
     deployer: str,
     profile: str,
-    nodes: int | None,
+    nodes: int,
     choice: str | None,
     sets: tuple[str, ...],
     set_files: tuple[str, ...],
@@ -245,7 +267,8 @@ def command(
     revision: str,
     repo_path: str,
     catalog_path: Path,
-    **scheduling: tuple[str, ...],  # the four node-scheduling options
+    workload_gate: str | None,
+    **scheduling: tuple[str, ...],  # the five repeatable node-scheduling options
 ) -> None:
     """Render a recipe into a deployment bundle (helm, helmfile, argocd, argocd-helm or flux).
 
@@ -254,8 +277,8 @@ def command(
     Overrides naming an unknown or disabled component, or contradicting a value owned by the
     scale profile, are rejected (exit 1).
 
-    Node scheduling as upstream AICR's bundler: tolerations (default [{operator: Exists}]) and
-    node selectors (when given) at the registry's nodeScheduling paths, recorded as overrides.
+    Node scheduling as upstream AICR's bundler: tolerations (default [{operator: Exists}]),
+    node selectors, workload gate and selector, node count at the registry's paths (overrides).
 
     Exit codes: 0 written, 1 the recipe does not resolve or render / rejected override, 2 usage.
     """
@@ -265,13 +288,7 @@ def command(
         service=service, accelerator=accelerator, os=os, intent=intent, platform=platform
     )
     from_file = recipe_file(recipe)
-    query = _bundle_query(recipe, crit, from_file, profile, nodes)
-    if from_file is not None and choice is not None:
-        fail(
-            "--profile applies when a recipe is resolved; a RecipeResult file records the value "
-            "it was generated with",
-            EXIT_USAGE,
-        )
+    query = _bundle_query(recipe, crit, from_file, profile, choice)
     if out is None:
         fail("give the output directory with -o DIR", EXIT_USAGE)
     overrides = _user_overrides(sets, set_files)
@@ -279,8 +296,8 @@ def command(
     if not archive:  # before any work: a refused output directory is a usage error
         check_output_dir(out, OutputKind.BUNDLE, inputs)
     catalog = open_catalog(catalog_path)
-    flags = NodeScheduling(**scheduling)
-    result = _bundled_recipe(catalog, from_file, query, profile, nodes, overrides, flags, choice)
+    flags = NodeScheduling(**scheduling, workload_gate=workload_gate, nodes=nodes)
+    result = _bundled_recipe(catalog, from_file, query, profile, overrides, flags, choice)
     registry = catalog.registry.doc.data if catalog.registry.doc else None
     check_bundle(registry, result, flags.accelerated_tolerations)  # exit 2 when refused
     tree = render_bundle(
@@ -306,13 +323,13 @@ def _bundled_recipe(
     from_file: Path | None,
     query: str | Criteria | None,
     profile: str,
-    nodes: int | None,
     overrides: tuple[Override, ...],
     scheduling: NodeScheduling,
     choice: str | None = None,
 ) -> RecipeResult:
     """The recipe to bundle: resolved (or read from a RecipeResult file) with the node-scheduling
-    overrides of its enabled components, then the user's."""
+    overrides of its enabled components, then the user's; the registry's selector warnings on
+    stderr."""
 
     def build(extra: tuple[Override, ...]) -> RecipeResult:
         if from_file is not None:
@@ -323,35 +340,42 @@ def _bundled_recipe(
             query,
             profile=profile,
             overrides=(*extra, *overrides),
-            nodes=nodes,
+            nodes=scheduling.nodes or None,
             choice=choice,
         )
 
     result = build(())
+    entries = registry_entries(catalog.registry.doc.data if catalog.registry.doc else None)
+    names = [c.name for c in result.components]
     try:
-        placed = scheduling_overrides(
-            registry_entries(catalog.registry.doc.data if catalog.registry.doc else None),
-            [c.name for c in result.components],
-            scheduling,
-        )
+        placed = scheduling_overrides(entries, names, scheduling)
     except CatalogError as e:
         click.echo(e.diagnostics_text(), err=True)
         fail(e.message, EXIT_USAGE)
+    for warning in selector_warnings(entries, names, result.criteria.intent, scheduling):
+        click.echo(f"warning: {warning}", err=True)
     return build(placed) if placed else result
 
 
 def _bundle_query(
-    recipe: str | None, crit: Criteria, from_file: Path | None, profile: str, nodes: int | None
+    recipe: str | None, crit: Criteria, from_file: Path | None, profile: str, choice: str | None
 ) -> str | Criteria | None:
     """What to resolve: a name or criteria; None for a RecipeResult file (whose values are
-    final, so a profile or node count given with it is a usage error)."""
+    final, so a scale profile given with it is a usage error; `--nodes` only writes the
+    registry's node-count paths, as upstream's)."""
     if from_file is None:
         return _query(recipe, crit)
     if crit.specificity():
         fail("give either --recipe or criteria options, not both", EXIT_USAGE)
-    if profile != DEFAULT_PROFILE or nodes is not None:
+    if choice is not None:
         fail(
-            "--scale-profile and --nodes do not apply to a RecipeResult file: its values "
+            "--profile applies when a recipe is resolved; a RecipeResult file records the value "
+            "it was generated with",
+            EXIT_USAGE,
+        )
+    if profile != DEFAULT_PROFILE:
+        fail(
+            "--scale-profile does not apply to a RecipeResult file: its values "
             "are final (change them with --set)",
             EXIT_USAGE,
         )

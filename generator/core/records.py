@@ -267,6 +267,8 @@ class Catalog:
     files: Mapping[str, Document]
     # extra criteria values the catalog declares (catalog/criteria.yaml), per dimension
     extra_criteria: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # aliases the catalog declares (criteria.yaml), per dimension: alias -> value
+    criteria_aliases: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # every other loaded document by relative path (lanes, signers, ...)
     documents: Mapping[str, Document] = field(default_factory=dict)
     # names of overlays/mixins whose file exists but could not be loaded (to avoid knock-on errors)
