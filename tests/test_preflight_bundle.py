@@ -84,9 +84,10 @@ def test_the_tuning_manifests_read_the_budget_from_the_values() -> None:
         budget = budget.split("packages:")[0]
         assert not re.search(r"(count|percent): *\d", budget), budget
     assert "{{- $budget := $nw.tuning.interruptionBudget }}" in training
-    assert '{{- if hasKey $budget "count" }}\n    count: {{ $budget.count }}' in training
-    assert "percent: {{ $budget.percent }}" in training
-    assert 'count: {{ dig "tuning" "interruptionBudget" "count" 1 $nw }}' in inference
+    # printed typed (`| int`): a count or percent is an integer in the object, never a string
+    assert '{{- if hasKey $budget "count" }}\n    count: {{ $budget.count | int }}' in training
+    assert "percent: {{ $budget.percent | int }}" in training
+    assert 'count: {{ dig "tuning" "interruptionBudget" "count" 1 $nw | int }}' in inference
     values = yaml.safe_load((MANIFESTS.parent / "values.yaml").read_text())
     assert values["tuning"]["interruptionBudget"] == {"percent": 10}
 

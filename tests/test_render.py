@@ -130,13 +130,39 @@ def trees() -> dict[Deployer, Any]:
 # --- every deployer ----------------------------------------------------------------------------
 
 
+def _is_chart_template(deployer: Deployer, path: str) -> bool:
+    """argocd-helm's bundle is itself a chart: its top-level templates/ are Helm template text
+    (`{{- if ... }}`), YAML only once rendered (test_argocd_helm_templates_render_to_yaml)."""
+    return deployer is Deployer.ARGOCD_HELM and path.startswith("templates/")
+
+
 @pytest.mark.parametrize("deployer", DEPLOYERS)
 def test_every_yaml_file_parses(trees: dict[Deployer, Any], deployer: Deployer) -> None:
     tree = trees[deployer]
-    yamls = [p for p in tree if p.endswith(".yaml")]
+    yamls = [p for p in tree if p.endswith(".yaml") and not _is_chart_template(deployer, p)]
     assert yamls
     for p in yamls:
         assert docs(tree, p), p
+
+
+def test_argocd_helm_templates_render_to_yaml(
+    trees: dict[Deployer, Any], tmp_path: Path, helm: Path
+) -> None:
+    """Every template of the argocd-helm chart, rendered by a real Helm, is YAML: one
+    Application per release folder, and the parent."""
+    tree = trees[Deployer.ARGOCD_HELM]
+    templates = sorted(p for p in tree if _is_chart_template(Deployer.ARGOCD_HELM, p))
+    assert "templates/aicr-stack.yaml" in templates
+    write_bundle(tree, tmp_path / "b")
+    args = [str(helm), "template", "x", str(tmp_path / "b"), "--set", "repoURL=oci://r.example/n"]
+    for t in templates:
+        args += ["--show-only", t]
+    done = subprocess.run(args, capture_output=True, text=True, check=True)
+    rendered = [d for d in yaml.safe_load_all(done.stdout) if d is not None]
+    assert len(rendered) == len(templates)
+    assert all(d["kind"] == "Application" for d in rendered)
+    names = {d["metadata"]["name"] for d in rendered}
+    assert names == {"aicr-stack", *(r.split("-", 1)[1] for r in FOLDERS)}
 
 
 @pytest.mark.parametrize("deployer", DEPLOYERS)
@@ -161,6 +187,7 @@ def test_bundle_info(trees: dict[Deployer, Any], deployer: Deployer) -> None:
         Deployer.HELMFILE: "helmfile.yaml",
         Deployer.ARGOCD: "app-of-apps.yaml",
         Deployer.FLUX: "kustomization.yaml",
+        Deployer.ARGOCD_HELM: "Chart.yaml",
     }[deployer]
     assert info["deployer"] == str(deployer)
     assert info["entrypoint"] == entry and entry in trees[deployer]
@@ -298,7 +325,12 @@ def test_chart_repository_prefix_is_stripped(deployer: Deployer) -> None:
         src = one(tree, "002-oci-op/application.yaml")["spec"]["sources"][0]
         assert (src["repoURL"], src["chart"]) == ("ghcr.io/nvidia", "nvsentinel")
         assert one(tree, "001-cert/application.yaml")["spec"]["sources"][0]["chart"] == "cert"
+    elif deployer is Deployer.ARGOCD_HELM:
+        src = one(tree, "templates/oci-op.yaml")["spec"]["source"]
+        assert (src["repoURL"], src["chart"]) == ("ghcr.io/nvidia", "nvsentinel")
+        assert one(tree, "templates/cert.yaml")["spec"]["source"]["chart"] == "cert"
     else:
+        assert deployer is Deployer.FLUX
         oci = one(tree, "sources/ocirepository-oci-op-chart.yaml")
         assert oci["spec"]["url"] == "oci://ghcr.io/nvidia/nvsentinel"
         spec = one(tree, "001-cert/helmrelease.yaml")["spec"]["chart"]["spec"]
