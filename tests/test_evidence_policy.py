@@ -104,8 +104,8 @@ def test_problems_are_located_and_bad_entries_left_out() -> None:
         "signers.yaml:11:5: $.signers[1].identityPattern: identityPattern is over-broad: its literal "
         "prefix 'https://github.com/' must name scheme://host/<owner>/<repo>/ before any wildcard "
         "[signers.over-broad]",
-        "signers.yaml:12:5: $.signers[2].label: label 'ok' is already used by $.signers[0] "
-        "[signers.duplicate-label]",
+        "signers.yaml:12:5: $.signers[2].label: label 'ok' reads as the label of $.signers[0] "
+        "(same confusable skeleton): one signer, one label [signers.duplicate-label]",
     ]
 
 

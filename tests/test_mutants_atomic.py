@@ -1,8 +1,9 @@
 """The atomic writer (`generator/core/atomic.py`), pinned for `make mutation` (issue 32).
 
 A file is replaced by a rename of a complete temporary file beside it: parents are created, the
-mode is applied before the rename, and on any failure the temporary file is removed and the
-error raised, the old file untouched.
+mode is applied before the rename (without one, the file gets 0666 less the umask, as any new
+file), and on any failure the temporary file is removed and the error raised, the old file
+untouched.
 """
 
 from __future__ import annotations
@@ -27,10 +28,14 @@ def test_a_file_is_written_with_its_parents(tmp_path: Path) -> None:
 
 def test_the_mode_is_applied(tmp_path: Path) -> None:
     target = tmp_path / "f"
-    write_atomic(target, b"x", mode=0o640)
-    assert stat.S_IMODE(target.stat().st_mode) == 0o640
-    write_atomic(target, b"y")  # no mode: the temporary file's own (0600), never wider
-    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    old = os.umask(0o027)
+    try:
+        write_atomic(target, b"x", mode=0o604)  # applied as given, the umask notwithstanding
+        assert stat.S_IMODE(target.stat().st_mode) == 0o604
+        write_atomic(target, b"y")  # no mode: 0666 less the umask, as any new file
+        assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    finally:
+        os.umask(old)
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_temporary(
@@ -39,7 +44,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(
     target = tmp_path / "f"
     target.write_bytes(b"old")
 
-    def refuse(src: str, dst: object) -> None:
+    def refuse(src: str, dst: object, **dir_fds: object) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", refuse)

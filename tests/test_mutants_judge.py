@@ -61,7 +61,6 @@ def _statement(recipe: RecipeResult, lanes: Lanes, **changes: Any) -> Statement:
         ("2025-11-30T10:05:00Z", False),  # exactly the skew allowed
         ("2025-11-30T10:05:01Z", True),
         ("2025-11-30T10:05:01+00:00", True),
-        ("2025-11-30T10:05:01", True),  # no zone: read as UTC
         ("2025-11-30T12:05:00+02:00", False),  # the same instant as 10:05Z
         ("2099-01-01T00:00:00Z", True),
     ],
@@ -79,10 +78,32 @@ def test_a_statement_attested_after_the_log_recorded_it(attested: str, late: boo
 
 @pytest.mark.parametrize(
     ("attested", "logged"),
-    [(None, LOGGED), ("", LOGGED), ("2099-01-01T00:00:00Z", None), ("not a time", LOGGED)],
+    [(None, LOGGED), ("", LOGGED), ("2099-01-01T00:00:00Z", None)],
 )
 def test_without_both_times_nothing_is_claimed(attested: str | None, logged: int | None) -> None:
     assert attested_after_logged(attested, logged) is None
+
+
+@pytest.mark.parametrize(
+    ("attested", "why"),
+    [
+        ("not a time", "'not a time' is not an RFC 3339 date-time (YYYY-MM-DDTHH:MM:SSZ)"),
+        # no zone: not RFC 3339 (timeutil.parse_rfc3339), never guessed to be UTC
+        (
+            "2025-11-30T10:05:01",
+            "'2025-11-30T10:05:01' is not an RFC 3339 date-time (YYYY-MM-DDTHH:MM:SSZ)",
+        ),
+        (
+            "2025-02-30T10:00:00Z",
+            "'2025-02-30T10:00:00Z' is no real time: day is out of range for month",
+        ),
+    ],
+)
+def test_a_time_that_cannot_be_ordered_fails_closed(attested: str, why: str) -> None:
+    """A present attestedAt the parser refuses never skips the rule (it did: 2099 shown)."""
+    assert attested_after_logged(attested, LOGGED) == (
+        f"attested-after-logged: attestedAt cannot be ordered against the log: {why}"
+    )
 
 
 # ---------------------------------------------------------------- what is judged

@@ -8,12 +8,15 @@ mutant of that module that the rest of the suite let through.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from generator.cli import main
+from generator.core import safeio
 from generator.core.errors import UsageError
 from generator.core.outputs import (
     BUNDLE_HEADER,
@@ -159,14 +162,15 @@ def test_where_an_output_may_not_be(tmp_path: Path) -> None:
     assert "symbolic link" in _refused(link, OutputKind.SITE)
 
 
-def test_only_the_first_4096_bytes_of_a_bundle_header_are_read(tmp_path: Path) -> None:
+def test_a_bundle_header_is_read_through_safeio_up_to_its_cap(tmp_path: Path) -> None:
     out = tmp_path / "b"
     out.mkdir()
     (out / "checksums.txt").write_text("")
-    filler = "#" * 4079 + "\n"
-    (out / BUNDLE_HEADER).write_text(filler + "kind: BundleInfo\n")  # the line ends at 4096
+    kind = "kind: BundleInfo\n"
+    filler = "#" * (safeio.YAML_BYTES - len(kind) - 1) + "\n"
+    (out / BUNDLE_HEADER).write_text(filler + kind)  # exactly the cap, the mark on its last line
     assert marked_kind(out) is OutputKind.BUNDLE
-    (out / BUNDLE_HEADER).write_text("#" + filler + "kind: BundleInfo\n")  # one byte later
+    (out / BUNDLE_HEADER).write_text("#" + filler + kind)  # one byte over: refused, no mark
     assert marked_kind(out) is None
 
 
@@ -177,11 +181,15 @@ def test_a_bundle_header_that_cannot_be_read_is_no_mark(
     out.mkdir()
     (out / BUNDLE_HEADER).write_text("kind: BundleInfo\n")
     (out / "checksums.txt").write_text("")
+    assert marked_kind(out) is OutputKind.BUNDLE
+    real_open = os.open
 
-    def unreadable(*args: object, **kw: object) -> object:
-        raise OSError(5, "Input/output error")
+    def unreadable(path: Any, *args: Any, **kw: Any) -> int:
+        if os.fspath(path).endswith(BUNDLE_HEADER):
+            raise OSError(5, "Input/output error")
+        return real_open(path, *args, **kw)
 
-    monkeypatch.setattr("generator.core.outputs.open", unreadable, raising=False)
+    monkeypatch.setattr(os, "open", unreadable)
     assert marked_kind(out) is None
     assert "not marked as this tool's bundle output" in _refused(out, OutputKind.BUNDLE)
 

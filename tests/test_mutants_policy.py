@@ -14,6 +14,8 @@ import pytest
 from generator.core.errors import ValidationError
 from generator.core.yamlio import parse_yaml
 from generator.evidence.policy import (
+    _scoped_flags,
+    _sre,
     literal_prefixes,
     pattern_problem,
     policy_from,
@@ -93,10 +95,6 @@ def test_at_most_64_leading_alternatives_are_read() -> None:
     [
         "(?:(?i:x))*",  # inside a repeat
         "(?:(?i:x))*?",  # a lazy one
-        "(?:(?i:x))*+",  # a possessive one
-        "(?=(?i:x))x",  # a lookahead
-        "(?!(?i:y))x",  # a negative lookahead
-        "(?>(?i:x))",  # an atomic group
         "(?:a|(?i:b))",  # an alternative
         "(?:a(?:b(?-i:c)))",  # nested groups
     ],
@@ -106,8 +104,34 @@ def test_flags_are_refused_wherever_they_are_nested(inner: str) -> None:
     assert problem == "identityPattern may not set flags such as (?i) or (?x)"
 
 
+LINEAR = "identityPattern needs a backtracking feature the linear-time matcher refuses "
+LINEAR += "(backreferences, lookaround): "
+
+
+@pytest.mark.parametrize(
+    ("inner", "detail"),
+    [
+        ("(?:(?i:x))*+", "bad repetition operator: *+"),  # a possessive repeat
+        ("(x)*+", "bad repetition operator: *+"),
+        ("(?=(?i:x))x", "invalid perl operator: (?="),  # a lookahead
+        ("(?=x)x", "invalid perl operator: (?="),
+        ("(?!(?i:y))x", "invalid perl operator: (?!"),  # a negative lookahead
+        ("(?>(?i:x))", "invalid perl operator: (?>"),  # an atomic group
+        ("(?>x)", "invalid perl operator: (?>"),
+    ],
+)
+def test_backtracking_groups_are_refused_by_the_linear_matcher_first(
+    inner: str, detail: str
+) -> None:
+    """Possessive repeats, lookaround and atomic groups are refused (with or without flags
+    inside) before the flag check: identity patterns are matched by RE2 (core/linearmatch)."""
+    assert pattern_problem(f"^{REPO}{inner}$", GH) == LINEAR + detail
+    # the flag check still looks inside them, should the matcher ever accept one
+    assert _scoped_flags(_sre.parse(f"^{REPO}{inner}$")) is ("(?i" in inner)
+
+
 def test_groups_without_flags_anywhere_are_accepted() -> None:
-    for inner in ("(?:x)*", "(?=x)x", "(?>x)", "(?:a|(?:b))", "(x)+?"):
+    for inner in ("(?:x)*", "(?:x)*?", "(?:a|(?:b))", "(x)+?", "(?:a(?:b(?:c)))"):
         assert pattern_problem(f"^{REPO}{inner}$", GH) is None, inner
 
 

@@ -90,7 +90,7 @@ class _Scope:
 
     def ref(self, tok: str) -> tuple[str, ...] | None:
         """The value path token `tok` (`$v.a.b`, `.Values.c.a`, `.a`) stands for, else None."""
-        m = _REF.match(tok)
+        m = _REF.fullmatch(tok)
         if m is None:
             return None
         head, rest = m.group(1), [p for p in m.group(2).split(".") if p]
@@ -202,7 +202,7 @@ def _functions(tokens: list[str]) -> list[str]:
         if not words:
             continue
         head = words[0]
-        lookup = head in ("index", "dig") or _REF.match(head) or _unquote(head) is not None
+        lookup = head in ("index", "dig") or _REF.fullmatch(head) or _unquote(head) is not None
         out.append("ref" if lookup else head)
     return out
 

@@ -22,7 +22,7 @@ def web_url(remote: str) -> str:
     """The https address of a git remote URL, "" when it has none (see the module)."""
     remote = remote.strip()
     host, path = "", ""
-    scp = _SCP.match(remote)
+    scp = _SCP.fullmatch(remote)
     if scp and "://" not in remote:
         host, path = scp["host"], scp["path"]
     else:
@@ -31,7 +31,7 @@ def web_url(remote: str) -> str:
             host, path = parts.hostname, parts.path
             if parts.port and parts.scheme in ("https", "http"):
                 host = f"{host}:{parts.port}"
-    m = _PATH.match(path)
+    m = _PATH.fullmatch(path)
     if not host or m is None:
         return ""
     return f"https://{host.lower()}/{m['path'].removesuffix('.git')}"

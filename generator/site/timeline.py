@@ -35,6 +35,7 @@ from generator import __version__
 from generator.core import atomic, safeio
 from generator.core.atomic import write_atomic
 from generator.core.errors import CatalogError
+from generator.core.timeutil import rfc3339
 
 if TYPE_CHECKING:
     from generator.core.memo import Memo
@@ -153,22 +154,16 @@ def history(repo: Path, paths: Sequence[str]) -> list[tuple[str, str, str]]:
         repo,
         "log",
         "--reverse",
-        "--format=%H%x00%cd%x00%s",
-        "--date=iso-strict-local",
+        "--format=%H%x00%ct%x00%s",
         "--",
         *paths,
     )
     out = []
     for line in text.splitlines():
-        commit, date, subject = line.split("\0", 2)
-        out.append((commit, _utc(date), subject))
+        commit, epoch, subject = line.split("\0", 2)
+        # the committer time as Unix seconds, written by timeutil (no date parsed here)
+        out.append((commit, rfc3339(int(epoch)), subject))
     return out
-
-
-def _utc(date: str) -> str:
-    from datetime import UTC, datetime
-
-    return datetime.fromisoformat(date).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _checkout(repo: Path, commit: str, paths: Sequence[str], into: Path) -> None:
