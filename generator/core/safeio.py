@@ -300,6 +300,14 @@ def _member_name(member: tarfile.TarInfo, what: str, label: str) -> str | None:
     return "/".join(parts) or None
 
 
+def _twice(name: str, raw: str, label: str, quote_names: bool) -> str:
+    """The refusal of an entry whose normalised `name` was seen before (spelt `raw` here)."""
+    if not quote_names:
+        return f"entry {label} appears twice"
+    spelt = f" (the second time as {raw!r})" if raw != name else ""
+    return f"entry {name!r} appears twice{spelt}"
+
+
 def tar_files(
     raw: bytes,
     *,
@@ -332,8 +340,8 @@ def tar_files(
                 name = _member_name(member, what, label)
                 if name is None:
                     continue
-                if name in seen:
-                    raise Refusal(ARCHIVE, f"entry {label} appears twice", what)
+                if name in seen:  # named as normalised: that is the name given twice
+                    raise Refusal(ARCHIVE, _twice(name, member.name, label, quote_names), what)
                 seen.add(name)
                 if member.isdir():
                     continue
