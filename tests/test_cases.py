@@ -390,7 +390,8 @@ NOT_RULES = {"criteria.yaml"}
 def _expected_rules() -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for case in _case_dirs():
-        for path in (case / "expected.txt", case / "bug.txt"):
+        # a command other than `validate` prints its diagnostics on stderr (exact, too)
+        for path in (case / "expected.txt", case / "stderr.txt", case / "bug.txt"):
             if path.is_file():
                 for rule in re.findall(r"\[([a-z]+\.[A-Za-z-]+)\]", path.read_text("utf-8")):
                     found.setdefault(rule, set()).add(case.name)

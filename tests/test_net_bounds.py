@@ -512,7 +512,7 @@ def test_small_gzip_layers_that_unpack_to_400_mib_each(server: Server, tmp_path:
 
     got = _isolated(pull, seconds=30)
     assert got["code"] == 1 and "[oci.unsafe-artifact]" in got["out"], got["out"]
-    assert f"unpack to more than {oci.MAX_UNPACKED_BYTES} bytes" in got["out"]
+    assert f"unpack to more than {oci.MAX_UNPACKED_BYTES} bytes" in got["out"], got["out"]
 
 
 def test_layers_share_one_unpacked_budget() -> None:
@@ -679,7 +679,8 @@ def test_a_hostile_layer_entry_is_refused_without_its_name(
 def test_a_deeply_nested_chart_index_is_malformed_not_a_crash(opening: bytes) -> None:
     """A chart repository's index.yaml (read by `pins`, too large for parse_yaml) nested 100,000
     levels deep crashed libyaml's recursive composer (a segmentation fault); the nesting is now
-    counted on the event parser first (yamlio.check_nesting)."""
+    counted on the event parser first (parse_yaml's depth check, before composing), and the
+    problem says why."""
     from generator.pins.helm_index import parse_index
     from generator.pins.http import FetchError
 
@@ -697,7 +698,7 @@ def test_a_deeply_nested_chart_index_is_malformed_not_a_crash(opening: bytes) ->
         return {"kind": None, "message": ""}
 
     got = _isolated(parse, seconds=20)
-    assert got["kind"] == "malformed" and "nested deeper than" in got["message"], got
+    assert got["kind"] == "malformed" and "nesting deeper than" in got["message"], got
 
 
 @pytest.mark.parametrize("value", ["soon", "0", "-1", "inf", "nan"])

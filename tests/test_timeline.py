@@ -3,6 +3,8 @@ failing run, a signer removed from the allowlist, a run removed, a pin bump; cac
 
 from __future__ import annotations
 
+import base64
+import json
 import re
 import shutil
 import subprocess
@@ -16,9 +18,28 @@ REPO = Path(__file__).resolve().parent.parent
 RECIPE = "gb200-eks-ubuntu-training-kubeflow"
 KEY = f"{RECIPE}@nvl72-2304"
 LAB, PARTNER = "8642cb3d685c37cbf3afbef292251ff2", "2285f094d0bad393ac29ca868787970d"
-PASS_72 = f"evidence/{RECIPE}/{LAB}/202a0fb91fecf196185a5e47b94ebd5c37a647bb1c954a2e44d207780fdb4ee0.sigstore.json"
-FAIL_144 = f"evidence/{RECIPE}/{PARTNER}/ae0dfbc9ab47f025e86b55259b32133a7b146cebe6f1e2db5622c51003da5f16.sigstore.json"
-LAB_FAIL = f"evidence/{RECIPE}/{LAB}/1a59cebccd3f9aa2ef0aa8c6ebdb7f909cd46d710df2d3b7a4280d3da023e841.sigstore.json"
+
+
+def _run(signer: str, lane: str, verdict: str) -> str:
+    """The one committed SAMPLE run of `signer` on `lane` with `verdict` (found by its statement,
+    not its file name: re-signing the samples renames every file)."""
+    found = []
+    for path in sorted((REPO / "evidence" / RECIPE / signer).glob("*.sigstore.json")):
+        payload = json.loads(path.read_text())["dsseEnvelope"]["payload"]
+        predicate = json.loads(base64.b64decode(payload))["predicate"]
+        if predicate["lane"]["name"] == lane and predicate["verdict"] == verdict:
+            found.append(path.relative_to(REPO).as_posix())
+    assert len(found) == 1, (signer, lane, verdict, found)
+    return found[0]
+
+
+PASS_72 = _run(LAB, "lane-72", "pass")
+FAIL_144 = _run(PARTNER, "lane-144", "fail")
+LAB_FAIL = _run(LAB, "lane-144", "fail")
+PASS_72_ID, FAIL_144_ID = (
+    Path(PASS_72).name[:12],
+    Path(FAIL_144).name[:12],
+)  # as the timeline names them
 
 
 def _git(repo: Path, *args: str, date: str = "2026-11-01T00:00:00Z") -> None:
@@ -85,13 +106,13 @@ def test_each_commit_that_changed_the_qualification_is_one_dated_explained_chang
     assert "unrelated" not in found  # a commit outside catalog/ and evidence/ is not a state
     first = found["first: lanes 36 and 72 pass"]
     assert "2026-11-01T10:00:00Z" in first
-    assert any("new passing run 202a0fb91fec" in x for x in first)
+    assert any(f"new passing run {PASS_72_ID}" in x for x in first)
 
 
 def test_a_new_failing_run(found: dict[str, list[str]]) -> None:
     c = found["partner lab: lane-144 fails"]
     assert any(
-        x.startswith("new failing run ae0dfbc9ab47 by Demo partner lab (sample) on lane-144")
+        x.startswith(f"new failing run {FAIL_144_ID} by Demo partner lab (sample) on lane-144")
         and "coverage short" in x
         for x in c
     ), c
@@ -109,7 +130,7 @@ def test_a_run_removed_drops_the_ceiling(found: dict[str, list[str]]) -> None:
     assert any(
         x.startswith("ceiling dropped: lane-72 (72 nodes) → lane-36 (36 nodes)") for x in c
     ), c
-    assert any("run 202a0fb91fec" in x and "removed from the evidence" in x for x in c), c
+    assert any(f"run {PASS_72_ID}" in x and "removed from the evidence" in x for x in c), c
 
 
 def test_a_pin_bump_makes_the_runs_stale(found: dict[str, list[str]]) -> None:

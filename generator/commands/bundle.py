@@ -300,14 +300,26 @@ def command(
     result = _bundled_recipe(catalog, from_file, query, profile, overrides, flags, choice)
     registry = catalog.registry.doc.data if catalog.registry.doc else None
     check_bundle(registry, result, flags.accelerated_tolerations)  # exit 2 when refused
-    tree = render_bundle(
+    target = GitOpsTarget(repo_url, revision, repo_path)
+    tree = _rendered(catalog, result, deployer, target, from_file)
+    _write_bundle(tree, result, deployer, out, inputs, archive=archive)
+
+
+def _rendered(
+    catalog: Catalog,
+    result: RecipeResult,
+    deployer: str,
+    target: GitOpsTarget,
+    from_file: Path | None,
+) -> Mapping[str, BundleFile]:
+    """The bundle of `result` for `deployer`, with the catalog's local manifests."""
+    return render_bundle(
         result,
         deployer,
         read_manifests(catalog, result),
-        target=GitOpsTarget(repo_url, revision, repo_path),
+        target=target,
         recipe_file=None if from_file is None else str(from_file),
     )
-    _write_bundle(tree, result, deployer, out, inputs, archive=archive)
 
 
 def _user_overrides(sets: tuple[str, ...], set_files: tuple[str, ...]) -> tuple[Override, ...]:

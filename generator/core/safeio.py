@@ -38,6 +38,7 @@ TEXT_BYTES = 4 * 1024 * 1024  # a page's Markdown source (SECURITY.md, CONTRIBUT
 ARCHIVE_BYTES = 512 * 1024 * 1024  # an archive named on the command line (a bundle .tar.gz)
 MEMBER_BYTES = 64 * 1024 * 1024  # one regular file inside an archive
 UNPACKED_BYTES = 512 * 1024 * 1024  # all files of one archive together, unpacked
+_READ_CHUNK = 1 << 20  # bytes asked for at once past a file's stated size (read(n) allocates n)
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -63,6 +64,11 @@ class Refusal(LoadError):
         )
         self.rule = rule
         self.message = message
+
+
+class Oversize(Refusal):
+    """A refusal of an archive for its size (a member, the stream, or all members unpacked over
+    the limit the caller gave): a caller sharing one budget across archives names its own."""
 
 
 def shown_path(path: Path | str) -> str:
@@ -172,7 +178,9 @@ def _read_nofollow(real: str, shown: Path | str, limit: int) -> bytes:
         size = 0
         try:
             while size <= limit:
-                chunk = fh.read(limit + 1 - size)
+                # never ask for `limit` bytes at once: read(n) allocates n bytes before reading
+                step = max(st.st_size + 1 - size, _READ_CHUNK)
+                chunk = fh.read(min(limit + 1 - size, step))
                 if not chunk:
                     break
                 chunks.append(chunk)
@@ -284,7 +292,7 @@ def gunzip(raw: bytes, *, what: str, limit: int = UNPACKED_BYTES) -> bytes:
     except zlib.error as e:
         raise Refusal(ARCHIVE, f"not a gzip stream ({e})", what) from None
     if inflate.unconsumed_tail or len(out) > limit:
-        raise Refusal(ARCHIVE, f"unpacks to more than {limit} bytes", what)
+        raise Oversize(ARCHIVE, f"unpacks to more than {limit} bytes", what)
     return out
 
 
@@ -298,6 +306,14 @@ def _member_name(member: tarfile.TarInfo, what: str, label: str) -> str | None:
     if ".." in parts:
         raise Refusal(ARCHIVE, f"entry {label} leaves the archive", what)
     return "/".join(parts) or None
+
+
+def _twice(name: str, raw: str, label: str, quote_names: bool) -> str:
+    """The refusal of an entry whose normalised `name` was seen before (spelt `raw` here)."""
+    if not quote_names:
+        return f"entry {label} appears twice"
+    spelt = f" (the second time as {raw!r})" if raw != name else ""
+    return f"entry {name!r} appears twice{spelt}"
 
 
 def tar_files(
@@ -321,7 +337,7 @@ def tar_files(
     archives from a remote party, whose text must not reach a published page."""
     data = gunzip(raw, what=what, limit=total_limit) if raw[:2] == b"\x1f\x8b" else raw
     if len(data) > total_limit:
-        raise Refusal(ARCHIVE, f"is larger than {total_limit} bytes", what)
+        raise Oversize(ARCHIVE, f"is larger than {total_limit} bytes", what)
     out: dict[str, bytes] = {}
     seen: set[str] = set()
     total = 0
@@ -332,8 +348,8 @@ def tar_files(
                 name = _member_name(member, what, label)
                 if name is None:
                     continue
-                if name in seen:
-                    raise Refusal(ARCHIVE, f"entry {label} appears twice", what)
+                if name in seen:  # named as normalised: that is the name given twice
+                    raise Refusal(ARCHIVE, _twice(name, member.name, label, quote_names), what)
                 seen.add(name)
                 if member.isdir():
                     continue
@@ -341,10 +357,10 @@ def tar_files(
                     raise Refusal(ARCHIVE, f"entry {label} is not a regular file", what)
                 if member.size > member_limit:
                     msg = f"entry {label} is {member.size} bytes; the limit is {member_limit}"
-                    raise Refusal(ARCHIVE, msg, what)
+                    raise Oversize(ARCHIVE, msg, what)
                 total += member.size
                 if total > total_limit:
-                    raise Refusal(ARCHIVE, f"unpacks to more than {total_limit} bytes", what)
+                    raise Oversize(ARCHIVE, f"unpacks to more than {total_limit} bytes", what)
                 if wanted is not None and name not in wanted:
                     continue
                 fh = tar.extractfile(member)
@@ -387,6 +403,7 @@ __all__ = [
     "TRUST_ROOT_BYTES",
     "UNPACKED_BYTES",
     "YAML_BYTES",
+    "Oversize",
     "Refusal",
     "cap_for",
     "check",

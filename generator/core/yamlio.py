@@ -432,13 +432,6 @@ def _single(builder: _Builder, nodes: list[Any], rel: str) -> Any:
         ) from e
 
 
-def check_nesting(text: str, rel: str) -> None:
-    """Refuse (LoadError, located) YAML nested deeper than MAX_DEPTH, without composing it: for
-    a reader that must load a document too large for `parse_yaml` (a chart repository's
-    index.yaml) with libyaml, whose recursive composer would crash on deep nesting."""
-    _check_depth(text, rel, True)
-
-
 def compose_first(raw: bytes, rel: str) -> Node | None:
     """The node tree of the first YAML document of `raw` (None when it holds none), under every
     bound `parse_yaml` keeps (file size, encoding, nesting depth, alias expansion of the whole

@@ -638,6 +638,9 @@ def untar_layer(blob: bytes, what: str, budget: int | None = None) -> dict[str, 
         return safeio.tar_files(
             blob, what=what, member_limit=limit, total_limit=limit, quote_names=False
         )
+    except safeio.Oversize:  # over what the artifact's earlier layers left of its budget
+        msg = f"{what}: the artifact's layers unpack to more than {MAX_UNPACKED_BYTES} bytes"
+        raise UnsafeArtifact(msg, what) from None
     except safeio.Refusal as e:
         raise UnsafeArtifact(f"{what}: layer {e.message}", what) from None
 

@@ -27,6 +27,10 @@ def fetch_index(fetcher: Fetcher, repository: str) -> Mapping[str, Any]:
     return parse_index(body, url)
 
 
+# the loader's bounds: their messages say which bound, in the tool's own words
+_BOUND_RULES = frozenset({"yaml.too-deep", "yaml.too-large", "yaml.alias-bomb"})
+
+
 def parse_index(body: bytes, url: str) -> Mapping[str, Any]:
     def malformed(why: str) -> FetchError:
         return FetchError(Problem(ProblemKind.MALFORMED, f"malformed index {url}: {why}"))
@@ -36,7 +40,9 @@ def parse_index(body: bytes, url: str) -> Mapping[str, Any]:
     except LoadError as e:
         d = e.diagnostics[0] if e.diagnostics else None
         where = f" (line {d.line})" if d is not None and d.line else ""
-        raise malformed(f"not YAML{where}") from e
+        # a bound's message is the tool's own text; a syntax error's may quote the index
+        why = d.message if d is not None and d.rule in _BOUND_RULES else "not YAML"
+        raise malformed(f"{why}{where}") from e
     if not isinstance(data, dict):
         raise malformed("not a mapping")
     entries = data.get("entries")

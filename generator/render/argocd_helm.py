@@ -86,9 +86,9 @@ def _application(f: Folder) -> str:
         )
     else:
         source = (
-            f"    repoURL: {json.dumps(str(c.repository).removeprefix('oci://'))}\n"
-            f"    chart: {json.dumps(chart_leaf(c))}\n"
-            f"    targetRevision: {json.dumps(c.version)}\n"
+            f"    repoURL: {json.dumps(str(c.repository).removeprefix('oci://'), allow_nan=False)}\n"
+            f"    chart: {json.dumps(chart_leaf(c), allow_nan=False)}\n"
+            f"    targetRevision: {json.dumps(c.version, allow_nan=False)}\n"
             "    helm:\n"
             f"      releaseName: {f.release}\n"
             "      values: |-\n" + _values_block(c.name, static=True)
@@ -108,7 +108,7 @@ def _application(f: Folder) -> str:
         f"  project: {_q(_PROJECT)}\n"
         "  destination:\n"
         f"    server: {_q(_SERVER)}\n"
-        f"    namespace: {json.dumps(c.namespace)}\n"
+        f"    namespace: {json.dumps(c.namespace, allow_nan=False)}\n"
         "  source:\n" + source + "  syncPolicy:\n"
         "    automated:\n"
         "      prune: true\n"
@@ -216,6 +216,8 @@ def render(result: RecipeResult, manifests: Mapping[str, bytes]) -> Rendered:
     }
     files["values.yaml"] = BundleFile(yaml_bytes(values, header=header))
     files["values.schema.json"] = BundleFile(
-        (json.dumps(_schema(result), indent=2, sort_keys=True) + "\n").encode("utf-8")
+        (json.dumps(_schema(result), indent=2, sort_keys=True, allow_nan=False) + "\n").encode(
+            "utf-8"
+        )
     )
     return Rendered(files, "Chart.yaml", tuple(releases))

@@ -258,7 +258,7 @@ def _cache_file(cache_dir: Path, trust_root: str, scope: str, commit: str) -> Pa
 
 
 def _dump(s: Snapshot) -> bytes:
-    return json.dumps(asdict(s), sort_keys=True, separators=(",", ":")).encode()
+    return json.dumps(asdict(s), sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
 
 
 def _load(data: bytes) -> Snapshot:
