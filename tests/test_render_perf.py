@@ -1,5 +1,6 @@
 """Every leaf recipe of the repository's catalog renders for every deployer, within the budget
-of the issue: all leaves × 4 deployers in under 10 seconds on the 2-core build machine."""
+of the issue: all leaves × 4 deployers in under 10 seconds on the 2-core build machine, so 2.5 s
+per deployer now that there are five (argocd-helm, upstream's 2026 layout)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from generator.catalog.resolve import resolve
 from generator.render import Deployer, render_bundle
 from tests.conftest import CATALOG
 
-BUDGET_SECONDS = 10.0
+BUDGET_SECONDS_PER_DEPLOYER = 2.5
 
 
 @pytest.mark.perf
@@ -36,8 +37,9 @@ def test_all_leaves_render_for_every_deployer_within_budget() -> None:
             files += len(tree)
     elapsed = time.perf_counter() - start
     print(
-        f"\nrendered {bundles} bundles ({len(leaves)} leaves x 4 deployers, {files} files) "
+        f"\nrendered {bundles} bundles ({len(leaves)} leaves x {len(Deployer)} deployers, "
+        f"{files} files) "
         f"in {elapsed:.2f}s (resolve included)"
     )
-    assert bundles == 4 * len(leaves)
-    assert elapsed < BUDGET_SECONDS
+    assert bundles == len(Deployer) * len(leaves)
+    assert elapsed < BUDGET_SECONDS_PER_DEPLOYER * len(Deployer)
