@@ -122,6 +122,15 @@ def sync_marker(f: Folder, chart_files: Mapping[str, BundleFile]) -> bytes | Non
     return yaml_bytes(marker, header=comment)
 
 
+def synced_chart_files(f: Folder, header: str) -> dict[str, BundleFile]:
+    """A local chart's files, with the sync marker its hooks need (argocd and argocd-helm)."""
+    chart_files = local_chart_files(f, header)
+    marker = sync_marker(f, chart_files)
+    if marker is not None:
+        chart_files[f"{f.dir}/templates/{SYNC_MARKER}"] = BundleFile(marker)
+    return chart_files
+
+
 def render(result: RecipeResult, manifests: Mapping[str, bytes], target: GitOpsTarget) -> Rendered:
     header = header_comment(result)
     files: dict[str, BundleFile] = {}
@@ -129,11 +138,7 @@ def render(result: RecipeResult, manifests: Mapping[str, bytes], target: GitOpsT
     for f in folders(result, manifests):
         c = f.component
         if f.local:
-            chart_files = local_chart_files(f, header)
-            marker = sync_marker(f, chart_files)
-            if marker is not None:
-                chart_files[f"{f.dir}/templates/{SYNC_MARKER}"] = BundleFile(marker)
-            files.update(chart_files)
+            files.update(synced_chart_files(f, header))
         else:
             files[f"{f.dir}/values.yaml"] = BundleFile(values_file(c.values, header))
         # a local chart's objects may be custom resources of a chart synced just before

@@ -25,7 +25,7 @@ from typing import Any
 
 from generator import __version__
 from generator.core.records import RecipeResult
-from generator.render.argocd import ARGOCD_NAMESPACE, IN_CLUSTER, SYNC_WAVE, sync_marker
+from generator.render.argocd import ARGOCD_NAMESPACE, IN_CLUSTER, SYNC_WAVE, synced_chart_files
 from generator.render.common import (
     BundleFile,
     Folder,
@@ -34,7 +34,6 @@ from generator.render.common import (
     chart_leaf,
     folders,
     header_comment,
-    local_chart_files,
     yaml_bytes,
 )
 from generator.render.helm import values_file
@@ -180,11 +179,7 @@ def render(result: RecipeResult, manifests: Mapping[str, bytes]) -> Rendered:
     for f in folders(result, manifests):
         c = f.component
         if f.local:
-            chart_files = local_chart_files(f, header)
-            marker = sync_marker(f, chart_files)
-            if marker is not None:
-                chart_files[f"{f.dir}/templates/aicr-sync-marker.yaml"] = BundleFile(marker)
-            files.update(chart_files)
+            files.update(synced_chart_files(f, header))
         else:
             # the values the Application reads (static/), and in the release's folder, as in
             # every deployer (and upstream's argocd-helm layout)
