@@ -45,7 +45,10 @@ def test_kpi_rows_read_as_judged_with_their_cause(tab: Watched, built_site: Path
     ]
     assert runs
     run = runs[0]
+    # the old anchor still leads to the run, whose detail is on its own page (`url`)
     tab.page.goto(tab.base + f"evidence/{KUBEFLOW}.html#run-{run['id']}")  # type: ignore[attr-defined]
+    tab.page.click(f"#run-{run['id']} a[href$='runs/{run['id']}.html']")  # type: ignore[attr-defined]
+    tab.page.wait_for_url("**/" + run["url"])  # type: ignore[attr-defined]
     for k in run["kpis"]:
         row = tab.page.locator(  # type: ignore[attr-defined]
             f"#run-{run['id']} div[aria-label^='KPIs'] tbody tr", has_text=k["id"]

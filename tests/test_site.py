@@ -244,8 +244,12 @@ def test_sample_evidence_is_marked_sample_wherever_shown(built_site: Path) -> No
         page = (built_site / "evidence" / f"{recipe}.html").read_text()
         assert "Sample evidence — not a real qualification" in page
         for e in sample:
-            if e["recipe"] == recipe:
-                section = page.split(f'id="run-{e["id"]}"', 1)[1].split("</section>", 1)[0]
+            if e["recipe"] == recipe:  # its row on the recipe's evidence page, then its page
+                row = page.split(f'<tr id="run-{e["id"]}">', 1)[1].split("</tr>", 1)[0]
+                assert chip in row
+                run_page = (built_site / e["url"]).read_text()
+                assert "Sample evidence — not a real qualification" in run_page
+                section = run_page.split(f'id="run-{e["id"]}"', 1)[1].split("</section>", 1)[0]
                 assert chip in section and "demo root (sample)" in section
     # badges (embedded elsewhere, without the page around them) and the components page too
     for r in load(built_site, "api/v1/recipes.json")["recipes"]:

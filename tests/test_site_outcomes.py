@@ -27,6 +27,10 @@ OWN_STATUS = re.compile(
 )
 
 
+# a link to a run's detail: its own page (evidence/runs/<id>.html), or an old anchor
+RUN_LINK = re.compile(r"(?:^|/)runs/([^/#]+)\.html$|#run-(.+)$")
+
+
 class _Outcomes(html.parser.HTMLParser):
     """Per page: every `.aicr-outcome` (its data, the run section or table row it is in), every
     chip's legend anchor, and whether that chip sits inside an outcome."""
@@ -45,8 +49,8 @@ class _Outcomes(html.parser.HTMLParser):
             self.run = a["id"].removeprefix("run-")
         if tag == "tr":
             self.row_run = ""
-        if tag == "a" and "#run-" in a.get("href", "") and not self.row_run:
-            self.row_run = a["href"].split("#run-", 1)[1]
+        if tag == "a" and not self.row_run and (m := RUN_LINK.search(a.get("href", ""))):
+            self.row_run = m.group(1) or m.group(2)
         classes = a.get("class", "").split()
         if tag == "span" and "aicr-outcome" in classes:
             self.depth += 1
@@ -83,8 +87,9 @@ def judged(built_site: Path) -> dict[str, dict[str, Any]]:
 def test_every_status_on_every_page_is_the_judged_records(
     built_site: Path, judged: dict[str, dict[str, Any]]
 ) -> None:
-    """Run sections show the run's outcome, then each check's and each KPI's, in order; every
-    table row linking to a run shows that run's outcome; no chip of a signer's own status
+    """Run sections (each on its run's own page, `url` in the API) show the run's outcome, then
+    each check's and each KPI's, in order; every table row linking to a run shows that run's
+    outcome; no chip of a signer's own status
     (check/KPI result, evidence state) appears anywhere, and no outcome chip outside an
     outcome."""
     shown_runs = shown_rows = 0
@@ -105,13 +110,30 @@ def test_every_status_on_every_page_is_the_judged_records(
             shown_rows += 1
         for run_id, shown in sections.items():
             run = judged[run_id]
+            assert rel == run["url"], f"{rel}: the detail of run {run_id} is on its own page"
             want = [_said(run["outcome"])]
             want += [_said(c["outcome"]) for c in run["checks"]]
             want += [_said(k["outcome"]) for k in run["kpis"]]
             assert shown == want, f"{rel}#run-{run_id}"
             shown_runs += 1
-    assert shown_runs == len(judged)  # every run has its section on its evidence page
+    assert shown_runs == len(judged)  # every run has its section on its own page
     assert shown_rows >= 3 * len(judged)  # its evidence page, recipe page and the index
+
+
+def test_old_run_anchors_stay_and_lead_to_the_run_page(
+    built_site: Path, judged: dict[str, dict[str, Any]]
+) -> None:
+    """A link to `evidence/<recipe>.html#run-<id>` (before runs had their own pages) still finds
+    the run: its summary row carries the id and links to the run's page, which exists."""
+    found: dict[str, str] = {}
+    for page in sorted((built_site / "evidence").glob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        for run_id, href in re.findall(r'<tr id="run-([^"]+)"><td><a href="([^"]+)"', text):
+            assert run_id not in found, run_id
+            found[run_id] = href
+            assert f"evidence/{href}" == judged[run_id]["url"], (page.name, href)
+            assert (built_site / judged[run_id]["url"]).is_file()
+    assert set(found) == set(judged)
 
 
 def test_a_kpi_inside_its_threshold_on_too_few_nodes_reads_failed_coverage_short(
@@ -189,7 +211,7 @@ def test_each_verified_run_links_the_signed_statement_it_was_judged_from(
     for run in judged.values():
         page = (built_site / run["url"].split("#")[0]).read_text(encoding="utf-8")
         section = page.split(f'id="run-{run["id"]}"', 1)[1].split("</section>", 1)[0]
-        target = re.search(r'href="\.\./(evidence/raw/[^"]+\.statement\.json)"', section)
+        target = re.search(r'href="(?:\.\./)+(evidence/raw/[^"]+\.statement\.json)"', section)
         if run["state"] == "rejected":
             assert target is None
             continue

@@ -15,7 +15,7 @@ from typing import Any
 from generator.core import safeio
 from generator.evidence.view import EvidenceView
 from generator.site.model import ProfileView, RecipeView, SiteData
-from generator.site.pages import slug
+from generator.site.pages import run_url, slug
 from generator.site.summary import CONSENSUS_ORDER, band, summarise
 from generator.site.timeline import timeline_json
 
@@ -54,7 +54,7 @@ def run_json(run: EvidenceView) -> dict[str, Any]:
     shows it) and where this site shows and publishes it."""
     return {
         **run.to_json(),
-        "url": f"evidence/{slug(run.recipe)}.html#run-{run.id}",
+        "url": run_url(run),
         "raw": run.raw_file if run.raw else None,
     }
 

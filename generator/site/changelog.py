@@ -39,8 +39,8 @@ def entries(site: SiteData) -> list[Entry]:
 
 
 def _evidence_entries(site: SiteData) -> list[Entry]:
-    """One entry per dated run, with its judged outcome and why."""
-    from generator.site.pages import slug as slug_of
+    """One entry per dated run, with its judged outcome and why, linking to the run's page."""
+    from generator.site.pages import run_url
 
     out: list[Entry] = []
     for e in site.evidence:
@@ -57,7 +57,7 @@ def _evidence_entries(site: SiteData) -> list[Entry]:
                 "evidence",
                 f"{sample}evidence: {e.recipe} × {e.profile or 'standard'} {e.lane or '?'} "
                 f"{judged.status}{why} by {who} ({state})",
-                f"evidence/{slug_of(e.recipe)}.html#run-{e.id}",
+                run_url(e),
                 f"run-{e.id}",
             )
         )

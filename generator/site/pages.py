@@ -166,31 +166,51 @@ def recipe_page(recipe: RecipeView, site: SiteData) -> str:
     )
 
 
+def run_url(run: EvidenceView) -> str:
+    """Where the site shows one run in full (site-relative): its own page, named by its id.
+    Every link to a run's detail (pages, changelog, feed, API) is this address."""
+    return f"evidence/runs/{run.id}.html"
+
+
 def evidence_page(name: str, runs: tuple[EvidenceView, ...], site: SiteData, known: bool) -> str:
-    """The runs of one recipe name; `known` is False for a name that is not a current leaf."""
+    """The runs of one recipe name, one summary row each (anchor `#run-<id>`) linking to the
+    run's own page; `known` is False for a name that is not a current leaf."""
     ctx = {"name": name, "slug": slug(name), "known": known}
-    recipe = next((r for r in site.recipes if r.name == name), None) if known else None
+    return render(
+        "pages/evidence.md.j2",
+        r=ctx,
+        runs=runs,
+        trust_root=site.trust_root,
+        sample=has_sample(runs),
+        updated=_updated(runs),
+    )
+
+
+def run_page(run: EvidenceView, site: SiteData, recipe: RecipeView | None) -> str:
+    """One run in full: facts, checks and KPIs, raw bundle and statement, commit
+    (`evidence/runs/<id>.md`); `recipe` is its current leaf recipe, None when there is none."""
+    name = run.recipe
     # the recipe digest of each profile today, and the bundle archives published for it: a
     # run's digests are shown against these, so a stale run's digest is never called current
     current = {p.profile: p.result.digest for p in recipe.profiles} if recipe else {}
     downloads = {
         "sha256:" + d.sha256: d for p in (recipe.profiles if recipe else ()) for d in p.downloads
     }
+    statements = {}
+    if run.raw and run.state != "rejected" and signed_statement(run.raw) is not None:
+        statements[run.id] = statement_file(run.raw_file)
+    added = site.evidence_added
     return render(
-        "pages/evidence.md.j2",
-        r=ctx,
-        runs=runs,
+        "pages/run.md.j2",
+        r={"name": name, "slug": slug(name), "known": recipe is not None},
+        e=run,
+        base="../../",
         current=current,
         downloads=downloads,
         trust_root=site.trust_root,
-        sample=has_sample(runs),
-        updated=_updated(runs),
-        statements={
-            e.id: statement_file(e.raw_file)
-            for e in runs
-            if e.raw and e.state != "rejected" and signed_statement(e.raw) is not None
-        },
-        added={e.id: site.evidence_added[e.path] for e in runs if e.path in site.evidence_added},
+        sample=run.sample,
+        statements=statements,
+        added={run.id: added[run.path]} if run.path in added else {},
         commit_url=site.repo_url + "/commit/"
         if site.repo_url.startswith("https://github.com/")
         else "",
@@ -431,11 +451,28 @@ class PagePlan:
     render: Callable[[], str]
 
 
+def _run_plans(
+    runs: Iterable[EvidenceView], site: SiteData, recipe: RecipeView | None
+) -> list[PagePlan]:
+    """The page of each run (`run_url`): a function of that run alone."""
+    return [
+        PagePlan(
+            run_url(e).removesuffix(".html") + ".md",
+            "run",
+            e.id,
+            (e,),
+            lambda e=e: run_page(e, site, recipe),  # type: ignore[misc]
+        )
+        for e in runs
+    ]
+
+
 def page_plan(
     site: SiteData, contract_markdown: str | None, commands: Sequence[CommandHelp]
 ) -> tuple[PagePlan, ...]:
-    """Every generated page, in a stable order: the site-wide pages, then per recipe its page
-    and its evidence page, then evidence pages of names that are not current leaves."""
+    """Every generated page, in a stable order: the site-wide pages, then per recipe its page,
+    its evidence page and the page of each of its runs, then the evidence and run pages of
+    names that are not current leaves."""
     plan = [
         PagePlan("index.md", "site", "index", None, lambda: dashboard_page(site)),
         PagePlan("scale.md", "site", "scale", None, lambda: scale_page(site, contract_markdown)),
@@ -468,6 +505,7 @@ def page_plan(
                 lambda r=r: evidence_page(r.name, r.evidence, site, True),  # type: ignore[misc]
             )
         )
+        plan += _run_plans(r.evidence, site, r)
     known = {r.name for r in site.recipes}
     orphans: dict[str, list[EvidenceView]] = {}
     for e in site.evidence:
@@ -483,6 +521,7 @@ def page_plan(
                 lambda name=name, runs=tuple(runs): evidence_page(name, runs, site, False),  # type: ignore[misc]
             )
         )
+        plan += _run_plans(runs, site, None)
     return tuple(plan)
 
 
