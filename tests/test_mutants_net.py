@@ -231,7 +231,13 @@ def test_an_exchange_starts_only_before_its_deadline(
         (ConnectionResetError(), False, False, NetKind.UNREACHABLE, "cannot connect"),
         (ConnectionResetError(), True, False, NetKind.PROTOCOL, "the answer broke off"),
         (ConnectionResetError(), True, True, NetKind.DEADLINE, "deadline"),
-        (http.client.RemoteDisconnected("closed"), True, False, NetKind.PROTOCOL, "the answer broke"),
+        (
+            http.client.RemoteDisconnected("closed"),
+            True,
+            False,
+            NetKind.PROTOCOL,
+            "the answer broke",
+        ),
     ],
 )
 def test_a_failed_exchange_is_classified(
