@@ -202,3 +202,216 @@ def test_a_link_out_of_the_tree_named_by_real_root_alone_is_refused(tmp_path: Pa
     assert info.value.rule == safeio.ESCAPE
     # a file the user named on the command line (no tree) may be anywhere
     assert safeio.read(tree / "link.yaml") == b"a: 1\n"
+
+
+# --- sha256: the same guards as read, in chunks -------------------------------------------------
+
+
+def test_sha256_of_a_file_up_to_its_limit(tmp_path: Path) -> None:
+    import hashlib
+
+    path = tmp_path / "asset.tar.gz"
+    path.write_bytes(b"0123456789")
+    assert safeio.sha256(path, limit=10) == hashlib.sha256(b"0123456789").hexdigest()
+    (tmp_path / "empty").write_bytes(b"")
+    assert safeio.sha256(tmp_path / "empty") == hashlib.sha256(b"").hexdigest()
+
+
+def test_sha256_refuses_a_file_that_grows_past_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "asset"
+    path.write_bytes(b"x" * 8)
+    _reads(monkeypatch, _Chunked(b"x" * 12, 4))
+    with pytest.raises(safeio.Refusal) as info:
+        safeio.sha256(path, limit=8)
+    assert info.value.rule == safeio.TOO_LARGE
+
+
+def test_sha256_refuses_a_fifo_or_a_link_swapped_in_after_the_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "asset").write_bytes(b"asset")
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"do-not-read")
+    (tmp_path / "link").symlink_to(secret)
+    _swap_after_check(monkeypatch, tmp_path / "link")
+    with pytest.raises(safeio.Refusal) as info:
+        safeio.sha256(tmp_path / "asset", root=tmp_path)
+    assert info.value.rule == safeio.UNREADABLE
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    _swap_after_check(monkeypatch, fifo)
+    done, rescued = threading.Event(), threading.Event()
+
+    def watchdog() -> None:
+        if not done.wait(3):
+            rescued.set()
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    t = threading.Thread(target=watchdog)
+    t.start()
+    try:
+        with pytest.raises(safeio.Refusal) as info:
+            safeio.sha256(tmp_path / "asset", root=tmp_path)
+    finally:
+        done.set()
+        t.join()
+    assert not rescued.is_set(), "the open blocked on the FIFO (no O_NONBLOCK)"
+    assert info.value.rule == safeio.NOT_REGULAR
+
+
+# --- files, read_text, template_source, diagnostic ---------------------------------------------
+
+
+def test_files_by_suffix_with_a_cap_and_through_links_inside(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.yaml").write_bytes(b"a: 1\n")
+    (tmp_path / "b.json").write_bytes(b"{}")
+    (tmp_path / "alias.yaml").symlink_to(tmp_path / "d" / "a.yaml")
+    assert list(safeio.files(tmp_path)) == [
+        ("alias.yaml", b"a: 1\n"),
+        ("b.json", b"{}"),
+        ("d/a.yaml", b"a: 1\n"),
+    ]
+    assert [rel for rel, _ in safeio.files(tmp_path, suffixes=(".yaml",))] == [
+        "alias.yaml",
+        "d/a.yaml",
+    ]
+    with pytest.raises(safeio.Refusal) as info:
+        list(safeio.files(tmp_path, limit=3))
+    assert info.value.rule == safeio.TOO_LARGE
+    (tmp_path / "out.yaml").symlink_to("/etc/hostname")
+    with pytest.raises(safeio.Refusal) as info:
+        list(safeio.files(tmp_path, suffixes=(".yaml",)))
+    assert info.value.rule == safeio.ESCAPE
+
+
+def test_read_text_refuses_what_is_not_utf8(tmp_path: Path) -> None:
+    (tmp_path / "t.md").write_bytes(b"a\xffb")
+    with pytest.raises(safeio.Refusal) as info:
+        safeio.read_text(tmp_path / "t.md")
+    assert info.value.rule == safeio.ENCODING and "byte offset 1" in info.value.message
+    (tmp_path / "u.md").write_bytes("ü\n".encode())
+    assert safeio.read_text(tmp_path / "u.md") == "ü\n"
+
+
+def test_template_source_finds_reads_and_misses(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "page.html").write_text("<p>{{ x }}</p>")
+    load = safeio.template_source(tmp_path)
+    found = load("sub/page.html")
+    assert found is not None
+    text, path, uptodate = found
+    assert (text, path, uptodate()) == ("<p>{{ x }}</p>", str(tmp_path / "sub" / "page.html"), True)
+    assert load("sub/missing.html") is None
+
+
+@pytest.mark.parametrize(
+    ("rel", "rule", "expected"),
+    [
+        ("a.yaml", safeio.TOO_LARGE, "yaml.too-large"),
+        ("a.yml", safeio.TOO_LARGE, "yaml.too-large"),
+        ("a.json", safeio.TOO_LARGE, safeio.TOO_LARGE),
+        ("a.yaml", safeio.ESCAPE, safeio.ESCAPE),
+    ],
+)
+def test_a_diagnostic_of_a_refusal(rel: str, rule: str, expected: str) -> None:
+    d = safeio.diagnostic(rel, safeio.Refusal(rule, "why", rel))
+    assert (d.path, d.line, d.col, d.json_path, d.message, d.rule) == (
+        rel,
+        0,
+        0,
+        "$",
+        "why",
+        expected,
+    )
+
+
+# --- gunzip and tar_files ------------------------------------------------------------------------
+
+
+def test_gunzip_reads_gzip_only_and_up_to_its_limit() -> None:
+    import gzip
+    import zlib
+
+    assert safeio.gunzip(gzip.compress(b"x" * 10), what="w", limit=10) == b"x" * 10
+    with pytest.raises(safeio.Oversize, match="unpacks to more than 9 bytes"):
+        safeio.gunzip(gzip.compress(b"x" * 10), what="w", limit=9)
+    with pytest.raises(safeio.Oversize):
+        safeio.gunzip(gzip.compress(b"x" * 100), what="w", limit=9)
+    for raw in (zlib.compress(b"x" * 10), b"not gzip at all"):
+        with pytest.raises(safeio.Refusal, match="not a gzip stream") as info:
+            safeio.gunzip(raw, what="w", limit=100)
+        assert info.value.rule == safeio.ARCHIVE
+
+
+def _tarball(*members: tuple[str, bytes | str | None], gz: bool = False) -> bytes:
+    """(name, bytes) a file, (name, None) a directory, (name, "-> x") a symbolic link."""
+    import gzip
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, what in members:
+            info = tarfile.TarInfo(name)
+            if what is None:
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            elif isinstance(what, str):
+                info.type, info.linkname = tarfile.SYMTYPE, what.removeprefix("-> ")
+                tar.addfile(info)
+            else:
+                info.size = len(what)
+                tar.addfile(info, io.BytesIO(what))
+    return gzip.compress(buf.getvalue()) if buf.getvalue() and gz else buf.getvalue()
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_tar_files_reads_regular_files_by_normalised_name(gz: bool) -> None:
+    raw = _tarball(("./", None), ("d/", None), ("./d//a.txt", b"A"), ("b.txt", b"BB"), gz=gz)
+    assert safeio.tar_files(raw, what="t") == {"d/a.txt": b"A", "b.txt": b"BB"}
+    assert safeio.tar_files(raw, what="t", wanted=frozenset({"b.txt"})) == {"b.txt": b"BB"}
+
+
+@pytest.mark.parametrize("name", ["/abs.txt", "a\\b.txt", "../up.txt", "a/../../up.txt"])
+def test_tar_files_refuses_a_name_leaving_the_archive(name: str) -> None:
+    with pytest.raises(safeio.Refusal, match=r"entry '.*' leaves the archive"):
+        safeio.tar_files(_tarball((name, b"x")), what="t")
+    with pytest.raises(safeio.Refusal, match="entry #2 leaves the archive"):
+        safeio.tar_files(_tarball(("ok", b"x"), (name, b"x")), what="t", quote_names=False)
+
+
+def test_a_duplicate_is_named_as_normalised_or_by_position() -> None:
+    raw = _tarball(("x", b"1"), ("y", b"2"), ("./x", b"3"))
+    with pytest.raises(safeio.Refusal) as info:
+        safeio.tar_files(raw, what="t")
+    assert info.value.message == "entry 'x' appears twice (the second time as './x')"
+    with pytest.raises(safeio.Refusal) as info:
+        safeio.tar_files(raw, what="t", quote_names=False)
+    assert info.value.message == "entry #3 appears twice"
+    with pytest.raises(safeio.Refusal) as info:
+        safeio.tar_files(_tarball(("x", b"1"), ("x", b"2")), what="t")
+    assert info.value.message == "entry 'x' appears twice"
+    with pytest.raises(safeio.Refusal, match="appears twice"):  # checked, even if not wanted
+        safeio.tar_files(raw, what="t", wanted=frozenset({"y"}))
+
+
+def test_tar_files_refuses_links_and_oversized_members() -> None:
+    with pytest.raises(safeio.Refusal) as info:
+        safeio.tar_files(_tarball(("a", b"1"), ("l", "-> a")), what="t")
+    assert info.value.message == "entry 'l' is not a regular file"
+    raw = _tarball(("a", b"12345"))
+    assert safeio.tar_files(raw, what="t", member_limit=5) == {"a": b"12345"}
+    with pytest.raises(safeio.Oversize) as big:
+        safeio.tar_files(raw, what="t", member_limit=4)
+    assert big.value.message == "entry 'a' is 5 bytes; the limit is 4"
+
+
+def test_tar_files_caps_the_archive_and_refuses_what_is_no_tar() -> None:
+    raw = _tarball(("a", b"12345"))
+    assert safeio.tar_files(raw, what="t", total_limit=len(raw)) == {"a": b"12345"}
+    with pytest.raises(safeio.Oversize, match=f"is larger than {len(raw) - 1} bytes"):
+        safeio.tar_files(raw, what="t", total_limit=len(raw) - 1)
+    with pytest.raises(safeio.Refusal, match="not a tar archive"):
+        safeio.tar_files(b"\x00garbage" * 100, what="t")

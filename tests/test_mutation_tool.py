@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 from tests.mutation.__main__ import load_config, load_equivalent, select
 from tests.mutation.mutants import mutants
 
@@ -71,3 +74,61 @@ def test_the_configuration_and_the_equivalent_list_load() -> None:
     }
     reasons = load_equivalent()
     assert all(reason.strip() for reason in reasons.values())
+
+
+REPO = Path(__file__).resolve().parent.parent
+# the chokepoints of issue 27 (one door each for files, writes, network, time, text, patterns):
+# every one of them is mutated, so a door cannot lose its tests silently
+CHOKEPOINTS = {
+    "generator/core/safeio.py",
+    "generator/core/atomic.py",
+    "generator/core/outputs.py",
+    "generator/core/net.py",
+    "generator/core/text.py",
+    "generator/core/linearmatch.py",
+    "generator/core/timeutil.py",
+}
+
+
+def test_every_mapped_module_and_test_file_exists() -> None:
+    """`make mutation` skips a module absent from the tree (and refuses only at run time a test
+    file that is missing): a rename would silently drop its mutants. Checked here, in `make
+    test`: every module of modules.toml exists, every test file (or node id's file) it maps
+    exists, every `functions` entry names a function or class of the module, and every
+    equivalent.toml entry names a listed module."""
+    config = load_config()
+    problems = []
+    for cfg in config:
+        module = REPO / cfg.path
+        if not module.is_file():
+            problems.append(f"{cfg.path}: no such module")
+            continue
+        names = {
+            n.name
+            for n in ast.walk(ast.parse(module.read_text("utf-8")))
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        }
+        problems += [
+            f"{cfg.path}: no function {f}"
+            for f in cfg.functions
+            if not all(part in names for part in f.split("."))  # a method as Class.method
+        ]
+        if not cfg.tests:
+            problems.append(f"{cfg.path}: no test files")
+        for test in cfg.tests:
+            file, _, node = test.partition("::")
+            if not (REPO / file).is_file():
+                problems.append(f"{cfg.path}: test file {file} does not exist")
+            elif node and f"def {node.split('::')[-1].split('[')[0]}(" not in (
+                REPO / file
+            ).read_text("utf-8"):
+                problems.append(f"{cfg.path}: {test} names no test")
+    paths = [cfg.path for cfg in config]
+    problems += [f"{p}: listed twice" for p in sorted(set(paths)) if paths.count(p) > 1]
+    problems += [f"{p}: chokepoint not mutated" for p in sorted(CHOKEPOINTS - set(paths))]
+    problems += [
+        f"equivalent.toml: {key.split(' :: ')[0]} is not in modules.toml"
+        for key in load_equivalent()
+        if key.split(" :: ")[0] not in paths
+    ]
+    assert problems == []
