@@ -99,3 +99,103 @@ def test_compare_lists_every_changed_component_and_value_old_to_new(
     assert key in by and by[key][2] != by[key][3] and " → " in by[key][1]
     assert by["scale ceiling"][2].startswith("lane-36") and by["scale ceiling"][3] == "lane-2304"
     assert tab.errors == []
+
+
+_FOCUSED = """() => {
+  const e = document.activeElement;
+  if (!e || e === document.body) return null;
+  const s = getComputedStyle(e), r = e.getBoundingClientRect();
+  const x = Math.min(Math.max(r.left + r.width / 2, 0), innerWidth - 1);
+  const y = Math.min(Math.max(r.top + r.height / 2, 0), innerHeight - 1);
+  const hit = document.elementFromPoint(x, y);
+  const ring = (s.outlineStyle !== "none" && parseFloat(s.outlineWidth) > 0) || s.boxShadow !== "none";
+  return {what: e.tagName + (e.id ? "#" + e.id : "") + " " + (e.textContent || "").trim().slice(0, 40),
+    id: e.id, sort: !!e.closest("#aicr-table thead button"), ring,
+    seen: r.width > 0 && r.height > 0 && !!hit && (hit === e || e.contains(hit) || hit.contains(e))};
+}"""
+
+
+def _tab_through(tab: Watched, path: str, width: int, presses: int) -> list[dict[str, Any]]:
+    """Press Tab `presses` times from the top of the page; what had focus after each press."""
+    tab.page.set_viewport_size({"width": width, "height": 900})  # type: ignore[attr-defined]
+    tab.page.goto(tab.base + path)  # type: ignore[attr-defined]
+    tab.page.wait_for_load_state("networkidle")  # type: ignore[attr-defined]
+    seen: list[dict[str, Any]] = []
+    for _ in range(presses):
+        tab.page.keyboard.press("Tab")  # type: ignore[attr-defined]
+        if seen and "md-search__input" in (seen[-1].get("cls") or ""):
+            tab.page.wait_for_timeout(400)  # type: ignore[attr-defined]  # the search overlay fades out
+        f = tab.page.evaluate(_FOCUSED)  # type: ignore[attr-defined]
+        if f is not None:
+            f["cls"] = tab.page.evaluate("document.activeElement.className")  # type: ignore[attr-defined]
+            seen.append(f)
+    return seen
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+@pytest.mark.parametrize("path", ["index.html", f"recipes/{SLURM}.html", "running-a-lane.html"])
+def test_every_focused_element_shows_a_focus_ring_and_is_visible(
+    tab: Watched, path: str, width: int
+) -> None:
+    focused = _tab_through(tab, path, width, 45)
+    assert len(focused) > 20
+    no_ring = [f["what"] for f in focused if not f["ring"]]
+    hidden = [f["what"] for f in focused if not f["seen"]]
+    assert no_ring == [], no_ring
+    assert hidden == [], hidden  # off-screen drawer links, clipped sort buttons, under the header
+    if path == "index.html":
+        assert any(f["id"] == "aicr-nodes" for f in focused)  # the node-count input, with its ring
+        assert sum(f["sort"] for f in focused) >= 5  # the sort buttons, seen at both widths
+
+
+@pytest.mark.parametrize(
+    "path", [f"recipes/{SLURM}.html", "running-a-lane.html", "contributing.html"]
+)
+def test_every_overflowing_scroll_container_scrolls_by_keyboard(tab: Watched, path: str) -> None:
+    tab.page.set_viewport_size({"width": 390, "height": 900})  # type: ignore[attr-defined]
+    tab.page.goto(tab.base + path)  # type: ignore[attr-defined]
+    tab.page.wait_for_load_state("load")  # type: ignore[attr-defined]
+    sel = ".md-typeset pre > code, .md-typeset__scrollwrap, .aicr-table-wrap"
+    boxes = tab.page.eval_on_selector_all(  # type: ignore[attr-defined]
+        sel,
+        "bs => bs.map((b, i) => [i, b.scrollWidth > b.clientWidth + 1, b.tabIndex,"
+        " b.tagName === 'CODE' || (b.getAttribute('role') === 'region' && !!b.getAttribute('aria-label'))])",
+    )
+    wide = [b for b in boxes if b[1]]
+    assert wide, "the page has no overflowing block at 390 px: the test checks nothing"
+    assert [b[0] for b in wide if b[2] < 0 or not b[3]] == []  # focusable, and named when a region
+    for i, *_ in wide[:4]:
+        box = tab.page.locator(sel).nth(i)  # type: ignore[attr-defined]
+        box.focus()
+        for _ in range(4):
+            tab.page.keyboard.press("ArrowRight")  # type: ignore[attr-defined]
+        assert box.evaluate("b => b.scrollLeft") > 0, i
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_search_index_is_requested_only_when_the_search_box_is_used(
+    tab: Watched, width: int
+) -> None:
+    asked: list[str] = []
+
+    def note(r: Any) -> None:
+        if "search_index" in r.url:
+            asked.append(r.url)
+
+    tab.page.on("request", note)  # type: ignore[attr-defined]
+    tab.page.set_viewport_size({"width": width, "height": 900})  # type: ignore[attr-defined]
+    open_dashboard(tab)
+    tab.page.wait_for_load_state("networkidle")  # type: ignore[attr-defined]
+    tab.page.wait_for_timeout(500)  # type: ignore[attr-defined]
+    tab.page.fill("#aicr-q", "slurm")  # type: ignore[attr-defined]  # the dashboard's own search
+    tab.page.mouse.wheel(0, 600)  # type: ignore[attr-defined]
+    assert asked == []
+    if width == 1280:
+        tab.page.focus(".md-search__input")  # type: ignore[attr-defined]
+    else:  # on a phone the search box opens from the header's search button
+        tab.page.click('label.md-header__button[for="__search"]')  # type: ignore[attr-defined]
+    tab.page.keyboard.type(SLURM)  # type: ignore[attr-defined]
+    # the site search works: the recipe's page is among the results
+    tab.page.wait_for_selector(f'.md-search-result__item a[href*="recipes/{SLURM}.html?"]')  # type: ignore[attr-defined]
+    assert [u.rsplit("/", 2)[-2:] for u in asked] == [["search", "search_index.json"]]
+    assert tab.errors == [] and tab.outside == []
