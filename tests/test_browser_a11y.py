@@ -199,3 +199,41 @@ def test_search_index_is_requested_only_when_the_search_box_is_used(
     tab.page.wait_for_selector(f'.md-search-result__item a[href*="recipes/{SLURM}.html?"]')  # type: ignore[attr-defined]
     assert [u.rsplit("/", 2)[-2:] for u in asked] == [["search", "search_index.json"]]
     assert tab.errors == [] and tab.outside == []
+
+
+_SIZES = """() => {
+  const small = {}, w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  let n;
+  while ((n = w.nextNode())) {
+    const e = n.parentElement;
+    if (!n.textContent.trim() || e.closest("svg") || !e.checkVisibility()) continue;
+    if (!e.getBoundingClientRect().width) continue;
+    const fs = parseFloat(getComputedStyle(e).fontSize);
+    if (fs < 14) { const k = e.tagName + "." + e.className + " " + fs.toFixed(1); small[k] = (small[k] || 0) + 1; }
+  }
+  const targets = [...document.querySelectorAll("a.aicr-chip, a.aicr-rowlink, .aicr-copy, #aicr-table thead button")]
+    .filter(t => t.checkVisibility()).map(t => t.getBoundingClientRect())
+    .filter(r => r.width > 0);
+  const size = s => parseFloat(getComputedStyle(document.querySelector(s)).fontSize);
+  const sum = document.querySelector("#aicr-table td.aicr-sum");
+  return {small, targets: targets.length, under: targets.filter(r => r.width < 24 || r.height < 24).length,
+    sum: sum ? [size("#aicr-table td.aicr-sum"), size("#aicr-table td:not(.aicr-sum)")] : null};
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+@pytest.mark.parametrize(
+    "path", ["index.html", f"recipes/{SLURM}.html", f"evidence/{SLURM}.html", "scale.html"]
+)
+def test_no_text_under_14px_and_chips_are_24px_targets(tab: Watched, path: str, width: int) -> None:
+    tab.page.set_viewport_size({"width": width, "height": 900})  # type: ignore[attr-defined]
+    tab.page.goto(tab.base + path)  # type: ignore[attr-defined]
+    tab.page.wait_for_load_state("networkidle")  # type: ignore[attr-defined]
+    if path == "index.html":
+        tab.page.wait_for_selector("#aicr-table tbody tr")  # type: ignore[attr-defined]
+    got = tab.page.evaluate(_SIZES)  # type: ignore[attr-defined]
+    assert got["small"] == {}, got["small"]
+    if path != "scale.html":
+        assert got["targets"] > 5 and got["under"] == 0, got
+    if got["sum"]:  # the qualification summary is not the smallest text of its row
+        assert got["sum"][0] >= got["sum"][1], got["sum"]
