@@ -15,7 +15,7 @@ characters that would end the construct the value was put in:
 - `yaml_scalar(s)`: a double-quoted YAML scalar (JSON string syntax, a subset of YAML 1.2 that
   YAML 1.1 parsers read the same), so a value holding a newline, `: `, `#`, `---` or a quote stays
   one scalar wherever a template prints it.
-- `md_text(s)` / `md_code(s)`: `core.markdown.text` and `core.markdown.code`.
+- `md_text(s)` / `md_code(s)` / `md_link_text(s)`: `core.markdown.text`, `.code` and `.link_text`.
 
 Names people read (signer labels) are also judged here:
 
@@ -97,6 +97,7 @@ def yaml_scalar(s: object) -> str:
 
 md_text = markdown.text
 md_code = markdown.code
+md_link_text = markdown.link_text
 
 
 # --- labels: what a reader can tell apart ---------------------------------------------------

@@ -163,7 +163,14 @@ def recipe_page(recipe: RecipeView, site: SiteData) -> str:
         repo_url=site.repo_url,
         trust_root=site.trust_root,
         updated=_updated(recipe.evidence),
+        embeds=_embeds(recipe, site),
     )
+
+
+def _embeds(recipe: RecipeView, site: SiteData) -> tuple[Any, ...]:
+    from generator.site import badges  # badges names its files with `slug`, from here
+
+    return badges.embeds(recipe, site)
 
 
 def evidence_page(name: str, runs: tuple[EvidenceView, ...], site: SiteData, known: bool) -> str:
