@@ -569,11 +569,16 @@ def test_csv_export_of_the_current_view(tab: Watched) -> None:
     open_dashboard(tab, "?accelerator=gb300&platform=slurm")
     with tab.page.expect_download() as info:  # type: ignore[attr-defined]
         tab.page.click("#aicr-csv")  # type: ignore[attr-defined]
-    text = Path(info.value.path()).read_text(encoding="utf-8")
-    rows = list(csv.DictReader(io.StringIO(text)))
+    raw = Path(info.value.path()).read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf")  # UTF-8 BOM first: Excel reads the file as UTF-8
+    rows = list(csv.DictReader(io.StringIO(raw[3:].decode("utf-8"))))
     assert sorted((r["name"], r["profile"]) for r in rows) == table_rows(tab.page)
     assert all(r["accelerator"] == "gb300" and r["platform"] == "slurm" for r in rows)
     assert any(r["summary"].startswith("SAMPLE evidence") for r in rows)
+    # absolute links, each to the row's own pages on the site the CSV came from
+    for r in rows:
+        assert r["url"] == f"{tab.base}recipes/{r['name']}.html", r["url"]
+        assert r["evidenceUrl"] == f"{tab.base}evidence/{r['name']}.html", r["evidenceUrl"]
 
 
 def test_site_search_snippets_keep_labels_apart_from_values(tab: Watched) -> None:

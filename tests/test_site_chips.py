@@ -9,6 +9,7 @@ import jinja2
 from hypothesis import given
 from hypothesis import strategies as st
 
+from generator.core.text import html_text
 from generator.site import jinja as site_jinja
 
 MACROS = """\
@@ -36,6 +37,7 @@ def _reference() -> jinja2.Environment:
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=html_text,  # as the site's environment: every printed value, controls replaced
     )
     env.filters["url_part"] = site_jinja.url_part
     return env

@@ -197,6 +197,12 @@ def test_every_change_appears_once_on_the_recipe_page_changelog_feed_and_api(
         assert f"urn:aicr-catalog:change-{c.id}" in ids
     files = dict(api.iter_api_files(s))
     doc = json.loads(files["api/v1/timeline.json"])
+    # its published schema, beside it in api/v1/schemas/ and under the compat gate
+    import jsonschema
+
+    schema = json.loads(files["api/v1/schemas/timeline.schema.json"])
+    jsonschema.Draft202012Validator(schema).validate(doc)
+    assert doc["kind"] == "Timeline" and all(x["before"] or x["after"] for x in doc["changes"])
     assert [x["id"] for x in doc["changes"]] == [
         c.id for c in sorted(moved, key=lambda c: (c.date, c.id), reverse=True)
     ]

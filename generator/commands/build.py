@@ -106,7 +106,8 @@ def _repository_link(catalog_path: Path, given: str) -> tuple[str, str]:
     default="",
     metavar="URL",
     help="Where the site will be served, e.g. https://owner.github.io/repo/ (default: mkdocs.yml's "
-    "site_url): the sitemap lists its pages and 404.html works at any depth under that path.",
+    "site_url): the sitemap lists its pages and 404.html works at any depth under that path; "
+    "without a site URL no sitemap is written (the build notes it).",
 )
 @click.option(
     "--repo-url",

@@ -23,6 +23,12 @@ from generator.publish import compat
     "(when a major version is cut; see docs/compatibility.md).",
 )
 @click.option(
+    "--baseline-new",
+    is_flag=True,
+    help="Add baselines for the published schemas that have none (a new schema is additive), "
+    "leaving every other baseline as it is.",
+)
+@click.option(
     "--format",
     "fmt",
     type=click.Choice(["text", "json", "github"]),
@@ -31,7 +37,7 @@ from generator.publish import compat
     help="text for people, json for tools, github for workflow annotations on the files.",
 )
 @handles_errors
-def command(catalog_path: Path, update_baselines: bool, fmt: str) -> None:
+def command(catalog_path: Path, update_baselines: bool, baseline_new: bool, fmt: str) -> None:
     """Check every published JSON Schema against its metaschema, and the schemas, bundle layouts
     and command line against their committed baselines.
 
@@ -39,7 +45,9 @@ def command(catalog_path: Path, update_baselines: bool, fmt: str) -> None:
     option or argument; for schemas the tool reads, a tightened type, a new required field, a
     removed enum value; for schemas of what it writes, a loosening (a field dropped from
     required, a widened type, an added enum value); for the CLI, a changed default or type, a
-    removed choice, a new required option, a changed set of exit codes. They fail unless the
+    removed choice, a new required option, a changed set of exit codes. A published schema
+    without a baseline fails too (nothing about it would be checked; --baseline-new adds it).
+    They fail unless the
     major version changed or the break is listed in catalog/schemas/compat-exceptions.yaml
     (acknowledged: [{subject, path, kind, reason}]); an acknowledgement that matches no break
     fails as stale. An invalid schema always fails. Additive changes pass.
@@ -58,6 +66,15 @@ def command(catalog_path: Path, update_baselines: bool, fmt: str) -> None:
         click.echo(
             f"compat: wrote {len(written)} schema baseline(s), the bundle layouts and the CLI",
             err=True,
+        )
+        return
+    if baseline_new:
+        try:
+            added = compat.add_baselines(SCHEMA_DIR)
+        except ValueError as e:
+            raise UsageError(str(e)) from e
+        click.echo(
+            f"compat: added {len(added)} schema baseline(s): {', '.join(added) or 'none'}", err=True
         )
         return
     report = compat.check(SCHEMA_DIR, catalog_path, __version__, cli=surface)

@@ -11,6 +11,9 @@ nothing else builds Markdown from data.
   other ASCII punctuation character is backslash-escaped (CommonMark allows that for all of
   them), so no emphasis, link, image, heading, list, table cell (`|`) or autolink (`www.`,
   `https:`, `user@host`) can start.
+- `link_text(s)`: the same for the text of a link or an image mid-line (a badge's alt text):
+  only `&`, `<`, `>` and what can open or close an inline construct (backslash, brackets, `*`,
+  `_`, backtick, `!`, `~`, `|`) are escaped, so the text stays readable.
 - `code(s)`: a code span whose backtick fence is longer than any run of backticks inside, so the
   value cannot close it; padded with a space when the value starts or ends with a backtick (the
   spaces are stripped again by the renderer). Inside a table `|` is written `\\|`, which GFM
@@ -44,6 +47,25 @@ def text(s: object) -> str:
         if ch in _ENTITIES:
             out.append(_ENTITIES[ch])
         elif ch in _PUNCT:
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+# what can start or end an inline construct inside a line (link, emphasis, code, HTML, entity,
+# strikethrough, table cell); other punctuation is inert after the line's start
+_INLINE = frozenset("\\[]*_`!~|")
+
+
+def link_text(s: object) -> str:
+    """`s` as inert text inside a link's or an image's brackets, mid-line (an image's alt text):
+    only what could start or end an inline construct is escaped, so the text stays readable."""
+    out = []
+    for ch in _one_line(str(s)):
+        if ch in _ENTITIES:
+            out.append(_ENTITIES[ch])
+        elif ch in _INLINE:
             out.append("\\" + ch)
         else:
             out.append(ch)

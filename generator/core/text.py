@@ -8,14 +8,18 @@ characters that would end the construct the value was put in:
 - `xml_text(s)` / `xml_attr(s)`: XML 1.0 character data and a double-quoted attribute value.
   `&`, `<`, `>` (and `"`, `'` in attributes) become references; every character XML 1.0 does not
   allow (C0 controls other than tab, LF and CR, lone surrogates, U+FFFE and U+FFFF) becomes
-  U+FFFD, because XML 1.0 has no way to write them (`&#11;` is itself ill-formed). In an attribute
-  tab, LF and CR are written as references, so attribute-value normalisation keeps them.
-- `html_text(s)`: the same for an HTML text node or a quoted attribute value (HTML forbids the
-  same controls); the result is `str`, to be marked safe by the caller.
+  U+FFFD, because XML 1.0 has no way to write them (`&#11;` is itself ill-formed); so do those
+  it discourages and HTML refuses (DEL, C1 controls, U+FDD0-U+FDEF), as in `html_text`. In an
+  attribute tab, LF and CR are written as references, so attribute-value normalisation keeps
+  them.
+- `html_text(s)`: the same for an HTML text node or a quoted attribute value, as `Markup`: the
+  site's one HTML escaper (Jinja's `finalize` and every function that builds HTML call it), so
+  no C0/C1 control, DEL, surrogate or non-character from a label, a message or a commit subject
+  reaches a page raw.
 - `yaml_scalar(s)`: a double-quoted YAML scalar (JSON string syntax, a subset of YAML 1.2 that
   YAML 1.1 parsers read the same), so a value holding a newline, `: `, `#`, `---` or a quote stays
   one scalar wherever a template prints it.
-- `md_text(s)` / `md_code(s)`: `core.markdown.text` and `core.markdown.code`.
+- `md_text(s)` / `md_code(s)` / `md_link_text(s)`: `core.markdown.text`, `.code` and `.link_text`.
 
 Names people read (signer labels) are also judged here:
 
@@ -42,10 +46,19 @@ import json
 import re
 import unicodedata
 
+from markupsafe import Markup, escape
+
 from generator.core import markdown, safeio
 
-# characters XML 1.0 (5th edition, production [2] Char) does not allow anywhere in a document
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+# what an HTML page must not carry raw (HTML's "control" and "noncharacter" parse errors; form
+# feed too, as XML): C0 but tab/LF/CR, DEL, C1, surrogates, U+FDD0-U+FDEF, U+FFFE, U+FFFF
+_NOT_HTML = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff]"
+)
+# XML 1.0 (5th edition) allows none of the C0 ones, surrogates, U+FFFE and U+FFFF (production
+# [2] Char) and discourages DEL, C1 and the other non-characters (section 2.2): the feed, the
+# badges and the sitemap carry none of them either
+_NOT_XML = _NOT_HTML
 _TEXT = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _ATTR = {**_TEXT, '"': "&quot;", "'": "&apos;", "\t": "&#9;", "\n": "&#10;", "\r": "&#13;"}
 _TEXT_RE = re.compile("[&<>]")
@@ -73,11 +86,24 @@ def xml_attr(s: object) -> str:
     return _ATTR_RE.sub(lambda m: _ATTR[m.group()], xml_chars(s))
 
 
-def html_text(s: object) -> str:
-    """`s` for an HTML text node or quoted attribute value: `&<>"'` escaped, controls replaced."""
-    return _ATTR_RE.sub(
-        lambda m: _ATTR[m.group()] if m.group() in "&<>\"'" else m.group(), xml_chars(s)
-    )
+def html_chars(s: object) -> str:
+    """`s` with every character an HTML page must not carry raw replaced by U+FFFD: C0 controls
+    other than tab, LF and CR, DEL, C1 controls, lone surrogates and non-characters."""
+    text = str(s)
+    return _NOT_HTML.sub(REPLACEMENT, text) if _NOT_HTML.search(text) else text
+
+
+def html_text(s: object) -> Markup:
+    """`s` for an HTML text node or quoted attribute value: `&<>"'` escaped (markupsafe's
+    `escape`, as Jinja's autoescape does), every character `html_chars` refuses replaced. The
+    one HTML escaper of the site: the Jinja environment's `finalize` sends every printed value
+    through it, and every Python function that builds HTML from data calls it. A `Markup`
+    value is HTML this code made from escaped parts, and stays as it is."""
+    if isinstance(s, Markup):
+        return s
+    if hasattr(s, "__html__"):
+        return Markup(s.__html__())
+    return escape(html_chars(s))
 
 
 def _yaml_escape(m: re.Match[str]) -> str:
@@ -97,6 +123,7 @@ def yaml_scalar(s: object) -> str:
 
 md_text = markdown.text
 md_code = markdown.code
+md_link_text = markdown.link_text
 
 
 # --- labels: what a reader can tell apart ---------------------------------------------------

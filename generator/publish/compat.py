@@ -132,6 +132,11 @@ def compare_schemas(
         if old != new and isinstance(old, dict):
             yield Break(subject, path, "replaced", "schema replaced by a boolean")
         return
+    ref = old.get("$ref")
+    if isinstance(ref, str) and not ref.startswith("#") and new.get("$ref") != ref:
+        # a reference into another file (a local one was followed above): what it names is
+        # compared under that file; pointing elsewhere, or nowhere, is a different schema
+        yield Break(subject, path, "changed-ref", f"$ref {ref!r} → {new.get('$ref')!r}")
     if role in (INPUT, BOTH):
         yield from _tightenings(subject, old, new, path)
     if role in (OUTPUT, BOTH):
@@ -149,9 +154,10 @@ def compare_schemas(
             yield from compare_schemas(
                 subject, oprops[name], nprops[name], f"{path}.properties.{name}", role, roots
             )
-    for key in ("items", "additionalProperties", "contains"):
+    for key in _SUBSCHEMAS:
         if isinstance(old.get(key), dict) and isinstance(new.get(key), dict):
             yield from compare_schemas(subject, old[key], new[key], f"{path}.{key}", role, roots)
+    yield from _compare_branches(subject, old, new, path, role, roots)
     for key in ("$defs", "definitions", "patternProperties"):
         odefs, ndefs = old.get(key, {}), new.get(key, {})
         for name in sorted(odefs):
@@ -163,6 +169,147 @@ def compare_schemas(
                 yield from compare_schemas(
                     subject, odefs[name], ndefs[name], f"{path}.{key}.{name}", role, roots
                 )
+
+
+# keywords holding one subschema, compared as a field's schema is
+_SUBSCHEMAS = (
+    "items",
+    "additionalProperties",
+    "contains",
+    "propertyNames",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "then",
+    "else",
+)  # not `not` (a tighter `not` accepts more) nor `if` (a condition, not a constraint)
+# keywords holding a list of subschemas: a value must match any / one / all of them, or
+# (prefixItems) the array's items in order
+_BRANCHES = ("anyOf", "oneOf", "allOf", "prefixItems")
+
+
+def _compare_branches(
+    subject: str,
+    old: dict[str, Any],
+    new: dict[str, Any],
+    path: str,
+    role: str,
+    roots: tuple[Any, Any],
+) -> Iterator[Break]:
+    """The branches of `anyOf`/`oneOf`/`allOf` (`_matched`) and `prefixItems` (by position;
+    another item schema accepts less input, one fewer promises less output). A list on one
+    side only: `_one_side`."""
+    for key in _BRANCHES:
+        ob, nb = old.get(key), new.get(key)
+        if not isinstance(ob, list) and not isinstance(nb, list):
+            continue
+        if not isinstance(ob, list) or not isinstance(nb, list):
+            yield from _one_side(subject, old, new, path, role, roots, key)
+            continue
+        if key != "prefixItems":
+            yield from _matched(subject, ob, nb, f"{path}.{key}", role, roots, key)
+            continue
+        for i, (o, n) in enumerate(zip(ob, nb, strict=False)):
+            yield from compare_schemas(subject, o, n, f"{path}.{key}[{i}]", role, roots)
+        counts = f"{key}: {len(ob)} → {len(nb)} schemas"
+        if len(nb) > len(ob) and role != OUTPUT:
+            yield Break(subject, path, "tightened-type", counts)
+        if len(nb) < len(ob) and role != INPUT:
+            yield Break(subject, path, "widened-type", counts)
+
+
+def _closest(results: list[tuple[bool, int, list[Break]]]) -> list[Break]:
+    """The breaks of the closest branch, none when one branch holds: the branch of the same
+    type first (its breaks name fields, not the type), then the fewest breaks."""
+    if not results or any(not found for _, _, found in results):
+        return []
+    return min(results, key=lambda r: (r[0], r[1]))[2]
+
+
+def _versus(
+    subject: str, o: Any, n: Any, path: str, r: str, roots: tuple[Any, Any]
+) -> tuple[bool, int, list[Break]]:
+    found = sorted(set(compare_schemas(subject, o, n, path, r, roots)))
+    ot = _types(o) if isinstance(o, dict) else None
+    nt = _types(n) if isinstance(n, dict) else None
+    return (not (ot and nt and ot & nt), len(found), found)
+
+
+def _matched(
+    subject: str,
+    ob: list[Any],
+    nb: list[Any],
+    path: str,
+    role: str,
+    roots: tuple[Any, Any],
+    key: str,
+) -> Iterator[Break]:
+    """Branches matched by what they allow, not by position (a reordered or shortened list is
+    compared branch with branch). An output must stay within what was promised: with
+    alternatives (`anyOf`/`oneOf`) each new branch within some old one, with constraints
+    (`allOf`) each old constraint kept by some new one; an input must accept what it did: each
+    old alternative within some new one, each new constraint met by some old one. A branch with
+    no match reports the breaks of its closest, at its own index."""
+    alternatives = key in ("anyOf", "oneOf")
+    for r in (INPUT, OUTPUT):
+        if role not in (r, BOTH):
+            continue
+        per_new = alternatives == (r == OUTPUT)  # each new branch needs a match
+        for i, fixed in enumerate(nb if per_new else ob):
+            results = [
+                _versus(
+                    subject,
+                    *((other, fixed) if per_new else (fixed, other)),
+                    f"{path}[{i}]",
+                    r,
+                    roots,
+                )
+                for other in (ob if per_new else nb)
+            ]
+            yield from _closest(results)
+
+
+def _merged(schema: dict[str, Any], key: str, branch: Any) -> Any:
+    """`schema` with its `key` list replaced by one of its branches: `required` and
+    `properties` of both, the branch's other keywords winning."""
+    if not isinstance(branch, dict):
+        return branch
+    out = {**{k: v for k, v in schema.items() if k != key}, **branch}
+    if isinstance(schema.get("required"), list) and isinstance(branch.get("required"), list):
+        out["required"] = sorted({*schema["required"], *branch["required"]})
+    if isinstance(schema.get("properties"), dict) and isinstance(branch.get("properties"), dict):
+        out["properties"] = {**schema["properties"], **branch["properties"]}
+    return out
+
+
+def _one_side(
+    subject: str,
+    old: dict[str, Any],
+    new: dict[str, Any],
+    path: str,
+    role: str,
+    roots: tuple[Any, Any],
+    key: str,
+) -> Iterator[Break]:
+    """`key` (a list of branches) on one side only: the other side is compared with each branch
+    (merged with the keywords beside the list). An output must stay within what was promised
+    (new ⊆ old), an input must keep accepting what it did (old ⊆ new); so, per direction, one
+    branch must hold (the closest one's breaks are reported when none does) or every branch
+    must."""
+    on_old = isinstance(old.get(key), list)
+    owner = old if on_old else new
+    alternatives = key in ("anyOf", "oneOf")
+    for r in (INPUT, OUTPUT):
+        if role not in (r, BOTH):
+            continue
+        results = []
+        for b in owner[key]:
+            m = _merged(owner, key, b)
+            o, n = (m, new) if on_old else (old, m)
+            results.append(_versus(subject, o, n, path, r, roots))
+        if alternatives == ((r == OUTPUT) == on_old):  # one branch must hold
+            yield from _closest(results)
+        else:  # every branch must hold
+            yield from sorted({b for _, _, found in results for b in found})
 
 
 _LOWER = ("minLength", "minItems", "minimum", "minProperties", "exclusiveMinimum")
@@ -553,6 +700,16 @@ def check(
     found: list[Break] = []
     current = schema_files(schema_dir)
     invalid = [b for rel, doc in current.items() for b in meta_validate(rel, doc)]
+    for rel in sorted(set(current) - set(manifest["schemas"])):
+        found.append(
+            Break(
+                rel,
+                "$",
+                "unbaselined-schema",
+                "published schema has no baseline, so no change to it is checked: "
+                "`aicr-catalog compat --baseline-new` adds it (and changes no other baseline)",
+            )
+        )
     for rel in manifest["schemas"]:
         old = _baseline(base_dir, rel)
         if rel not in current:
@@ -596,8 +753,7 @@ def update_baselines(
         raise ValueError("invalid schemas cannot become baselines: " + "; ".join(invalid))
     written = []
     for rel, doc in current.items():
-        text = json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n"
-        write_text(base_dir / rel, text, root=base_dir)
+        write_text(base_dir / rel, _baseline_text(doc), root=base_dir)
         written.append(rel)
     layouts = json.dumps(bundle_layouts(catalog_dir), indent=2, sort_keys=True, allow_nan=False)
     write_text(base_dir / LAYOUTS, layouts + "\n", root=base_dir)
@@ -608,6 +764,30 @@ def update_baselines(
     text = json.dumps(manifest, indent=2, allow_nan=False) + "\n"
     write_text(base_dir / MANIFEST, text, root=base_dir)
     return tuple(written)
+
+
+def _baseline_text(doc: Any) -> str:
+    return json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
+def add_baselines(schema_dir: Path) -> tuple[str, ...]:
+    """Baselines for the published schemas that have none (a new schema: additive, allowed in
+    any version), added to the manifest; every existing baseline is left as it is. Refuses
+    while one of the new schemas is invalid against its metaschema."""
+    base_dir = schema_dir / BASELINE_DIR
+    manifest = _baseline(base_dir, MANIFEST)
+    current = schema_files(schema_dir)
+    new = sorted(set(current) - set(manifest["schemas"]))
+    invalid = [b.format() for rel in new for b in meta_validate(rel, current[rel])]
+    if invalid:
+        raise ValueError("invalid schemas cannot become baselines: " + "; ".join(invalid))
+    for rel in new:
+        write_text(base_dir / rel, _baseline_text(current[rel]), root=base_dir)
+    if new:
+        manifest = {**manifest, "schemas": sorted([*manifest["schemas"], *new])}
+        text = json.dumps(manifest, indent=2, allow_nan=False) + "\n"
+        write_text(base_dir / MANIFEST, text, root=base_dir)
+    return tuple(new)
 
 
 def report_text(r: CompatReport) -> str:

@@ -1,16 +1,21 @@
 """SVG badges per recipe × scale profile, with a JSON sidecar carrying their dates.
 
 Made in the same build as the pages, from the same records, so a badge never disagrees with the
-page it links to. Text is XML-escaped (`core.text`); widths come from a fixed per-character estimate so the
+page it links to. A badge names its recipe wherever it is embedded: its title and aria-label
+always say recipe, scale profile and status; its visible label is "recipe · profile" when that
+fits in `LABEL_MAX` characters, else the profile alone (the title still names the recipe).
+Text is XML-escaped (`core.text`); widths come from a fixed per-character estimate so the
 bytes do not depend on installed fonts.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from generator.core.records import Consensus
-from generator.core.text import xml_attr, xml_text
+from generator.core.text import html_text, md_link_text, xml_attr, xml_text
 from generator.site.api import dumps
 from generator.site.model import ProfileView, RecipeView, SiteData
 from generator.site.pages import slug
@@ -25,16 +30,20 @@ COLOURS: dict[str, str] = {
     Consensus.UNTESTED: "#57606a",
 }
 LABEL_COLOUR = "#24292f"
+# the longest visible label (recipe · profile) a badge carries; a longer one shows the profile
+LABEL_MAX = 48
 
 
 def _width(text: str) -> int:
     return 10 + sum(7 if c.isupper() or c in "mwMW@" else 6 for c in text)
 
 
-def badge_svg(label: str, message: str, colour: str) -> str:
+def badge_svg(label: str, message: str, colour: str, title: str = "") -> str:
+    """One badge: `label` on the left, `message` on `colour`; `title` (default "label: message")
+    is its accessible name and tooltip."""
     lw, mw = _width(label), _width(message)
     total = lw + mw
-    title = f"{label}: {message}"
+    title = title or f"{label}: {message}"
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{total}" height="20" role="img" '
         f'aria-label="{xml_attr(title)}"><title>{xml_text(title)}</title>'
@@ -57,6 +66,17 @@ def _message(recipe: RecipeView, p: ProfileView) -> str:
     return ("SAMPLE · " if _sample(recipe, p) else "") + f"{p.consensus} · {ceiling}"
 
 
+def label(recipe: RecipeView, p: ProfileView) -> str:
+    """The badge's visible label: recipe and profile when it fits, else the profile."""
+    full = f"{recipe.name} · {p.profile}"
+    return full if len(full) <= LABEL_MAX else p.profile
+
+
+def title(recipe: RecipeView, p: ProfileView) -> str:
+    """The badge's accessible name: always the recipe, the scale profile and the status."""
+    return f"AICR recipe {recipe.name}, scale profile {p.profile}: {_message(recipe, p)}"
+
+
 def badge_record(recipe: RecipeView, p: ProfileView, site: SiteData) -> dict[str, Any]:
     attested = [e.attested_at for e in recipe.evidence if e.counted and e.profile == p.profile]
     return {
@@ -70,7 +90,43 @@ def badge_record(recipe: RecipeView, p: ProfileView, site: SiteData) -> dict[str
         "attestedAt": max(attested) if attested else None,
         "sample": _sample(recipe, p),
         "message": _message(recipe, p),
+        "label": label(recipe, p),
+        "title": title(recipe, p),
     }
+
+
+@dataclass(frozen=True, slots=True)
+class Embed:
+    """How to embed one badge elsewhere (a README, a dashboard): Markdown and HTML that show the
+    badge and link to the recipe page's row of that profile."""
+
+    profile: str
+    markdown: str
+    html: str
+    absolute: bool  # False: URLs relative to the site's root (no --site-url was given)
+
+
+def site_base(site: SiteData) -> str:
+    """The URL the site is served under, with a trailing slash; "" when not known."""
+    url = site.site_url
+    return url if not url or url.endswith("/") else url + "/"
+
+
+def embeds(recipe: RecipeView, site: SiteData) -> tuple[Embed, ...]:
+    """The embed snippets of each of `recipe`'s badges: absolute URLs under `--site-url` when it
+    was given, else relative to the site's root (the page says so)."""
+    base, s = site_base(site), quote(slug(recipe.name), safe="")
+    out = []
+    for p in recipe.profiles:
+        part = quote(p.profile, safe="")
+        img, page = f"{base}badges/{s}/{part}.svg", f"{base}recipes/{s}.html#profile-{part}"
+        alt = title(recipe, p)
+        markdown = f"[![{md_link_text(alt)}]({img})]({page})"
+        html = (
+            f'<a href="{html_text(page)}"><img src="{html_text(img)}" alt="{html_text(alt)}"></a>'
+        )
+        out.append(Embed(p.profile, markdown, html, bool(base)))
+    return tuple(out)
 
 
 def badge_files(site: SiteData) -> dict[str, bytes]:
@@ -79,6 +135,7 @@ def badge_files(site: SiteData) -> dict[str, bytes]:
         for p in r.profiles:
             base = f"badges/{slug(r.name)}/{p.profile}"
             colour = COLOURS.get(p.consensus, COLOURS[Consensus.UNTESTED])
-            files[base + ".svg"] = badge_svg(p.profile, _message(r, p), colour).encode()
+            svg = badge_svg(label(r, p), _message(r, p), colour, title(r, p))
+            files[base + ".svg"] = svg.encode()
             files[base + ".json"] = dumps(badge_record(r, p, site))
     return files

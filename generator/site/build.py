@@ -699,7 +699,7 @@ def _build(
         evidence=len(site.evidence),
         pages=written.pages,
         files=written.files,
-        notes=site.notes,
+        notes=site.notes + written.notes,
         pages_rendered=written.rendered,
         engine_reused=written.engine_reused,
     )
@@ -717,6 +717,7 @@ class Written:
     files: int
     engine_reused: bool
     sums: dict[str, str]
+    notes: tuple[StageNote, ...] = ()  # what the writing left out, and why
 
 
 def write_site(
@@ -750,6 +751,8 @@ def write_site(
         atomic.write_text(config_file, yaml.safe_dump(config, sort_keys=True), root=work)
         engine = run_engine(config_file, docs_dir, site_dir, epoch, cache, base)
         engine_reused = engine is not None
+        if not config.get("site_url"):
+            engine = without_sitemap(site_dir, engine)
         with collector_paused():
             known = previous_files(cache, out) if cache is not None else {}
             publisher = Publisher(site_dir, out if known else None, known)
@@ -765,7 +768,27 @@ def write_site(
         swap_in(site_dir, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return Written(count, rendered, files, engine_reused, publisher.sums)
+    notes = () if config.get("site_url") else (NO_SITEMAP,)
+    return Written(count, rendered, files, engine_reused, publisher.sums, notes)
+
+
+SITEMAP_FILES = ("sitemap.xml", "sitemap.xml.gz")
+NO_SITEMAP = StageNote(
+    "sitemap",
+    "no sitemap.xml written: a sitemap lists absolute URLs and this build has no site URL "
+    "(give --site-url, or site_url in mkdocs.yml)",
+)
+
+
+def without_sitemap(site_dir: Path, engine: dict[str, bytes] | None) -> dict[str, bytes] | None:
+    """mkdocs' output without its sitemap, which is empty when there is no site URL (it lists
+    only absolute URLs): a sitemap that lists nothing is never published."""
+    if engine is not None:
+        return {rel: data for rel, data in engine.items() if rel not in SITEMAP_FILES}
+    with TreeWriter(site_dir) as tree:
+        for rel in SITEMAP_FILES:
+            tree.remove(rel)
+    return None
 
 
 __all__ = ["BuildOptions", "BuildReport", "CatalogError", "build_site", "gather"]

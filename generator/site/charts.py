@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
+from generator.core.text import html_text as escape
 from generator.evidence.view import EvidenceView, Outcome
 from generator.site.jinja import script_json
 from generator.site.model import LaneOutcome, LaneVerdict, LaneView, RecipeView

@@ -3,7 +3,10 @@
 Everything the site renders from recipe or evidence data goes through this environment:
 `StrictUndefined` (a missing field is a bug, not an empty string), autoescape on for every
 template (HTML and Markdown pages alike: data is always HTML-escaped), and explicit filters for
-the other contexts a value can land in:
+the other contexts a value can land in. Every printed value goes through `core.text.html_text`
+(the environment's `finalize`; the functions below call it as `escape`), so no control
+character from data reaches a page raw.
+
 
 - `md`: inline Markdown text (HTML-escaped, then Markdown punctuation backslash-escaped);
 - `url_part`: one path segment or query value of a URL (percent-encoded);
@@ -22,10 +25,11 @@ from typing import Any
 from urllib.parse import quote
 
 import jinja2
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from generator.core import safeio
 from generator.core.errors import SiteError
+from generator.core.text import html_text as escape
 
 TEMPLATES = Path(__file__).resolve().parent.parent.parent / "site_templates"
 
@@ -43,11 +47,17 @@ def url_part(value: object) -> str:
     return quote(str(value), safe="")
 
 
+# what JSON leaves raw but an HTML page must not carry (C0 is escaped by json.dumps already)
+_JSON_RAW_CONTROLS = re.compile("[\x7f-\x9f\ufdd0-\ufdef\ufffe\uffff]")
+
+
 def script_json(value: object) -> Markup:
-    """JSON safe inside a `<script>`/`<template>` element and inside an HTML attribute."""
+    """JSON safe inside a `<script>`/`<template>` element and inside an HTML attribute (DEL, C1
+    and non-characters written as `\\u` escapes: the data is the same, the page carries none)."""
     text = json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     )
+    text = _JSON_RAW_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     text = (
         text.replace("&", "\\u0026")
         .replace("<", "\\u003c")
@@ -158,6 +168,7 @@ def environment(root: Path = TEMPLATES) -> jinja2.Environment:
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=escape,  # every printed value: escaped, controls replaced (Markup kept)
     )
     env.filters.update(
         md=md_inline,

@@ -163,6 +163,7 @@ def recipe_page(recipe: RecipeView, site: SiteData) -> str:
         repo_url=site.repo_url,
         trust_root=site.trust_root,
         updated=_updated(recipe.evidence),
+        embeds=_embeds(recipe, site),
     )
 
 
@@ -170,6 +171,12 @@ def run_url(run: EvidenceView) -> str:
     """Where the site shows one run in full (site-relative): its own page, named by its id.
     Every link to a run's detail (pages, changelog, feed, API) is this address."""
     return f"evidence/runs/{run.id}.html"
+
+
+def _embeds(recipe: RecipeView, site: SiteData) -> tuple[Any, ...]:
+    from generator.site import badges  # badges names its files with `slug`, from here
+
+    return badges.embeds(recipe, site)
 
 
 def evidence_page(name: str, runs: tuple[EvidenceView, ...], site: SiteData, known: bool) -> str:

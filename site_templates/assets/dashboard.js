@@ -254,10 +254,13 @@
     if (/^[=+\-@\t\r]/.test(s)) s = "'" + s;  // never a formula in a spreadsheet
     return /[",\r\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
   }
+  // The CSV's links are absolute (resolved against this page's address), so they work wherever the
+  // file is opened; it starts with a UTF-8 byte order mark, without which Excel reads it as ANSI.
+  function cell(r, c) { return csvCell(c === "url" || c === "evidenceUrl" ? new URL(r[c], location.href).href : r[c]); }
   csv.addEventListener("click", function () {
     var lines = [CSV_COLS.join(",")];
-    shown.forEach(function (r) { lines.push(CSV_COLS.map(function (c) { return csvCell(r[c]); }).join(",")); });
-    var a = el("a", { href: URL.createObjectURL(new Blob([lines.join("\r\n") + "\r\n"], { type: "text/csv" })),
+    shown.forEach(function (r) { lines.push(CSV_COLS.map(function (c) { return cell(r, c); }).join(",")); });
+    var a = el("a", { href: URL.createObjectURL(new Blob(["\ufeff" + lines.join("\r\n") + "\r\n"], { type: "text/csv;charset=utf-8" })),
       download: "aicr-recipes.csv" });
     document.body.append(a); a.click(); a.remove();
   });
