@@ -168,6 +168,19 @@ def apply(world: World, change: tuple[str, int]) -> None:
         path = files[n % len(files)]
         world.held[path.relative_to(world.evidence).as_posix()] = path.read_bytes()
         path.unlink()
+    elif kind == "remove-recipe-evidence" and files:  # a recipe loses its only evidence
+        recipe = files[n % len(files)].relative_to(world.evidence).parts[0]
+        for path in files:
+            if path.relative_to(world.evidence).parts[0] == recipe:
+                world.held[path.relative_to(world.evidence).as_posix()] = path.read_bytes()
+                path.unlink()
+    elif kind == "signer-policy":  # a signer's class and label change: every view of its runs
+        path = world.root / "catalog" / "signers.yaml"
+        text = path.read_text()
+        classes = ("partner", "community", "first-party")
+        first = next(c for c in classes if f"- class: {c}" in text)
+        text = text.replace(f"- class: {first}", f"- class: {classes[n % 3]}", 1)
+        path.write_text(text.replace("label: Synthetic lab", f"label: Lab {n} /", 1))
     elif kind == "restore-evidence" and world.held:
         rel = sorted(world.held)[n % len(world.held)]
         (world.evidence / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -192,7 +205,9 @@ CHANGES = st.tuples(
     st.sampled_from(
         [
             "remove-evidence",
+            "remove-recipe-evidence",
             "restore-evidence",
+            "signer-policy",
             "edit-values",
             "repo-url",
             "site-url",
@@ -219,6 +234,12 @@ def worlds(tmp_path: Path, key_file: None) -> Iterator[Path]:
 def test_any_changes_then_the_cached_site_is_the_site_from_scratch(
     synth: Path, worlds: Path, changes: list[tuple[str, int]]
 ) -> None:
+    _cached_is_fresh(synth, worlds, changes)
+
+
+def _cached_is_fresh(synth: Path, worlds: Path, changes: list[tuple[str, int]]) -> None:
+    """A cached build, then `changes` each followed by a cached build; the site is then
+    compared file by file with a `--no-cache` build of the same inputs."""
     root = Path(worlds) / hashlib.sha256(repr(changes).encode()).hexdigest()[:12]
     world = _world(synth, root)
     build_site(world.options)  # the cache and the previous site the changes start from
@@ -229,6 +250,21 @@ def test_any_changes_then_the_cached_site_is_the_site_from_scratch(
     build_site(fresh)
     assert digests(world.options.out) == digests(fresh.out), changes
     shutil.rmtree(root)
+
+
+# the incremental paths each named once, whatever the examples above drew: a recipe losing its
+# only evidence, a signer policy change, and an option change after an incremental build
+NAMED = [
+    [("remove-evidence", 0), ("remove-recipe-evidence", 1), ("repo-url", 1)],
+    [("signer-policy", 1), ("restore-evidence", 0), ("site-url", 2)],
+]
+
+
+@pytest.mark.parametrize("changes", NAMED, ids=["only-evidence-gone", "signer-policy"])
+def test_named_changes_then_the_cached_site_is_the_site_from_scratch(
+    synth: Path, worlds: Path, changes: list[tuple[str, int]]
+) -> None:
+    _cached_is_fresh(synth, worlds, changes)
 
 
 # --- derived keys ------------------------------------------------------------------------------

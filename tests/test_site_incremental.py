@@ -72,6 +72,13 @@ def test_one_added_evidence_file_renders_two_pages_and_matches_a_fresh_build(
     assert "catalog unchanged" in caplog.text and "load + validate" not in caplog.text
     # files whose bytes the previous build published are linked, not written again
     linked = re.search(r"(\d+) files unchanged since the last build: linked", caplog.text)
+    # publishing is counted work: the first build wrote every file and made every archive and
+    # signed statement; the second makes one statement (the added run's), links every archive
+    # and every other statement without making or hashing it, and writes only what changed
+    assert first.files_linked == 0 and first.files_derived > first.evidence
+    assert second.files_derived == 1, second
+    assert second.files_written < first.files // 6, second
+    assert second.files_linked > first.files // 2
     assert linked and int(linked.group(1)) > first.files // 2, caplog.text
     assert b"lane-XX" not in (out / "api" / "v1" / "lanes.json").read_bytes()
     # the recipe's page and its evidence page, plus the nine site-wide pages (signers.md among them)

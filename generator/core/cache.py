@@ -36,9 +36,11 @@ import functools
 import hashlib
 import hmac
 import json
+import logging
 import os
 import pickle
 import secrets
+import shutil
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -238,8 +240,11 @@ class Cache:
     # --- the store
     def _store_db(self) -> sqlite3.Connection:
         """The store, opened on first use (and again in a forked process: a connection is
-        never shared across a fork)."""
+        never shared across a fork). The first open in a process removes the per-stage
+        directories of the cache layout before the store (`remove_legacy_dirs`)."""
         if self._db is None or self._pid != os.getpid():
+            if self._db is None and self._pid == 0:
+                remove_legacy_dirs(self.root)
             self.root.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self.root / STORE, timeout=120, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")
@@ -474,6 +479,54 @@ class Cache:
         return len(gone)
 
 
+LEGACY_KEPT = frozenset({"bundles", "timeline"})  # directories of `.cache/` still in use
+_HEX = frozenset("0123456789abcdef")
+PROGRESS = logging.getLogger("aicr_catalog.build")
+
+
+def _legacy_layout(directory: Path) -> bool:
+    """`directory` holds nothing but the per-stage layout before the store:
+    `<2 hex>/<64 hex>` entry files (pickles and JSON under an `AICR-CACHE` header)."""
+    with os.scandir(directory) as subs:
+        entries = [(s.name, s.path, s.is_dir(follow_symlinks=False)) for s in subs]
+    for name, path, is_dir in entries:
+        if not (is_dir and len(name) == 2 and _hexes(name)):
+            return False
+        with os.scandir(path) as files:
+            if not all(
+                f.is_file(follow_symlinks=False) and len(f.name) == 64 and _hexes(f.name)
+                for f in files
+            ):
+                return False
+    return True
+
+
+def _hexes(name: str) -> bool:
+    return set(name) <= _HEX
+
+
+def remove_legacy_dirs(root: Path) -> tuple[str, ...]:
+    """Remove the per-stage entry directories (`.cache/<stage>/<2 hex>/<64 hex>`) that builds
+    made before every entry moved into `store.sqlite3`: nothing reads them any more, and they
+    held tens of thousands of pickles. Only a directory in exactly that layout is removed
+    (`bundles/` and `timeline/` are in use and never touched); one line says so. Returns the
+    names removed."""
+    if not root.is_dir():
+        return ()
+    with os.scandir(root) as it:
+        dirs = sorted(e.name for e in it if e.is_dir(follow_symlinks=False))
+    gone = []
+    for name in dirs:
+        if name not in LEGACY_KEPT and _legacy_layout(root / name):
+            shutil.rmtree(root / name)
+            gone.append(name)
+    if gone:
+        PROGRESS.info(
+            "removed the cache's old per-stage directories (now in %s): %s", STORE, ", ".join(gone)
+        )
+    return tuple(gone)
+
+
 @contextlib.contextmanager
 def _transaction(db: sqlite3.Connection) -> Iterator[None]:
     """One write transaction: all of it, or (on any error) none of it."""
@@ -554,6 +607,7 @@ __all__ = [
     "digests_of",
     "fingerprint",
     "machine_key",
+    "remove_legacy_dirs",
     "stat_tree_digest",
     "tree_digest",
     "tree_listing",

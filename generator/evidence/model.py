@@ -71,6 +71,11 @@ class CheckResult:
     targets: int | None = None  # None when the predicate does not say (upstream)
     message: str = ""
 
+    def __reduce__(self) -> tuple[type[CheckResult], tuple[str, str, int | None, str]]:
+        # pickled as its constructor's arguments: the verify cache holds ~25 per run, and a
+        # slotted dataclass's default state round trip costs ~3× this (`_dataclass_setstate`)
+        return CheckResult, (self.name, self.status, self.targets, self.message)
+
 
 @dataclass(frozen=True, slots=True)
 class Kpi:
@@ -81,6 +86,11 @@ class Kpi:
     threshold: float
     status: str | None  # passed | failed | proposed | None
     targets: int | None = None  # how many targets it was measured on (None: not said)
+
+    def __reduce__(self) -> tuple[type[Kpi], tuple[Any, ...]]:
+        # as `CheckResult.__reduce__`
+        fields = (self.id, self.value, self.unit, self.operator, self.threshold, self.status)
+        return Kpi, (*fields, self.targets)
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,6 +63,11 @@ class CheckRow:
     message: str
     outcome: Outcome = _UNJUDGED
 
+    def judged(self, outcome: Outcome) -> CheckRow:
+        """This row with `outcome` (a direct construction: `dataclasses.replace` costs ~10×,
+        and every run's rows are judged once or twice a build)."""
+        return CheckRow(self.phase, self.name, self.status, self.targets, self.message, outcome)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "phase": self.phase,
@@ -84,6 +89,12 @@ class KpiRow:
     threshold: float
     status: str  # passed | failed | proposed | "" (as signed)
     outcome: Outcome = _UNJUDGED
+
+    def judged(self, outcome: Outcome) -> KpiRow:
+        """This row with `outcome` (see `CheckRow.judged`)."""
+        return KpiRow(
+            self.id, self.value, self.unit, self.operator, self.threshold, self.status, outcome
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -235,10 +246,8 @@ def with_outcome(
     return replace(
         view,
         outcome=run,
-        kpis=tuple(replace(k, outcome=kpis.get(k.id, left_out)) for k in view.kpis),
-        checks=tuple(
-            replace(c, outcome=checks.get((c.phase, c.name), left_out)) for c in view.checks
-        ),
+        kpis=tuple(k.judged(kpis.get(k.id, left_out)) for k in view.kpis),
+        checks=tuple(c.judged(checks.get((c.phase, c.name), left_out)) for c in view.checks),
     )
 
 
@@ -249,10 +258,8 @@ def as_signed(view: EvidenceView, verdict: str) -> EvidenceView:
     return replace(
         view,
         outcome=Outcome(verdict, (), "; ".join(view.reasons) or said),
-        kpis=tuple(
-            replace(k, outcome=Outcome(k.status or NOT_JUDGED, (), said)) for k in view.kpis
-        ),
-        checks=tuple(replace(c, outcome=Outcome(c.status, (), said)) for c in view.checks),
+        kpis=tuple(k.judged(Outcome(k.status or NOT_JUDGED, (), said)) for k in view.kpis),
+        checks=tuple(c.judged(Outcome(c.status, (), said)) for c in view.checks),
     )
 
 
@@ -268,8 +275,8 @@ def _unjudged_rows(view: EvidenceView) -> EvidenceView:
     )
     return replace(
         view,
-        kpis=tuple(replace(k, outcome=why) for k in view.kpis),
-        checks=tuple(replace(c, outcome=why) for c in view.checks),
+        kpis=tuple(k.judged(why) for k in view.kpis),
+        checks=tuple(c.judged(why) for c in view.checks),
     )
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import hashlib
 import logging
 import os
 import re
@@ -60,7 +62,7 @@ from generator.site.model import (
     StageNote,
 )
 from generator.site.outdir import build_lock, remove_leftovers, swap_in
-from generator.site.publish import Publisher
+from generator.site.publish import Derived, PublishCounts, Publisher, derived_source
 from generator.site.signers import signer_policy
 from generator.site.timeline import Change, site_timeline
 
@@ -116,6 +118,11 @@ class BuildReport:
     notes: tuple[StageNote, ...]
     pages_rendered: int = 0  # pages rendered by this build (the others came from the cache)
     engine_reused: bool = False  # mkdocs' output for the same Markdown came from the cache
+    # what publishing did (`site/publish.py`): files written by this build, linked from the
+    # previous tree, and derived files (archives, signed statements) made rather than linked
+    files_written: int = 0
+    files_linked: int = 0
+    files_derived: int = 0
 
 
 # --- time ---------------------------------------------------------------------------------------
@@ -530,9 +537,13 @@ def run_engine(
     return files
 
 
-def iter_published(site: SiteData, reuse: api.Reuse | None = None) -> Iterator[tuple[str, bytes]]:
+def iter_published(
+    site: SiteData, reuse: api.Reuse | None = None
+) -> Iterator[tuple[str, bytes | Derived]]:
     """Files served as they are (no page around them): API, badges, bundles, raw evidence;
-    one at a time, so the largest (the API) is never all in memory at once."""
+    one at a time, so the largest (the API) is never all in memory at once. A file whose
+    source's digest is known before it is made (an archive, a run's signed statement) comes as
+    `Derived`: the publisher links the previous build's copy instead of making it again."""
     yield "assets/plotly.min.js", plotly_js()
     yield from api.iter_api_files(site, reuse)
     yield from sorted(badges.badge_files(site).items())
@@ -540,8 +551,9 @@ def iter_published(site: SiteData, reuse: api.Reuse | None = None) -> Iterator[t
     for r in site.recipes:
         for p in r.profiles:
             for d in p.downloads:
-                yield d.file, d.content
+                yield d.file, Derived(f"archive\0{d.sha256}", functools.partial(_given, d.content))
     published: dict[str, str] = {}
+    code = fingerprint("site/audit.py")
     for e in site.evidence:
         if e.raw:
             if e.raw_file in published:  # never let one file silently replace another
@@ -550,13 +562,26 @@ def iter_published(site: SiteData, reuse: api.Reuse | None = None) -> Iterator[t
                 )
             published[e.raw_file] = e.path
             yield e.raw_file, e.raw
-            statement = signed_statement(e.raw) if e.state != "rejected" else None
-            if statement is not None:  # what was judged, as signed (generator/site/audit.py)
-                yield statement_file(e.raw_file), statement
+            if e.state != "rejected":  # what was judged, as signed (generator/site/audit.py)
+                source = derived_source("statement", code, hashlib.sha256(e.raw).hexdigest())
+                yield (
+                    statement_file(e.raw_file),
+                    Derived(source, functools.partial(signed_statement, e.raw)),
+                )
+
+
+def _given(data: bytes) -> bytes:
+    return data
 
 
 def published_files(site: SiteData) -> dict[str, bytes]:
-    return dict(iter_published(site))
+    """Every file `iter_published` gives, made."""
+    out: dict[str, bytes] = {}
+    for rel, data in iter_published(site):
+        made = data.make() if isinstance(data, Derived) else data
+        if made is not None:
+            out[rel] = made
+    return out
 
 
 def finish_pages(
@@ -672,17 +697,17 @@ def build_site(options: BuildOptions) -> BuildReport:
         if done is not None:  # same inputs, same generator, site untouched: nothing to do
             notes = tuple(StageNote(**n) for n in done.pop("notes"))
             return BuildReport(**done, notes=notes)
-        report, sums = _build(options, out, epoch, memo, base)
-        record_build(cache, out, key, dataclasses.asdict(report), sums)
+        report, written = _build(options, out, epoch, memo, base)
+        record_build(cache, out, key, dataclasses.asdict(report), written.sums, written.sources)
         cache.finish()  # entries of earlier inputs are never read again
     return report
 
 
 def _build(
     options: BuildOptions, out: Path, epoch: int, memo: Memo, base: str
-) -> tuple[BuildReport, dict[str, str]]:
+) -> tuple[BuildReport, Written]:
     """The build proper (under the lock): the pipeline and the bundles (`gather`) → pages →
-    write. Returns the report and the sha256 of every file it published."""
+    write. Returns the report and what was written (the new file table's sums and sources)."""
     # the collector is paused everywhere but around mkdocs, which makes cyclic garbage per page
     with collector_paused():
         site = gather(options, epoch, memo)
@@ -702,21 +727,26 @@ def _build(
         notes=site.notes + written.notes,
         pages_rendered=written.rendered,
         engine_reused=written.engine_reused,
+        files_written=written.counts.written,
+        files_linked=written.counts.linked,
+        files_derived=written.counts.derived_made,
     )
-    return report, written.sums
+    return report, written
 
 
 @dataclass(frozen=True, slots=True)
 class Written:
     """What `write_site` did: the pages it was given (and how many of them were rendered by
-    this build), files in the new site, whether mkdocs' output was reused, and the sha256 of
-    every file it published."""
+    this build), files in the new site, whether mkdocs' output was reused, the sha256 of every
+    file it published, the source of every derived file, and the publisher's counts."""
 
     pages: int
     rendered: int
     files: int
     engine_reused: bool
     sums: dict[str, str]
+    sources: dict[str, str]
+    counts: PublishCounts
     notes: tuple[StageNote, ...] = ()  # what the writing left out, and why
 
 
@@ -761,7 +791,11 @@ def write_site(
             publisher.put_all(iter_published(site, api_reuse(recipe_keys)))
             publisher.close()
             if publisher.linked:
-                PROGRESS.info("%d files unchanged since the last build: linked", publisher.linked)
+                PROGRESS.info(
+                    "%d files unchanged since the last build: linked (%d written)",
+                    publisher.linked,
+                    publisher.written,
+                )
         mark(site_dir, OutputKind.SITE)
         files = sum(len(names) for _, _, names in os.walk(site_dir))
         PROGRESS.info("swap the finished site into %s", options.out)
@@ -769,7 +803,16 @@ def write_site(
     finally:
         shutil.rmtree(work, ignore_errors=True)
     notes = () if config.get("site_url") else (NO_SITEMAP,)
-    return Written(count, rendered, files, engine_reused, publisher.sums, notes)
+    return Written(
+        count,
+        rendered,
+        files,
+        engine_reused,
+        publisher.sums,
+        publisher.sources,
+        publisher.counts(),
+        notes,
+    )
 
 
 SITEMAP_FILES = ("sitemap.xml", "sitemap.xml.gz")

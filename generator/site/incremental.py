@@ -32,6 +32,7 @@ from generator.core.memo import Memo, content
 from generator.evidence.view import EvidenceView
 from generator.site import api, pages
 from generator.site.model import RecipeView, SiteData
+from generator.site.publish import Published
 
 if TYPE_CHECKING:
     from generator.site.build import BuildOptions
@@ -153,10 +154,18 @@ def record_build(
     key: str,
     report: dict[str, Any],
     sums: dict[str, str] | None = None,
+    sources: dict[str, str] | None = None,
 ) -> None:
-    """Remember that `out` is the build of `key` (with its file listing, to notice edits, and
-    the sha256 of the files the build published, so the next build can reuse them)."""
-    doc = {"key": key, "listing": _tree_listing(out), "report": report, "sha256": sums or {}}
+    """Remember that `out` is the build of `key`: its file table (the listing, to notice
+    edits; the sha256 of the files the build published and, for a file made from a source,
+    that source's identity), so the next build can reuse them."""
+    doc = {
+        "key": key,
+        "listing": _tree_listing(out),
+        "report": report,
+        "sha256": sums or {},
+        "source": sources or {},
+    }
     cache.put(
         BUILD_STAGE,
         digest(str(out.resolve())),
@@ -166,18 +175,25 @@ def record_build(
     )
 
 
-def previous_files(cache: Cache, out: Path) -> dict[str, tuple[int, int, int, str]]:
-    """What the last recorded build of `out` published: relative path -> (size, mtime_ns,
-    inode, sha256) as recorded. A file whose stat still matches holds those bytes (the record
-    is authenticated, so the list cannot be planted); anything else is unknown."""
+def previous_files(cache: Cache, out: Path) -> dict[str, Published]:
+    """What the last recorded build of `out` published (its file table), by relative path. A
+    file whose stat still matches holds those bytes (the record is authenticated, so the table
+    cannot be planted); anything else is unknown."""
     doc = _last_build(cache, out)
-    sums, listing = doc.get("sha256"), doc.get("listing")
-    if not isinstance(sums, dict) or not isinstance(listing, list):
+    sums, listing, sources = doc.get("sha256"), doc.get("listing"), doc.get("source", {})
+    if not isinstance(sums, dict) or not isinstance(listing, list) or not isinstance(sources, dict):
         return {}
-    out_files: dict[str, tuple[int, int, int, str]] = {}
+    out_files: dict[str, Published] = {}
     for entry in listing:
         if isinstance(entry, list) and len(entry) == 4 and isinstance(sums.get(entry[0]), str):
-            out_files[entry[0]] = (int(entry[1]), int(entry[2]), int(entry[3]), sums[entry[0]])
+            source = sources.get(entry[0], "")
+            out_files[entry[0]] = Published(
+                int(entry[1]),
+                int(entry[2]),
+                int(entry[3]),
+                sums[entry[0]],
+                source if isinstance(source, str) else "",
+            )
     return out_files
 
 
