@@ -18,8 +18,12 @@ $(STAMP): pyproject.toml $(VENV)/bin/python
 
 # The repository holds only SAMPLE evidence (signed by the committed demo root), so the site is
 # built with the demo root: every sample row and page says SAMPLE. `release` uses public-good.
+# With the qualification timeline (cached per commit under .cache/timeline/: the first build
+# computes every commit, later ones only new commits; docs/performance.md). TIMELINE=--no-timeline
+# opts out (a shallow clone has no history to build it from).
+TIMELINE ?= --timeline
 site: $(STAMP)
-	$(BIN)/aicr-catalog build --trust-root demo
+	$(BIN)/aicr-catalog build --trust-root demo $(TIMELINE)
 
 # Timing targets (perf) run after the rest, alone: a second test worker on a 2-core machine
 # would be measured with them.

@@ -59,7 +59,7 @@ def _build(out: Path, *extra: str) -> Built:
 
 @pytest.fixture(scope="module")
 def relative(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    return _build(tmp_path_factory.mktemp("rel") / "site")
+    return _build(tmp_path_factory.mktemp("rel") / "site", "--no-timeline")
 
 
 @pytest.fixture(scope="module")
@@ -167,6 +167,7 @@ def test_recipe_page_offers_absolute_embed_snippets_under_the_site_url(absolute:
 
 
 def test_no_site_url_writes_no_sitemap_and_says_why(relative: Built) -> None:
+    assert not (relative.out / "api" / "v1" / "timeline.json").exists()  # --no-timeline
     assert not (relative.out / "sitemap.xml").exists()
     assert not (relative.out / "sitemap.xml.gz").exists()
     assert "note: sitemap: no sitemap.xml written" in relative.stderr

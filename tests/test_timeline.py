@@ -207,3 +207,21 @@ def test_every_change_appears_once_on_the_recipe_page_changelog_feed_and_api(
         c.id for c in sorted(moved, key=lambda c: (c.date, c.id), reverse=True)
     ]
     assert any(x["direction"] == "loss" for x in doc["changes"])
+
+
+def test_a_shallow_clone_is_refused_not_shown_as_a_short_history(
+    history: Path, tmp_path: Path
+) -> None:
+    """`make site` builds the timeline by default: in a shallow clone (CI's default checkout)
+    the history starts at the cut, so every earlier change would silently be missing."""
+    from generator.core.errors import CatalogError
+    from generator.site.timeline import site_timeline
+
+    clone = tmp_path / "shallow"
+    subprocess.run(
+        ["git", "clone", "-q", "--depth", "1", history.resolve().as_uri(), str(clone)],
+        check=True,
+        capture_output=True,
+    )
+    with pytest.raises(CatalogError, match=r"shallow clone.*--unshallow.*--no-timeline"):
+        site_timeline(clone / "catalog", clone / "evidence", "demo", None)

@@ -118,14 +118,16 @@ def _repository_link(catalog_path: Path, given: str) -> tuple[str, str]:
     "has no remote with one, which the build notes).",
 )
 @click.option(
-    "--timeline",
+    "--timeline/--no-timeline",
     "with_timeline",
-    is_flag=True,
+    default=False,
     help="Add the qualification timeline: the state of every recipe × profile at each commit "
     "of the catalog's git history that touched the catalog or the evidence, each change dated "
     "and explained on the recipe pages, in 'What changed', the Atom feed and "
     "api/v1/timeline.json. States are cached per commit under .cache/timeline/ (the first "
-    "build computes every commit: minutes; later builds only new commits).",
+    "build computes every commit: about a minute of CPU for this repository; later builds "
+    "only new commits, seconds). `make site` turns it on (docs/performance.md); it needs the "
+    "full history (not a shallow clone).",
 )
 @click.option(
     "--jobs",

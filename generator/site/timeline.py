@@ -489,6 +489,13 @@ def site_timeline(
     """The timeline of the repository holding `catalog` (the site's stage): the catalog and
     evidence directories as paths inside it; states cached under `cache_dir`."""
     top = Path(str(_git(catalog, "rev-parse", "--show-toplevel")).strip())
+    if str(_git(top, "rev-parse", "--is-shallow-repository")).strip() == "true":
+        # a shallow clone's history starts at its cut: every earlier change would be missing
+        raise CatalogError(
+            f"the timeline needs the repository's full history, and {top} is a shallow clone: "
+            "run `git fetch --unshallow`, or build without it (--no-timeline; "
+            "`make site TIMELINE=--no-timeline`)"
+        )
     try:
         cat_rel = catalog.resolve().relative_to(top.resolve()).as_posix()
         ev_rel = evidence.resolve().relative_to(top.resolve()).as_posix()
