@@ -27,7 +27,7 @@ from generator.cli import main
 from generator.commands.build import cli_reference
 from generator.core.errors import CatalogError, SiteError
 from generator.core.outputs import MARKER
-from generator.site import charts
+from generator.site import charts, islands
 from generator.site.build import BuildOptions, build_site
 from generator.site.jinja import md_inline, script_json, url_part
 from generator.site.outdir import build_lock
@@ -168,6 +168,22 @@ def test_every_api_file_matches_its_published_schema(built_site: Path) -> None:
     assert len(details) == len(load(built_site, "api/v1/recipes.json")["recipes"])
     for p in details:
         validate(json.loads(p.read_text()), "recipe.schema.json")
+    index = load(built_site, "api/v1/evidence/index.json")
+    validate(index, "recipe-evidence-index.schema.json")
+    per_recipe = sorted(p for p in (api / "evidence").glob("*.json") if p.name != "index.json")
+    paths = [e["path"] for e in index["recipes"]]
+    assert sorted(paths) == [p.relative_to(built_site).as_posix() for p in per_recipe]
+    every = load(built_site, "api/v1/evidence.json")["evidence"]
+    ids = []
+    for entry in index["recipes"]:
+        data = (built_site / entry["path"]).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == entry["sha256"]
+        doc = json.loads(data)
+        validate(doc, "recipe-evidence.schema.json")
+        assert doc["recipe"] == entry["recipe"] and doc["runs"] == len(doc["evidence"])
+        ids += [run["id"] for run in doc["evidence"]]
+    # the per-recipe files hold every run of the (deprecated) evidence.json, once, the same
+    assert sorted(ids) == sorted(run["id"] for run in every) and index["runs"] == len(every)
     published = {p.name for p in (api / "schemas").iterdir()}
     assert {f.name for f in SCHEMAS.glob("*.schema.json")} == published
 
@@ -239,7 +255,7 @@ def test_sample_evidence_is_marked_sample_wherever_shown(built_site: Path) -> No
     assert load(built_site, "api/v1/recipes.json")["sample"] is True
     index_page = (built_site / "evidence" / "index.html").read_text()
     chip = 'title="sample evidence: demo data, qualifies nothing">SAMPLE<'
-    assert index_page.count(chip) == len(sample)
+    assert index_page.count(chip) == len({e["recipe"] for e in sample})  # a row per recipe
     for recipe in {e["recipe"] for e in sample}:
         page = (built_site / "evidence" / f"{recipe}.html").read_text()
         assert "Sample evidence — not a real qualification" in page
@@ -551,7 +567,12 @@ def test_data_blocks_are_back_in_place_in_every_page(built_site: Path) -> None:
     order = [article.index(f'id="{h}"') for h in ("scale-profiles-and-status", "components")]
     assert order[0] < article.index("Consensus and scale ceiling") < order[1]
     runs = (built_site / "evidence" / "index.html").read_text()
-    assert runs.count('<tr><td><a href="../recipes/') >= 1
+    assert runs.count('<tr><td><a href="../evidence/') >= 1
+    for page in (built_site / "evidence" / "runs").glob("*.html"):  # stamped: title and block
+        text = page.read_text(encoding="utf-8")
+        assert islands.STAMP_TITLE not in text and text.count('class="aicr-run"') == (
+            page.name != "index.html"
+        )
 
 
 def test_serve_serves_the_built_site_on_loopback(built_site: Path) -> None:

@@ -81,9 +81,12 @@ def test_one_added_evidence_file_renders_two_pages_and_matches_a_fresh_build(
     assert second.files_linked > first.files // 2
     assert linked and int(linked.group(1)) > first.files // 2, caplog.text
     assert b"lane-XX" not in (out / "api" / "v1" / "lanes.json").read_bytes()
-    # the recipe's page and its evidence page, plus the nine site-wide pages (signers.md among them)
-    assert second.pages_rendered == 2 + 9, second
-    assert second.engine_reused  # no page's Markdown skeleton changed
+    # the recipe's page, its evidence page and the new run's page, plus the ten site-wide pages
+    # (signers.md and the runs' stamp page among them)
+    assert second.pages_rendered == 3 + 10, second
+    # no Markdown skeleton the engine builds changed: a run's page is stamped from the engine's
+    # one build of evidence/runs/index.md, never a page of the engine's own
+    assert second.engine_reused
     assert second.evidence == first.evidence + 1
 
     fresh = tmp_path / "fresh" / "site"
@@ -142,8 +145,8 @@ def test_entries_of_earlier_inputs_are_swept(
     build_site(opts(catalog, evidence, out))
     after = set(_entries(cache, PAGES_STAGE))
     # the touched recipe's entries (its page, its evidence page, its API document and its
-    # runs in evidence.json) were replaced; nothing accumulates
-    assert len(after) == len(before) and len(after - before) == 4
+    # runs in evidence.json) were replaced, the new run's page added; nothing accumulates
+    assert len(after) == len(before) + 1 and len(after - before) == 5
     assert len(_entries(cache, ENGINE_STAGE)) == 1
 
 
@@ -173,8 +176,10 @@ def test_pages_rendered_by_worker_processes_are_the_same(
     site = gather(options, EPOCH)
     one = make_pages(site, replace(options, jobs=1))
     two = make_pages(site, replace(options, jobs=2))  # 80+ pages: a pool of two workers
-    assert one.rendered == two.rendered == len(one.skeletons) > 64
+    # every page is rendered; the engine gets all but the stamped run pages
+    assert one.rendered == two.rendered == one.count > len(one.skeletons) > 64
     assert one.skeletons == two.skeletons and one.blocks == two.blocks
+    assert one.stamped == two.stamped and one.stamped
 
 
 def test_evidence_json_joined_from_recipe_lists_is_the_plain_encoding(

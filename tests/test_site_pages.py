@@ -435,3 +435,25 @@ def test_changelog_lists_new_recipes_from_git_history_and_evidence(tmp_path: Pat
     assert b"<title>new recipe: demo-recipe</title>" in feed
     assert b'<link href="https://example.invalid/cat/recipes/demo-recipe.html"/>' in feed
     assert changelog.atom(s) == changelog.atom(s)
+
+
+def test_a_run_page_title_is_escaped_when_stamped_into_the_built_page() -> None:
+    """A run's page is the engine's build of the stamp page with its title put in: the title
+    (from evidence data) arrives HTML-escaped, and a stamp without the placeholder is an error."""
+    from generator.core.errors import SiteError
+    from generator.site import islands
+
+    s = site()
+    run = replace(s.evidence[0], recipe='<img src=x onerror="alert(1)">')
+    skeleton, blocks = islands.lift(pages.run_page(run, s, None))
+    title = pages.stamped_title(skeleton)
+    assert title == "Run 240000000000 of &lt;img src=x onerror=&#34;alert(1)&#34;&gt;"
+    assert len(blocks) == 1 and "# " not in skeleton.split("---", 2)[2]  # its h1 is the title's
+    built = f"<title>{islands.STAMP_TITLE} - x</title><h1>{islands.STAMP_TITLE}</h1>"
+    page = islands.stamp(built + islands.placeholder(0), title, "evidence/runs/x.html")
+    page = islands.sink(page, blocks, "evidence/runs/x.html")
+    assert "<img" not in page and page.count(title) == 2 and 'class="aicr-run"' in page
+    with pytest.raises(SiteError, match="no title placeholder"):
+        islands.stamp("<title>x</title>", title, "evidence/runs/x.html")
+    stamp = islands.lift(pages.run_stamp_page())[0]
+    assert pages.stamped_title(stamp) == "Evidence runs"

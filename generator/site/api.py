@@ -7,12 +7,14 @@ the files (`api/v1/schemas/`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from generator.core import safeio
+from generator.core.errors import SiteError
 from generator.evidence.view import EvidenceView
 from generator.site.model import ProfileView, RecipeView, SiteData
 from generator.site.pages import run_url, slug
@@ -263,6 +265,80 @@ def evidence_file(
     return b"".join(parts)
 
 
+EVIDENCE_DIR = "api/v1/evidence"  # one file per recipe name with runs, and index.json
+
+
+def evidence_groups(site: SiteData) -> dict[str, tuple[EvidenceView, ...]]:
+    """The runs of each recipe name with evidence (current leaves and not), in site order."""
+    groups: dict[str, list[EvidenceView]] = {}
+    for e in site.evidence:
+        groups.setdefault(e.recipe, []).append(e)
+    return {name: tuple(runs) for name, runs in groups.items()}
+
+
+def _counts(runs: Sequence[EvidenceView]) -> dict[str, int]:
+    counts = {s: sum(1 for e in runs if e.state == s) for s in ("verified", "stale", "rejected")}
+    return {"runs": len(runs), **counts, "counted": sum(1 for e in runs if e.counted)}
+
+
+def recipe_evidence(
+    site: SiteData,
+    name: str,
+    runs: Sequence[EvidenceView],
+    known: bool,
+    records: Mapping[str, dict[str, Any]],
+) -> dict[str, Any]:
+    """api/v1/evidence/<recipe>.json: the runs of one recipe name, as evidence.json lists them
+    (`known`: the name is a current leaf recipe; when not, its runs are shown, never counted)."""
+    s = slug(name)
+    return {
+        **_header(site, "RecipeEvidence"),
+        "recipe": name,
+        "known": known,
+        "url": f"evidence/{s}.html",
+        "sample": any(e.sample for e in runs),
+        **_counts(runs),
+        "evidence": [records[e.id] for e in runs],
+    }
+
+
+def evidence_files(
+    site: SiteData, records: Mapping[str, dict[str, Any]]
+) -> Iterator[tuple[str, bytes]]:
+    """The per-recipe evidence files, then their index (api/v1/evidence/index.json: per recipe
+    name its file, page, counts and the file's sha256). No file grows with the catalog: a
+    recipe's file holds its own runs, the index one short entry per recipe name."""
+    known = {r.name for r in site.recipes}
+    index_path = f"{EVIDENCE_DIR}/index.json"
+    entries: list[dict[str, Any]] = []
+    paths = {index_path: "the index"}  # a recipe named "index" must not replace it
+    for name, runs in evidence_groups(site).items():
+        path = f"{EVIDENCE_DIR}/{slug(name)}.json"
+        if path in paths:  # never let one recipe's file silently replace another's
+            raise SiteError(f"the evidence of {name!r} and {paths[path]!r} would both be {path}")
+        paths[path] = name
+        data = dumps(recipe_evidence(site, name, runs, name in known, records))
+        yield path, data
+        entries.append(
+            {
+                "recipe": name,
+                "known": name in known,
+                "path": path,
+                "url": f"evidence/{slug(name)}.html",
+                "sample": any(e.sample for e in runs),
+                **_counts(runs),
+                "sha256": hashlib.sha256(data).hexdigest(),
+            }
+        )
+    index = {
+        **_header(site, "RecipeEvidenceIndex"),
+        "sample": any(e.sample for e in site.evidence),
+        **_counts(site.evidence),
+        "recipes": entries,
+    }
+    yield index_path, dumps(index)
+
+
 def iter_api_files(site: SiteData, reuse: Reuse | None = None) -> Iterator[tuple[str, bytes]]:
     """Every file of the JSON API as (site-relative path, bytes), one at a time.
 
@@ -272,6 +348,7 @@ def iter_api_files(site: SiteData, reuse: Reuse | None = None) -> Iterator[tuple
     records = _Records(site.evidence)  # each made once if at all, used by both files
     yield "api/v1/recipes.json", dumps(recipes_index(site))
     yield "api/v1/evidence.json", evidence_file(site, records, reuse)
+    yield from evidence_files(site, records)
     yield "api/v1/lanes.json", dumps(lanes_index(site))
     yield "api/v1/profiles.json", dumps(profiles_index(site))
     if site.timeline:  # built with --timeline: every qualification change, newest first

@@ -435,6 +435,14 @@ class Pages:
     skeletons: Mapping[str, str]
     blocks: Mapping[str, tuple[str, ...]]
     rendered: int
+    # pages made from a stamp page's build (site-relative .html -> the stamp's .html and the
+    # page's HTML-escaped title): the engine never sees them (pages.PagePlan.stamp)
+    stamped: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        """Pages generated: those the engine builds and those stamped from them."""
+        return len(self.skeletons) + sum(1 for r, (s, _) in self.stamped.items() if r != s)
 
 
 def make_pages(
@@ -468,12 +476,20 @@ def _make_pages(site: SiteData, options: BuildOptions, recipe_keys: RecipeKeys |
     done.update(zip(todo, render(todo), strict=True))
     skeletons: dict[str, str] = {}
     blocks: dict[str, tuple[str, ...]] = {}
+    stamped: dict[str, tuple[str, str]] = {}
     for i, page in enumerate(plan):
         skeleton, found = done[i]
-        skeletons[page.rel] = skeleton
+        html = page.rel.removesuffix(".md") + ".html"
+        if page.stamp:  # the stamp itself goes to the engine; its other pages never do
+            stamped[html] = (
+                page.stamp.removesuffix(".md") + ".html",
+                pages.stamped_title(skeleton),
+            )
+        if not page.stamp or page.stamp == page.rel:
+            skeletons[page.rel] = skeleton
         if found:
-            blocks[page.rel.removesuffix(".md") + ".html"] = found
-    return Pages(skeletons, blocks, rendered)
+            blocks[html] = found
+    return Pages(skeletons, blocks, rendered, stamped)
 
 
 def _cached_pages(
@@ -589,8 +605,10 @@ def finish_pages(
     blocks: Mapping[str, tuple[str, ...]],
     publisher: Publisher | None = None,
     engine: Mapping[str, bytes] | None = None,
+    stamped: Mapping[str, tuple[str, str]] | None = None,
 ) -> None:
-    """Put the data blocks back into the built pages and add the Content-Security-Policy.
+    """Put the data blocks back into the built pages and add the Content-Security-Policy;
+    make each stamped page from its stamp's built page (`Pages.stamped`).
 
     The pages are those mkdocs wrote into `site_dir`, or, when its output was reused, those of
     `engine` (whose other files are published as they are)."""
@@ -606,8 +624,13 @@ def finish_pages(
             (rel, data) for rel, data in sorted(engine.items()) if not rel.endswith(".html")
         )
         built = {rel: data for rel, data in engine.items() if rel.endswith(".html")}
-    for rel in sorted(built):
-        html = built[rel].decode("utf-8")
+    stamped = stamped or {}
+    for rel in sorted(built.keys() | stamped.keys()):
+        if rel in stamped:
+            source, title = stamped[rel]
+            html = islands.stamp(built[source].decode("utf-8"), title, rel)
+        else:
+            html = built[rel].decode("utf-8")
         if rel in blocks:
             html = islands.sink(html, blocks[rel], rel)
         put.put(rel, with_csp(html).encode("utf-8"))
@@ -762,7 +785,7 @@ def write_site(
 ) -> Written:
     """The site's files into a temporary tree beside `out` (docs, mkdocs, the data blocks, the
     published files), then swapped into place; the temporary tree is removed either way."""
-    count, rendered = len(made.skeletons), made.rendered
+    count, rendered = made.count, made.rendered
     PROGRESS.info(
         "pages: %d generated (%d rendered, %d reused), then mkdocs build --strict",
         count,
@@ -786,7 +809,7 @@ def write_site(
         with collector_paused():
             known = previous_files(cache, out) if cache is not None else {}
             publisher = Publisher(site_dir, out if known else None, known)
-            finish_pages(site_dir, made.blocks, publisher, engine)
+            finish_pages(site_dir, made.blocks, publisher, engine, made.stamped)
             del engine, made  # the data blocks are in the pages now
             publisher.put_all(iter_published(site, api_reuse(recipe_keys)))
             publisher.close()

@@ -29,6 +29,10 @@ from generator.core.errors import SiteError
 OPEN = "<!--aicr:island-->"
 CLOSE = "<!--/aicr:island-->"
 _PLACEHOLDER = re.compile(r"<!--aicr:island (\d+)-->")
+# The title of a stamp page (a page the engine builds once for many pages of one layout: every
+# run's page is the built evidence/runs/index.html with its own title and data blocks). Lower
+# case letters and dashes: the engine writes it as it is, and no escaped data can contain it.
+STAMP_TITLE = "aicr-stamp-title"
 
 
 def placeholder(index: int) -> str:
@@ -77,3 +81,12 @@ def sink(html: str, blocks: Sequence[str], page: str) -> str:
             f"holds the placeholders of {len(set(seen))} (missing or repeated)"
         )
     return out
+
+
+def stamp(html: str, title: str, page: str) -> str:
+    """A page made from the engine's build of its stamp page: `html` with the stamp's title
+    replaced by `title` (already HTML-escaped: the theme writes titles unescaped) wherever the
+    engine wrote it (head, header, heading). The data blocks go in with `sink` after."""
+    if STAMP_TITLE not in html:
+        raise SiteError(f"{page}: its stamp page has no title placeholder")
+    return html.replace(STAMP_TITLE, title)

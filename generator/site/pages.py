@@ -8,6 +8,7 @@ file says is shown as text and never interpreted. The output is engine-neutral M
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any
 from markupsafe import Markup
 
 from generator.core import names
+from generator.core.errors import SiteError
 from generator.core.records import ScaleProfile
 from generator.evidence.view import EvidenceView
 from generator.site.audit import signed_statement, statement_file
@@ -28,6 +30,7 @@ from generator.site.charts import (
     lane_verdicts,
     verdict_heatmap,
 )
+from generator.site.islands import STAMP_TITLE
 from generator.site.jinja import render
 from generator.site.model import LaneVerdict, LaneView, RecipeView, SiteData
 from generator.site.summary import band, summaries
@@ -224,21 +227,100 @@ def run_page(run: EvidenceView, site: SiteData, recipe: RecipeView | None) -> st
     )
 
 
-def evidence_index(site: SiteData) -> str:
+INDEX_PAGE_SIZE = 100  # recipe names per page of the evidence index
+
+
+@dataclass(frozen=True, slots=True)
+class IndexPage:
+    """One page of the evidence index: its number of `count`, the names it spans, and the
+    site-relative addresses of its neighbours ("" when none)."""
+
+    number: int
+    count: int
+    size: int
+    recipes: int
+    first: str
+    last: str
+    prev: str
+    next: str
+
+
+def index_page_url(number: int) -> str:
+    """Page 1 is evidence/index.html; the others evidence/pages/<n>.html (no recipe slug can
+    name a directory's page, so no recipe's evidence page is ever replaced)."""
+    return "evidence/index.html" if number == 1 else f"evidence/pages/{number}.html"
+
+
+def _index_rows(site: SiteData) -> list[dict[str, Any]]:
+    """One row per recipe name with evidence, by name: its counts and newest attestation."""
     known = {r.name for r in site.recipes}
-    runs = [(e, slug(e.recipe), e.recipe in known) for e in site.evidence]
-    counts = {
-        s: sum(1 for e in site.evidence if e.state == s) for s in ("verified", "stale", "rejected")
+    groups: dict[str, list[EvidenceView]] = {}
+    for e in site.evidence:
+        groups.setdefault(e.recipe, []).append(e)
+    rows = []
+    for name in sorted(groups):
+        runs = groups[name]
+        states = [str(e.state) for e in runs]
+        rows.append(
+            {
+                "name": name,
+                "slug": slug(name),
+                "known": name in known,
+                "sample": has_sample(runs),
+                "runs": len(runs),
+                "counted": sum(1 for e in runs if e.counted),
+                "verified": states.count("verified"),
+                "stale": states.count("stale"),
+                "rejected": states.count("rejected"),
+                "newest": max((e.attested_at for e in runs), default=""),
+            }
+        )
+    return rows
+
+
+def evidence_index_pages(site: SiteData) -> list[tuple[str, Callable[[], str]]]:
+    """The evidence index, `INDEX_PAGE_SIZE` recipe names to a page: (docs-relative path,
+    render) per page. No page grows with the catalog; page 1 always exists."""
+    rows = _index_rows(site)
+    chunks = [rows[i : i + INDEX_PAGE_SIZE] for i in range(0, len(rows), INDEX_PAGE_SIZE)]
+    chunks = chunks or [[]]
+    counts = {s: sum(1 for e in site.evidence if e.state == s) for s in ("verified", "stale")}
+    counts |= {
+        "rejected": sum(1 for e in site.evidence if e.state == "rejected"),
+        "runs": len(site.evidence),
+        "counted": sum(1 for e in site.evidence if e.counted),
     }
     note = next((n.message for n in site.notes if n.stage == "verify"), "")
-    return render(
-        "pages/evidence_index.md.j2",
-        runs=runs,
-        counts=counts,
-        trust_root=site.trust_root,
-        note=note,
-        sample=has_sample(site.evidence),
-    )
+    out: list[tuple[str, Callable[[], str]]] = []
+    for n, chunk in enumerate(chunks, 1):
+        page = IndexPage(
+            n,
+            len(chunks),
+            INDEX_PAGE_SIZE,
+            len(rows),
+            chunk[0]["name"] if chunk else "",
+            chunk[-1]["name"] if chunk else "",
+            index_page_url(n - 1) if n > 1 else "",
+            index_page_url(n + 1) if n < len(chunks) else "",
+        )
+        base = "../" if n == 1 else "../../"
+
+        def make(
+            page: IndexPage = page, chunk: list[dict[str, Any]] = chunk, base: str = base
+        ) -> str:
+            return render(
+                "pages/evidence_index.md.j2",
+                page=page,
+                rows=chunk,
+                base=base,
+                counts=counts,
+                trust_root=site.trust_root,
+                note=note,
+                sample=has_sample(site.evidence),
+            )
+
+        out.append((index_page_url(n).removesuffix(".html") + ".md", make))
+    return out
 
 
 def dashboard_page(site: SiteData) -> str:
@@ -414,9 +496,12 @@ def components_page(site: SiteData) -> str:
 def changelog_page(site: SiteData) -> str:
     from generator.site import changelog
 
+    every = changelog.entries(site)
+    # the newest entries only, as the feed: the page must not grow with the catalog (issue 29)
     return render(
         "pages/changelog.md.j2",
-        entries=changelog.entries(site),
+        entries=every[: changelog.FEED_ENTRIES],
+        total=len(every),
         feed=changelog.FEED,
         sample=has_sample(site.evidence),
     )
@@ -456,6 +541,33 @@ class PagePlan:
     name: str
     runs: tuple[EvidenceView, ...] | None
     render: Callable[[], str]
+    # the stamp page this page is made from ("": the engine builds the page itself): its Markdown
+    # carries only its title, and its data blocks go into the stamp's built HTML (islands.stamp)
+    stamp: str = ""
+
+
+RUN_STAMP = "evidence/runs/index.md"  # the engine builds this one; each run's page is stamped
+
+
+def run_stamp_page() -> str:
+    """The page the engine builds for every run's page: its title is the placeholder each run's
+    page replaces; published itself as `stamp_title` says."""
+    return render("pages/run_stamp.md.j2", title=STAMP_TITLE, own="Evidence runs")
+
+
+def stamped_title(skeleton: str) -> str:
+    """The HTML-escaped title of a stamped page, from its Markdown's front matter: `title`
+    (as the `title` filter wrote it: a JSON string of HTML-escaped text), or `stamp_title` for
+    the stamp page itself."""
+    head = skeleton.split("\n---\n", 1)[0].splitlines()
+    fields = dict(line.split(": ", 1) for line in head if ": " in line)
+    value = fields.get("stamp_title") or fields.get("title")
+    if value is None:
+        raise SiteError("a stamped page has no title in its front matter")
+    title = json.loads(value)
+    if not isinstance(title, str):
+        raise SiteError("a stamped page's title is not a string")
+    return title
 
 
 def _run_plans(
@@ -469,6 +581,7 @@ def _run_plans(
             e.id,
             (e,),
             lambda e=e: run_page(e, site, recipe),  # type: ignore[misc]
+            RUN_STAMP,
         )
         for e in runs
     ]
@@ -484,7 +597,6 @@ def page_plan(
         PagePlan("index.md", "site", "index", None, lambda: dashboard_page(site)),
         PagePlan("scale.md", "site", "scale", None, lambda: scale_page(site, contract_markdown)),
         PagePlan("components.md", "site", "components", None, lambda: components_page(site)),
-        PagePlan("evidence/index.md", "site", "evidence", None, lambda: evidence_index(site)),
         PagePlan("cli.md", "site", "cli", None, lambda: cli_page(commands)),
         PagePlan(
             "legend.md", "site", "legend", None, lambda: render("pages/legend.md.j2", base="")
@@ -492,6 +604,10 @@ def page_plan(
         PagePlan("changelog.md", "site", "changelog", None, lambda: changelog_page(site)),
         PagePlan("signers.md", "site", "signers", None, lambda: signers_page(site)),
         PagePlan("compare.md", "site", "compare", None, lambda: render("pages/compare.md.j2")),
+        PagePlan(RUN_STAMP, "site", "runs", None, run_stamp_page, RUN_STAMP),
+    ]
+    plan[3:3] = [
+        PagePlan(rel, "site", "evidence", None, make) for rel, make in evidence_index_pages(site)
     ]
     for r in site.recipes:
         plan.append(

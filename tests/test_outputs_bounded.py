@@ -1,0 +1,163 @@
+"""Issue 29: no page and no API file grows with the catalog.
+
+Two synthetic catalogs (generator/bench/synth.py), N and 2N leaf recipes with the same runs per
+recipe, are built with the real build (no bundles, no cache). Every page and API file of the
+larger build must stay in the size class of the smaller one's largest file of its kind: what
+grows with the catalog is the number of files (one per recipe, per run, per page of the evidence
+index), never a file. The evidence index is paged at 4 recipe names a page here and the
+changelog page (and feed) lists its newest 20 entries, so both builds exceed both caps.
+
+The files that are one list of the whole catalog by design are named, with why, in GROWS:
+everything else is held to the bound, including any file added later.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from generator.bench.synth import SynthOptions, synthesize
+from generator.cli import main
+from generator.commands.build import cli_reference
+from generator.site import changelog, pages
+from generator.site.build import BuildOptions, build_site
+from tests.test_page_budget import MAX_CELLS, MAX_ELEMENTS, dom
+
+EPOCH = 1767225600  # 2026-01-01T00:00:00Z
+RUNS_PER_RECIPE = 6
+SIZES = (8, 16)  # leaf recipes (two scale profiles each)
+GROWTH = 1.25  # the largest file at 2N within 25% of the largest at N: the same size class
+SLACK = 2_000  # bytes: counts and names in a page's text may take a few more digits
+ENTRY_BYTES = 500  # api/v1/evidence/index.json per recipe name
+
+# one list of the whole catalog, by design, each with its own budget elsewhere
+GROWS = {
+    # the dashboard's data (issue 9: <= 1 MB gzipped at 5,000 rows, tests/test_dashboard_perf.py)
+    "api/v1/recipes.json",
+    # the index of the per-recipe evidence files: one short entry per recipe name (below)
+    "api/v1/evidence/index.json",
+    # deprecated by api/v1/evidence/ (docs/api.md): kept whole for v1 readers, gone in api/v2
+    "api/v1/evidence.json",
+    # the engine's site-wide files: the search index (pages, not data) and the sitemap
+    "search/search_index.json",
+    "sitemap.xml",
+}
+
+
+def _kind(rel: str) -> str:
+    """A file's kind: pages and API files of one template or shape are compared together."""
+    if rel.startswith("api/v1/"):
+        parts = rel.split("/")
+        return "/".join(parts[:-1]) + ("/index.json" if parts[-1] == "index.json" else "/*")
+    parts = rel.split("/")
+    return "/".join(parts[:-1]) + "/*.html"
+
+
+def _outputs(site: Path) -> Iterator[tuple[str, int]]:
+    for p in sorted(site.rglob("*")):
+        rel = p.relative_to(site).as_posix()
+        if p.is_file() and (rel.endswith(".html") or rel.startswith("api/v1/")):
+            if not rel.startswith("api/v1/schemas/") and rel not in GROWS:
+                yield rel, p.stat().st_size
+
+
+@pytest.fixture(scope="module")
+def sites(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
+    mp = pytest.MonkeyPatch()
+    mp.setattr(pages, "INDEX_PAGE_SIZE", 4)
+    mp.setattr(changelog, "FEED_ENTRIES", 20)  # the changelog page and feed: the newest 20
+    mp.setenv("SOURCE_DATE_EPOCH", str(EPOCH))
+    built = {}
+    try:
+        for n in SIZES:
+            root = tmp_path_factory.mktemp(f"synth{n}")
+            synthesize(SynthOptions(n, n * RUNS_PER_RECIPE, seed=1, jobs=1), root)
+            options = BuildOptions(
+                catalog=root / "catalog",
+                evidence=root / "evidence",
+                out=root / "site",
+                trust_root=str(root / "trust" / "synth-root.json"),
+                source_date_epoch=EPOCH,
+                bundles=False,
+                jobs=1,
+                cli_reference=cli_reference(main),
+            )
+            build_site(options)
+            built[n] = root / "site"
+    finally:
+        mp.undo()
+    return built
+
+
+def test_no_page_and_no_api_file_grows_with_the_catalog(sites: dict[int, Path]) -> None:
+    small, large = (dict(_outputs(sites[n])) for n in SIZES)
+    assert len(large) > len(small) * 1.5  # the catalog doubled: its files did
+    largest: dict[str, dict[str, tuple[int, str]]] = {}
+    for n, files in ((SIZES[0], small), (SIZES[1], large)):
+        for rel, size in files.items():
+            best = largest.setdefault(_kind(rel), {})
+            if size > best.get(str(n), (0, ""))[0]:
+                best[str(n)] = (size, rel)
+    report = {k: v for k, v in largest.items() if str(SIZES[0]) in v and str(SIZES[1]) in v}
+    assert {"evidence/runs/*.html", "evidence/*.html", "evidence/pages/*.html"} <= set(report)
+    assert {"api/v1/evidence/*", "api/v1/recipes/*"} <= set(report)
+    grown = {
+        kind: sizes
+        for kind, sizes in report.items()
+        if sizes[str(SIZES[1])][0] > GROWTH * sizes[str(SIZES[0])][0]
+    }
+    assert grown == {}, json.dumps(grown, indent=1)
+    # and each file of both builds (the site-wide pages: dashboard, changelog, scale, ...)
+    same = {
+        rel: (small[rel], large[rel])
+        for rel in small.keys() & large.keys()
+        if large[rel] > GROWTH * small[rel] + SLACK
+    }
+    assert same == {}, same
+
+
+def test_the_evidence_index_file_grows_by_one_short_entry_per_recipe(
+    sites: dict[int, Path],
+) -> None:
+    """api/v1/evidence/index.json is the one list of every recipe name with evidence (path,
+    counts, digest): at most ENTRY_BYTES a name, so 5 MB is reached at 10,000 names."""
+    per_name = []
+    for site in sites.values():
+        data = (site / "api/v1/evidence/index.json").read_bytes()
+        names = len(json.loads(data)["recipes"])
+        per_name.append(len(data) / names)
+    assert max(per_name) <= ENTRY_BYTES, per_name
+
+
+def test_the_evidence_index_is_paged_and_every_page_is_linked(sites: dict[int, Path]) -> None:
+    for n, site in sites.items():
+        index = json.loads((site / "api/v1/evidence/index.json").read_text(encoding="utf-8"))
+        names = len(index["recipes"])
+        count = -(-names // 4)
+        assert count >= 2 and (site / "evidence/index.html").is_file()
+        for k in range(2, count + 1):
+            page = site / "evidence" / "pages" / f"{k}.html"
+            assert page.is_file(), (n, k)
+            prev = pages.index_page_url(k - 1).removeprefix("evidence/")
+            assert f'href="../../evidence/{prev}" rel="prev"' in page.read_text(encoding="utf-8")
+        assert not (site / "evidence" / "pages" / f"{count + 1}.html").exists()
+        listed = sum(
+            p.read_text(encoding="utf-8").count("<tr><td><a href=")
+            for p in [site / "evidence/index.html", *(site / "evidence/pages").glob("*.html")]
+        )
+        assert listed == names  # every recipe name with evidence on exactly one page
+
+
+def test_every_page_of_the_larger_catalog_is_within_the_dom_budget(
+    sites: dict[int, Path],
+) -> None:
+    site = sites[SIZES[1]]
+    over = {}
+    for p in site.rglob("*.html"):
+        d = dom(p)
+        if d.elements > MAX_ELEMENTS or d.cells > MAX_CELLS:
+            over[p.relative_to(site).as_posix()] = d
+    assert over == {}
