@@ -14,6 +14,7 @@ import stat
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -417,3 +418,26 @@ def test_extract_tar_never_places_a_link_through_a_link(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="leaves the snapshot"):
         atomic.extract_tar(data, tmp_path / "out")
     assert list(elsewhere.iterdir()) == []
+
+
+def test_create_once_never_follows_a_link_swapped_in_for_its_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If the temporary file is replaced by a link before it is linked into place (a race by
+    someone who can write the directory), the link is placed as a link (which the no-follow
+    readers refuse), never as a second name of the file it points to."""
+    secret = tmp_path / "secret"
+    secret.write_text("precious\n")
+    real_link = os.link
+
+    def racing(src: str, dst: str, **kw: Any) -> None:
+        dir_fd = kw["src_dir_fd"]
+        os.unlink(src, dir_fd=dir_fd)
+        os.symlink(secret, src, dir_fd=dir_fd)
+        real_link(src, dst, **kw)
+
+    monkeypatch.setattr(os, "link", racing)
+    assert atomic.create_once(tmp_path / "entry", b"data") is True
+    entry = tmp_path / "entry"
+    assert entry.is_symlink()
+    assert entry.lstat().st_ino != secret.stat().st_ino

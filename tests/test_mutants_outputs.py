@@ -205,3 +205,15 @@ def test_an_output_directory_that_cannot_be_listed_is_a_usage_error(
 
     monkeypatch.setattr("generator.core.outputs.os.scandir", refuse)
     assert _refused(out, OutputKind.SITE) == f"output {out} cannot be read: Permission denied"
+
+
+def test_a_site_marker_is_read_up_to_its_cap(tmp_path: Path) -> None:
+    """The marker is one line; it is read through safeio with a 4096-byte cap: a marker of
+    exactly the cap is read (surrounding white space ignored), one byte over is no mark."""
+    out = tmp_path / "site"
+    out.mkdir()
+    (out / MARKER).write_text("site" + " " * (4096 - 5) + "\n")
+    assert (out / MARKER).stat().st_size == 4096
+    assert marked_kind(out) is OutputKind.SITE
+    (out / MARKER).write_text("site" + " " * (4096 - 4) + "\n")
+    assert marked_kind(out) is None
