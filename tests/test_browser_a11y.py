@@ -237,3 +237,49 @@ def test_no_text_under_14px_and_chips_are_24px_targets(tab: Watched, path: str, 
         assert got["targets"] > 5 and got["under"] == 0, got
     if got["sum"]:  # the qualification summary is not the smallest text of its row
         assert got["sum"][0] >= got["sum"][1], got["sum"]
+
+
+_CLIPPED = """() => {
+  const edge = document.querySelector(".md-content__inner").getBoundingClientRect().right;
+  return [...document.querySelectorAll(".md-content table, .md-content pre > code")]
+    .filter(t => t.checkVisibility())
+    .filter(t => t.getBoundingClientRect().right > edge + 1 || t.scrollWidth > t.clientWidth + 1)
+    .map(t => (t.caption || {}).textContent || t.textContent.slice(0, 60));
+}"""
+_FIGURES = """() => [...document.querySelectorAll("figure.aicr-figure")].map(f => ({
+  chart: f.querySelector(".aicr-chart").checkVisibility(),
+  table: !!f.querySelector(".aicr-print-only table") && f.querySelector(".aicr-print-only").checkVisibility(),
+  rows: [...f.querySelectorAll(".aicr-print-only tbody tr")].map(r => r.cells[0].textContent),
+}))"""
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "index.html",
+        f"recipes/{SLURM}.html",
+        f"evidence/{SLURM}.html",
+        "scale.html",
+        "components.html",
+    ],
+)
+def test_print_wraps_tables_and_prints_each_chart_as_its_data(
+    tab: Watched, path: str, built_site: Path
+) -> None:
+    tab.page.goto(tab.base + path)  # type: ignore[attr-defined]
+    tab.page.wait_for_load_state("load")  # type: ignore[attr-defined]
+    if path == "index.html":
+        tab.page.wait_for_selector("#aicr-table tbody tr")  # type: ignore[attr-defined]
+    tab.page.emulate_media(media="print")  # type: ignore[attr-defined]
+    tab.page.set_viewport_size({"width": 720, "height": 1000})  # type: ignore[attr-defined]  # A4's width
+    tab.page.evaluate("window.dispatchEvent(new Event('beforeprint'))")  # type: ignore[attr-defined]
+    assert tab.page.evaluate(_CLIPPED) == []  # type: ignore[attr-defined]
+    figures = tab.page.evaluate(_FIGURES)  # type: ignore[attr-defined]
+    assert all(not f["chart"] and f["table"] and f["rows"] for f in figures), figures
+    if path.startswith("recipes/"):
+        assert len(figures) > 1
+        d = json.loads((built_site / "api" / "v1" / "recipes" / f"{SLURM}.json").read_text())
+        assert figures[0]["rows"] == [p["name"] for p in d["profiles"]]  # the ladder, per profile
+    pdf = tab.page.pdf(format="A4")  # type: ignore[attr-defined]
+    assert pdf.startswith(b"%PDF") and len(pdf) > 10_000
+    assert tab.errors == []
