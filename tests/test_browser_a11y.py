@@ -237,3 +237,98 @@ def test_no_text_under_14px_and_chips_are_24px_targets(tab: Watched, path: str, 
         assert got["targets"] > 5 and got["under"] == 0, got
     if got["sum"]:  # the qualification summary is not the smallest text of its row
         assert got["sum"][0] >= got["sum"][1], got["sum"]
+
+
+_CLIPPED = """() => {
+  const edge = document.querySelector(".md-content__inner").getBoundingClientRect().right;
+  return [...document.querySelectorAll(".md-content table, .md-content pre > code")]
+    .filter(t => t.checkVisibility())
+    .filter(t => t.getBoundingClientRect().right > edge + 1 || t.scrollWidth > t.clientWidth + 1)
+    .map(t => (t.caption || {}).textContent || t.textContent.slice(0, 60));
+}"""
+_FIGURES = """() => [...document.querySelectorAll("figure.aicr-figure")].map(f => ({
+  chart: f.querySelector(".aicr-chart").checkVisibility(),
+  table: !!f.querySelector(".aicr-print-only table") && f.querySelector(".aicr-print-only").checkVisibility(),
+  rows: [...f.querySelectorAll(".aicr-print-only tbody tr")].map(r => r.cells[0].textContent),
+}))"""
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "index.html",
+        f"recipes/{SLURM}.html",
+        f"evidence/{SLURM}.html",
+        "scale.html",
+        "components.html",
+    ],
+)
+def test_print_wraps_tables_and_prints_each_chart_as_its_data(
+    tab: Watched, path: str, built_site: Path
+) -> None:
+    tab.page.goto(tab.base + path)  # type: ignore[attr-defined]
+    tab.page.wait_for_load_state("load")  # type: ignore[attr-defined]
+    if path == "index.html":
+        tab.page.wait_for_selector("#aicr-table tbody tr")  # type: ignore[attr-defined]
+    tab.page.emulate_media(media="print")  # type: ignore[attr-defined]
+    tab.page.set_viewport_size({"width": 720, "height": 1000})  # type: ignore[attr-defined]  # A4's width
+    tab.page.evaluate("window.dispatchEvent(new Event('beforeprint'))")  # type: ignore[attr-defined]
+    assert tab.page.evaluate(_CLIPPED) == []  # type: ignore[attr-defined]
+    figures = tab.page.evaluate(_FIGURES)  # type: ignore[attr-defined]
+    assert all(not f["chart"] and f["table"] and f["rows"] for f in figures), figures
+    if path.startswith("recipes/"):
+        assert len(figures) > 1
+        d = json.loads((built_site / "api" / "v1" / "recipes" / f"{SLURM}.json").read_text())
+        assert figures[0]["rows"] == [p["name"] for p in d["profiles"]]  # the ladder, per profile
+    pdf = tab.page.pdf(format="A4")  # type: ignore[attr-defined]
+    assert pdf.startswith(b"%PDF") and len(pdf) > 10_000
+    assert tab.errors == []
+
+
+def test_owned_value_status_comes_from_the_judged_record(tab: Watched, built_site: Path) -> None:
+    d = json.loads((built_site / "api" / "v1" / "recipes" / f"{SLURM}.json").read_text())
+    judged = {p["name"]: p for p in d["profiles"]}
+    tab.page.goto(tab.base + f"recipes/{SLURM}.html")  # type: ignore[attr-defined]
+    rows = tab.page.eval_on_selector_all(  # type: ignore[attr-defined]
+        "h3[id^=owned-] + p + .aicr-table-wrap tbody tr",
+        "rs => rs.map(r => [r.closest('.aicr-table-wrap').previousElementSibling"
+        ".previousElementSibling.id.slice(6), r.cells[3].textContent])",
+    )
+    assert rows
+    for profile, status in rows:
+        p = judged[profile]
+        assert status.startswith(p["consensus"])  # the chip is the row's consensus
+        if p["ceilingNodes"]:  # nvl72-2304: confirmed to 2,304 nodes is never "proposed"
+            assert f"qualified up to {p['ceilingNodes']:,} nodes" in status, status
+            assert not status.split(" ", 1)[1].startswith("proposed")
+        else:
+            assert "proposed" in status and "qualified up to" not in status
+        assert ("SAMPLE" in status) == p["summary"]["sample"]
+    assert any(judged[p]["ceilingNodes"] == 2304 for p, _ in rows)
+    # compare reads the same judged record
+    tab.page.goto(tab.base + f"compare.html?a={SLURM}@standard")  # type: ignore[attr-defined]
+    tab.page.wait_for_selector("#aicr-cmp-out table")  # type: ignore[attr-defined]
+    owned = tab.page.inner_text("table:has(caption:text-is('Values the profiles own'))")  # type: ignore[attr-defined]
+    assert "qualified up to 2,304 nodes" in owned and "(proposed)" not in owned
+
+
+def test_node_finder_says_which_accelerators_and_services_have_the_profile(
+    tab: Watched, built_site: Path
+) -> None:
+    index = json.loads((built_site / "api" / "v1" / "recipes.json").read_text())
+    pairs = {
+        f"{r['criteria']['accelerator']} on {r['criteria']['service']}": {
+            p["name"] for p in r["profiles"]
+        }
+        for r in index["recipes"]
+    }
+    has = sorted(k for k, v in pairs.items() if "nvl72-2304" in v)
+    lacking = sorted(k for k, v in pairs.items() if "nvl72-2304" not in v)
+    assert has and lacking
+    open_dashboard(tab, "?nodes=2304")
+    msg = tab.page.inner_text("#aicr-finder-msg")  # type: ignore[attr-defined]
+    assert f"nvl72-2304 exists only for {', '.join(has)} (" in msg, msg
+    assert f"{', '.join(lacking)} have no recipe at this profile" in msg
+    open_dashboard(tab, "?nodes=20")
+    msg = tab.page.inner_text("#aicr-finder-msg")  # type: ignore[attr-defined]
+    assert "Every accelerator and service of the catalog has a recipe at standard." in msg

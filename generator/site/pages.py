@@ -32,7 +32,7 @@ from generator.site.charts import (
 )
 from generator.site.islands import STAMP_TITLE
 from generator.site.jinja import render
-from generator.site.model import LaneVerdict, LaneView, RecipeView, SiteData
+from generator.site.model import LaneVerdict, LaneView, ProfileView, RecipeView, SiteData
 from generator.site.summary import band, summaries
 
 _SAFE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,200}$")
@@ -113,19 +113,42 @@ def _recipe_charts(recipe: RecipeView, site: SiteData) -> tuple[list[Markup], li
     return charts, kpi_charts
 
 
+def owned_status(p: ProfileView, declared: str) -> str:
+    """The status word of a profile's owned values on one recipe, from the judged record (the
+    profile's scale ceiling on this recipe, which counts only verified, current, passing
+    evidence), never from the profile file alone; the file's word is added when it differs."""
+    if p.ceiling_nodes:
+        judged, text = "qualified", f"qualified up to {p.ceiling_nodes:,} nodes ({p.ceiling})"
+    else:
+        judged, text = (
+            "proposed",
+            "proposed: no lane of this profile has counted passing evidence here",
+        )
+    if declared != judged:
+        text += f"; the profile file says {declared}"
+    return text
+
+
+def _owned_values(profiles: Mapping[str, ScaleProfile], name: str) -> tuple[Any, ...]:
+    prof = profiles.get(name)
+    return prof.owned_values if prof else ()
+
+
 def recipe_page(recipe: RecipeView, site: SiteData) -> str:
     standard = recipe.profiles[0].result if recipe.profiles else None
     profiles = {p.name: p for p in site.profiles}
     charts, kpi_charts = _recipe_charts(recipe, site)
+    sums = summaries(recipe, profiles, site.lanes)
     owned = [
         {
             "name": p.profile,
             "version": p.profile_version,
-            "owned": prof.owned_values if (prof := profiles.get(p.profile)) else (),
+            "owned": [(v, owned_status(p, v.status)) for v in _owned_values(profiles, p.profile)],
+            "consensus": p.consensus,
+            "sample": sums[p.profile].sample,
         }
         for p in recipe.profiles
     ]
-    sums = summaries(recipe, profiles, site.lanes)
     ctx = {
         "name": recipe.name,
         "slug": slug(recipe.name),

@@ -17,6 +17,7 @@
     if (text !== undefined) e.textContent = text;
     return e;
   }
+  function fmtN(n) { return Number(n).toLocaleString("en-US"); }
   function json(url) {
     return fetch(base + url).then(function (r) { if (!r.ok) throw new Error(url + ": " + r.status); return r.json(); });
   }
@@ -148,7 +149,10 @@
       [L, R].forEach(function (s, i) {
         ((profiles[s.p.name] || {}).ownedValues || []).forEach(function (v) {
           var k = v.component + " " + v.path;
-          owned[k] = owned[k] || ["", ""]; owned[k][i] = JSON.stringify(v.value) + " (" + v.status + ")";
+          // the status word from the judged record (the row's ceiling), never the profile file's
+          var judged = s.p.ceilingNodes ? "qualified up to " + fmtN(s.p.ceilingNodes) + " nodes" : "proposed: no lane passed yet";
+          if (s.p.summary && s.p.summary.sample) judged += ", SAMPLE evidence";
+          owned[k] = owned[k] || ["", ""]; owned[k][i] = JSON.stringify(v.value) + " (" + judged + ")";
         });
       });
       var orow = Object.keys(owned).sort().map(function (k) { return [k, owned[k][0] || "not owned", owned[k][1] || "not owned"]; });

@@ -70,7 +70,22 @@
     var why = fmt(n) + " nodes is inside the band of scale profile " + pick.name + " (" + bandText(pick) + ")";
     if (hits.length > 1) why += "; it is also inside " + hits.slice(1).map(function (b) { return b.name + " (" + bandText(b) + ")"; }).join(", ") + ", and " + pick.name + " is the narrowest";
     finderMsg.textContent = why + (state.profile === pick.name ? ". The table is filtered to profile " + pick.name + "."
-      : ". The profile filter is set to “" + (state.profile || "all") + "” by hand, not to " + pick.name + ".");
+      : ". The profile filter is set to “" + (state.profile || "all") + "” by hand, not to " + pick.name + ".") + scope(pick.name);
+  }
+  // Which accelerators and services a profile exists for, from the catalog's rows themselves: a
+  // profile that only some recipes have is said to be so, with the ones that lack it.
+  function scope(name) {
+    var has = {}, all = {};
+    rows.forEach(function (r) {
+      var k = r.accelerator + " on " + r.service;
+      all[k] = 1;
+      if (r.profile === name) has[k] = (has[k] || 0) + 1;
+    });
+    var lacking = Object.keys(all).filter(function (k) { return !has[k]; }).sort();
+    if (!lacking.length) return " Every accelerator and service of the catalog has a recipe at " + name + ".";
+    var n = Object.keys(has).reduce(function (t, k) { return t + has[k]; }, 0);
+    return " " + name + " exists only for " + Object.keys(has).sort().join(", ") + " (" + n + " row" + (n === 1 ? "" : "s") +
+      "); " + lacking.join(", ") + " have no recipe at this profile, so no row of theirs covers this size.";
   }
   finder.addEventListener("submit", function (e) { e.preventDefault(); state.nodes = nodesIn.value.trim(); applyNodes(true); update(); });
   nodesIn.addEventListener("change", function () { state.nodes = nodesIn.value.trim(); applyNodes(true); update(); });

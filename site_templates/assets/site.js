@@ -1,4 +1,4 @@
-/* Site-wide, loaded in <head> before the theme's script (overrides/main.html):
+/* Site-wide, loaded just before the theme's script (overrides/main.html):
    1. The search index (a few hundred KB) is requested on the first use of the search box, not on
       every page load: the theme's request for search/search_index.json is held until the search
       box gets focus or is clicked, or the address asks for a search (?q=). Opened from disk
