@@ -351,3 +351,50 @@ def test_aks_refuses_a_wildcard_accelerated_toleration(august: Path, tmp_path: P
     keyed = ["--accelerated-node-toleration", "nvidia.com/gpu:NoSchedule"]
     code, _, err = _run("bundle", *aks, *keyed, "-o", str(tmp_path / "b"))
     assert code == 0, err
+
+
+def test_bundle_annotates_the_dra_driver_with_the_gpu_operator_version(
+    august: Path, tmp_path: Path
+) -> None:
+    """August's bundler (upstream #973): the DRA driver's pods carry the gpu-operator chart
+    version, the annotations the values give kept; recorded as the bundler's own override."""
+    out = tmp_path / "b"
+    code, _, err = _run(
+        "bundle",
+        "--catalog",
+        str(august),
+        *("--service", "eks", "--accelerator", "h100", "--os", "ubuntu", "--intent", "training"),
+        *("--platform", "kubeflow", "--deployer", "helm", "-o", str(out)),
+    )
+    assert code == 0, err
+    info = yaml.safe_load((out / "bundle-info.yaml").read_text())
+    gpu = next(r for r in info["releases"] if r["name"] == "gpu-operator")
+    dra = next(r for r in info["releases"] if r["name"] == "nvidia-dra-driver-gpu")
+    version = _installed_version(out / gpu["path"] / "install.sh")
+    values = yaml.safe_load((out / dra["path"] / "values.yaml").read_text())
+    for block in ("controller", "kubeletPlugin"):
+        assert values[block]["podAnnotations"]["aicr.run/gpu-operator-chart-version"] == version
+    origins = [o["origin"] for o in info["overrides"] if o["component"] == "nvidia-dra-driver-gpu"]
+    assert any(o.startswith("bundler:") for o in origins)
+    readme = (out / "README.md").read_text().splitlines()
+    again = [line for line in readme if line.startswith("aicr-catalog bundle ")]
+    assert again and not any("bundler" in line for line in again)  # no flag gives it
+
+
+def test_dra_annotation_keeps_given_annotations_and_needs_both_components() -> None:
+    from generator.catalog.overrides import dra_chart_version_overrides
+
+    given = {"controller": {"podAnnotations": {"a": "b"}}}
+    placed = {o.path: o.value for o in dra_chart_version_overrides({"gpu-operator": "v1"}, given)}
+    assert placed["controller.podAnnotations"] == {
+        "a": "b",
+        "aicr.run/gpu-operator-chart-version": "v1",
+    }
+    assert placed["kubeletPlugin.podAnnotations"] == {"aicr.run/gpu-operator-chart-version": "v1"}
+    assert dra_chart_version_overrides({}, given) == ()
+    assert dra_chart_version_overrides({"gpu-operator": "v1"}, None) == ()
+
+
+def _installed_version(install_sh: Path) -> str:
+    words = install_sh.read_text().split()
+    return words[words.index("--version") + 1]

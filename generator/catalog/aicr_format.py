@@ -138,8 +138,9 @@ def _ref(c: ResolvedComponent, catalog: Catalog | None, rules: UpstreamRules) ->
     overrides = _written_overrides(c, catalog)
     if overrides:
         ref["overrides"] = dict(overrides)
-    if c.dependency_refs:
-        ref["dependencyRefs"] = list(c.dependency_refs)
+    written = c.dependency_refs if c.written_dependency_refs is None else c.written_dependency_refs
+    if written:  # as written, a dependency on a component the recipe disables included
+        ref["dependencyRefs"] = list(written)
     if c.manifest_files:
         ref["manifestFiles"] = list(c.manifest_files)
     if c.pre_manifest_files:  # upstream's field since 2026 (v0.11.1 ignores it)

@@ -301,6 +301,41 @@ def _workload_overrides(
                 )
 
 
+# What upstream's bundler (2026) injects on its own, recorded like the scheduling overrides:
+# the gpu-operator chart version as an annotation of the DRA driver's pods (a DaemonSet re-roll
+# on every gpu-operator chart bump), when the bundle has both components.
+BUNDLER_ORIGIN = "bundler:"
+DRA_COMPONENT = "nvidia-dra-driver-gpu"
+DRA_ANNOTATED = ("controller.podAnnotations", "kubeletPlugin.podAnnotations")
+DRA_ANNOTATION = "aicr.run/gpu-operator-chart-version"
+
+
+def dra_chart_version_overrides(
+    versions: Mapping[str, str | None], dra_values: Mapping[str, Any] | None
+) -> tuple[Override, ...]:
+    """Upstream's injected annotation: `versions`, each bundled component's chart version;
+    `dra_values`, the DRA driver's merged values (None: not bundled). Each annotated map keeps
+    the annotations the values already give it."""
+    version = versions.get("gpu-operator")
+    if dra_values is None or not version:
+        return ()
+    out = []
+    for path in DRA_ANNOTATED:
+        node: Any = dra_values
+        for key in path.split("."):
+            node = node.get(key) if isinstance(node, Mapping) else None
+        current = dict(node) if isinstance(node, Mapping) else {}
+        out.append(
+            Override(
+                DRA_COMPONENT,
+                path,
+                {**current, DRA_ANNOTATION: version},
+                f"{BUNDLER_ORIGIN} gpu-operator chart version on {DRA_COMPONENT}'s pods",
+            )
+        )
+    return tuple(out)
+
+
 def selector_warnings(
     registry_entries: Mapping[str, Any],
     components: Iterable[str],

@@ -27,7 +27,7 @@ import difflib
 import heapq
 import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -832,11 +832,12 @@ def _resolve(
     disabled = {n for n in acc.refs if n not in refs}
     values, used_files = _values(catalog, refs, scale, value_overrides, disabled, name)
     order, deps, depth, declared_order = _order(catalog, acc, refs, name)
+    kept_off = _disabled_components(catalog, acc, wanted_state, declared_order)
+    shown = {*refs, *(c.name for c in kept_off)}  # what upstream's RecipeResult lists
     components = tuple(
-        _component(catalog, refs[n], i, values[n], used_files[n], deps[n], depth[n])
+        _component(catalog, refs[n], i, values[n], used_files[n], deps[n], depth[n], shown)
         for i, n in enumerate(order)
     )
-    kept_off = _disabled_components(catalog, acc, wanted_state, declared_order)
     result = RecipeResult(
         name=name,
         criteria=criteria,
@@ -1053,8 +1054,11 @@ def _component(
     values_files: tuple[str, ...],
     deps: tuple[str, ...],
     depth: int,
+    shown: Collection[str] | None = None,
 ) -> ResolvedComponent:
-    """One resolved component: the merged reference, registry defaults for what it leaves out."""
+    """One resolved component: the merged reference, registry defaults for what it leaves out.
+    `shown`: the components the RecipeResult lists (its written dependencies on them are kept,
+    as upstream keeps them); None: every dependency as written."""
     reg = catalog.registry.components.get(r.name)
     repo = r.source or (reg.repository if reg else None)
     chart = r.chart or _registry_chart(reg.chart if reg else None)
@@ -1075,6 +1079,7 @@ def _component(
         values_file=r.values_file,
         overrides=r.overrides,
         expected_resources=r.expected_resources,
+        written_dependency_refs=tuple(d for d in r.dependency_refs if shown is None or d in shown),
     )
 
 

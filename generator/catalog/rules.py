@@ -79,6 +79,9 @@ class UpstreamRules:
     health_check_asserts: bool  # componentRefs carry the registry's health-check text inline
     configuration_block: bool  # the RecipeResult has a `configuration` block
     recipe_metadata_version: str | None  # `metadata.version` of the RecipeResult, None: absent
+    # bundling: the DRA driver's pods carry the gpu-operator chart version as an annotation, so
+    # a gpu-operator chart bump re-rolls them (upstream's bundler injects it since #973)
+    dra_chart_annotation: bool = False
 
 
 V0_11_1 = UpstreamRules(
@@ -126,6 +129,7 @@ MAIN_2026_08 = UpstreamRules(
     health_check_asserts=True,
     configuration_block=True,
     recipe_metadata_version="main-9793720d",
+    dra_chart_annotation=True,
 )
 
 RULES: Mapping[str, UpstreamRules] = MappingProxyType({r.name: r for r in (V0_11_1, MAIN_2026_08)})

@@ -11,7 +11,9 @@ import click
 from generator.catalog.aicr_format import load_recipe_result
 from generator.catalog.manifests import read_manifests
 from generator.catalog.overrides import (
+    DRA_COMPONENT,
     NodeScheduling,
+    dra_chart_version_overrides,
     parse_overrides,
     registry_entries,
     scheduling_overrides,
@@ -19,6 +21,7 @@ from generator.catalog.overrides import (
 )
 from generator.catalog.registry_checks import check_bundle
 from generator.catalog.resolve import resolve
+from generator.catalog.rules import rules_of
 from generator.commands.common import (
     EXIT_DATA,
     EXIT_USAGE,
@@ -366,6 +369,10 @@ def _bundled_recipe(
         fail(e.message, EXIT_USAGE)
     for warning in selector_warnings(entries, names, result.criteria.intent, scheduling):
         click.echo(f"warning: {warning}", err=True)
+    if rules_of(catalog).dra_chart_annotation:
+        dra = result.component(DRA_COMPONENT)
+        versions = {c.name: c.version for c in result.components}
+        placed += dra_chart_version_overrides(versions, dra.values if dra else None)
     return build(placed) if placed else result
 
 

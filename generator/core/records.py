@@ -330,6 +330,10 @@ class ResolvedComponent:
     values_file: str | None = None
     overrides: Mapping[str, Any] | None = None
     expected_resources: tuple[Mapping[str, Any], ...] = ()  # upstream's, carried as written
+    # the dependencies as the overlays write them, those on a component the recipe itself
+    # disables included (upstream's RecipeResult keeps them; the deployment order and the
+    # bundle use `dependency_refs`, among the deployed); None: the same as `dependency_refs`
+    written_dependency_refs: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, assert_never
 
 from generator import __version__
-from generator.catalog.overrides import SCHEDULING_ORIGIN
+from generator.catalog.overrides import BUNDLER_ORIGIN, SCHEDULING_ORIGIN
 from generator.core.atomic import TreeWriter
 from generator.core.errors import RenderError
 from generator.core.outputs import OutputKind, check_output_dir, swap_in
@@ -90,6 +90,8 @@ def _command(
         parts += ["--scale-profile", result.scale_profile]
     scheduling: list[str] = []
     for o in result.overrides:
+        if o.origin.startswith(BUNDLER_ORIGIN):  # the bundler's own: no flag gives it
+            continue
         if o.origin.startswith(SCHEDULING_ORIGIN):
             # node-scheduling overrides (one per registry path) come from the flags they name;
             # the default tolerations need none
