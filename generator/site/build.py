@@ -811,14 +811,7 @@ def write_site(
             publisher = Publisher(site_dir, out if known else None, known)
             finish_pages(site_dir, made.blocks, publisher, engine, made.stamped)
             del engine, made  # the data blocks are in the pages now
-            publisher.put_all(iter_published(site, api_reuse(recipe_keys)))
-            publisher.close()
-            if publisher.linked:
-                PROGRESS.info(
-                    "%d files unchanged since the last build: linked (%d written)",
-                    publisher.linked,
-                    publisher.written,
-                )
+            _publish(publisher, site, recipe_keys)
         mark(site_dir, OutputKind.SITE)
         files = sum(len(names) for _, _, names in os.walk(site_dir))
         PROGRESS.info("swap the finished site into %s", options.out)
@@ -836,6 +829,19 @@ def write_site(
         publisher.counts(),
         notes,
     )
+
+
+def _publish(publisher: Publisher, site: SiteData, recipe_keys: RecipeKeys | None) -> None:
+    """Every published file beside the pages; one unchanged since the previous build of the
+    output (by its recorded size, mtime, inode and source) is linked, not made."""
+    publisher.put_all(iter_published(site, api_reuse(recipe_keys)))
+    publisher.close()
+    if publisher.linked:
+        PROGRESS.info(
+            "%d files unchanged since the last build: linked (%d written)",
+            publisher.linked,
+            publisher.written,
+        )
 
 
 SITEMAP_FILES = ("sitemap.xml", "sitemap.xml.gz")
