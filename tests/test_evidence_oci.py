@@ -912,7 +912,9 @@ def test_the_built_site_shows_an_upstream_run_with_its_phases(
     runs = json.loads((out / "api" / "v1" / "evidence.json").read_text())["evidence"]
     (run,) = [r for r in runs if r["recipe"] == leaf]
     assert run["predicateType"] == V3, run
-    page = (out / "evidence" / f"{leaf}.html").read_text()
+    summary = (out / "evidence" / f"{leaf}.html").read_text()
+    assert f'<tr id="run-{run["id"]}">' in summary  # its row, linking to its own page
+    page = (out / run["url"]).read_text()  # the run's checks are on its page
     assert published.pushed.digest in page or run["id"] in page
     for phase, tests in PHASE_TESTS.items():
         for name, _status in tests:
