@@ -398,3 +398,22 @@ def test_dra_annotation_keeps_given_annotations_and_needs_both_components() -> N
 def _installed_version(install_sh: Path) -> str:
     words = install_sh.read_text().split()
     return words[words.index("--version") + 1]
+
+
+def test_scheduling_tolerations_are_appended_to_the_recipes_own() -> None:
+    """August: the default (or given) tolerations join those the recipe's overrides set at a
+    registry path (BCM's control-plane ones), each once; None (v0.11.1) replaces them."""
+    from generator.catalog.overrides import NodeScheduling, scheduling_overrides
+
+    entries = {
+        "dra": {"nodeScheduling": {"system": {"tolerationPaths": ["controller.tolerations"]}}}
+    }
+    cp = {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists"}
+    own = {"dra": {"controller": {"tolerations": [cp, {"operator": "Exists"}]}}}
+    appended = scheduling_overrides(entries, ["dra"], NodeScheduling(), own)
+    assert [o.value for o in appended] == [[cp, {"operator": "Exists"}]]
+    replaced = scheduling_overrides(entries, ["dra"], NodeScheduling(), None)
+    assert [o.value for o in replaced] == [[{"operator": "Exists"}]]
+    assert [o.value for o in scheduling_overrides(entries, ["dra"], NodeScheduling(), {})] == [
+        [{"operator": "Exists"}]
+    ]

@@ -58,6 +58,7 @@ from generator.core.records import (
     Document,
     Override,
     RecipeResult,
+    RegistryComponent,
     ResolvedComponent,
 )
 from generator.core.yamlio import MAX_FILE_BYTES, parse_yaml
@@ -517,6 +518,7 @@ def _component(
         found = catalog.files.get(rel) if catalog is not None else None
         file_digests[rel] = found.sha256 if found is not None else ""
     source = r.get("source") or None
+    reg = _registry_entry(catalog, n)
     return ResolvedComponent(
         name=n,
         type=str(r.get("type") or "Helm"),
@@ -533,7 +535,15 @@ def _component(
         values_files=used,
         values_file=values_file,
         overrides=ref_overrides,
+        # what the registry says of the CRDs the component ships
+        owns_crds=bool(reg and reg.owns_crds),
+        self_ref_crds=bool(reg and reg.self_ref_crds),
+        manifests_use_chart_crds=bool(reg and reg.manifests_use_chart_crds),
     )
+
+
+def _registry_entry(catalog: Catalog | None, name: str) -> RegistryComponent | None:
+    return catalog.registry.components.get(name) if catalog is not None else None
 
 
 def _registry_namespace(catalog: Catalog | None, name: str) -> str:

@@ -266,6 +266,9 @@ def _registry_from(doc: Document) -> Registry:
                 kind=kind,
                 json_path=f"$.components[{i}]",
                 health_check_file=(c.get("healthCheck") or {}).get("assertFile") or None,
+                owns_crds=c.get("ownsCRDs") is True,
+                self_ref_crds=c.get("hasSelfRefCRDs") is True,
+                manifests_use_chart_crds=c.get("manifestsUseChartCRDs") is True,
             ),
         )
     return Registry(components=comps, doc=doc)

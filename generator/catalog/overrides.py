@@ -236,10 +236,17 @@ def _scheduling_paths(
 
 
 def scheduling_overrides(
-    registry_entries: Mapping[str, Any], components: Iterable[str], flags: NodeScheduling
+    registry_entries: Mapping[str, Any],
+    components: Iterable[str],
+    flags: NodeScheduling,
+    values: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> tuple[Override, ...]:
     """The overrides upstream's bundler applies for node scheduling, for `components` (the
-    recipe's enabled components, in order), given each component's raw registry entry."""
+    recipe's enabled components, in order), given each component's raw registry entry.
+    `values` (each component's recipe `overrides`; upstream since 2026): the tolerations are
+    appended to those the recipe's overrides list there, each once, and replace what only a
+    values file sets (BCM's control-plane tolerations stay, aws-efa's file default goes);
+    None: they replace whatever is there."""
     components = tuple(components)
     tol_flags = {"system": flags.system_tolerations, "accelerated": flags.accelerated_tolerations}
     sel_flags = {"system": flags.system_selectors, "accelerated": flags.accelerated_selectors}
@@ -261,12 +268,24 @@ def scheduling_overrides(
         for comp in components:
             raw = registry_entries.get(comp)
             for path in _scheduling_paths(raw, cls, "tolerationPaths"):
-                out.append(Override(comp, path, [dict(t) for t in tolerations], origin))
+                given_there = _list_at((values or {}).get(comp), path) if values else []
+                added = [dict(t) for t in tolerations if t not in given_there]
+                out.append(Override(comp, path, [*given_there, *added], origin))
             if selectors:
                 for path in _scheduling_paths(raw, cls, "nodeSelectorPaths"):
                     out.append(Override(comp, path, dict(selectors), sel_origin))
     out.extend(_workload_overrides(registry_entries, components, flags))
     return tuple(out)
+
+
+def _list_at(values: Mapping[str, Any] | None, path: str) -> list[Any]:
+    """The list at dotted `path` of `values` (a copy), or [] where there is none."""
+    node: Any = values
+    for key in path.split("."):
+        node = node.get(key) if isinstance(node, Mapping) else None
+    return (
+        [dict(t) if isinstance(t, Mapping) else t for t in node] if isinstance(node, list) else []
+    )
 
 
 def _workload_overrides(
@@ -303,7 +322,8 @@ def _workload_overrides(
 
 # What upstream's bundler (2026) injects on its own, recorded like the scheduling overrides:
 # the gpu-operator chart version as an annotation of the DRA driver's pods (a DaemonSet re-roll
-# on every gpu-operator chart bump), when the bundle has both components.
+# on every gpu-operator chart bump), when the bundle has both components; and agentgateway's
+# source ranges when the recipe leaves them empty.
 BUNDLER_ORIGIN = "bundler:"
 DRA_COMPONENT = "nvidia-dra-driver-gpu"
 DRA_ANNOTATED = ("controller.podAnnotations", "kubeletPlugin.podAnnotations")
@@ -334,6 +354,30 @@ def dra_chart_version_overrides(
             )
         )
     return tuple(out)
+
+
+GATEWAY_COMPONENT = "agentgateway"
+GATEWAY_RANGES_PATH = "allowedSourceRanges"
+PRIVATE_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")  # RFC 1918
+
+
+def gateway_source_range_overrides(
+    gateway_values: Mapping[str, Any] | None,
+) -> tuple[Override, ...]:
+    """Upstream's injected default (#1373): agentgateway's `allowedSourceRanges`, left empty by
+    the recipe, becomes the private RFC 1918 ranges, so the inference gateway's load balancer is
+    reachable from the cluster and its network but never open to the internet. None: not
+    bundled."""
+    if gateway_values is None or gateway_values.get(GATEWAY_RANGES_PATH):
+        return ()
+    return (
+        Override(
+            GATEWAY_COMPONENT,
+            GATEWAY_RANGES_PATH,
+            list(PRIVATE_RANGES),
+            f"{BUNDLER_ORIGIN} private source ranges for {GATEWAY_COMPONENT}'s load balancer",
+        ),
+    )
 
 
 def selector_warnings(

@@ -1079,6 +1079,9 @@ def _component(
         values_file=r.values_file,
         overrides=r.overrides,
         expected_resources=r.expected_resources,
+        owns_crds=reg.owns_crds if reg else False,
+        self_ref_crds=reg.self_ref_crds if reg else False,
+        manifests_use_chart_crds=reg.manifests_use_chart_crds if reg else False,
         written_dependency_refs=tuple(d for d in r.dependency_refs if shown is None or d in shown),
     )
 

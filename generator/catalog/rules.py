@@ -79,9 +79,14 @@ class UpstreamRules:
     health_check_asserts: bool  # componentRefs carry the registry's health-check text inline
     configuration_block: bool  # the RecipeResult has a `configuration` block
     recipe_metadata_version: str | None  # `metadata.version` of the RecipeResult, None: absent
-    # bundling: the DRA driver's pods carry the gpu-operator chart version as an annotation, so
-    # a gpu-operator chart bump re-rolls them (upstream's bundler injects it since #973)
+    # bundling, what upstream's bundler injects: the DRA driver's pods carry the gpu-operator
+    # chart version as an annotation, so a gpu-operator chart bump re-rolls them (#973); an empty
+    # agentgateway `allowedSourceRanges` becomes the private RFC 1918 ranges (#1373)
     dra_chart_annotation: bool = False
+    gateway_private_ranges: bool = False
+    # node-scheduling tolerations are appended to those the recipe's `overrides` list at the
+    # registry's paths (each once), not written over them (BCM's control-plane tolerations stay)
+    tolerations_append: bool = False
 
 
 V0_11_1 = UpstreamRules(
@@ -130,6 +135,8 @@ MAIN_2026_08 = UpstreamRules(
     configuration_block=True,
     recipe_metadata_version="main-9793720d",
     dra_chart_annotation=True,
+    gateway_private_ranges=True,
+    tolerations_append=True,
 )
 
 RULES: Mapping[str, UpstreamRules] = MappingProxyType({r.name: r for r in (V0_11_1, MAIN_2026_08)})

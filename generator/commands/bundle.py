@@ -12,8 +12,10 @@ from generator.catalog.aicr_format import load_recipe_result
 from generator.catalog.manifests import read_manifests
 from generator.catalog.overrides import (
     DRA_COMPONENT,
+    GATEWAY_COMPONENT,
     NodeScheduling,
     dra_chart_version_overrides,
+    gateway_source_range_overrides,
     parse_overrides,
     registry_entries,
     scheduling_overrides,
@@ -363,17 +365,31 @@ def _bundled_recipe(
     entries = registry_entries(catalog.registry.doc.data if catalog.registry.doc else None)
     names = [c.name for c in result.components]
     try:
-        placed = scheduling_overrides(entries, names, scheduling)
+        given = {c.name: c.overrides or {} for c in result.components}
+        append = rules_of(catalog).tolerations_append
+        placed = scheduling_overrides(entries, names, scheduling, given if append else None)
     except CatalogError as e:
         click.echo(e.diagnostics_text(), err=True)
         fail(e.message, EXIT_USAGE)
     for warning in selector_warnings(entries, names, result.criteria.intent, scheduling):
         click.echo(f"warning: {warning}", err=True)
-    if rules_of(catalog).dra_chart_annotation:
+    placed += _injected(catalog, result)
+    return build(placed) if placed else result
+
+
+def _injected(catalog: Catalog, result: RecipeResult) -> tuple[Override, ...]:
+    """What upstream's bundler adds on its own under the catalog's rules (recorded as overrides
+    of origin `bundler:`)."""
+    rules = rules_of(catalog)
+    out: tuple[Override, ...] = ()
+    if rules.dra_chart_annotation:
         dra = result.component(DRA_COMPONENT)
         versions = {c.name: c.version for c in result.components}
-        placed += dra_chart_version_overrides(versions, dra.values if dra else None)
-    return build(placed) if placed else result
+        out += dra_chart_version_overrides(versions, dra.values if dra else None)
+    if rules.gateway_private_ranges:
+        gateway = result.component(GATEWAY_COMPONENT)
+        out += gateway_source_range_overrides(gateway.values if gateway else None)
+    return out
 
 
 def _bundle_query(

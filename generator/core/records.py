@@ -212,6 +212,14 @@ class RegistryComponent:
     json_path: str = ""
     # upstream's `healthCheck.assertFile` (August 2026): the text a RecipeResult carries inline
     health_check_file: str | None = None
+    # upstream's `ownsCRDs` (August 2026): the sole owner of the CRDs its chart ships, so a
+    # Flux upgrade may replace them (`upgrade.crds: CreateReplace`)
+    owns_crds: bool = False
+    # upstream's `hasSelfRefCRDs` (its chart creates objects of CRDs it ships) and
+    # `manifestsUseChartCRDs` (its manifests do): helm-diff cannot validate such a release on a
+    # fresh cluster, so helmfile skips validation there (`disableValidation: true`)
+    self_ref_crds: bool = False
+    manifests_use_chart_crds: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,6 +342,9 @@ class ResolvedComponent:
     # disables included (upstream's RecipeResult keeps them; the deployment order and the
     # bundle use `dependency_refs`, among the deployed); None: the same as `dependency_refs`
     written_dependency_refs: tuple[str, ...] | None = None
+    owns_crds: bool = False  # the registry's `ownsCRDs` (see RegistryComponent)
+    self_ref_crds: bool = False  # the registry's `hasSelfRefCRDs` (see RegistryComponent)
+    manifests_use_chart_crds: bool = False  # the registry's `manifestsUseChartCRDs`
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,6 +97,10 @@ def _helm_release(f: Folder, deps: tuple[str, ...], target: GitOpsTarget) -> dic
         },
         "upgrade": {"remediation": {"retries": 3}},
     }
+    if c.owns_crds and not f.local:
+        # the registry's ownsCRDs: the sole owner of its chart's CRDs, so an upgrade replaces
+        # them (helm-controller's default, Skip, keeps day one's schema under a new controller)
+        spec["upgrade"]["crds"] = "CreateReplace"
     if f.local:
         spec["chart"] = {
             "spec": {

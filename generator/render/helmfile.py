@@ -13,6 +13,8 @@ from typing import Any
 
 from generator.core.records import RecipeResult
 from generator.render.common import (
+    PHASE_MAIN,
+    PHASE_POST,
     BundleFile,
     Release,
     Rendered,
@@ -75,6 +77,12 @@ def render(result: RecipeResult, manifests: Mapping[str, bytes]) -> Rendered:
             rel["values"] = [f"./{f.dir}/values.yaml"]
         if needs:
             rel["needs"] = needs
+        if (f.phase == PHASE_MAIN and not f.local and c.self_ref_crds) or (
+            f.phase == PHASE_POST and c.manifests_use_chart_crds
+        ):
+            # objects of CRDs the chart itself installs: helm-diff cannot map them on a fresh
+            # cluster (the registry's hasSelfRefCRDs / manifestsUseChartCRDs, as upstream)
+            rel["disableValidation"] = True
         releases_doc.append(rel)
         releases.append(Release(f.release, c.name, c.namespace, f.dir))
 
