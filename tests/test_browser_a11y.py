@@ -76,6 +76,14 @@ def test_compare_opens_against_the_nearest_counterpart_and_says_why(tab: Watched
     tab.page.wait_for_selector("#aicr-cmp-changes")  # type: ignore[attr-defined]
     assert "as the link asked" in tab.page.inner_text("#aicr-cmp-why")  # type: ignore[attr-defined]
     assert "Nothing:" in tab.page.inner_text("#aicr-cmp-changes")  # type: ignore[attr-defined]
+    # the bare page (the menu's link) never opens a row against itself: the first row with a
+    # counterpart, both sides said
+    tab.page.goto(tab.base + "compare.html")  # type: ignore[attr-defined]
+    tab.page.wait_for_selector("#aicr-cmp-changes")  # type: ignore[attr-defined]
+    left, right = (tab.page.input_value(f"#aicr-cmp-{k}") for k in "ab")  # type: ignore[attr-defined]
+    why = tab.page.inner_text("#aicr-cmp-why")  # type: ignore[attr-defined]
+    assert left != right and "the link named none" in why and "nearest counterpart" in why
+    assert "Nothing:" not in tab.page.inner_text("#aicr-cmp-changes")  # type: ignore[attr-defined]
     assert tab.errors == [] and tab.outside == []
 
 

@@ -178,14 +178,17 @@
       sel[k].addEventListener("change", draw);
     });
     var q = new URLSearchParams(location.search);
-    sel.a.value = keys.indexOf(q.get("a")) >= 0 ? q.get("a") : keys[0];
+    // no row asked for: the first row that has a counterpart, never a row against itself
+    var asked = keys.indexOf(q.get("a")) >= 0;
+    sel.a.value = asked ? q.get("a") : (keys.filter(function (k) { return counterpart(k); })[0] || keys[0]);
+    var left = asked ? "" : "Left side: " + sel.a.value.replace("@", " × ") + ", the first row with a counterpart (the link named none). ";
     var near = counterpart(sel.a.value);
     if (keys.indexOf(q.get("b")) >= 0) {
       sel.b.value = q.get("b");
-      why.textContent = "Right side: " + sel.b.value.replace("@", " × ") + ", as the link asked.";
+      why.textContent = left + "Right side: " + sel.b.value.replace("@", " × ") + ", as the link asked.";
     } else if (near) {
       sel.b.value = near.key;
-      why.textContent = "Right side: " + near.key.replace("@", " × ") + ", chosen as the nearest counterpart of the left: " + near.why + ".";
+      why.textContent = left + "Right side: " + near.key.replace("@", " × ") + ", chosen as the nearest counterpart of the left: " + near.why + ".";
     } else {
       sel.b.value = sel.a.value;
       why.textContent = "No other recipe shares service, accelerator and intent with " + sel.a.value.replace("@", " × ") +
