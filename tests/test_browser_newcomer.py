@@ -500,7 +500,8 @@ def test_commands_have_copy_buttons_and_every_page_says_source_install_and_date(
 ) -> None:
     tab.page.context.grant_permissions(["clipboard-read", "clipboard-write"])  # type: ignore[attr-defined]
     tab.page.goto(tab.base + f"recipes/{SLURM}.html")  # type: ignore[attr-defined]
-    pre = tab.page.locator("pre:has(code)").last  # type: ignore[attr-defined]
+    # the reproduce block (the page's last block is the badge embed snippet)
+    pre = tab.page.locator("pre:has(code)").filter(has_text="# standard: resolve")  # type: ignore[attr-defined]
     button = pre.locator("button.aicr-copy")
     assert button.count() == 1
     button.click()

@@ -79,7 +79,10 @@ def test_no_control_character_from_data_reaches_a_page_or_the_feed_raw() -> None
     )  # the signer label, in the runs table
     assert "evidence\ufffd" in recipe  # the commit subject, in the history
     evidence = generated["evidence/demo-recipe.md"]
-    assert "cause\ufffd" in evidence and "check\ufffd" in evidence  # the judged cause, a check
+    assert "cause\ufffd" in evidence  # the judged cause, in the summary row
+    stamp = "evidence/runs/index.md"  # the page every run page is stamped from
+    runs = [t for rel, t in generated.items() if rel.startswith("evidence/runs/") and rel != stamp]
+    assert runs and all("cause\ufffd" in t and "check\ufffd" in t for t in runs)  # a run's page
 
 
 def test_json_in_a_page_writes_controls_as_escapes() -> None:
