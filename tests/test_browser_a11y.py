@@ -177,6 +177,11 @@ def test_every_overflowing_scroll_container_scrolls_by_keyboard(tab: Watched, pa
         box.focus()
         for _ in range(4):
             tab.page.keyboard.press("ArrowRight")  # type: ignore[attr-defined]
+        # the scroll may be animated (smooth scrolling): wait for it to move, up to 10 s
+        box.evaluate(
+            "b => new Promise(ok => { const t0 = Date.now(); (function look() {"
+            " if (b.scrollLeft > 0 || Date.now() - t0 > 10000) ok(); else setTimeout(look, 50); })(); })"
+        )
         assert box.evaluate("b => b.scrollLeft") > 0, i
 
 
