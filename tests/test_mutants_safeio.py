@@ -415,3 +415,17 @@ def test_tar_files_caps_the_archive_and_refuses_what_is_no_tar() -> None:
         safeio.tar_files(raw, what="t", total_limit=len(raw) - 1)
     with pytest.raises(safeio.Refusal, match="not a tar archive"):
         safeio.tar_files(b"\x00garbage" * 100, what="t")
+
+
+def test_a_name_that_is_not_utf8_is_refused_and_shown_escaped(tmp_path: Path) -> None:
+    raw = os.fsencode(tmp_path) + b"/bad\xff.yaml"
+    with open(raw, "wb") as fh:
+        fh.write(b"a: 1\n")
+    path = os.fsdecode(raw)  # the surrogate escape os.walk and os.listdir give
+    assert safeio.shown_path(path) == f"{tmp_path}/bad\\xff.yaml"
+    assert safeio.shown_path(tmp_path / "fine.yaml") == f"{tmp_path}/fine.yaml"
+    with pytest.raises(safeio.Refusal) as info:
+        safeio.read(path)
+    assert info.value.rule == safeio.NAME_ENCODING
+    assert info.value.message == "file name is not valid UTF-8; rename the file"
+    assert [d.path for d in info.value.diagnostics] == [f"{tmp_path}/bad\\xff.yaml"]
