@@ -429,3 +429,18 @@ def test_a_name_that_is_not_utf8_is_refused_and_shown_escaped(tmp_path: Path) ->
     assert info.value.rule == safeio.NAME_ENCODING
     assert info.value.message == "file name is not valid UTF-8; rename the file"
     assert [d.path for d in info.value.diagnostics] == [f"{tmp_path}/bad\\xff.yaml"]
+
+
+def test_read_own_refuses_an_oversized_file_by_its_size_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """read_own (no `check` before it) judges the size on the descriptor before reading: the
+    refusal names the file's size, and not a byte is read."""
+    (tmp_path / "entry").write_bytes(b"x" * 11)
+    fake = _Chunked(b"x" * 11, 4)
+    _reads(monkeypatch, fake)
+    with pytest.raises(safeio.Refusal) as info:
+        safeio.read_own(tmp_path / "entry", limit=10)
+    assert info.value.rule == safeio.TOO_LARGE
+    assert info.value.message == "file is 11 bytes; the limit is 10 bytes"
+    assert fake.at == 0
