@@ -485,9 +485,12 @@ class Scripted:
 
     def __init__(self, clock: Clock, chunks: list[bytes], step: float, end_step: float) -> None:
         self.clock, self.chunks, self.step, self.end_step = clock, list(chunks), step, end_step
+        self.ends = 0
 
     def read1(self, n: int) -> bytes:
         if not self.chunks:
+            self.ends += 1
+            assert self.ends < 3, "read on past the end of the body"  # never spin on b""
             self.clock.now += self.end_step
             return b""
         self.clock.now += self.step

@@ -415,3 +415,32 @@ def test_tar_files_caps_the_archive_and_refuses_what_is_no_tar() -> None:
         safeio.tar_files(raw, what="t", total_limit=len(raw) - 1)
     with pytest.raises(safeio.Refusal, match="not a tar archive"):
         safeio.tar_files(b"\x00garbage" * 100, what="t")
+
+
+def test_a_name_that_is_not_utf8_is_refused_and_shown_escaped(tmp_path: Path) -> None:
+    raw = os.fsencode(tmp_path) + b"/bad\xff.yaml"
+    with open(raw, "wb") as fh:
+        fh.write(b"a: 1\n")
+    path = os.fsdecode(raw)  # the surrogate escape os.walk and os.listdir give
+    assert safeio.shown_path(path) == f"{tmp_path}/bad\\xff.yaml"
+    assert safeio.shown_path(tmp_path / "fine.yaml") == f"{tmp_path}/fine.yaml"
+    with pytest.raises(safeio.Refusal) as info:
+        safeio.read(path)
+    assert info.value.rule == safeio.NAME_ENCODING
+    assert info.value.message == "file name is not valid UTF-8; rename the file"
+    assert [d.path for d in info.value.diagnostics] == [f"{tmp_path}/bad\\xff.yaml"]
+
+
+def test_read_own_refuses_an_oversized_file_by_its_size_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """read_own (no `check` before it) judges the size on the descriptor before reading: the
+    refusal names the file's size, and not a byte is read."""
+    (tmp_path / "entry").write_bytes(b"x" * 11)
+    fake = _Chunked(b"x" * 11, 4)
+    _reads(monkeypatch, fake)
+    with pytest.raises(safeio.Refusal) as info:
+        safeio.read_own(tmp_path / "entry", limit=10)
+    assert info.value.rule == safeio.TOO_LARGE
+    assert info.value.message == "file is 11 bytes; the limit is 10 bytes"
+    assert fake.at == 0
