@@ -23,7 +23,9 @@ from generator.core.text import (
 
 
 def test_html_text_escapes_markup_and_keeps_white_space() -> None:
-    assert html_text("a\tb\nc\r<&>\"'") == "a\tb\nc\r&lt;&amp;&gt;&#34;&#39;"  # markupsafe's spelling
+    assert (
+        html_text("a\tb\nc\r<&>\"'") == "a\tb\nc\r&lt;&amp;&gt;&#34;&#39;"
+    )  # markupsafe's spelling
     assert html_text("v\x0bt") == "v\ufffdt"
     assert xml_attr("a\tb\nc\r") == "a&#9;b&#10;c&#13;"
     assert xml_text("a\tb\"'") == "a\tb\"'"
