@@ -1304,13 +1304,10 @@ def test_site_built_from_the_august_tree_answers_as_upstream(august_site: Path) 
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="the site renders its downloads from the resolved recipe, without what `bundle` adds "
-    "(the registry's default node-scheduling tolerations, the DRA driver's gpu-operator version "
-    "annotation): its bundles differ from `aicr-catalog bundle`'s and upstream's there",
-)
 def test_site_bundles_from_the_august_tree_are_upstreams(august_site: Path, helm: Path) -> None:
+    """The site renders its downloads through `bundle`'s own path (generator.render.bundled):
+    the registry's default node-scheduling tolerations, the DRA driver's gpu-operator version
+    annotation and the rest of what upstream's bundler adds are in them, as in upstream's."""
     import tarfile
 
     corpus = uo.load_corpus(uo.CORPORA / "main-9793720d.yaml")
@@ -1323,3 +1320,37 @@ def test_site_bundles_from_the_august_tree_are_upstreams(august_site: Path, helm
         up_dir = corpus.oracle / "bundles" / case / deployer
         findings = uo.numbered_findings(deployer, up_dir, out / f"{name}-standard-{deployer}", helm)
         assert uo.unexplained(corpus, f"bundle/{case}/{deployer}", findings) == [], case
+
+
+@pytest.mark.slow
+def test_the_august_site_states_the_aks_refusal_instead_of_a_download(august_site: Path) -> None:
+    """An AKS recipe's bundles are refused by `bundle` with default flags (the registry's
+    wildcard-toleration validation): the site publishes none, and its API and recipe page give
+    the rule, the message and the command that renders the bundle."""
+    import html
+
+    name = "h100-aks-ubuntu-training-kubeflow"
+    assert not (august_site / "downloads" / name).exists()
+    api = json.loads((august_site / "api" / "v1" / "recipes" / f"{name}.json").read_text())
+    for profile in api["profiles"]:
+        assert profile["downloads"] == []
+        refused = profile["refusedDownloads"]
+        assert {r["deployer"] for r in refused} == {
+            "helm",
+            "helmfile",
+            "argocd",
+            "argocd-helm",
+            "flux",
+        }
+        for r in refused:
+            assert r["rule"] == "bundle.wildcard-toleration" and "wildcard" in r["message"]
+            assert "--accelerated-node-toleration nvidia.com/gpu:NoSchedule" in r["command"]
+    page = html.unescape((august_site / "recipes" / f"{name}.html").read_text())
+    assert "bundle.wildcard-toleration" in page and refused[0]["command"] in page
+    assert refused[0]["message"] in page and "No bundles were rendered" not in page
+    eks = json.loads(
+        (
+            august_site / "api" / "v1" / "recipes" / "h100-eks-ubuntu-training-kubeflow.json"
+        ).read_text()
+    )
+    assert all("refusedDownloads" not in p and p["downloads"] for p in eks["profiles"])
