@@ -1350,3 +1350,6 @@ def test_the_august_site_states_the_aks_refusal_instead_of_a_download(august_sit
             assert "--accelerated-node-toleration nvidia.com/gpu:NoSchedule" in r["command"]
             assert r["command"] in page and r["message"] in page
     assert "bundle.wildcard-toleration" in page
+    # the Reproduce block prints no command `bundle` refuses, but the one that renders it
+    assert f"aicr-catalog bundle --recipe {name} --scale-profile" not in page
+    assert page.count(refused[0]["command"]) == 2  # the refusals' table and the Reproduce block
