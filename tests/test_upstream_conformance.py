@@ -1304,13 +1304,10 @@ def test_site_built_from_the_august_tree_answers_as_upstream(august_site: Path) 
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="the site renders its downloads from the resolved recipe, without what `bundle` adds "
-    "(the registry's default node-scheduling tolerations, the DRA driver's gpu-operator version "
-    "annotation): its bundles differ from `aicr-catalog bundle`'s and upstream's there",
-)
 def test_site_bundles_from_the_august_tree_are_upstreams(august_site: Path, helm: Path) -> None:
+    """The site renders its downloads through `bundle`'s own path (generator.render.bundled):
+    the registry's default node-scheduling tolerations, the DRA driver's gpu-operator version
+    annotation and the rest of what upstream's bundler adds are in them, as in upstream's."""
     import tarfile
 
     corpus = uo.load_corpus(uo.CORPORA / "main-9793720d.yaml")
@@ -1323,3 +1320,36 @@ def test_site_bundles_from_the_august_tree_are_upstreams(august_site: Path, helm
         up_dir = corpus.oracle / "bundles" / case / deployer
         findings = uo.numbered_findings(deployer, up_dir, out / f"{name}-standard-{deployer}", helm)
         assert uo.unexplained(corpus, f"bundle/{case}/{deployer}", findings) == [], case
+
+
+@pytest.mark.slow
+def test_the_august_site_states_the_aks_refusal_instead_of_a_download(august_site: Path) -> None:
+    """An AKS recipe's bundles are refused by `bundle` with default flags (the registry's
+    wildcard-toleration validation): the site publishes none, and its API and recipe page give
+    the rule, the message and the command that renders the bundle, for each deployer the site
+    publishes elsewhere."""
+    import html
+
+    def detail(name: str) -> dict[str, Any]:
+        doc = json.loads((august_site / "api" / "v1" / "recipes" / f"{name}.json").read_text())
+        return dict(doc)
+
+    eks = detail("h100-eks-ubuntu-training-kubeflow")
+    assert all("refusedDownloads" not in p and p["downloads"] for p in eks["profiles"])
+    deployers = {d["deployer"] for p in eks["profiles"] for d in p["downloads"]}
+    name = "h100-aks-ubuntu-training-kubeflow"
+    assert not (august_site / "downloads" / name).exists()
+    page = html.unescape((august_site / "recipes" / f"{name}.html").read_text())
+    assert "No bundles were rendered" not in page
+    for profile in detail(name)["profiles"]:
+        assert profile["downloads"] == []
+        refused = profile["refusedDownloads"]
+        assert {r["deployer"] for r in refused} == deployers
+        for r in refused:
+            assert r["rule"] == "bundle.wildcard-toleration" and "wildcard" in r["message"]
+            assert "--accelerated-node-toleration nvidia.com/gpu:NoSchedule" in r["command"]
+            assert r["command"] in page and r["message"] in page
+    assert "bundle.wildcard-toleration" in page
+    # the Reproduce block prints no command `bundle` refuses, but the one that renders it
+    assert f"aicr-catalog bundle --recipe {name} --scale-profile" not in page
+    assert page.count(refused[0]["command"]) == 2  # the refusals' table and the Reproduce block

@@ -299,9 +299,10 @@ def stages_in_process(synth: Path, out: Path, jobs: int | None) -> tuple[list[St
         result["resolve"].note = f"{len(results)} recipe x profile"
         with measure(result["render"], sampler):
             kwargs = _jobs_kwarg(st.render_bundles, jobs)
-            downloads, _ = st.render_bundles(
+            # the archives come first (the refusals second since issue 31, before: the note)
+            downloads = st.render_bundles(
                 catalog, results, site_build.DEFAULT_DEPLOYERS, 0, **kwargs
-            )
+            )[0]
         result["render"].note = f"{sum(len(v) for v in downloads.values())} archives"
         with measure(result["verify"], sampler):
             inputs = pipeline.Inputs(

@@ -10,20 +10,8 @@ import click
 
 from generator.catalog.aicr_format import load_recipe_result
 from generator.catalog.manifests import read_manifests
-from generator.catalog.overrides import (
-    DRA_COMPONENT,
-    GATEWAY_COMPONENT,
-    NodeScheduling,
-    dra_chart_version_overrides,
-    gateway_source_range_overrides,
-    parse_overrides,
-    registry_entries,
-    scheduling_overrides,
-    selector_warnings,
-)
-from generator.catalog.registry_checks import check_bundle
+from generator.catalog.overrides import NodeScheduling, parse_overrides
 from generator.catalog.resolve import resolve
-from generator.catalog.rules import rules_of
 from generator.commands.common import (
     EXIT_DATA,
     EXIT_USAGE,
@@ -49,6 +37,7 @@ from generator.render import (
     write_bundle,
 )
 from generator.render.bundle_verify import verify_bundle
+from generator.render.bundled import bundled_recipe
 from generator.render.common import DEFAULT_REPO_PATH, DEFAULT_REPO_URL, DEFAULT_REVISION
 
 DIMENSIONS = ("service", "accelerator", "os", "intent", "platform")
@@ -303,8 +292,6 @@ def command(
     catalog = open_catalog(catalog_path)
     flags = NodeScheduling(**scheduling, workload_gate=workload_gate, nodes=nodes)
     result = _bundled_recipe(catalog, from_file, query, profile, overrides, flags, choice)
-    registry = catalog.registry.doc.data if catalog.registry.doc else None
-    check_bundle(registry, result, flags.accelerated_tolerations)  # exit 2 when refused
     target = GitOpsTarget(repo_url, revision, repo_path)
     tree = _rendered(catalog, result, deployer, target, from_file)
     _write_bundle(tree, result, deployer, out, inputs, archive=archive)
@@ -344,9 +331,10 @@ def _bundled_recipe(
     scheduling: NodeScheduling,
     choice: str | None = None,
 ) -> RecipeResult:
-    """The recipe to bundle: resolved (or read from a RecipeResult file) with the node-scheduling
-    overrides of its enabled components, then the user's; the registry's selector warnings on
-    stderr."""
+    """The recipe to bundle (`generator.render.bundled`, the site's path too): resolved (or read
+    from a RecipeResult file) with the node-scheduling overrides of its enabled components and
+    the bundler's own, then the user's; the registry's selector warnings on stderr. A refused
+    bundle (wildcard accelerated toleration) exits 2."""
 
     def build(extra: tuple[Override, ...]) -> RecipeResult:
         if from_file is not None:
@@ -361,35 +349,10 @@ def _bundled_recipe(
             choice=choice,
         )
 
-    result = build(())
-    entries = registry_entries(catalog.registry.doc.data if catalog.registry.doc else None)
-    names = [c.name for c in result.components]
-    try:
-        given = {c.name: c.overrides or {} for c in result.components}
-        append = rules_of(catalog).tolerations_append
-        placed = scheduling_overrides(entries, names, scheduling, given if append else None)
-    except CatalogError as e:
-        click.echo(e.diagnostics_text(), err=True)
-        fail(e.message, EXIT_USAGE)
-    for warning in selector_warnings(entries, names, result.criteria.intent, scheduling):
+    bundled = bundled_recipe(catalog, build, scheduling)  # usage errors and refusals: exit 2
+    for warning in bundled.warnings:
         click.echo(f"warning: {warning}", err=True)
-    placed += _injected(catalog, result)
-    return build(placed) if placed else result
-
-
-def _injected(catalog: Catalog, result: RecipeResult) -> tuple[Override, ...]:
-    """What upstream's bundler adds on its own under the catalog's rules (recorded as overrides
-    of origin `bundler:`)."""
-    rules = rules_of(catalog)
-    out: tuple[Override, ...] = ()
-    if rules.dra_chart_annotation:
-        dra = result.component(DRA_COMPONENT)
-        versions = {c.name: c.version for c in result.components}
-        out += dra_chart_version_overrides(versions, dra.values if dra else None)
-    if rules.gateway_private_ranges:
-        gateway = result.component(GATEWAY_COMPONENT)
-        out += gateway_source_range_overrides(gateway.values if gateway else None)
-    return out
+    return bundled.result
 
 
 def _bundle_query(

@@ -16,6 +16,7 @@ from typing import Any
 from generator.core import safeio
 from generator.core.errors import SiteError
 from generator.evidence.view import EvidenceView
+from generator.render.bundled import Refusal
 from generator.site.model import ProfileView, RecipeView, SiteData
 from generator.site.pages import run_url, slug
 from generator.site.summary import CONSENSUS_ORDER, band, summarise
@@ -110,6 +111,7 @@ def recipe_detail(
     caller made them already (for evidence.json)."""
     profiles = []
     for p in recipe.profiles:
+        refused = _refused(p.refusals)
         profiles.append(
             {
                 **_profile_summary(recipe, p, site),
@@ -118,6 +120,7 @@ def recipe_detail(
                     {"deployer": d.deployer, "url": d.file, "sha256": d.sha256, "size": d.size}
                     for d in p.downloads
                 ],
+                **({"refusedDownloads": refused} if refused else {}),
             }
         )
     return {
@@ -130,6 +133,15 @@ def recipe_detail(
             for e in recipe.evidence
         ],
     }
+
+
+def _refused(refusals: Sequence[Refusal]) -> list[dict[str, str]]:
+    """The deployers `aicr-catalog bundle` refuses with default flags (the site publishes no
+    download for them): the refusal's rule and message, and the command that renders it."""
+    return [
+        {"deployer": x.deployer, "rule": x.rule, "message": x.message, "command": x.command}
+        for x in refusals
+    ]
 
 
 def _plain(value: Any) -> Any:

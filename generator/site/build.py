@@ -39,6 +39,7 @@ from generator.evidence.view import EvidenceView
 from generator.fast.collector import collector_paused
 from generator.fast.pool import parallel_map
 from generator.pipeline import Inputs, Outcome, run
+from generator.render.bundled import Refusal
 from generator.site import api, badges, changelog, islands, pages, stages
 from generator.site.audit import evidence_added, signed_statement, statement_file
 from generator.site.csp import with_csp
@@ -157,6 +158,7 @@ def _profile_view(
     runs: tuple[EvidenceView, ...],
     status: stages.ProfileStatus | None,
     downloads: tuple[Download, ...],
+    refusals: tuple[Refusal, ...] = (),
 ) -> ProfileView:
     counted = [e for e in runs if e.counted and e.profile == result.scale_profile]
     last = max((e.attested_at for e in counted if e.attested_at), default="")
@@ -171,6 +173,7 @@ def _profile_view(
         lanes=status.lanes if status else (),
         last_evidence=last[:10],
         downloads=downloads,
+        refusals=refusals,
     )
 
 
@@ -204,10 +207,19 @@ def leaves(outcome: Outcome) -> dict[str, tuple[RecipeResult, ...]]:
 
 def render_step(
     outcome: Outcome, options: BuildOptions, epoch: int
-) -> tuple[dict[tuple[str, str], tuple[Download, ...]], StageNote | None]:
-    """Every leaf × profile × deployer as an archive, unless bundles were not requested."""
+) -> tuple[
+    dict[tuple[str, str], tuple[Download, ...]],
+    dict[tuple[str, str], tuple[Refusal, ...]],
+    StageNote | None,
+]:
+    """Every leaf × profile × deployer as an archive (or the `bundle` command's refusal),
+    unless bundles were not requested."""
     if not options.bundles:
-        return {}, StageNote("render", "bundles were not requested for this build (--no-bundles).")
+        return (
+            {},
+            {},
+            StageNote("render", "bundles were not requested for this build (--no-bundles)."),
+        )
     results = tuple(r for rs in leaves(outcome).values() for r in rs)
     PROGRESS.info(
         "render bundles: %d recipe × profile × %d deployers", len(results), len(options.deployers)
@@ -224,10 +236,10 @@ def gather(options: BuildOptions, epoch: int, memo: Memo | None = None) -> SiteD
     outcome = run(pipeline_inputs(options), memo)
     if outcome.resolved.failures:
         raise SiteError("some recipes do not resolve", outcome.resolved.problems)
-    downloads, render_note = render_step(outcome, options, epoch)
+    downloads, refusals, render_note = render_step(outcome, options, epoch)
     judged, aggregate_note = stages.judged(outcome, options.evidence)
     notes = tuple(n for n in (render_note, aggregate_note) if n is not None)
-    site = site_data(options, epoch, outcome, downloads, judged, notes)
+    site = site_data(options, epoch, outcome, downloads, judged, notes, refusals)
     return replace(site, timeline=timeline_step(options))
 
 
@@ -245,6 +257,7 @@ def _recipe_views(
     outcome: Outcome,
     downloads: Mapping[tuple[str, str], tuple[Download, ...]],
     judged: stages.Aggregated,
+    refusals: Mapping[tuple[str, str], tuple[Refusal, ...]],
 ) -> tuple[RecipeView, ...]:
     by_recipe: dict[str, list[EvidenceView]] = {}
     for e in judged.runs:
@@ -259,6 +272,7 @@ def _recipe_views(
                 runs,
                 judged.statuses.get((leaf, r.scale_profile)),
                 downloads.get((leaf, r.scale_profile), ()),
+                refusals.get((leaf, r.scale_profile), ()),
             )
             for r in results
         )
@@ -284,12 +298,13 @@ def site_data(
     downloads: Mapping[tuple[str, str], tuple[Download, ...]],
     judged: stages.Aggregated,
     notes: tuple[StageNote, ...],
+    refusals: Mapping[tuple[str, str], tuple[Refusal, ...]] | None = None,
 ) -> SiteData:
     """The pipeline's outcome as the site's records."""
     catalog = outcome.catalog
     shown = leaves(outcome)
     return SiteData(
-        recipes=_recipe_views(outcome, downloads, judged),
+        recipes=_recipe_views(outcome, downloads, judged, refusals or {}),
         evidence=judged.runs,
         lanes=stages.lanes(outcome.resolved.lanes),
         profiles=tuple(catalog.profiles[n] for n in sorted(catalog.profiles)),

@@ -13,6 +13,7 @@ from typing import Any
 
 from generator.core.records import Consensus, Criteria, RecipeResult, ScaleProfile
 from generator.evidence.view import EvidenceView
+from generator.render.bundled import Refusal
 from generator.site.signers import SignerPolicyView
 from generator.site.timeline import Change
 
@@ -65,6 +66,8 @@ class ProfileView:
     lanes: tuple[LaneOutcome, ...]
     last_evidence: str  # ISO date of the newest counted run, "" when none
     downloads: tuple[Download, ...]
+    # the deployers `aicr-catalog bundle` refuses with default flags: no download, this instead
+    refusals: tuple[Refusal, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

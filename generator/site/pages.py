@@ -167,6 +167,7 @@ def recipe_page(recipe: RecipeView, site: SiteData) -> str:
         "config_profile": standard.selected_profile if standard else None,
         "evidence": recipe.evidence,
         "downloads": tuple(d for p in recipe.profiles for d in p.downloads),
+        "refusals": tuple(x for p in recipe.profiles for x in p.refusals),
         "lane_matrix": _lane_matrix(recipe, site),
     }
     render_note = next((n.message for n in site.notes if n.stage == "render"), "")

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from generator.core import safeio
 from generator.core.errors import CatalogError, Diagnostic, RenderError
-from generator.core.records import DEFAULT_PROFILE, Catalog, Consensus, RecipeResult
+from generator.core.records import DEFAULT_PROFILE, Catalog, Consensus, Override, RecipeResult
 from generator.evidence.view import EvidenceView, evidence_view
 from generator.fast.pool import parallel_map
+from generator.render.bundled import Refusal
 from generator.site.model import (
     Download,
     LaneOutcome,
@@ -132,6 +133,41 @@ def _render_one(
         return None, e.message, e.diagnostics
 
 
+Key = tuple[str, str]  # (recipe, scale profile)
+
+
+def _bundled(
+    catalog: Catalog, result: RecipeResult, deployers: Sequence[str]
+) -> tuple[RecipeResult | None, tuple[Refusal, ...]]:
+    """The recipe `aicr-catalog bundle --recipe NAME --scale-profile P` renders with default
+    flags (`generator.render.bundled`, the command's own path), or None and one refusal per
+    deployer when the command refuses it (the registry's wildcard-toleration validation)."""
+    from generator.catalog.overrides import NodeScheduling
+    from generator.catalog.resolve import resolve
+    from generator.core.errors import UsageError
+    from generator.render.bundled import bundled_recipe, workaround_command
+
+    def build(extra: tuple[Override, ...]) -> RecipeResult:
+        if not extra:  # the pipeline resolved it with these very inputs
+            return result
+        return resolve(catalog, result.name, profile=result.scale_profile, overrides=extra)
+
+    try:
+        return bundled_recipe(catalog, build, NodeScheduling()).result, ()
+    except UsageError as e:
+        rule = e.diagnostics[0].rule if e.diagnostics else ""
+        if rule != REFUSAL_RULE:
+            raise
+        name, profile = result.name, result.scale_profile
+        return None, tuple(
+            Refusal(name, profile, d, rule, e.message, workaround_command(name, profile, d))
+            for d in deployers
+        )
+
+
+REFUSAL_RULE = "bundle.wildcard-toleration"  # the refusals the site states instead of a download
+
+
 def render_bundles(
     catalog: Catalog,
     results: Sequence[RecipeResult],
@@ -139,54 +175,71 @@ def render_bundles(
     epoch: int = 0,
     cache_dir: Path | None = None,
     jobs: int | None = None,
-) -> tuple[dict[tuple[str, str], tuple[Download, ...]], StageNote | None]:
-    """Every leaf × profile × deployer as a reproducible archive (mtime = SOURCE_DATE_EPOCH).
+) -> tuple[dict[Key, tuple[Download, ...]], dict[Key, tuple[Refusal, ...]], StageNote | None]:
+    """Every leaf × profile × deployer as a reproducible archive (mtime = SOURCE_DATE_EPOCH),
+    byte for byte what `aicr-catalog bundle --archive` writes with default flags: the recipe
+    goes through the command's own path (`generator.render.bundled`); where the command refuses
+    it, a refusal per deployer instead of an archive.
 
     With `cache_dir`, an archive whose inputs (recipe digest, deployer, renderer) are unchanged
     is read from the render stage's content-addressed cache instead of being rendered again.
     Archives not in the cache are rendered on every core (`jobs`, default all).
     """
     from generator.catalog.manifests import read_manifests
-    from generator.render import GitOpsTarget, archive_name
 
     problems: list[Diagnostic] = []
+    refused: dict[Key, tuple[Refusal, ...]] = {}
     work: list[tuple[RecipeResult, str, Mapping[str, bytes], int, Path | None]] = []
     for result in results:
         try:
-            manifests = read_manifests(catalog, result)
+            bundled, refusals = _bundled(catalog, result, deployers)
+            if bundled is None:
+                refused[(result.name, result.scale_profile)] = refusals
+                continue
+            manifests = read_manifests(catalog, bundled)
         except CatalogError as e:
             problems.extend(e.diagnostics)
             continue
-        work.extend((result, d, manifests, epoch, cache_dir) for d in deployers)
-    workers = min(jobs or os.cpu_count() or 1, len(work))
-    if len(work) < _PARALLEL_RENDER:
-        workers = 1
-    chunk = max(1, len(work) // (max(1, workers) * 4))
-    done = list(parallel_map(_render_one, work, jobs=workers, chunksize=chunk))
-    out: dict[tuple[str, str], list[Download]] = {(r.name, r.scale_profile): [] for r in results}
+        work.extend((bundled, d, manifests, epoch, cache_dir) for d in deployers)
+    done = _render_all(work, jobs)
+    out: dict[Key, list[Download]] = {(r.name, r.scale_profile): [] for r in results}
     for (result, deployer, _, _, _), (data, message, diags) in zip(work, done, strict=True):
         if data is None:
             problems.extend(diags or (Diagnostic(result.name, 0, 0, "$", message, "render"),))
             continue
-        name = archive_name(result, deployer)
-        out[(result.name, result.scale_profile)].append(
-            Download(
-                deployer=deployer,
-                profile=result.scale_profile,
-                file=f"downloads/{result.name}/{name}",
-                sha256=hashlib.sha256(data).hexdigest(),
-                size=len(data),
-                content=data,
-            )
-        )
+        out[(result.name, result.scale_profile)].append(_download(result, deployer, data))
     if problems:
         raise RenderError("some bundles could not be rendered", problems)
     if cache_dir is not None:  # keep the archives of this build only
+        from generator.render import GitOpsTarget
         from generator.render.cache import entry_name, sweep
 
         target = GitOpsTarget()
         sweep(cache_dir, {entry_name(r, d, target, epoch) for r, d, _, _, _ in work})
-    return {k: tuple(v) for k, v in out.items()}, None
+    return {k: tuple(v) for k, v in out.items()}, refused, None
+
+
+def _render_all(
+    work: list[tuple[RecipeResult, str, Mapping[str, bytes], int, Path | None]], jobs: int | None
+) -> list[tuple[bytes | None, str, tuple[Diagnostic, ...]]]:
+    workers = min(jobs or os.cpu_count() or 1, len(work))
+    if len(work) < _PARALLEL_RENDER:
+        workers = 1
+    chunk = max(1, len(work) // (max(1, workers) * 4))
+    return list(parallel_map(_render_one, work, jobs=workers, chunksize=chunk))
+
+
+def _download(result: RecipeResult, deployer: str, data: bytes) -> Download:
+    from generator.render import archive_name
+
+    return Download(
+        deployer=deployer,
+        profile=result.scale_profile,
+        file=f"downloads/{result.name}/{archive_name(result, deployer)}",
+        sha256=hashlib.sha256(data).hexdigest(),
+        size=len(data),
+        content=data,
+    )
 
 
 # --- verify: the raw files the site publishes ----------------------------------------------------
