@@ -8,6 +8,8 @@ mutant of that module that the rest of the suite let through.
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from generator.cli import main
-from generator.core import safeio
+from generator.core import outputs, safeio
 from generator.core.errors import UsageError
 from generator.core.outputs import (
     BUNDLE_HEADER,
@@ -217,3 +219,143 @@ def test_a_site_marker_is_read_up_to_its_cap(tmp_path: Path) -> None:
     assert marked_kind(out) is OutputKind.SITE
     (out / MARKER).write_text("site" + " " * (4096 - 4) + "\n")
     assert marked_kind(out) is None
+
+
+# --- swap_in: the one rename of a finished output into place -------------------------------------
+
+
+def _tree(path: Path, content: str) -> Path:
+    path.mkdir()
+    (path / "index.html").write_text(content)
+    (path / "sub").mkdir()
+    (path / "sub" / "page.html").write_text(content)
+    return path
+
+
+def _content(path: Path) -> dict[str, str]:
+    return {
+        p.relative_to(path).as_posix(): p.read_text()
+        for p in sorted(path.rglob("*"))
+        if p.is_file()
+    }
+
+
+class _Libc:
+    """A stand-in for libc whose renameat2 records its arguments and fails with `err`."""
+
+    def __init__(self, err: int) -> None:
+        self.err = err
+        self.calls: list[tuple[Any, ...]] = []
+
+    def renameat2(self, *args: Any) -> int:
+        self.calls.append(args)
+        ctypes.set_errno(self.err)
+        return -1
+
+
+def _fake_libc(monkeypatch: pytest.MonkeyPatch, libc: object) -> list[dict[str, Any]]:
+    opened: list[dict[str, Any]] = []
+
+    def cdll(name: object, **kw: Any) -> object:
+        assert name is None  # the running process's own libc
+        opened.append(kw)
+        return libc
+
+    monkeypatch.setattr("generator.core.outputs.ctypes.CDLL", cdll)
+    return opened
+
+
+def _replaces(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Path, Path]]:
+    seen: list[tuple[Path, Path]] = []
+    real = os.replace
+
+    def spy(src: Any, dst: Any) -> None:
+        seen.append((Path(src), Path(dst)))
+        real(src, dst)
+
+    monkeypatch.setattr("generator.core.outputs.os.replace", spy)
+    return seen
+
+
+def test_exchange_swaps_two_directories_in_one_step(tmp_path: Path) -> None:
+    a, b = _tree(tmp_path / "a", "A"), _tree(tmp_path / "b", "B")
+    assert outputs._exchange(a, b) is True
+    assert _content(a) == {"index.html": "B", "sub/page.html": "B"}
+    assert _content(b) == {"index.html": "A", "sub/page.html": "A"}
+
+
+def test_exchange_of_a_missing_path_is_false(tmp_path: Path) -> None:
+    a = _tree(tmp_path / "a", "A")
+    assert outputs._exchange(a, tmp_path / "missing") is False  # ENOENT: nothing moved
+    assert _content(a) == {"index.html": "A", "sub/page.html": "A"}
+
+
+def test_swap_in_exchanges_an_existing_output_and_removes_the_old_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    new, out = _tree(tmp_path / ".out.new", "new"), _tree(tmp_path / "out", "old")
+    renames = _replaces(monkeypatch)
+    outputs.swap_in(new, out)
+    assert _content(out) == {"index.html": "new", "sub/page.html": "new"}
+    assert not new.exists()
+    assert renames == []  # one exchange, no rename
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cwd", "out"]
+
+
+def test_exchange_passes_the_kernel_what_it_expects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    libc = _Libc(errno.EINVAL)
+    opened = _fake_libc(monkeypatch, libc)
+    assert outputs._exchange(tmp_path / "a", tmp_path / "b") is False
+    assert opened == [{"use_errno": True}]
+    at_fdcwd = -100  # linux/fcntl.h
+    a, b = os.fsencode(tmp_path / "a"), os.fsencode(tmp_path / "b")
+    assert libc.calls == [(at_fdcwd, a, at_fdcwd, b, 2)]  # 2: RENAME_EXCHANGE (linux/fs.h)
+
+
+@pytest.mark.parametrize("err", [errno.EINVAL, errno.ENOSYS])
+@pytest.mark.parametrize("existing", [True, False])
+@pytest.mark.parametrize("leftover", [True, False])
+def test_swap_in_without_the_exchange_renames_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, err: int, existing: bool, leftover: bool
+) -> None:
+    """renameat2 unsupported (an old kernel, a file system without RENAME_EXCHANGE): the old
+    output is renamed aside to `.out.old`, the new one into place, the old one removed; a
+    `.out.old` left by an earlier killed run is removed first."""
+    libc = _Libc(err)
+    _fake_libc(monkeypatch, libc)
+    new, out = _tree(tmp_path / ".out.new", "new"), tmp_path / "out"
+    if existing:
+        _tree(out, "old")
+    old = tmp_path / ".out.old"
+    if leftover:
+        _tree(old, "leftover")
+    renames = _replaces(monkeypatch)
+    outputs.swap_in(new, out)
+    assert _content(out) == {"index.html": "new", "sub/page.html": "new"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cwd", "out"]
+    assert len(libc.calls) == (1 if existing else 0)  # nothing to exchange with: no call
+    assert renames == ([(out, old)] if existing else []) + [(new, out)]
+
+
+@pytest.mark.parametrize("failure", [OSError("no libc"), AttributeError("renameat2")])
+def test_swap_in_without_renameat2_renames_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: Exception
+) -> None:
+    def cdll(name: object, **kw: Any) -> object:
+        raise failure
+
+    monkeypatch.setattr("generator.core.outputs.ctypes.CDLL", cdll)
+    assert outputs._exchange(tmp_path, tmp_path) is False
+    new, out = _tree(tmp_path / ".out.new", "new"), _tree(tmp_path / "out", "old")
+    outputs.swap_in(new, out)
+    assert _content(out) == {"index.html": "new", "sub/page.html": "new"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cwd", "out"]
+
+
+def test_restore_renames_the_previous_tree_back(tmp_path: Path) -> None:
+    old, out = _tree(tmp_path / ".out.old", "old"), tmp_path / "out"
+    outputs.restore(old, out)
+    assert _content(out) == {"index.html": "old", "sub/page.html": "old"}
+    assert not old.exists()

@@ -444,3 +444,68 @@ def test_read_own_refuses_an_oversized_file_by_its_size_unread(
     assert info.value.rule == safeio.TOO_LARGE
     assert info.value.message == "file is 11 bytes; the limit is 10 bytes"
     assert fake.at == 0
+
+
+def _octal(n: int) -> bytes:
+    """A 12-byte numeric field of a tar header."""
+    return b"%011o\0" % n
+
+
+def _sparse_member(name: str, size: int, stored: bytes) -> bytes:
+    """One old-GNU sparse member (type 'S'): `stored` is its only data, at offset 0, and the
+    rest of its `size` bytes is a hole. Its header records `size`, its archive holds only
+    `stored`, so the member sizes of such an archive add up to more than its own bytes."""
+    import tarfile
+
+    info = tarfile.TarInfo(name)
+    info.size = len(stored)
+    head = bytearray(info.tobuf(format=tarfile.GNU_FORMAT))
+    head[156:157] = tarfile.GNUTYPE_SPARSE
+    head[386:398] = _octal(0)  # the data's offset in the file
+    head[398:410] = _octal(len(stored))  # and its length
+    head[482] = 0  # no extended sparse headers
+    head[483:495] = _octal(size)  # the file's real size
+    head[148:156] = b" " * 8
+    head[148:156] = b"%06o\0 " % sum(head)
+    pad = -len(stored) % tarfile.BLOCKSIZE
+    return bytes(head) + stored + b"\0" * pad
+
+
+def _sparse_tar(sizes: tuple[int, ...]) -> bytes:
+    import tarfile
+
+    body = b"".join(_sparse_member(f"m{i}", size, b"x") for i, size in enumerate(sizes))
+    return body + b"\0" * (2 * tarfile.BLOCKSIZE)
+
+
+def test_sparse_members_are_read_at_their_real_size() -> None:
+    """tarfile reads a GNU sparse member at the size its header gives, holes as zeros: so the
+    sizes can add up to more than the archive, and only the total cap stops them."""
+    raw = _sparse_tar((1000, 2000))
+    assert len(raw) == 3 * 1024  # two headers, two data blocks, the end
+    assert safeio.tar_files(raw, what="t") == {"m0": b"x" + bytes(999), "m1": b"x" + bytes(1999)}
+
+
+def test_sparse_members_adding_up_past_the_total_cap_are_refused() -> None:
+    # 4 headers and data blocks + the end: 5120 bytes, within every cap on its own
+    limit = 5120
+    exact = _sparse_tar((1000, 1000, 1000, limit - 3000))
+    assert len(exact) == limit
+    got = safeio.tar_files(exact, what="t", total_limit=limit)  # exactly the cap: read
+    assert sum(len(v) for v in got.values()) == limit
+    over = _sparse_tar((1000, 1000, 1000, limit - 2999))
+    assert len(over) == limit
+    for member_limit in (limit, safeio.MEMBER_BYTES):  # no member is over its own cap
+        with pytest.raises(safeio.Oversize) as info:
+            safeio.tar_files(over, what="t", total_limit=limit, member_limit=member_limit)
+        assert info.value.message == f"unpacks to more than {limit} bytes"
+        assert info.value.rule == safeio.ARCHIVE
+    with pytest.raises(safeio.Oversize, match="unpacks to more than"):  # read or not
+        safeio.tar_files(over, what="t", total_limit=limit, wanted=frozenset())
+
+
+def test_the_archive_root_may_appear_more_than_once() -> None:
+    """`./` (or `.`) is the archive's own root, not an entry: given twice, it is no duplicate."""
+    raw = _tarball(("./", None), ("a", b"A"), (".", None), ("./", None))
+    assert safeio.tar_files(raw, what="t") == {"a": b"A"}
+    assert safeio.tar_files(raw, what="t", quote_names=False) == {"a": b"A"}
