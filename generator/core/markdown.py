@@ -42,11 +42,17 @@ def _one_line(s: str) -> str:
 
 def text(s: object) -> str:
     """`s` as inert Markdown text: shown literally, in prose or in a table cell."""
+    return _escaped(s, _PUNCT)
+
+
+def _escaped(s: object, punct: frozenset[str] | str) -> str:
+    """`s` on one line, each entity-forming character written as its entity and each character
+    of `punct` backslash-escaped."""
     out = []
     for ch in _one_line(str(s)):
         if ch in _ENTITIES:
             out.append(_ENTITIES[ch])
-        elif ch in _PUNCT:
+        elif ch in punct:
             out.append("\\" + ch)
         else:
             out.append(ch)
@@ -61,15 +67,7 @@ _INLINE = frozenset("\\[]*_`!~|")
 def link_text(s: object) -> str:
     """`s` as inert text inside a link's or an image's brackets, mid-line (an image's alt text):
     only what could start or end an inline construct is escaped, so the text stays readable."""
-    out = []
-    for ch in _one_line(str(s)):
-        if ch in _ENTITIES:
-            out.append(_ENTITIES[ch])
-        elif ch in _INLINE:
-            out.append("\\" + ch)
-        else:
-            out.append(ch)
-    return "".join(out)
+    return _escaped(s, _INLINE)
 
 
 def code(s: object, *, table: bool = True) -> str:
