@@ -40,7 +40,7 @@ from generator.evidence.stage import VerificationRun
 from generator.evidence.trustroot import PUBLIC_GOOD
 
 if TYPE_CHECKING:  # pandas and sigstore load when a stage runs
-    from generator.aggregate import RecipePart, Status
+    from generator.aggregate import RecipeInput, RecipePart, Status
     from generator.catalog.lanes import Lanes
 
 PROGRESS = logging.getLogger("aicr_catalog.build")  # `build` shows it on stderr
@@ -359,6 +359,16 @@ def _pickled(value: object) -> bytes:
     return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
 
+def _keyed(inputs: Sequence[RecipeInput], judge: str) -> list[RecipeRuns]:
+    """Each recipe's `RecipeRuns` record (its memo key is derived from it)."""
+    return [
+        RecipeRuns(
+            r.name, _pickled(tuple(r.results)), r.failure, tuple(map(_pickled, r.evidence)), judge
+        )
+        for r in inputs
+    ]
+
+
 def aggregate(
     resolved: Resolved,
     records: tuple[Evidence, ...],
@@ -394,20 +404,7 @@ def aggregate(
         for n in names
     ]
     judge = hashlib.sha256(_pickled((lanes, sorted(ladders.items()), demo_roots))).hexdigest()
-    keyed = (
-        [
-            RecipeRuns(
-                r.name,
-                _pickled(tuple(r.results)),
-                r.failure,
-                tuple(map(_pickled, r.evidence)),
-                judge,
-            )
-            for r in inputs
-        ]
-        if memo.cache is not None
-        else [None] * len(inputs)
-    )
+    keyed = _keyed(inputs, judge) if memo.cache is not None else [None] * len(inputs)
     made = 0
 
     def make(todo: list[int]) -> list[RecipePart]:
