@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -110,3 +112,31 @@ def helm() -> Path:
     if os.environ.get("CI"):
         pytest.fail(f"{message}; the Helm render tests must run under CI")
     pytest.skip(f"{message}; CI is unset, so the Helm render tests are skipped")
+
+
+def shared_dir_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]
+) -> Path:
+    """The directory `make(path)` fills, made once per test run and shared read-only by every
+    xdist worker (the workers' temporary roots share one parent; one worker makes it under a
+    lock, the others wait and reuse it). Without xdist: once per session, as before. A `make`
+    that raises leaves no directory behind, so the next worker that asks tries again and fails
+    with its own error."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    target, done = root / f"shared-{name}", root / f"shared-{name}.done"
+    with (root / f"shared-{name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not done.exists():
+                shutil.rmtree(target, ignore_errors=True)
+                target.mkdir()
+                try:
+                    make(target)
+                except BaseException:
+                    shutil.rmtree(target, ignore_errors=True)
+                    raise
+                done.touch()
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return target

@@ -31,7 +31,7 @@ from generator.site import charts, islands
 from generator.site.build import BuildOptions, build_site
 from generator.site.jinja import md_inline, script_json, url_part
 from generator.site.outdir import build_lock
-from tests.conftest import CATALOG, REPO
+from tests.conftest import CATALOG, REPO, shared_dir_once
 
 EPOCH = 1767225600  # 2026-01-01T00:00:00Z
 INJECTED_RECIPE = "h100-aks-ubuntu-training-kubeflow"
@@ -65,9 +65,7 @@ def plant_injection(catalog: Path) -> None:
     path.write_text(text)
 
 
-@pytest.fixture(scope="session")
-def site_inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:
-    root = tmp_path_factory.mktemp("inputs")
+def _copy_inputs(root: Path) -> None:
     shutil.copytree(CATALOG, root / "catalog")
     if (REPO / "evidence").is_dir():
         shutil.copytree(REPO / "evidence", root / "evidence")
@@ -75,6 +73,12 @@ def site_inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:
         (root / "evidence").mkdir()
     shutil.copytree(REPO / "docs", root / "docs")
     plant_injection(root / "catalog")
+
+
+@pytest.fixture(scope="session")
+def site_inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:
+    """One copy per test run, shared by the xdist workers (tests copy it before changing it)."""
+    root = shared_dir_once(tmp_path_factory, "site-inputs", _copy_inputs)
     return Inputs(root / "catalog", root / "evidence", root / "docs")
 
 
@@ -93,9 +97,11 @@ def options(inputs: Inputs, out: Path, **kw: object) -> BuildOptions:
 
 @pytest.fixture(scope="session")
 def built_site(site_inputs: Inputs, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("built") / "site"
-    build_site(options(site_inputs, out))
-    return out
+    """Built once per test run, shared read-only by the xdist workers (tests/conftest.py)."""
+    built = shared_dir_once(
+        tmp_path_factory, "built-site", lambda d: build_site(options(site_inputs, d / "site"))
+    )
+    return built / "site"
 
 
 def tree_digests(root: Path) -> dict[str, str]:
