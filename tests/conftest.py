@@ -51,6 +51,62 @@ def shared_dir() -> Path:
     return SHARED
 
 
+# Test files by measured cost, most expensive first (pytest --durations summed per file, on the
+# 2-core machine, December 2026; CONTRIBUTING.md, *The test suite*). `make test` runs `-n 2 --dist loadfile
+# --no-loadscope-reorder`: each file goes whole to one worker (its module fixtures are made once),
+# in this order, so the longest files start first and the last minutes hold only short files on
+# both workers. Files not listed follow in collection order; list a file here when it grows
+# past the last one listed. tests/test_suite_order.py checks that every name is a test file.
+HEAVY_FIRST = (
+    "test_upstream_conformance.py",
+    "test_kill.py",
+    "test_pipeline.py",
+    "test_site_incremental.py",
+    "test_browser.py",
+    "test_fuzz.py",
+    "test_snapshot_collect.py",
+    "test_browser_newcomer.py",
+    "test_browser_a11y.py",
+    "test_evidence_attacks.py",
+    "test_site.py",
+    "test_aggregate.py",
+    "test_cases.py",
+    "test_release.py",
+    "test_upstream_site_bundles.py",
+    "test_resolve.py",
+    "test_upstream_rules.py",
+    "test_net_bounds.py",
+    "test_diff.py",
+    "test_release_verify.py",
+    "test_fast_schemacheck.py",
+    "test_untrusted_text.py",
+    "test_render_cli.py",
+    "test_chart_values.py",
+    "test_evidence_oci.py",
+    "test_preflight_cli.py",
+    "test_browser_truth.py",
+    "test_edges.py",
+    "test_qualify.py",
+    "test_outputs_bounded.py",
+    "test_evidence_verify.py",
+    "test_synth.py",
+    "test_site_share.py",
+    "test_render_schemas.py",
+    "test_site_outcomes.py",
+    "test_fast_tarball.py",
+    "test_cache.py",
+    "test_page_budget.py",
+    "test_hostile_io.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The listed files first, in HEAVY_FIRST's order; a file's tests keep their order and stay
+    together (a stable sort), the other files keep collection order after them."""
+    rank = {name: i for i, name in enumerate(HEAVY_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 _real_connect = socket.socket.connect
 
 
