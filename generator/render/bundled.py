@@ -3,8 +3,10 @@
 `bundled_recipe` takes the resolved recipe and adds what upstream AICR's bundler adds: the
 node-scheduling overrides at the registry's `nodeScheduling.*` paths (default tolerations
 `[{operator: Exists}]`), then what the catalog's rules inject on their own (the DRA driver's
-gpu-operator version annotation, agentgateway's private source ranges), and refuses the bundle
-where a blocking registry validation fails (AKS: the wildcard accelerated toleration). The
+gpu-operator version annotation, agentgateway's private source ranges), marks the components
+the rules install without waiting for readiness (upstream's "async components": helm and
+helmfile install them without `--wait`, with a longer timeout), and refuses the bundle where a
+blocking registry validation fails (AKS: the wildcard accelerated toleration). The
 command and the site both call it with the same inputs, so a site download is the command's
 output with default flags, byte for byte, and the site never publishes a bundle the command
 would refuse.
@@ -12,6 +14,7 @@ would refuse.
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -74,7 +77,23 @@ def bundled_recipe(catalog: Catalog, build: Build, scheduling: NodeScheduling) -
     placed += injected(catalog, result)
     final = build(placed) if placed else result
     check_bundle(registry, final, scheduling.accelerated_tolerations)
-    return Bundled(final, warnings)
+    return Bundled(with_install_policy(catalog, final), warnings)
+
+
+def with_install_policy(catalog: Catalog, result: RecipeResult) -> RecipeResult:
+    """`result` with the components the catalog's rules install without waiting for readiness
+    (`UpstreamRules.async_install`) marked with their timeout (`async_install_timeout`), which
+    the helm and helmfile deployers read. The recipe itself (values, digest) is unchanged."""
+    policy = rules_of(catalog).async_install
+    if policy is None or not any(c.name in policy.components for c in result.components):
+        return result
+    components = tuple(
+        dataclasses.replace(c, async_install_timeout=policy.timeout_seconds)
+        if c.name in policy.components
+        else c
+        for c in result.components
+    )
+    return dataclasses.replace(result, components=components)
 
 
 def injected(catalog: Catalog, result: RecipeResult) -> tuple[Override, ...]:

@@ -3,7 +3,9 @@ folder (see `common.folders`): upstream charts pinned to their versions with the
 `values.yaml`, local charts (a component's manifests, Helm templates) as `./NNN-<release>`
 charts that Helm renders with the folder's own `values.yaml`. `needs` chains a component's
 releases (pre, chart, post) and makes its first release wait for the last release of each
-dependency.
+dependency. Every release waits for readiness (`helmDefaults`), but a chart the catalog's rules
+install without waiting (`ResolvedComponent.async_install_timeout`): `wait: false` and that
+timeout.
 """
 
 from __future__ import annotations
@@ -77,6 +79,11 @@ def render(result: RecipeResult, manifests: Mapping[str, bytes]) -> Rendered:
             rel["values"] = [f"./{f.dir}/values.yaml"]
         if needs:
             rel["needs"] = needs
+        if not f.local and c.async_install_timeout is not None:
+            # installed without waiting for readiness (the catalog's rules, upstream's "async
+            # components"): the timeout still bounds the release's hooks
+            rel["wait"] = False
+            rel["timeout"] = c.async_install_timeout
         if (f.phase == PHASE_MAIN and not f.local and c.self_ref_crds) or (
             f.phase == PHASE_POST and c.manifests_use_chart_crds
         ):
