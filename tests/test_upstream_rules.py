@@ -461,8 +461,12 @@ def test_async_components_install_without_waiting(august: Path, tmp_path: Path) 
     assert others and all('--wait --timeout "${TIMEOUT}"' in s for s in others)
     assert all('TIMEOUT="${AICR_TIMEOUT:-10m}"' in s for s in others)
 
+    for out in (helm, tmp_path / "hf"):  # the README says so
+        assert "`kai-scheduler` is installed without waiting" in (out / "README.md").read_text()
+
     old = _bundle(august, tmp_path / "old", "helmfile", "--upstream-rules", "v0.11.1")
     assert "wait" not in _helmfile_releases(old)["kai-scheduler"]
+    assert "without waiting" not in (old / "README.md").read_text()
 
 
 def test_async_install_leaves_the_recipe_and_its_digest_alone(august: Path) -> None:
