@@ -21,7 +21,7 @@ from generator.catalog.resolve import merge_phase, resolve
 from generator.catalog.rules import DEFAULT_RULES, MAIN_2026_08, RULES, V0_11_1, rules_of
 from generator.cli import main
 from generator.core.errors import ResolveError, Severity, UsageError
-from generator.core.records import Catalog, Criteria
+from generator.core.records import Catalog, Criteria, Override
 
 REPO = Path(__file__).resolve().parent.parent
 AKS_SLURM = ["--service", "aks", "--gpu", "h100", "--os", "ubuntu", "--intent", "training",
@@ -485,3 +485,28 @@ def test_async_install_leaves_the_recipe_and_its_digest_alone(august: Path) -> N
     plain = resolve(cat, crit, overrides=bundled.overrides)
     assert plain.digest == bundled.digest
     assert [c.values for c in plain.components] == [c.values for c in bundled.components]
+
+
+def test_rebuild_keeps_the_choice_and_the_overrides(august: Path) -> None:
+    """A module rendering a recipe it resolved itself (preflight, the release diff, the
+    samples) goes through render_bundled with `rebuild`: when the bundler adds overrides the
+    recipe is resolved again with its configuration-profile choice and its own overrides after
+    the bundler's; a refusal is raised as `bundle` raises it."""
+    from generator.catalog.overrides import NodeScheduling
+    from generator.render.bundled import rebuild, render_bundled
+
+    cat = _load(august)
+    crit = Criteria(service="aks", accelerator="h100", os="ubuntu", intent="training")
+    mine = Override("gpu-operator", "driver.version", "580.0.0", "gpu-operator:driver.version=x")
+    result = resolve(cat, crit, overrides=(mine,), choice="gpuStack=operator-managed")
+    with pytest.raises(UsageError) as refused:  # the wildcard accelerated toleration
+        render_bundled(cat, rebuild(cat, result), "helm")
+    assert refused.value.diagnostics[0].rule == "bundle.wildcard-toleration"
+    keyed = NodeScheduling(accelerated_tolerations=("nvidia.com/gpu:NoSchedule",))
+    bundled, tree = render_bundled(cat, rebuild(cat, result), "helm", scheduling=keyed)
+    assert bundled.result.selected_profile is not None
+    assert bundled.result.selected_profile.value == "operator-managed"
+    assert bundled.result.overrides[-1] == mine  # the user's last, after the bundler's
+    assert len(bundled.result.overrides) > 1 and "deploy.sh" in tree
+    gpu = bundled.result.component("gpu-operator")
+    assert gpu is not None and gpu.values["driver"]["version"] == "580.0.0"
