@@ -471,7 +471,8 @@ def bundle_layouts(catalog_dir: Path) -> dict[str, list[str]]:
     """Per deployer, the path patterns of a reference bundle (component directories generalised)."""
     from generator.catalog.load import load_catalog
     from generator.catalog.resolve import resolve
-    from generator.render import Deployer, render_bundle
+    from generator.render import Deployer
+    from generator.render.bundled import rebuild, render_bundled
 
     catalog, _ = load_catalog(catalog_dir)
     leaf = (
@@ -487,8 +488,8 @@ def bundle_layouts(catalog_dir: Path) -> dict[str, list[str]]:
     }
     out: dict[str, list[str]] = {}
     comps = sorted((c.name for c in result.components), key=len, reverse=True)
-    for dep in Deployer:
-        tree = render_bundle(result, dep, manifests)
+    for dep in Deployer:  # as `bundle` renders it (generator/render/bundled.py)
+        _, tree = render_bundled(catalog, rebuild(catalog, result), dep, manifests=manifests)
         paths = set()
         for p in getattr(tree, "files", tree):
             g = _NNN.sub("NNN-<component>/", p)
