@@ -48,7 +48,7 @@ Python loops turn the input records into columns).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from itertools import repeat
 from operator import attrgetter
@@ -1053,6 +1053,138 @@ def aggregate(
         failures=failures,
     )
     return status_records(tables)
+
+
+# ---------------------------------------------------------------- per recipe
+
+
+def record_recipe(e: Evidence) -> str:
+    """The recipe a record is aggregated under (its `recipe` column): its statement's, else the
+    recipe directory of its path (an unreadable statement)."""
+    st = e.statement
+    return st.recipe if st is not None else _recipe_from_path(e.path)
+
+
+@dataclass(frozen=True, slots=True)
+class RecipePart:
+    """One recipe's share of the status: its structural health, its recipe × profile records and
+    its runs, `RunStatus.index` being a position in the recipe's own records. Everything in
+    `aggregate` but the component qualification is computed within one recipe (every grouping
+    starts with the recipe), so the status of a catalog is its recipes' parts put together
+    (`combine`), and a changed run re-aggregates one recipe."""
+
+    health: tuple[HealthStatus, ...]
+    recipes: tuple[RecipeStatus, ...]
+    runs: tuple[RunStatus, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RecipeInput:
+    """One recipe as `recipe_parts` takes it: its resolved results (every profile), its records
+    (those whose `record_recipe` is its name) and why it does not resolve (None: it does)."""
+
+    name: str
+    results: Sequence[RecipeResult]
+    evidence: Sequence[Evidence]
+    failure: str | None = None
+
+
+def recipe_parts(
+    recipes: Sequence[RecipeInput],
+    lanes: Lanes,
+    ladders: Mapping[str, Sequence[str]],
+    *,
+    demo: bool = False,
+    demo_roots: Collection[str] = (),
+) -> list[RecipePart]:
+    """`aggregate` of several recipes at once (one computation over all of them), split into
+    one part per recipe, in the order given."""
+    evidence = [e for r in recipes for e in r.evidence]
+    status = aggregate(
+        [x for r in recipes for x in r.results],
+        evidence,
+        lanes,
+        ladders,
+        demo=demo,
+        demo_roots=demo_roots,
+        failures={r.name: r.failure for r in recipes if r.failure is not None},
+    )
+    owner: list[tuple[int, int]] = []  # position in `evidence` -> (recipe, its own position)
+    for g, r in enumerate(recipes):
+        owner.extend((g, i) for i in range(len(r.evidence)))
+    group = {r.name: g for g, r in enumerate(recipes)}
+    health: list[list[HealthStatus]] = [[] for _ in recipes]
+    for h in status.health:
+        health[group[h.recipe]].append(h)
+    statuses: list[list[RecipeStatus]] = [[] for _ in recipes]
+    for s in status.recipes:
+        statuses[group[s.recipe]].append(s)
+    runs: list[list[RunStatus]] = [[] for _ in recipes]
+    for run in status.runs:
+        runs[owner[run.index][0]].append(run)
+    local = {i: own for i, (_, own) in enumerate(owner)}
+    parts = []
+    for g in range(len(recipes)):
+        rs, rn = rebased(statuses[g], runs[g], local)
+        parts.append(RecipePart(tuple(health[g]), rs, rn))
+    return parts
+
+
+_RUN_FIELDS = attrgetter(*(f.name for f in fields(RunStatus) if f.name != "index"))
+
+
+def rebased(
+    recipes: Sequence[RecipeStatus], runs: Sequence[RunStatus], index: Mapping[int, int]
+) -> tuple[tuple[RecipeStatus, ...], tuple[RunStatus, ...]]:
+    """The records with each run's `index` mapped through `index`, in the runs list and wherever
+    a recipe's lanes and excluded evidence show the same run."""
+    new = {id(r): RunStatus(index[r.index], *_RUN_FIELDS(r)) for r in runs}
+    out = tuple(
+        replace(
+            s,
+            lanes=tuple(replace(ln, runs=tuple(new[id(x)] for x in ln.runs)) for ln in s.lanes),
+            excluded_evidence=tuple(new[id(x)] for x in s.excluded_evidence),
+        )
+        for s in recipes
+    )
+    return out, tuple(new[id(r)] for r in runs)
+
+
+def combine(
+    parts: Sequence[RecipePart],
+    positions: Sequence[Sequence[int]],
+    results: Sequence[RecipeResult],
+    *,
+    demo: bool = False,
+) -> Status:
+    """The status of the recipes whose parts are given (by name, as `aggregate` orders them),
+    each part's runs put at `positions` (the recipe's records' positions in the evidence the
+    status is about), and the component qualification over `results` (every recipe's)."""
+    recipes: list[RecipeStatus] = []
+    runs: list[RunStatus] = []
+    for part, where in zip(parts, positions, strict=True):
+        rs, rn = rebased(part.recipes, part.runs, dict(enumerate(where)))
+        recipes.extend(rs)
+        runs.extend(rn)
+    return Status(
+        health=tuple(h for p in parts for h in p.health),
+        recipes=tuple(recipes),
+        components=components_of(results, recipes),
+        runs=tuple(sorted(runs, key=attrgetter("index"))),
+        demo=demo,
+    )
+
+
+def components_of(
+    results: Sequence[RecipeResult], statuses: Sequence[RecipeStatus]
+) -> tuple[ComponentQualification, ...]:
+    """The component qualification (`aggregate`'s one result across recipes) from the recipe ×
+    profile records' ceilings: the computation `aggregate` makes from its summary table."""
+    summary = pd.DataFrame(
+        [(s.recipe, s.profile, s.ceiling_lane, s.ceiling_nodes) for s in statuses],
+        columns=["recipe", "profile", "ceiling_lane", "ceiling_nodes"],
+    )
+    return _component_records(_components(results, summary))
 
 
 _CONSENSUS: Mapping[str, Consensus] = {str(c): c for c in Consensus}

@@ -25,6 +25,7 @@ a stage reads can be left out of its key, because a stage reads nothing but its 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ from generator.evidence.stage import VerificationRun
 from generator.evidence.trustroot import PUBLIC_GOOD
 
 if TYPE_CHECKING:  # pandas and sigstore load when a stage runs
-    from generator.aggregate import Status
+    from generator.aggregate import RecipeInput, RecipePart, Status
     from generator.catalog.lanes import Lanes
 
 PROGRESS = logging.getLogger("aicr_catalog.build")  # `build` shows it on stderr
@@ -117,6 +118,8 @@ class Outcome:
     status: Status | None
     trust_root: str  # the roots' names, as every output shows them
     demo: bool  # every root is a demo root: sample evidence counts
+    shares: tuple[RecipeShare, ...] = ()  # each recipe's records and aggregate key
+    aggregated: int = 0  # recipes aggregated by this run (the others came from the memo)
 
     @property
     def catalog(self) -> Catalog:
@@ -148,13 +151,22 @@ def run(inputs: Inputs, memo: Memo | None = None) -> Outcome:
     )
     verification = verify(inputs, resolved, memo)
     records = in_scope(verification.records, inputs.scope)
-    status = aggregate(resolved, records, verification)
+    aggregation = aggregate(resolved, records, verification, memo)
     roots = verification.trust_roots
     if roots:  # no evidence: no trust root was read
         names, demo = verification.trust_root, all(r.demo for r in roots)
     else:
         names, demo = ", ".join(inputs.trust_roots), all(t == "demo" for t in inputs.trust_roots)
-    return Outcome(resolved, verification, records, status, names, demo)
+    return Outcome(
+        resolved,
+        verification,
+        records,
+        aggregation.status,
+        names,
+        demo,
+        aggregation.shares,
+        aggregation.made,
+    )
 
 
 def named_recipes(evidence: Path) -> tuple[str, ...]:
@@ -304,26 +316,108 @@ def in_scope(records: tuple[Evidence, ...], scope: Scope) -> tuple[Evidence, ...
 
 # --- aggregate ----------------------------------------------------------------------------------
 
+AGGREGATE_STAGE = "aggregate"
+AGGREGATE_CODE = ("aggregate.py", "evidence", "validate.py", "catalog", "scale", "core", "fast")
+
+
+@dataclass(frozen=True, slots=True)
+class RecipeRuns:
+    """The aggregate stage's record for one recipe: everything its part of the status is
+    computed from (`generator.aggregate.RecipePart`): its resolved results, why it does not
+    resolve, its evidence records, and the judge's inputs shared by every recipe (the lanes,
+    the profiles' ladders, the demo roots), as a digest. Records enter as their pickles: a
+    pickle holds every field of a record, so equal bytes are equal records; each record is
+    pickled on its own, so its bytes do not depend on what other records share with it."""
+
+    recipe: str
+    results: bytes
+    failure: str | None
+    evidence: tuple[bytes, ...]
+    judge: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecipeShare:
+    """One recipe's share of an `Outcome`: its records' positions in `Outcome.records` and the
+    derived key of its aggregate record ("" without a memo), which later stages key by."""
+
+    recipe: str
+    positions: tuple[int, ...]
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregation:
+    status: Status | None
+    shares: tuple[RecipeShare, ...] = ()
+    made: int = 0  # recipes aggregated by this run (the others' parts came from the memo)
+
+
+def _pickled(value: object) -> bytes:
+    import pickle
+
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _keyed(inputs: Sequence[RecipeInput], judge: str) -> list[RecipeRuns]:
+    """Each recipe's `RecipeRuns` record (its memo key is derived from it)."""
+    return [
+        RecipeRuns(
+            r.name, _pickled(tuple(r.results)), r.failure, tuple(map(_pickled, r.evidence)), judge
+        )
+        for r in inputs
+    ]
+
 
 def aggregate(
-    resolved: Resolved, records: tuple[Evidence, ...], verification: VerificationRun
-) -> Status | None:
+    resolved: Resolved,
+    records: tuple[Evidence, ...],
+    verification: VerificationRun,
+    memo: Memo | None = None,
+) -> Aggregation:
     """Consensus, ceilings and lane verdicts of every recipe × profile in scope, each run
-    judged (`Status.runs` follows `records`); None when the catalog has no lanes."""
-    if resolved.lanes is None:
-        return None
-    from generator.aggregate import aggregate as aggregate_status
+    judged (`Status.runs` follows `records`); no status when the catalog has no lanes.
 
-    PROGRESS.info("aggregate status of %d evidence records", len(records))
-    catalog = resolved.catalog
-    return aggregate_status(
-        resolved.results(),
-        records,
-        resolved.lanes,
-        {name: p.ladder for name, p in catalog.profiles.items()},
-        demo_roots=verification.demo_roots,
-        failures=resolved.failures,
-    )
+    Aggregated per recipe (a recipe's status depends on its results and its runs alone): each
+    recipe's part is memoized under its `RecipeRuns` record, the recipes without one are
+    aggregated together, and the parts are combined with the component qualification (the one
+    result across recipes) computed again from them."""
+    if resolved.lanes is None:
+        return Aggregation(None)
+    from generator.aggregate import RecipeInput, combine, recipe_parts, record_recipe
+
+    memo = memo or Memo()
+    catalog, lanes = resolved.catalog, resolved.lanes
+    ladders = {name: p.ladder for name, p in catalog.profiles.items()}
+    demo_roots = tuple(sorted(verification.demo_roots))
+    groups: dict[str, list[int]] = {}
+    for i, e in enumerate(records):
+        groups.setdefault(record_recipe(e), []).append(i)
+    names = sorted(set(resolved.by_recipe) | set(groups))
+    inputs = [
+        RecipeInput(
+            n,
+            resolved.by_recipe.get(n, ()),
+            [records[i] for i in groups.get(n, ())],
+            resolved.failures.get(n),
+        )
+        for n in names
+    ]
+    judge = hashlib.sha256(_pickled((lanes, sorted(ladders.items()), demo_roots))).hexdigest()
+    keyed = _keyed(inputs, judge) if memo.cache is not None else [None] * len(inputs)
+    made = 0
+
+    def make(todo: list[int]) -> list[RecipePart]:
+        nonlocal made
+        made = len(todo)
+        PROGRESS.info("aggregate status of %d of %d recipes", len(todo), len(inputs))
+        return recipe_parts([inputs[i] for i in todo], lanes, ladders, demo_roots=demo_roots)
+
+    parts, keys = memo.stage_many(AGGREGATE_STAGE, AGGREGATE_CODE, keyed, make)
+    positions = [tuple(groups.get(n, ())) for n in names]
+    status = combine(parts, positions, resolved.results(), demo=bool(demo_roots))
+    shares = tuple(map(RecipeShare, names, positions, keys))
+    return Aggregation(status, shares, made)
 
 
 __all__ = [

@@ -183,6 +183,38 @@ def test_finish_sweeps_only_stages_served_with_sweep(tmp_path: Path) -> None:
     assert later.stats.hits == {"swept": 1, "kept": 1}
 
 
+def test_a_store_mostly_free_after_a_sweep_is_rewritten_and_keeps_its_entries(
+    tmp_path: Path,
+) -> None:
+    """A build that replaced most entries leaves most of the store's pages free; `finish`
+    rewrites it (VACUUM), so later entries are not scattered over freed pages. A build that
+    replaced a few entries does not."""
+    blob = os.urandom(40_000)  # 10 pages each: 300 entries fill 12 MB
+
+    def build(names: range) -> Cache:
+        c = Cache(tmp_path / "c", secret=b"a" * 32)
+        c.get_or_make_many(
+            "big", [(FP, str(i)) for i in names], lambda t: [blob] * len(t), sweep=True
+        )
+        return c
+
+    def pages(c: Cache) -> int:
+        return int(c._store_db().execute("PRAGMA page_count").fetchone()[0])
+
+    first = build(range(300))
+    first.finish()
+    size = pages(first)
+    few = build(range(10, 310))  # 10 entries replaced: a few free pages, no rewrite
+    few.finish()
+    assert few.stats.misses == {"big": 10} and pages(few) >= size
+    many = build(range(1000, 1060))  # every entry replaced, most of the store now free
+    many.finish()
+    assert pages(many) < size / 3
+    assert os.path.getsize(tmp_path / "c" / STORE) < size * 4096 / 3
+    again = build(range(1000, 1060))
+    assert again.stats.hits == {"big": 60} and not again.compact()
+
+
 def test_machine_key_is_created_private_and_stable(tmp_path: Path) -> None:
     path = tmp_path / "keys" / "cache.key"
     first = machine_key(path)

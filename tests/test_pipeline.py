@@ -253,14 +253,20 @@ def _cached_is_fresh(synth: Path, worlds: Path, changes: list[tuple[str, int]]) 
 
 
 # the incremental paths each named once, whatever the examples above drew: a recipe losing its
-# only evidence, a signer policy change, and an option change after an incremental build
+# only evidence, a signer policy change, an option change after an incremental build, and
+# changes that each touch one recipe's part of the status
 NAMED = [
     [("remove-evidence", 0), ("remove-recipe-evidence", 1), ("repo-url", 1)],
     [("signer-policy", 1), ("restore-evidence", 0), ("site-url", 2)],
+    # aggregation is memoized per recipe: one recipe's values (its digest, so its runs go
+    # stale), then one run of another recipe, removed and restored
+    [("edit-values", 0), ("remove-evidence", 3), ("restore-evidence", 0)],
 ]
 
 
-@pytest.mark.parametrize("changes", NAMED, ids=["only-evidence-gone", "signer-policy"])
+@pytest.mark.parametrize(
+    "changes", NAMED, ids=["only-evidence-gone", "signer-policy", "one-recipe-at-a-time"]
+)
 def test_named_changes_then_the_cached_site_is_the_site_from_scratch(
     synth: Path, worlds: Path, changes: list[tuple[str, int]]
 ) -> None:

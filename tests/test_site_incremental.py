@@ -88,6 +88,8 @@ def test_one_added_evidence_file_renders_two_pages_and_matches_a_fresh_build(
     # one build of evidence/runs/index.md, never a page of the engine's own
     assert second.engine_reused
     assert second.evidence == first.evidence + 1
+    # aggregation is per recipe: the added run's recipe is aggregated again, no other
+    assert first.recipes_aggregated == first.recipes and second.recipes_aggregated == 1
 
     fresh = tmp_path / "fresh" / "site"
     build_site(opts(catalog, evidence, fresh, cached=False))

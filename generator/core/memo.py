@@ -28,7 +28,7 @@ import enum
 import hashlib
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePath
 from typing import Any, Final, TypeVar
 
@@ -166,6 +166,24 @@ class Memo:
         if not ran and reused is not None:
             reused()
         return value
+
+    def stage_many(
+        self,
+        stage: str,
+        code: tuple[str, ...],
+        records: Sequence[Any],
+        make: Callable[[list[int]], Sequence[T]],
+    ) -> tuple[list[T], list[str]]:
+        """`stage` for a batch of records at a finer grain (one per recipe, say): the values
+        made before for the very same records, the others made by one call `make(indices)`
+        (so they are made together) and stored. Returns the values and each record's derived
+        key ("" without a cache: then every value is made)."""
+        if self.cache is None:
+            return list(make(list(range(len(records))))), [""] * len(records)
+        fp = fingerprint(*code)
+        keys = [derive_key(stage, fp, r, self.contents) for r in records]
+        values = self.cache.get_or_make_many(stage, [(k,) for k in keys], make, sweep=True)
+        return values, keys
 
 
 __all__ = [

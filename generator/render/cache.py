@@ -81,22 +81,42 @@ def cached_archive(
         return archive_bytes(
             render_bundle(result, deployer, manifests, target=tgt), name, mtime=mtime
         )
+    stored = stored_archive(result, deployer, cache_dir=cache_dir, target=tgt, mtime=mtime)
+    if stored is not None:
+        return stored
     key = render_key(result, deployer, tgt, mtime)
     path = Path(cache_dir) / entry_name(result, deployer, tgt, mtime)
     seal = path.with_name(path.name + ".hmac")
-    if path.is_file() and seal.is_file():
-        try:
-            data = safeio.read(path, root=cache_dir, limit=safeio.ARCHIVE_BYTES)
-            sealed = safeio.read(seal, root=cache_dir, limit=4096)
-        except safeio.Refusal:
-            data, sealed = b"", b""
-        # corrupted, truncated or planted (written without this machine's key): render it again
-        if sealed and hmac.compare_digest(_seal(key, data).encode(), sealed.strip()):
-            return data
     data = archive_bytes(render_bundle(result, deployer, manifests, target=tgt), name, mtime=mtime)
     write_atomic(path, data, root=cache_dir)
     write_atomic(seal, _seal(key, data).encode(), root=cache_dir)
     return data
+
+
+def stored_archive(
+    result: RecipeResult,
+    deployer: Deployer | str,
+    *,
+    cache_dir: Path,
+    target: GitOpsTarget | None = None,
+    mtime: int = 0,
+) -> bytes | None:
+    """The archive of (result, deployer) as `cache_dir` holds it under this machine's seal, or
+    None (absent, corrupted, truncated or planted: written without this machine's key)."""
+    tgt = target or GitOpsTarget()
+    key = render_key(result, deployer, tgt, mtime)
+    path = Path(cache_dir) / entry_name(result, deployer, tgt, mtime)
+    seal = path.with_name(path.name + ".hmac")
+    if not (path.is_file() and seal.is_file()):
+        return None
+    try:
+        data = safeio.read(path, root=cache_dir, limit=safeio.ARCHIVE_BYTES)
+        sealed = safeio.read(seal, root=cache_dir, limit=4096)
+    except safeio.Refusal:
+        return None
+    if sealed and hmac.compare_digest(_seal(key, data).encode(), sealed.strip()):
+        return data
+    return None
 
 
 def entry_name(

@@ -124,6 +124,9 @@ class BuildReport:
     files_written: int = 0
     files_linked: int = 0
     files_derived: int = 0
+    # recipes whose status was aggregated again (the others' came from the memo: a recipe's
+    # status depends on its results and its runs alone, `generator.pipeline.aggregate`)
+    recipes_aggregated: int = 0
 
 
 # --- time ---------------------------------------------------------------------------------------
@@ -240,7 +243,8 @@ def gather(options: BuildOptions, epoch: int, memo: Memo | None = None) -> SiteD
     judged, aggregate_note = stages.judged(outcome, options.evidence)
     notes = tuple(n for n in (render_note, aggregate_note) if n is not None)
     site = site_data(options, epoch, outcome, downloads, judged, notes, refusals)
-    return replace(site, timeline=timeline_step(options))
+    work = (("recipes aggregated", outcome.aggregated),)
+    return replace(site, timeline=timeline_step(options), work=work)
 
 
 def timeline_step(options: BuildOptions) -> tuple[Change, ...]:
@@ -768,6 +772,7 @@ def _build(
         files_written=written.counts.written,
         files_linked=written.counts.linked,
         files_derived=written.counts.derived_made,
+        recipes_aggregated=dict(site.work).get("recipes aggregated", 0),
     )
     return report, written
 

@@ -135,3 +135,6 @@ class SiteData:
     repo_url: str = ""  # the catalog's source repository ("" when not known)
     # evidence path -> (commit, YYYY-MM-DD) that added the file (generator/site/audit.py)
     evidence_added: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    # what the build computed afresh rather than took from its memo, by what it counts
+    # ("recipes aggregated", "views judged"): shown in the build's report, on no page
+    work: tuple[tuple[str, int], ...] = ()

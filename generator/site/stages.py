@@ -185,38 +185,71 @@ def render_bundles(
     is read from the render stage's content-addressed cache instead of being rendered again.
     Archives not in the cache are rendered on every core (`jobs`, default all).
     """
-    from generator.catalog.manifests import read_manifests
-
     problems: list[Diagnostic] = []
     refused: dict[Key, tuple[Refusal, ...]] = {}
+    made: dict[tuple[Key, str], bytes] = {}  # archives the cache held, read here
     work: list[tuple[RecipeResult, str, Mapping[str, bytes], int, Path | None]] = []
+    pairs: list[tuple[RecipeResult, str]] = []  # every archive, in the order shown
     for result in results:
         try:
             bundled, refusals = _bundled(catalog, result, deployers)
             if bundled is None:
                 refused[(result.name, result.scale_profile)] = refusals
                 continue
-            manifests = read_manifests(catalog, bundled)
+            work.extend(_missing(catalog, bundled, deployers, epoch, cache_dir, made))
         except CatalogError as e:
             problems.extend(e.diagnostics)
             continue
-        work.extend((bundled, d, manifests, epoch, cache_dir) for d in deployers)
-    done = _render_all(work, jobs)
-    out: dict[Key, list[Download]] = {(r.name, r.scale_profile): [] for r in results}
-    for (result, deployer, _, _, _), (data, message, diags) in zip(work, done, strict=True):
+        pairs.extend((bundled, d) for d in deployers)
+    for (result, deployer, _, _, _), (data, message, diags) in zip(
+        work, _render_all(work, jobs), strict=True
+    ):
         if data is None:
             problems.extend(diags or (Diagnostic(result.name, 0, 0, "$", message, "render"),))
-            continue
-        out[(result.name, result.scale_profile)].append(_download(result, deployer, data))
+        else:
+            made[((result.name, result.scale_profile), deployer)] = data
     if problems:
         raise RenderError("some bundles could not be rendered", problems)
+    out: dict[Key, list[Download]] = {(r.name, r.scale_profile): [] for r in results}
+    for result, deployer in pairs:
+        key = (result.name, result.scale_profile)
+        out[key].append(_download(result, deployer, made[(key, deployer)]))
     if cache_dir is not None:  # keep the archives of this build only
         from generator.render import GitOpsTarget
         from generator.render.cache import entry_name, sweep
 
         target = GitOpsTarget()
-        sweep(cache_dir, {entry_name(r, d, target, epoch) for r, d, _, _, _ in work})
+        sweep(cache_dir, {entry_name(r, d, target, epoch) for r, d in pairs})
     return {k: tuple(v) for k, v in out.items()}, refused, None
+
+
+def _missing(
+    catalog: Catalog,
+    bundled: RecipeResult,
+    deployers: Sequence[str],
+    epoch: int,
+    cache_dir: Path | None,
+    made: dict[tuple[Key, str], bytes],
+) -> list[tuple[RecipeResult, str, Mapping[str, bytes], int, Path | None]]:
+    """The archives of `bundled` the cache does not hold, as render jobs (its manifests read
+    only then); those it holds go into `made`, read here rather than in a worker process."""
+    from generator.catalog.manifests import read_manifests
+    from generator.render.cache import stored_archive
+
+    key = (bundled.name, bundled.scale_profile)
+    todo = []
+    for d in deployers:
+        stored = None
+        if cache_dir is not None:
+            stored = stored_archive(bundled, d, cache_dir=cache_dir, mtime=epoch)
+        if stored is None:
+            todo.append(d)
+        else:
+            made[(key, d)] = stored
+    if not todo:
+        return []
+    manifests = read_manifests(catalog, bundled)
+    return [(bundled, d, manifests, epoch, cache_dir) for d in todo]
 
 
 def _render_all(

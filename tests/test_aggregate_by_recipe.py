@@ -1,0 +1,117 @@
+"""Aggregation per recipe (issue 29): a recipe's status is computed from its results and its runs
+alone, memoized per recipe, and the parts put together are exactly the status `aggregate`
+computes over the whole catalog at once.
+
+- A differential property: for random subsets of a synthetic catalog's records, the status the
+  pipeline assembles from per-recipe parts equals `generator.aggregate.aggregate` over all of
+  them, with and without the memo (and with parts reused from an earlier subset).
+- Counted work: one record added or removed re-aggregates exactly one recipe; nothing changed
+  re-aggregates none; a change of the judge's inputs (the demo roots) re-aggregates every one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from generator.aggregate import Status, aggregate, record_recipe
+from generator.bench.synth import SynthOptions, synthesize
+from generator.core.cache import Cache
+from generator.core.memo import Memo
+from generator.evidence.stage import VerificationRun
+from generator.pipeline import Inputs, Outcome, run
+from generator.pipeline import aggregate as by_recipe
+
+
+@pytest.fixture(scope="module")
+def outcome(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+    out = tmp_path_factory.mktemp("synth")
+    synthesize(SynthOptions(4, 40, seed=5, jobs=1), out)
+    return run(Inputs(out / "catalog", out / "evidence", (str(out / "trust/synth-root.json"),)))
+
+
+@pytest.fixture
+def key_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AICR_CATALOG_CACHE_KEY", str(tmp_path / "cache.key"))
+
+
+def whole(o: Outcome, records: tuple[object, ...], demo_roots: frozenset[str]) -> Status:
+    """The status `aggregate` computes over every recipe and record at once."""
+    r = o.resolved
+    assert r.lanes is not None
+    ladders = {n: p.ladder for n, p in r.catalog.profiles.items()}
+    return aggregate(
+        r.results(),
+        records,  # type: ignore[arg-type]
+        r.lanes,
+        ladders,
+        demo_roots=demo_roots,
+        failures=r.failures,
+    )
+
+
+def test_the_synthetic_catalog_has_several_recipes_and_every_kind_of_run(
+    outcome: Outcome,
+) -> None:
+    assert outcome.status is not None
+    assert len({record_recipe(e) for e in outcome.records}) == 4
+    assert {r.counted for r in outcome.status.runs} == {True, False}
+    assert outcome.status.components and any(c.lane for c in outcome.status.components)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(keep=st.lists(st.booleans(), min_size=40, max_size=40), again=st.booleans())
+def test_the_parts_put_together_are_the_whole_status(
+    outcome: Outcome, tmp_path_factory: pytest.TempPathFactory, keep: list[bool], again: bool
+) -> None:
+    records = tuple(e for e, k in zip(outcome.records, keep, strict=False) if k)
+    verification = outcome.verification
+    expected = whole(outcome, records, verification.demo_roots)
+    assert by_recipe(outcome.resolved, records, verification).status == expected
+    # through the memo: parts of an earlier, different subset are reused where they apply
+    memo = Memo(Cache(tmp_path_factory.mktemp("cache"), secret=b"k" * 32))
+    if again:
+        by_recipe(outcome.resolved, outcome.records, verification, memo)
+    assert by_recipe(outcome.resolved, records, verification, memo).status == expected
+
+
+def test_one_record_added_or_removed_re_aggregates_one_recipe(
+    outcome: Outcome, tmp_path: Path
+) -> None:
+    memo = Memo(Cache(tmp_path / "cache", secret=b"k" * 32))
+    resolved, verification = outcome.resolved, outcome.verification
+    records = outcome.records
+    first = by_recipe(resolved, records[1:], verification, memo)
+    assert first.made == len(first.shares) >= 4
+    assert by_recipe(resolved, records[1:], verification, memo).made == 0  # nothing changed
+    added = by_recipe(resolved, records, verification, memo)
+    assert added.made == 1
+    assert added.status == whole(outcome, records, verification.demo_roots)
+    removed = by_recipe(resolved, records[:7] + records[8:], verification, memo)
+    assert removed.made == 1
+    # each share names the positions of its recipe's records and the key later stages use
+    share = next(s for s in removed.shares if s.positions)
+    assert {record_recipe((records[:7] + records[8:])[i]) for i in share.positions} == {
+        share.recipe
+    }
+    assert len({s.key for s in removed.shares}) == len(removed.shares)
+
+
+def test_a_change_of_the_judges_inputs_re_aggregates_every_recipe(
+    outcome: Outcome, tmp_path: Path
+) -> None:
+    memo = Memo(Cache(tmp_path / "cache", secret=b"k" * 32))
+    resolved, verification = outcome.resolved, outcome.verification
+    first = by_recipe(resolved, outcome.records, verification, memo)
+    demo = dataclasses.replace(
+        verification,
+        trust_roots=tuple(dataclasses.replace(r, demo=True) for r in verification.trust_roots),
+    )
+    assert isinstance(demo, VerificationRun) and demo.demo_roots != verification.demo_roots
+    again = by_recipe(resolved, outcome.records, demo, memo)
+    assert again.made == first.made == len(first.shares)
+    assert again.status == whole(outcome, outcome.records, demo.demo_roots)
