@@ -39,8 +39,6 @@ GROWS = {
     "api/v1/recipes.json",
     # the index of the per-recipe evidence files: one short entry per recipe name (below)
     "api/v1/evidence/index.json",
-    # deprecated by api/v1/evidence/ (docs/api.md): kept whole for v1 readers, gone in api/v2
-    "api/v1/evidence.json",
     # the engine's site-wide files: the search index (pages, not data) and the sitemap
     "search/search_index.json",
     "sitemap.xml",
