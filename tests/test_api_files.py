@@ -25,14 +25,15 @@ from generator.catalog.schemas import SCHEMA_DIR
 from generator.cli import main
 from generator.core.errors import SiteError
 from generator.publish import compat
-from generator.site import api, apifiles
+from generator.site import api, apifiles, badges
 from tests.conftest import CATALOG, REPO
 from tests.test_site_pages import site
 
 
 @pytest.fixture(scope="module")
 def files() -> dict[str, bytes]:
-    return api.api_files(site())
+    s = site()
+    return {**api.api_files(s), **badges.badge_files(s)}
 
 
 def test_every_published_path_is_declared_and_every_required_declaration_published(

@@ -47,7 +47,7 @@ def _profile_summary(recipe: RecipeView, p: ProfileView, site: SiteData) -> dict
         "ceilingNodes": p.ceiling_nodes,
         "lastEvidence": p.last_evidence or None,
         "lanes": {s_.lane: s_.verdict for s_ in p.lanes},
-        "badge": f"badges/{s}/{p.profile}.svg",
+        "badge": apifiles.BADGE_SVG.path(name=s, profile=p.profile),
         "band": band(profile) or None,
         "summary": summarise(recipe, p, profile, site.lanes).to_json(),
     }

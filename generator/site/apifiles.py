@@ -1,8 +1,8 @@
-"""The files of the JSON API under `api/v1/`, declared in one place.
+"""The files of the JSON API under `api/v1/` (and the badges), declared in one place.
 
-Every path `generator.site.api` publishes is made from one of `API_FILES` (`ApiFile.path`), and
-`iter_api_files` refuses a path that matches none, so the declaration is the set of files a
-build publishes. `aicr-catalog compat` compares that set with its baseline
+Every path `generator.site.api` and `generator.site.badges` publish is made from one of
+`API_FILES` (`ApiFile.path`), and `iter_api_files` refuses a path that matches none, so the
+declaration is the set of files a build publishes for tools and embeds. `aicr-catalog compat` compares that set with its baseline
 (`catalog/schemas/baselines/api-files.json`): a file that is no longer published, or whose
 `kind` or schema changed, is a breaking change of the API (generator/publish/compat.py).
 
@@ -72,6 +72,9 @@ API_FILES: tuple[ApiFile, ...] = (
     ApiFile("api/v1/profiles.json", "ScaleProfileIndex", "profiles.schema.json"),
     ApiFile("api/v1/timeline.json", "Timeline", "timeline.schema.json", optional=True),
     ApiFile("api/v1/schemas/<schema>", "", ""),
+    # a recipe × profile's badge: what READMEs embed (the SVG) and what it shows (the JSON)
+    ApiFile("badges/<name>/<profile>.svg", "", ""),
+    ApiFile("badges/<name>/<profile>.json", "", "badge.schema.json"),
 )
 _BY_PATTERN = {f.pattern: f for f in API_FILES}
 
@@ -83,6 +86,8 @@ LANES = _BY_PATTERN["api/v1/lanes.json"]
 PROFILES = _BY_PATTERN["api/v1/profiles.json"]
 TIMELINE = _BY_PATTERN["api/v1/timeline.json"]
 SCHEMA_COPY = _BY_PATTERN["api/v1/schemas/<schema>"]
+BADGE_SVG = _BY_PATTERN["badges/<name>/<profile>.svg"]
+BADGE_JSON = _BY_PATTERN["badges/<name>/<profile>.json"]
 
 
 def declared(rel: str) -> ApiFile:
