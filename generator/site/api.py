@@ -238,7 +238,8 @@ def recipe_evidence(
     records: Mapping[str, dict[str, Any]],
 ) -> dict[str, Any]:
     """api/v1/evidence/<recipe>.json: the runs of one recipe name, each the record every JSON
-    output shows (`run_json`; `known`: the name is a current leaf recipe; when not, its runs are shown, never counted)."""
+    output shows (`run_json`). `known`: the name is a current leaf recipe; when not, its runs
+    are shown, never counted."""
     s = slug(name)
     return {
         **_header(site, "RecipeEvidence"),
