@@ -5,11 +5,18 @@ recipe, are built with the real build (no bundles, no cache). Every page and API
 larger build must stay in the size class of the smaller one's largest file of its kind: what
 grows with the catalog is the number of files (one per recipe, per run, per page of the evidence
 index), never a file. The evidence index is paged at 4 recipe names a page here and the
-changelog page (and feed) lists its newest 20 entries, so both builds exceed both caps.
+changelog page (and feed) lists its newest 20 entries and the signers page the newest recipe of
+each signer, so both builds exceed the caps.
 
 The two files that are one list of the whole catalog by design (recipes.json, the evidence
 index) are held to a byte bound per recipe (PER_RECIPE); the engine's site-wide files are named
 in GROWS; everything else is held to the size class, including any file added later.
+
+A page's file is mostly the theme's fixed bytes (navigation, header, scripts: tens of KB at this
+size), which hide a list that grows with the catalog. So each page both builds publish is also
+compared on its own content (the bytes of its `<article>`, what the page template produced): the
+N more recipes may add at most CONTENT_SLACK bytes to it. The site-wide pages whose content is
+one row per recipe by design are named in PAGE_PER_RECIPE with a byte bound per added recipe.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import pytest
 from generator.bench.synth import SynthOptions, synthesize
 from generator.cli import main
 from generator.commands.build import cli_reference
-from generator.site import changelog, pages
+from generator.site import changelog, pages, signers
 from generator.site.build import BuildOptions, build_site
 from tests.test_page_budget import MAX_CELLS, MAX_ELEMENTS, dom
 
@@ -44,6 +51,16 @@ HEADER_BYTES = 4_000  # what a list file holds besides its entries (lanes, profi
 
 # the engine's site-wide files: the search index (pages, not data) and the sitemap
 GROWS = {"search/search_index.json", "sitemap.xml"}
+# Site-wide pages whose content is one row per leaf recipe by design: the bytes of content each
+# added recipe may add (so 1,000 recipes stay under PAGE_BYTES; docs/performance.md).
+PAGE_PER_RECIPE = {
+    "index.html": 200,  # the dashboard's list of every recipe (its page without scripts)
+    "scale.html": 400,  # the heatmap: a row per recipe x profile pair with evidence
+    "components.html": 500,  # each pinned version names the recipes that pin it
+}
+# what a site-wide page's content may add when the catalog doubles: counts take a digit more,
+# a page of the evidence index may hold longer names
+CONTENT_SLACK = 500
 
 
 def _kind(rel: str) -> str:
@@ -55,6 +72,15 @@ def _kind(rel: str) -> str:
     return "/".join(parts[:-1]) + "/*.html"
 
 
+def content_bytes(page: Path) -> int:
+    """The bytes of a page's own content: its `<article>` element (the theme's navigation,
+    header and scripts around it are the same whatever the catalog)."""
+    text = page.read_bytes()
+    start, end = text.find(b"<article"), text.rfind(b"</article>")
+    assert 0 <= start < end, f"{page}: no <article>"
+    return end - start
+
+
 def _outputs(site: Path) -> Iterator[tuple[str, int]]:
     for p in sorted(site.rglob("*")):
         rel = p.relative_to(site).as_posix()
@@ -63,11 +89,17 @@ def _outputs(site: Path) -> Iterator[tuple[str, int]]:
                 yield rel, p.stat().st_size
 
 
+def _contents(site: Path) -> dict[str, int]:
+    """Each published page's content bytes (`content_bytes`), by site-relative path."""
+    return {p.relative_to(site).as_posix(): content_bytes(p) for p in sorted(site.rglob("*.html"))}
+
+
 @pytest.fixture(scope="module")
 def sites(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
     mp = pytest.MonkeyPatch()
     mp.setattr(pages, "INDEX_PAGE_SIZE", 4)
     mp.setattr(changelog, "FEED_ENTRIES", 20)  # the changelog page and feed: the newest 20
+    mp.setattr(signers, "NEWEST", 1)  # the recipes listed per signer: the newest one
     mp.setenv("SOURCE_DATE_EPOCH", str(EPOCH))
     built = {}
     try:
@@ -116,6 +148,35 @@ def test_no_page_and_no_api_file_grows_with_the_catalog(sites: dict[int, Path]) 
         if large[rel] > GROWTH * small[rel] + SLACK
     }
     assert same == {}, same
+
+
+def test_no_site_wide_page_content_grows_with_the_catalog(sites: dict[int, Path]) -> None:
+    """Each page both builds publish (the site-wide pages and the first pages of the evidence
+    index), compared on its own content (`content_bytes`), where the theme's fixed bytes cannot
+    hide a list that grows: at most CONTENT_SLACK more bytes in the larger build, or, for the
+    pages of PAGE_PER_RECIPE, at most their bound per added recipe."""
+    small, large = (_contents(sites[n]) for n in SIZES)
+    recipes = [_entries(sites[n], "api/v1/recipes.json") for n in SIZES]
+    assert recipes[1] > recipes[0] > 0
+    shared = small.keys() & large.keys()
+    assert {"signers.html", "scale.html", "components.html", "index.html"} <= shared
+    grown = {
+        rel: (small[rel], large[rel])
+        for rel in shared
+        if rel not in PAGE_PER_RECIPE and large[rel] - small[rel] > CONTENT_SLACK
+    }
+    assert grown == {}, grown
+    added = recipes[1] - recipes[0]
+    per = {rel: (large[rel] - small[rel]) / added for rel in PAGE_PER_RECIPE}
+    assert {rel: b for rel, b in per.items() if b > PAGE_PER_RECIPE[rel]} == {}, per
+    # so at 1,000 recipes each of them stays under the page bound
+    assert all(small[rel] + b * 1_000 <= PAGE_BYTES for rel, b in PAGE_PER_RECIPE.items())
+
+
+def test_content_bytes_is_the_article(tmp_path: Path) -> None:
+    page = tmp_path / "p.html"
+    page.write_text("<nav>xx</nav><article class='a'>body</article><footer/>", encoding="utf-8")
+    assert content_bytes(page) == len("<article class='a'>body")
 
 
 def _entries(site: Path, rel: str) -> int:
