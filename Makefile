@@ -26,9 +26,10 @@ site: $(STAMP)
 	$(BIN)/aicr-catalog build --trust-root demo $(TIMELINE)
 
 # Timing targets (perf) run after the rest, alone: a second test worker on a 2-core machine
-# would be measured with them.
+# would be measured with them. The first stage hands out whole files (their module fixtures made
+# once), the costliest first (tests/conftest.py HEAVY_FIRST; CONTRIBUTING.md, *The test suite*).
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 -m "not bench and not perf"
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not bench and not perf"
 	$(BIN)/python -m pytest -p no:xdist -m "perf and not bench"
 
 # zizmor audits the GitHub workflows offline, with its default and its pedantic persona.

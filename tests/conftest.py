@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -47,6 +49,62 @@ def shared_dir() -> Path:
     if not SHARED.is_dir():
         pytest.skip("../shared is absent (a fresh clone elsewhere): nothing to compare against")
     return SHARED
+
+
+# Test files by measured cost, most expensive first (pytest --durations summed per file, on the
+# 2-core machine, December 2026; CONTRIBUTING.md, *The test suite*). `make test` runs `-n 2 --dist loadfile
+# --no-loadscope-reorder`: each file goes whole to one worker (its module fixtures are made once),
+# in this order, so the longest files start first and the last minutes hold only short files on
+# both workers. Files not listed follow in collection order; list a file here when it grows
+# past the last one listed. tests/test_suite_order.py checks that every name is a test file.
+HEAVY_FIRST = (
+    "test_upstream_conformance.py",
+    "test_kill.py",
+    "test_pipeline.py",
+    "test_site_incremental.py",
+    "test_browser.py",
+    "test_fuzz.py",
+    "test_snapshot_collect.py",
+    "test_browser_newcomer.py",
+    "test_browser_a11y.py",
+    "test_evidence_attacks.py",
+    "test_site.py",
+    "test_aggregate.py",
+    "test_cases.py",
+    "test_release.py",
+    "test_upstream_site_bundles.py",
+    "test_resolve.py",
+    "test_upstream_rules.py",
+    "test_net_bounds.py",
+    "test_diff.py",
+    "test_release_verify.py",
+    "test_fast_schemacheck.py",
+    "test_untrusted_text.py",
+    "test_render_cli.py",
+    "test_chart_values.py",
+    "test_evidence_oci.py",
+    "test_preflight_cli.py",
+    "test_browser_truth.py",
+    "test_edges.py",
+    "test_qualify.py",
+    "test_outputs_bounded.py",
+    "test_evidence_verify.py",
+    "test_synth.py",
+    "test_site_share.py",
+    "test_render_schemas.py",
+    "test_site_outcomes.py",
+    "test_fast_tarball.py",
+    "test_cache.py",
+    "test_page_budget.py",
+    "test_hostile_io.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The listed files first, in HEAVY_FIRST's order; a file's tests keep their order and stay
+    together (a stable sort), the other files keep collection order after them."""
+    rank = {name: i for i, name in enumerate(HEAVY_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
 _real_connect = socket.socket.connect
@@ -110,3 +168,31 @@ def helm() -> Path:
     if os.environ.get("CI"):
         pytest.fail(f"{message}; the Helm render tests must run under CI")
     pytest.skip(f"{message}; CI is unset, so the Helm render tests are skipped")
+
+
+def shared_dir_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]
+) -> Path:
+    """The directory `make(path)` fills, made once per test run and shared read-only by every
+    xdist worker (the workers' temporary roots share one parent; one worker makes it under a
+    lock, the others wait and reuse it). Without xdist: once per session, as before. A `make`
+    that raises leaves no directory behind, so the next worker that asks tries again and fails
+    with its own error."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    target, done = root / f"shared-{name}", root / f"shared-{name}.done"
+    with (root / f"shared-{name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not done.exists():
+                shutil.rmtree(target, ignore_errors=True)
+                target.mkdir()
+                try:
+                    make(target)
+                except BaseException:
+                    shutil.rmtree(target, ignore_errors=True)
+                    raise
+                done.touch()
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return target

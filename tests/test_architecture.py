@@ -8,6 +8,7 @@ issue #21 removed: a stage importing the CLI, the cache knowing a stage, a funct
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 GENERATOR = Path(__file__).resolve().parent.parent / "generator"
@@ -119,3 +120,77 @@ def test_nothing_rated_f() -> None:
         if cc.cc_rank(block.complexity) == "F"
     ]
     assert graded == []
+
+
+# The modules that may name `render_bundle` (generator/render/__init__.py defines it), each with
+# its reason: every other module renders a
+# bundle through generator/render/bundled.py (`render_bundled`, or `bundled_recipe` whose result
+# it hands to the archive worker), so no bundle lacks what upstream's bundler adds (node
+# scheduling, the bundler's injections, the install policy) or skips its refusals.
+RENDER_BUNDLE_USERS = {
+    "render/bundled.py": "the door: the bundled recipe, rendered",
+    "render/cache.py": "the site's archive worker: renders what site/stages.py got from bundled_recipe",
+}
+
+
+def _names_render_bundle(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Name) and node.id == "render_bundle":
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "render_bundle":
+            return True
+        if isinstance(node, ast.ImportFrom) and any(a.name == "render_bundle" for a in node.names):
+            return True
+    return False
+
+
+def test_bundles_are_rendered_through_bundled() -> None:
+    """A module that renders a bundle goes through bundled.py; the site's stage that feeds the
+    archive worker takes its recipes from bundled_recipe."""
+    users = {p.relative_to(GENERATOR).as_posix() for p in _modules() if _names_render_bundle(p)}
+    assert users == set(RENDER_BUNDLE_USERS), sorted(users ^ set(RENDER_BUNDLE_USERS))
+    stages = (GENERATOR / "site" / "stages.py").read_text("utf-8")
+    assert "bundled_recipe(" in stages and "cached_archive" in stages
+
+
+def test_the_door_check_sees_a_direct_render(tmp_path: Path) -> None:
+    direct = tmp_path / "x.py"
+    direct.write_text("from generator.render import render_bundle\n")
+    aliased = tmp_path / "y.py"
+    aliased.write_text("import generator.render as r\nr.render_bundle(a, 'helm')\n")
+    clean = tmp_path / "z.py"
+    clean.write_text("from generator.render.bundled import render_bundled\n")
+    assert [_names_render_bundle(p) for p in (direct, aliased, clean)] == [True, True, False]
+
+
+# docs/architecture.md "The pipeline, from inputs to published files": a call in its block or a
+# `module.function` in its table that the code no longer has is a stale map
+_DOC = GENERATOR.parent / "docs" / "architecture.md"
+_CALL = re.compile(r"([A-Za-z_][\w.]*)\(")
+_ARROW = re.compile(r"-> ([a-z_][\w.]*)")
+_TICKED = re.compile(r"`(?:[\w/]+/)?(\w+)\.(\w+)`")
+
+
+def _pipeline_section() -> str:
+    text = _DOC.read_text("utf-8")
+    return text.split("## The pipeline, from inputs to published files", 1)[1].split("\n### ")[0]
+
+
+def _defined() -> set[str]:
+    names: set[str] = set()
+    for p in _modules():
+        for node in ast.walk(ast.parse(p.read_text("utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+    return names
+
+
+def test_the_documented_pipeline_names_functions_the_code_has() -> None:
+    section = _pipeline_section()
+    block = section.split("```", 2)[1]
+    named = {m.rsplit(".", 1)[-1] for m in _CALL.findall(block) + _ARROW.findall(block)}
+    table = section.split("```", 2)[2]
+    named |= {func for _, func in _TICKED.findall(table) if not func.endswith(("py", "json"))}
+    assert {"build_site", "run", "gather", "verify_stage", "write_site", "verify_cached"} <= named
+    missing = sorted(named - _defined())
+    assert missing == [], f"docs/architecture.md names what the code does not have: {missing}"

@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from generator.cli import main
+from generator.site.apifiles import published_runs
 from tests.test_browser import SLURM, Watched, open_dashboard, server, tab, table_rows  # noqa: F401
 from tests.test_site import built_site, site_inputs  # noqa: F401
 
@@ -231,7 +232,7 @@ def test_recipe_page_opens_on_its_summary(tab: Watched) -> None:
 
 
 def test_stale_run_digest_is_never_called_current(tab: Watched, built_site: Path) -> None:
-    runs = json.loads((built_site / "api" / "v1" / "evidence.json").read_text())["evidence"]
+    runs = list(published_runs(built_site))
     stale = [e for e in runs if e["state"] == "stale" and e["recipe"] == SLURM]
     assert stale
     for e in stale:  # each run's detail is on its own page
@@ -484,7 +485,7 @@ def test_every_address_in_evidence_json_resolves_on_the_site(
 ) -> None:
     """`path` used to sit next to `raw` and 404 on the site: it is `repositoryPath` now (where
     the file is in the repository), and every site address in the file answers."""
-    runs = json.loads((built_site / "api" / "v1" / "evidence.json").read_text())["evidence"]
+    runs = list(published_runs(built_site))
     assert runs and all(
         "path" not in e and e["repositoryPath"].startswith("evidence/") for e in runs
     )

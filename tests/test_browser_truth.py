@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from generator.site.apifiles import published_runs
 from tests.test_browser import SLURM, Watched, server, tab  # noqa: F401
 from tests.test_site import built_site, site_inputs  # noqa: F401
 
@@ -37,10 +38,9 @@ def phone(browser: object, server: str) -> Iterator[Watched]:
 def test_kpi_rows_read_as_judged_with_their_cause(tab: Watched, built_site: Path) -> None:
     """Item 1: a KPI inside its threshold measured on too few nodes reads "failed" *and* why,
     as the API's judged record says, in the rendered row a reader sees."""
-    doc = json.loads((built_site / "api/v1/evidence.json").read_text(encoding="utf-8"))
     runs = [
         r
-        for r in doc["evidence"]
+        for r in published_runs(built_site)
         if r["recipe"] == KUBEFLOW and "coverage short" in r["outcome"]["causes"]
     ]
     assert runs

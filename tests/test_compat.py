@@ -438,3 +438,53 @@ def test_a_field_that_was_a_local_ref_is_compared_with_what_the_ref_names() -> N
     dangling = copy.deepcopy(looping)
     dangling["properties"]["x"] = {"$ref": "#/$defs/missing"}
     assert list(compat.compare_schemas("o", looping, dangling, role=compat.OUTPUT)) == []
+
+
+# ---------------------------------------------------------------- deployers named in schemas
+
+
+def _deployer_enums(node: Any, path: str = "$") -> list[tuple[str, list[str]]]:
+    """Every `deployer` property's enum in a schema, with its path."""
+    out: list[tuple[str, list[str]]] = []
+    if isinstance(node, dict):
+        prop = (node.get("properties") or {}).get("deployer")
+        if isinstance(prop, dict) and "enum" in prop:
+            out.append((f"{path}.properties.deployer", list(prop["enum"])))
+        for k, v in node.items():
+            out += _deployer_enums(v, f"{path}.{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out += _deployer_enums(v, f"{path}[{i}]")
+    return out
+
+
+def test_every_schema_naming_deployers_names_every_deployer() -> None:
+    """A published schema that enumerates deployers (the recipe API's downloads, bundle-info)
+    lists exactly the ones `bundle` renders: a download or bundle of a deployer the schema lacks
+    (argocd-helm, issue 31) would fail its own schema."""
+    from generator.catalog.schemas import SCHEMA_DIR
+    from generator.render import Deployer
+
+    expected = [str(d) for d in Deployer]
+    found = []
+    for path in sorted(SCHEMA_DIR.glob("**/*.schema.json")):
+        if compat.BASELINE_DIR in path.relative_to(SCHEMA_DIR).parts:
+            continue
+        for where, enum in _deployer_enums(json.loads(path.read_text())):
+            found.append(where)
+            assert sorted(enum) == sorted(expected), f"{path.name} {where}: {enum}"
+    assert len(found) >= 2  # api/recipe.schema.json's downloads and bundle-info's deployer
+
+
+def test_recipe_api_accepts_an_argocd_helm_download() -> None:
+    import jsonschema
+
+    from generator.catalog.schemas import SCHEMA_DIR
+
+    schema = json.loads((SCHEMA_DIR / "api" / "recipe.schema.json").read_text())
+    downloads = schema["properties"]["profiles"]["items"]["properties"]["downloads"]
+    item: dict[str, Any] = {"deployer": "argocd-helm", "url": "downloads/x-argocd-helm.tar.gz",
+                            "sha256": "0" * 64, "size": 1}  # fmt: skip
+    jsonschema.validate([item], downloads)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate([{**item, "deployer": "kustomize"}], downloads)

@@ -26,6 +26,7 @@ from generator.evidence.store import source_id
 from generator.evidence.trustroot import load_trust_root
 from generator.evidence.upstream import UpstreamOptions, verify_pointers
 from generator.evidence.view import evidence_view
+from generator.site.apifiles import published_runs
 from tests import evidence_fixtures as ef
 from tests.oci_fixtures import (
     PHASE_TESTS,
@@ -909,7 +910,7 @@ def test_the_built_site_shows_an_upstream_run_with_its_phases(
             online=True,
         )
     )
-    runs = json.loads((out / "api" / "v1" / "evidence.json").read_text())["evidence"]
+    runs = list(published_runs(out))
     (run,) = [r for r in runs if r["recipe"] == leaf]
     assert run["predicateType"] == V3, run
     summary = (out / "evidence" / f"{leaf}.html").read_text()

@@ -166,7 +166,7 @@ def test_a_loaded_catalog_without_signers_allows_nobody(tmp_path: Path) -> None:
 
 
 def test_the_cli_json_and_the_api_show_one_record_alike(tmp_path: Path) -> None:
-    """`evidence verify --format json` and api/v1/evidence.json: one record, one JSON form; the
+    """`evidence verify --format json` and api/v1/evidence/<recipe>.json: one record, one JSON form; the
     CLI adds the digest it compared with, the API where the site publishes the file."""
     from generator.evidence.report import record_json
     from generator.evidence.view import evidence_view

@@ -29,6 +29,7 @@ import pytest
 from click.testing import CliRunner
 
 from generator.cli import main
+from generator.site.apifiles import published_runs
 from tests import hostile_evidence as he
 from tests.test_cases import build_case
 
@@ -252,7 +253,7 @@ def test_upstream_recipe_name_is_not_live_markup(tmp_path: Path) -> None:
 
 
 def test_evidence_ids_and_anchors_are_unique(site: Path) -> None:
-    entries = json.loads((site / "api/v1/evidence.json").read_text(encoding="utf-8"))["evidence"]
+    entries = list(published_runs(site))
     assert len(entries) == 2
     assert len({e["id"] for e in entries}) == 2
     assert len({e["url"] for e in entries}) == 2
@@ -300,10 +301,10 @@ def test_site_builds_with_every_hostile_bundle(tmp_path: Path) -> None:
         for r in json.loads(verify.stdout)["results"]
     }
     site = _build(tmp_path, "catalog/evidence")
-    published = json.loads((site / "api/v1/evidence.json").read_text(encoding="utf-8"))
+    published = list(published_runs(site))
     shown = {
         e["repositoryPath"]: ("rejected" if e["state"] == "rejected" else e["state"], e["class"])
-        for e in published["evidence"]
+        for e in published
     }
     assert shown == expected
     assert len(expected) == len(files)

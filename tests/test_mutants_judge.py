@@ -20,7 +20,9 @@ from generator.catalog.resolve import resolve
 from generator.core.records import RecipeResult
 from generator.evidence.judge import (
     CLOCK_SKEW_SECONDS,
+    Cause,
     Judge,
+    RowOutcome,
     _num,
     attested_after_logged,
     judge,
@@ -259,3 +261,95 @@ def test_the_signed_verdict_mismatch_comes_first_and_names_three_reasons(
 
 def test_numbers_are_written_as_integers_when_they_are() -> None:
     assert (_num(5.0), _num(5), _num(2.5), _num(1e-7)) == ("5", "5", "2.5", "1e-07")
+
+
+# ---------------------------------------------------------------- causes and row outcomes
+
+
+def test_each_reported_check_has_its_outcome_and_cause(world: tuple[RecipeResult, Lanes]) -> None:
+    """What a page shows beside each check (aggregate reads `Judgement.check`): the failed ones
+    with their cause and detail, a passed or not-required skipped one without a cause."""
+    recipe, lanes = world
+    ok = _statement(recipe, lanes)
+    phase, checks = next((p, cs) for p, cs in ok.phases.items() if len(cs) > 1)
+    first, second = checks[0], checks[1]
+    where = f"{phase}/{first.name}"
+
+    def judged(c: CheckResult, *extra: CheckResult) -> Any:
+        st = replace(ok, phases={**ok.phases, phase: (c, *checks[1:], *extra)})
+        j = judge(st, lanes, recipe.criteria, _pins(recipe))
+        assert j is not None
+        return j
+
+    j = judged(first)
+    assert j.causes == () and j.check(phase, first.name) == RowOutcome("passed", "", "")
+    cases = [
+        ("skipped", 1, Cause.NOT_EXECUTED, f"{where}: not executed (skipped)"),
+        ("failed", 1, Cause.CHECK_FAILED, f"{where}: failed"),
+        ("passed", 0, Cause.COVERAGE_SHORT, f"{where}: ran on 0 targets"),
+    ]
+    for status, targets, cause, detail in cases:
+        j = judged(replace(first, status=status, targets=targets))
+        assert j.check(phase, first.name) == RowOutcome("failed", cause, detail)
+        assert j.causes == (str(cause),) and j.reasons == (detail,)
+        assert j.check(phase, second.name) == RowOutcome("passed", "", "")
+    extra = (
+        CheckResult("extra-check", "failed", 1),
+        CheckResult("extra-skip", "skipped", 0),
+        CheckResult("extra-pass", "passed", 0),
+    )
+    j = judged(first, *extra)
+    assert j.check(phase, "extra-check") == RowOutcome(
+        "failed",
+        Cause.CHECK_FAILED,
+        f"{phase}/extra-check: failed (not required by the lane, still counted)",
+    )
+    assert j.check(phase, "extra-skip") == RowOutcome("skipped", "", "")  # not a failure
+    assert j.check(phase, "extra-pass") == RowOutcome("passed", "", "")  # 0 targets: not required
+    assert j.causes == ("check failed",)
+
+
+def test_each_judged_kpi_has_its_outcome_and_cause(world: tuple[RecipeResult, Lanes]) -> None:
+    recipe, lanes = world
+    ok = _statement(recipe, lanes)
+    k, others = ok.kpis[0], ok.kpis[1:]
+    lane = lanes.lane("lane-36")
+    assert lane is not None
+    threshold = next(t for spec, t in lanes.required_kpis(lane, recipe.criteria) if spec.id == k.id)
+    missed = threshold.value - 1e6 if threshold.operator.startswith(">") else threshold.value + 1e6
+
+    def judged(*kpis: Any) -> Any:
+        j = judge(replace(ok, kpis=(*kpis, *others)), lanes, recipe.criteria, _pins(recipe))
+        assert j is not None
+        return j
+
+    j = judged(k, replace(k, id="not-a-lane-kpi"))
+    assert j.kpi(k.id) == RowOutcome("passed", "", "") and j.kpi("not-a-lane-kpi") is None
+    assert k.id in j.judged_kpis and "not-a-lane-kpi" not in j.kpi_status
+    cases = [
+        (replace(k, unit="parsecs"), Cause.UNIT_DIFFERS),
+        (replace(k, targets=(k.targets or 0) - 1), Cause.COVERAGE_SHORT),
+        (replace(k, value=missed), Cause.THRESHOLD_MISSED),
+    ]
+    for kpi, cause in cases:
+        j = judged(kpi)
+        assert j.kpi(k.id) == RowOutcome("failed", cause, j.reasons[0]) and len(j.reasons) == 1
+        assert j.kpi_status[k.id] == "failed" and j.causes == (str(cause),)
+    twice = judged(k, k)
+    assert twice.kpi(k.id) == RowOutcome(
+        "failed", Cause.NOT_MEASURED, f"KPI {k.id}: reported 2 times"
+    )
+    assert k.id not in twice.kpi_status and twice.causes == ("not measured",)
+
+
+def test_causes_are_distinct_and_in_the_order_of_the_reasons(
+    world: tuple[RecipeResult, Lanes],
+) -> None:
+    recipe, lanes = world
+    ok = _statement(recipe, lanes)
+    lane = lanes.lane("lane-36")
+    assert lane is not None
+    bad = replace(ok, lane_nodes=lane.nodes + 1, observed_nodes=0, observed_gpus=0)
+    j = judge(bad, lanes, recipe.criteria, _pins(recipe))
+    assert j is not None and len(j.reasons) == 3  # the size, then nodes and GPUs short
+    assert j.causes == ("wrong lane size", "coverage short")

@@ -10,6 +10,7 @@ a sequence (`rn` for `m`) joins no class, so no class grows through it.
 from __future__ import annotations
 
 import pytest
+from markupsafe import Markup
 
 from generator.core.text import (
     _confusable_classes,
@@ -29,6 +30,24 @@ def test_html_text_escapes_markup_and_keeps_white_space() -> None:
     assert html_text("v\x0bt") == "v\ufffdt"
     assert xml_attr("a\tb\nc\r") == "a&#9;b&#10;c&#13;"
     assert xml_text("a\tb\"'") == "a\tb\"'"
+
+
+class _Html:
+    """An object that renders itself as HTML (the `__html__` protocol Jinja and markupsafe
+    honour), without being a `Markup` string."""
+
+    def __str__(self) -> str:
+        return "<b>raw</b>"
+
+    def __html__(self) -> str:
+        return "<i>made</i>"
+
+
+def test_html_text_keeps_html_an_object_made_and_markup_as_it_is() -> None:
+    made = html_text(_Html())
+    assert made == "<i>made</i>" and isinstance(made, Markup)  # its HTML, not str() escaped
+    kept = html_text(Markup("<b>&amp;</b>"))
+    assert kept == "<b>&amp;</b>" and isinstance(kept, Markup)  # not escaped a second time
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ trusted_root.json is searched and malformed entries are skipped, not fatal.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +23,7 @@ from cryptography.x509.oid import NameOID
 from generator.core.errors import UsageError
 from generator.evidence import testroot
 from generator.evidence import trustroot as tr
+from generator.evidence.model import RootUse
 
 NAME = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "t")])
 
@@ -174,3 +176,29 @@ def test_an_unusable_root_is_a_usage_error_located_at_the_root_named(tmp_path: P
     (d,) = info.value.diagnostics
     assert (d.path, d.line, d.col, d.json_path, d.rule) == (str(bad), 0, 0, "$", "trust-root")
     assert d.message.startswith(f"trust root {str(bad)!r}: root.json is not a usable")
+
+
+def test_a_release_refuses_the_demo_root_and_says_how_it_was_recognised(tmp_path: Path) -> None:
+    """By name when given as `demo`, by its content (with the digest) when given as a copy; the
+    pinned public-good root and any other root are accepted for a release."""
+    with pytest.raises(UsageError) as named:
+        tr.load_trust_root("demo", use=RootUse.RELEASE)
+    (d,) = named.value.diagnostics
+    assert (d.path, d.rule) == ("demo", "trust-root.demo")
+    assert d.message == (
+        "trust root 'demo' is the demo root (recognised by name), whose private keys are "
+        "public: a release refuses the demo trust root"
+    )
+    data = (tr.PROJECT_CATALOG / "trust" / "demo" / "trusted_root.json").read_bytes()
+    copy = tmp_path / "copy.json"
+    copy.write_bytes(data)
+    with pytest.raises(UsageError) as by_content:
+        tr.load_trust_root(str(copy), use=RootUse.RELEASE)
+    digest = hashlib.sha256(data).hexdigest()
+    assert by_content.value.diagnostics[0].message == (
+        f"trust root {str(copy)!r} is the demo root (recognised by its content, sha256 "
+        f"{digest}), whose private keys are public: a release refuses the demo trust root"
+    )
+    assert tr.load_trust_root(str(copy)).demo  # evidence: accepted, labelled demo
+    public = tr.load_trust_root("public-good", use=RootUse.RELEASE)
+    assert (public.name, public.demo) == ("public-good", False)

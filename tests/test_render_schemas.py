@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -72,9 +73,27 @@ def _real_trees() -> tuple[tuple[str, Deployer, Any], ...]:
     return tuple(out)
 
 
+def _async_sample() -> Any:
+    """The sample with every release option a helmfile may state: gpu's chart installed
+    without waiting (an async install, as August's rules mark kai-scheduler), its manifests and
+    chart skipping helm-diff's validation."""
+    result = sample_result()
+    comps = tuple(
+        dataclasses.replace(
+            c, async_install_timeout=1200, self_ref_crds=True, manifests_use_chart_crds=True
+        )
+        if c.name == "gpu"
+        else c
+        for c in result.components
+    )
+    return dataclasses.replace(result, components=comps)
+
+
 def all_trees() -> Iterator[tuple[str, Deployer, Any]]:
     for d in Deployer:
         yield "sample", d, render_bundle(sample_result(), d, MANIFESTS)
+    for d in (Deployer.HELM, Deployer.HELMFILE):
+        yield "sample-async", d, render_bundle(_async_sample(), d, MANIFESTS)
     yield from _real_trees()
 
 

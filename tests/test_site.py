@@ -28,10 +28,11 @@ from generator.commands.build import cli_reference
 from generator.core.errors import CatalogError, SiteError
 from generator.core.outputs import MARKER
 from generator.site import charts, islands
+from generator.site.apifiles import published_runs
 from generator.site.build import BuildOptions, build_site
 from generator.site.jinja import md_inline, script_json, url_part
 from generator.site.outdir import build_lock
-from tests.conftest import CATALOG, REPO
+from tests.conftest import CATALOG, REPO, shared_dir_once
 
 EPOCH = 1767225600  # 2026-01-01T00:00:00Z
 INJECTED_RECIPE = "h100-aks-ubuntu-training-kubeflow"
@@ -65,9 +66,7 @@ def plant_injection(catalog: Path) -> None:
     path.write_text(text)
 
 
-@pytest.fixture(scope="session")
-def site_inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:
-    root = tmp_path_factory.mktemp("inputs")
+def _copy_inputs(root: Path) -> None:
     shutil.copytree(CATALOG, root / "catalog")
     if (REPO / "evidence").is_dir():
         shutil.copytree(REPO / "evidence", root / "evidence")
@@ -75,6 +74,12 @@ def site_inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:
         (root / "evidence").mkdir()
     shutil.copytree(REPO / "docs", root / "docs")
     plant_injection(root / "catalog")
+
+
+@pytest.fixture(scope="session")
+def site_inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:
+    """One copy per test run, shared by the xdist workers (tests copy it before changing it)."""
+    root = shared_dir_once(tmp_path_factory, "site-inputs", _copy_inputs)
     return Inputs(root / "catalog", root / "evidence", root / "docs")
 
 
@@ -93,9 +98,11 @@ def options(inputs: Inputs, out: Path, **kw: object) -> BuildOptions:
 
 @pytest.fixture(scope="session")
 def built_site(site_inputs: Inputs, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("built") / "site"
-    build_site(options(site_inputs, out))
-    return out
+    """Built once per test run, shared read-only by the xdist workers (tests/conftest.py)."""
+    built = shared_dir_once(
+        tmp_path_factory, "built-site", lambda d: build_site(options(site_inputs, d / "site"))
+    )
+    return built / "site"
 
 
 def tree_digests(root: Path) -> dict[str, str]:
@@ -161,7 +168,6 @@ def test_heatmap_is_a_valid_plotly_figure_with_stable_id() -> None:
 def test_every_api_file_matches_its_published_schema(built_site: Path) -> None:
     api = built_site / "api" / "v1"
     validate(load(built_site, "api/v1/recipes.json"), "recipes.schema.json")
-    validate(load(built_site, "api/v1/evidence.json"), "evidence.schema.json")
     validate(load(built_site, "api/v1/lanes.json"), "lanes.schema.json")
     validate(load(built_site, "api/v1/profiles.json"), "profiles.schema.json")
     details = sorted((api / "recipes").glob("*.json"))
@@ -173,7 +179,6 @@ def test_every_api_file_matches_its_published_schema(built_site: Path) -> None:
     per_recipe = sorted(p for p in (api / "evidence").glob("*.json") if p.name != "index.json")
     paths = [e["path"] for e in index["recipes"]]
     assert sorted(paths) == [p.relative_to(built_site).as_posix() for p in per_recipe]
-    every = load(built_site, "api/v1/evidence.json")["evidence"]
     ids = []
     for entry in index["recipes"]:
         data = (built_site / entry["path"]).read_bytes()
@@ -182,8 +187,10 @@ def test_every_api_file_matches_its_published_schema(built_site: Path) -> None:
         validate(doc, "recipe-evidence.schema.json")
         assert doc["recipe"] == entry["recipe"] and doc["runs"] == len(doc["evidence"])
         ids += [run["id"] for run in doc["evidence"]]
-    # the per-recipe files hold every run of the (deprecated) evidence.json, once, the same
-    assert sorted(ids) == sorted(run["id"] for run in every) and index["runs"] == len(every)
+    # the per-recipe files hold every run the site shows (a page each, beside the runs' index)
+    pages = {p.stem for p in (built_site / "evidence" / "runs").glob("*.html")} - {"index"}
+    assert len(ids) == len(set(ids)) == index["runs"] and set(ids) == pages
+    assert not (api / "evidence.json").exists()  # retired (issue 29, docs/api.md)
     published = {p.name for p in (api / "schemas").iterdir()}
     assert {f.name for f in SCHEMAS.glob("*.schema.json")} == published
 
@@ -243,13 +250,13 @@ def test_status_shown_is_the_status_stage_result(built_site: Path, site_inputs: 
     }
     assert shown == expected
     counted = {e.path for e in run.records if getattr(e, "counted", False)}
-    published = load(built_site, "api/v1/evidence.json")["evidence"]
+    published = list(published_runs(built_site))
     assert {e["repositoryPath"] for e in published} == {e.path for e in run.records}
     assert {e["repositoryPath"] for e in published if e["counted"]} <= counted
 
 
 def test_sample_evidence_is_marked_sample_wherever_shown(built_site: Path) -> None:
-    runs = load(built_site, "api/v1/evidence.json")["evidence"]
+    runs = list(published_runs(built_site))
     sample = [e for e in runs if e["sample"]]
     assert sample, "the repository's sample evidence is missing"
     assert load(built_site, "api/v1/recipes.json")["sample"] is True
@@ -297,7 +304,7 @@ def test_public_good_root_counts_no_sample_evidence(site_inputs: Inputs, tmp_pat
     )
     index = load(out, "api/v1/recipes.json")
     assert {p["consensus"] for r in index["recipes"] for p in r["profiles"]} == {"UNTESTED"}
-    runs = load(out, "api/v1/evidence.json")["evidence"]
+    runs = list(published_runs(out))
     assert runs and all(not e["counted"] for e in runs)
     scale = (out / "scale.html").read_text()
     assert '<span class="aicr-chip aicr-untested">UNTESTED</span> None of the' in scale

@@ -146,9 +146,9 @@ def test_entries_of_earlier_inputs_are_swept(
     shutil.move(tmp_path / "held.sigstore.json", held)
     build_site(opts(catalog, evidence, out))
     after = set(_entries(cache, PAGES_STAGE))
-    # the touched recipe's entries (its page, its evidence page, its API document and its
-    # runs in evidence.json) were replaced, the new run's page added; nothing accumulates
-    assert len(after) == len(before) + 1 and len(after - before) == 5
+    # the touched recipe's entries (its page, its evidence page and its API document) were
+    # replaced, the new run's page added; nothing accumulates
+    assert len(after) == len(before) + 1 and len(after - before) == 4
     assert len(_entries(cache, ENGINE_STAGE)) == 1
 
 
@@ -182,32 +182,6 @@ def test_pages_rendered_by_worker_processes_are_the_same(
     assert one.rendered == two.rendered == one.count > len(one.skeletons) > 64
     assert one.skeletons == two.skeletons and one.blocks == two.blocks
     assert one.stamped == two.stamped and one.stamped
-
-
-def test_evidence_json_joined_from_recipe_lists_is_the_plain_encoding(
-    inputs: tuple[Path, Path, Path], tmp_path: Path
-) -> None:
-    from dataclasses import replace
-
-    from generator.site import api
-    from generator.site.build import gather
-
-    catalog, evidence, held = inputs
-    shutil.move(tmp_path / "held.sigstore.json", held)
-    options = replace(opts(catalog, evidence, tmp_path / "site", cached=False), bundles=False)
-    site = gather(options, EPOCH)
-    plain = api.dumps(api.evidence_index(site))
-    parts: list[str] = []
-
-    def reuse(recipe, part, make):  # type: ignore[no-untyped-def]
-        parts.append(f"{recipe.name}:{part}")
-        return make()
-
-    assert api.evidence_file(site, api._Records(site.evidence)) == plain
-    assert api.evidence_file(site, api._Records(site.evidence), reuse) == plain
-    with_runs = {e.recipe for e in site.evidence}
-    assert sorted(parts) == sorted(f"{name}:runs" for name in with_runs)
-    assert json.loads(plain)["evidence"]  # the sample evidence is there
 
 
 def test_a_stored_page_round_trips_and_storing_it_leaves_its_strings_as_they_were() -> None:

@@ -1,6 +1,6 @@
 """One verdict everywhere (issue 30 item 1): every run, check and KPI status a page shows is the
 judged record's (`RunStatus.judged` → `EvidenceView.outcome`, published in
-`api/v1/evidence.json`), with its cause; no page shows a status of its own.
+`api/v1/evidence/<recipe>.json`), with its cause; no page shows a status of its own.
 
 The built site is the session's (`built_site`, tests/test_site.py): the repository's SAMPLE
 evidence, which holds a run that measured too few nodes (KPIs inside their thresholds that fail
@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from generator.site.apifiles import published_runs
 from tests.test_site import built_site, site_inputs  # noqa: F401
 
 # ruff: noqa: F811  (the session's site fixtures)
@@ -80,8 +81,7 @@ def _said(outcome: dict[str, Any]) -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def judged(built_site: Path) -> dict[str, dict[str, Any]]:
-    doc = json.loads((built_site / "api" / "v1" / "evidence.json").read_text(encoding="utf-8"))
-    return {run["id"]: run for run in doc["evidence"]}
+    return {run["id"]: run for run in published_runs(built_site)}
 
 
 def test_every_status_on_every_page_is_the_judged_records(

@@ -7,7 +7,10 @@ from pathlib import Path
 
 from generator.catalog.load import load_catalog
 from generator.core.yamlio import parse_yaml
-from generator.site.signers import signer_policy
+from generator.site.pages import signers_page
+from generator.site.signers import SignerEntry, SignerPolicyView, newest_recipes, signer_policy
+from tests.test_site_pages import run
+from tests.test_site_pages import site as site_data
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -44,3 +47,26 @@ def test_no_policy_file_says_so() -> None:
     docs = {k: v for k, v in catalog.documents.items() if k != "signers.yaml"}
     policy = signer_policy(replace(catalog, documents=docs))
     assert not policy.present and policy.entries == ()
+
+
+def test_a_signer_lists_its_newest_recipes_and_counts_the_others() -> None:
+    """Issue 29: the page lists at most NEWEST recipes per signer (newest run first, then by
+    name), counts the rest and says where they are, so it does not grow with the catalog."""
+    base = run("small", 8, "a", "pass")
+    runs = [
+        replace(base, recipe=f"r{i:02d}", attested_at=f"2026-11-{1 + i % 5:02d}T00:00:00Z")
+        for i in range(12)
+    ]
+    assert newest_recipes(runs, 4) == ("r04", "r09", "r03", "r08")
+    # a recipe ranks by its newest run: an older run of r00 does not demote a newer one
+    later = replace(runs[0], attested_at="2026-12-01T00:00:00Z")
+    assert newest_recipes([*runs, later], 2) == ("r00", "r04")
+    assert newest_recipes([], 4) == ()
+
+    entry = SignerEntry("Lab a", "partner", "i", "x", "", "", "d", 12, 12, ("r04", "r09"))
+    policy = SignerPolicyView((entry,), 0, True)
+    site = replace(site_data(), signers=policy)
+    text = signers_page(site)
+    assert "12 on 12 recipes, the newest 2 listed" in text
+    assert 'and <a href="#signers-more">10 more</a>' in text and 'id="signers-more"' in text
+    assert text.count('href="evidence/r') == 2

@@ -1137,6 +1137,25 @@ def test_every_listed_difference_is_used_and_documented(
     assert stale == [], "listed differences no case shows"
 
 
+def test_a_leading_line_break_is_its_own_finding() -> None:
+    """Two strings that differ only by line breaks at their start are one finding with the
+    `LEADING_BREAKS` suffix (the `leading-line-break` difference lists only that); any other
+    difference of the same value keeps the plain path, which that difference does not explain."""
+    out: list[uo.Finding] = []
+    uo.compare("helm:x/csv", "# a\nb\n", "\n# a\nb\n", out)
+    uo.compare("helm:x/csv2", "# a\nb\n", "\n# a\nc\n", out)
+    uo.compare("helm:x/csv3", "# a\n", "# a\n", out)
+    assert [f.path for f in out] == ["helm:x/csv" + uo.LEADING_BREAKS, "helm:x/csv2"]
+    corpus = uo.load_corpus(uo.CORPORA / "main-9793720d.yaml")
+    diff = next(d for d in corpus.differences if d.id == "leading-line-break")
+    path = (
+        "helm:gpu-operator-ocp/manifests/ConfigMap/gpu-operator/dcgm-exporter/data.dcgm-metrics.csv"
+    )
+    case = "bundle/ocp-inference-nim/helm"
+    assert diff.explains(case, uo.Finding(path + uo.LEADING_BREAKS, "", "\n"))
+    assert not diff.explains(case, uo.Finding(path, "a", "b"))
+
+
 # node scheduling (upstream's bundler: nodeScheduling paths of the registry)
 def test_scheduling_overrides_follow_the_registry_paths() -> None:
     from generator.catalog.overrides import NodeScheduling, scheduling_overrides

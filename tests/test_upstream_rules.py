@@ -21,7 +21,7 @@ from generator.catalog.resolve import merge_phase, resolve
 from generator.catalog.rules import DEFAULT_RULES, MAIN_2026_08, RULES, V0_11_1, rules_of
 from generator.cli import main
 from generator.core.errors import ResolveError, Severity, UsageError
-from generator.core.records import Catalog, Criteria
+from generator.core.records import Catalog, Criteria, Override
 
 REPO = Path(__file__).resolve().parent.parent
 AKS_SLURM = ["--service", "aks", "--gpu", "h100", "--os", "ubuntu", "--intent", "training",
@@ -417,3 +417,96 @@ def test_scheduling_tolerations_are_appended_to_the_recipes_own() -> None:
     assert [o.value for o in scheduling_overrides(entries, ["dra"], NodeScheduling(), {})] == [
         [{"operator": "Exists"}]
     ]
+
+
+BCM_TRAINING = ["--service", "bcm", "--accelerator", "h100", "--os", "ubuntu", "--intent",
+                "training"]  # fmt: skip
+
+
+def _bundle(august: Path, out: Path, deployer: str, *flags: str) -> Path:
+    code, _, err = _run(
+        "bundle", *BCM_TRAINING, "--catalog", str(august), "--deployer", deployer, "-o", str(out),
+        *flags,
+    )  # fmt: skip
+    assert code == 0, err
+    return out
+
+
+def _helmfile_releases(out: Path) -> dict[str, dict[str, Any]]:
+    doc = yaml.safe_load((out / "helmfile.yaml").read_text())
+    return {r["name"]: r for r in doc["releases"]}
+
+
+def test_async_components_install_without_waiting(august: Path, tmp_path: Path) -> None:
+    """August's bundler installs its "async components" (kai-scheduler) without Helm's readiness
+    wait and with a 20-minute timeout, in helm and helmfile bundles; every other release waits.
+    Under v0.11.1's rules every release waits (the project's own catalog is read under them)."""
+    policy = MAIN_2026_08.async_install
+    assert policy is not None and policy.components == ("kai-scheduler",)
+    assert V0_11_1.async_install is None
+    releases = _helmfile_releases(_bundle(august, tmp_path / "hf", "helmfile"))
+    doc = yaml.safe_load((tmp_path / "hf" / "helmfile.yaml").read_text())
+    assert doc["helmDefaults"]["wait"] is True
+    kai = releases["kai-scheduler"]
+    assert (kai["wait"], kai["timeout"]) == (False, policy.timeout_seconds)
+    waiting = [r for n, r in releases.items() if n != "kai-scheduler"]
+    assert waiting and all("wait" not in r and "timeout" not in r for r in waiting)
+
+    helm = _bundle(august, tmp_path / "helm", "helm")
+    info = yaml.safe_load((helm / "bundle-info.yaml").read_text())
+    scripts = {r["name"]: (helm / r["path"] / "install.sh").read_text() for r in info["releases"]}
+    assert "--wait" not in scripts["kai-scheduler"].split("set -euo")[1]
+    assert 'TIMEOUT="${AICR_TIMEOUT:-20m}"' in scripts["kai-scheduler"]
+    others = [s for n, s in scripts.items() if n != "kai-scheduler"]
+    assert others and all('--wait --timeout "${TIMEOUT}"' in s for s in others)
+    assert all('TIMEOUT="${AICR_TIMEOUT:-10m}"' in s for s in others)
+
+    for out in (helm, tmp_path / "hf"):  # the README says so
+        assert "`kai-scheduler` is installed without waiting" in (out / "README.md").read_text()
+
+    old = _bundle(august, tmp_path / "old", "helmfile", "--upstream-rules", "v0.11.1")
+    assert "wait" not in _helmfile_releases(old)["kai-scheduler"]
+    assert "without waiting" not in (old / "README.md").read_text()
+
+
+def test_async_install_leaves_the_recipe_and_its_digest_alone(august: Path) -> None:
+    """The install policy is the bundler's: the bundled recipe's values and digest are the
+    resolved recipe's, only the marked components differ, by `async_install_timeout`."""
+    from generator.catalog.overrides import NodeScheduling
+    from generator.render.bundled import bundled_recipe
+
+    cat = _load(august)
+    crit = Criteria(service="bcm", accelerator="h100", os="ubuntu", intent="training")
+    bundled = bundled_recipe(cat, lambda extra: resolve(cat, crit, overrides=extra),
+                             NodeScheduling()).result  # fmt: skip
+    marked = {c.name: c.async_install_timeout for c in bundled.components}
+    assert marked.pop("kai-scheduler") == 1200
+    assert set(marked.values()) == {None}
+    plain = resolve(cat, crit, overrides=bundled.overrides)
+    assert plain.digest == bundled.digest
+    assert [c.values for c in plain.components] == [c.values for c in bundled.components]
+
+
+def test_rebuild_keeps_the_choice_and_the_overrides(august: Path) -> None:
+    """A module rendering a recipe it resolved itself (preflight, the release diff, the
+    samples) goes through render_bundled with `rebuild`: when the bundler adds overrides the
+    recipe is resolved again with its configuration-profile choice and its own overrides after
+    the bundler's; a refusal is raised as `bundle` raises it."""
+    from generator.catalog.overrides import NodeScheduling
+    from generator.render.bundled import rebuild, render_bundled
+
+    cat = _load(august)
+    crit = Criteria(service="aks", accelerator="h100", os="ubuntu", intent="training")
+    mine = Override("gpu-operator", "driver.version", "580.0.0", "gpu-operator:driver.version=x")
+    result = resolve(cat, crit, overrides=(mine,), choice="gpuStack=operator-managed")
+    with pytest.raises(UsageError) as refused:  # the wildcard accelerated toleration
+        render_bundled(cat, rebuild(cat, result), "helm")
+    assert refused.value.diagnostics[0].rule == "bundle.wildcard-toleration"
+    keyed = NodeScheduling(accelerated_tolerations=("nvidia.com/gpu:NoSchedule",))
+    bundled, tree = render_bundled(cat, rebuild(cat, result), "helm", scheduling=keyed)
+    assert bundled.result.selected_profile is not None
+    assert bundled.result.selected_profile.value == "operator-managed"
+    assert bundled.result.overrides[-1] == mine  # the user's last, after the bundler's
+    assert len(bundled.result.overrides) > 1 and "deploy.sh" in tree
+    gpu = bundled.result.component("gpu-operator")
+    assert gpu is not None and gpu.values["driver"]["version"] == "580.0.0"

@@ -218,8 +218,15 @@ def flatten(obj: Any, prefix: str) -> dict[str, Any]:
     return {prefix: obj}
 
 
+# the suffix of a finding whose two strings differ only by line breaks at their start (a
+# difference may list exactly that, leaving any other difference of the same value unexplained)
+LEADING_BREAKS = "/<leading line breaks>"
+
+
 def compare(path: str, up: Any, ours: Any, out: list[Finding]) -> None:
     if _canon(up) != _canon(ours):
+        if isinstance(up, str) and isinstance(ours, str) and up.lstrip("\n") == ours.lstrip("\n"):
+            path += LEADING_BREAKS
         out.append(Finding(path, up, ours))
 
 

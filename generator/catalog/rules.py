@@ -46,6 +46,24 @@ SLURM_ACCOUNTING_2026_08 = SlurmAccounting(
 
 
 @dataclass(frozen=True, slots=True)
+class AsyncInstall:
+    """Components upstream's bundler installs without waiting for readiness (its "async
+    components", named in its code, not in the registry): operators whose custom resources
+    reconcile after the release is installed, so Helm's `--wait` can time out although every
+    pod starts. Such a release is installed with `--wait` off and a longer `--timeout`, which
+    still bounds its hooks. At 9793720d: kai-scheduler, 20 minutes (helm's `deploy.sh`:
+    no `--wait`, `--timeout 20m`; helmfile: `wait: false`, `timeout: 1200`). Argo CD and Flux
+    bundles are unchanged (Argo CD never waits on Helm; upstream's HelmRelease keeps Flux's
+    wait)."""
+
+    components: tuple[str, ...]
+    timeout_seconds: int
+
+
+ASYNC_INSTALL_2026_08 = AsyncInstall(components=("kai-scheduler",), timeout_seconds=1200)
+
+
+@dataclass(frozen=True, slots=True)
 class UpstreamRules:
     """The rules of one upstream version, as this project applies them."""
 
@@ -87,6 +105,9 @@ class UpstreamRules:
     # node-scheduling tolerations are appended to those the recipe's `overrides` list at the
     # registry's paths (each once), not written over them (BCM's control-plane tolerations stay)
     tolerations_append: bool = False
+    # the components the helm and helmfile deployers install without waiting for readiness,
+    # with a longer timeout (None: every release waits, with the deployer's default timeout)
+    async_install: AsyncInstall | None = None
 
 
 V0_11_1 = UpstreamRules(
@@ -137,6 +158,7 @@ MAIN_2026_08 = UpstreamRules(
     dra_chart_annotation=True,
     gateway_private_ranges=True,
     tolerations_append=True,
+    async_install=ASYNC_INSTALL_2026_08,
 )
 
 RULES: Mapping[str, UpstreamRules] = MappingProxyType({r.name: r for r in (V0_11_1, MAIN_2026_08)})

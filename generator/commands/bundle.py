@@ -9,7 +9,6 @@ from pathlib import Path
 import click
 
 from generator.catalog.aicr_format import load_recipe_result
-from generator.catalog.manifests import read_manifests
 from generator.catalog.overrides import NodeScheduling, parse_overrides
 from generator.catalog.resolve import resolve
 from generator.commands.common import (
@@ -33,11 +32,10 @@ from generator.render import (
     GitOpsTarget,
     archive_bytes,
     archive_name,
-    render_bundle,
     write_bundle,
 )
 from generator.render.bundle_verify import verify_bundle
-from generator.render.bundled import bundled_recipe
+from generator.render.bundled import Build, render_bundled
 from generator.render.common import DEFAULT_REPO_PATH, DEFAULT_REPO_URL, DEFAULT_REVISION
 
 DIMENSIONS = ("service", "accelerator", "os", "intent", "platform")
@@ -291,27 +289,33 @@ def command(
         check_output_dir(out, OutputKind.BUNDLE, inputs)
     catalog = open_catalog(catalog_path)
     flags = NodeScheduling(**scheduling, workload_gate=workload_gate, nodes=nodes)
-    result = _bundled_recipe(catalog, from_file, query, profile, overrides, flags, choice)
+    build = _build(catalog, from_file, query, profile, overrides, flags, choice)
     target = GitOpsTarget(repo_url, revision, repo_path)
-    tree = _rendered(catalog, result, deployer, target, from_file)
+    result, tree = _rendered(catalog, build, deployer, flags, target, from_file)
     _write_bundle(tree, result, deployer, out, inputs, archive=archive)
 
 
 def _rendered(
     catalog: Catalog,
-    result: RecipeResult,
+    build: Build,
     deployer: str,
+    scheduling: NodeScheduling,
     target: GitOpsTarget,
     from_file: Path | None,
-) -> Mapping[str, BundleFile]:
-    """The bundle of `result` for `deployer`, with the catalog's local manifests."""
-    return render_bundle(
-        result,
+) -> tuple[RecipeResult, Mapping[str, BundleFile]]:
+    """The bundled recipe and its bundle (generator/render/bundled.py: usage errors and
+    refusals, exit 2, before anything is rendered); the registry's selector warnings on stderr."""
+    bundled, tree = render_bundled(
+        catalog,
+        build,
         deployer,
-        read_manifests(catalog, result),
+        scheduling=scheduling,
         target=target,
         recipe_file=None if from_file is None else str(from_file),
     )
+    for warning in bundled.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    return bundled.result, tree
 
 
 def _user_overrides(sets: tuple[str, ...], set_files: tuple[str, ...]) -> tuple[Override, ...]:
@@ -322,7 +326,7 @@ def _user_overrides(sets: tuple[str, ...], set_files: tuple[str, ...]) -> tuple[
         fail(e.message, EXIT_USAGE)
 
 
-def _bundled_recipe(
+def _build(
     catalog: Catalog,
     from_file: Path | None,
     query: str | Criteria | None,
@@ -330,11 +334,10 @@ def _bundled_recipe(
     overrides: tuple[Override, ...],
     scheduling: NodeScheduling,
     choice: str | None = None,
-) -> RecipeResult:
-    """The recipe to bundle (`generator.render.bundled`, the site's path too): resolved (or read
-    from a RecipeResult file) with the node-scheduling overrides of its enabled components and
-    the bundler's own, then the user's; the registry's selector warnings on stderr. A refused
-    bundle (wildcard accelerated toleration) exits 2."""
+) -> Build:
+    """The recipe to bundle, with the overrides `generator.render.bundled` adds (node
+    scheduling, the bundler's own) before the user's: resolved, or read from a RecipeResult
+    file."""
 
     def build(extra: tuple[Override, ...]) -> RecipeResult:
         if from_file is not None:
@@ -349,10 +352,7 @@ def _bundled_recipe(
             choice=choice,
         )
 
-    bundled = bundled_recipe(catalog, build, scheduling)  # usage errors and refusals: exit 2
-    for warning in bundled.warnings:
-        click.echo(f"warning: {warning}", err=True)
-    return bundled.result
+    return build
 
 
 def _bundle_query(

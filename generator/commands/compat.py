@@ -25,8 +25,8 @@ from generator.publish import compat
 @click.option(
     "--baseline-new",
     is_flag=True,
-    help="Add baselines for the published schemas that have none (a new schema is additive), "
-    "leaving every other baseline as it is.",
+    help="Add baselines for the published schemas and JSON API files that have none (a new "
+    "schema or file is additive), leaving every other baseline as it is.",
 )
 @click.option(
     "--format",
@@ -38,15 +38,17 @@ from generator.publish import compat
 )
 @handles_errors
 def command(catalog_path: Path, update_baselines: bool, baseline_new: bool, fmt: str) -> None:
-    """Check every published JSON Schema against its metaschema, and the schemas, bundle layouts
-    and command line against their committed baselines.
+    """Check every published JSON Schema against its metaschema, and the schemas, the JSON API's
+    files, bundle layouts and command line against their committed baselines.
 
-    Breaking (docs/compatibility.md): a removed or renamed field, schema, bundle path, command,
-    option or argument; for schemas the tool reads, a tightened type, a new required field, a
+    Breaking (docs/compatibility.md): a removed or renamed field, schema, API file (one under
+    api/v1/ no longer published, or holding another kind), bundle path, command, option or
+    argument; for schemas the tool reads, a tightened type, a new required field, a
     removed enum value; for schemas of what it writes, a loosening (a field dropped from
     required, a widened type, an added enum value); for the CLI, a changed default or type, a
     removed choice, a new required option, a changed set of exit codes. A published schema
-    without a baseline fails too (nothing about it would be checked; --baseline-new adds it).
+    or API file without a baseline fails too (nothing about it would be checked;
+    --baseline-new adds it).
     They fail unless the
     major version changed or the break is listed in catalog/schemas/compat-exceptions.yaml
     (acknowledged: [{subject, path, kind, reason}]); an acknowledgement that matches no break
@@ -73,9 +75,14 @@ def command(catalog_path: Path, update_baselines: bool, baseline_new: bool, fmt:
             added = compat.add_baselines(SCHEMA_DIR)
         except ValueError as e:
             raise UsageError(str(e)) from e
+        files = compat.add_api_file_baselines(SCHEMA_DIR)
         click.echo(
             f"compat: added {len(added)} schema baseline(s): {', '.join(added) or 'none'}", err=True
         )
+        if files:
+            click.echo(
+                f"compat: added {len(files)} API file baseline(s): {', '.join(files)}", err=True
+            )
         return
     report = compat.check(SCHEMA_DIR, catalog_path, __version__, cli=surface)
     if fmt == "json":

@@ -9,14 +9,13 @@ from typing import NoReturn
 import click
 
 from generator.catalog.load import load_catalog
-from generator.catalog.manifests import read_manifests
 from generator.catalog.resolve import resolve, select_profile
 from generator.commands.common import handles_errors
 from generator.commands.query import parse_overrides
 from generator.core import safeio
 from generator.core.errors import CatalogError, Severity, UsageError
 from generator.core.records import DEFAULT_PROFILE, DIMENSIONS, WILDCARD, Catalog, Criteria
-from generator.render import render_bundle
+from generator.render.bundled import rebuild, render_bundled
 from generator.scale.preflight import (
     CHECKS_FILE,
     Format,
@@ -174,8 +173,9 @@ def command(
     try:
         snapshot = parse_snapshot(raw, snapshot_path.name)
         scale = select_profile(catalog, result.scale_profile, result.criteria, nodes)
-        # one source: the configuration checks read the values the recipe's bundle ships
-        bundle = render_bundle(result, "helm", read_manifests(catalog, result))
+        # one source: the configuration checks read the values the recipe's bundle ships, as
+        # `bundle` renders it with default flags (generator/render/bundled.py)
+        _, bundle = render_bundled(catalog, rebuild(catalog, result), "helm")
         values = {comp: vals[0] for comp, vals in rendered_values(bundle).items()}
         report = preflight(result, scale, checks, snapshot, nodes, values)
     except CatalogError as e:

@@ -345,6 +345,11 @@ class ResolvedComponent:
     owns_crds: bool = False  # the registry's `ownsCRDs` (see RegistryComponent)
     self_ref_crds: bool = False  # the registry's `hasSelfRefCRDs` (see RegistryComponent)
     manifests_use_chart_crds: bool = False  # the registry's `manifestsUseChartCRDs`
+    # how the helm and helmfile deployers install its chart: with Helm's `--wait` (readiness)
+    # and their default timeout, or, for the components the catalog's rules install without
+    # waiting (`UpstreamRules.async_install`, set by generator/render/bundled.py only), without
+    # `--wait` and with this timeout in seconds; not part of the recipe or its digest
+    async_install_timeout: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,10 +2,10 @@
 
 One record, one JSON form (`EvidenceView.to_json()`), used by every reader of a verification:
 `evidence verify --format json` (each result), `status --format json --detail` (each run and
-excluded file) and the site's API (`api/v1/evidence.json`, each recipe's `evidence`). Each of
-those adds only what its own context knows: the verifier the digest it compared with, `status`
-how the run was counted, the site where it published the file. Adding a statement field is one
-field here, its line in `to_json()` and the `$defs/run` of the schemas that embed it
+excluded file) and the site's API (`api/v1/evidence/<recipe>.json`, each recipe's `evidence`).
+Each of those adds only what its own context knows: the verifier the digest it compared with,
+`status` how the run was counted, the site where it published the file. Adding a statement field
+is one field here, its line in `to_json()` and the `$defs/run` of the schemas that embed it
 (`tests/test_evidence_view.py` checks those agree).
 """
 

@@ -13,6 +13,10 @@ What breaks depends on who reads a schema (`ROLES`):
   type, an added enum value, a removed const, an opened object, a looser bound or pattern:
   consumers of the output meet values they were promised never to see.
 - bundle layouts: a path no longer produced;
+- the JSON API's files (`baselines/api-files.json`, from `generator.site.apifiles.API_FILES`,
+  the declaration every published API path is made from): a file no longer published, or one
+  whose `kind` or schema changed, or that became optional; a declared file without a baseline
+  fails too (`--baseline-new` adds it), so none can vanish unseen;
 - the CLI (`baselines/cli.json`, generated from the click tree): a removed or renamed command,
   option, option name or argument, a changed default or type, a removed choice, a new required
   option or argument, a changed set of documented exit codes.
@@ -36,6 +40,7 @@ BASELINE_DIR = "baselines"
 MANIFEST = "manifest.json"
 LAYOUTS = "bundle-layouts.json"
 CLI = "cli.json"
+API_FILES = "api-files.json"
 EXCEPTIONS = "compat-exceptions.yaml"
 
 INPUT, OUTPUT, BOTH = "input", "output", "both"
@@ -440,6 +445,52 @@ def meta_validate(subject: str, doc: Any) -> Iterator[Break]:
         yield Break(subject, where, "invalid-schema", err.message)
 
 
+def compare_api_files(
+    old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]]
+) -> Iterator[Break]:
+    """Every break of the JSON API's set of files from `old` to `new` (pattern -> kind, schema,
+    optional; `generator.site.apifiles.surface()`): a reader that fetched a file by its name
+    must still find it, holding the same kind of document."""
+    subject = "api-files"
+    for pattern in sorted(old):
+        if pattern not in new:
+            yield Break(
+                subject, pattern, "removed-file", f"API file '{pattern}' is no longer published"
+            )
+            continue
+        o, n = old[pattern], new[pattern]
+        for key in ("kind", "schema"):
+            if o.get(key) != n.get(key):
+                yield Break(
+                    subject, pattern, f"changed-{key}", f"{key} {o.get(key)!r} → {n.get(key)!r}"
+                )
+        if n.get("optional") and not o.get("optional"):
+            yield Break(subject, pattern, "now-optional", "published only with a build option now")
+    for pattern in sorted(set(new) - set(old)):
+        yield Break(
+            subject,
+            pattern,
+            "unbaselined-file",
+            "published API file has no baseline, so its removal would not be seen: "
+            "`aicr-catalog compat --baseline-new` adds it (and changes no other baseline)",
+        )
+
+
+def _api_baseline(base_dir: Path) -> dict[str, Any]:
+    """The baseline of the API's files; none yet is an empty set (every file unbaselined)."""
+    if not (base_dir / API_FILES).exists():
+        return {}
+    data = _baseline(base_dir, API_FILES)
+    return dict(data) if isinstance(data, dict) else {}
+
+
+def api_surface() -> dict[str, dict[str, Any]]:
+    """The JSON API's declared files, as the baseline records them."""
+    from generator.site.apifiles import surface
+
+    return surface()
+
+
 def compare_layouts(deployer: str, old: list[str], new: list[str]) -> Iterator[Break]:
     for p in sorted(set(old) - set(new)):
         yield Break(
@@ -471,7 +522,8 @@ def bundle_layouts(catalog_dir: Path) -> dict[str, list[str]]:
     """Per deployer, the path patterns of a reference bundle (component directories generalised)."""
     from generator.catalog.load import load_catalog
     from generator.catalog.resolve import resolve
-    from generator.render import Deployer, render_bundle
+    from generator.render import Deployer
+    from generator.render.bundled import rebuild, render_bundled
 
     catalog, _ = load_catalog(catalog_dir)
     leaf = (
@@ -487,8 +539,8 @@ def bundle_layouts(catalog_dir: Path) -> dict[str, list[str]]:
     }
     out: dict[str, list[str]] = {}
     comps = sorted((c.name for c in result.components), key=len, reverse=True)
-    for dep in Deployer:
-        tree = render_bundle(result, dep, manifests)
+    for dep in Deployer:  # as `bundle` renders it (generator/render/bundled.py)
+        _, tree = render_bundled(catalog, rebuild(catalog, result), dep, manifests=manifests)
         paths = set()
         for p in getattr(tree, "files", tree):
             g = _NNN.sub("NNN-<component>/", p)
@@ -690,11 +742,13 @@ def check(
     catalog_dir: Path,
     current_version: str,
     cli: Mapping[str, Any] | None = None,
+    api_files: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> CompatReport:
     """The gate over `schema_dir` (and its baselines) and `catalog_dir`'s bundle layouts; `cli`
     is the current command-line surface (`cli_surface` of the caller's click group), checked
     against the CLI baseline when one exists. Without `cli` the command line is not checked
-    (a library caller gating schemas and layouts only); the `compat` command always passes it."""
+    (a library caller gating schemas and layouts only); the `compat` command always passes it.
+    `api_files` is the JSON API's set of files (default: the declared one, `api_surface()`)."""
     base_dir = schema_dir / BASELINE_DIR
     manifest = _baseline(base_dir, MANIFEST)
     found: list[Break] = []
@@ -719,6 +773,8 @@ def check(
     if cli is not None and (base_dir / CLI).exists():
         old_cli = _baseline(base_dir, CLI)
         found.extend(compare_cli(old_cli, cli))
+    current_api = api_surface() if api_files is None else api_files
+    found.extend(compare_api_files(_api_baseline(base_dir), current_api))
     old_layouts = _baseline(base_dir, LAYOUTS)
     new_layouts = bundle_layouts(catalog_dir)
     for dep, paths in sorted(old_layouts.items()):
@@ -757,6 +813,7 @@ def update_baselines(
         written.append(rel)
     layouts = json.dumps(bundle_layouts(catalog_dir), indent=2, sort_keys=True, allow_nan=False)
     write_text(base_dir / LAYOUTS, layouts + "\n", root=base_dir)
+    write_text(base_dir / API_FILES, _baseline_text(api_surface()), root=base_dir)
     if cli is not None:
         text = json.dumps(cli, indent=2, sort_keys=True, allow_nan=False) + "\n"
         write_text(base_dir / CLI, text, root=base_dir)
@@ -790,6 +847,21 @@ def add_baselines(schema_dir: Path) -> tuple[str, ...]:
     return tuple(new)
 
 
+def add_api_file_baselines(
+    schema_dir: Path, api_files: Mapping[str, Mapping[str, Any]] | None = None
+) -> tuple[str, ...]:
+    """Baselines for the declared API files that have none (a new file: additive), every
+    existing entry left as it is; the patterns added."""
+    base_dir = schema_dir / BASELINE_DIR
+    old = _api_baseline(base_dir)
+    current = api_surface() if api_files is None else api_files
+    new = sorted(set(current) - set(old))
+    if new:
+        merged = {**old, **{p: dict(current[p]) for p in new}}
+        write_text(base_dir / API_FILES, _baseline_text(merged), root=base_dir)
+    return tuple(new)
+
+
 def report_text(r: CompatReport) -> str:
     lines = [f"invalid: {b.format()}" for b in r.invalid]
     lines += [b.format() for b in r.breaks]
@@ -818,6 +890,8 @@ def _subject_file(b: Break, schema_dir: Path, group: Any) -> tuple[str | None, P
         return _command_source(b.path, group) if group is not None else (None, None)
     if b.subject.startswith("bundle-layout:"):
         return f"{BASELINE_DIR}/{LAYOUTS}", schema_dir
+    if b.subject == "api-files":
+        return f"{BASELINE_DIR}/{API_FILES}", schema_dir
     return b.subject, schema_dir
 
 

@@ -370,21 +370,28 @@ def value_changes(old: RecipeResult | None, new: RecipeResult | None) -> tuple[V
 def _bundle_changes(
     base: GitSnapshot, head: GitSnapshot, b: RecipeResult, h: RecipeResult
 ) -> tuple[str, ...]:
+    """The deployers whose bundle (as `bundle` renders it with default flags, through
+    generator/render/bundled.py, with each revision's own manifests) differs between the two
+    revisions; a bundle one side cannot render (or refuses) differs unless both fail alike."""
     try:
-        from generator.render import Deployer, render_bundle
+        from generator.render import Deployer
     except ImportError:  # pragma: no cover - the render stage is part of the package
         return ()
-    changed = []
-    for dep in Deployer:
-        try:
-            bt = render_bundle(b, dep, {k: v for k, v in base.manifests.items()})
-            ht = render_bundle(h, dep, {k: v for k, v in head.manifests.items()})
-        except CatalogError:
-            changed.append(str(dep))
-            continue
-        if _tree_key(bt) != _tree_key(ht):
-            changed.append(str(dep))
-    return tuple(changed)
+    return tuple(
+        str(dep) for dep in Deployer if _bundle_key(base, b, dep) != _bundle_key(head, h, dep)
+    )
+
+
+def _bundle_key(snap: GitSnapshot, result: RecipeResult, deployer: str) -> Any:
+    from generator.render.bundled import rebuild, render_bundled
+
+    try:
+        _, tree = render_bundled(
+            snap.catalog, rebuild(snap.catalog, result), deployer, manifests=dict(snap.manifests)
+        )
+    except CatalogError as e:
+        return ("refused", e.message)
+    return _tree_key(tree)
 
 
 def _tree_key(tree: Any) -> Any:

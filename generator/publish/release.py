@@ -34,12 +34,13 @@ from packaging.version import Version
 from generator import __version__
 from generator.core import markdown, names, safeio, timeutil
 from generator.core.atomic import TreeWriter
-from generator.core.errors import CatalogError, ReleaseError
+from generator.core.errors import CatalogError, ReleaseError, SiteError
 from generator.core.outputs import OutputKind, check_output_dir
 from generator.core.yamlio import load_json
 from generator.publish.diff import compare, materialize, snapshot, to_markdown
 from generator.render.archive import archive_bytes
 from generator.render.common import MODE_FILE, BundleFile, Deployer
+from generator.site import apifiles
 from generator.site.outdir import swap_in
 
 VERSION_RE = re.compile(r"^v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
@@ -160,11 +161,14 @@ def _manifest(
     """The release manifest of the built `site` (its API documents), its bundle archives and
     site archive, and the evidence files' sha256. Raises ReleaseError when sample evidence
     would count as qualification."""
-    index = load_json(site / "api/v1/recipes.json", root=site, limit=safeio.ARCHIVE_BYTES)
-    evidence = load_json(site / "api/v1/evidence.json", root=site, limit=safeio.ARCHIVE_BYTES)
+    index = load_json(site / apifiles.RECIPES.path(), root=site, limit=safeio.ARCHIVE_BYTES)
+    try:  # the evidence index and each recipe's file, checked against the index's sha256
+        runs = list(apifiles.published_runs(site))
+    except SiteError as e:
+        raise ReleaseError(f"the built site's evidence records: {e}") from e
     counted_sample = [
         e["repositoryPath"]
-        for e in evidence["evidence"]
+        for e in runs
         if e.get("counted") and (e.get("sample") or e.get("trustRoot") == "demo")
     ]
     if counted_sample:
@@ -189,7 +193,7 @@ def _manifest(
                 "counted": e["counted"],
                 "class": e.get("class"),
             }
-            for e in evidence["evidence"]
+            for e in runs
         ],
     }
 

@@ -117,9 +117,12 @@ def _readme(
 ) -> bytes:
     by_name = {c.name: c for c in result.components}
     comps = []
+    no_wait = []
     for r in rendered.releases:
         c = by_name[r.component]
         local = r.name != c.name or not has_chart(c)
+        if not local and c.async_install_timeout is not None:
+            no_wait.append({"release": r.name, "minutes": c.async_install_timeout // 60})
         comps.append(
             {
                 "release": r.name,
@@ -143,6 +146,7 @@ def _readme(
         entrypoint=rendered.entrypoint,
         overrides=[o.origin for o in result.overrides],
         components=comps,
+        no_wait=no_wait,
         gitops={"repo_url": target.repo_url, "revision": target.revision, "path": target.path},
         sync_markers=sorted(
             p.split("/", 1)[0] for p in rendered.files if p.endswith(f"/templates/{SYNC_MARKER}")

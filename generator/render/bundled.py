@@ -3,17 +3,26 @@
 `bundled_recipe` takes the resolved recipe and adds what upstream AICR's bundler adds: the
 node-scheduling overrides at the registry's `nodeScheduling.*` paths (default tolerations
 `[{operator: Exists}]`), then what the catalog's rules inject on their own (the DRA driver's
-gpu-operator version annotation, agentgateway's private source ranges), and refuses the bundle
-where a blocking registry validation fails (AKS: the wildcard accelerated toleration). The
+gpu-operator version annotation, agentgateway's private source ranges), marks the components
+the rules install without waiting for readiness (upstream's "async components": helm and
+helmfile install them without `--wait`, with a longer timeout), and refuses the bundle where a
+blocking registry validation fails (AKS: the wildcard accelerated toleration). The
 command and the site both call it with the same inputs, so a site download is the command's
 output with default flags, byte for byte, and the site never publishes a bundle the command
 would refuse.
+
+`render_bundled` is the one door to a bundle for every other module (`preflight`, the release
+diff, the compatibility gate's layouts, the scale samples): the bundled recipe, rendered.
+`rebuild` gives the `Build` of a recipe already resolved. Only this module and the site's
+archive worker (`generator/render/cache.py`, which renders the recipes this module returned to
+the site) call `render_bundle` (tests/test_architecture.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from generator.catalog.overrides import (
@@ -29,6 +38,7 @@ from generator.catalog.overrides import (
 from generator.catalog.registry_checks import check_bundle
 from generator.catalog.rules import rules_of
 from generator.core.records import Catalog, Override, RecipeResult
+from generator.render import BundleTree, Deployer, GitOpsTarget, render_bundle
 from generator.render.common import GENERATOR_NAME
 
 # the recipe with extra overrides (scheduling, the bundler's own) applied before the user's
@@ -74,7 +84,65 @@ def bundled_recipe(catalog: Catalog, build: Build, scheduling: NodeScheduling) -
     placed += injected(catalog, result)
     final = build(placed) if placed else result
     check_bundle(registry, final, scheduling.accelerated_tolerations)
-    return Bundled(final, warnings)
+    return Bundled(with_install_policy(catalog, final), warnings)
+
+
+def render_bundled(
+    catalog: Catalog,
+    build: Build,
+    deployer: Deployer | str,
+    *,
+    scheduling: NodeScheduling | None = None,
+    manifests: Mapping[str, bytes] | None = None,
+    target: GitOpsTarget | None = None,
+    recipe_file: str | None = None,
+) -> tuple[Bundled, BundleTree]:
+    """The bundle `aicr-catalog bundle` renders for `build` (default scheduling flags unless
+    given): `bundled_recipe`, then `render_bundle` with the catalog's manifests (or
+    `manifests`, the bytes of another revision). Raises as both do (a refused bundle: UsageError
+    `bundle.wildcard-toleration`)."""
+    from generator.catalog.manifests import read_manifests
+
+    bundled = bundled_recipe(catalog, build, scheduling or NodeScheduling())
+    files = manifests if manifests is not None else read_manifests(catalog, bundled.result)
+    tree = render_bundle(bundled.result, deployer, files, target=target, recipe_file=recipe_file)
+    return bundled, tree
+
+
+def rebuild(catalog: Catalog, result: RecipeResult) -> Build:
+    """The `Build` of a recipe already resolved: itself when nothing is added, else resolved
+    again by name with its scale profile and configuration-profile choice, the additions before
+    its own overrides (as `bundle` places them)."""
+    from generator.catalog.resolve import resolve
+
+    chosen = result.selected_profile
+    choice = f"{chosen.name}={chosen.value}" if chosen is not None else None
+
+    def build(extra: tuple[Override, ...]) -> RecipeResult:
+        if not extra:
+            return result
+        overrides = (*extra, *result.overrides)
+        return resolve(
+            catalog, result.name, profile=result.scale_profile, overrides=overrides, choice=choice
+        )
+
+    return build
+
+
+def with_install_policy(catalog: Catalog, result: RecipeResult) -> RecipeResult:
+    """`result` with the components the catalog's rules install without waiting for readiness
+    (`UpstreamRules.async_install`) marked with their timeout (`async_install_timeout`), which
+    the helm and helmfile deployers read. The recipe itself (values, digest) is unchanged."""
+    policy = rules_of(catalog).async_install
+    if policy is None or not any(c.name in policy.components for c in result.components):
+        return result
+    components = tuple(
+        dataclasses.replace(c, async_install_timeout=policy.timeout_seconds)
+        if c.name in policy.components
+        else c
+        for c in result.components
+    )
+    return dataclasses.replace(result, components=components)
 
 
 def injected(catalog: Catalog, result: RecipeResult) -> tuple[Override, ...]:

@@ -4,7 +4,8 @@ build (DESIGN §3).
 The key is sha256 over everything an archive depends on: the recipe digest (which covers the
 merged values and the sha256 of every manifest file), the deployer, the GitOps target, the
 archive mtime, and the renderer itself (generator version plus the source of
-`generator/render/` and the bundle templates), so a change to the code invalidates the cache.
+`generator/render/`, the bundle templates and `generator/catalog/rules.py`, whose bundler rules
+are not all in the digest), so a change to the code invalidates the cache.
 
 Each archive is stored with an HMAC-SHA256 of its key and bytes (`<entry>.hmac`) under this
 machine's cache key (`generator.core.cache.machine_key`, kept outside the cache directory): the
@@ -29,6 +30,9 @@ from generator.render.common import TEMPLATES, Deployer, GitOpsTarget, deployer_
 
 _HERE = Path(__file__).resolve().parent
 _FAST = _HERE.parent / "fast"  # the YAML writer and the tar writer the renderer calls
+# the upstream rules bundled.py applies without changing the recipe's digest (which releases
+# wait for readiness): a change to them changes the bundles
+_RULES = _HERE.parent / "catalog" / "rules.py"
 
 
 @functools.cache
@@ -39,6 +43,8 @@ def renderer_fingerprint() -> str:
     for base in (_HERE, _FAST, TEMPLATES):
         for rel, data in safeio.files(base, where="the renderer", suffixes=(".py", ".j2")):
             h.update(rel.encode() + b"\0" + data + b"\0")
+    rules = safeio.read(_RULES, root=_RULES.parent, where="the renderer", limit=safeio.OTHER_BYTES)
+    h.update(b"catalog/rules.py\0" + rules + b"\0")
     return h.hexdigest()
 
 

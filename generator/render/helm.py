@@ -3,7 +3,9 @@
 
 An upstream chart's folder holds `values.yaml` and installs the pinned chart; a local chart's
 folder is the chart itself (Chart.yaml, values.yaml, templates/) and installs `./`, so Helm
-renders the component's manifest templates with its values.
+renders the component's manifest templates with its values. Each release waits for readiness
+(`--wait`), but a chart the catalog's rules install without waiting
+(`ResolvedComponent.async_install_timeout`): no `--wait`, and that timeout by default.
 """
 
 from __future__ import annotations
@@ -36,6 +38,16 @@ def values_file(values: Mapping[str, Any], header: str) -> bytes:
     )
 
 
+DEFAULT_TIMEOUT = "10m"  # install.sh's `helm --timeout` unless AICR_TIMEOUT says otherwise
+
+
+def _helm_duration(seconds: int | None) -> str:
+    """A `helm --timeout` duration: whole minutes as `20m`, else seconds; the default without."""
+    if seconds is None:
+        return DEFAULT_TIMEOUT
+    return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
+
+
 def render(result: RecipeResult, manifests: Mapping[str, bytes]) -> Rendered:
     header = header_comment(result)
     short = header.removeprefix("# ").rstrip("\n")
@@ -66,6 +78,8 @@ def render(result: RecipeResult, manifests: Mapping[str, bytes]) -> Rendered:
                 repo=None if (chart is None or is_oci(c.repository)) else c.repository,
                 version=c.version,
                 create_namespace=f.creates_namespace,
+                wait=f.local or c.async_install_timeout is None,
+                timeout=_helm_duration(None if f.local else c.async_install_timeout),
             ),
             MODE_EXEC,
         )

@@ -3,7 +3,9 @@ folder (see `common.folders`): upstream charts pinned to their versions with the
 `values.yaml`, local charts (a component's manifests, Helm templates) as `./NNN-<release>`
 charts that Helm renders with the folder's own `values.yaml`. `needs` chains a component's
 releases (pre, chart, post) and makes its first release wait for the last release of each
-dependency.
+dependency. Every release waits for readiness (`helmDefaults`), but a chart the catalog's rules
+install without waiting (`ResolvedComponent.async_install_timeout`): `wait: false` and that
+timeout.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from generator.render.common import (
     PHASE_MAIN,
     PHASE_POST,
     BundleFile,
+    Folder,
     Release,
     Rendered,
     chart_leaf,
@@ -37,6 +40,24 @@ HELM_TIMEOUT_SECONDS = 600
 def repository_name(url: str) -> str:
     """A stable helmfile repository name for a chart repository URL."""
     return slug(url.removeprefix("oci://").split("://", 1)[-1])
+
+
+def _release_options(f: Folder) -> dict[str, Any]:
+    """What a release states beyond `helmDefaults`."""
+    c = f.component
+    out: dict[str, Any] = {}
+    if not f.local and c.async_install_timeout is not None:
+        # installed without waiting for readiness (the catalog's rules, upstream's "async
+        # components"): the timeout still bounds the release's hooks
+        out["wait"] = False
+        out["timeout"] = c.async_install_timeout
+    if (f.phase == PHASE_MAIN and not f.local and c.self_ref_crds) or (
+        f.phase == PHASE_POST and c.manifests_use_chart_crds
+    ):
+        # objects of CRDs the chart itself installs: helm-diff cannot map them on a fresh
+        # cluster (the registry's hasSelfRefCRDs / manifestsUseChartCRDs, as upstream)
+        out["disableValidation"] = True
+    return out
 
 
 def render(result: RecipeResult, manifests: Mapping[str, bytes]) -> Rendered:
@@ -77,12 +98,7 @@ def render(result: RecipeResult, manifests: Mapping[str, bytes]) -> Rendered:
             rel["values"] = [f"./{f.dir}/values.yaml"]
         if needs:
             rel["needs"] = needs
-        if (f.phase == PHASE_MAIN and not f.local and c.self_ref_crds) or (
-            f.phase == PHASE_POST and c.manifests_use_chart_crds
-        ):
-            # objects of CRDs the chart itself installs: helm-diff cannot map them on a fresh
-            # cluster (the registry's hasSelfRefCRDs / manifestsUseChartCRDs, as upstream)
-            rel["disableValidation"] = True
+        rel.update(_release_options(f))
         releases_doc.append(rel)
         releases.append(Release(f.release, c.name, c.namespace, f.dir))
 

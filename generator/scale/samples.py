@@ -294,9 +294,8 @@ def sample_bundle_digest(recipe: RecipeResult) -> str:
 def catalog_preflight(catalog: Catalog) -> Preflight:
     """The real preflight of `catalog` (its checks, the recipe's profile, the values its helm
     bundle renders), as `aicr-catalog preflight --format json` writes it."""
-    from generator.catalog.manifests import read_manifests
     from generator.catalog.resolve import select_profile
-    from generator.render import render_bundle
+    from generator.render.bundled import rebuild, render_bundled
     from generator.scale.preflight import (
         CHECKS_FILE,
         checkset_from,
@@ -310,7 +309,7 @@ def catalog_preflight(catalog: Catalog) -> Preflight:
 
     def run(recipe: RecipeResult, snapshot: bytes) -> bytes:
         profile = select_profile(catalog, recipe.scale_profile, recipe.criteria, None)
-        bundle = render_bundle(recipe, "helm", read_manifests(catalog, recipe))
+        _, bundle = render_bundled(catalog, rebuild(catalog, recipe), "helm")
         values = {c: v[0] for c, v in rendered_values(bundle).items()}
         snap = parse_snapshot(snapshot, SNAPSHOT_FILE)
         return render_json(preflight(recipe, profile, checks, snap, None, values)).encode()
@@ -320,12 +319,11 @@ def catalog_preflight(catalog: Catalog) -> Preflight:
 
 def catalog_bundle_digest(catalog: Catalog) -> Callable[[RecipeResult], str]:
     """sha256 of the helm bundle archive of a recipe, as `aicr-catalog bundle` writes it."""
-    from generator.catalog.manifests import read_manifests
-    from generator.render import render_bundle
     from generator.render.archive import archive_bytes, archive_name
+    from generator.render.bundled import rebuild, render_bundled
 
     def digest(recipe: RecipeResult) -> str:
-        tree = render_bundle(recipe, "helm", read_manifests(catalog, recipe))
+        _, tree = render_bundled(catalog, rebuild(catalog, recipe), "helm")
         data = archive_bytes(tree, archive_name(recipe, "helm").removesuffix(".tar.gz"), mtime=0)
         return "sha256:" + hashlib.sha256(data).hexdigest()
 

@@ -17,6 +17,7 @@ from generator.core import safeio
 from generator.core.errors import SiteError
 from generator.evidence.view import EvidenceView
 from generator.render.bundled import Refusal
+from generator.site import apifiles
 from generator.site.model import ProfileView, RecipeView, SiteData
 from generator.site.pages import run_url, slug
 from generator.site.summary import CONSENSUS_ORDER, band, summarise
@@ -46,7 +47,7 @@ def _profile_summary(recipe: RecipeView, p: ProfileView, site: SiteData) -> dict
         "ceilingNodes": p.ceiling_nodes,
         "lastEvidence": p.last_evidence or None,
         "lanes": {s_.lane: s_.verdict for s_ in p.lanes},
-        "badge": f"badges/{s}/{p.profile}.svg",
+        "badge": apifiles.BADGE_SVG.path(name=s, profile=p.profile),
         "band": band(profile) or None,
         "summary": summarise(recipe, p, profile, site.lanes).to_json(),
     }
@@ -67,7 +68,7 @@ def _recipe_summary(recipe: RecipeView, site: SiteData) -> dict[str, Any]:
     return {
         "name": recipe.name,
         "url": f"recipes/{s}.html",
-        "api": f"api/v1/recipes/{s}.json",
+        "api": apifiles.RECIPE.path(name=s),
         "evidenceUrl": f"evidence/{s}.html",
         "criteria": recipe.criteria.to_json(),
         "health": recipe.health,
@@ -108,7 +109,7 @@ def recipe_detail(
     recipe: RecipeView, site: SiteData, records: Mapping[str, dict[str, Any]] | None = None
 ) -> dict[str, Any]:
     """One recipe's API document; `records` are the evidence records by run id when the
-    caller made them already (for evidence.json)."""
+    caller made them already (for the per-recipe evidence files)."""
     profiles = []
     for p in recipe.profiles:
         refused = _refused(p.refusals)
@@ -196,23 +197,9 @@ def lanes_index(site: SiteData) -> dict[str, Any]:
     }
 
 
-def evidence_index(
-    site: SiteData, records: Mapping[str, dict[str, Any]] | None = None
-) -> dict[str, Any]:
-    return {
-        **_header(site, "EvidenceIndex"),
-        "sample": any(e.sample for e in site.evidence),
-        "evidence": [
-            records[e.id] if records is not None and e.id in records else run_json(e)
-            for e in site.evidence
-        ],
-    }
-
-
-# reuse(recipe, part, make): `part` ("detail" or "runs") of a recipe's API output from an
-# earlier build, else `make()`
+# reuse(recipe, part, make): `part` ("detail") of a recipe's API output from an earlier build,
+# else `make()`
 Reuse = Callable[[RecipeView, str, Callable[[], bytes]], bytes]
-_SPLICE = "aicr:evidence-records"  # stands for the record list in evidence.json's header
 
 
 class _Records(dict[str, dict[str, Any]]):
@@ -228,56 +215,6 @@ class _Records(dict[str, dict[str, Any]]):
 
     def __contains__(self, key: object) -> bool:
         return key in self.runs
-
-
-def _runs_json(runs: Iterable[EvidenceView], records: Mapping[str, dict[str, Any]]) -> bytes:
-    """The records of `runs` as the JSON array `dumps` writes inside a document."""
-    return dumps([records[e.id] for e in runs]).rstrip(b"\n")
-
-
-def evidence_file(
-    site: SiteData, records: Mapping[str, dict[str, Any]], reuse: Reuse | None = None
-) -> bytes:
-    """api/v1/evidence.json. Its runs are grouped by recipe (site order), so the record list
-    is each recipe's list joined, and a recipe's list can come from an earlier build: the
-    bytes are those of `dumps(evidence_index(site))` (the C encoder writes an array as its
-    items joined by commas)."""
-    by_name = {r.name: r for r in site.recipes}
-    chunks: list[memoryview] = []
-    i, runs = 0, site.evidence
-    while i < len(runs):
-        j = i
-        while j < len(runs) and runs[j].recipe == runs[i].recipe:
-            j += 1
-        recipe = by_name.get(runs[i].recipe)
-        group = runs[i:j]
-        if recipe is not None and reuse is not None and tuple(recipe.evidence) == tuple(group):
-
-            def make(group: Sequence[EvidenceView] = group) -> bytes:
-                return _runs_json(group, records)
-
-            chunk = reuse(recipe, "runs", make)
-        else:
-            chunk = _runs_json(group, records)
-        if len(chunk) > 2:
-            chunks.append(memoryview(chunk)[1:-1])  # the array's items
-        i = j
-    sample = any(e.sample for e in site.evidence)
-    head = dumps({**_header(site, "EvidenceIndex"), "sample": sample, "evidence": _SPLICE})
-    marker = json.dumps(_SPLICE, allow_nan=False).encode()
-    assert head.count(marker) == 1
-    before, after = head.split(marker)
-    # one join into the file's bytes: the largest file of the site (85 MB at 20,000 runs) is
-    # made once, not also as the joined list, "[" + list and "[" + list + "]": the cold
-    # build's peak is reached here, 2,075 MB before, 1,994 MB after (1,000 x 20,000)
-    parts: list[bytes | memoryview] = [before, b"["]
-    for k, items in enumerate(chunks):
-        parts += (b",", items) if k else (items,)
-    parts += (b"]", after)
-    return b"".join(parts)
-
-
-EVIDENCE_DIR = "api/v1/evidence"  # one file per recipe name with runs, and index.json
 
 
 def evidence_groups(site: SiteData) -> dict[str, tuple[EvidenceView, ...]]:
@@ -300,8 +237,9 @@ def recipe_evidence(
     known: bool,
     records: Mapping[str, dict[str, Any]],
 ) -> dict[str, Any]:
-    """api/v1/evidence/<recipe>.json: the runs of one recipe name, as evidence.json lists them
-    (`known`: the name is a current leaf recipe; when not, its runs are shown, never counted)."""
+    """api/v1/evidence/<recipe>.json: the runs of one recipe name, each the record every JSON
+    output shows (`run_json`). `known`: the name is a current leaf recipe; when not, its runs
+    are shown, never counted."""
     s = slug(name)
     return {
         **_header(site, "RecipeEvidence"),
@@ -321,11 +259,11 @@ def evidence_files(
     name its file, page, counts and the file's sha256). No file grows with the catalog: a
     recipe's file holds its own runs, the index one short entry per recipe name."""
     known = {r.name for r in site.recipes}
-    index_path = f"{EVIDENCE_DIR}/index.json"
+    index_path = apifiles.EVIDENCE_INDEX.path()
     entries: list[dict[str, Any]] = []
     paths = {index_path: "the index"}  # a recipe named "index" must not replace it
     for name, runs in evidence_groups(site).items():
-        path = f"{EVIDENCE_DIR}/{slug(name)}.json"
+        path = apifiles.RECIPE_EVIDENCE.path(recipe=slug(name))
         if path in paths:  # never let one recipe's file silently replace another's
             raise SiteError(f"the evidence of {name!r} and {paths[path]!r} would both be {path}")
         paths[path] = name
@@ -356,16 +294,23 @@ def iter_api_files(site: SiteData, reuse: Reuse | None = None) -> Iterator[tuple
 
     `reuse(recipe, part, make)` may return part of a recipe's output from an earlier build
     instead of calling `make` (the build's cache does, when the recipe's inputs are unchanged).
+    Every path is one of the declared files (`apifiles.API_FILES`, which `aicr-catalog compat`
+    holds to its baseline); an undeclared one is refused (SiteError).
     """
-    records = _Records(site.evidence)  # each made once if at all, used by both files
-    yield "api/v1/recipes.json", dumps(recipes_index(site))
-    yield "api/v1/evidence.json", evidence_file(site, records, reuse)
+    for rel, data in _api_files(site, reuse):
+        apifiles.declared(rel)
+        yield rel, data
+
+
+def _api_files(site: SiteData, reuse: Reuse | None) -> Iterator[tuple[str, bytes]]:
+    records = _Records(site.evidence)  # each made once if at all: a recipe's file and its detail
+    yield apifiles.RECIPES.path(), dumps(recipes_index(site))
     yield from evidence_files(site, records)
-    yield "api/v1/lanes.json", dumps(lanes_index(site))
-    yield "api/v1/profiles.json", dumps(profiles_index(site))
+    yield apifiles.LANES.path(), dumps(lanes_index(site))
+    yield apifiles.PROFILES.path(), dumps(profiles_index(site))
     if site.timeline:  # built with --timeline: every qualification change, newest first
         yield (
-            "api/v1/timeline.json",
+            apifiles.TIMELINE.path(),
             dumps({**_header(site, "Timeline"), **timeline_json(site.timeline)}),
         )
     for r in site.recipes:
@@ -373,10 +318,11 @@ def iter_api_files(site: SiteData, reuse: Reuse | None = None) -> Iterator[tuple
         def make(r: RecipeView = r) -> bytes:
             return dumps(recipe_detail(r, site, records))
 
-        yield f"api/v1/recipes/{slug(r.name)}.json", reuse(r, "detail", make) if reuse else make()
+        rel = apifiles.RECIPE.path(name=slug(r.name))
+        yield rel, reuse(r, "detail", make) if reuse else make()
     for name, data in safeio.files(SCHEMAS, where="the schemas", suffixes=(".schema.json",)):
         if "/" not in name:
-            yield f"api/v1/schemas/{name}", data
+            yield apifiles.SCHEMA_COPY.path(schema=name), data
 
 
 def api_files(site: SiteData) -> dict[str, bytes]:

@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 from generator.core.records import Consensus
 from generator.core.text import html_text, md_link_text, xml_attr, xml_text
+from generator.site import apifiles
 from generator.site.api import dumps
 from generator.site.model import ProfileView, RecipeView, SiteData
 from generator.site.pages import slug
@@ -133,9 +134,9 @@ def badge_files(site: SiteData) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     for r in site.recipes:
         for p in r.profiles:
-            base = f"badges/{slug(r.name)}/{p.profile}"
+            at = {"name": slug(r.name), "profile": p.profile}
             colour = COLOURS.get(p.consensus, COLOURS[Consensus.UNTESTED])
             svg = badge_svg(label(r, p), _message(r, p), colour, title(r, p))
-            files[base + ".svg"] = svg.encode()
-            files[base + ".json"] = dumps(badge_record(r, p, site))
+            files[apifiles.BADGE_SVG.path(**at)] = svg.encode()
+            files[apifiles.BADGE_JSON.path(**at)] = dumps(badge_record(r, p, site))
     return files

@@ -546,10 +546,16 @@ def cli_page(commands: Sequence[CommandHelp]) -> str:
 
 def signers_page(site: SiteData) -> str:
     """The signer policy as a directory (generator/site/signers.py)."""
-    from generator.site.signers import SignerPolicyView
+    from generator.site import signers
 
-    policy = site.signers or SignerPolicyView((), 0, False)
-    return render("pages/signers.md.j2", policy=policy, trust_root=site.trust_root, slug=slug)
+    policy = site.signers or signers.SignerPolicyView((), 0, False)
+    return render(
+        "pages/signers.md.j2",
+        policy=policy,
+        trust_root=site.trust_root,
+        slug=slug,
+        newest=signers.NEWEST,
+    )
 
 
 @dataclass(frozen=True, slots=True)

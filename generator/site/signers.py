@@ -3,7 +3,10 @@ under which identity (catalog/signers.yaml, the allowlist, as a directory of sig
 
 `signer_entries` reads the policy as the verifier applies it (`policy_from`: entries with
 problems are left out, fail closed, and the page says how many) and adds what this build's
-evidence shows of each signer: its counted runs and the recipes they cover.
+evidence shows of each signer: its counted runs, how many recipes they cover, and the newest
+`NEWEST` of those recipes (by the newest counted run on each). The page lists only those, so it
+does not grow with the catalog (issue 29): each recipe's evidence page names the signers of its
+runs, and the evidence index reaches every recipe.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from generator.core.records import Catalog
 from generator.evidence.view import EvidenceView
 
 SIGNERS_FILE = "signers.yaml"
+NEWEST = 20  # recipes listed per signer: the newest its counted runs cover
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +33,13 @@ class SignerEntry:
     trust_root: str  # "" for every trust root; else only under this one (demo)
     description: str
     runs: int = 0  # counted runs of this build signed under the entry
-    recipes: tuple[str, ...] = ()  # recipes those runs cover
+    recipes: int = 0  # distinct recipes those runs cover
+    newest: tuple[str, ...] = ()  # at most NEWEST of them, newest counted run first
+
+    @property
+    def more(self) -> int:
+        """The covered recipes the page does not list."""
+        return self.recipes - len(self.newest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +50,18 @@ class SignerPolicyView:
 
 
 _CLASS_ORDER = {"first-party": 0, "partner": 1, "community": 2}
+
+
+def newest_recipes(runs: Iterable[EvidenceView], limit: int) -> tuple[str, ...]:
+    """The recipes `runs` cover, newest first: by each recipe's newest attestation (ISO 8601
+    UTC text, so ordered as text), then by name; at most `limit`."""
+    newest: dict[str, str] = {}
+    for e in runs:
+        if e.attested_at >= newest.get(e.recipe, ""):
+            newest[e.recipe] = e.attested_at
+    # by name, then (a stable sort) by attestation, newest first
+    ranked = sorted(sorted(newest.items()), key=lambda kv: kv[1], reverse=True)
+    return tuple(name for name, _ in ranked[:limit])
 
 
 def signer_policy(catalog: Catalog, runs: Iterable[EvidenceView] = ()) -> SignerPolicyView:
@@ -70,7 +92,8 @@ def signer_policy(catalog: Catalog, runs: Iterable[EvidenceView] = ()) -> Signer
             trust_root=r.trust_root or "",
             description=described.get(r.label, ""),
             runs=len(counted.get(r.label, ())),
-            recipes=tuple(sorted({e.recipe for e in counted.get(r.label, ())})),
+            recipes=len({e.recipe for e in counted.get(r.label, ())}),
+            newest=newest_recipes(counted.get(r.label, ()), NEWEST),
         )
         for r in policy.rules
     ]
