@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import shutil
 import socket
@@ -124,6 +125,17 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every test runs with sockets limited to 127.0.0.1 / ::1 / unix sockets."""
     monkeypatch.setattr(socket.socket, "connect", _loopback_only)
     yield
+
+
+@pytest.fixture(autouse=True)
+def isolated_logging() -> Iterator[None]:
+    """The `aicr_catalog` logger as each test found it: `build` run in-process (CliRunner) adds
+    its stderr progress handler for the life of the process, which a later in-process command of
+    the same worker would print into its own output."""
+    logger = logging.getLogger("aicr_catalog")
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    yield
+    logger.handlers[:], logger.level, logger.propagate = saved
 
 
 CHROMIUM = Path("/usr/bin/chromium")
