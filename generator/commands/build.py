@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -47,13 +49,22 @@ class _Stderr(logging.Handler):
         click.echo(f"build: {record.getMessage()}", err=True)
 
 
-def show_progress() -> None:
-    """Stage progress of the build on stderr (results stay on stdout)."""
+@contextlib.contextmanager
+def show_progress() -> Iterator[None]:
+    """Stage progress of the build on stderr (results stay on stdout), for this invocation only:
+    a command run after it in the same process (the test runner, a library caller) prints none."""
     logger = logging.getLogger("aicr_catalog")
-    if not any(isinstance(h, _Stderr) for h in logger.handlers):
-        logger.addHandler(_Stderr(logging.INFO))
+    handler = _Stderr(logging.INFO)
+    saved = (logger.level, logger.propagate)
+    logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
 
 
 def _repository_link(catalog_path: Path, given: str) -> tuple[str, str]:
@@ -187,11 +198,11 @@ def command(
     )
     if with_timeline and not options.timeline_head:
         raise click.UsageError("--timeline needs the catalog in a git repository with a commit")
-    show_progress()
     if repo_note:
         click.echo(f"note: build: {repo_note}", err=True)
     try:
-        report = build_site(options)
+        with show_progress():
+            report = build_site(options)
     except CatalogError:  # reported by handles_errors (a corrupt trust root is usage: exit 2)
         click.echo(f"build failed; {out}/ was left unchanged", err=True)
         raise
