@@ -261,6 +261,28 @@ def test_labels_slugs_and_workflows_are_unique_across_classes() -> None:
     assert [r.label for r in rules] == ["A"] and [s.label for s in slugs] == [f"source {SLUG}"]
 
 
+def test_an_entry_with_a_refused_label_is_not_kept_and_claims_nothing() -> None:
+    """A label with an invisible or control character refuses its entry, as a schema error
+    does: the entry is not a rule, and its pattern and source stay free, so a later entry
+    using them draws no overlap (one diagnostic, where the problem is)."""
+    pattern = f"^{WF_RE}@refs/heads/main$"
+    body = (
+        "schemaVersion: 1.0.0\n"
+        f'partner:\n  - label: "NVIDIA\\x1bCI"\n    issuer: {GH}\n'
+        f"    identityPattern: '{pattern}'\n"
+        f'  - label: "NVIDIA CI\\u2066"\n    issuer: {GH}\n    source: {SLUG}\n'
+        f"  - issuer: {GH}\n    identityPattern: '{pattern}'\n"
+        f"community:\n  - issuer: {GH}\n    source: {SLUG}\n"
+    )
+    rules, slugs, diags = _load(body)
+    assert [d[:2] for d in diags] == [
+        ("$.partner[0].label", "allowlist.label"),
+        ("$.partner[1].label", "allowlist.label"),
+    ]
+    assert [(r.klass, r.identity_pattern) for r in rules] == [(SignerClass.PARTNER, pattern)]
+    assert [(s.klass, s.source) for s in slugs] == [(SignerClass.COMMUNITY, SLUG)]
+
+
 def test_read_allowlist(tmp_path: Path) -> None:
     with pytest.raises(LoadError) as missing:
         read_allowlist(tmp_path / "allowlist.yaml", "allowlist.yaml")
