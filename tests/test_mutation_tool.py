@@ -87,6 +87,8 @@ CHOKEPOINTS = {
     "generator/core/text.py",
     "generator/core/linearmatch.py",
     "generator/core/timeutil.py",
+    "generator/core/yamlio.py",
+    "generator/catalog/chartvalues.py",
 }
 
 
