@@ -90,7 +90,8 @@ class _Scope:
 
     def ref(self, tok: str) -> tuple[str, ...] | None:
         """The value path token `tok` (`$v.a.b`, `.Values.c.a`, `.a`) stands for, else None."""
-        m = _REF.fullmatch(tok)
+        # `.a.b` (a field of `.` inside `with`/`range`) is the dot followed by `.a.b`
+        m = _REF.fullmatch(tok) or (_REF.fullmatch("." + tok) if tok[:1] == "." else None)
         if m is None:
             return None
         head, rest = m.group(1), [p for p in m.group(2).split(".") if p]
