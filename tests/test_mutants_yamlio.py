@@ -22,6 +22,7 @@ from generator.core.yamlio import (
     MAX_INT_DIGITS,
     MAX_SAFE_INT,
     Bounds,
+    _diag,
     check_syntax,
     compose,
     compose_first,
@@ -232,3 +233,34 @@ def test_check_syntax_refuses_bad_yaml_and_deep_nesting_builds_nothing() -> None
     deep = "x: 1\n---\n" + "[" * (MAX_DEPTH + 2) + "]" * (MAX_DEPTH + 2)
     d = _refusal(check_syntax, deep, "t.yaml")
     assert (d.line, d.rule, d.json_path) == (3, "yaml.too-deep", "$[1]" + "[0]" * (MAX_DEPTH + 1))
+
+
+# ---------------------------------------------------------------- positions
+
+
+def test_a_diagnostic_without_a_mark_has_no_position() -> None:
+    d = _diag("f.yaml", None, "m", "yaml.parse")
+    assert (d.line, d.col, d.json_path) == (0, 0, "$")
+    d = _diag("f.yaml", yaml.Mark("f.yaml", 0, 2, 5, "", 0), "m", "yaml.parse", "$.a")
+    assert (d.line, d.col, d.json_path) == (3, 6, "$.a")
+
+
+def test_file_too_large_has_no_position() -> None:
+    d = _refusal(parse_yaml, b"a: 12345", "f.yaml", bounds=Bounds(file_bytes=4))
+    assert (d.line, d.col, d.json_path, d.rule) == (0, 0, "$", "yaml.too-large")
+
+
+def test_encoding_error_column_counts_from_the_newline_before_it() -> None:
+    d = _refusal(parse_yaml, b"\n\xe9", "f.yaml")
+    assert (d.line, d.col, d.rule) == (2, 1, "yaml.encoding") and "offset 1" in d.message
+    d = _refusal(parse_yaml, b"\xe9", "f.yaml")
+    assert (d.line, d.col) == (1, 1)
+
+
+def test_a_scalar_counts_as_a_level_of_nesting() -> None:
+    # MAX_DEPTH + 1 nested lists pass the event pass (collections only); the scalar inside the
+    # innermost is one level deeper, refused by the builder, located at the scalar
+    assert parse_yaml("[" * MAX_DEPTH + "x" + "]" * MAX_DEPTH, "f.yaml").data is not None
+    d = _refusal(parse_yaml, "[" * (MAX_DEPTH + 1) + "x" + "]" * (MAX_DEPTH + 1), "f.yaml")
+    assert (d.line, d.col, d.rule) == (1, MAX_DEPTH + 2, "yaml.too-deep")
+    assert d.json_path == "$" + "[0]" * (MAX_DEPTH + 1)
