@@ -8,6 +8,7 @@ diagnostics of each refusal.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -264,3 +265,22 @@ def test_a_scalar_counts_as_a_level_of_nesting() -> None:
     d = _refusal(parse_yaml, "[" * (MAX_DEPTH + 1) + "x" + "]" * (MAX_DEPTH + 1), "f.yaml")
     assert (d.line, d.col, d.rule) == (1, MAX_DEPTH + 2, "yaml.too-deep")
     assert d.json_path == "$" + "[0]" * (MAX_DEPTH + 1)
+
+
+def test_a_tab_before_the_error_is_named_and_only_then() -> None:
+    d = _refusal(parse_yaml, "a: 1\nb:\tc: [1\n", "f.yaml")
+    assert (d.line, d.col) == (2, 5) and "a tab character" in d.message
+    # an error at the end of the text (past its last line) and one with no tab before it
+    d = _refusal(parse_yaml, "a: [1, 2", "f.yaml")
+    assert (d.line, d.col) == (2, 1) and "tab" not in d.message
+    d = _refusal(parse_yaml, "a: [1, 2\nb: 3\t\n", "f.yaml")
+    assert "tab" not in d.message
+
+
+def test_empty_documents_and_streams() -> None:
+    empty = parse_yaml("# c\n", "f.yaml", allow_empty=True)
+    assert (empty.data, empty.lines) == (None, {"$": (1, 1)})
+    assert empty.sha256 == hashlib.sha256(b"# c\n").hexdigest()
+    stream = parse_yaml("", "f.yaml", multi=True)
+    assert (stream.data, stream.lines) == ([], {"$": (1, 1)})
+    assert parse_yaml("a: 1\n", "f.yaml", allow_empty=True).data == {"a": 1}
