@@ -168,7 +168,7 @@ class _Builder:
                     key = str(key).lower() if isinstance(key, bool) else str(key)
                 child = f"{path}.{key}"
                 if key in out:
-                    first = self.lines.get(child, (0, 0))[0]
+                    first = self.lines[child][0]  # indexed when its first value was built
                     raise self.fail(
                         key_node,
                         f"duplicate key '{key}' (first defined on line {first})",
