@@ -284,3 +284,16 @@ def test_empty_documents_and_streams() -> None:
     stream = parse_yaml("", "f.yaml", multi=True)
     assert (stream.data, stream.lines) == ([], {"$": (1, 1)})
     assert parse_yaml("a: 1\n", "f.yaml", allow_empty=True).data == {"a": 1}
+
+
+def test_a_control_character_after_a_leading_newline() -> None:
+    d = _refusal(parse_yaml, "\nb: \x01\n", "f.yaml")
+    assert (d.line, d.col, d.rule) == (2, 4, "yaml.parse")
+
+
+def test_each_mapping_is_one_level_of_nesting() -> None:
+    ok = "{a: " * MAX_DEPTH + "1" + "}" * MAX_DEPTH  # the scalar at depth MAX_DEPTH
+    assert parse_yaml(ok, "f.yaml").data is not None
+    deep = "{a: " * (MAX_DEPTH + 1) + "1" + "}" * (MAX_DEPTH + 1)
+    d = _refusal(parse_yaml, deep, "f.yaml")
+    assert (d.rule, d.json_path) == ("yaml.too-deep", "$" + ".a" * (MAX_DEPTH + 1))
