@@ -297,3 +297,14 @@ def test_each_mapping_is_one_level_of_nesting() -> None:
     deep = "{a: " * (MAX_DEPTH + 1) + "1" + "}" * (MAX_DEPTH + 1)
     d = _refusal(parse_yaml, deep, "f.yaml")
     assert (d.rule, d.json_path) == ("yaml.too-deep", "$" + ".a" * (MAX_DEPTH + 1))
+
+
+def test_the_event_pass_accepts_the_deepest_allowed_nesting() -> None:
+    # MAX_DEPTH + 1 collections (the root is depth 0 in the builder) with more indicator
+    # characters than that, so the event pass runs rather than its short cut
+    levels = MAX_DEPTH + 1
+    text = "# -:-:\n" + "[" * levels + "]" * levels
+    assert parse_yaml(text, "f.yaml").data is not None
+    check_syntax(text, "t.yaml")
+    d = _refusal(parse_yaml, "# -:-:\n" + "[" * (levels + 1) + "]" * (levels + 1), "f.yaml")
+    assert (d.line, d.col, d.rule) == (2, levels + 1, "yaml.too-deep")
