@@ -308,3 +308,15 @@ def test_the_event_pass_accepts_the_deepest_allowed_nesting() -> None:
     check_syntax(text, "t.yaml")
     d = _refusal(parse_yaml, "# -:-:\n" + "[" * (levels + 1) + "]" * (levels + 1), "f.yaml")
     assert (d.line, d.col, d.rule) == (2, levels + 1, "yaml.too-deep")
+
+
+def test_too_deep_names_the_key_and_the_item_it_is_under() -> None:
+    # the second key of a mapping, the second item of a list: the path the slow pass tracks
+    d = _refusal(parse_yaml, "a: 1\nb: [x, " + "[" * 70 + "\n", "f.yaml")
+    assert (d.line, d.col, d.rule) == (2, 71, "yaml.too-deep")
+    assert d.json_path == "$.b[1]" + "[0]" * (MAX_DEPTH - 1)
+
+
+def test_a_scalar_aliased_from_several_collections_is_no_recursion() -> None:
+    doc = parse_yaml("a: &s x\nb: [*s]\nc: [*s, *s]\n", "f.yaml")
+    assert doc.data == {"a": "x", "b": ["x"], "c": ["x", "x"]}
