@@ -325,14 +325,18 @@ class RecipeRuns:
     """The aggregate stage's record for one recipe: everything its part of the status is
     computed from (`generator.aggregate.RecipePart`): its resolved results, why it does not
     resolve, its evidence records, and the judge's inputs shared by every recipe (the lanes,
-    the profiles' ladders, the demo roots), as a digest. Records enter as their pickles: a
-    pickle holds every field of a record, so equal bytes are equal records; each record is
-    pickled on its own, so its bytes do not depend on what other records share with it."""
+    the profiles' ladders, the demo roots), as a digest. A record verified through the cache
+    enters as the key of its verification (`VerificationRun.keys`: its file's path, location
+    and digest, the trust root, the signer policy, the verifier's code), which names the record
+    as verified; what staleness then changes in it is a function of the recipe's results,
+    which are here. Any other record (a pointer file's, a build without a cache) enters as its
+    pickle: a pickle holds every field of a record, so equal bytes are equal records; each
+    record is pickled on its own, so its bytes do not depend on what other records share."""
 
     recipe: str
     results: bytes
     failure: str | None
-    evidence: tuple[bytes, ...]
+    evidence: tuple[str | bytes, ...]  # a verification key (str) or a record's pickle (bytes)
     judge: str
 
 
@@ -359,11 +363,19 @@ def _pickled(value: object) -> bytes:
     return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _keyed(inputs: Sequence[RecipeInput], judge: str) -> list[RecipeRuns]:
-    """Each recipe's `RecipeRuns` record (its memo key is derived from it)."""
+def _keyed(
+    inputs: Sequence[RecipeInput], judge: str, verification: VerificationRun
+) -> list[RecipeRuns]:
+    """Each recipe's `RecipeRuns` record (its memo key is derived from it): each record by the
+    key of its verification when it has one, else by its pickle (see `RecipeRuns`)."""
+    keys = {id(r): k for r, k in zip(verification.records, verification.keys, strict=False) if k}
+
+    def entry(record: Evidence) -> str | bytes:
+        return keys.get(id(record)) or _pickled(record)
+
     return [
         RecipeRuns(
-            r.name, _pickled(tuple(r.results)), r.failure, tuple(map(_pickled, r.evidence)), judge
+            r.name, _pickled(tuple(r.results)), r.failure, tuple(map(entry, r.evidence)), judge
         )
         for r in inputs
     ]
@@ -404,7 +416,7 @@ def aggregate(
         for n in names
     ]
     judge = hashlib.sha256(_pickled((lanes, sorted(ladders.items()), demo_roots))).hexdigest()
-    keyed = _keyed(inputs, judge) if memo.cache is not None else [None] * len(inputs)
+    keyed = _keyed(inputs, judge, verification) if memo.cache is not None else [None] * len(inputs)
     made = 0
 
     def make(todo: list[int]) -> list[RecipePart]:

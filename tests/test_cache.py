@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from generator.core import cache as cache_module
 from generator.core.cache import MAGIC, STORE, Cache, digest, fingerprint, machine_key, tree_digest
 
 FP = "fp-1"
@@ -245,7 +246,7 @@ def test_fingerprint_covers_the_named_sources() -> None:
 from generator.bench.synth import SynthOptions, synthesize  # noqa: E402
 from generator.evidence.model import SignerPolicy, TrustRoot  # noqa: E402
 from generator.evidence.policy import read_policy  # noqa: E402
-from generator.evidence.store import read_files  # noqa: E402
+from generator.evidence.store import find_files, load  # noqa: E402
 from generator.evidence.trustroot import load_trust_root  # noqa: E402
 from generator.evidence.verify import verify_evidence  # noqa: E402
 
@@ -267,26 +268,23 @@ def test_verify_cached_verifies_only_what_it_has_not_seen(synth: Path, tmp_path:
     from generator.evidence.verify_cache import verify_cached
 
     root, policy = _inputs(synth)
-    files = read_files([synth / "evidence"], base=synth)
+    files = find_files([synth / "evidence"], base=synth)
     current = {"nothing@standard": "sha256:0"}
     expected = verify_evidence(
-        files, trust_roots=root, policy=policy, current_digests=current, jobs=1
+        [load(f) for f in files], trust_roots=root, policy=policy, current_digests=current, jobs=1
     )
 
     first = Cache(tmp_path / "c", secret=b"s" * 32)
-    got = verify_cached(
+    got, keys = verify_cached(
         files, trust_root=root, policy=policy, current_digests=current, cache=first, jobs=1
     )
-    assert got == expected
+    assert got == expected and len(set(keys)) == len(files)
     assert first.stats.misses == {"verify": len(files)} and first.stats.hits == {}
 
     again = Cache(tmp_path / "c", secret=b"s" * 32)
-    assert (
-        verify_cached(
-            files, trust_root=root, policy=policy, current_digests=current, cache=again, jobs=1
-        )
-        == expected
-    )
+    assert verify_cached(
+        files, trust_root=root, policy=policy, current_digests=current, cache=again, jobs=1
+    ) == (expected, keys)
     assert again.stats.hits == {"verify": len(files)} and again.stats.misses == {}
 
     # one entry corrupted: detected, that one file verified again, same records
@@ -298,7 +296,7 @@ def test_verify_cached_verifies_only_what_it_has_not_seen(synth: Path, tmp_path:
     assert (
         verify_cached(
             files, trust_root=root, policy=policy, current_digests=current, cache=third, jobs=1
-        )
+        )[0]
         == expected
     )
     assert third.stats.rejected == {"verify": 1}
@@ -312,9 +310,9 @@ def test_verify_cached_judges_staleness_against_this_builds_recipes(
     from generator.evidence.verify_cache import verify_cached
 
     root, policy = _inputs(synth)
-    files = read_files([synth / "evidence"], base=synth)
+    files = find_files([synth / "evidence"], base=synth)
     cache = Cache(tmp_path / "c", secret=b"s" * 32)
-    stale_all = verify_cached(
+    stale_all, _ = verify_cached(
         files, trust_root=root, policy=policy, current_digests={}, cache=cache, jobs=1
     )
     verified = [r for r in stale_all if isinstance(r, VerifiedEvidence)]
@@ -323,7 +321,7 @@ def test_verify_cached_judges_staleness_against_this_builds_recipes(
         f"{r.statement.recipe}@{r.statement.scale_profile or 'standard'}": r.statement.recipe_digest
         for r in verified
     }
-    fresh = verify_cached(
+    fresh, _ = verify_cached(
         files, trust_root=root, policy=policy, current_digests=current, cache=cache, jobs=1
     )
     assert not any(r.stale for r in fresh if isinstance(r, VerifiedEvidence))
@@ -334,7 +332,7 @@ def test_a_new_evidence_file_is_the_only_one_verified(synth: Path, tmp_path: Pat
     from generator.evidence.verify_cache import verify_cached
 
     root, policy = _inputs(synth)
-    files = read_files([synth / "evidence"], base=synth)
+    files = find_files([synth / "evidence"], base=synth)
     cache = Cache(tmp_path / "c", secret=b"s" * 32)
     verify_cached(files[:-1], trust_root=root, policy=policy, current_digests={}, cache=cache)
     later = Cache(tmp_path / "c", secret=b"s" * 32)
@@ -428,7 +426,9 @@ def test_no_change_rebuild_is_skipped_and_no_cache_builds_again(
     assert (out / "index.html").stat().st_mtime_ns != stamp  # built from scratch
 
 
-def test_tree_digest_memo_skips_unchanged_files_and_sees_changes(tmp_path: Path) -> None:
+def test_tree_digest_memo_skips_unchanged_files_and_sees_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = tmp_path / "t"
     root.mkdir()
     for i in range(3):
@@ -438,13 +438,21 @@ def test_tree_digest_memo_skips_unchanged_files_and_sees_changes(tmp_path: Path)
         os.utime(p, (old, old))
     memo: dict[str, list[object]] = {}
     plain = tree_digest(root)
+    # written just now (their ctime): recorded without a digest, so read again next time
     assert tree_digest(root, (), memo) == plain and set(memo) == {"f0", "f1", "f2"}
+    assert all(entry[4] == "" for entry in memo.values())
+    monkeypatch.setattr(cache_module, "SETTLED_NS", 0)  # the test cannot wait two seconds
+    assert tree_digest(root, (), memo) == plain and all(entry[4] for entry in memo.values())
     # a memo that lies about a file whose stat is unchanged is believed (that is the point) ...
-    memo["f0"][3] = "0" * 64
+    memo["f0"][4] = "0" * 64
     assert tree_digest(root, (), memo) != plain
-    # ... but any change of size, mtime or inode makes it read the file again
-    (root / "f0").write_text("0")
-    os.utime(root / "f0", (old + 1, old + 1))
+    # ... but any change of size, mtime, inode or ctime makes it read the file again: here
+    # the same size and the mtime put back (`touch -r`), which only the ctime tells
+    stat = (root / "f0").stat()
+    with (root / "f0").open("r+") as fh:
+        fh.write("0")
+    os.utime(root / "f0", ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert (root / "f0").stat().st_ino == stat.st_ino
     assert tree_digest(root, (), memo) == plain
     (root / "f1").write_text("changed")
     assert tree_digest(root, (), memo) == tree_digest(root) != plain

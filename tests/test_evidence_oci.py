@@ -663,13 +663,15 @@ def test_site_stage_shows_upstream_phases(
     raws = stages.raw_files(outcome.verification, evidence)
     (record,) = outcome.records
     assert isinstance(record, VerifiedEvidence), record.message
-    run = evidence_view(record, trust_root=outcome.trust_root, raw=raws[record.path])
+    found = stages.raw_file(raws[record.path], frozenset(outcome.verification.pointers))
+    run = evidence_view(record, trust_root=outcome.trust_root, raw=found)
     assert run.bundle_digest == published.pushed.digest and run.predicate_type == V3
     assert [(c.phase, c.name, c.status) for c in run.checks] == [
         (p, n, s) for p in ("deployment", "conformance", "performance") for n, s in PHASE_TESTS[p]
     ]
     # the raw download is the run's Sigstore bundle (the referrer), which verifies on its own
-    raw = raws[record.path]
+    assert run.raw is not None and run.raw.pointer and run.raw.statement
+    raw = stages.read_raw(run.raw)
     assert json.loads(raw)["dsseEnvelope"]["payloadType"] == "application/vnd.in-toto+json"
 
 

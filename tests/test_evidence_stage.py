@@ -169,8 +169,10 @@ def test_the_cli_json_and_the_api_show_one_record_alike(tmp_path: Path) -> None:
     """`evidence verify --format json` and api/v1/evidence/<recipe>.json: one record, one JSON form; the
     CLI adds the digest it compared with, the API where the site publishes the file."""
     from generator.evidence.report import record_json
-    from generator.evidence.view import evidence_view
+    from generator.evidence.view import RawFile, evidence_view
     from generator.site.api import run_json
+
+    raw = RawFile("/evidence/x.sigstore.json", "/evidence", "0" * 64, 2, False)
 
     catalog, _ = load_catalog(CATALOG)
     leaf = catalog.leaves()[0]
@@ -180,7 +182,7 @@ def test_the_cli_json_and_the_api_show_one_record_alike(tmp_path: Path) -> None:
     assert len(run.records) == 2
     for record in run.records:
         cli = record_json(record)
-        api = run_json(evidence_view(record, trust_root="", raw=b"{}"))
+        api = run_json(evidence_view(record, trust_root="", raw=raw))
         assert {k: v for k, v in cli.items() if k != "currentDigest"} == {
             k: v for k, v in api.items() if k not in ("url", "raw")
         }, record.path

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +25,9 @@ from hypothesis import strategies as st
 
 from generator.bench.synth import SynthOptions, synthesize
 from generator.cli import main
+from generator.core import cache as cache_module
 from generator.core.memo import Memo, canonical, derive_key
+from generator.evidence import store
 from generator.pipeline import CatalogInput, Inputs, Scope
 from generator.site.build import BuildOptions, build_site
 from tests.conftest import REPO
@@ -181,6 +184,14 @@ def apply(world: World, change: tuple[str, int]) -> None:
         first = next(c for c in classes if f"- class: {c}" in text)
         text = text.replace(f"- class: {first}", f"- class: {classes[n % 3]}", 1)
         path.write_text(text.replace("label: Synthetic lab", f"label: Lab {n} /", 1))
+    elif kind == "rewrite-evidence" and files:  # in place: its size, inode and mtime kept
+        path = files[n % len(files)]
+        st, data = path.stat(), path.read_bytes()
+        at = data.index(b'"payload": "') + len(b'"payload": "') + 20 + n % 50
+        with path.open("r+b") as fh:  # one character of the signed payload: now rejected
+            fh.seek(at)
+            fh.write(b"B" if data[at : at + 1] == b"A" else b"A")
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # as `touch -r` puts it back
     elif kind == "restore-evidence" and world.held:
         rel = sorted(world.held)[n % len(world.held)]
         (world.evidence / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -207,6 +218,7 @@ CHANGES = st.tuples(
             "remove-evidence",
             "remove-recipe-evidence",
             "restore-evidence",
+            "rewrite-evidence",
             "signer-policy",
             "edit-values",
             "repo-url",
@@ -220,7 +232,11 @@ CHANGES = st.tuples(
 
 
 @pytest.fixture
-def worlds(tmp_path: Path, key_file: None) -> Iterator[Path]:
+def worlds(tmp_path: Path, key_file: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    # the evidence copies were written just now: count them as settled, so that the stat memo
+    # vouches for unchanged files between the builds (`store.FileMemo`)
+    monkeypatch.setattr(store, "SETTLED_NS", 0)
+    monkeypatch.setattr(cache_module, "SETTLED_NS", 0)  # the evidence tree's, in the build key
     yield tmp_path
 
 
@@ -261,11 +277,16 @@ NAMED = [
     # aggregation is memoized per recipe: one recipe's values (its digest, so its runs go
     # stale), then one run of another recipe, removed and restored
     [("edit-values", 0), ("remove-evidence", 3), ("restore-evidence", 0)],
+    # a file rewritten with its size, inode and mtime kept: read again (its ctime moved), so
+    # the site shows it rejected, as a build from scratch does
+    [("rewrite-evidence", 2), ("repo-url", 0)],
 ]
 
 
 @pytest.mark.parametrize(
-    "changes", NAMED, ids=["only-evidence-gone", "signer-policy", "one-recipe-at-a-time"]
+    "changes",
+    NAMED,
+    ids=["only-evidence-gone", "signer-policy", "one-recipe-at-a-time", "rewritten-in-place"],
 )
 def test_named_changes_then_the_cached_site_is_the_site_from_scratch(
     synth: Path, worlds: Path, changes: list[tuple[str, int]]

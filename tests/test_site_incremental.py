@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from generator.core.cache import MAGIC, Cache
+from generator.evidence import store
 from generator.site.build import ENGINE_STAGE, PAGES_STAGE, BuildOptions, build_site
 from tests.conftest import CATALOG, REPO
 
@@ -52,9 +53,14 @@ def opts(catalog: Path, evidence: Path, out: Path, cached: bool = True) -> Build
 
 
 def test_one_added_evidence_file_renders_two_pages_and_matches_a_fresh_build(
-    inputs: tuple[Path, Path, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+    inputs: tuple[Path, Path, Path],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     catalog, evidence, held = inputs
+    # the copies were written just now: count them as settled, so their stat memo vouches
+    monkeypatch.setattr(store, "SETTLED_NS", 0)
     out = tmp_path / "b" / "site"
     caplog.set_level(logging.INFO, logger="aicr_catalog.build")
     first = build_site(opts(catalog, evidence, out))
@@ -76,7 +82,9 @@ def test_one_added_evidence_file_renders_two_pages_and_matches_a_fresh_build(
     # signed statement; the second makes one statement (the added run's), links every archive
     # and every other statement without making or hashing it, and writes only what changed
     assert first.files_linked == 0 and first.files_derived > first.evidence
-    assert second.files_derived == 1, second
+    # the added run's raw file and its signed statement; every other run's raw file is linked
+    # from the previous tree unread (a `Derived` of its digest)
+    assert second.files_derived == 2, second
     assert second.files_written < first.files // 6, second
     assert second.files_linked > first.files // 2
     assert linked and int(linked.group(1)) > first.files // 2, caplog.text
@@ -90,6 +98,13 @@ def test_one_added_evidence_file_renders_two_pages_and_matches_a_fresh_build(
     assert second.evidence == first.evidence + 1
     # aggregation is per recipe: the added run's recipe is aggregated again, no other
     assert first.recipes_aggregated == first.recipes and second.recipes_aggregated == 1
+    # the evidence files: the added one is read, every other one's digest comes from its stat
+    # memo; the views of the added run's recipe are judged again, no other run's
+    recipe_runs = len(
+        list((evidence / held.relative_to(evidence).parts[0]).rglob("*.sigstore.json"))
+    )
+    assert first.evidence_read == first.evidence and second.evidence_read == 1, second
+    assert first.views_judged == first.evidence and second.views_judged == recipe_runs, second
 
     fresh = tmp_path / "fresh" / "site"
     build_site(opts(catalog, evidence, fresh, cached=False))

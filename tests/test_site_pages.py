@@ -6,6 +6,7 @@ refresh with `pytest tests/test_site_pages.py --update-goldens` and review the d
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -24,7 +25,7 @@ from generator.core.records import (
 )
 from generator.evidence.view import CheckRow as Check
 from generator.evidence.view import KpiRow as Kpi
-from generator.evidence.view import Outcome
+from generator.evidence.view import Outcome, RawFile
 from generator.site import api, badges, pages
 from generator.site.model import (
     ComponentUse,
@@ -40,6 +41,8 @@ from tests.conftest import REPO
 
 GOLDEN = REPO / "tests" / "golden" / "site"
 DIGEST = "sha256:" + "ab" * 32
+# a run's raw file by reference (the bytes `{}`, which hold no signed statement)
+RAW = RawFile("/evidence/x.sigstore.json", "/evidence", hashlib.sha256(b"{}").hexdigest(), 2, False)
 
 
 def component(name: str, order: int, deps: tuple[str, ...] = ()) -> ResolvedComponent:
@@ -110,7 +113,7 @@ def run(lane: str, nodes: int, signer: str, verdict: str) -> EvidenceView:
         checks=(Check("deployment", "initial-deploy", "passed", nodes, "", Outcome("passed")),),
         kpis=(Kpi("install-to-gpu-ready", 900.0, "s", "<=", 1800.0, "passed", Outcome("passed")),),
         component_versions={"gpu-operator": "1.2.3"},
-        raw=b"{}",
+        raw=RAW,
         # as judged (RunStatus.judged): a failing run fails for its KPI
         outcome=Outcome(verdict, () if verdict == "pass" else ("threshold missed",)),
     )
@@ -281,7 +284,7 @@ def test_copies_of_one_statement_get_distinct_ids_and_anchors() -> None:
                 path=p, klass=FailureClass.SIGNER_NOT_ALLOWED, message="m", statement_digest=digest
             ),
             trust_root="demo",
-            raw=b"{}",
+            raw=RAW,
         )
         for p in (
             f"evidence/r/{'a' * 32}/{'12' * 32}.sigstore.json",

@@ -44,7 +44,7 @@ from generator.evidence.sign import (
 )
 from generator.evidence.stage import VerificationRun, verify_stage
 from generator.evidence.statement import StatementError, parse_statement
-from generator.evidence.store import evidence_path
+from generator.evidence.store import evidence_path, load
 from generator.evidence.trustroot import DEMO, PUBLIC_GOOD
 from generator.evidence.upstream import UpstreamOptions
 
@@ -261,7 +261,7 @@ def show_command(
     click.echo(report.record_text(record))
     statement = record.statement
     if statement is None and run.files:
-        statement = _unverified_statement(run.files[0])
+        statement = _unverified_statement(load(run.files[0]))
         if statement is not None:
             click.echo("(statement shown UNVERIFIED: the bundle did not verify)")
     if statement is not None:

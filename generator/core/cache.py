@@ -58,6 +58,7 @@ DEFAULT_DIR = Path(".cache")
 PACKAGE = Path(__file__).resolve().parents[1]  # the generator package
 T = TypeVar("T")
 _ABSENT = object()  # no usable entry (a stored None is a value)
+SETTLED_NS = 2_000_000_000  # a file modified this recently is not vouched for by a stat memo
 
 
 @functools.cache
@@ -98,15 +99,18 @@ def tree_digest(
     FIFO, a device, a link leaving the tree or an oversized file is a LoadError naming each
     (`shown` + the path below `root`), the same diagnostics `validate` gives, never a hang.
 
-    With `memo` (relative path -> [size, mtime_ns, inode, sha256], updated in place), a file
-    whose size, mtime and inode are unchanged is not read again, as git's index does; files
-    modified in the last two seconds are always read (a write within the clock's granularity
-    could otherwise go unseen).
+    With `memo` (relative path -> [size, mtime_ns, inode, ctime_ns, sha256], updated in
+    place), a file whose size, mtime, inode and ctime are unchanged is not read again, as
+    git's index does. The ctime tells a file rewritten in place with its size kept and its
+    mtime put back (`touch -r`): every write and `utime` sets it to the clock, and no call sets
+    it to a chosen value. A file modified in the two seconds before it was read is recorded
+    without its digest (a second write within the clock's granularity could leave its stat as
+    recorded), so the next build reads it again.
     """
     if not root.exists():
         return ""
     real_root = os.path.realpath(root)
-    recent = time.time_ns() - 2_000_000_000
+    recent = time.time_ns() - SETTLED_NS
     h = hashlib.sha256()
     seen: dict[str, list[Any]] = {}
     problems: list[Diagnostic] = []
@@ -116,11 +120,11 @@ def tree_digest(
             h.update(f"{rel}\0link\0{link}\n".encode("utf-8", "surrogateescape"))
             continue
         try:
-            seen[rel] = _file_stamp(path, rel, memo, recent, where=where, real_root=real_root)
+            seen[rel], sha = _file_stamp(path, rel, memo, recent, where=where, real_root=real_root)
         except safeio.Refusal as r:
             problems.append(safeio.diagnostic(f"{shown}{rel}", r))
             continue
-        h.update(f"{rel}\0{seen[rel][3]}\0{link or ''}\n".encode("utf-8", "surrogateescape"))
+        h.update(f"{rel}\0{sha}\0{link or ''}\n".encode("utf-8", "surrogateescape"))
     if problems:
         raise LoadError(f"{len(problems)} file(s) of {root} cannot be read", problems)
     if memo is not None:
@@ -155,17 +159,21 @@ def _file_stamp(
     *,
     where: str,
     real_root: str,
-) -> list[Any]:
-    """[size, mtime_ns, inode, sha256] of one file, its digest from `memo` when its stat is
-    unchanged and older than `recent`. Raises safeio.Refusal."""
+) -> tuple[list[Any], str]:
+    """(its memo entry, the sha256 of its bytes) of one file: [size, mtime_ns, inode,
+    ctime_ns, sha256], the digest taken from `memo` when the stat is the one recorded with a
+    digest; an entry for a file modified after `recent` records no digest ("").
+    Raises safeio.Refusal."""
     limit = safeio.cap_for(rel)
-    _, st = safeio.check(path, where=where, limit=limit, real_root=real_root)
-    stamp = [st.st_size, st.st_mtime_ns, st.st_ino]
+    real, st = safeio.check(path, where=where, limit=limit, real_root=real_root)
+    stamp = [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
     old = memo.get(rel) if memo is not None else None
-    if old is not None and old[:3] == stamp and st.st_mtime_ns < recent:
-        return [*stamp, str(old[3])]
-    data = safeio.read(path, where=where, limit=limit, real_root=real_root)
-    return [*stamp, hashlib.sha256(data).hexdigest()]
+    if isinstance(old, list) and len(old) == 5 and old[:4] == stamp and old[4]:
+        return old, str(old[4])
+    # the stat taken before the read: a write during the read leaves a stat no longer true
+    sha = hashlib.sha256(safeio.read_checked(real, path, limit=limit)).hexdigest()
+    settled = max(st.st_mtime_ns, st.st_ctime_ns) < recent
+    return [*stamp, sha if settled else ""], sha
 
 
 def key_path() -> Path:

@@ -152,6 +152,13 @@ def read_resolved(
     return real, _read_nofollow(real, path, limit)
 
 
+def read_checked(real: str, shown: Path | str, *, limit: int = YAML_BYTES) -> bytes:
+    """The bytes of a file `check` passed (`real`: the real path it gave), for a caller that
+    keeps the stat `check` took (a memo keyed by it): opened without following a link, checked
+    again on the descriptor, read to `limit`. Raises `Refusal`."""
+    return _read_nofollow(real, shown, limit)
+
+
 def read_own(path: Path | str, *, limit: int = OTHER_BYTES) -> bytes:
     """A file the tool wrote itself in a directory it owns (a cache entry): opened without
     following a link at its name (a planted link is refused unread), regular, capped. No

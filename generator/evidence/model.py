@@ -239,6 +239,23 @@ class EvidenceFile:
 
 
 @dataclass(frozen=True, slots=True)
+class FoundFile:
+    """One evidence file as the verify stage found it (`store.find_files`): where it is (as
+    `EvidenceFile`), the directory its real path stays in, its bytes' sha256 and their size,
+    and the bytes themselves when this build read them. `data` is None when the file's stat
+    memo vouched for the digest (`store.FileMemo`): nothing was read, and `store.load` reads
+    the bytes when they are needed, refusing them unless their sha256 is still `sha256`."""
+
+    path: str
+    location: str | None
+    real: str
+    root: str  # the real path of the directory the file must stay in
+    sha256: str
+    size: int
+    data: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class VerifiedEvidence:
     """A bundle whose signature, certificate, transparency log entry and signer all verified.
 

@@ -19,7 +19,8 @@ function; they differ only in what they pass:
   flags; `status` and `build` pass `options_from_env(online)`): from the cache only unless
   `online`.
 - **cache.** `build` passes its `generator.core.cache.Cache`: files it has verified before
-  (same path, bytes, trust root and policy) are not verified again.
+  (same path, bytes, trust root and policy) are not verified again, and files whose stat is
+  the one an earlier build read them at are not read again (`store.FileMemo`).
 
 It is the only function of the stage that reads files; `verify.verify_evidence` stays a pure
 function of its inputs. Layering: this module imports nothing from `generator.scale` (the lanes
@@ -39,8 +40,8 @@ from generator.core.records import DEFAULT_PROFILE, Catalog, RecipeResult
 from generator.evidence.judge import Judge, attested_after_logged
 from generator.evidence.model import (
     Evidence,
-    EvidenceFile,
     FailureClass,
+    FoundFile,
     RejectedEvidence,
     SignerPolicy,
     TrustRoot,
@@ -48,7 +49,7 @@ from generator.evidence.model import (
 )
 from generator.evidence.pointer import is_pointer_name
 from generator.evidence.policy import policy_from
-from generator.evidence.store import read_files
+from generator.evidence.store import find_files, load
 from generator.evidence.trustroot import PUBLIC_GOOD, load_trust_root
 from generator.evidence.upstream import (
     SIGNERS_FILE,
@@ -78,8 +79,12 @@ class VerificationRun:
     # the bundles in the order they were read, then the pointer files by path (`by_path()`
     # sorts them all)
     records: tuple[Evidence, ...]
-    files: tuple[EvidenceFile, ...]  # the bundles as read, for raw downloads
+    files: tuple[FoundFile, ...]  # the bundles as found, for raw downloads
     pointers: tuple[str, ...] = ()  # paths of the records that came from pointer files
+    # the verify stage's key of each record ("": not verified through the cache, as a pointer
+    # file's record): equal keys, equal records before staleness is judged
+    keys: tuple[str, ...] = ()
+    read: int = 0  # bundles whose bytes were read (the others' digests came from the stat memo)
 
     def by_path(self) -> tuple[Evidence, ...]:
         return tuple(sorted(self.records, key=lambda r: r.path))
@@ -198,21 +203,33 @@ def judge_claims(
 
 
 def _read_bundles(
-    paths: Sequence[Path], base: Path | None, root: Path | None = None
-) -> tuple[EvidenceFile, ...]:
+    paths: Sequence[Path], base: Path | None, root: Path | None, cache: Cache | None
+) -> tuple[FoundFile, ...]:
+    """The bundles under `paths`: with a cache, those unchanged since an earlier build are not
+    read (their stat memo vouches for their digest, `store.FileMemo`)."""
     # a pointer file given by name is read as a pointer, not as a bundle
     bundles = [p for p in paths if not (p.is_file() and is_pointer_name(p.name))]
-    return read_files(bundles, base, root) if bundles else ()
+    if not bundles:
+        return ()
+    if cache is None:
+        return find_files(bundles, base, root)
+    from generator.evidence.verify_cache import file_memo, keep_file_memo
+
+    memo = file_memo(cache, bundles)
+    files = find_files(bundles, base, root, memo)
+    keep_file_memo(cache, bundles, memo)
+    return files
 
 
 def _verify_files(
-    files: Sequence[EvidenceFile],
+    files: Sequence[FoundFile],
     roots: tuple[TrustRoot, ...],
     policy: SignerPolicy,
     current: Mapping[str, str],
     jobs: int | None,
     cache: Cache | None,
-) -> tuple[Evidence, ...]:
+) -> tuple[tuple[Evidence, ...], tuple[str, ...]]:
+    """Each file's record, and the key of its verification ("" each without the cache)."""
     if cache is not None and len(roots) == 1:
         from generator.evidence.verify_cache import verify_cached
 
@@ -224,9 +241,14 @@ def _verify_files(
             cache=cache,
             jobs=jobs,
         )
-    return verify_evidence(
-        files, trust_roots=roots, policy=policy, current_digests=current, jobs=jobs
+    records = verify_evidence(
+        [load(f) for f in files],
+        trust_roots=roots,
+        policy=policy,
+        current_digests=current,
+        jobs=jobs,
     )
+    return records, ("",) * len(records)
 
 
 def _judge_against_catalog(
@@ -305,8 +327,8 @@ def verify_stage(
     up = upstream or UpstreamOptions()
     search = paths if allowlists_under is None else allowlists_under
     policy = signer_policy(catalog_dir, catalog, search, up.allowlist)
-    files = _read_bundles(paths, base, evidence_root)
-    records = _verify_files(files, roots, policy, current or {}, jobs, cache)
+    files = _read_bundles(paths, base, evidence_root, cache)
+    records, keys = _verify_files(files, roots, policy, current or {}, jobs, cache)
     pointed = verify_pointers(
         paths,
         trust_roots=roots,
@@ -325,4 +347,6 @@ def verify_stage(
         records=(*records, *pointed),
         files=files,
         pointers=tuple(r.path for r in pointed),
+        keys=(*keys, *("",) * len(pointed)),
+        read=sum(1 for f in files if f.data is not None),
     )

@@ -11,14 +11,16 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from generator.core import names, safeio
 from generator.core.errors import Diagnostic, LoadError
 from generator.core.yamlio import MAX_FILE_BYTES
-from generator.evidence.model import EvidenceFile
+from generator.evidence.model import EvidenceFile, FoundFile
 
 EVIDENCE_DIR = "evidence"
 SUFFIX = ".sigstore.json"
@@ -206,12 +208,15 @@ def read_real(
             real_root=real_root,
         )
     except safeio.Refusal as r:
-        shown = safeio.shown_path(shown)  # a name that is not UTF-8, escaped
-        real = os.path.realpath(found.path)
-        if r.rule == safeio.UNREADABLE:  # this module's own wording and rule
-            return None, _problem(shown, r.message.replace("read file:", "read:"), "io"), real
-        return None, _problem(shown, r.message, r.rule), real
+        return None, _refused(shown, r), os.path.realpath(found.path)
     return data, None, real
+
+
+def _refused(shown: str, r: safeio.Refusal) -> Diagnostic:
+    shown = safeio.shown_path(shown)  # a name that is not UTF-8, escaped
+    if r.rule == safeio.UNREADABLE:  # this module's own wording and rule
+        return _problem(shown, r.message.replace("read file:", "read:"), "io")
+    return _problem(shown, r.message, r.rule)
 
 
 def _too_large(shown: str, size: int) -> Diagnostic:
@@ -247,3 +252,118 @@ def read_files(
     if problems:
         raise LoadError("evidence files could not be read", problems)
     return tuple(files)
+
+
+# --- the stat memo: an unchanged file is not read again ------------------------------------------
+
+SETTLED_NS = 2_000_000_000  # a file changed in the last two seconds is read, never vouched for
+
+
+class FileMemo:
+    """What earlier builds read of each evidence file, by the file's stat: its real path ->
+    [device, inode, size, mtime_ns, ctime_ns, sha256 of its bytes]. A file whose stat is the
+    one recorded is vouched for without being read (`find_files`).
+
+    Why these fields: size, mtime and inode alone do not tell a file rewritten in place with
+    its size kept and its mtime put back (`touch -r`): the ctime does, since every write and
+    every `utime` sets it to the clock, and no call sets it to a chosen value (only a changed
+    system clock could). The device tells the same inode number on another filesystem. An
+    entry is recorded from the stat taken *before* the bytes were read, so a write during the
+    read leaves the entry with a stat the file no longer has; and only for a file whose mtime
+    and ctime were at least `SETTLED_NS` old then, so a second write within the clock's
+    granularity cannot leave the recorded stat as it was. Every entry is a fact about one
+    state of one file, so a memo written by another build is still true: it is only ever
+    missing entries. Not a record: `find_files` consults it and records what it read."""
+
+    def __init__(self, entries: dict[str, list[Any]] | None = None) -> None:
+        self.before = entries or {}
+        self.after: dict[str, list[Any]] = {}
+        self.settled = time.time_ns() - SETTLED_NS
+        self.vouched = 0  # files not read, their digest taken from the memo
+
+    def vouch(self, real: str, st: os.stat_result) -> str | None:
+        """The sha256 of the file at `real` when its stat is the one recorded, else None."""
+        entry = self.before.get(real)
+        if not isinstance(entry, list) or len(entry) != 6 or entry[:5] != _stamp(st):
+            return None
+        self.after[real] = entry
+        self.vouched += 1
+        return str(entry[5])
+
+    def note(self, real: str, st: os.stat_result, sha256: str) -> None:
+        """The file at `real`, stat `st` (taken before it was read), holds bytes of `sha256`."""
+        if max(st.st_mtime_ns, st.st_ctime_ns) < self.settled:
+            self.after[real] = [*_stamp(st), sha256]
+
+    @property
+    def changed(self) -> bool:
+        return self.after != self.before
+
+
+def _stamp(st: os.stat_result) -> list[int]:
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def find_files(
+    paths: Iterable[Path],
+    base: Path | None = None,
+    root: Path | None = None,
+    memo: FileMemo | None = None,
+) -> tuple[FoundFile, ...]:
+    """`read_files`, each file's bytes read only when `memo` cannot vouch for their digest
+    (see `FileMemo`): every file is still checked as `read_files` checks it (a link leaving
+    its root, not a regular file, too large), and one that cannot be read is a LoadError."""
+    files: list[FoundFile] = []
+    problems: list[Diagnostic] = []
+    real_roots: dict[Path, str] = {}
+    where = "the evidence directory"
+    for p, found in _discover(paths, root).items():
+        shown = display_path(p, base)
+        if found.root not in real_roots:
+            real_roots[found.root] = os.path.realpath(found.root)
+        real_root = real_roots[found.root]
+        try:
+            real, st = safeio.check(
+                found.path, where=where, limit=MAX_FILE_BYTES, real_root=real_root
+            )
+            sha = memo.vouch(real, st) if memo is not None else None
+            data = None if sha is not None else safeio.read_checked(real, found.path)
+        except safeio.Refusal as r:
+            problems.append(_refused(shown, r))
+            continue
+        if data is not None:
+            sha = hashlib.sha256(data).hexdigest()
+            if memo is not None:
+                memo.note(real, st, sha)
+        assert sha is not None
+        files.append(FoundFile(shown, found.location, real, real_root, sha, st.st_size, data))
+    if problems:
+        raise LoadError("evidence files could not be read", problems)
+    return tuple(files)
+
+
+def load(found: FoundFile) -> EvidenceFile:
+    """The file's bytes as an `EvidenceFile`: those read while it was found, else read now,
+    and then only if their sha256 is still the one the memo vouched for (a file changed
+    during the build is a LoadError: verification and publication never see two versions)."""
+    data = found.data
+    if data is None:
+        data = read_vouched(found.real, found.root, found.sha256, found.path)
+    return EvidenceFile(found.path, data, found.location, found.real)
+
+
+def read_vouched(real: str, real_root: str, sha256: str, shown: str) -> bytes:
+    """The bytes of the file at `real` (inside `real_root`), which must hash to `sha256`:
+    what was verified is what is used. Raises LoadError."""
+    try:
+        data = safeio.read(
+            real, where="the evidence directory", limit=MAX_FILE_BYTES, real_root=real_root
+        )
+    except safeio.Refusal as r:
+        raise LoadError("an evidence file could not be read again", [_refused(shown, r)]) from None
+    if hashlib.sha256(data).hexdigest() != sha256:
+        message = (
+            "the file changed while the build ran (its bytes are not those verified); build again"
+        )
+        raise LoadError(message, [_problem(shown, message, "file.changed")])
+    return data

@@ -35,6 +35,9 @@ class Outcome:
     causes: tuple[str, ...] = ()
     detail: str = ""
 
+    def __reduce__(self) -> tuple[type[Outcome], tuple[Any, ...]]:
+        return Outcome, (self.status, self.causes, self.detail)
+
     @property
     def cause(self) -> str:
         return ", ".join(self.causes)
@@ -45,6 +48,11 @@ class Outcome:
             "causes": list(self.causes),
             "detail": self.detail or None,
         }
+
+
+def _values(record: Any) -> tuple[Any, ...]:
+    """A slotted record's field values, in its constructor's order (pickled as arguments)."""
+    return tuple(getattr(record, name) for name in record.__slots__)
 
 
 NOT_JUDGED = "not judged"
@@ -62,6 +70,9 @@ class CheckRow:
     targets: int | None
     message: str
     outcome: Outcome = _UNJUDGED
+
+    def __reduce__(self) -> tuple[type[CheckRow], tuple[Any, ...]]:
+        return CheckRow, _values(self)
 
     def judged(self, outcome: Outcome) -> CheckRow:
         """This row with `outcome` (a direct construction: `dataclasses.replace` costs ~10×,
@@ -90,6 +101,9 @@ class KpiRow:
     status: str  # passed | failed | proposed | "" (as signed)
     outcome: Outcome = _UNJUDGED
 
+    def __reduce__(self) -> tuple[type[KpiRow], tuple[Any, ...]]:
+        return KpiRow, _values(self)
+
     def judged(self, outcome: Outcome) -> KpiRow:
         """This row with `outcome` (see `CheckRow.judged`)."""
         return KpiRow(
@@ -105,6 +119,27 @@ class KpiRow:
             "status": self.status or None,
             "outcome": self.outcome.to_json(),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class RawFile:
+    """The file the site publishes as a run's raw download, by reference: a view holds no
+    bytes (a build keeps every run's view, and stores them). `path`: the file the build reads
+    the bytes from, inside `root` (both real paths); a `pointer` file's published bytes are its
+    signed bundle when the cache holds one, else the pointer itself. `sha256` and `size`: the
+    bytes published, which are those verified (a reader refuses any others); `statement`:
+    whether they hold a signed statement, published beside them
+    (`generator.site.audit.signed_statement`)."""
+
+    path: str
+    root: str
+    sha256: str
+    size: int
+    statement: bool
+    pointer: bool = False
+
+    def __reduce__(self) -> tuple[type[RawFile], tuple[Any, ...]]:
+        return RawFile, _values(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,9 +177,15 @@ class EvidenceView:
     checks: tuple[CheckRow, ...]
     kpis: tuple[KpiRow, ...]
     component_versions: Mapping[str, str]
-    raw: bytes  # the .sigstore.json file as the site publishes it; b"" when it is not published
+    raw: RawFile | None  # the .sigstore.json file the site publishes; None when it does not
     # the run as judged (`RunStatus.judged`): what every page, chart and badge shows
     outcome: Outcome = _UNJUDGED
+
+    def __reduce__(self) -> tuple[type[EvidenceView], tuple[Any, ...]]:
+        """Pickled as its constructor's arguments: a build stores every recipe's views
+        (`generator.site.stages.judged`), and the generic path of a frozen dataclass (a
+        `__setstate__` setting each field) costs several times more to load."""
+        return EvidenceView, _values(self)
 
     @property
     def counted(self) -> bool:
@@ -200,9 +241,9 @@ class EvidenceView:
         }
 
 
-def evidence_view(record: Evidence, *, trust_root: str, raw: bytes = b"") -> EvidenceView:
+def evidence_view(record: Evidence, *, trust_root: str, raw: RawFile | None = None) -> EvidenceView:
     """The view of one verification record; `trust_root` names the root when the record does
-    not (it could not be verified by any); `raw` is the file as the site publishes it."""
+    not (it could not be verified by any); `raw` is the file the site publishes."""
     st = record.statement
     ok = record if isinstance(record, VerifiedEvidence) else None
     state, reason, klass = _judged(record)

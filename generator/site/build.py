@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import hashlib
 import logging
 import os
 import re
@@ -127,6 +126,11 @@ class BuildReport:
     # recipes whose status was aggregated again (the others' came from the memo: a recipe's
     # status depends on its results and its runs alone, `generator.pipeline.aggregate`)
     recipes_aggregated: int = 0
+    # run views judged again (the others' came from the memo, `generator.site.stages.judged`)
+    # and evidence files whose bytes were read (the others' digests came from their stat memo,
+    # `generator.evidence.store.FileMemo`)
+    views_judged: int = 0
+    evidence_read: int = 0
 
 
 # --- time ---------------------------------------------------------------------------------------
@@ -240,10 +244,16 @@ def gather(options: BuildOptions, epoch: int, memo: Memo | None = None) -> SiteD
     if outcome.resolved.failures:
         raise SiteError("some recipes do not resolve", outcome.resolved.problems)
     downloads, refusals, render_note = render_step(outcome, options, epoch)
-    judged, aggregate_note = stages.judged(outcome, options.evidence)
+    judged, aggregate_note = stages.judged(
+        outcome, options.evidence, memo.cache if memo is not None else None
+    )
     notes = tuple(n for n in (render_note, aggregate_note) if n is not None)
     site = site_data(options, epoch, outcome, downloads, judged, notes, refusals)
-    work = (("recipes aggregated", outcome.aggregated),)
+    work = (
+        ("recipes aggregated", outcome.aggregated),
+        ("views judged", judged.made),
+        ("evidence files read", outcome.verification.read),
+    )
     return replace(site, timeline=timeline_step(options), work=work)
 
 
@@ -596,17 +606,24 @@ def iter_published(
                     f"{e.path} and {published[e.raw_file]} would both be published as {e.raw_file}"
                 )
             published[e.raw_file] = e.path
-            yield e.raw_file, e.raw
-            if e.state != "rejected":  # what was judged, as signed (generator/site/audit.py)
-                source = derived_source("statement", code, hashlib.sha256(e.raw).hexdigest())
+            # the bytes verified, read only when the previous build has no copy of them
+            raw = functools.partial(stages.read_raw, e.raw)
+            yield e.raw_file, Derived(derived_source("raw", e.raw.sha256), raw)
+            if e.state != "rejected" and e.raw.statement:  # what was judged, as signed
+                source = derived_source("statement", code, e.raw.sha256)
                 yield (
                     statement_file(e.raw_file),
-                    Derived(source, functools.partial(signed_statement, e.raw)),
+                    Derived(source, functools.partial(_statement, raw)),
                 )
 
 
 def _given(data: bytes) -> bytes:
     return data
+
+
+def _statement(raw: Callable[[], bytes]) -> bytes | None:
+    """A run's signed statement (generator/site/audit.py), from its raw file's bytes."""
+    return signed_statement(raw())
 
 
 def published_files(site: SiteData) -> dict[str, bytes]:
@@ -773,6 +790,8 @@ def _build(
         files_linked=written.counts.linked,
         files_derived=written.counts.derived_made,
         recipes_aggregated=dict(site.work).get("recipes aggregated", 0),
+        views_judged=dict(site.work).get("views judged", 0),
+        evidence_read=dict(site.work).get("evidence files read", 0),
     )
     return report, written
 

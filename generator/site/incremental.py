@@ -18,7 +18,6 @@ The cache (`generator.core.cache`) knows no stage; this module holds the site's 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -220,7 +219,7 @@ class RecipeKeys:
     def _run(self, run: EvidenceView) -> str:
         found = self._runs.get(id(run))
         if found is None:
-            sha = hashlib.sha256(run.raw).hexdigest()
+            sha = run.raw.sha256 if run.raw is not None else ""
             found = self._runs[id(run)] = f"{run.path}\0{run.id}\0{run.state}\0{sha}"
         return found
 

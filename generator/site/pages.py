@@ -20,7 +20,7 @@ from generator.core import names
 from generator.core.errors import SiteError
 from generator.core.records import ScaleProfile
 from generator.evidence.view import EvidenceView
-from generator.site.audit import signed_statement, statement_file
+from generator.site.audit import statement_file
 from generator.site.charts import (
     NOT_IN_LADDER,
     chart_html,
@@ -231,7 +231,7 @@ def run_page(run: EvidenceView, site: SiteData, recipe: RecipeView | None) -> st
         "sha256:" + d.sha256: d for p in (recipe.profiles if recipe else ()) for d in p.downloads
     }
     statements = {}
-    if run.raw and run.state != "rejected" and signed_statement(run.raw) is not None:
+    if run.raw and run.state != "rejected" and run.raw.statement:
         statements[run.id] = statement_file(run.raw_file)
     added = site.evidence_added
     return render(

@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from generator.core import safeio
-from generator.core.errors import CatalogError, Diagnostic, RenderError
+from generator.core.cache import Cache, fingerprint
+from generator.core.errors import CatalogError, Diagnostic, LoadError, RenderError
 from generator.core.records import DEFAULT_PROFILE, Catalog, Consensus, Override, RecipeResult
-from generator.evidence.view import EvidenceView, evidence_view
+from generator.evidence.model import FoundFile
+from generator.evidence.view import EvidenceView, RawFile, evidence_view
 from generator.fast.pool import parallel_map
 from generator.render.bundled import Refusal
 from generator.site.model import (
@@ -278,26 +280,58 @@ def _download(result: RecipeResult, deployer: str, data: bytes) -> Download:
 # --- verify: the raw files the site publishes ----------------------------------------------------
 
 
-def raw_files(run: VerificationRun, evidence_dir: Path) -> dict[str, bytes]:
-    """The files the site publishes as each run's raw download: a bundle as committed, a
-    pointer's Sigstore bundle (else the pointer itself); never what a link reads."""
+def raw_files(run: VerificationRun, evidence_dir: Path) -> dict[str, FoundFile]:
+    """The files the site publishes as each run's raw download, by the run's path: a bundle
+    as committed (its bytes at hand only when this build read them), a pointer's Sigstore
+    bundle (else the pointer itself, `RawFile.pointer`); never what a link reads."""
     from generator.evidence.upstream import signed_bundle
 
     if not run.records:
         return {}
     inside = evidence_dir.resolve()
     raw = {
-        f.path: f.data
-        for f in run.files
-        if _stays_inside(evidence_dir.parent / f.path, inside, f.real)
+        f.path: f for f in run.files if _stays_inside(evidence_dir.parent / f.path, inside, f.real)
     }
     for rel in run.pointers:
         path = evidence_dir.parent / rel
         if _stays_inside(path, inside):
-            raw[rel] = signed_bundle(path) or safeio.read(
+            data = signed_bundle(path) or safeio.read(
                 path, root=evidence_dir, where="the evidence directory"
             )
+            sha = hashlib.sha256(data).hexdigest()
+            raw[rel] = FoundFile(rel, None, str(path), str(inside), sha, len(data), data)
     return raw
+
+
+def raw_file(found: FoundFile, pointers: frozenset[str] = frozenset()) -> RawFile:
+    """A run's raw download by reference: where it is read from, the digest of the bytes
+    verified, and whether they hold a signed statement (the bytes are read for that when this
+    build did not read them already, and refused unless they are those verified)."""
+    from generator.evidence.store import read_vouched
+    from generator.site.audit import signed_statement
+
+    data = found.data
+    if data is None:
+        data = read_vouched(found.real, found.root, found.sha256, found.path)
+    statement = signed_statement(data) is not None
+    pointer = found.path in pointers
+    return RawFile(found.real, found.root, found.sha256, found.size, statement, pointer)
+
+
+def read_raw(raw: RawFile) -> bytes:
+    """The bytes of a run's raw download, read when it is published: only those verified
+    (their sha256 is the view's), else a LoadError (the file changed during the build)."""
+    from generator.evidence.store import read_vouched
+    from generator.evidence.upstream import signed_bundle
+
+    if not raw.pointer:
+        return read_vouched(raw.path, raw.root, raw.sha256, raw.path)
+    path = Path(raw.path)
+    data = signed_bundle(path) or safeio.read(path, root=raw.root, where="the evidence directory")
+    if hashlib.sha256(data).hexdigest() != raw.sha256:
+        message = "the file changed while the build ran (its bytes are not those verified)"
+        raise LoadError(message, [Diagnostic(raw.path, 0, 0, "$", message, "file.changed")])
+    return data
 
 
 def _stays_inside(path: Path, directory: Path, real: str = "") -> bool:
@@ -328,28 +362,44 @@ class Aggregated:
         tuple[str, str], tuple[str, str]
     ]  # (component, version) -> (lane, profiles)
     runs: tuple[EvidenceView, ...]
+    made: int = 0  # run views judged by this build (the others came from the memo)
 
 
-def judged(outcome: Outcome, evidence_dir: Path) -> tuple[Aggregated, StageNote | None]:
+VIEWS_STAGE = "views"
+# what a run's view is made from: the view, the run as aggregated, the raw file's reference
+VIEWS_CODE = (
+    "evidence/view.py",
+    "evidence/model.py",
+    "aggregate.py",
+    "site/stages.py",
+    "site/audit.py",
+)
+
+
+def judged(
+    outcome: Outcome, evidence_dir: Path, cache: Cache | None = None
+) -> tuple[Aggregated, StageNote | None]:
     """The pipeline's status as the site shows it: consensus, scale ceiling and lane verdicts
-    per recipe × profile, and every run's evidence record as counted (or why not)."""
+    per recipe × profile, and every run's evidence record as counted (or why not). With
+    `cache`, each recipe's run views are memoized (`_judged_runs`)."""
     records = outcome.records
     if not records:  # nothing to count: every recipe × profile is UNTESTED
         return Aggregated({}, {}, ()), None
     raw = raw_files(outcome.verification, evidence_dir)
+    pointers = frozenset(outcome.verification.pointers)
     trust_root = outcome.trust_root
     status = outcome.status
     if status is None:  # no lanes: nothing can be judged or counted
-        plain = [evidence_view(r, trust_root=trust_root, raw=raw.get(r.path, b"")) for r in records]
+        plain = [
+            evidence_view(r, trust_root=trust_root, raw=_raw(raw.get(r.path), pointers))
+            for r in records
+        ]
         note = StageNote(
             "aggregate",
             "the catalog has no scale/lanes.yaml: consensus and ceilings show UNTESTED.",
         )
-        return Aggregated({}, {}, _sorted_runs(plain)), note
-    runs = [
-        run.judged(evidence_view(rec, trust_root=trust_root, raw=raw.get(rec.path, b"")))
-        for rec, run in zip(records, status.runs, strict=True)
-    ]
+        return Aggregated({}, {}, _sorted_runs(plain), len(plain)), note
+    runs, made = _judged_runs(outcome, raw, pointers, cache)
     stale_lanes = {
         (r.recipe, r.profile or DEFAULT_PROFILE, r.lane) for r in runs if r.state == "stale"
     }
@@ -367,7 +417,70 @@ def judged(outcome: Outcome, evidence_dir: Path) -> tuple[Aggregated, StageNote 
         for c in status.components
         if c.lane
     }
-    return Aggregated(statuses, comps, _sorted_runs(runs)), None
+    return Aggregated(statuses, comps, _sorted_runs(runs), made), None
+
+
+def _raw(found: FoundFile | None, pointers: frozenset[str]) -> RawFile | None:
+    return None if found is None else raw_file(found, pointers)
+
+
+def _judged_runs(
+    outcome: Outcome,
+    raw: Mapping[str, FoundFile],
+    pointers: frozenset[str],
+    cache: Cache | None,
+) -> tuple[list[EvidenceView], int]:
+    """Every run's view as judged (in `outcome.records`' order), and how many were made.
+
+    Memoized per recipe: a recipe's views are a function of its part of the status and its
+    records (both named by the key of its aggregate record, `RecipeShare.key`), the trust
+    root, and where each run's raw file is read from and its digest. They are stored without
+    bytes (`EvidenceView.raw` is a reference), pickled as constructor arguments."""
+    records, status = outcome.records, outcome.status
+    assert status is not None
+    trust_root = outcome.trust_root
+
+    def view(i: int) -> EvidenceView:
+        rec = records[i]
+        made = evidence_view(rec, trust_root=trust_root, raw=_raw(raw.get(rec.path), pointers))
+        return status.runs[i].judged(made)
+
+    shares = outcome.shares
+    if cache is None or not shares or not all(s.key for s in shares):
+        return [view(i) for i in range(len(records))], len(records)
+    fp = fingerprint(*VIEWS_CODE)
+    parts = [
+        (
+            fp,
+            s.key,
+            trust_root,
+            *(_raw_key(raw.get(records[i].path), pointers) for i in s.positions),
+        )
+        for s in shares
+    ]
+    made = 0
+
+    def make(todo: list[int]) -> list[tuple[EvidenceView, ...]]:
+        nonlocal made
+        made = sum(len(shares[t].positions) for t in todo)
+        return [tuple(view(i) for i in shares[t].positions) for t in todo]
+
+    groups = cache.get_or_make_many(VIEWS_STAGE, parts, make, sweep=True)
+    out: dict[int, EvidenceView] = {}
+    for share, views in zip(shares, groups, strict=True):
+        out.update(zip(share.positions, views, strict=True))
+    if len(out) != len(records):
+        raise AssertionError("every record belongs to one recipe's share of the status")
+    return [out[i] for i in range(len(records))], made
+
+
+def _raw_key(found: FoundFile | None, pointers: frozenset[str]) -> str:
+    """What a run's raw reference is made from (its statement flag is a function of the
+    digest); "" without one."""
+    if found is None:
+        return ""
+    fields = (found.path, found.real, found.root, found.sha256, str(found.size))
+    return "\0".join((*fields, str(found.path in pointers)))
 
 
 def _lane_outcome(
