@@ -6,6 +6,7 @@ these tests SIGKILL a real `aicr-catalog build` process at several points of its
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -73,16 +74,46 @@ def catalogs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return old, new
 
 
-def test_sigkill_at_any_point_leaves_old_or_complete_new_site(
-    catalogs: tuple[Path, Path], tmp_path: Path
-) -> None:
+@dataclasses.dataclass(frozen=True)
+class Sites:
+    """The two sites every test starts from, each built once by a real `aicr-catalog build`."""
+
+    base: Path  # holds `old/`, `reference/` and the build cache both left (`.cache/`)
+    duration: float  # seconds the reference build took (the kill points are fractions of it)
+    old_tree: dict[str, str]
+    new_tree: dict[str, str]
+
+    def start(self, tmp_path: Path) -> Path:
+        """`tmp_path/site` holding the old site, beside the build cache the two builds left: the
+        state a test used to reach by building the new catalog, then the old one, itself."""
+        shutil.copytree(self.base / ".cache", tmp_path / ".cache")
+        return self.restore(tmp_path / "site")
+
+    def restore(self, out: Path) -> Path:
+        """`out` as the old catalog's build left it (a copy: the same files)."""
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.copytree(self.base / "old", out)
+        assert digests(out) == self.old_tree
+        return out
+
+
+@pytest.fixture(scope="module")
+def sites(catalogs: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Sites:
+    """The new catalog built (the reference a complete build must equal), then the old one, in
+    one directory: made once per module rather than once per test (they are the same builds)."""
     old_cat, new_cat = catalogs
-    expected_new = tmp_path / "reference"
-    duration = run_build(new_cat, expected_new)
-    new_tree = digests(expected_new)
-    out = tmp_path / "site"
-    run_build(old_cat, out)
-    old_tree = digests(out)
+    base = tmp_path_factory.mktemp("sites")
+    duration = run_build(new_cat, base / "reference")
+    run_build(old_cat, base / "old")
+    return Sites(base, duration, digests(base / "old"), digests(base / "reference"))
+
+
+def test_sigkill_at_any_point_leaves_old_or_complete_new_site(
+    catalogs: tuple[Path, Path], sites: Sites, tmp_path: Path
+) -> None:
+    _, new_cat = catalogs
+    old_tree, new_tree = sites.old_tree, sites.new_tree
+    out = sites.start(tmp_path)
     assert old_tree != new_tree
     outcomes = []
     for fraction in FRACTIONS:
@@ -93,7 +124,7 @@ def test_sigkill_at_any_point_leaves_old_or_complete_new_site(
             stderr=subprocess.DEVNULL,
             env={**os.environ, "SOURCE_DATE_EPOCH": "1780000000"},
         )
-        time.sleep(duration * fraction)
+        time.sleep(sites.duration * fraction)
         killed = proc.poll() is None
         if killed:
             os.kill(proc.pid, signal.SIGKILL)
@@ -102,8 +133,7 @@ def test_sigkill_at_any_point_leaves_old_or_complete_new_site(
         assert now in (old_tree, new_tree), f"killed at {fraction:.0%}: the site is half-written"
         outcomes.append("old" if now == old_tree else "new")
         if now == new_tree:  # the swap had happened: restore the old site for the next kill point
-            shutil.rmtree(out)
-            run_build(old_cat, out)
+            sites.restore(out)
     assert "old" in outcomes, f"no kill landed before the swap: {outcomes}"
     # the next build after kills is complete and correct
     run_build(new_cat, out)
@@ -112,10 +142,11 @@ def test_sigkill_at_any_point_leaves_old_or_complete_new_site(
     assert len(leftovers) <= len(FRACTIONS), leftovers
 
 
-def test_broken_catalog_leaves_previous_site(catalogs: tuple[Path, Path], tmp_path: Path) -> None:
+def test_broken_catalog_leaves_previous_site(
+    catalogs: tuple[Path, Path], sites: Sites, tmp_path: Path
+) -> None:
     old_cat, _ = catalogs
-    out = tmp_path / "site"
-    run_build(old_cat, out)
+    out = sites.start(tmp_path)
     before = digests(out)
     broken = tmp_path / "broken"
     shutil.copytree(old_cat, broken)

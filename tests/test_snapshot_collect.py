@@ -9,6 +9,7 @@ is an API server, and neither says anything about a real cluster's answers.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -33,7 +34,7 @@ from generator.scale.collect import (
     readings_from,
     snapshot_document,
 )
-from tests import kubectl_fixtures
+from tests import kubectl_fixtures, kubectl_replay
 from tests.conftest import CATALOG, REPO
 
 FIXTURE = REPO / "tests" / "fixtures" / "kubectl" / "gb300-eks-36"
@@ -55,8 +56,15 @@ def test_fixture_files_are_generated_from_kubectl_fixtures(update_goldens: bool)
     assert actual == expected, "rerun with --update-goldens and review"
 
 
-def _outputs() -> dict[str, bytes]:
+@functools.cache
+def _saved_files() -> dict[str, bytes]:
+    """kubectl_fixtures.files(), made once (about 0.1 s each; the live-collection replay asks
+    for a file ~90 times). Read-only: `_outputs()` hands out copies to change."""
     return kubectl_fixtures.files()
+
+
+def _outputs() -> dict[str, bytes]:
+    return dict(_saved_files())
 
 
 def test_readings_from_the_saved_outputs() -> None:
@@ -239,17 +247,7 @@ def test_usage_errors() -> None:
 
 def _replay(args: tuple[str, ...]) -> tuple[int, bytes, bytes]:
     """A stand-in for `kubectl ARGS`, answering from the saved outputs (not an API server)."""
-    files = kubectl_fixtures.files()
-    by_args = {s.args: s.file for s in SOURCES}
-    if args in by_args and by_args[args] in files:
-        return 0, files[by_args[args]], b""
-    if args[:2] == ("get", "--raw") and args[2].endswith("/proxy/configz"):
-        node = args[2].split("/")[4]
-        return 0, files[f"configz/{node}.json"], b""
-    if args[0] == "run":
-        node = json.loads(args[args.index("--overrides") + 1])["spec"]["nodeName"]
-        return 0, files.get(f"sysctl/{node}.txt", b""), b""
-    return 1, b"", f"error: unexpected {args}".encode()
+    return kubectl_replay.replay(args, _saved_files(), {s.args: s.file for s in SOURCES})
 
 
 def test_live_collection_runs_the_same_sources_and_reads_the_same() -> None:
@@ -264,7 +262,7 @@ def test_live_collection_runs_the_same_sources_and_reads_the_same() -> None:
         run, LiveOptions(window_seconds=60), slept.append, lambda _: None
     )
     assert failures == {} and slept == [60]
-    expected = kubectl_fixtures.files()
+    expected = _saved_files()
     live = readings_from({**outputs, "declared.yaml": expected["declared.yaml"]})
     saved = readings_from(expected)
     assert live.readings == saved.readings
@@ -293,34 +291,22 @@ def test_collect_sh_is_shellchecked() -> None:
 
 
 STUB = """#!{python}
-# kubectl stand-in for the collect.sh test: answers from saved outputs (not an API server)
+# kubectl stand-in for the collect.sh test: answers from saved outputs (not an API server);
+# tests/kubectl_replay.py is standard library only, so each command starts in milliseconds
 import json, sys
+from pathlib import Path
 sys.path.insert(0, {repo!r})
-from tests.test_snapshot_collect import _replay, _jsonpath
+from tests.kubectl_replay import jsonpath, read_dir, replay
+files = read_dir(Path({answers!r}))
 args = tuple(sys.argv[1:])
 while args[:1] in (("--context",), ("--kubeconfig",)):
     args = args[2:]
 if "-o" in args and args[args.index("-o") + 1].startswith("jsonpath"):
-    sys.stdout.write(_jsonpath(args)); sys.exit(0)
-rc, out, err = _replay(args)
+    sys.stdout.write(jsonpath(args, files)); sys.exit(0)
+by_args = {{tuple(a): f for a, f in json.loads(Path({sources!r}).read_text())}}
+rc, out, err = replay(args, files, by_args)
 sys.stdout.buffer.write(out); sys.stderr.buffer.write(err); sys.exit(rc)
 """
-
-
-def _jsonpath(args: tuple[str, ...]) -> str:
-    files = kubectl_fixtures.files()
-    if args[:2] == ("get", "nodes"):
-        want = "nvidia.com/gpu.present=true" in args
-        assert want or "nvidia.com/gpu.present!=true" in args, args
-        items = json.loads(files["nodes.json"])["items"]
-        names = [n["metadata"]["name"] for n in items
-                 if (n["metadata"]["labels"].get("nvidia.com/gpu.present") == "true") == want]  # fmt: skip
-        return "".join(f"{n}\n" for n in names)
-    if args[:2] == ("get", "pods"):
-        items = json.loads(files["pods.json"])["items"]
-        return "".join(f"{p['spec']['nodeName']}\n" for p in items
-                       if p["metadata"]["labels"].get("app.kubernetes.io/name") == "slurmctld")  # fmt: skip
-    raise AssertionError(args)
 
 
 def test_collect_sh_writes_what_snapshot_from_reads(tmp_path: Path) -> None:
@@ -328,8 +314,19 @@ def test_collect_sh_writes_what_snapshot_from_reads(tmp_path: Path) -> None:
         pytest.skip("bash is not installed")
     bindir = tmp_path / "bin"
     bindir.mkdir()
+    # the stub's answers: kubectl_fixtures.files() written out once, and SOURCES as JSON
+    answers = tmp_path / "answers"
+    for rel, data in _saved_files().items():
+        (answers / rel).parent.mkdir(parents=True, exist_ok=True)
+        (answers / rel).write_bytes(data)
+    sources = bindir / "sources.json"
+    sources.write_text(json.dumps([[list(s.args), s.file] for s in SOURCES]))
     stub = bindir / "kubectl"
-    stub.write_text(STUB.format(python=sys.executable, repo=str(REPO)))
+    stub.write_text(
+        STUB.format(
+            python=sys.executable, repo=str(REPO), answers=str(answers), sources=str(sources)
+        )
+    )
     stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
     out = tmp_path / "saved"
     env = {
@@ -342,11 +339,11 @@ def test_collect_sh_writes_what_snapshot_from_reads(tmp_path: Path) -> None:
                          capture_output=True, text=True, check=False, timeout=300)  # fmt: skip
     assert res.returncode == 0, res.stderr
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-    expected = sorted(kubectl_fixtures.files())
+    expected = sorted(_saved_files())
     assert written == expected
     assert "value: FILL-IN" in (out / "declared.yaml").read_text()
-    (out / "declared.yaml").write_bytes(kubectl_fixtures.files()["declared.yaml"])
-    saved = readings_from(kubectl_fixtures.files())
+    (out / "declared.yaml").write_bytes(_saved_files()["declared.yaml"])
+    saved = readings_from(_saved_files())
     collected = readings_from({p: (out / p).read_bytes() for p in written})
     assert collected.readings == saved.readings
 
