@@ -6,13 +6,17 @@ Helm-rendering tests of tests/test_chart_values.py run after these.
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from generator.catalog import chartvalues
 from generator.catalog.chartvalues import INT, NUMBER, RAW, Use, plain_safe, problems, uses
+from generator.catalog.load import load_catalog
 
+MINIMAL = Path(__file__).resolve().parent / "cases" / "minimal"
 HEAD = '{{- $v := index .Values "comp" }}\n'
 
 
@@ -74,6 +78,31 @@ def _found(body: str) -> set[tuple[tuple[str, ...], str]]:
         ("{{/* {{ $v.a }} */}}\n", set()),
         ('{{ template "t" $v.a }}\n', set()),
         ("{{ }}\n", set()),
+        # an empty key literal is a key like any other
+        ('b: {{ index $v "" }}\n', {(("",), RAW)}),
+        # a base no path is known for, or a key that is no literal after one that is: the keys
+        # are not trusted, only what the tokens name themselves
+        ('b: {{ index $w "a" }}\n', set()),
+        ('b: {{ index $v "a" .k }}\n', {((), RAW)}),
+        # `index X` alone and `dig <default> X` are X itself: a variable bound to them is X
+        ("{{ $x := index $v }}b: {{ $x.c }}\n", {(("c",), RAW)}),
+        ('{{ $x := dig "" $v }}b: {{ $x.c }}\n', {(("c",), RAW)}),
+        # a command of three or more words that is not `dig`: each reference it names, as written
+        ('b: {{ printf "%s-%s" $v.a $v.b }}\n', {(("a",), RAW), (("b",), RAW)}),
+        # a pipe after a parenthesised argument splits the pipeline again
+        ('b: {{ (index $v "a") | quote }}\n', set()),
+        ('b: {{ (index $v "a") | upper }}\n', {(("a",), RAW)}),
+        # a serialiser last, or followed only by re-indenting or trimming: safe; followed by
+        # anything else (one function is enough): raw
+        ("b:\n{{ $v.a | toYaml }}\n", set()),
+        ("b: {{ $v.a | toYaml | trim }}\n", set()),
+        ('b: {{ $v.a | toYaml | trimSuffix "x" }}\n', set()),
+        ("b: {{ $v.a | toYaml | upper }}\n", {(("a",), RAW)}),
+        # malformed actions Helm would refuse are read without a crash: an empty command, an
+        # assignment with nothing on its right (it unbinds the variable and prints nothing)
+        ("b: {{ $v.a | }}\n", {(("a",), RAW)}),
+        ("b: {{ () }}\n", set()),
+        ("{{ $x := $v.a }}{{ $x := }}b: {{ $x }}\n", set()),
     ],
 )
 def test_uses_reads_scopes_pipelines_and_lookups(
@@ -85,6 +114,13 @@ def test_uses_reads_scopes_pipelines_and_lookups(
 def test_uses_records_each_line_once() -> None:
     text = HEAD + "a: {{ $v.x }}\n\nb: {{ $v.x }} {{ $v.x }}\n"
     assert uses(text, "comp") == (Use(("x",), RAW, 2), Use(("x",), RAW, 4))
+
+
+def test_uses_reports_the_line_of_each_action() -> None:
+    # the newline before the first action counts: the text's very first character included
+    text = '\n{{ index .Values "comp" "x" }}\n\n  {{ .Values.comp.y }}'
+    assert uses(text, "comp") == (Use(("x",), RAW, 2), Use(("y",), RAW, 4))
+    assert uses("{{ .Values.comp.x }}", "comp") == (Use(("x",), RAW, 1),)
 
 
 def test_a_pipe_inside_parentheses_does_not_split_the_pipeline() -> None:
@@ -166,3 +202,79 @@ def test_folder_problems_reads_every_template_of_the_chart() -> None:
         ("$.comp.b", "values.unsafe-print"),
     ]
     assert chartvalues.folder_problems("comp", {"a": "x"}, (), "$") == []
+
+
+@pytest.mark.parametrize("how", [RAW, INT, NUMBER])
+def test_a_long_value_is_quoted_in_the_message_up_to_sixty_characters(how: str) -> None:
+    value = "a: " + "b" * 100
+    ((_, msg, _),) = problems({"s": value}, (Use(("s",), how, 1),))
+    shown = repr(value)[:60]
+    assert f"got {shown}" in msg and f"got {repr(value)[:61]}" not in msg
+
+
+# --- the catalog: which files are read as templates, which layers are judged ------------------
+
+TEMPLATE = """\
+{{- $v := index .Values "network-operator" }}
+apiVersion: mellanox.com/v1alpha1
+kind: NicClusterPolicy
+metadata:
+  name: nic-cluster-policy
+spec:
+  image: {{ $v.image }}
+  count: {{ $v.count | int }}
+"""
+
+
+def _catalog(tmp_path: Path) -> Path:
+    """The minimal case catalog with network-operator's manifest a template printing `image`
+    raw and `count` as an integer; its overlay names a values file of its own, overrides, and a
+    manifest file load does not classify (outside `manifests/`) that would print `name` raw."""
+    cat = tmp_path / "catalog"
+    shutil.copytree(MINIMAL, cat)
+    comp = cat / "components/network-operator"
+    (comp / "manifests/nic-cluster-policy.yaml").write_text(TEMPLATE)
+    (comp / "values.yaml").write_text('image: "a: b"\ncount: 2\nname: "c: d"\n')
+    (comp / "values-eks.yaml").write_text('count: 3\nimage: "x\\n- y"\n')
+    (comp / "notes.yaml").write_text('# name: {{ index .Values "network-operator" "name" }}\n')
+    ov = cat / "overlays/eks-training.yaml"
+    text = ov.read_text()
+    text = text.replace("network-operator/values.yaml", "network-operator/values-eks.yaml")
+    text = text.replace(
+        "        - components/network-operator/manifests/nic-cluster-policy.yaml\n",
+        "        - components/network-operator/manifests/nic-cluster-policy.yaml\n"
+        "        - components/network-operator/notes.yaml\n",
+    )
+    text = text.replace(
+        "      dependencyRefs:", "      overrides:\n        count: many\n      dependencyRefs:"
+    )
+    ov.write_text(text)
+    return cat
+
+
+def _problems(cat: Path) -> list[tuple[str, int, str, str]]:
+    catalog, _ = load_catalog(cat)
+    return [(d.path, d.line, d.json_path, d.rule) for d in chartvalues.catalog_problems(catalog)]
+
+
+def test_catalog_problems_judges_the_base_values_the_values_file_and_the_overrides(
+    tmp_path: Path,
+) -> None:
+    """Every layer is judged and located in its own file: the component's values.yaml, the
+    values file an overlay names, the overlay's overrides; a file the overlay lists as a
+    manifest that load did not classify as a template (`notes.yaml`) is not read as one."""
+    comp, count = "components/network-operator", "$.spec.componentRefs[0].overrides.count"
+    assert _problems(_catalog(tmp_path)) == [
+        (f"{comp}/values.yaml", 1, "$.image", "values.unsafe-print"),
+        (f"{comp}/values-eks.yaml", 2, "$.image", "values.unsafe-print"),
+        ("overlays/eks-training.yaml", 18, count, "values.type"),
+    ]
+
+
+def test_a_template_gone_since_load_is_skipped_not_a_crash(tmp_path: Path) -> None:
+    """Load read and classified the template; it cannot be read again (load reports such a
+    file): it contributes no use, so nothing is judged."""
+    cat = _catalog(tmp_path)
+    catalog, _ = load_catalog(cat)
+    (cat / "components/network-operator/manifests/nic-cluster-policy.yaml").unlink()
+    assert list(chartvalues.catalog_problems(catalog)) == []

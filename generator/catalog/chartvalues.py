@@ -99,10 +99,8 @@ class _Scope:
             if not rest or rest[0] != self.component:
                 return None
             return tuple(rest[1:])
-        if head == ".":
+        if head == ".":  # (a token `.Values.x` has the head `.Values`: never `.` + `Values`)
             base = self.dot[-1]
-            if rest and rest[0] == "Values":  # `.Values.x` split oddly
-                return None
             return None if base is None else (*base, *rest)
         base = self.vars.get(head)
         return None if base is None else (*base, *rest)
@@ -178,8 +176,8 @@ def _refs(scope: _Scope, tokens: list[str]) -> Iterator[tuple[str, ...]]:
 
 def _printed_as(funcs: list[str]) -> str | None:
     """How a printing pipeline prints its values: RAW, INT, NUMBER, or None (safely)."""
-    funcs = [f for f in funcs if f != "ref"] or ["ref"]
-    if funcs == ["ref"]:
+    funcs = [f for f in funcs if f != "ref"]
+    if not funcs:  # a lookup alone
         return RAW
     if funcs[0] in _SCALAR_OUT:
         return None
@@ -296,8 +294,8 @@ def plain_safe(value: Any) -> bool:
         back = parse_yaml(f"k: {value}\n", "value").data
     except LoadError:
         return False
-    if not (isinstance(back, dict) and list(back) == ["k"]):
-        return False
+    # one line starting `k: ` is a mapping of the one key `k` or no YAML at all (a second key,
+    # a directive or another document needs a line of its own)
     read = back["k"]
     # a string reads back as itself; `yes`, `1.0` or `null` read back as another scalar type,
     # which changes no structure (inside a block scalar it is text anyway)
