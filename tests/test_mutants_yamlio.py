@@ -397,3 +397,25 @@ def test_json_refusals_before_parsing_have_no_position() -> None:
         assert (d.line, d.col, d.json_path) == (0, 0, "$"), d
         rules.append(d.rule)
     assert rules == ["json.too-large", "json.encoding", "json.too-deep", "json.parse"]
+
+
+def test_json_depth_at_the_limit_past_the_bracket_count_short_cut() -> None:
+    # more brackets than JSON_DEPTH (so the depth is measured), nested exactly JSON_DEPTH deep
+    ok = "[" * JSON_DEPTH + "1" + "]" * JSON_DEPTH
+    assert parse_json(ok[:-1] + ", []]", "f.json") is not None
+    # a closing bracket ends one level: after [0] the next list is at depth 2, not 1
+    deep = "[[0], " + "[" * JSON_DEPTH + "1" + "]" * JSON_DEPTH + "]"
+    assert _refusal(parse_json, deep, "f.json").rule == "json.too-deep"
+
+
+def test_two_documents_where_one_is_expected() -> None:
+    d = _refusal(parse_yaml, "a: 1\n---\nb: 2\n", "f.yaml")
+    assert (d.line, d.col, d.rule) == (3, 1, "yaml.multi-document") and "found 2" in d.message
+
+
+def test_a_tab_after_the_error_is_not_named() -> None:
+    # the error is at the second ':' (column 5, no context mark); the tab right after it is
+    # not before the error, so indentation is not blamed
+    d = _refusal(parse_yaml, "a: b:\tc\n", "f.yaml")
+    assert (d.line, d.col, d.rule) == (1, 5, "yaml.parse")
+    assert "mapping values" in d.message and "tab" not in d.message
