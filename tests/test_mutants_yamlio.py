@@ -320,3 +320,102 @@ def test_too_deep_names_the_key_and_the_item_it_is_under() -> None:
 def test_a_scalar_aliased_from_several_collections_is_no_recursion() -> None:
     doc = parse_yaml("a: &s x\nb: [*s]\nc: [*s, *s]\n", "f.yaml")
     assert doc.data == {"a": "x", "b": ["x"], "c": ["x", "x"]}
+
+
+# ---------------------------------------------------------------- the path of an expansion too large
+
+
+def test_expanded_size_path_stops_at_a_child_exactly_at_the_limit() -> None:
+    # sizes: a's list [1, 2] is 5; [*a, *a, *a] is 16; b: 1 + 2 + 16 = 19; the document 29.
+    # A child exactly at the limit is not too large: the path stops at its parent.
+    text = "a: &a [1, 2]\nb: [0, [*a, *a, *a]]\n"
+    d = _refusal(parse_yaml, text, "f.yaml", bounds=Bounds(expanded_bytes=19))
+    assert (d.line, d.col, d.json_path) == (1, 1, "$") and "29 bytes" in d.message
+    d = _refusal(parse_yaml, text, "f.yaml", bounds=Bounds(expanded_bytes=16))
+    assert (d.line, d.col, d.json_path) == (2, 4, "$.b") and "19 bytes" in d.message
+    # two documents of 11 bytes each, the limit 11: neither alone is too large, the last is named
+    two = "a: &a [1]\nb: *a\n---\nc: &c [1]\nd: *c\n"
+    d = _refusal(parse_yaml, two, "f.yaml", multi=True, bounds=Bounds(expanded_bytes=11))
+    assert (d.line, d.json_path) == (4, "$[1]") and "11 bytes" in d.message
+
+
+def test_expanded_size_path_follows_the_first_child_too_large() -> None:
+    # both keys' values are over the limit of 4 (a: 5 bytes, b: 19): the first is named
+    text = "a: &a [1, 2]\nb: [0, [*a, *a, *a]]\n"
+    d = _refusal(parse_yaml, text, "f.yaml", bounds=Bounds(expanded_bytes=4))
+    assert (d.line, d.col, d.json_path) == (1, 4, "$.a") and "5 bytes" in d.message
+    # a list of two items over the limit (5 and 11 bytes): the first is named, not the last
+    d = _refusal(parse_yaml, "- &a [1, 2]\n- [*a, *a]\n", "f.yaml", bounds=Bounds(expanded_bytes=4))
+    assert (d.line, d.col, d.json_path) == (1, 3, "$[0]") and "5 bytes" in d.message
+
+
+# ---------------------------------------------------------------- streams: each document is one level
+
+
+def test_each_document_of_a_stream_is_one_level_deep() -> None:
+    # the data of a stream is the list of its documents: a document's root is depth 1
+    ok = "a: 1\n---\n" + "[" * (MAX_DEPTH - 1) + "x" + "]" * (MAX_DEPTH - 1)
+    assert parse_yaml(ok, "f.yaml", multi=True).data[1] is not None
+    deep = "a: 1\n---\n" + "[" * MAX_DEPTH + "x" + "]" * MAX_DEPTH
+    d = _refusal(parse_yaml, deep, "f.yaml", multi=True)
+    assert (d.line, d.rule, d.json_path) == (3, "yaml.too-deep", "$[1]" + "[0]" * MAX_DEPTH)
+
+
+def test_node_readers_name_the_document_of_a_stream() -> None:
+    # compose_first and compose read streams: their refusals name the document ($[i])
+    deep = "[" * (MAX_DEPTH + 2) + "]" * (MAX_DEPTH + 2)
+    for call, arg in ((compose_first, deep.encode()), (compose, deep)):
+        d = _refusal(call, arg, "f.yaml")
+        assert (d.rule, d.json_path) == ("yaml.too-deep", "$[0]" + "[0]" * (MAX_DEPTH + 1))
+    d = _refusal(compose, "x: 1\n---\n" + deep, "f.yaml")
+    assert d.json_path == "$[1]" + "[0]" * (MAX_DEPTH + 1)
+    bomb = "a: &a " + "x" * 600_000 + "\nb: [" + ", ".join(["*a"] * 10) + "]\n"
+    d = _refusal(compose_first, bomb.encode(), "f.yaml")
+    assert (d.line, d.col, d.json_path) == (2, 4, "$[0].b")
+
+
+def test_a_single_document_is_indexed_from_the_top_of_the_file() -> None:
+    # "$" is the whole file, at line 1 column 1, wherever its first node starts
+    doc = parse_yaml("\n\n  a: 1\n", "f.yaml")
+    assert doc.lines == {"$": (1, 1), "$.a": (3, 3)}
+
+
+# ---------------------------------------------------------------- JSON refusals with no position
+
+
+def test_json_refusals_before_parsing_have_no_position() -> None:
+    # size, encoding and depth are judged on the whole text: no line or column is claimed
+    cases: list[tuple[bytes, int]] = [
+        (b'"' + b"x" * 20 + b'"', 10),
+        (b'{"a": "caf\xe9"}', 100),
+        (b"[" * (JSON_DEPTH + 1) + b"]" * (JSON_DEPTH + 1), 1000),
+        (b'{"a": NaN}', 100),
+    ]
+    rules = []
+    for raw, limit in cases:
+        d = _refusal(parse_json, raw, "f.json", limit=limit)
+        assert (d.line, d.col, d.json_path) == (0, 0, "$"), d
+        rules.append(d.rule)
+    assert rules == ["json.too-large", "json.encoding", "json.too-deep", "json.parse"]
+
+
+def test_json_depth_at_the_limit_past_the_bracket_count_short_cut() -> None:
+    # more brackets than JSON_DEPTH (so the depth is measured), nested exactly JSON_DEPTH deep
+    ok = "[" * JSON_DEPTH + "1" + "]" * JSON_DEPTH
+    assert parse_json(ok[:-1] + ", []]", "f.json") is not None
+    # a closing bracket ends one level: after [0] the next list is at depth 2, not 1
+    deep = "[[0], " + "[" * JSON_DEPTH + "1" + "]" * JSON_DEPTH + "]"
+    assert _refusal(parse_json, deep, "f.json").rule == "json.too-deep"
+
+
+def test_two_documents_where_one_is_expected() -> None:
+    d = _refusal(parse_yaml, "a: 1\n---\nb: 2\n", "f.yaml")
+    assert (d.line, d.col, d.rule) == (3, 1, "yaml.multi-document") and "found 2" in d.message
+
+
+def test_a_tab_after_the_error_is_not_named() -> None:
+    # the error is at the second ':' (column 5, no context mark); the tab right after it is
+    # not before the error, so indentation is not blamed
+    d = _refusal(parse_yaml, "a: b:\tc\n", "f.yaml")
+    assert (d.line, d.col, d.rule) == (1, 5, "yaml.parse")
+    assert "mapping values" in d.message and "tab" not in d.message

@@ -376,7 +376,8 @@ def _expanded_size(roots: list[Node], rel: str, multi: bool, bounds: Bounds = CA
 
 def _compose(text: str, rel: str, multi: bool) -> list[Any]:
     """The YAML node trees of `text` (None for an empty document); a syntax error, a control
-    character or nesting past MAX_DEPTH raises LoadError located at the problem."""
+    character or nesting past MAX_DEPTH raises LoadError located at the problem. (PyYAML's
+    parser and composer, libyaml's or its own, raise only a ReaderError or a MarkedYAMLError.)"""
     try:
         _check_depth(text, rel, multi)
         return list(yaml.compose_all(text, Loader=_LOADER))
@@ -394,9 +395,6 @@ def _compose(text: str, rel: str, multi: bool) -> list[Any]:
             if "\t" in line_text[: mark.column + 1]:
                 msg += " (a tab character: YAML indentation must use spaces)"
         raise LoadError(f"{rel}: {msg}", [_diag(rel, mark, msg, "yaml.parse")]) from e
-    except yaml.YAMLError as e:
-        msg = " ".join(str(e).split())
-        raise LoadError(f"{rel}: {msg}", [Diagnostic(rel, 0, 0, "$", msg, "yaml.parse")]) from e
 
 
 def _single(builder: _Builder, nodes: list[Any], rel: str) -> Any:
@@ -419,17 +417,8 @@ def _single(builder: _Builder, nodes: list[Any], rel: str) -> Any:
                 )
             ],
         )
-    try:
-        return builder.build(nodes[0], "$", 0, yaml.Mark(rel, 0, 0, 0, "", 0))
-    except RecursionError as e:
-        raise LoadError(
-            f"{rel}: nesting too deep",
-            [
-                Diagnostic(
-                    rel, 0, 0, "$", f"nesting deeper than {MAX_DEPTH} levels", "yaml.too-deep"
-                )
-            ],
-        ) from e
+    # no RecursionError to catch: the builder refuses a level past MAX_DEPTH before recursing
+    return builder.build(nodes[0], "$", 0, yaml.Mark(rel, 0, 0, 0, "", 0))
 
 
 def compose_first(raw: bytes, rel: str) -> Node | None:

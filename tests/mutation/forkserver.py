@@ -5,7 +5,9 @@ server (`python -m tests.mutation.forkserver`, started with its working director
 copy of the tree) imports them once, never `generator` or `tests`; for each request it forks a
 child that changes into the copy, puts it first on `sys.path` and runs `pytest.main` there, so
 the child imports the (mutated) package fresh. The child runs in its own session under a CPU
-limit, and the whole session is killed past the wall-clock limit.
+limit and a memory limit (MEMORY_BYTES of data: a mutant that grows a list without end, such as
+a walk that no longer refuses a recursive alias, fails with MemoryError in seconds instead of
+filling the shared machine's memory), and the whole session is killed past the wall-clock limit.
 
 Protocol: one JSON request per line on stdin, {"args": [...], "cpu": seconds or null,
 "wall": seconds or null, "env": {extra environment}}; one JSON reply per line on stdout, {"status": "passed" | "failed" |
@@ -41,6 +43,8 @@ PREIMPORT = (
     "requests",
     "packaging.version",
 )
+# the data segment a test run may grow to: a run of the unmutated tests stays far below it
+MEMORY_BYTES = 4 * 1024**3
 
 
 def _child(args: list[str], cpu: int | None, env: dict[str, str], out: int) -> None:
@@ -48,6 +52,7 @@ def _child(args: list[str], cpu: int | None, env: dict[str, str], out: int) -> N
     os.environ.update(env)
     if cpu:
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+    resource.setrlimit(resource.RLIMIT_DATA, (MEMORY_BYTES, MEMORY_BYTES))
     os.dup2(out, 1)
     os.dup2(out, 2)
     here = os.getcwd()
