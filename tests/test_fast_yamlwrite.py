@@ -151,7 +151,8 @@ def test_to_yaml_of_dates_and_mixed_keys() -> None:
 def test_resolver_memo_keeps_quoting_what_would_read_back_as_another_type() -> None:
     yamlwrite._FastDumper._implicit_tags.clear()
     tricky = ["yes", "1", "1.5", "null", "~", "", "2024-01-01", "true", "<<", "=", "plain"]
-    obj = {t: [t, {t: t}] for t in tricky}
+    obj: dict[str, Any] = {t: [t, {t: t}] for t in tricky}
+    obj["note"] = "two\nlines"  # a literal block: the document goes to yaml.dump (_FastDumper)
     first = to_yaml(obj)
     yamlwrite._MEMO.clear()  # dump again, now with every tag from the resolver memo
     assert to_yaml(obj) == first == _plain_dump(obj, False)
@@ -182,3 +183,77 @@ def test_the_two_styles_differ_where_they_should() -> None:
     assert "m: |-\n  x\n  y\n" in bundle and "m: |-\n  x\n  y\n" in catalog
     assert max(map(len, bundle.splitlines())) > 140 > max(map(len, catalog.splitlines()))  # folded
     assert yaml.safe_load(bundle) == yaml.safe_load(catalog) == doc
+
+
+# --- the direct emitter (plain documents written without yaml.dump) ----------------------------
+
+_tricky_text = st.sampled_from(
+    ["", " ", "yes", "No", "null", "~", "1.0", "0x1F", "0o17", "+1", "-.5", ".inf", "2024-01-01",
+     "<<", "=", "a: b", "- x", "-", "?", ":", "#c", "a  #b", "*a", "&a", "!t", "%p", "@", "`",
+     "|", ">", "[", "{", ",", "tab\there", "é", "\u2028", "\x85", "\r", "\ufeff", "\x00",
+     "'q'", '"d"', "trail ", " lead", "x" * 130, "line\nline"]
+)  # fmt: skip
+_plain_text = st.one_of(
+    st.text(max_size=12), _tricky_text, st.text(alphabet=" -:#'\"\t\\é\u2028ab01.", max_size=8)
+)
+_plain_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    _plain_text,
+)
+_plain_keys = st.one_of(_plain_text, st.integers(-5, 5), st.booleans(), st.none())
+_plain_data = st.recursive(
+    _plain_scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(_plain_keys, inner, max_size=4)
+    ),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_plain_data, st.booleans())
+def test_the_direct_emitter_writes_what_yaml_dump_writes(obj: Any, sort_keys: bool) -> None:
+    # None: left to yaml.dump (a multi-line or complex-key scalar, an empty or scalar document)
+    got = yamlwrite._emitted(obj, sort_keys)
+    assert got is None or got == _plain_dump(obj, sort_keys)
+
+
+def test_the_direct_emitter_writes_the_documents_bundles_hold() -> None:
+    # the shapes of recipe.yaml and bundle-info.yaml: nested mappings, indentless sequences of
+    # mappings, empty collections, quoted look-alikes, floats (0.0 and -0.0 apart)
+    doc = {
+        "apiVersion": "aicr.run/v1",
+        "spec": {
+            "componentRefs": [
+                {"name": "a", "values": {"x": [1, {"y": []}], "z": {}}, "depth": 0},
+                {"name": "b", "dependencyRefs": ["a"], "values": {"on": "yes", "n": "1"}},
+            ],
+            "overrides": [{"value": -0.0}, {"value": 0.0}, {"value": 2.5}, {"value": None}],
+            "nested": [[1, [2, {"k": [[]]}]], [{}]],
+        },
+    }
+    for sort_keys in (False, True):
+        yamlwrite._SCALARS.clear()
+        first = yamlwrite._emitted(doc, sort_keys)
+        assert first == _plain_dump(doc, sort_keys)  # not None: written directly
+        assert yamlwrite._emitted(doc, sort_keys) == first  # again, every scalar from its memo
+        assert first is not None and yaml.safe_load(first) == doc
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"a": "two\nlines"},  # a literal block: indented by where it stands
+        {"a": ["x\u2028y"]},  # a YAML line break libyaml folds into a quoted scalar
+        {"k" * 200: 1},  # a complex `? ` key
+        {"a": _Str("x")},  # not plain data (yaml.dump refuses it)
+        {"a": (1, 2)},
+        {},
+        [],
+    ],
+)
+def test_the_direct_emitter_leaves_the_rest_to_yaml_dump(doc: Any) -> None:
+    assert yamlwrite._emitted(doc, False) is None
