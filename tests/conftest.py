@@ -60,12 +60,11 @@ def shared_dir() -> Path:
 # past the last one listed. tests/test_suite_order.py checks that every name is a test file.
 HEAVY_FIRST = (
     "test_upstream_conformance.py",
-    "test_kill.py",
     "test_pipeline.py",
     "test_site_incremental.py",
     "test_browser.py",
     "test_fuzz.py",
-    "test_snapshot_collect.py",
+    "test_kill.py",
     "test_browser_newcomer.py",
     "test_browser_a11y.py",
     "test_evidence_attacks.py",
@@ -76,6 +75,7 @@ HEAVY_FIRST = (
     "test_upstream_site_bundles.py",
     "test_resolve.py",
     "test_upstream_rules.py",
+    "test_snapshot_collect.py",
     "test_net_bounds.py",
     "test_diff.py",
     "test_release_verify.py",
