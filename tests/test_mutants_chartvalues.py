@@ -50,6 +50,17 @@ def _found(body: str) -> set[tuple[tuple[str, ...], str]]:
         ("{{ with $e := $v.a }}b: {{ $e.n }}{{ end }}\n", {(("a", "n"), RAW)}),
         ("{{ range $e := $w.l }}b: {{ $e.n }}{{ end }}\n", set()),
         ('{{ range $e := index .Values "other" }}b: {{ $e }}{{ end }}\n', set()),
+        # `$` is the root context wherever `.` is rebound: `$.Values` is `.Values`
+        ("{{ with $v.a }}b: {{ $.Values.comp.z }}{{ end }}\n", {(("z",), RAW)}),
+        ("{{ range $v.l }}b: {{ $.Values.comp.z | upper }}{{ end }}\n", {(("z",), RAW)}),
+        ("b: {{ $.Values.comp }}\n", {((), RAW)}),
+        ("b: {{ $.Values.other.x }}\n", set()),
+        ("b: {{ $.Values }}\n", set()),
+        ("b: {{ $.Valuesx.comp.z }}\n", set()),
+        ('{{ range $v.l }}b: {{ index $.Values "comp" "z" }}{{ end }}\n', {(("z",), RAW)}),
+        ('{{ range $v.l }}b: {{ index $.Values "other" "z" }}{{ end }}\n', set()),
+        ('{{ $x := index $.Values "comp" }}b: {{ $x.y | int }}\n', {(("y",), INT)}),
+        ("b: {{ $.Values.comp.z | quote }}\n", set()),
         # assignments
         ("{{ $x := $v.a }}b: {{ $x.c }}\n", {(("a", "c"), RAW)}),
         ("{{ $x := $v.a | default 1 }}b: {{ $x }}\n", set()),

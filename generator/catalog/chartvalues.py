@@ -73,6 +73,12 @@ class Use:
     line: int  # line of the action in the template
 
 
+def _rooted(tok: str) -> str:
+    """`$.Values…` (the root context's values, reachable inside `with` and `range`, where `.`
+    is rebound) is `.Values…`: `$` is always the root context in a Helm template."""
+    return tok[1:] if tok == "$.Values" or tok.startswith("$.Values.") else tok
+
+
 def _unquote(tok: str) -> str | None:
     if len(tok) >= 2 and tok[0] == tok[-1] and tok[0] in "\"`'":
         return tok[1:-1]
@@ -90,6 +96,7 @@ class _Scope:
 
     def ref(self, tok: str) -> tuple[str, ...] | None:
         """The value path token `tok` (`$v.a.b`, `.Values.c.a`, `.a`) stands for, else None."""
+        tok = _rooted(tok)
         # `.a.b` (a field of `.` inside `with`/`range`) is the dot followed by `.a.b`
         m = _REF.fullmatch(tok) or (_REF.fullmatch("." + tok) if tok[:1] == "." else None)
         if m is None:
@@ -147,14 +154,14 @@ def _path_of(scope: _Scope, cmd: list[str]) -> tuple[str, ...] | None:
 
 def _index_base(scope: _Scope, tok: str) -> tuple[str, ...] | None:
     """`index .Values "<component>"`: the root of the component's values."""
-    if tok == ".Values":
+    if _rooted(tok) == ".Values":
         return ()  # the key that follows must be the component: checked by the caller's keys
     return scope.ref(tok)
 
 
 def _strip_component(scope: _Scope, cmd: list[str], path: tuple[str, ...] | None) -> Any:
     """`index .Values "<component>" …` names the component first: drop it (another key: None)."""
-    if path is None or [t for t in cmd if t not in "()"][:2] != ["index", ".Values"]:
+    if path is None or [_rooted(t) for t in cmd if t not in "()"][:2] != ["index", ".Values"]:
         return path
     if not path or path[0] != scope.component:
         return None
