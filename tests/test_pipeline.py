@@ -208,7 +208,7 @@ def apply(world: World, change: tuple[str, int]) -> None:
         path = world.options.docs.parent / ("SECURITY.md" if n % 2 else "CONTRIBUTING.md")
         path.write_text(path.read_text() + f"\nline {n}\n")
     elif kind == "doc-page":
-        path = world.options.docs / "index.md"
+        path = world.options.docs / "architecture.md"  # a hand-written page the site copies
         path.write_text(path.read_text() + f"\n\nparagraph {n}\n")
 
 
