@@ -586,7 +586,8 @@ def iter_published(
     for r in site.recipes:
         for p in r.profiles:
             for d in p.downloads:
-                yield d.file, Derived(f"archive\0{d.sha256}", functools.partial(_given, d.content))
+                # the bytes are read (from the render cache) only if not linked
+                yield d.file, Derived(f"archive\0{d.sha256}", functools.partial(_content, d))
     published: dict[str, str] = {}
     code = fingerprint("site/audit.py")
     for e in site.evidence:
@@ -605,8 +606,8 @@ def iter_published(
                 )
 
 
-def _given(data: bytes) -> bytes:
-    return data
+def _content(download: Download) -> bytes:
+    return download.content
 
 
 def published_files(site: SiteData) -> dict[str, bytes]:
@@ -854,7 +855,7 @@ def write_site(
 def _publish(publisher: Publisher, site: SiteData, recipe_keys: RecipeKeys | None) -> None:
     """Every published file beside the pages; one unchanged since the previous build of the
     output (by its recorded size, mtime, inode and source) is linked, not made."""
-    publisher.put_all(iter_published(site, api_reuse(recipe_keys)))
+    publisher.put_all(iter_published(site, api_reuse(recipe_keys, publisher.sums)))
     publisher.close()
     if publisher.linked:
         PROGRESS.info(
