@@ -92,12 +92,14 @@ def test_one_added_evidence_file_renders_two_pages_and_matches_a_fresh_build(
     # files whose bytes the previous build published are linked, not written again
     linked = re.search(r"(\d+) files unchanged since the last build: linked", caplog.text)
     # publishing is counted work: the first build wrote every file and made every archive and
-    # signed statement; the second makes one statement (the added run's) and its recipe's two
-    # API files (its detail and its evidence file), links every archive (known by its sealed
-    # digest: not one archive's bytes read), every other statement and every other recipe's
-    # API files without making or hashing them, and writes only what changed
+    # signed statement; the second makes one statement (the added run's), its recipe's two API
+    # files (its detail and its evidence file) and its badges (an SVG and a JSON a profile),
+    # links every archive (known by its sealed digest: not one archive's bytes read), every
+    # other statement and every other recipe's API files and badges without making or hashing
+    # them, and writes only what changed
     assert first.files_linked == 0 and first.files_derived > first.evidence + 2 * first.recipes
-    assert second.files_derived == 3, second
+    badges = len(list((out / "badges" / held.relative_to(evidence).parts[0]).glob("*.svg")))
+    assert badges > 0 and second.files_derived == 1 + 2 + 2 * badges, second
     assert archives_read == [], archives_read
     assert second.files_written < first.files // 6, second
     assert second.files_linked > first.files // 2

@@ -22,6 +22,7 @@ against their seal) only when they are published anew (`SealedArchive.content`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import hmac
@@ -96,7 +97,7 @@ def cached_archive(
     if stored is not None:
         return stored
     key = render_key(result, deployer, tgt, mtime)
-    path = Path(cache_dir) / entry_name(result, deployer, tgt, mtime)
+    path = Path(cache_dir) / _entry_name(key, result, deployer)
     seal = path.with_name(path.name + ".hmac")
     data = archive_bytes(render_bundle(result, deployer, manifests, target=tgt), name, mtime=mtime)
     write_atomic(path, data, root=cache_dir)
@@ -117,7 +118,7 @@ def stored_archive(
     None (absent, corrupted, truncated or planted: written without this machine's key)."""
     tgt = target or GitOpsTarget()
     key = render_key(result, deployer, tgt, mtime)
-    return _sealed_bytes(Path(cache_dir) / entry_name(result, deployer, tgt, mtime), key, cache_dir)
+    return _sealed_bytes(Path(cache_dir) / _entry_name(key, result, deployer), key, cache_dir)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +163,7 @@ def sealed_archive(
     entry not hold them when `SealedArchive.content` is asked for them."""
     tgt = target or GitOpsTarget()
     key = render_key(result, deployer, tgt, mtime)
-    path = Path(cache_dir) / entry_name(result, deployer, tgt, mtime)
+    path = Path(cache_dir) / _entry_name(key, result, deployer)
     known = _read_digest(path, key)
     if known is None:
         data = _sealed_bytes(path, key, cache_dir)
@@ -223,9 +224,12 @@ def entry_name(
     result: RecipeResult, deployer: Deployer | str, target: GitOpsTarget, mtime: int
 ) -> str:
     """The file name of the archive of (result, deployer) in the cache directory."""
+    return _entry_name(render_key(result, deployer, target, mtime), result, deployer)
+
+
+def _entry_name(key: str, result: RecipeResult, deployer: Deployer | str) -> str:
     from generator.render import archive_name
 
-    key = render_key(result, deployer, target, mtime)
     return f"{key}-{archive_name(result, deployer).removesuffix('.tar.gz')}.tar.gz"
 
 
@@ -251,9 +255,12 @@ def sweep(cache_dir: Path, used: set[str]) -> int:
     """Delete archives (and their seals) in `cache_dir` whose file names are not in `used`:
     a build keeps the archives it used, so the cache does not grow with every catalog change."""
     removed = 0
-    for path in sorted(Path(cache_dir).glob("*.tar.gz*")):
-        base = path.name.removesuffix(".hmac").removesuffix(DIGEST).removesuffix(".sha256")
+    with os.scandir(cache_dir) as entries:  # names only: no Path per entry, no sort
+        names = [e.name for e in entries if ".tar.gz" in e.name and not e.name.startswith(".")]
+    for name in names:
+        base = name.removesuffix(".hmac").removesuffix(DIGEST).removesuffix(".sha256")
         if base not in used:
-            path.unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(cache_dir, name))
             removed += 1
     return removed

@@ -581,7 +581,7 @@ def iter_published(
     `Derived`: the publisher links the previous build's copy instead of making it again."""
     yield "assets/plotly.min.js", plotly_js()
     yield from api.iter_api_files(site, reuse)
-    yield from sorted(badges.badge_files(site).items())
+    yield from badges.iter_badge_files(site, reuse)
     yield changelog.FEED, changelog.atom(site, site.site_url)
     for r in site.recipes:
         for p in r.profiles:
