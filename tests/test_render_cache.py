@@ -71,8 +71,8 @@ def test_sweep_keeps_only_the_archives_used(tmp_path: Path) -> None:
     cached_archive(r, "helm", MANIFESTS, cache_dir=tmp_path)
     cached_archive(r, "flux", MANIFESTS, cache_dir=tmp_path)
     keep = entry_name(r, "flux", GitOpsTarget(), 0)
-    assert sweep(tmp_path, {keep}) == 2  # the helm archive and its seal
-    assert sorted(p.name for p in tmp_path.iterdir()) == [keep, keep + ".hmac"]
+    assert sweep(tmp_path, {keep}) == 3  # the helm archive, its seal and its digest
+    assert sorted(p.name for p in tmp_path.iterdir()) == [keep, keep + ".digest", keep + ".hmac"]
 
 
 def test_key_depends_on_every_input() -> None:
@@ -103,3 +103,98 @@ def test_the_renderer_fingerprint_covers_the_writers_in_generator_fast() -> None
 
     for module in (tarball, yamlwrite):
         assert Path(str(module.__file__)).resolve().parent == render_cache._FAST
+
+
+# --- sealed digests: an unchanged archive known without its bytes --------------------------------
+
+
+def _reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The archives (`.tar.gz`) read through `safeio.read` from now on, by file name."""
+    from generator.core import safeio
+
+    read: list[str] = []
+    real = safeio.read
+
+    def counting(path, **kw):  # type: ignore[no-untyped-def]
+        if str(path).endswith(".tar.gz"):
+            read.append(Path(path).name)
+        return real(path, **kw)
+
+    monkeypatch.setattr(safeio, "read", counting)
+    return read
+
+
+def _never() -> bytes:
+    raise AssertionError("rendered again")
+
+
+def test_a_sealed_archive_is_known_by_its_digest_without_reading_its_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hashlib
+
+    from generator.render.cache import sealed_archive
+
+    r = sample_result()
+    good = cached_archive(r, "helm", MANIFESTS, cache_dir=tmp_path)
+    read = _reads(monkeypatch)
+    sealed = sealed_archive(r, "helm", _never, cache_dir=tmp_path)
+    assert sealed is not None
+    assert (sealed.sha256, sealed.size) == (hashlib.sha256(good).hexdigest(), len(good))
+    assert read == []  # one small digest file and a stat: the archive is not read
+    assert sealed.content() == good and len(read) == 1  # read only when asked for its bytes
+    assert sealed_archive(r, "flux", _never, cache_dir=tmp_path) is None  # not in the cache
+
+
+def test_an_entry_without_a_digest_is_read_once_and_given_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from generator.render.cache import DIGEST, sealed_archive
+
+    r = sample_result()
+    good = cached_archive(r, "helm", MANIFESTS, cache_dir=tmp_path)
+    (digest,) = tmp_path.glob(f"*{DIGEST}")
+    digest.unlink()  # an entry written before digests were
+    read = _reads(monkeypatch)
+    first = sealed_archive(r, "helm", _never, cache_dir=tmp_path)
+    assert first is not None and first.size == len(good) and len(read) == 1
+    assert digest.is_file()
+    assert sealed_archive(r, "helm", _never, cache_dir=tmp_path) == first and len(read) == 1
+
+
+def test_a_forged_digest_is_not_trusted(tmp_path: Path) -> None:
+    """A digest written without this machine's key names nothing: the archive is read and
+    checked against its seal instead, and its true digest written."""
+    import hashlib
+
+    from generator.render.cache import DIGEST, sealed_archive
+
+    r = sample_result()
+    good = cached_archive(r, "helm", MANIFESTS, cache_dir=tmp_path)
+    (digest,) = tmp_path.glob(f"*{DIGEST}")
+    sha, size, mac = digest.read_text().split()
+    digest.write_text(f"{'0' * 64} {size} {mac}\n")  # another archive's sum, the old MAC
+    sealed = sealed_archive(r, "helm", _never, cache_dir=tmp_path)
+    assert sealed is not None and sealed.sha256 == hashlib.sha256(good).hexdigest() == sha
+    assert digest.read_text().split()[0] == sha
+    # an archive of another size than its digest says is read and checked the same way
+    (entry,) = tmp_path.glob("*.tar.gz")
+    entry.write_bytes(good + b"x")
+    assert sealed_archive(r, "helm", _never, cache_dir=tmp_path) is None  # its seal fails
+
+
+def test_an_entry_that_lost_its_bytes_is_rendered_again_and_checked(tmp_path: Path) -> None:
+    from generator.core.errors import RenderError
+    from generator.render.cache import sealed_archive
+
+    r = sample_result()
+    good = cached_archive(r, "helm", MANIFESTS, cache_dir=tmp_path)
+    sealed = sealed_archive(r, "helm", _never, cache_dir=tmp_path)
+    assert sealed is not None
+    (entry,) = tmp_path.glob("*.tar.gz")
+    entry.write_bytes(good[:10] + bytes([good[10] ^ 0xFF]) + good[11:])  # same size, not sealed
+    again = replace(sealed, again=lambda: cached_archive(r, "helm", MANIFESTS, cache_dir=tmp_path))
+    assert again.content() == good and entry.read_bytes() == good
+    entry.unlink()
+    with pytest.raises(RenderError, match="not the one its sealed digest names"):
+        replace(sealed, again=lambda: good + b"x").content()

@@ -67,6 +67,21 @@ def fresh(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return digests(out)
 
 
+def _archives_read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The render cache's archives whose bytes are read from now on (`render.cache`)."""
+    from generator.render import cache as render_cache
+
+    read: list[str] = []
+    real = render_cache._sealed_bytes
+
+    def counting(path: Path, key: str, cache_dir: Path) -> bytes | None:
+        read.append(path.name)
+        return real(path, key, cache_dir)
+
+    monkeypatch.setattr(render_cache, "_sealed_bytes", counting)
+    return read
+
+
 def test_one_added_evidence_file_renders_two_pages_and_matches_a_fresh_build(
     inputs: tuple[Path, Path, Path],
     fresh: dict[str, str],
@@ -80,6 +95,7 @@ def test_one_added_evidence_file_renders_two_pages_and_matches_a_fresh_build(
     out = tmp_path / "b" / "site"
     caplog.set_level(logging.INFO, logger="aicr_catalog.build")
     first = build_site(opts(catalog, evidence, out))
+    archives_read = _archives_read(monkeypatch)
     assert first.pages_rendered == first.pages and not first.engine_reused
     assert "load + validate" in caplog.text
     shutil.move(tmp_path / "held.sigstore.json", held)  # a lab adds one run
@@ -95,12 +111,16 @@ def test_one_added_evidence_file_renders_two_pages_and_matches_a_fresh_build(
     # files whose bytes the previous build published are linked, not written again
     linked = re.search(r"(\d+) files unchanged since the last build: linked", caplog.text)
     # publishing is counted work: the first build wrote every file and made every archive and
-    # signed statement; the second makes one statement (the added run's), links every archive
-    # and every other statement without making or hashing it, and writes only what changed
-    assert first.files_linked == 0 and first.files_derived > first.evidence
-    # the added run's raw file and its signed statement; every other run's raw file is linked
-    # from the previous tree unread (a `Derived` of its digest)
-    assert second.files_derived == 2, second
+    # signed statement; the second makes the added run's raw file (a `Derived` of its digest:
+    # every other run's raw file is linked from the previous tree unread) and signed statement,
+    # its recipe's two API files (its detail and its evidence file) and its badges (an SVG and a
+    # JSON a profile), links every archive (known by its sealed digest: not one archive's bytes
+    # read), every other statement and every other recipe's API files and badges without making
+    # or hashing them, and writes only what changed
+    assert first.files_linked == 0 and first.files_derived > first.evidence + 2 * first.recipes
+    badges = len(list((out / "badges" / held.relative_to(evidence).parts[0]).glob("*.svg")))
+    assert badges > 0 and second.files_derived == 2 + 2 + 2 * badges, second
+    assert archives_read == [], archives_read
     assert second.files_written < first.files // 6, second
     assert second.files_linked > first.files // 2
     assert linked and int(linked.group(1)) > first.files // 2, caplog.text
@@ -126,6 +146,31 @@ def test_one_added_evidence_file_renders_two_pages_and_matches_a_fresh_build(
     recipe = held.relative_to(evidence).parts[0]
     page = (out / "evidence" / f"{recipe}.html").read_text()
     assert held.name.split(".")[0][:16] in page  # the new run is on its recipe's page
+
+
+def test_archives_are_read_only_for_a_site_without_them_and_a_damaged_one_is_made_again(
+    inputs: tuple[Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second output beside the first shares its render cache but has no previous tree: each
+    archive is read from the cache (once), and one whose bytes were damaged behind its sealed
+    digest (same size) is rendered again; the site is the site from scratch."""
+    catalog, evidence, _ = inputs
+    build_site(opts(catalog, evidence, tmp_path / "b" / "site"))
+    bundles = tmp_path / "b" / ".cache" / "bundles"
+    entry = sorted(bundles.glob("*.tar.gz"))[0]
+    good = entry.read_bytes()
+    entry.write_bytes(good[:20] + bytes([good[20] ^ 0xFF]) + good[21:])
+    read = _archives_read(monkeypatch)
+    other = tmp_path / "b" / "other"
+    report = build_site(opts(catalog, evidence, other))
+    archives = sorted(p.name for p in (other / "downloads").rglob("*.tar.gz"))
+    # each archive read once; the damaged one, found unsealed, once more by the render path
+    assert len(set(read)) == len(archives) > 0 and len(read) == len(archives) + 1
+    assert report.files_linked == 0
+    assert entry.read_bytes() == good  # rendered again, and stored
+    fresh = tmp_path / "fresh" / "site"
+    build_site(opts(catalog, evidence, fresh, cached=False))
+    assert digests(other) == digests(fresh)
 
 
 def _entries(cache: Path, stage: str) -> list[str]:
@@ -173,9 +218,10 @@ def test_entries_of_earlier_inputs_are_swept(
     shutil.move(tmp_path / "held.sigstore.json", held)
     build_site(opts(catalog, evidence, out))
     after = set(_entries(cache, PAGES_STAGE))
-    # the touched recipe's entries (its page, its evidence page and its API document) were
-    # replaced, the new run's page added; nothing accumulates
-    assert len(after) == len(before) + 1 and len(after - before) == 4
+    # the touched recipe's entries (its page and its evidence page) were replaced, the new run's
+    # page added; nothing accumulates (its API files are not stored: they are derived files,
+    # linked from the previous site when their source is unchanged)
+    assert len(after) == len(before) + 1 and len(after - before) == 3
     assert len(_entries(cache, ENGINE_STAGE)) == 1
 
 

@@ -257,7 +257,7 @@ class TreeWriter:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(name, dir_fd=dir_fd)
 
-    def link_from(self, source: Path, rel: str) -> None:
+    def link_from(self, source: Path | str, rel: str) -> None:
         """Hard-link the regular file `source` (not followed if a link) at `rel`; OSError if
         the file system refuses."""
         dir_fd, name = self._place(rel)

@@ -12,19 +12,30 @@ machine's cache key (`generator.core.cache.machine_key`, kept outside the cache 
 site publishes these archives as downloads, so an entry written by anyone else (a restored CI
 cache, a pull request's job) is not trusted, whatever checksum it comes with. A corrupted,
 truncated or foreign entry is rendered again and replaced.
+
+Beside each archive its sealed digest (`<entry>.digest`: the archive's sha256 and size, with an
+HMAC of the key, sha256 and size under the same key): a build that links the previous site's
+copy of an unchanged archive needs its sha256 and size (the download records show them), not its
+bytes, so `sealed_archive` gives them from the digest alone; the bytes are read (and checked
+against their seal) only when they are published anew (`SealedArchive.content`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import hmac
-from collections.abc import Mapping
+import os
+import stat
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from generator import __version__
 from generator.core import safeio
 from generator.core.atomic import write_atomic
+from generator.core.errors import RenderError
 from generator.core.records import RecipeResult
 from generator.render.common import TEMPLATES, Deployer, GitOpsTarget, deployer_of
 
@@ -33,6 +44,7 @@ _FAST = _HERE.parent / "fast"  # the YAML writer and the tar writer the renderer
 # the upstream rules bundled.py applies without changing the recipe's digest (which releases
 # wait for readiness): a change to them changes the bundles
 _RULES = _HERE.parent / "catalog" / "rules.py"
+DIGEST = ".digest"  # beside an archive: its sealed sha256 and size
 
 
 @functools.cache
@@ -85,11 +97,12 @@ def cached_archive(
     if stored is not None:
         return stored
     key = render_key(result, deployer, tgt, mtime)
-    path = Path(cache_dir) / entry_name(result, deployer, tgt, mtime)
+    path = Path(cache_dir) / _entry_name(key, result, deployer)
     seal = path.with_name(path.name + ".hmac")
     data = archive_bytes(render_bundle(result, deployer, manifests, target=tgt), name, mtime=mtime)
     write_atomic(path, data, root=cache_dir)
     write_atomic(seal, _seal(key, data).encode(), root=cache_dir)
+    _write_digest(path, key, data, cache_dir)
     return data
 
 
@@ -105,7 +118,64 @@ def stored_archive(
     None (absent, corrupted, truncated or planted: written without this machine's key)."""
     tgt = target or GitOpsTarget()
     key = render_key(result, deployer, tgt, mtime)
-    path = Path(cache_dir) / entry_name(result, deployer, tgt, mtime)
+    return _sealed_bytes(Path(cache_dir) / _entry_name(key, result, deployer), key, cache_dir)
+
+
+@dataclass(frozen=True, slots=True)
+class SealedArchive:
+    """An archive the cache holds, known by its sealed digest: its sha256 and size, without
+    its bytes. `content()` reads them (checked against the archive's seal), or, when the entry
+    no longer holds them, calls `again` (which renders the archive again, and stores it); bytes
+    whose sha256 or size are not the sealed ones are refused (RenderError), never published."""
+
+    sha256: str
+    size: int
+    path: Path
+    key: str
+    cache_dir: Path
+    again: Callable[[], bytes] = field(compare=False, repr=False)
+
+    def content(self) -> bytes:
+        data = _sealed_bytes(self.path, self.key, self.cache_dir)
+        if data is None:
+            data = self.again()
+        if len(data) != self.size or hashlib.sha256(data).hexdigest() != self.sha256:
+            raise RenderError(
+                f"{self.path.name}: the archive is not the one its sealed digest names "
+                f"(sha256 {self.sha256}, {self.size} bytes); remove the entry and build again"
+            )
+        return data
+
+
+def sealed_archive(
+    result: RecipeResult,
+    deployer: Deployer | str,
+    again: Callable[[], bytes],
+    *,
+    cache_dir: Path,
+    target: GitOpsTarget | None = None,
+    mtime: int = 0,
+) -> SealedArchive | None:
+    """The archive of (result, deployer) as `cache_dir` holds it, known by its sealed digest
+    (its bytes not read: one small file and a stat), or None when the cache holds no archive
+    under this machine's seal. An entry without a digest (written before digests were) is read
+    once, checked against its seal, and given its digest. `again()` makes the bytes should the
+    entry not hold them when `SealedArchive.content` is asked for them."""
+    tgt = target or GitOpsTarget()
+    key = render_key(result, deployer, tgt, mtime)
+    path = Path(cache_dir) / _entry_name(key, result, deployer)
+    known = _read_digest(path, key)
+    if known is None:
+        data = _sealed_bytes(path, key, cache_dir)
+        if data is None:
+            return None
+        known = _write_digest(path, key, data, cache_dir)
+    sha, size = known
+    return SealedArchive(sha, size, path, key, cache_dir, again)
+
+
+def _sealed_bytes(path: Path, key: str, cache_dir: Path) -> bytes | None:
+    """The archive at `path` when its seal (`.hmac`) is this machine's for `key`, else None."""
     seal = path.with_name(path.name + ".hmac")
     if not (path.is_file() and seal.is_file()):
         return None
@@ -119,13 +189,47 @@ def stored_archive(
     return None
 
 
+def _digest_mac(key: str, sha: str, size: int) -> str:
+    message = f"digest\0{key}\0{sha}\0{size}".encode()
+    return hmac.new(_secret(_key_path()), message, hashlib.sha256).hexdigest()
+
+
+def _write_digest(path: Path, key: str, data: bytes, cache_dir: Path) -> tuple[str, int]:
+    """Seal the sha256 and size of `data`, the archive at `path`, beside it."""
+    sha, size = hashlib.sha256(data).hexdigest(), len(data)
+    line = f"{sha} {size} {_digest_mac(key, sha, size)}\n"
+    write_atomic(path.with_name(path.name + DIGEST), line.encode(), root=cache_dir)
+    return sha, size
+
+
+def _read_digest(path: Path, key: str) -> tuple[str, int] | None:
+    """The sealed (sha256, size) of the archive at `path`, when its digest is this machine's
+    for `key` and the archive is still a regular file of that size; else None."""
+    try:
+        fields = safeio.read_own(path.with_name(path.name + DIGEST), limit=4096).split()
+        st = os.stat(path, follow_symlinks=False)
+    except (OSError, safeio.Refusal):
+        return None
+    if len(fields) != 3 or not fields[1].isdigit():
+        return None
+    sha, size, mac = fields[0].decode("ascii", "replace"), int(fields[1]), fields[2]
+    if not hmac.compare_digest(_digest_mac(key, sha, size).encode(), mac):
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_size != size:
+        return None
+    return sha, size
+
+
 def entry_name(
     result: RecipeResult, deployer: Deployer | str, target: GitOpsTarget, mtime: int
 ) -> str:
     """The file name of the archive of (result, deployer) in the cache directory."""
+    return _entry_name(render_key(result, deployer, target, mtime), result, deployer)
+
+
+def _entry_name(key: str, result: RecipeResult, deployer: Deployer | str) -> str:
     from generator.render import archive_name
 
-    key = render_key(result, deployer, target, mtime)
     return f"{key}-{archive_name(result, deployer).removesuffix('.tar.gz')}.tar.gz"
 
 
@@ -136,10 +240,14 @@ def _secret(path: Path) -> bytes:
     return machine_key(path)
 
 
-def _seal(key: str, data: bytes) -> str:
+def _key_path() -> Path:
     from generator.core.cache import key_path
 
-    mac = hmac.new(_secret(key_path()), key.encode() + b"\0" + data, hashlib.sha256)
+    return key_path()
+
+
+def _seal(key: str, data: bytes) -> str:
+    mac = hmac.new(_secret(_key_path()), key.encode() + b"\0" + data, hashlib.sha256)
     return mac.hexdigest()
 
 
@@ -147,9 +255,12 @@ def sweep(cache_dir: Path, used: set[str]) -> int:
     """Delete archives (and their seals) in `cache_dir` whose file names are not in `used`:
     a build keeps the archives it used, so the cache does not grow with every catalog change."""
     removed = 0
-    for path in sorted(Path(cache_dir).glob("*.tar.gz*")):
-        base = path.name.removesuffix(".hmac").removesuffix(".sha256")
+    with os.scandir(cache_dir) as entries:  # names only: no Path per entry, no sort
+        names = [e.name for e in entries if ".tar.gz" in e.name and not e.name.startswith(".")]
+    for name in names:
+        base = name.removesuffix(".hmac").removesuffix(DIGEST).removesuffix(".sha256")
         if base not in used:
-            path.unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(cache_dir, name))
             removed += 1
     return removed

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from generator.render.bundled import Refusal
 from generator.site import apifiles
 from generator.site.model import ProfileView, RecipeView, SiteData
 from generator.site.pages import run_url, slug
+from generator.site.publish import Derived
 from generator.site.summary import CONSENSUS_ORDER, band, summarise
 from generator.site.timeline import timeline_json
 
@@ -197,9 +199,17 @@ def lanes_index(site: SiteData) -> dict[str, Any]:
     }
 
 
-# reuse(recipe, part, make): `part` ("detail") of a recipe's API output from an earlier build,
-# else `make()`
-Reuse = Callable[[RecipeView, str, Callable[[], bytes]], bytes]
+@dataclass(frozen=True, slots=True)
+class Reuse:
+    """What lets a build with a cache publish the files made from one recipe's data as
+    `Derived` (`generator.site.publish`: linked from the previous build when their source is
+    the same, not made): `source(kind, recipe, runs)`, a digest naming everything such a file
+    is made from (the build's evidence-independent inputs, the site-wide facts it shows, the
+    recipe's runs), and `sums`, the sha256 of each file published so far (the publisher's), which
+    the evidence index takes its recipes' sums from."""
+
+    source: Callable[[str, str, Sequence[EvidenceView]], str]
+    sums: Mapping[str, str]
 
 
 class _Records(dict[str, dict[str, Any]]):
@@ -253,11 +263,13 @@ def recipe_evidence(
 
 
 def evidence_files(
-    site: SiteData, records: Mapping[str, dict[str, Any]]
-) -> Iterator[tuple[str, bytes]]:
+    site: SiteData, records: Mapping[str, dict[str, Any]], reuse: Reuse | None = None
+) -> Iterator[tuple[str, bytes | Derived]]:
     """The per-recipe evidence files, then their index (api/v1/evidence/index.json: per recipe
     name its file, page, counts and the file's sha256). No file grows with the catalog: a
-    recipe's file holds its own runs, the index one short entry per recipe name."""
+    recipe's file holds its own runs, the index one short entry per recipe name. With `reuse`,
+    each recipe's file is `Derived` from its runs, and the index takes its sha256 from the
+    sums of what was published (the file is published before the index is made)."""
     known = {r.name for r in site.recipes}
     index_path = apifiles.EVIDENCE_INDEX.path()
     entries: list[dict[str, Any]] = []
@@ -267,19 +279,18 @@ def evidence_files(
         if path in paths:  # never let one recipe's file silently replace another's
             raise SiteError(f"the evidence of {name!r} and {paths[path]!r} would both be {path}")
         paths[path] = name
-        data = dumps(recipe_evidence(site, name, runs, name in known, records))
-        yield path, data
-        entries.append(
-            {
-                "recipe": name,
-                "known": name in known,
-                "path": path,
-                "url": f"evidence/{slug(name)}.html",
-                "sample": any(e.sample for e in runs),
-                **_counts(runs),
-                "sha256": hashlib.sha256(data).hexdigest(),
-            }
-        )
+
+        def make(name: str = name, runs: tuple[EvidenceView, ...] = runs) -> bytes:
+            return dumps(recipe_evidence(site, name, runs, name in known, records))
+
+        if reuse is None:
+            data = make()
+            yield path, data
+            sha = hashlib.sha256(data).hexdigest()
+        else:
+            yield path, Derived(reuse.source(f"api-evidence:{name in known}", name, runs), make)
+            sha = _published(reuse, path)
+        entries.append(_index_entry(name, name in known, path, runs, sha))
     index = {
         **_header(site, "RecipeEvidenceIndex"),
         "sample": any(e.sample for e in site.evidence),
@@ -289,23 +300,48 @@ def evidence_files(
     yield index_path, dumps(index)
 
 
-def iter_api_files(site: SiteData, reuse: Reuse | None = None) -> Iterator[tuple[str, bytes]]:
+def _index_entry(
+    name: str, known: bool, path: str, runs: Sequence[EvidenceView], sha: str
+) -> dict[str, Any]:
+    return {
+        "recipe": name,
+        "known": known,
+        "path": path,
+        "url": f"evidence/{slug(name)}.html",
+        "sample": any(e.sample for e in runs),
+        **_counts(runs),
+        "sha256": sha,
+    }
+
+
+def _published(reuse: Reuse, path: str) -> str:
+    """The sha256 of `path` as published (its consumer publishes each file as it is given)."""
+    sha = reuse.sums.get(path)
+    if sha is None:
+        raise SiteError(f"{path}: not published before the evidence index that lists it")
+    return sha
+
+
+def iter_api_files(
+    site: SiteData, reuse: Reuse | None = None
+) -> Iterator[tuple[str, bytes | Derived]]:
     """Every file of the JSON API as (site-relative path, bytes), one at a time.
 
-    `reuse(recipe, part, make)` may return part of a recipe's output from an earlier build
-    instead of calling `make` (the build's cache does, when the recipe's inputs are unchanged).
-    Every path is one of the declared files (`apifiles.API_FILES`, which `aicr-catalog compat`
-    holds to its baseline); an undeclared one is refused (SiteError).
+    With `reuse` (a build with a cache), the files made from one recipe's data (its detail, its
+    evidence file) come as `Derived`, named by what they are made from, and must be published
+    (into `reuse.sums`) in the order given. Every path is one of the declared files
+    (`apifiles.API_FILES`, which `aicr-catalog compat` holds to its baseline); an undeclared one
+    is refused (SiteError).
     """
     for rel, data in _api_files(site, reuse):
         apifiles.declared(rel)
         yield rel, data
 
 
-def _api_files(site: SiteData, reuse: Reuse | None) -> Iterator[tuple[str, bytes]]:
+def _api_files(site: SiteData, reuse: Reuse | None) -> Iterator[tuple[str, bytes | Derived]]:
     records = _Records(site.evidence)  # each made once if at all: a recipe's file and its detail
     yield apifiles.RECIPES.path(), dumps(recipes_index(site))
-    yield from evidence_files(site, records)
+    yield from evidence_files(site, records, reuse)
     yield apifiles.LANES.path(), dumps(lanes_index(site))
     yield apifiles.PROFILES.path(), dumps(profiles_index(site))
     if site.timeline:  # built with --timeline: every qualification change, newest first
@@ -319,7 +355,10 @@ def _api_files(site: SiteData, reuse: Reuse | None) -> Iterator[tuple[str, bytes
             return dumps(recipe_detail(r, site, records))
 
         rel = apifiles.RECIPE.path(name=slug(r.name))
-        yield rel, reuse(r, "detail", make) if reuse else make()
+        yield (
+            rel,
+            Derived(reuse.source("api-detail", r.name, r.evidence), make) if reuse else make(),
+        )
     for name, data in safeio.files(SCHEMAS, where="the schemas", suffixes=(".schema.json",)):
         if "/" not in name:
             yield apifiles.SCHEMA_COPY.path(schema=name), data
@@ -327,4 +366,4 @@ def _api_files(site: SiteData, reuse: Reuse | None) -> Iterator[tuple[str, bytes
 
 def api_files(site: SiteData) -> dict[str, bytes]:
     """Every file of the JSON API, site-relative path -> bytes."""
-    return dict(iter_api_files(site))
+    return {rel: data for rel, data in iter_api_files(site) if isinstance(data, bytes)}

@@ -13,6 +13,7 @@ gives for it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Iterator
@@ -54,11 +55,16 @@ class ApiFile:
         return out
 
     def matches(self, rel: str) -> bool:
-        regex = _FIELD.sub(_SEGMENT, re.escape(self.pattern))  # `<`, `>` are not escaped
-        return re.fullmatch(regex, rel) is not None
+        return _regex(self.pattern).fullmatch(rel) is not None
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "schema": self.schema, "optional": self.optional}
+
+
+@functools.cache
+def _regex(pattern: str) -> re.Pattern[str]:
+    """The paths `pattern` stands for (each `<field>` one segment), compiled once."""
+    return re.compile(_FIELD.sub(_SEGMENT, re.escape(pattern)))  # `<`, `>` are not escaped
 
 
 API_FILES: tuple[ApiFile, ...] = (

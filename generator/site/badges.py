@@ -10,6 +10,8 @@ bytes do not depend on installed fonts.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -17,9 +19,10 @@ from urllib.parse import quote
 from generator.core.records import Consensus
 from generator.core.text import html_text, md_link_text, xml_attr, xml_text
 from generator.site import apifiles
-from generator.site.api import dumps
+from generator.site.api import Reuse, dumps
 from generator.site.model import ProfileView, RecipeView, SiteData
 from generator.site.pages import slug
+from generator.site.publish import Derived
 
 # Dark enough backgrounds for white 11px text (WCAG AA contrast >= 4.5:1).
 COLOURS: dict[str, str] = {
@@ -130,13 +133,37 @@ def embeds(recipe: RecipeView, site: SiteData) -> tuple[Embed, ...]:
     return tuple(out)
 
 
-def badge_files(site: SiteData) -> dict[str, bytes]:
-    files: dict[str, bytes] = {}
+def _svg(recipe: RecipeView, p: ProfileView) -> bytes:
+    colour = COLOURS.get(p.consensus, COLOURS[Consensus.UNTESTED])
+    return badge_svg(label(recipe, p), _message(recipe, p), colour, title(recipe, p)).encode()
+
+
+def _json(recipe: RecipeView, p: ProfileView, site: SiteData) -> bytes:
+    return dumps(badge_record(recipe, p, site))
+
+
+def iter_badge_files(
+    site: SiteData, reuse: Reuse | None = None
+) -> Iterator[tuple[str, bytes | Derived]]:
+    """Each recipe × profile's badge (SVG) and its record (JSON), as (path, bytes). With
+    `reuse` (a build with a cache) both come as `Derived` from the recipe's runs: a badge shows
+    its recipe's status, which depends on the recipe's runs and the build's other inputs alone,
+    so an unchanged recipe's badges are linked from the previous site, not made."""
     for r in site.recipes:
         for p in r.profiles:
             at = {"name": slug(r.name), "profile": p.profile}
-            colour = COLOURS.get(p.consensus, COLOURS[Consensus.UNTESTED])
-            svg = badge_svg(label(r, p), _message(r, p), colour, title(r, p))
-            files[apifiles.BADGE_SVG.path(**at)] = svg.encode()
-            files[apifiles.BADGE_JSON.path(**at)] = dumps(badge_record(r, p, site))
-    return files
+            svg, record = functools.partial(_svg, r, p), functools.partial(_json, r, p, site)
+            if reuse is None:
+                yield apifiles.BADGE_SVG.path(**at), svg()
+                yield apifiles.BADGE_JSON.path(**at), record()
+                continue
+            for file, kind, make in (
+                (apifiles.BADGE_SVG, "badge-svg", svg),
+                (apifiles.BADGE_JSON, "badge-json", record),
+            ):
+                source = reuse.source(f"{kind}:{p.profile}", r.name, r.evidence)
+                yield file.path(**at), Derived(source, make)
+
+
+def badge_files(site: SiteData) -> dict[str, bytes]:
+    return {rel: data for rel, data in iter_badge_files(site) if isinstance(data, bytes)}

@@ -591,12 +591,13 @@ def iter_published(
     `Derived`: the publisher links the previous build's copy instead of making it again."""
     yield "assets/plotly.min.js", plotly_js()
     yield from api.iter_api_files(site, reuse)
-    yield from sorted(badges.badge_files(site).items())
+    yield from badges.iter_badge_files(site, reuse)
     yield changelog.FEED, changelog.atom(site, site.site_url)
     for r in site.recipes:
         for p in r.profiles:
             for d in p.downloads:
-                yield d.file, Derived(f"archive\0{d.sha256}", functools.partial(_given, d.content))
+                # the bytes are read (from the render cache) only if not linked
+                yield d.file, Derived(f"archive\0{d.sha256}", functools.partial(_content, d))
     published: dict[str, str] = {}
     code = fingerprint("site/audit.py")
     for e in site.evidence:
@@ -617,8 +618,8 @@ def iter_published(
                 )
 
 
-def _given(data: bytes) -> bytes:
-    return data
+def _content(download: Download) -> bytes:
+    return download.content
 
 
 def _statement(raw: Callable[[], bytes]) -> bytes | None:
@@ -873,7 +874,7 @@ def write_site(
 def _publish(publisher: Publisher, site: SiteData, recipe_keys: RecipeKeys | None) -> None:
     """Every published file beside the pages; one unchanged since the previous build of the
     output (by its recorded size, mtime, inode and source) is linked, not made."""
-    publisher.put_all(iter_published(site, api_reuse(recipe_keys)))
+    publisher.put_all(iter_published(site, api_reuse(recipe_keys, publisher.sums)))
     publisher.close()
     if publisher.linked:
         PROGRESS.info(

@@ -11,7 +11,8 @@ The cache (`generator.core.cache`) knows no stage; this module holds the site's 
   `previous_files`): a rebuild with the same key of an untouched output does nothing, and one
   that changed something links the files whose bytes it published before.
 - `RecipeKeys`: the key parts of the files made from one recipe's data (its pages, its API
-  documents), and `api_reuse`, the JSON API's per-recipe parts through the cache.
+  documents), and `api_reuse`, the JSON API's per-recipe files as derived files (linked from
+  the previous build when their source is unchanged).
 - `StoredPage`: a lifted page as the pages stage stores it.
 """
 
@@ -29,8 +30,8 @@ from generator.core.cache import Cache, digest, fingerprint, stat_tree_digest
 from generator.core.cache import tree_listing as _tree_listing
 from generator.core.memo import Memo, content
 from generator.evidence.view import EvidenceView
-from generator.site import api, pages
-from generator.site.model import RecipeView, SiteData
+from generator.site import api
+from generator.site.model import SiteData
 from generator.site.publish import Published
 
 if TYPE_CHECKING:
@@ -252,18 +253,16 @@ def _stored_page(skeleton: bytes, blocks: tuple[bytes, ...]) -> StoredPage:
     return StoredPage(skeleton.decode(), tuple(b.decode() for b in blocks))
 
 
-def api_reuse(recipe_keys: RecipeKeys | None) -> api.Reuse:
-    """The JSON API's per-recipe parts from the cache when the recipe's inputs are unchanged
-    (keyed like its pages, kind "api-<part>")."""
+def api_reuse(recipe_keys: RecipeKeys | None, sums: Mapping[str, str]) -> api.Reuse | None:
+    """The JSON API's files made from one recipe's data as derived files, their source the
+    digest of the key parts of its pages (kind "api-<part>"); None without a cache."""
+    if recipe_keys is None:
+        return None
 
-    def reuse(recipe: RecipeView, part: str, make: Callable[[], bytes]) -> bytes:
-        if recipe_keys is None:
-            return make()
-        rel = f"api/v1/recipes/{pages.slug(recipe.name)}.json#{part}"
-        parts = recipe_keys.parts(f"api-{part}", recipe.name, rel, recipe.evidence)
-        return recipe_keys.cache.get_or_make(PAGES_STAGE, parts, make, sweep=True)
+    def source(kind: str, name: str, runs: Sequence[EvidenceView]) -> str:
+        return digest(*recipe_keys.parts(kind, name, "", runs))
 
-    return reuse
+    return api.Reuse(source, sums)
 
 
 __all__ = [

@@ -14,6 +14,7 @@ from typing import Any
 from generator.core.records import Consensus, Criteria, RecipeResult, ScaleProfile
 from generator.evidence.view import EvidenceView
 from generator.render.bundled import Refusal
+from generator.render.cache import SealedArchive
 from generator.site.signers import SignerPolicyView
 from generator.site.timeline import Change
 
@@ -39,7 +40,14 @@ class Download:
     file: str  # path inside the site, e.g. downloads/<recipe>/<recipe>-<profile>-<deployer>.tar.gz
     sha256: str  # hex
     size: int
-    content: bytes = b""
+    # the bytes (rendered by this build), or the render cache's entry that holds them, known by
+    # its sealed digest: read only if the archive is published anew (`content`)
+    body: bytes | SealedArchive = b""
+
+    @property
+    def content(self) -> bytes:
+        """The archive's bytes: as given, or read from the render cache now."""
+        return self.body if isinstance(self.body, bytes) else self.body.content()
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ found nothing (a recipe without evidence is UNTESTED).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Mapping, Sequence
@@ -23,6 +24,7 @@ from generator.evidence.model import FoundFile
 from generator.evidence.view import EvidenceView, RawFile, evidence_view
 from generator.fast.pool import parallel_map
 from generator.render.bundled import Refusal
+from generator.render.cache import SealedArchive
 from generator.site.model import (
     Download,
     LaneOutcome,
@@ -189,7 +191,8 @@ def render_bundles(
     """
     problems: list[Diagnostic] = []
     refused: dict[Key, tuple[Refusal, ...]] = {}
-    made: dict[tuple[Key, str], bytes] = {}  # archives the cache held, read here
+    # archives the cache held (known by their sealed digests), and those rendered here
+    made: dict[tuple[Key, str], bytes | SealedArchive] = {}
     work: list[tuple[RecipeResult, str, Mapping[str, bytes], int, Path | None]] = []
     pairs: list[tuple[RecipeResult, str]] = []  # every archive, in the order shown
     for result in results:
@@ -231,19 +234,21 @@ def _missing(
     deployers: Sequence[str],
     epoch: int,
     cache_dir: Path | None,
-    made: dict[tuple[Key, str], bytes],
+    made: dict[tuple[Key, str], bytes | SealedArchive],
 ) -> list[tuple[RecipeResult, str, Mapping[str, bytes], int, Path | None]]:
     """The archives of `bundled` the cache does not hold, as render jobs (its manifests read
-    only then); those it holds go into `made`, read here rather than in a worker process."""
+    only then); those it holds go into `made` by their sealed digests, their bytes not read
+    (`render.cache.sealed_archive`: read when published anew, rendered again if then gone)."""
     from generator.catalog.manifests import read_manifests
-    from generator.render.cache import stored_archive
+    from generator.render.cache import sealed_archive
 
     key = (bundled.name, bundled.scale_profile)
     todo = []
     for d in deployers:
         stored = None
         if cache_dir is not None:
-            stored = stored_archive(bundled, d, cache_dir=cache_dir, mtime=epoch)
+            again = functools.partial(_render_again, catalog, bundled, d, epoch, cache_dir)
+            stored = sealed_archive(bundled, d, again, cache_dir=cache_dir, mtime=epoch)
         if stored is None:
             todo.append(d)
         else:
@@ -264,16 +269,31 @@ def _render_all(
     return list(parallel_map(_render_one, work, jobs=workers, chunksize=chunk))
 
 
-def _download(result: RecipeResult, deployer: str, data: bytes) -> Download:
+def _render_again(
+    catalog: Catalog, bundled: RecipeResult, deployer: str, epoch: int, cache_dir: Path
+) -> bytes:
+    """An archive whose cache entry was known by its digest but no longer holds its bytes."""
+    from generator.catalog.manifests import read_manifests
+    from generator.render.cache import cached_archive
+
+    manifests = read_manifests(catalog, bundled)
+    return cached_archive(bundled, deployer, manifests, cache_dir=cache_dir, mtime=epoch)
+
+
+def _download(result: RecipeResult, deployer: str, body: bytes | SealedArchive) -> Download:
     from generator.render import archive_name
 
+    if isinstance(body, bytes):
+        sha256, size = hashlib.sha256(body).hexdigest(), len(body)
+    else:
+        sha256, size = body.sha256, body.size
     return Download(
         deployer=deployer,
         profile=result.scale_profile,
         file=f"downloads/{result.name}/{archive_name(result, deployer)}",
-        sha256=hashlib.sha256(data).hexdigest(),
-        size=len(data),
-        content=data,
+        sha256=sha256,
+        size=size,
+        body=body,
     )
 
 
