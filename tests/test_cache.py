@@ -170,6 +170,24 @@ def test_get_or_make_many_makes_only_the_missing_in_one_call(tmp_path: Path) -> 
     assert calls == [[0, 1], [2, 3]]
 
 
+def test_stored_tells_what_the_store_holds_unread_and_keeps_it_through_a_sweep(
+    tmp_path: Path,
+) -> None:
+    cache = Cache(tmp_path / "c", secret=b"a" * 32)
+    parts = [(FP, str(i)) for i in range(3)]
+    cache.get_or_make_many("pages", parts[:2], lambda todo: [str(i) for i in todo], sweep=True)
+    cache.finish()
+    later = Cache(tmp_path / "c", secret=b"a" * 32)
+    held = later.stored("pages", parts, sweep=True)
+    assert [there for _, there in held] == [True, True, False]
+    assert {key for key, _ in held[:2]} == set(later.keys("pages"))
+    assert held[2][0] == later.key("pages", "", *parts[2])
+    assert later.stats.hits == {} and later.stats.misses == {}  # nothing was read
+    later.finish()  # entries only asked about are served: the sweep keeps them
+    assert len(later.keys("pages")) == 2
+    assert later.get_or_make_many("pages", parts[1:2], lambda todo: ["x"]) == ["1"]
+
+
 def test_finish_sweeps_only_stages_served_with_sweep(tmp_path: Path) -> None:
     first = Cache(tmp_path / "c", secret=b"a" * 32)
     for name in ("a", "b"):

@@ -119,8 +119,15 @@ def test_one_added_evidence_file_renders_two_pages_and_matches_a_fresh_build(
     # or hashing them, and writes only what changed
     assert first.files_linked == 0 and first.files_derived > first.evidence + 2 * first.recipes
     badges = len(list((out / "badges" / held.relative_to(evidence).parts[0]).glob("*.svg")))
-    assert badges > 0 and second.files_derived == 2 + 2 + 2 * badges, second
+    assert badges > 0 and second.files_derived == 2 + 2 + 2 * badges + second.pages_finished, second
     assert archives_read == [], archives_read
+    # every page is derived too (`finish_pages`): the first build finished every page; the
+    # second finishes only pages whose data blocks or built HTML changed, links the others
+    assert first.pages_finished > first.pages
+    assert 3 <= second.pages_finished <= 3 + 10, second
+    # and it reads no unchanged run's page from the cache: the pages of recipes (which the
+    # engine builds) are read, a run's page (stamped) only when it is to be finished
+    assert second.pages_read <= second.pages - second.evidence - 10, second
     assert second.files_written < first.files // 6, second
     assert second.files_linked > first.files // 2
     assert linked and int(linked.group(1)) > first.files // 2, caplog.text
@@ -201,10 +208,30 @@ def test_corrupt_and_planted_entries_are_recomputed(
     store.close()
 
     shutil.move(tmp_path / "held.sigstore.json", held)  # so the build is not skipped
+    # without the previous tree no page can be linked: every entry left in the cache is read
+    shutil.rmtree(out)
     report = build_site(opts(catalog, evidence, out))
-    assert report.pages_rendered >= 5 + 2 and not report.engine_reused
+    assert report.pages_rendered >= 10 + 2 + 1 and not report.engine_reused
     assert digests(out) == fresh
     assert not any("__pwned" in p.read_text() for p in out.rglob("*.html"))
+
+
+def test_pages_left_in_the_cache_are_read_when_the_previous_tree_is_gone(
+    inputs: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    catalog, evidence, _ = inputs
+    out = tmp_path / "b" / "site"
+    first = build_site(opts(catalog, evidence, out))
+    shutil.rmtree(out)  # the last build's record stays in the cache, its tree is gone
+    second = build_site(opts(catalog, evidence, out))
+    # every recipe's page comes from the cache (the runs' pages fetched in one batch, as none
+    # can be linked), every page is finished again, nothing but the site-wide pages rendered
+    assert second.pages_rendered == 10 and second.files_linked == 0, second
+    assert second.pages_read == first.pages - 10
+    assert second.pages_finished == first.pages_finished
+    fresh = tmp_path / "fresh" / "site"
+    build_site(opts(catalog, evidence, fresh, cached=False))
+    assert digests(out) == digests(fresh)
 
 
 def test_entries_of_earlier_inputs_are_swept(
@@ -253,8 +280,10 @@ def test_pages_rendered_by_worker_processes_are_the_same(
     two = make_pages(site, replace(options, jobs=2))  # 80+ pages: a pool of two workers
     # every page is rendered; the engine gets all but the stamped run pages
     assert one.rendered == two.rendered == one.count > len(one.skeletons) > 64
-    assert one.skeletons == two.skeletons and one.blocks == two.blocks
-    assert one.stamped == two.stamped and one.stamped
+    assert one.skeletons == two.skeletons and one.content == two.content
+    assert any(c.stamp and c.stamp != rel for rel, c in one.content.items())
+    # without the cache nothing is left unread: every page's title and blocks are in hand
+    assert not any(c.stored for c in one.content.values())
 
 
 def test_a_stored_page_round_trips_and_storing_it_leaves_its_strings_as_they_were() -> None:

@@ -257,7 +257,7 @@ def _measure_pages(
     result["pages"].note = f"{len(generated)} generated files, {pages} pages"
     with measure(result["mkdocs"], sampler):
         site_build.run_mkdocs(work / "mkdocs.yml", 0)
-        site_build.finish_pages(work / "site", made.blocks, stamped=made.stamped)  # blocks back
+        site_build.finish_pages(work / "site", made)  # blocks back
     shutil.rmtree(work, ignore_errors=True)
     return pages
 

@@ -465,6 +465,30 @@ class Cache:
             self._write(stage, items)
         return found
 
+    def stored(
+        self, stage: str, key_parts: Sequence[Sequence[str | bytes]], *, sweep: bool = False
+    ) -> list[tuple[str, bool]]:
+        """The key `get_or_make_many` gives each of `key_parts`, and whether the store holds an
+        entry under it, without reading the entries (a bad one is found, and made again, when
+        `get_or_make_many` reads it). With `sweep`, every one of these keys counts as served:
+        the caller reads or makes it when it needs the value."""
+        keys = [self.key(stage, "", *parts) for parts in key_parts]
+        if not self.enabled:
+            return [(k, False) for k in keys]
+        if sweep:
+            self._served.setdefault(stage, set()).update(keys)
+        db = self._store_db()
+        held: set[str] = set()
+        unique = sorted(set(keys))
+        for i in range(0, len(unique), _BATCH):
+            chunk = unique[i : i + _BATCH]
+            marks = ",".join("?" * len(chunk))
+            rows = db.execute(
+                f"SELECT key FROM entries WHERE stage = ? AND key IN ({marks})", (stage, *chunk)
+            )
+            held.update(k for (k,) in rows)
+        return [(k, k in held) for k in keys]
+
     def finish(self) -> None:
         """Sweep every stage served with `sweep=True` down to the entries served (call once
         the work that used this cache has succeeded)."""

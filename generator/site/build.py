@@ -17,7 +17,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ import yaml
 from generator import __version__
 from generator.core import atomic, safeio, timeutil, yamlio
 from generator.core.atomic import TreeWriter
-from generator.core.cache import Cache, fingerprint, tree_digest
+from generator.core.cache import Cache, digest, fingerprint, tree_digest
 from generator.core.errors import CatalogError, Diagnostic, LoadError, SiteError
 from generator.core.memo import NOT_KEYED, PATH_ONLY, Memo
 from generator.core.memo import content as keyed_by_content
@@ -131,6 +131,11 @@ class BuildReport:
     # `generator.evidence.store.FileMemo`)
     views_judged: int = 0
     evidence_read: int = 0
+    # pages of one recipe's data read from the cache (a stamped page, a run's, is read only
+    # when its finished page cannot be linked), and pages finished by this build: data blocks put back
+    # into the built HTML (the others were linked from the previous tree: `finish_pages`)
+    pages_read: int = 0
+    pages_finished: int = 0
 
 
 # --- time ---------------------------------------------------------------------------------------
@@ -455,92 +460,164 @@ def generated_docs(site: SiteData, options: BuildOptions) -> dict[str, str]:
 ENGINE_STAGE = "mkdocs"
 _PARALLEL_PAGES = 64  # below this many pages to render, a process pool costs more than it saves
 
+Lifted = tuple[str, tuple[str, ...]]  # a page's Markdown skeleton and its data blocks
+
+
+@dataclass(frozen=True, slots=True)
+class PageContent:
+    """What goes into one built page besides the engine's HTML: its data blocks and, for a
+    stamped page, its HTML-escaped title (`islands.stamp`). `key` names them (the page's cache
+    key, or their digest), so a finished page is a function of `key`, the engine's HTML of
+    `stamp` and the finishing code (`finish_pages`). A page the cache holds but this build did
+    not read (`stored`) has no title or blocks here: `Pages.fetch` gives them when needed."""
+
+    key: str
+    stamp: str = ""  # the built page it is made from (site-relative .html); "": its own
+    title: str = ""
+    blocks: tuple[str, ...] = ()
+    stored: bool = False
+
+
+def _no_fetch(rels: Sequence[str]) -> dict[str, tuple[str, tuple[str, ...]]]:
+    if rels:
+        raise SiteError(f"{rels[0]}: a page to fetch, but no page was left in the cache")
+    return {}
+
+
+class PageRenderer:
+    """Renders pages of a plan and lifts their data blocks (`islands.lift`), in forked workers
+    only when --jobs asks for them and there are enough. Not a record: it counts the pages'
+    work, rendered, read from the cache and finished (`finish_pages`: the others were linked)."""
+
+    def __init__(self, plan: tuple[pages.PagePlan, ...], jobs: int | None) -> None:
+        self.plan, self.jobs = plan, jobs
+        self.rendered = self.read = self.finished = 0
+
+    def __call__(self, todo: list[int]) -> list[Lifted]:
+        self.rendered += len(todo)
+        # A forked worker copies every page of the site data it reads (reference counts are
+        # writes), about 500 MB each at 1,000 recipes and 20,000 runs, for ~5 s saved cold.
+        workers = min(self.jobs or 1, len(todo))
+        if len(todo) < _PARALLEL_PAGES:
+            workers = 1
+        plan = self.plan
+        return list(
+            parallel_map(lambda i: islands.lift(plan[i].render()), todo, jobs=workers, chunksize=16)
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Pages:
-    """The generated pages, lifted: Markdown skeletons (docs-relative .md) and the data blocks
-    of each built page (site-relative .html)."""
+    """The generated pages, lifted: Markdown skeletons the engine builds (docs-relative .md)
+    and what goes into each built page (site-relative .html: `PageContent`), the pages made
+    from a stamp page's build among them (the engine never sees those: pages.PagePlan.stamp).
+    `fetch` reads (or renders again) the title and blocks of pages left in the cache."""
 
     skeletons: Mapping[str, str]
-    blocks: Mapping[str, tuple[str, ...]]
-    rendered: int
-    # pages made from a stamp page's build (site-relative .html -> the stamp's .html and the
-    # page's HTML-escaped title): the engine never sees them (pages.PagePlan.stamp)
-    stamped: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    content: Mapping[str, PageContent]
+    renderer: PageRenderer
+    fetch: Callable[[Sequence[str]], Mapping[str, tuple[str, tuple[str, ...]]]] = _no_fetch
 
     @property
     def count(self) -> int:
         """Pages generated: those the engine builds and those stamped from them."""
-        return len(self.skeletons) + sum(1 for r, (s, _) in self.stamped.items() if r != s)
+        return len(self.skeletons) + sum(
+            1 for r, c in self.content.items() if c.stamp and c.stamp != r
+        )
+
+    @property
+    def rendered(self) -> int:
+        """Pages rendered by this build so far (the others came from the cache)."""
+        return self.renderer.rendered
 
 
 def make_pages(
     site: SiteData, options: BuildOptions, recipe_keys: RecipeKeys | None = None
 ) -> Pages:
     """Render every page (site-wide pages always; with `recipe_keys`, a recipe's pages only
-    when the cache has no entry for them)."""
+    when the cache has no entry for them). A stamped page the cache holds is not read here:
+    `finish_pages` fetches it only when its finished page cannot be linked from the last build."""
     with collector_paused():
         return _make_pages(site, options, recipe_keys)
 
 
 def _make_pages(site: SiteData, options: BuildOptions, recipe_keys: RecipeKeys | None) -> Pages:
     plan = pages.page_plan(site, _contract(options), options.cli_reference)
-    rendered = 0
-
-    def render(todo: list[int]) -> list[tuple[str, tuple[str, ...]]]:
-        nonlocal rendered
-        rendered += len(todo)
-        # Pages are rendered in forked workers only when --jobs asks for them: a forked worker
-        # copies every page of the site data it reads (reference counts are writes), about
-        # 500 MB each at 1,000 recipes and 20,000 runs, for ~5 s saved on a cold build.
-        workers = min(options.jobs or 1, len(todo))
-        if len(todo) < _PARALLEL_PAGES:
-            workers = 1
-        return list(
-            parallel_map(lambda i: islands.lift(plan[i].render()), todo, jobs=workers, chunksize=16)
-        )
-
-    done = _cached_pages(plan, recipe_keys, render)
-    todo = [i for i in range(len(plan)) if i not in done]
+    render = PageRenderer(plan, options.jobs)
+    done, keys, fetch = _cached_pages(plan, recipe_keys, render)
+    todo = [i for i in range(len(plan)) if i not in done and i not in keys]
     done.update(zip(todo, render(todo), strict=True))
     skeletons: dict[str, str] = {}
-    blocks: dict[str, tuple[str, ...]] = {}
-    stamped: dict[str, tuple[str, str]] = {}
+    content: dict[str, PageContent] = {}
     for i, page in enumerate(plan):
-        skeleton, found = done[i]
         html = page.rel.removesuffix(".md") + ".html"
-        if page.stamp:  # the stamp itself goes to the engine; its other pages never do
-            stamped[html] = (
-                page.stamp.removesuffix(".md") + ".html",
-                pages.stamped_title(skeleton),
-            )
-        if not page.stamp or page.stamp == page.rel:
+        stamp = page.stamp.removesuffix(".md") + ".html" if page.stamp else ""
+        if i not in done:  # left in the cache, unread
+            content[html] = PageContent(keys[i], stamp, stored=True)
+            continue
+        skeleton, blocks = done[i]
+        if not page.stamp or page.stamp == page.rel:  # the engine builds it (a stamp too)
             skeletons[page.rel] = skeleton
-        if found:
-            blocks[html] = found
-    return Pages(skeletons, blocks, rendered, stamped)
+        title = pages.stamped_title(skeleton) if page.stamp else ""
+        key = keys.get(i) or digest("lifted", title, *blocks)
+        content[html] = PageContent(key, stamp, title, blocks)
+    return Pages(skeletons, content, render, fetch)
 
 
 def _cached_pages(
-    plan: tuple[pages.PagePlan, ...],
-    recipe_keys: RecipeKeys | None,
-    render: Callable[[list[int]], list[tuple[str, tuple[str, ...]]]],
-) -> dict[int, tuple[str, tuple[str, ...]]]:
-    """The lifted pages made from one recipe's data (`runs` known), from the cache or rendered
-    by `render` and stored; by index in `plan`. Empty without `recipe_keys`."""
+    plan: tuple[pages.PagePlan, ...], recipe_keys: RecipeKeys | None, render: PageRenderer
+) -> tuple[
+    dict[int, Lifted],
+    dict[int, str],
+    Callable[[Sequence[str]], dict[str, tuple[str, tuple[str, ...]]]],
+]:
+    """The pages made from one recipe's data (`runs` known), by index in `plan`: those read
+    from the cache or rendered by `render` and stored, each one's cache key, and the fetch of
+    the others. A stamped page the cache holds is left there unread (its key names its title
+    and blocks): the fetch reads it, or renders it again if its entry turns out bad. Empty
+    without `recipe_keys`."""
     if recipe_keys is None:
-        return {}
+        return {}, {}, _no_fetch
+    cache = recipe_keys.cache
     cached = [i for i, page in enumerate(plan) if page.runs is not None]
-    parts = [
-        recipe_keys.parts(p.kind, p.name, p.rel, p.runs or ())
-        for p in map(plan.__getitem__, cached)
-    ]
+    parts = {
+        i: recipe_keys.parts(p.kind, p.name, p.rel, p.runs or ()) for i, p in _at(plan, cached)
+    }
+    held = cache.stored(PAGES_STAGE, [parts[i] for i in cached], sweep=True)
+    keys = {i: key for i, (key, _) in zip(cached, held, strict=True)}
+    left = {i for i, (_, there) in zip(cached, held, strict=True) if there and _stamped(plan[i])}
+    read = [i for i in cached if i not in left]
 
-    def make(todo: list[int]) -> list[StoredPage]:
-        return [StoredPage(*page) for page in render([cached[j] for j in todo])]
+    def get(indices: list[int]) -> list[Lifted]:
+        def make(todo: list[int]) -> list[StoredPage]:
+            render.read -= len(todo)  # not in the cache (or a bad entry): rendered
+            return [StoredPage(*page) for page in render([indices[j] for j in todo])]
 
-    stored = recipe_keys.cache.get_or_make_many(PAGES_STAGE, parts, make, sweep=True)
-    return {i: (page.skeleton, page.blocks) for i, page in zip(cached, stored, strict=True)}
+        render.read += len(indices)
+        stored = cache.get_or_make_many(PAGES_STAGE, [parts[i] for i in indices], make)
+        return [(page.skeleton, page.blocks) for page in stored]
+
+    by_html = {plan[i].rel.removesuffix(".md") + ".html": i for i in left}
+
+    def fetch(rels: Sequence[str]) -> dict[str, tuple[str, tuple[str, ...]]]:
+        found = get([by_html[rel] for rel in rels])
+        return {
+            rel: (pages.stamped_title(skeleton), blocks)
+            for rel, (skeleton, blocks) in zip(rels, found, strict=True)
+        }
+
+    return dict(zip(read, get(read), strict=True)), keys, fetch
+
+
+def _at(
+    plan: tuple[pages.PagePlan, ...], indices: list[int]
+) -> Iterator[tuple[int, pages.PagePlan]]:
+    return ((i, plan[i]) for i in indices)
+
+
+def _stamped(page: pages.PagePlan) -> bool:
+    """A page made from its stamp page's build, not one the engine builds itself."""
+    return bool(page.stamp) and page.stamp != page.rel
 
 
 def site_files(site_dir: Path) -> dict[str, bytes]:
@@ -639,40 +716,91 @@ def published_files(site: SiteData) -> dict[str, bytes]:
 
 def finish_pages(
     site_dir: Path,
-    blocks: Mapping[str, tuple[str, ...]],
+    made: Pages,
     publisher: Publisher | None = None,
     engine: Mapping[str, bytes] | None = None,
-    stamped: Mapping[str, tuple[str, str]] | None = None,
 ) -> None:
     """Put the data blocks back into the built pages and add the Content-Security-Policy;
-    make each stamped page from its stamp's built page (`Pages.stamped`).
+    make each stamped page from its stamp's built page (`PageContent.stamp`).
 
     The pages are those mkdocs wrote into `site_dir`, or, when its output was reused, those of
-    `engine` (whose other files are published as they are)."""
+    `engine` (whose other files are published as they are). A finished page is published as
+    `Derived` from the digest of its built HTML and its content's key: one the last build
+    published from the same source is linked without its blocks being read, put in or hashed;
+    the blocks of the pages left in the cache that are to be made are fetched in one batch."""
     put = publisher or Publisher(site_dir)
+    built = _built_pages(site_dir, put, engine)
+    sources = _page_sources(built, made.content)
+    stale = [
+        rel
+        for rel, page in made.content.items()
+        if page.stored and getattr(put.known.get(rel), "source", None) != sources[rel]
+    ]
+    fetched = dict(made.fetch(stale)) if stale else {}
+    for rel in sorted(sources):
+        page = made.content.get(rel) or PageContent("")
+        finish = functools.partial(_finish_page, rel, built[page.stamp or rel], page, made, fetched)
+        put.put_derived(rel, sources[rel], finish)
+    if publisher is None:
+        put.close()
+
+
+def _built_pages(
+    site_dir: Path, put: Publisher, engine: Mapping[str, bytes] | None
+) -> dict[str, bytes]:
+    """The engine's built pages (site-relative .html): read from `site_dir`, or taken from
+    `engine`, whose other files are published here as they are."""
     if engine is None:
-        built = dict(
+        return dict(
             safeio.files(
                 site_dir, where="the built site", suffixes=(".html",), limit=safeio.OTHER_BYTES
             )
         )
-    else:
-        put.put_all(
-            (rel, data) for rel, data in sorted(engine.items()) if not rel.endswith(".html")
-        )
-        built = {rel: data for rel, data in engine.items() if rel.endswith(".html")}
-    stamped = stamped or {}
-    for rel in sorted(built.keys() | stamped.keys()):
-        if rel in stamped:
-            source, title = stamped[rel]
-            html = islands.stamp(built[source].decode("utf-8"), title, rel)
-        else:
-            html = built[rel].decode("utf-8")
-        if rel in blocks:
-            html = islands.sink(html, blocks[rel], rel)
-        put.put(rel, with_csp(html).encode("utf-8"))
-    if publisher is None:
-        put.close()
+    put.put_all((rel, data) for rel, data in sorted(engine.items()) if not rel.endswith(".html"))
+    return {rel: data for rel, data in engine.items() if rel.endswith(".html")}
+
+
+PAGE_CODE = "site"  # the finishing code (islands, csp, this module): part of every page's source
+
+
+def _page_sources(built: Mapping[str, bytes], content: Mapping[str, PageContent]) -> dict[str, str]:
+    """Every finished page's source identity (`derived_source`): the finishing code, the
+    sha256 of the built HTML it is made from and its content's key (pages with no content:
+    none). Each built page is hashed once, however many pages are stamped from it."""
+    code = fingerprint(PAGE_CODE)
+    shas: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    for rel in built.keys() | content.keys():
+        page = content.get(rel) or PageContent("")
+        origin = page.stamp or rel
+        if origin not in built:
+            raise SiteError(f"{rel}: the page it is made from, {origin}, was not built")
+        sha = shas.get(origin)
+        if sha is None:
+            sha = shas[origin] = hashlib.sha256(built[origin]).hexdigest()
+        sources[rel] = derived_source("page", code, sha, page.key)
+    return sources
+
+
+def _finish_page(
+    rel: str,
+    html_bytes: bytes,
+    page: PageContent,
+    made: Pages,
+    fetched: Mapping[str, tuple[str, tuple[str, ...]]],
+) -> bytes:
+    """One finished page: the built HTML (its stamp's, with its title), its data blocks put
+    back, the Content-Security-Policy added."""
+    made.renderer.finished += 1
+    title, blocks = page.title, page.blocks
+    if page.stored:
+        title, blocks = fetched[rel] if rel in fetched else made.fetch([rel])[rel]
+    html = html_bytes.decode("utf-8")
+    if page.stamp:
+        html = islands.stamp(html, title, rel)
+    if blocks:
+        html = islands.sink(html, blocks, rel)
+    return with_csp(html).encode("utf-8")
 
 
 class _Collect(logging.Handler):
@@ -793,6 +921,8 @@ def _build(
         recipes_aggregated=dict(site.work).get("recipes aggregated", 0),
         views_judged=dict(site.work).get("views judged", 0),
         evidence_read=dict(site.work).get("evidence files read", 0),
+        pages_read=written.read,
+        pages_finished=written.finished,
     )
     return report, written
 
@@ -811,6 +941,8 @@ class Written:
     sources: dict[str, str]
     counts: PublishCounts
     notes: tuple[StageNote, ...] = ()  # what the writing left out, and why
+    read: int = 0  # pages read from the cache (`Pages`)
+    finished: int = 0  # pages finished, not linked (`finish_pages`)
 
 
 def write_site(
@@ -825,12 +957,12 @@ def write_site(
 ) -> Written:
     """The site's files into a temporary tree beside `out` (docs, mkdocs, the data blocks, the
     published files), then swapped into place; the temporary tree is removed either way."""
-    count, rendered = made.count, made.rendered
+    count = made.count
     PROGRESS.info(
         "pages: %d generated (%d rendered, %d reused), then mkdocs build --strict",
         count,
-        rendered,
-        count - rendered,
+        made.rendered,
+        count - made.rendered,
     )
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}-build-", dir=out.parent))
     try:
@@ -849,7 +981,8 @@ def write_site(
         with collector_paused():
             known = previous_files(cache, out) if cache is not None else {}
             publisher = Publisher(site_dir, out if known else None, known)
-            finish_pages(site_dir, made.blocks, publisher, engine, made.stamped)
+            finish_pages(site_dir, made, publisher, engine)
+            work_done = made.renderer  # its counts include the pages fetched and finished
             del engine, made  # the data blocks are in the pages now
             _publish(publisher, site, recipe_keys)
         mark(site_dir, OutputKind.SITE)
@@ -861,13 +994,15 @@ def write_site(
     notes = () if config.get("site_url") else (NO_SITEMAP,)
     return Written(
         count,
-        rendered,
+        work_done.rendered,
         files,
         engine_reused,
         publisher.sums,
         publisher.sources,
         publisher.counts(),
         notes,
+        work_done.read,
+        work_done.finished,
     )
 
 
