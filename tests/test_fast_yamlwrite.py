@@ -257,3 +257,14 @@ def test_the_direct_emitter_writes_the_documents_bundles_hold() -> None:
 )
 def test_the_direct_emitter_leaves_the_rest_to_yaml_dump(doc: Any) -> None:
     assert yamlwrite._emitted(doc, False) is None
+
+
+def test_the_scalar_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(yamlwrite, "_SCALARS_LIMIT", 400)
+    yamlwrite._SCALARS.clear()
+    monkeypatch.setattr(yamlwrite, "_scalar_chars", 0)
+    for i in range(200):
+        doc = {f"key {i}": f"value {i}"}
+        assert yamlwrite._emitted(doc, False) == _plain_dump(doc, False)
+    held = sum(len(k[2]) + len(t or "") + 16 for k, t in yamlwrite._SCALARS.items())
+    assert 0 < held <= 400 and len(yamlwrite._SCALARS) < 200

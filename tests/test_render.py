@@ -794,3 +794,34 @@ def test_write_then_verify_round_trips(files: dict[str, bytes]) -> None:
 def test_unknown_deployer_is_a_render_error() -> None:
     with pytest.raises(RenderError, match="unknown deployer 'kustomize'; accepted: helm, helmfile"):
         render_bundle(sample_result(), "kustomize", MANIFESTS)
+
+
+def test_bundle_documents_are_written_without_yaml_dump(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counted work (issue 29): the plain YAML documents of a bundle go through the direct
+    emitter; yaml.dump is asked only for one scalar's text at a time, once per distinct scalar
+    and place, and for nothing when the same bundles are rendered again."""
+    from generator.fast import yamlwrite
+
+    calls: list[tuple[str, Any]] = []
+    real = yamlwrite._dump
+
+    def counting(obj: Any, dumper: Any, sort_keys: bool, style: Any) -> str:
+        calls.append((dumper.__name__, obj))
+        return real(obj, dumper, sort_keys, style)
+
+    monkeypatch.setattr(yamlwrite, "_dump", counting)
+    yamlwrite._MEMO.clear()
+    yamlwrite._SCALARS.clear()
+    first = {d: render_bundle(sample_result(), d, MANIFESTS) for d in DEPLOYERS}
+    assert calls, "the scalars' texts come from libyaml"
+    whole = [obj for name, obj in calls if name != "_BundleDumper"]
+    assert whole == []  # no document went through yaml.dump (none holds a multi-line string)
+    for _, obj in calls:  # each a probe of one scalar: {"k": x}, [x] or {x: None}
+        assert len(obj) == 1
+        (inner,) = obj.values() if isinstance(obj, dict) else obj
+        assert not isinstance(inner, dict | list)
+    probes = len(calls)
+    yamlwrite._MEMO.clear()  # the documents again, from the scalars' memo
+    again = {d: render_bundle(sample_result(), d, MANIFESTS) for d in DEPLOYERS}
+    assert len(calls) == probes
+    assert again == first

@@ -9,7 +9,9 @@ stream; numbers beyond 11 octal digits are left to `TarInfo.tobuf` itself.
 Measured gain: the 180 bundle archives of the repository's catalog (45 recipe x profile rows x 4
 deployers, 10,941 members, 9.7 MB), archived three times in one process: median 0.91 s vs
 1.66 s CPU (whole process, 0.07 s of it start-up), ratio 0.56; the archive step itself is about
-1.9x faster (0.28 s vs 0.53 s a pass), most of what remains is deflate.
+1.9x faster (0.28 s vs 0.53 s a pass), most of what remains is deflate. Issue 29: the header
+checksum summed over the varying fields only (the fixed middle's sum is a constant): the headers
+of 100 synthetic bundles 17 -> 9 ms, a twentieth of deflate's time.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ _OCTAL_11 = 8**11  # the largest size or mtime an 11-digit octal field holds, pl
 # the fixed middle of a GNU header: linkname, magic, uname, gname, devmajor, devminor, prefix
 _FIXED = bytes(100) + tarfile.GNU_MAGIC + bytes(32 + 32 + 8 + 8 + 155)
 _TAIL = bytes(_BLOCK - 500)
+_IDS = b"0000000\x00" * 2  # uid, gid
+_CONSTANT_SUM = sum(b" " * 8) + sum(_FIXED)  # the checksum field as spaces, the fixed middle
 _GZIP_HEAD = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # no name, mtime 0, OS 255 (unknown)
 
 
@@ -62,22 +66,15 @@ def tar_gz_reference(members: Sequence[Member], mtime: int) -> bytes:
 
 
 def _block(raw: bytes, mode: int, size: int, mtime: int, kind: bytes) -> bytes:
-    """One 512-byte GNU header: `raw` is the encoded name (cut to 100 bytes)."""
-    block = b"".join(
-        (
-            raw[:100],
-            bytes(100 - len(raw[:100])),
-            b"%07o\x00" % (mode & 0o7777),
-            b"0000000\x00" * 2,  # uid, gid
-            b"%011o\x00" % size,
-            b"%011o\x00" % mtime,
-            b"        ",  # the checksum field counts as spaces while summing
-            kind,
-            _FIXED,
-            _TAIL,
-        )
+    """One 512-byte GNU header: `raw` is the encoded name (cut to 100 bytes). The checksum is
+    summed over the fields that vary only (the rest is `_CONSTANT_SUM`): the header's bytes
+    are summed with the checksum field as eight spaces, as `tarfile` sums them."""
+    name = raw[:100]
+    fields = b"%07o\x00%s%011o\x00%011o\x00" % (mode & 0o7777, _IDS, size, mtime)
+    check = _CONSTANT_SUM + sum(name) + sum(fields) + kind[0]
+    return b"".join(
+        (name, bytes(100 - len(name)), fields, b"%06o\x00 " % check, kind, _FIXED, _TAIL)
     )
-    return b"%s%06o\x00%s" % (block[:148], sum(block), block[155:])
 
 
 def _header(name: str, data: bytes | None, mode: int, mtime: int) -> bytes:

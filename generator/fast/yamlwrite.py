@@ -223,7 +223,8 @@ _PLAIN_SCALARS = (str, int, bool, float, type(None))
 # scalar text per place and type: (place, type, value) -> text, None when the emitter must not
 # write it (several lines, a complex key); float values are keyed by repr (0.0 == -0.0)
 _SCALARS: dict[tuple[int, type, Any], str | None] = {}
-_SCALARS_LIMIT = 200_000
+_SCALARS_LIMIT = 8 << 20  # characters of the values and texts held; emptied past it
+_scalar_chars = 0
 # YAML's line breaks: a scalar whose text holds one is indented after it by where it stands
 _BREAKS = ("\n", "\r", "\x85", "\u2028", "\u2029")
 _SCALAR_CHARS = 4096  # longer scalars are asked of libyaml every time (rare, and would pile up)
@@ -251,6 +252,7 @@ def _scalar_text(place: int, x: Any) -> str | None:
 
 
 def _scalar(place: int, x: Any) -> str:
+    global _scalar_chars
     t = type(x)
     if t not in _PLAIN_SCALARS:
         raise _NotPlain
@@ -260,9 +262,12 @@ def _scalar(place: int, x: Any) -> str:
     except KeyError:
         text = _scalar_text(place, x)
         if t is not str or len(x) <= _SCALAR_CHARS:
-            if len(_SCALARS) >= _SCALARS_LIMIT:
+            size = len(x if t is str else "") + len(text or "") + 16
+            if _scalar_chars + size > _SCALARS_LIMIT:
                 _SCALARS.clear()
+                _scalar_chars = 0
             _SCALARS[key] = text
+            _scalar_chars += size
     if text is None:
         raise _NotPlain
     return text

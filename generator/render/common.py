@@ -508,6 +508,9 @@ def local_chart_files(f: Folder, header: str) -> dict[str, BundleFile]:
 
 
 def _sorted_plain(obj: Any) -> Any:
+    t = type(obj)
+    if t is str or t is int or t is bool or obj is None:  # the leaves, without the ABC checks
+        return obj
     if isinstance(obj, Mapping):
         return {k: _sorted_plain(obj[k]) for k in sorted(obj)}
     if isinstance(obj, list | tuple):

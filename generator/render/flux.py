@@ -142,6 +142,9 @@ def _helm_release(f: Folder, deps: tuple[str, ...], target: GitOpsTarget) -> dic
 
 
 def _sorted(obj: Any) -> Any:
+    t = type(obj)
+    if t is str or t is int or t is bool or obj is None:  # the leaves, without the ABC checks
+        return obj
     if isinstance(obj, Mapping):
         return {k: _sorted(obj[k]) for k in sorted(obj)}
     if isinstance(obj, list | tuple):
