@@ -186,26 +186,34 @@ class Runner:
         )
 
     def run(
-        self, cfg: ModuleConfig, limit: float | None, first: Sequence[str] = ()
+        self,
+        cfg: ModuleConfig,
+        limit: float | None,
+        first: Sequence[str] = (),
+        first_limit: float | None = None,
     ) -> tuple[str, float]:
         """("passed" | "failed" | "timeout", seconds) of the module's tests in the copy: the
         tests `first` (those that run the mutated lines) alone, then, if they pass, every test
         file one after the other (lines run only in a CLI subprocess are seen by no coverage).
         `limit`: CPU seconds per process; the wall clock may take three times that (a loaded
-        machine)."""
+        machine). `first_limit`: the same for the tests `first` (default `limit`)."""
         total = 0.0
-        stages = [list(first)] if first else []
-        stages += [[test] for test in cfg.tests]
-        for stage in stages:
-            status, seconds = self._run([*PYTEST_ARGS, *cfg.args, *stage], limit)
+        stages = [(list(first), first_limit or limit)] if first else []
+        stages += [([test], limit) for test in cfg.tests]
+        for stage, stage_limit in stages:
+            status, seconds = self._run([*PYTEST_ARGS, *cfg.args, *stage], stage_limit)
             total += seconds
             if status != "passed":
                 return status, total
         return "passed", total
 
-    def coverage(self, cfg: ModuleConfig) -> tuple[str, float, dict[int, set[str]]]:
-        """The unmutated tests, file by file, with the tests that run each line of the module."""
+    def coverage(
+        self, cfg: ModuleConfig
+    ) -> tuple[str, float, dict[int, set[str]], dict[str, float]]:
+        """The unmutated tests, file by file, with the tests that run each line of the module
+        and the seconds each test took (traced, so slower than a mutant's run)."""
         lines: dict[int, set[str]] = {}
+        took: dict[str, float] = {}
         total = 0.0
         for i, test in enumerate(cfg.tests):
             out = self.repo.parent / f"coverage-{i}.json"
@@ -214,10 +222,12 @@ class Runner:
             status, seconds = self._run(args, None, env)
             total += seconds
             if status != "passed":
-                return status, total, lines
-            for line, ids in json.loads(out.read_text(encoding="utf-8")).items():
+                return status, total, lines, took
+            traced = json.loads(out.read_text(encoding="utf-8"))
+            for line, ids in traced["lines"].items():
                 lines.setdefault(int(line), set()).update(ids)
-        return "passed", total, lines
+            took.update(traced["seconds"])
+        return "passed", total, lines, took
 
     def _run(
         self, args: list[str], limit: float | None, env: dict[str, str] | None = None
@@ -274,8 +284,9 @@ def mutate_module(
     t0 = time.monotonic()
     if not found:
         return outcome
+    took: dict[str, float] = {}
     if only is None:
-        status, base, covered = runners[0].coverage(cfg)
+        status, base, covered, took = runners[0].coverage(cfg)
     else:  # a few named mutants: no coverage run, each gets the module's whole test files
         (status, base), covered = runners[0].run(cfg, None), {}
     if status != "passed":
@@ -301,7 +312,11 @@ def mutate_module(
                 # the module's own files first, in the configured order (most specific first)
                 order = {t: i for i, t in enumerate(cfg.tests)}
                 ranked = sorted(first, key=lambda n: (order.get(n.split("::")[0], 99), n))
-                status, _ = runner.run(cfg, limit, ranked)
+                # those tests' own limit: a mutant looping for ever in a test of a second is
+                # stopped in a minute, not after the whole module's limit (a file's import and
+                # module fixtures are in its first test's time, the 30 s floor covers collection)
+                own = max(30.0, 4 * sum(took.get(n, base) for n in ranked) + 10)
+                status, _ = runner.run(cfg, limit, ranked, min(own, limit))
             finally:
                 target.write_bytes(source)
             with lock:

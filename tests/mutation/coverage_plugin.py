@@ -3,8 +3,9 @@
 Loaded with `-p tests.mutation.coverage_plugin` when the environment names the module
 (`MUTATION_TARGET`, its absolute path) and an output file (`MUTATION_COVERAGE`): while each
 test runs (setup, call and teardown), a trace function records the lines of that module it
-executes, in this process and its threads. At the end, {line: [test node ids]} is written as
-JSON. A mutant is then first run against the tests that execute its lines only; lines run only
+executes, in this process and its threads, and how long the test took (wall-clock seconds, with
+the tracing). At the end, {"lines": {line: [test node ids]}, "seconds": {test node id: seconds}}
+is written as JSON. A mutant is then first run against the tests that execute its lines only; lines run only
 in a subprocess (the CLI) are not seen here, which is why a mutant those tests do not kill is
 run against all of the module's tests before it counts as survived.
 """
@@ -15,6 +16,7 @@ import json
 import os
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from types import FrameType
 from typing import Any
@@ -24,6 +26,7 @@ import pytest
 TARGET = os.environ.get("MUTATION_TARGET", "")
 OUT = os.environ.get("MUTATION_COVERAGE", "")
 _lines: dict[int, set[str]] = {}
+_seconds: dict[str, float] = {}
 _current = [""]
 
 
@@ -46,6 +49,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         yield
         return
     _current[0] = item.nodeid
+    start = time.monotonic()
     threading.settrace(_global)
     sys.settrace(_global)
     try:
@@ -53,9 +57,11 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     finally:
         sys.settrace(None)
         threading.settrace(None)  # type: ignore[arg-type]
+        _seconds[item.nodeid] = time.monotonic() - start
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     if OUT:
         with open(OUT, "w", encoding="utf-8") as fh:
-            json.dump({str(k): sorted(v) for k, v in sorted(_lines.items())}, fh)
+            lines = {str(k): sorted(v) for k, v in sorted(_lines.items())}
+            json.dump({"lines": lines, "seconds": _seconds}, fh)
