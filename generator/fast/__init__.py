@@ -31,7 +31,9 @@ The speed-ups (gains measured on a 2-core machine; the synthetic catalog is
 - `yamlwrite.dump_yaml` (reference: `dump_yaml_reference`, a plain `yaml.dump`): the one YAML
   writer for files people read (bundle and catalog styles); the bundle style memoizes dumps
   and builds plain nodes directly. Rendering the 800 bundles of the synthetic catalog, median
-  2.9 s vs 8.7 s CPU (0.34; 3.6x on the render step itself).
+  2.9 s vs 8.7 s CPU (0.34; 3.6x on the render step itself). Since issue 29 a plain document
+  is written line by line, libyaml asked once per distinct scalar: the site's render stage
+  6.8 -> 4.8 ms CPU an archive (1,600 synthetic archives, one process).
 - `jcs.canonical_json` (reference: `rfc8785.dumps`): RFC 8785 bytes through the C `json`
   encoder for plain data; the 200 recipe digests of the synthetic catalog, 0.039 s vs 0.457 s
   a pass (11.7x), digested twice by resolve: about 0.8 s a 100-recipe build.
