@@ -196,9 +196,17 @@ def apply(world: World, change: tuple[str, int]) -> None:
     elif kind == "security":
         path = world.options.docs.parent / ("SECURITY.md" if n % 2 else "CONTRIBUTING.md")
         path.write_text(path.read_text() + f"\nline {n}\n")
-    elif kind == "doc-page":
-        path = world.options.docs / "index.md"
+    elif kind == "doc-page":  # a hand-written page of the docs tree
+        pages = sorted(world.options.docs.glob("*.md"))
+        path = pages[n % len(pages)]
         path.write_text(path.read_text() + f"\n\nparagraph {n}\n")
+    elif kind == "edit-page":  # a finished page of the last build edited in place (a run's
+        # page, linked by the next build when untouched, or another page): it is made again
+        built = sorted(world.options.out.rglob("*.html"))
+        runs = [p for p in built if "/evidence/runs/" in p.as_posix()] if n % 2 else []
+        pick = (runs or built)[n % len(runs or built)] if built else None
+        if pick is not None:
+            pick.write_bytes(pick.read_bytes().replace(b"</body>", b"<p>edited</p></body>"))
 
 
 CHANGES = st.tuples(
@@ -213,6 +221,7 @@ CHANGES = st.tuples(
             "site-url",
             "security",
             "doc-page",
+            "edit-page",
         ]
     ),
     st.integers(min_value=0, max_value=1000),
@@ -261,11 +270,16 @@ NAMED = [
     # aggregation is memoized per recipe: one recipe's values (its digest, so its runs go
     # stale), then one run of another recipe, removed and restored
     [("edit-values", 0), ("remove-evidence", 3), ("restore-evidence", 0)],
+    # finished pages are linked from the last build by their source (`finish_pages`): a run's
+    # page edited in place, then one more run, then an edited page of the engine's
+    [("edit-page", 1), ("remove-evidence", 2), ("edit-page", 2)],
 ]
 
 
 @pytest.mark.parametrize(
-    "changes", NAMED, ids=["only-evidence-gone", "signer-policy", "one-recipe-at-a-time"]
+    "changes",
+    NAMED,
+    ids=["only-evidence-gone", "signer-policy", "one-recipe-at-a-time", "edited-pages"],
 )
 def test_named_changes_then_the_cached_site_is_the_site_from_scratch(
     synth: Path, worlds: Path, changes: list[tuple[str, int]]
