@@ -207,9 +207,17 @@ def apply(world: World, change: tuple[str, int]) -> None:
     elif kind == "security":
         path = world.options.docs.parent / ("SECURITY.md" if n % 2 else "CONTRIBUTING.md")
         path.write_text(path.read_text() + f"\nline {n}\n")
-    elif kind == "doc-page":
-        path = world.options.docs / "architecture.md"  # a hand-written page the site copies
+    elif kind == "doc-page":  # a hand-written page of the docs tree
+        pages = sorted(world.options.docs.glob("*.md"))
+        path = pages[n % len(pages)]
         path.write_text(path.read_text() + f"\n\nparagraph {n}\n")
+    elif kind == "edit-page":  # a finished page of the last build edited in place (a run's
+        # page, linked by the next build when untouched, or another page): it is made again
+        built = sorted(world.options.out.rglob("*.html"))
+        runs = [p for p in built if "/evidence/runs/" in p.as_posix()] if n % 2 else []
+        pick = (runs or built)[n % len(runs or built)] if built else None
+        if pick is not None:
+            pick.write_bytes(pick.read_bytes().replace(b"</body>", b"<p>edited</p></body>"))
 
 
 CHANGES = st.tuples(
@@ -225,6 +233,7 @@ CHANGES = st.tuples(
             "site-url",
             "security",
             "doc-page",
+            "edit-page",
         ]
     ),
     st.integers(min_value=0, max_value=1000),
@@ -280,13 +289,22 @@ NAMED = [
     # a file rewritten with its size, inode and mtime kept: read again (its ctime moved), so
     # the site shows it rejected, as a build from scratch does
     [("rewrite-evidence", 2), ("repo-url", 0)],
+    # finished pages are linked from the last build by their source (`finish_pages`): a run's
+    # page edited in place, then one more run, then an edited page of the engine's
+    [("edit-page", 1), ("remove-evidence", 2), ("edit-page", 2)],
 ]
 
 
 @pytest.mark.parametrize(
     "changes",
     NAMED,
-    ids=["only-evidence-gone", "signer-policy", "one-recipe-at-a-time", "rewritten-in-place"],
+    ids=[
+        "only-evidence-gone",
+        "signer-policy",
+        "one-recipe-at-a-time",
+        "rewritten-in-place",
+        "edited-pages",
+    ],
 )
 def test_named_changes_then_the_cached_site_is_the_site_from_scratch(
     synth: Path, worlds: Path, changes: list[tuple[str, int]]
