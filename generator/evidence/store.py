@@ -317,8 +317,13 @@ def find_files(
     problems: list[Diagnostic] = []
     real_roots: dict[Path, str] = {}
     where = "the evidence directory"
+    below = os.path.abspath(base or Path.cwd()).rstrip(os.sep) + os.sep
     for p, found in _discover(paths, root).items():
-        shown = display_path(p, base)
+        absolute = os.path.abspath(p)
+        if absolute.startswith(below):  # `display_path`, without a Path per file
+            shown = absolute[len(below) :].replace(os.sep, "/")
+        else:
+            shown = display_path(p, base)
         if found.root not in real_roots:
             real_roots[found.root] = os.path.realpath(found.root)
         real_root = real_roots[found.root]
