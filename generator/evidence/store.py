@@ -332,7 +332,9 @@ def find_files(
                 found.path, where=where, limit=MAX_FILE_BYTES, real_root=real_root
             )
             sha = memo.vouch(real, st) if memo is not None else None
-            data = None if sha is not None else safeio.read_checked(real, found.path)
+            data = None
+            if sha is None:
+                data = safeio.read_checked(real, found.path, limit=MAX_FILE_BYTES)
         except safeio.Refusal as r:
             problems.append(_refused(shown, r))
             continue
