@@ -125,3 +125,20 @@ def test_the_memo_is_this_machines_and_one_planted_is_not_used(
     # the same entry under another machine's key: foreign, so every file is read
     other = Cache(tmp_path / ".cache", secret=b"x" * 32)
     assert other.keys(FILES_STAGE) == [key] and file_memo(other, [evidence]).before == {}
+
+
+def test_a_link_is_verified_but_its_raw_file_not_published(evidence: Path, settled: None) -> None:
+    """`stages.raw_files` by the real path the reader resolved: a file that is itself a link
+    (even to a file inside the tree) is not published as a raw download."""
+    from generator.evidence.stage import VerificationRun
+    from generator.site.stages import raw_files
+
+    files = sorted(evidence.rglob("*.sigstore.json"))
+    link = files[0].with_name("0" * 64 + ".sigstore.json")
+    link.symlink_to(files[0].name)  # beside it, inside the tree
+    found = find_files([evidence], evidence.parent, evidence, FileMemo())
+    run = VerificationRun((), ("a record",), found)  # type: ignore[arg-type]
+    raw = raw_files(run, evidence)
+    shown = {f.path for f in found}
+    assert link.relative_to(evidence.parent).as_posix() in shown
+    assert set(raw) == shown - {link.relative_to(evidence.parent).as_posix()}

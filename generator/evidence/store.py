@@ -317,8 +317,13 @@ def find_files(
     problems: list[Diagnostic] = []
     real_roots: dict[Path, str] = {}
     where = "the evidence directory"
+    below = os.path.abspath(base or Path.cwd()).rstrip(os.sep) + os.sep
     for p, found in _discover(paths, root).items():
-        shown = display_path(p, base)
+        absolute = os.path.abspath(p)
+        if absolute.startswith(below):  # `display_path`, without a Path per file
+            shown = absolute[len(below) :].replace(os.sep, "/")
+        else:
+            shown = display_path(p, base)
         if found.root not in real_roots:
             real_roots[found.root] = os.path.realpath(found.root)
         real_root = real_roots[found.root]
@@ -327,7 +332,9 @@ def find_files(
                 found.path, where=where, limit=MAX_FILE_BYTES, real_root=real_root
             )
             sha = memo.vouch(real, st) if memo is not None else None
-            data = None if sha is not None else safeio.read_checked(real, found.path)
+            data = None
+            if sha is None:
+                data = safeio.read_checked(real, found.path, limit=MAX_FILE_BYTES)
         except safeio.Refusal as r:
             problems.append(_refused(shown, r))
             continue

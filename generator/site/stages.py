@@ -309,8 +309,12 @@ def raw_files(run: VerificationRun, evidence_dir: Path) -> dict[str, FoundFile]:
     if not run.records:
         return {}
     inside = evidence_dir.resolve()
+    parent, folder = evidence_dir.parent, str(inside).rstrip(os.sep) + os.sep
+    # `_stays_inside` by the real path the reader resolved, without a Path per file
     raw = {
-        f.path: f for f in run.files if _stays_inside(evidence_dir.parent / f.path, inside, f.real)
+        f.path: f
+        for f in run.files
+        if f.real.startswith(folder) and not os.path.islink(parent / f.path)
     }
     for rel in run.pointers:
         path = evidence_dir.parent / rel
