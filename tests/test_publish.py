@@ -80,3 +80,14 @@ def test_another_source_is_made_and_an_engine_file_is_replaced(tmp_path: Path) -
     assert (new / "x.json").read_bytes() == b"new"
     assert (new / "page.html").read_bytes() == b"page, twice"
     assert publisher.counts().derived_made == 1 and publisher.linked == 0
+
+
+def test_an_empty_source_is_never_linked_by_source(tmp_path: Path) -> None:
+    """A file published as given records the source ""; a derived file without a source (a
+    build without a cache) is made, never taken for it."""
+    known = _previous(tmp_path, {"x.json": b"as given"}, {})
+    publisher = Publisher(tmp_path / "new", tmp_path / "old", known)
+    publisher.put_derived("x.json", "", lambda: b"made")
+    publisher.close()
+    assert (tmp_path / "new" / "x.json").read_bytes() == b"made"
+    assert publisher.counts().derived_made == 1 and publisher.linked == 0

@@ -253,13 +253,15 @@ def _stored_page(skeleton: bytes, blocks: tuple[bytes, ...]) -> StoredPage:
     return StoredPage(skeleton.decode(), tuple(b.decode() for b in blocks))
 
 
-def api_reuse(recipe_keys: RecipeKeys | None, sums: Mapping[str, str]) -> api.Reuse | None:
-    """The JSON API's files made from one recipe's data as derived files, their source the
-    digest of the key parts of its pages (kind "api-<part>"); None without a cache."""
-    if recipe_keys is None:
-        return None
+def api_reuse(recipe_keys: RecipeKeys | None, sums: Mapping[str, str]) -> api.Reuse:
+    """The JSON API's files made from one recipe's data (and its badges) as derived files,
+    their source the digest of the key parts of its pages (kind "api-<part>", "badge-<part>").
+    Without a cache (`recipe_keys` None) there is no previous file table to link from, and
+    every source is "": the files are derived (and counted) the same, and all made."""
 
     def source(kind: str, name: str, runs: Sequence[EvidenceView]) -> str:
+        if recipe_keys is None:
+            return ""
         return digest(*recipe_keys.parts(kind, name, "", runs))
 
     return api.Reuse(source, sums)

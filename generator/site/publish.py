@@ -108,7 +108,8 @@ class Publisher:
         and `make` is not called."""
         tree = self._open()
         old = self.known.get(rel)
-        if old is not None and old.source == source:
+        # "" names no source (a file published as given records ""): never linked by source
+        if old is not None and source and old.source == source:
             self._clear(tree, rel)
             if self._link(rel, tree, old.sha256, old.size):
                 self.sums[rel], self.sources[rel] = old.sha256, source
