@@ -218,6 +218,19 @@ def test_declare_adds_a_reading_kubectl_cannot_see(tmp_path: Path) -> None:
     assert code == 2 and "is not {Type}.{Subtype}.{Key}" in err
 
 
+def test_declare_refuses_bytes_that_are_not_utf8(tmp_path: Path) -> None:
+    """A command line's bytes that are not UTF-8 reach the command as lone surrogates (click
+    decodes argv with surrogateescape): a usage error naming them, not a traceback."""
+    src = tmp_path / "saved"
+    shutil.copytree(FIXTURE, src)
+    out = tmp_path / "s.yaml"
+    code, _, err = run_cli("snapshot", "--from", str(src), "-o", str(out),
+                           "--declare", "K8s.control-plane.tier=4x\udcffl")  # fmt: skip
+    assert code == 2, err
+    assert "--declare" in err and "is not valid UTF-8" in err and "\\udcff" in err
+    assert "Traceback" not in err and not out.exists()
+
+
 @pytest.mark.parametrize(
     ("file", "content", "message"),
     [

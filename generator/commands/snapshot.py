@@ -44,6 +44,13 @@ def _usage(message: str) -> NoReturn:
 def _declared(items: tuple[str, ...]) -> dict[str, tuple[Reading, str]]:
     out: dict[str, tuple[Reading, str]] = {}
     for item in items:
+        try:  # bytes that are not UTF-8 reach here as lone surrogates (click's surrogateescape)
+            item.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = item.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+            raise click.BadParameter(
+                f"{shown} is not valid UTF-8", param_hint="--declare"
+            ) from None
         path, sep, text = item.partition("=")
         try:
             split_path(path.strip())
