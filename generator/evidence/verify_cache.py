@@ -92,6 +92,8 @@ def file_memo(cache: Cache, paths: Iterable[Path]) -> FileMemo:
 def keep_file_memo(cache: Cache, paths: Iterable[Path], memo: FileMemo) -> None:
     """Store what this build found (the files it vouched for and those it read, settled)."""
     if memo.changed:
-        data = json.dumps(memo.after, separators=(",", ":"), sort_keys=True).encode()
+        data = json.dumps(
+            memo.after, separators=(",", ":"), sort_keys=True, allow_nan=False
+        ).encode()
         key, fp = _memo_key(paths), fingerprint(*_MEMO_CODE)
         cache.put(FILES_STAGE, key, fp, data, authenticated=True)

@@ -62,9 +62,9 @@ class ApiFile:
 
 
 @functools.cache
-def _regex(pattern: str) -> re.Pattern[str]:
-    """The paths `pattern` stands for (each `<field>` one segment), compiled once."""
-    return re.compile(_FIELD.sub(_SEGMENT, re.escape(pattern)))  # `<`, `>` are not escaped
+def _regex(path_template: str) -> re.Pattern[str]:
+    """The paths an API path template stands for (each `<field>` one segment), compiled once."""
+    return re.compile(_FIELD.sub(_SEGMENT, re.escape(path_template)))  # `<`, `>` not escaped
 
 
 API_FILES: tuple[ApiFile, ...] = (
