@@ -19,18 +19,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from generator.bench.synth import SynthOptions, synthesize
-from generator.cli import main
 from generator.core import cache as cache_module
 from generator.core.memo import Memo, canonical, derive_key
 from generator.evidence import store
 from generator.pipeline import CatalogInput, Inputs, Scope
 from generator.site.build import BuildOptions, build_site
 from tests.conftest import REPO
+from tests.synth_site import cli_build
 
 EPOCH = 1767225600
 
@@ -65,34 +64,14 @@ def _docs(tmp: Path) -> Path:
     return tmp / "repo" / "docs"
 
 
-def _cli_build(synth: Path, out: Path, *extra: str) -> None:
-    args = [
-        "build",
-        "--catalog",
-        str(synth / "catalog"),
-        "--evidence",
-        str(synth / "evidence"),
-        "--trust-root",
-        str(synth / "trust" / "synth-root.json"),
-        "--no-bundles",
-        "--jobs",
-        "1",
-        "-o",
-        str(out),
-        *extra,
-    ]
-    result = CliRunner().invoke(main, args)
-    assert result.exit_code == 0, result.output
-
-
 def test_cli_a_second_repo_url_replaces_the_first_everywhere(
     synth: Path, tmp_path: Path, key_file: None
 ) -> None:
     out = tmp_path / "site"
-    _cli_build(synth, out, "--repo-url", "https://example.org/first-repo")
+    cli_build(synth, out, "--repo-url", "https://example.org/first-repo")
     pages = [p for p in out.rglob("*.html") if b"first-repo" in p.read_bytes()]
     assert len(pages) > 10  # linked from every page
-    _cli_build(synth, out, "--repo-url", "https://example.org/second-repo")
+    cli_build(synth, out, "--repo-url", "https://example.org/second-repo")
     stale = [p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()]
     stale = [p for p in stale if b"first-repo" in (out / p).read_bytes()]
     assert stale == []
@@ -116,11 +95,11 @@ def test_cli_an_edit_to_a_repository_page_reaches_the_site(
     # the command's options with this test's docs tree (the CLI takes the repository's)
     monkeypatch.setattr(build_cmd, "BuildOptions", functools.partial(BuildOptions, docs=docs))
     out = tmp_path / "site"
-    _cli_build(synth, out)
+    cli_build(synth, out)
     assert b"edited-by-a-maintainer" not in (out / f"{page}.html").read_bytes()
     source = docs.parent / name
     source.write_text(source.read_text() + "\n\nedited-by-a-maintainer\n")
-    _cli_build(synth, out)
+    cli_build(synth, out)
     assert b"edited-by-a-maintainer" in (out / f"{page}.html").read_bytes()
 
 

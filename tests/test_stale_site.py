@@ -15,10 +15,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from generator.bench.synth import SynthOptions, synthesize
-from generator.cli import main
+from tests.synth_site import cli_build
 
 EPOCH = 1767225600
 
@@ -34,27 +33,6 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AICR_CATALOG_CACHE_KEY", str(tmp_path / "cache.key"))
     monkeypatch.setenv("SOURCE_DATE_EPOCH", str(EPOCH))
-
-
-def _build(synth: Path, out: Path, *extra: str) -> str:
-    args = [
-        "build",
-        "--catalog",
-        str(synth / "catalog"),
-        "--evidence",
-        str(synth / "evidence"),
-        "--trust-root",
-        str(synth / "trust" / "synth-root.json"),
-        "--no-bundles",
-        "--jobs",
-        "1",
-        "-o",
-        str(out),
-        *extra,
-    ]
-    result = CliRunner().invoke(main, args)
-    assert result.exit_code == 0, result.output
-    return result.output
 
 
 def _holding(out: Path, needle: bytes) -> list[str]:
@@ -76,11 +54,11 @@ def test_a_changed_git_remote_replaces_the_repository_link_everywhere(
     try:
         _git(synth / "catalog", "remote", "add", "origin", "https://example.org/o/first-remote.git")
         out = tmp_path / "site"
-        assert "https://example.org/o/first-remote" in _build(synth, out)
+        assert "https://example.org/o/first-remote" in cli_build(synth, out)
         linked = _holding(out, b"first-remote")
         assert len(linked) > 10  # every page links to the repository
         _git(synth / "catalog", "remote", "set-url", "origin", "https://example.org/o/moved.git")
-        assert "https://example.org/o/moved" in _build(synth, out)
+        assert "https://example.org/o/moved" in cli_build(synth, out)
         assert _holding(out, b"first-remote") == []
         assert set(linked) <= set(_holding(out, b"example.org/o/moved"))
     finally:
@@ -89,9 +67,9 @@ def test_a_changed_git_remote_replaces_the_repository_link_everywhere(
 
 def test_a_second_site_url_replaces_the_first_everywhere(synth: Path, tmp_path: Path) -> None:
     out = tmp_path / "site"
-    _build(synth, out, "--site-url", "https://first.example.org/catalog/")
+    cli_build(synth, out, "--site-url", "https://first.example.org/catalog/")
     written = _holding(out, b"first.example.org")
     assert "sitemap.xml" in written
-    _build(synth, out, "--site-url", "https://second.example.org/catalog/")
+    cli_build(synth, out, "--site-url", "https://second.example.org/catalog/")
     assert _holding(out, b"first.example.org") == []
     assert set(written) <= set(_holding(out, b"second.example.org"))
