@@ -263,6 +263,79 @@ class TreeWriter:
         dir_fd, name = self._place(rel)
         os.link(source, name, dst_dir_fd=dir_fd, follow_symlinks=False)
 
+    def move_in(self, source: str, rel: str) -> bool:
+        """Rename the file `source` (a staged file on the same file system, not followed if
+        a link) to `rel`, replacing a regular file there (a link or a directory at `rel` is
+        refused, never written through). False when `source` is gone: moved already (a
+        journal completed a second time, `generator.core.outputs`)."""
+        dir_fd, name = self._place(rel)
+        _check_target(dir_fd, name, self.root / rel)
+        try:
+            os.rename(source, name, dst_dir_fd=dir_fd)
+        except FileNotFoundError:
+            return False
+        except OSError as e:
+            raise Refusal(WRITE_FAILED, f"cannot move into place: {e.strerror}", rel) from None
+        return True
+
+    def discard(self, rel: str) -> bool:
+        """Remove the file at `rel` if there is one (False when it, or a directory above it,
+        is missing); no directory is created, and a link on the way is never followed (what
+        lies below it is not this tree's)."""
+        parent, _, name = rel.rpartition("/")
+        if name in ("", ".", "..") or rel.startswith("/"):
+            raise Refusal(WRITE_FAILED, "is not a relative path inside the tree", rel)
+        dir_fd = self._existing(parent)
+        if dir_fd is None:
+            return False
+        try:
+            os.unlink(name, dir_fd=dir_fd)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        except IsADirectoryError:
+            raise Refusal(WRITE_NOT_REGULAR, "is a directory, not a file", rel) from None
+        return True
+
+    def prune(self, rel: str) -> None:
+        """Remove the directory `rel` and each directory above it (below the root) while it is
+        empty; its descriptor is closed first, so nothing is ever written into it again."""
+        while rel:
+            parent, _, name = rel.rpartition("/")
+            up = self._existing(parent)
+            if up is None:
+                return
+            fd = self._dirs.pop(rel, None)
+            if fd is not None:
+                os.close(fd)
+            try:
+                os.rmdir(name, dir_fd=up)
+            except OSError:  # not empty (or not there): the directories above it stay too
+                return
+            rel = parent
+
+    def _existing(self, rel: str) -> int | None:
+        """The open directory `rel` below the root, or None when it (or one above it) is
+        missing, is no directory, or is a link (never followed)."""
+        found = self._dirs.get(rel)
+        if found is not None:
+            return found
+        parent, _, name = rel.rpartition("/")
+        if name in ("", ".", "..") or "\\" in name:
+            raise Refusal(WRITE_FAILED, "is not a relative path inside the tree", rel)
+        up = self._existing(parent)
+        if up is None:
+            return None
+        try:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=up)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                return None
+            raise Refusal(WRITE_FAILED, f"cannot open directory: {e.strerror}", rel) from None
+        self._dirs[rel] = fd
+        return fd
+
     def chmod_dir(self, rel: str, mode: int) -> None:
         os.fchmod(self._dir(rel), mode)
 

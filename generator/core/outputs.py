@@ -19,9 +19,11 @@ before anything is written, so a refused command leaves every file where it was.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import shutil
 from collections.abc import Iterable
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
@@ -77,6 +79,12 @@ def marked_kind(directory: Path) -> OutputKind | None:
     return None
 
 
+def marker_bytes(kind: OutputKind) -> bytes:
+    """The mark of a site tree (`MARKER`'s content), for a writer that publishes it as one
+    of the tree's files."""
+    return f"{kind}\n".encode()
+
+
 def mark(directory: Path, kind: OutputKind) -> None:
     """Mark a staged site tree as this tool's output (the other kinds carry their own files)."""
     from generator.core.atomic import write_text
@@ -120,6 +128,126 @@ def swap_in(new: Path, out: Path) -> None:
     os.replace(new, out)
     if old.exists():
         shutil.rmtree(old)
+
+
+# --- a delta: the changed files renamed into the output, journalled -----------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """What turns an output directory into the next build of it: the files staged (same
+    relative path) under `staging`, a new directory beside the output, to be renamed into
+    place, and the files of the output the next build no longer has, to be removed."""
+
+    staging: Path
+    moves: tuple[str, ...]
+    removals: tuple[str, ...]
+
+
+JOURNAL_RULE = "output.journal"
+
+
+def journal_path(out: Path) -> Path:
+    """Where the delta being applied to `out` is journalled (beside it: the same file system)."""
+    return out.parent / f".{out.name}.journal"
+
+
+def staging_prefix(out: Path) -> str:
+    """The name every temporary tree of a build of `out` starts with (beside it)."""
+    return f".{out.name}-build-"
+
+
+def commit_delta(delta: Delta, out: Path) -> None:
+    """Apply `delta` to `out`, journalled: the journal (the whole delta) is written atomically
+    first, then each removal and each rename is done, then the journal is removed.
+
+    This is the commit: before the journal exists, `out` is the previous build untouched;
+    once it exists, `complete_delta` (run before anything else by the next build) finishes
+    it, so `out` ends as the new build whatever was killed. During the renames themselves a
+    reader sees a mix of the two builds, file by file (each file whole: a rename)."""
+    staging = delta.staging
+    if staging.parent.parent != out.parent or not staging.parent.name.startswith(
+        staging_prefix(out)
+    ):
+        raise ValueError(f"{staging} is not a build's staging tree beside {out}")
+    from generator.core.atomic import write_atomic
+
+    doc = {
+        "staging": staging.relative_to(out.parent).as_posix(),
+        "moves": list(delta.moves),
+        "removals": list(delta.removals),
+    }
+    journal = journal_path(out)
+    write_atomic(journal, json.dumps(doc, allow_nan=False).encode(), root=out.parent)
+    _apply(delta, out)
+    journal.unlink()
+
+
+def complete_delta(out: Path) -> bool:
+    """Finish the delta journalled for `out` by a build killed while applying it (call with
+    the build lock held, before the staging trees beside `out` are removed). True when there
+    was one. A journal that is not one this tool writes is refused (a located error), and
+    left for the user to look at."""
+    from generator.core import safeio
+
+    journal = journal_path(out)
+    if not journal.exists() and not journal.is_symlink():
+        return False
+    raw = safeio.read(journal, limit=safeio.OTHER_BYTES)
+    delta = _parse_journal(raw, out, journal)
+    _apply(delta, out)
+    journal.unlink()
+    return True
+
+
+def _parse_journal(raw: bytes, out: Path, journal: Path) -> Delta:
+    from generator.core.safeio import Refusal
+
+    def refuse(why: str) -> Refusal:
+        return Refusal(JOURNAL_RULE, f"not a journal of this tool ({why}); remove it", journal)
+
+    try:
+        doc = json.loads(raw)
+    except ValueError as e:
+        raise refuse(f"not JSON: {e}") from None
+    if not isinstance(doc, dict) or set(doc) != {"staging", "moves", "removals"}:
+        raise refuse("unexpected fields")
+    staging = doc["staging"]
+    if not isinstance(staging, str) or not _relative(staging) or "/" not in staging:
+        raise refuse("its staging tree is not beside the output")
+    top = staging.split("/", 1)[0]
+    if not top.startswith(staging_prefix(out)):
+        raise refuse("its staging tree is not one of this output's builds")
+    lists = []
+    for name in ("moves", "removals"):
+        rels = doc[name]
+        if not isinstance(rels, list) or not all(isinstance(r, str) and _relative(r) for r in rels):
+            raise refuse(f"{name} must be relative paths inside the output")
+        lists.append(tuple(rels))
+    return Delta(out.parent / staging, lists[0], lists[1])
+
+
+def _relative(rel: str) -> bool:
+    parts = rel.split("/")
+    return bool(rel) and all(p not in ("", ".", "..") for p in parts) and "\\" not in rel
+
+
+def _apply(delta: Delta, out: Path) -> None:
+    """Remove the files gone (and the directories they leave empty), then rename each staged
+    file into place. Each step is undone by nothing and may be done twice: a file already
+    removed or moved is skipped, so a journal can be completed after any kill."""
+    from generator.core.atomic import TreeWriter
+
+    with TreeWriter(out) as tree:
+        emptied = set()
+        for rel in delta.removals:
+            tree.discard(rel)
+            emptied.add(rel.rpartition("/")[0])
+        for rel in sorted(emptied, key=lambda r: (-r.count("/"), r)):  # deepest first
+            tree.prune(rel)
+        prefix = os.path.join(os.fspath(delta.staging), "")
+        for rel in delta.moves:
+            tree.move_in(prefix + rel, rel)
 
 
 def restore(old: Path, out: Path) -> None:
@@ -183,12 +311,19 @@ def check_output_dir(out: Path, kind: OutputKind, inputs: Iterable[Path] = ()) -
 
 
 __all__ = [
+    "JOURNAL_RULE",
     "MARKER",
     "SYNTH_MARKER",
+    "Delta",
     "OutputKind",
     "check_output_dir",
+    "commit_delta",
+    "complete_delta",
+    "journal_path",
     "mark",
     "marked_kind",
+    "marker_bytes",
     "restore",
+    "staging_prefix",
     "swap_in",
 ]

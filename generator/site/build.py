@@ -32,7 +32,15 @@ from generator.core.cache import Cache, digest, fingerprint, tree_digest
 from generator.core.errors import CatalogError, Diagnostic, LoadError, SiteError
 from generator.core.memo import NOT_KEYED, PATH_ONLY, Memo
 from generator.core.memo import content as keyed_by_content
-from generator.core.outputs import OutputKind, check_output_dir, mark
+from generator.core.outputs import (
+    MARKER,
+    OutputKind,
+    check_output_dir,
+    commit_delta,
+    journal_path,
+    marker_bytes,
+    staging_prefix,
+)
 from generator.core.records import Catalog, Consensus, RecipeResult
 from generator.core.timeutil import rfc3339
 from generator.evidence.view import EvidenceView
@@ -48,6 +56,7 @@ from generator.site.incremental import (
     RecipeKeys,
     StoredPage,
     api_reuse,
+    as_recorded,
     build_key,
     inputs_key,
     previous_files,
@@ -63,7 +72,7 @@ from generator.site.model import (
     StageNote,
 )
 from generator.site.outdir import build_lock, remove_leftovers, swap_in
-from generator.site.publish import Derived, PublishCounts, Publisher, derived_source
+from generator.site.publish import Derived, PublishCounts, Published, Publisher, derived_source
 from generator.site.signers import signer_policy
 from generator.site.timeline import Change, site_timeline
 
@@ -124,6 +133,10 @@ class BuildReport:
     files_written: int = 0
     files_linked: int = 0
     files_derived: int = 0
+    # a delta (`write_site`: the output was exactly what the last build wrote): files left in
+    # place as they were, and files removed; the files written are the ones renamed into place
+    files_kept: int = 0
+    files_removed: int = 0
     # recipes whose status was aggregated again (the others' came from the memo: a recipe's
     # status depends on its results and its runs alone, `generator.pipeline.aggregate`)
     recipes_aggregated: int = 0
@@ -887,7 +900,8 @@ def build_site(options: BuildOptions) -> BuildReport:
             notes = tuple(StageNote(**n) for n in done.pop("notes"))
             return BuildReport(**done, notes=notes)
         report, written = _build(options, out, epoch, memo, base)
-        record_build(cache, out, key, dataclasses.asdict(report), written.sums, written.sources)
+        report_doc = dataclasses.asdict(report)
+        record_build(cache, out, key, report_doc, written.sums, written.sources, written.table)
         cache.finish()  # entries of earlier inputs are never read again
     return report
 
@@ -919,6 +933,8 @@ def _build(
         files_written=written.counts.written,
         files_linked=written.counts.linked,
         files_derived=written.counts.derived_made,
+        files_kept=written.counts.kept,
+        files_removed=written.counts.removed,
         recipes_aggregated=dict(site.work).get("recipes aggregated", 0),
         views_judged=dict(site.work).get("views judged", 0),
         evidence_read=dict(site.work).get("evidence files read", 0),
@@ -944,6 +960,7 @@ class Written:
     notes: tuple[StageNote, ...] = ()  # what the writing left out, and why
     read: int = 0  # pages read from the cache (`Pages`)
     finished: int = 0  # pages finished, not linked (`finish_pages`)
+    table: Mapping[str, Published] | None = None  # a delta's file table (`Publisher.table`)
 
 
 def write_site(
@@ -956,8 +973,9 @@ def write_site(
     base: str,
     recipe_keys: RecipeKeys | None,
 ) -> Written:
-    """The site's files into a temporary tree beside `out` (docs, mkdocs, the data blocks, the
-    published files), then swapped into place; the temporary tree is removed either way."""
+    """The site's files (docs, mkdocs, the data blocks, the published files) into a temporary
+    tree beside `out`, then published (`_publish`): the temporary tree is removed once it
+    is in place, or when the build fails before that."""
     count = made.count
     PROGRESS.info(
         "pages: %d generated (%d rendered, %d reused), then mkdocs build --strict",
@@ -965,7 +983,7 @@ def write_site(
         made.rendered,
         count - made.rendered,
     )
-    work = Path(tempfile.mkdtemp(prefix=f".{out.name}-build-", dir=out.parent))
+    work = Path(tempfile.mkdtemp(prefix=staging_prefix(out), dir=out.parent))
     try:
         docs_dir, site_dir = work / "docs", work / "site"
         _write(docs_dir, static_docs(options))
@@ -980,23 +998,19 @@ def write_site(
         if not config.get("site_url"):
             engine = without_sitemap(site_dir, engine)
         with collector_paused():
-            known = previous_files(cache, out) if cache is not None else {}
-            publisher = Publisher(site_dir, out if known else None, known)
+            publisher = _publisher(cache, out, site_dir)
             finish_pages(site_dir, made, publisher, engine)
             work_done = made.renderer  # its counts include the pages fetched and finished
             del engine, made  # the data blocks are in the pages now
-            _publish(publisher, site, recipe_keys)
-        mark(site_dir, OutputKind.SITE)
-        files = sum(len(names) for _, _, names in os.walk(site_dir))
-        PROGRESS.info("swap the finished site into %s", options.out)
-        swap_in(site_dir, out)
+            table = _publish(publisher, site, recipe_keys, out)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if not journal_path(out).exists():  # a journal left by a failed commit needs its files
+            shutil.rmtree(work, ignore_errors=True)
     notes = () if config.get("site_url") else (NO_SITEMAP,)
     return Written(
         count,
         work_done.rendered,
-        files,
+        len(publisher.sums),
         engine_reused,
         publisher.sums,
         publisher.sources,
@@ -1004,20 +1018,49 @@ def write_site(
         notes,
         work_done.read,
         work_done.finished,
+        table,
     )
 
 
-def _publish(publisher: Publisher, site: SiteData, recipe_keys: RecipeKeys | None) -> None:
-    """Every published file beside the pages; one unchanged since the previous build of the
-    output (by its recorded size, mtime, inode and source) is linked, not made."""
+def _publisher(cache: Cache | None, out: Path, site_dir: Path) -> Publisher:
+    """The publisher of a build into `site_dir`: a delta of `out` when `out` is exactly what
+    the last recorded build wrote (`as_recorded`), else a new tree reusing what it can."""
+    known = previous_files(cache, out) if cache is not None else {}
+    delta = bool(known) and as_recorded(out, known)
+    return Publisher(site_dir, out if known else None, known, delta=delta)
+
+
+def _publish(
+    publisher: Publisher, site: SiteData, recipe_keys: RecipeKeys | None, out: Path
+) -> Mapping[str, Published] | None:
+    """Every published file beside the pages (one unchanged since the previous build of the
+    output, by its recorded size, mtime, inode and source, is reused, not made), and the
+    mark of a site; then the new site put in place, as a delta (returning its file table)
+    or as a new tree swapped in whole."""
     publisher.put_all(iter_published(site, api_reuse(recipe_keys, publisher.sums)))
+    publisher.put(MARKER, marker_bytes(OutputKind.SITE))
+    publisher.take_rest()
     publisher.close()
-    if publisher.linked:
-        PROGRESS.info(
-            "%d files unchanged since the last build: linked (%d written)",
-            publisher.linked,
-            publisher.written,
-        )
+    if not publisher.is_delta:
+        if publisher.linked:
+            PROGRESS.info(
+                "%d files unchanged since the last build: linked (%d written)",
+                publisher.linked,
+                publisher.written,
+            )
+        PROGRESS.info("swap the finished site into %s", out)
+        swap_in(publisher.root, out)
+        return None
+    delta, table = publisher.delta(), publisher.table()
+    PROGRESS.info(
+        "%d files unchanged since the last build: kept in place; %d to move into %s, %d to remove",
+        publisher.kept,
+        len(delta.moves),
+        out,
+        len(delta.removals),
+    )
+    commit_delta(delta, out)
+    return table
 
 
 SITEMAP_FILES = ("sitemap.xml", "sitemap.xml.gz")

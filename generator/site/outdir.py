@@ -1,14 +1,17 @@
-"""The output directory: one build at a time (a lock), and the finished tree swapped in whole.
+"""The output directory: one build at a time (a lock), and what a killed build left behind.
 
-A build writes its site into a temporary sibling tree and `swap_in` exchanges it with the
-output directory in one atomic step, so a reader (or a kill) sees the old site or the new one,
-never neither and never a mix.
+A build writes its site into a temporary sibling tree, then either `swap_in` exchanges it
+with the output directory in one atomic step, or (the output being exactly what the last
+build wrote) `commit_delta` journals the changed files and renames them into place
+(`generator.core.outputs`). `remove_leftovers`, run first by every build, completes a
+journalled delta and removes the temporary trees.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import shutil
 from collections.abc import Iterator
@@ -16,8 +19,9 @@ from pathlib import Path
 
 from generator.core.atomic import open_devnull, open_lock
 from generator.core.errors import SiteError
-from generator.core.outputs import restore, swap_in
+from generator.core.outputs import complete_delta, restore, staging_prefix, swap_in
 
+PROGRESS = logging.getLogger("aicr_catalog.build")
 _HELD_LOCKS: set[int] = set()  # descriptors of the build locks this process holds
 
 
@@ -67,8 +71,12 @@ __all__ = ["build_lock", "remove_leftovers", "swap_in"]
 
 
 def remove_leftovers(out: Path) -> None:
-    """Temporary trees of builds that were killed before they finished (we hold the lock)."""
-    for p in sorted(out.parent.glob(f".{out.name}-build-*")):
+    """What builds killed before they finished left (we hold the lock): a delta journalled
+    but not all applied is completed first (`complete_delta`: its staged files are in one of
+    the temporary trees), then the temporary trees are removed."""
+    if complete_delta(out):
+        PROGRESS.info("completed the last build's changes to %s (it was stopped)", out)
+    for p in sorted(out.parent.glob(f"{staging_prefix(out)}*")):
         shutil.rmtree(p, ignore_errors=True)
     old = out.parent / f".{out.name}.old"
     if old.exists() and not out.exists():
