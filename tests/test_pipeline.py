@@ -4,7 +4,9 @@
   CONTRIBUTING.md: both reached the key of no stage before the keys were derived (issue 29).
 - A property test: random sequences of evidence removals and additions, recipe edits, option
   changes and page edits on a small synthetic catalog; after each sequence the cached site is
-  compared, file by file, with a `--no-cache` build of the same inputs.
+  compared, file by file, with a `--no-cache` build of the same inputs. Each build after a
+  change publishes a delta of the last site (`site/publish.py`), but one after a page of the
+  site was edited by hand, which builds the whole tree.
 - Derived keys see every field of a record, and refuse a value whose content they cannot see.
 """
 
@@ -25,8 +27,10 @@ from hypothesis import strategies as st
 from generator.bench.synth import SynthOptions, synthesize
 from generator.core import cache as cache_module
 from generator.core.memo import Memo, canonical, derive_key
+from generator.core.outputs import Delta
 from generator.evidence import store
 from generator.pipeline import CatalogInput, Inputs, Scope
+from generator.site import build as site_build
 from generator.site.build import BuildOptions, build_site
 from tests.conftest import REPO
 from tests.synth_site import cli_build
@@ -219,12 +223,27 @@ CHANGES = st.tuples(
 )
 
 
+PUBLISHED: list[str] = []  # how each build put its site in place: "delta" or "tree"
+
+
 @pytest.fixture
 def worlds(tmp_path: Path, key_file: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     # the evidence copies were written just now: count them as settled, so that the stat memo
     # vouches for unchanged files between the builds (`store.FileMemo`)
     monkeypatch.setattr(store, "SETTLED_NS", 0)
     monkeypatch.setattr(cache_module, "SETTLED_NS", 0)  # the evidence tree's, in the build key
+    real_delta, real_swap = site_build.commit_delta, site_build.swap_in
+
+    def delta(changes: Delta, out: Path) -> None:
+        PUBLISHED.append("delta")
+        real_delta(changes, out)
+
+    def swap(new: Path, out: Path) -> None:
+        PUBLISHED.append("tree")
+        real_swap(new, out)
+
+    monkeypatch.setattr(site_build, "commit_delta", delta)
+    monkeypatch.setattr(site_build, "swap_in", swap)
     yield tmp_path
 
 
@@ -246,10 +265,17 @@ def _cached_is_fresh(synth: Path, worlds: Path, changes: list[tuple[str, int]]) 
     compared file by file with a `--no-cache` build of the same inputs."""
     root = Path(worlds) / hashlib.sha256(repr(changes).encode()).hexdigest()[:12]
     world = _world(synth, root)
+    PUBLISHED.clear()
     build_site(world.options)  # the cache and the previous site the changes start from
+    assert PUBLISHED == ["tree"]  # no previous site: a whole tree
     for change in changes:
         apply(world, change)
+        done = len(PUBLISHED)
         build_site(world.options)
+        # the site as the last build wrote it is changed in place (a delta: `site/publish.py`),
+        # or left alone when nothing changed; one edited by hand is built whole again
+        way = PUBLISHED[done:]
+        assert way in ([["tree"]] if change[0] == "edit-page" else [[], ["delta"]]), (change, way)
     fresh = dataclasses.replace(world.options, out=root / "fresh" / "site", cache_dir=None)
     build_site(fresh)
     assert digests(world.options.out) == digests(fresh.out), changes
