@@ -211,9 +211,12 @@ class Publisher:
             if rel in self._staged:
                 st = os.lstat(prefix + rel)
                 out[rel] = Published(st.st_size, st.st_mtime_ns, st.st_ino, sha, source)
-            else:
+            else:  # kept: its entry, unless this build names another source for it
                 old = self.known[rel]
-                out[rel] = Published(old.size, old.mtime_ns, old.inode, sha, source)
+                same = old.source == source and old.sha256 == sha
+                out[rel] = (
+                    old if same else Published(old.size, old.mtime_ns, old.inode, sha, source)
+                )
         return out
 
     def close(self) -> None:
