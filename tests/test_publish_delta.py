@@ -324,3 +324,33 @@ def test_an_output_edited_by_hand_is_built_whole_and_restored(
     report: BuildReport = build_site(world)
     assert committed == [] and report.files_kept == 0 and report.files_linked > 0, report
     assert digests(out) == _fresh(world, tmp_path)
+
+
+def test_the_file_table_is_one_record_read_once_per_cache(tmp_path: Path) -> None:
+    """The record round-trips (every field of every file), is read from the store once per
+    `Cache`, and its listing equals the tree's walk in either form (lists or tuples) until a
+    file is touched."""
+    from generator.core.cache import Cache
+    from generator.site import incremental
+
+    out = tmp_path / "site"
+    _tree(out, {"a.html": b"a", "d/b.json": b"b"})
+    cache = Cache(tmp_path / ".cache", secret=b"s" * 32)
+    incremental.record_build(
+        cache, out, "key-1", {"pages": 1}, {"a.html": "sha-a"}, {"a.html": "source-a"}
+    )
+    again = Cache(tmp_path / ".cache", secret=b"s" * 32)
+    record = incremental.last_record(again, out)
+    assert record is not None and record.key == "key-1"
+    listed = tree_listing(out)
+    assert record.files["a.html"] == Published(*listed[0][1:], "sha-a", "source-a")
+    assert record.files["d/b.json"].sha256 == "" and json.loads(record.report) == {"pages": 1}
+    assert record.listing() == listed and record.listing() == [tuple(e) for e in listed]
+    assert list(record.listing()) == listed
+    assert incremental.last_record(again, out) is record  # read once
+    assert again.stats.hits == {"build": 1}
+    os.utime(out / "a.html", ns=(1, 1))
+    assert record.listing() != tree_listing(out)
+    assert not incremental.as_recorded(out, record.files)
+    # another machine's key: the record is not trusted
+    assert incremental.last_record(Cache(tmp_path / ".cache", secret=b"x" * 32), out) is None
