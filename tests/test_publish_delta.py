@@ -354,3 +354,14 @@ def test_the_file_table_is_one_record_read_once_per_cache(tmp_path: Path) -> Non
     assert not incremental.as_recorded(out, record.files)
     # another machine's key: the record is not trusted
     assert incremental.last_record(Cache(tmp_path / ".cache", secret=b"x" * 32), out) is None
+
+
+def test_a_journal_that_is_a_link_is_refused_unread(tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    _tree(out, {"index.html": b"kept"})
+    target = tmp_path / "elsewhere.json"
+    target.write_text(json.dumps({"staging": ".site-build-x/site", "moves": [], "removals": []}))
+    outputs.journal_path(out).symlink_to(target)
+    with pytest.raises(Refusal):
+        remove_leftovers(out)
+    assert (out / "index.html").read_bytes() == b"kept" and target.exists()
