@@ -416,14 +416,18 @@ def has_pointers(directory: Path) -> bool:
     return directory.is_dir() and any(discover([directory]))
 
 
-def state_key(directory: Path, online: bool = False) -> str:
+def state_key(directory: Path, online: bool = False, pointers: Sequence[Path] | None = None) -> str:
     """What a build's pointer records depend on besides the files under `directory`: the
     options from the environment, the upstream recipes, and which pointed-to artifacts the cache
-    holds (a bundle pulled since the last build changes the records, not the evidence tree)."""
+    holds (a bundle pulled since the last build changes the records, not the evidence tree).
+    `pointers`: the pointer files under `directory` when the caller walked it already
+    (`pointer.in_tree`); else they are found here."""
     opts = options_from_env(online)
     cache = cache_for(opts.cache)
     cached: list[str] = []
-    for f in discover([directory]) if directory.is_dir() else ():
+    if pointers is None:
+        pointers = discover([directory]) if directory.is_dir() else []
+    for f in pointers:
         try:
             p, _ = parse_pointer(safeio.read(f, root=directory, where="the evidence"), f.name)
         except safeio.Refusal:

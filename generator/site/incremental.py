@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from generator.core import safeio
 from generator.core.cache import Cache, digest, fingerprint, stat_tree_digest
 from generator.core.cache import tree_listing as _tree_listing
 from generator.core.memo import Memo, content
@@ -106,22 +107,26 @@ def inputs_key(
 
 def build_key(inputs: BuildOptions, memo: Memo, base: str) -> str:
     """The derived key of the whole build: `inputs_key` (`base`), the evidence tree and the
-    upstream state."""
+    upstream state. One walk of the evidence tree serves both (`safeio.walk`)."""
+    from generator.evidence.pointer import in_tree
     from generator.evidence.upstream import state_key
 
     # .yaml: upstream pointer files and allowlist.yaml (generator.evidence.upstream), whose
     # records also depend on the OCI cache and the environment (state_key)
     evidence_dir = Path(os.path.abspath(inputs.evidence))
+    suffixes = (".sigstore.json", ".yaml")
+    tree = safeio.walk(evidence_dir, suffixes=suffixes) if evidence_dir.is_dir() else None
     evidence = stat_tree_digest(
         memo.cache,
         evidence_dir,
-        (".sigstore.json", ".yaml"),
+        suffixes,
         shown=f"{evidence_dir.name}/",
         where="the evidence directory",
+        tree=tree,
     )
-    return memo.key(
-        BUILD_STAGE, (), BuildInputs(base, evidence, state_key(evidence_dir, inputs.online))
-    )
+    pointers = in_tree(tree) if tree is not None else []
+    upstream = state_key(evidence_dir, inputs.online, pointers)
+    return memo.key(BUILD_STAGE, (), BuildInputs(base, evidence, upstream))
 
 
 # --- the record of the last build of an output directory --------------------------------------
