@@ -65,13 +65,18 @@ SETTLED_NS = 2_000_000_000  # a file modified this recently is not vouched for b
 def fingerprint(*modules: str) -> str:
     """sha256 over the generator version and the source of `modules` (package-relative paths of
     files or directories, e.g. "evidence", "render", "site"); "" means the whole package."""
+    return code_fingerprint(PACKAGE, *modules)
+
+
+def code_fingerprint(package: Path, *modules: str) -> str:
+    """`fingerprint` of the package at `package` (a copy of it, in a test)."""
     h = hashlib.sha256(__version__.encode() + b"\0")
-    roots = [PACKAGE / m for m in (modules or ("",))]
+    roots = [package / m for m in (modules or ("",))]
     for root in roots:
         paths = [root] if root.is_file() else sorted(root.rglob("*.py"))
         for p in paths:
-            data = safeio.read(p, root=PACKAGE, where="the package", limit=safeio.OTHER_BYTES)
-            h.update(p.relative_to(PACKAGE).as_posix().encode() + b"\0" + data + b"\0")
+            data = safeio.read(p, root=package, where="the package", limit=safeio.OTHER_BYTES)
+            h.update(p.relative_to(package).as_posix().encode() + b"\0" + data + b"\0")
     return h.hexdigest()
 
 
@@ -679,6 +684,7 @@ def digests_of(paths: Iterable[tuple[str, bytes]]) -> list[str]:
 __all__ = [
     "Cache",
     "CacheStats",
+    "code_fingerprint",
     "digest",
     "digests_of",
     "fingerprint",

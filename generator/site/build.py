@@ -90,8 +90,9 @@ class BuildOptions:
     bundles: bool = True
     # the build cache's bundle directory (`.cache/` is its parent); None: --no-cache
     cache_dir: Path | None = field(default=None, metadata=NOT_KEYED)
-    # the CLI reference page: every command's help, produced by the CLI (commands/build.py)
-    cli_reference: tuple[pages.CommandHelp, ...] = ()
+    # the CLI reference page: every command's help, produced by the CLI (commands/build.py
+    # `CliReference`: keyed by what it is made of, formatted when the page is made)
+    cli_reference: Sequence[pages.CommandHelp] = ()
     # where the site is served (https://owner.github.io/repo/): the sitemap lists its pages and
     # 404.html links its assets from it, so it works at any depth under a sub-path
     site_url: str = ""
