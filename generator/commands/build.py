@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
 import click
 
@@ -25,13 +25,15 @@ from generator.core.errors import CatalogError
 from generator.core.gitremote import remote_web_url
 from generator.core.memo import NOT_KEYED
 from generator.evidence.model import RootUse
-from generator.site.build import DEFAULT_DEPLOYERS, BuildOptions, build_site
-from generator.site.pages import CommandHelp
-from generator.site.timeline import git_head
+from generator.site.entry import build_site
+from generator.site.options import DEFAULT_DEPLOYERS, BuildOptions
+
+if TYPE_CHECKING:  # the page module imports jinja: imported when the page is made
+    from generator.site.pages import CommandHelp
 
 
 @dataclass(frozen=True, slots=True)
-class CliReference(Sequence[CommandHelp]):
+class CliReference(Sequence["CommandHelp"]):
     """The CLI reference page's content (every command's `--help`), keyed by what it is made
     of and formatted only when a page is made from it.
 
@@ -92,6 +94,8 @@ def cli_reference(
     ctx = click.Context(
         cmd, info_name=path[-1], parent=parent, terminal_width=100, max_content_width=100
     )
+    from generator.site.pages import CommandHelp
+
     out = [CommandHelp(" ".join(path), cmd.get_help(ctx).rstrip())]
     if isinstance(cmd, click.Group):
         for name in sorted(cmd.list_commands(ctx)):
@@ -99,6 +103,13 @@ def cli_reference(
             if sub is not None and not sub.hidden:
                 out.extend(cli_reference(sub, (*path, name), ctx))
     return tuple(out)
+
+
+def _timeline_head(catalog_path: Path) -> str:
+    """The commit `--timeline` runs to (the timeline module is imported only when asked)."""
+    from generator.site.timeline import git_head
+
+    return git_head(catalog_path)
 
 
 class _Stderr(logging.Handler):
@@ -253,7 +264,7 @@ def command(
         repo_url=repo_url,
         online=online,
         rules=stated_rules(),
-        timeline_head=git_head(catalog_path) if with_timeline else "",
+        timeline_head=_timeline_head(catalog_path) if with_timeline else "",
     )
     if with_timeline and not options.timeline_head:
         raise click.UsageError("--timeline needs the catalog in a git repository with a commit")

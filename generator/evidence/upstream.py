@@ -30,6 +30,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from generator.core import safeio
 from generator.core.errors import Diagnostic, ValidationError
@@ -57,13 +58,9 @@ from generator.evidence.pointer import (
 from generator.evidence.policy import read_policy
 from generator.evidence.recipedigest import DigestError, recipe_digest
 from generator.evidence.store import SUFFIX, Found, display_path, read_one
-from generator.evidence.summary import MANIFEST, RECIPE, verify_summary
-from generator.evidence.verify import (
-    SignatureCheck,
-    check_signature,
-    current_digest,
-    verified_record,
-)
+
+if TYPE_CHECKING:  # sigstore: imported when a pointer is verified, not to key a build (state_key)
+    from generator.evidence.verify import SignatureCheck
 
 SIGNERS_FILE = "signers.yaml"
 CACHE_ENV = "AICR_CATALOG_OCI_CACHE"
@@ -243,6 +240,8 @@ def _one_bundle(
             f"{pulled.reference} is neither an upstream summary bundle (manifest.json + recipe.yaml) "
             f"nor one {SUFFIX} file: it holds {', '.join(sorted(files)) or 'nothing'}",
         )
+    from generator.evidence.verify import check_signature
+
     sig = check_signature(files[bundles[0]], trust_roots, policy)
     if sig.klass is not None:
         return _reject(shown, sig.klass, sig.message, sig)
@@ -264,6 +263,8 @@ def _verify_artifact(
     shown: str, pulled: oci.Pulled, trust_roots: Sequence[TrustRoot], policy: SignerPolicy
 ) -> tuple[SignatureCheck, Statement] | RejectedEvidence:
     """The pulled artifact verified: an upstream summary bundle, else one of our bundles."""
+    from generator.evidence.summary import MANIFEST, RECIPE, verify_summary
+
     files = dict(pulled.files)
     prefix = "summary-bundle/"  # an artifact packed from the emit directory, not the bundle
     if files and all(name.startswith(prefix) for name in files):
@@ -326,6 +327,8 @@ def _verify_pointer(
     if statement.bundle_digest is None:
         statement = replace(statement, bundle_digest=pulled.digest)
     digest = "sha256:" + hashlib.sha256(sig.payload).hexdigest()
+    from generator.evidence.verify import verified_record
+
     # stale (current None) until judged by `judge`
     return verified_record(shown, digest, statement, sig, trust_roots, None)
 
@@ -363,6 +366,8 @@ def judge(
 ) -> tuple[Evidence, ...]:
     """Currency: upstream predicates against upstream's digest of the current recipe, this
     catalog's against its own digests (as `verify.with_current_digests`)."""
+    from generator.evidence.verify import current_digest
+
     out: list[Evidence] = []
     for r in records:
         if isinstance(r, VerifiedEvidence):

@@ -30,13 +30,13 @@ from generator.core import safeio
 from generator.core.cache import Cache, digest, fingerprint, stat_tree_digest
 from generator.core.cache import tree_listing as _tree_listing
 from generator.core.memo import Memo, content
-from generator.evidence.view import EvidenceView
-from generator.site import api
-from generator.site.model import SiteData
 from generator.site.publish import Published
 
-if TYPE_CHECKING:
-    from generator.site.build import BuildOptions
+if TYPE_CHECKING:  # a no-change build imports none of these (`generator.site.entry`)
+    from generator.evidence.view import EvidenceView
+    from generator.site import api
+    from generator.site.model import SiteData
+    from generator.site.options import BuildOptions
 
 BUILD_STAGE = "build"
 PAGES_STAGE = "pages"  # pages and the API's per-recipe parts, made from one recipe's data
@@ -268,6 +268,8 @@ def api_reuse(recipe_keys: RecipeKeys | None, sums: Mapping[str, str]) -> api.Re
         if recipe_keys is None:
             return ""
         return digest(*recipe_keys.parts(kind, name, "", runs))
+
+    from generator.site import api
 
     return api.Reuse(source, sums)
 
