@@ -13,9 +13,8 @@ from typing import Any, NoReturn, TypeVar, cast
 import click
 
 from generator.catalog.criteria import normalise_criteria
-from generator.catalog.load import load_catalog
 from generator.catalog.rules import RULES
-from generator.core.errors import CatalogError, Severity, printable
+from generator.core.errors import CatalogError, Diagnostic, Severity, printable
 from generator.core.records import Catalog, Criteria
 from generator.evidence.model import RootUse
 
@@ -196,6 +195,14 @@ def announce_defaults(catalog: Catalog) -> None:
             "'standard' only, no qualification lanes)",
             err=True,
         )
+
+
+def load_catalog(root: Path, rules: str | None = None) -> tuple[Catalog, tuple[Diagnostic, ...]]:
+    """`generator.catalog.load.load_catalog`, its module (jsonschema) imported when a command
+    reads a catalog: `build` finds a no-change rebuild without it."""
+    from generator.catalog.load import load_catalog as load
+
+    return load(root, rules)
 
 
 def open_catalog(path: Path) -> Catalog:

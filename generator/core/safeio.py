@@ -19,13 +19,16 @@ file of the catalog tree to key its cache) would refuse.
 
 from __future__ import annotations
 
+import enum
 import io
 import os
 import stat
 import tarfile
 import zlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 from generator.core.errors import Diagnostic, LoadError
 
@@ -123,6 +126,138 @@ def check(
         raise Refusal(NOT_REGULAR, "not a regular file", path)
     if st.st_size > limit:
         raise Refusal(TOO_LARGE, f"file is {st.st_size} bytes; the limit is {limit} bytes", path)
+    return real, st
+
+
+# --- one walk of a tree --------------------------------------------------------------------------
+
+
+class Kind(enum.Enum):
+    """What a walked entry is, as its directory entry says (no `stat` needed to tell)."""
+
+    FILE = "file"  # neither a directory nor a link: a regular file, a FIFO, a device, a socket
+    LINK = "link"  # a symbolic link to anything but a directory, or dangling
+    DIR_LINK = "dir-link"  # a symbolic link to a directory: listed, never followed
+
+
+class Entry(NamedTuple):
+    """One entry of a walked tree: its path below the root (POSIX), its path as walked (the
+    root joined with it, as `os.walk` spells it), its kind, and for a `FILE` the `lstat`
+    taken by the walk (None when it vanished meanwhile: `error` says why). A named tuple, not
+    a frozen dataclass: a walk makes one per file (75,715 for the 1,000-recipe site), and a
+    frozen dataclass's `__init__` costs several times a tuple's."""
+
+    rel: str
+    path: str
+    kind: Kind
+    stat: os.stat_result | None = None
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Tree:
+    """The entries under `root` (sorted by `rel`) and the root's real path, taken once."""
+
+    root: str
+    real_root: str
+    entries: tuple[Entry, ...]
+
+    def real(self, entry: Entry) -> str:
+        """The real path of an entry that is no link: the real root joined with its path,
+        since the walk descends no link (what `realpath` gives, without an `lstat` per
+        component)."""
+        return os.path.join(self.real_root, *entry.rel.split("/"))
+
+
+def walk(root: Path | str, *, suffixes: tuple[str, ...] = ()) -> Tree:
+    """Every entry under `root` but its directories: files (and FIFOs, devices) ending in
+    `suffixes` (any, when empty), links ending in them, and every link to a directory (never
+    followed). An unreadable directory is skipped, as `os.walk` skips it.
+
+    The one walk of an input tree, and why it exists: `check` of each file found by `os.walk`
+    took `realpath` (an `lstat` per path component: 194,346 for the 20,000 files of the
+    1,000-recipe synthetic evidence tree) and a `stat`. Here each directory is read once with
+    `os.scandir`, whose entries say from the directory itself which are directories and links,
+    and each file takes one `lstat` (`DirEntry.stat`); a link takes a `stat` to tell a
+    directory. `check_entry` gives `check`'s answer from these facts (tests/test_fast_walk.py
+    compares the two on hostile trees and counts the calls)."""
+    top = os.fspath(root)
+    out: list[Entry] = []
+    pending = [(top, "")]
+    file, link_kind, dir_link = Kind.FILE, Kind.LINK, Kind.DIR_LINK
+    new = tuple.__new__  # an Entry without a Python-level call per file
+    while pending:
+        directory, prefix = pending.pop()
+        try:
+            listing = os.scandir(directory)
+        except OSError:
+            continue
+        with listing:
+            for e in listing:
+                name = e.name
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        pending.append((e.path, prefix + name + "/"))
+                        continue
+                    link = e.is_symlink()
+                except OSError:
+                    link = False
+                if link and _is_dir(e):  # listed, never walked
+                    out.append(new(Entry, (prefix + name, e.path, dir_link, None, "")))
+                elif suffixes and not name.endswith(suffixes):
+                    continue
+                elif link:
+                    out.append(new(Entry, (prefix + name, e.path, link_kind, None, "")))
+                else:
+                    try:
+                        st = e.stat(follow_symlinks=False)
+                    except OSError as err:
+                        gone = (prefix + name, e.path, file, None, err.strerror or "")
+                        out.append(new(Entry, gone))
+                    else:
+                        out.append(new(Entry, (prefix + name, e.path, file, st, "")))
+    out.sort()  # by `rel`: no two entries share one, so the comparison stops there
+    return Tree(top, os.path.realpath(top), tuple(out))
+
+
+def _is_dir(e: os.DirEntry[str]) -> bool:
+    """Whether a link's target is a directory (a dangling link's is not)."""
+    try:
+        return e.is_dir()
+    except OSError:
+        return False
+
+
+def check_entry(
+    tree: Tree,
+    entry: Entry,
+    *,
+    where: str = "its directory",
+    limit: int = YAML_BYTES,
+    real_root: str | None = None,
+) -> tuple[str, os.stat_result]:
+    """`check(entry.path, where=..., limit=..., real_root=...)` for an entry of `tree`: the
+    same (real path, stat) or the same `Refusal`. `real_root`: the real path of the tree the
+    file must stay in (default: the walked root's). A link is checked by `check` itself (it
+    resolves it); anything else is no link below the walked root, so its real path is the
+    root's joined with its name and the walk's `lstat` is its `stat`."""
+    inside = real_root if real_root is not None else tree.real_root
+    if entry.kind is not Kind.FILE:
+        return check(entry.path, where=where, limit=limit, real_root=inside)
+    if shown_path(entry.path) != entry.path:
+        raise Refusal(NAME_ENCODING, "file name is not valid UTF-8; rename the file", entry.path)
+    real = tree.real(entry)
+    if not _inside(real, inside):
+        raise Refusal(ESCAPE, f"symbolic link points outside {where}", entry.path)
+    st = entry.stat
+    if st is None:
+        raise Refusal(UNREADABLE, f"cannot read file: {entry.error}", entry.path)
+    if not stat.S_ISREG(st.st_mode):
+        raise Refusal(NOT_REGULAR, "not a regular file", entry.path)
+    if st.st_size > limit:
+        raise Refusal(
+            TOO_LARGE, f"file is {st.st_size} bytes; the limit is {limit} bytes", entry.path
+        )
     return real, st
 
 
@@ -410,10 +545,14 @@ __all__ = [
     "TRUST_ROOT_BYTES",
     "UNPACKED_BYTES",
     "YAML_BYTES",
+    "Entry",
+    "Kind",
     "Oversize",
     "Refusal",
+    "Tree",
     "cap_for",
     "check",
+    "check_entry",
     "diagnostic",
     "files",
     "gunzip",
@@ -425,4 +564,5 @@ __all__ = [
     "shown_path",
     "tar_files",
     "template_source",
+    "walk",
 ]

@@ -19,11 +19,14 @@ certificate says the same (see `generator.evidence.upstream`).
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from generator.core import safeio
 from generator.core.errors import Diagnostic, LoadError
 from generator.core.records import Document
 from generator.core.yamlio import parse_yaml
@@ -68,7 +71,34 @@ def is_pointer_name(name: str) -> bool:
 
 
 def discover(paths: list[Path]) -> list[Path]:
-    """Pointer files given directly or found under the given directories (sorted, no links)."""
+    """Pointer files given directly or found under the given directories (sorted, no links):
+    regular files named `sha256-<hex>.yaml`, found by one `safeio.walk` of each directory
+    (which descends no link), not `Path.rglob` (a second walk of the evidence tree that took
+    a `stat` and an `lstat` per match: `discover_reference`)."""
+    out: set[Path] = set()
+    for p in paths:
+        if p.is_file() and is_pointer_name(p.name):
+            out.add(p)
+        elif p.is_dir():
+            out.update(in_tree(safeio.walk(p, suffixes=(".yaml",))))
+    return sorted(out)
+
+
+def in_tree(tree: safeio.Tree) -> list[Path]:
+    """The pointer files among the entries of a walked tree: regular files (no links) named
+    `sha256-<hex>.yaml`."""
+    return [
+        Path(e.path)
+        for e in tree.entries
+        if e.kind is safeio.Kind.FILE
+        and e.stat is not None
+        and stat.S_ISREG(e.stat.st_mode)
+        and is_pointer_name(os.path.basename(e.path))
+    ]
+
+
+def discover_reference(paths: list[Path]) -> list[Path]:
+    """`discover` as `Path.rglob` gives it (the reference, for the differential test)."""
     out: set[Path] = set()
     for p in paths:
         if p.is_file() and is_pointer_name(p.name):

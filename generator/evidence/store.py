@@ -13,7 +13,7 @@ import os
 import re
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,9 @@ class Found:
     path: Path
     root: Path  # its real path must be inside this directory (links may not leave it)
     location: str  # the path the location check compares: `evidence/...` under an evidence root
+    # the walk that found it (`safeio.walk` of a directory argument), whose facts `find_files`
+    # checks it with; None for a file named explicitly
+    walked: tuple[safeio.Tree, safeio.Entry] | None = field(default=None, compare=False, repr=False)
 
 
 def _candidates(given: Path, absolute: Path) -> tuple[Path, ...]:
@@ -100,6 +103,7 @@ def _found(
     given: Path,
     memo: dict[Path, tuple[Path, ...]] | None = None,
     root: Path | None = None,
+    walked: tuple[safeio.Tree, safeio.Entry] | None = None,
 ) -> Found:
     """`path` (found under, or equal to, the argument `given`) with its root and location.
 
@@ -116,7 +120,7 @@ def _found(
     if root is not None and _inside(absolute, os.path.abspath(root)):
         folder = os.path.abspath(root)
         below = absolute[len(folder.rstrip(os.sep)) + 1 :].replace(os.sep, "/")
-        return Found(path, root, f"{EVIDENCE_DIR}/{below}")
+        return Found(path, root, f"{EVIDENCE_DIR}/{below}", walked)
     if memo is not None and path != given:  # a directory argument: the same candidates
         if given not in memo:
             memo[given] = _candidates(given, Path(absolute))
@@ -130,12 +134,23 @@ def _found(
         below = absolute[len(folder.rstrip(os.sep)) + 1 :].replace(os.sep, "/")
     else:
         below = Path(absolute).relative_to(root).as_posix()
-    return Found(path, root, f"{EVIDENCE_DIR}/{below}")
+    return Found(path, root, f"{EVIDENCE_DIR}/{below}", walked)
 
 
-def _search(directory: Path) -> list[Path]:
+def _search(directory: Path) -> list[tuple[Path, safeio.Tree, safeio.Entry]]:
     """Every `*.sigstore.json` below `directory` that is not a directory (links not followed
-    into directories; pipes, sockets and links are listed, to be judged when read)."""
+    into directories; pipes, sockets and links are listed, to be judged when read), with the
+    walk that found it: one `safeio.walk` (`_search_reference` is the `os.walk` it replaced)."""
+    tree = safeio.walk(directory, suffixes=(SUFFIX,))
+    return [
+        (Path(e.path), tree, e)
+        for e in tree.entries
+        if e.kind is not safeio.Kind.DIR_LINK or e.rel.endswith(SUFFIX)
+    ]
+
+
+def _search_reference(directory: Path) -> list[Path]:
+    """`_search` as `os.walk` gives it (the reference, for the differential test)."""
     out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(directory):
         dirnames.sort()
@@ -149,9 +164,9 @@ def _discover(paths: Iterable[Path], root: Path | None = None) -> dict[Path, Fou
     memo: dict[Path, tuple[Path, ...]] = {}
     for p in paths:
         if p.is_dir():
-            for q in _search(p):
+            for q, tree, entry in _search(p):
                 if q not in found:
-                    found[q] = _found(q, p, memo, root)
+                    found[q] = _found(q, p, memo, root, (tree, entry))
         else:
             found.setdefault(p, _found(p, p, root=root))
     return dict(sorted(found.items()))
@@ -328,9 +343,15 @@ def find_files(
             real_roots[found.root] = os.path.realpath(found.root)
         real_root = real_roots[found.root]
         try:
-            real, st = safeio.check(
-                found.path, where=where, limit=MAX_FILE_BYTES, real_root=real_root
-            )
+            if found.walked is not None:  # `check`'s answer from the walk's facts
+                tree, entry = found.walked
+                real, st = safeio.check_entry(
+                    tree, entry, where=where, limit=MAX_FILE_BYTES, real_root=real_root
+                )
+            else:
+                real, st = safeio.check(
+                    found.path, where=where, limit=MAX_FILE_BYTES, real_root=real_root
+                )
             sha = memo.vouch(real, st) if memo is not None else None
             data = None
             if sha is None:

@@ -30,12 +30,12 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from generator.core import safeio
 from generator.core.errors import Diagnostic, ValidationError
 from generator.core.net import Client
 from generator.evidence import oci
-from generator.evidence.allowlist import ALLOWLIST_FILE, combine, read_allowlist
 from generator.evidence.model import (
     RECIPE_EVIDENCE_V3,
     UPSTREAM_PREDICATE_TYPES,
@@ -54,16 +54,11 @@ from generator.evidence.pointer import (
     location_problem,
     parse_pointer,
 )
-from generator.evidence.policy import read_policy
 from generator.evidence.recipedigest import DigestError, recipe_digest
 from generator.evidence.store import SUFFIX, Found, display_path, read_one
-from generator.evidence.summary import MANIFEST, RECIPE, verify_summary
-from generator.evidence.verify import (
-    SignatureCheck,
-    check_signature,
-    current_digest,
-    verified_record,
-)
+
+if TYPE_CHECKING:  # sigstore: imported when a pointer is verified, not to key a build (state_key)
+    from generator.evidence.verify import SignatureCheck
 
 SIGNERS_FILE = "signers.yaml"
 CACHE_ENV = "AICR_CATALOG_OCI_CACHE"
@@ -89,6 +84,8 @@ def cache_for(path: Path | None) -> oci.Cache:
 
 
 def allowlists(paths: Iterable[Path]) -> list[Path]:
+    from generator.evidence.allowlist import ALLOWLIST_FILE
+
     out: list[Path] = []
     for p in paths:
         if p.is_file() and p.name == ALLOWLIST_FILE:
@@ -127,12 +124,16 @@ def load_policy(
         )
     if not files:
         return policy
+    from generator.evidence.allowlist import combine, read_allowlist
+
     shown = display_path(files[0])
     rules, slugs = read_allowlist(files[0], shown)
     return combine(policy, rules, slugs, shown)
 
 
 def _read_signers(catalog_dir: Path) -> SignerPolicy:
+    from generator.evidence.policy import read_policy  # jsonschema: not to key a build
+
     signers = catalog_dir / SIGNERS_FILE
     # a tree without this project's signers.yaml (upstream AICR's recipes/): only the allowlist
     if signers.exists() or signers.is_symlink():
@@ -243,6 +244,8 @@ def _one_bundle(
             f"{pulled.reference} is neither an upstream summary bundle (manifest.json + recipe.yaml) "
             f"nor one {SUFFIX} file: it holds {', '.join(sorted(files)) or 'nothing'}",
         )
+    from generator.evidence.verify import check_signature
+
     sig = check_signature(files[bundles[0]], trust_roots, policy)
     if sig.klass is not None:
         return _reject(shown, sig.klass, sig.message, sig)
@@ -264,6 +267,8 @@ def _verify_artifact(
     shown: str, pulled: oci.Pulled, trust_roots: Sequence[TrustRoot], policy: SignerPolicy
 ) -> tuple[SignatureCheck, Statement] | RejectedEvidence:
     """The pulled artifact verified: an upstream summary bundle, else one of our bundles."""
+    from generator.evidence.summary import MANIFEST, RECIPE, verify_summary
+
     files = dict(pulled.files)
     prefix = "summary-bundle/"  # an artifact packed from the emit directory, not the bundle
     if files and all(name.startswith(prefix) for name in files):
@@ -326,6 +331,8 @@ def _verify_pointer(
     if statement.bundle_digest is None:
         statement = replace(statement, bundle_digest=pulled.digest)
     digest = "sha256:" + hashlib.sha256(sig.payload).hexdigest()
+    from generator.evidence.verify import verified_record
+
     # stale (current None) until judged by `judge`
     return verified_record(shown, digest, statement, sig, trust_roots, None)
 
@@ -363,6 +370,8 @@ def judge(
 ) -> tuple[Evidence, ...]:
     """Currency: upstream predicates against upstream's digest of the current recipe, this
     catalog's against its own digests (as `verify.with_current_digests`)."""
+    from generator.evidence.verify import current_digest
+
     out: list[Evidence] = []
     for r in records:
         if isinstance(r, VerifiedEvidence):
@@ -416,14 +425,18 @@ def has_pointers(directory: Path) -> bool:
     return directory.is_dir() and any(discover([directory]))
 
 
-def state_key(directory: Path, online: bool = False) -> str:
+def state_key(directory: Path, online: bool = False, pointers: Sequence[Path] | None = None) -> str:
     """What a build's pointer records depend on besides the files under `directory`: the
     options from the environment, the upstream recipes, and which pointed-to artifacts the cache
-    holds (a bundle pulled since the last build changes the records, not the evidence tree)."""
+    holds (a bundle pulled since the last build changes the records, not the evidence tree).
+    `pointers`: the pointer files under `directory` when the caller walked it already
+    (`pointer.in_tree`); else they are found here."""
     opts = options_from_env(online)
     cache = cache_for(opts.cache)
     cached: list[str] = []
-    for f in discover([directory]) if directory.is_dir() else ():
+    if pointers is None:
+        pointers = discover([directory]) if directory.is_dir() else []
+    for f in pointers:
         try:
             p, _ = parse_pointer(safeio.read(f, root=directory, where="the evidence"), f.name)
         except safeio.Refusal:

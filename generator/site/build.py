@@ -9,33 +9,29 @@ what failed and where. A lock file keeps two builds of the same output from runn
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import hashlib
 import logging
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from generator import __version__
-from generator.core import atomic, safeio, timeutil, yamlio
+from generator.core import atomic, safeio, yamlio
 from generator.core.atomic import TreeWriter
 from generator.core.cache import Cache, digest, fingerprint, tree_digest
 from generator.core.errors import CatalogError, Diagnostic, LoadError, SiteError
-from generator.core.memo import NOT_KEYED, PATH_ONLY, Memo
-from generator.core.memo import content as keyed_by_content
+from generator.core.memo import Memo
 from generator.core.outputs import (
     MARKER,
     OutputKind,
-    check_output_dir,
     commit_delta,
     journal_path,
     marker_bytes,
@@ -51,17 +47,14 @@ from generator.render.bundled import Refusal
 from generator.site import api, badges, changelog, islands, pages, stages
 from generator.site.audit import evidence_added, signed_statement, statement_file
 from generator.site.csp import with_csp
+from generator.site.entry import build_site
 from generator.site.incremental import (
     PAGES_STAGE,
     RecipeKeys,
     StoredPage,
     api_reuse,
     as_recorded,
-    build_key,
-    inputs_key,
     previous_files,
-    record_build,
-    unchanged_build,
 )
 from generator.site.model import (
     ComponentUse,
@@ -71,110 +64,19 @@ from generator.site.model import (
     SiteData,
     StageNote,
 )
-from generator.site.outdir import build_lock, remove_leftovers, swap_in
+from generator.site.options import (
+    DEFAULT_DEPLOYERS,
+    REPO,
+    TEMPLATES,
+    BuildOptions,
+    BuildReport,
+    source_date_epoch,
+    static_docs,
+)
+from generator.site.outdir import swap_in
 from generator.site.publish import Derived, PublishCounts, Published, Publisher, derived_source
 from generator.site.signers import signer_policy
 from generator.site.timeline import Change, site_timeline
-
-REPO = Path(__file__).resolve().parent.parent.parent
-TEMPLATES = REPO / "site_templates"
-DEFAULT_DEPLOYERS = ("helm", "helmfile", "argocd", "flux")
-
-
-@dataclass(frozen=True, slots=True)
-class BuildOptions:
-    """What `aicr-catalog build` was asked to do. The build's keys are derived from this whole
-    record (`generator.core.memo`): a field added here is in every key the moment it exists;
-    a path is keyed by its content unless its metadata says otherwise."""
-
-    catalog: Path = field(metadata=keyed_by_content("the catalog"))
-    evidence: Path = field(metadata=PATH_ONLY)  # keyed by the tree (build) and per run (pages)
-    out: Path = field(metadata=NOT_KEYED)  # the record of the last build is kept per output
-    docs: Path = field(default=REPO / "docs", metadata=keyed_by_content("the docs directory"))
-    config: Path = field(default=REPO / "mkdocs.yml", metadata=keyed_by_content("mkdocs.yml"))
-    trust_root: str = "public-good"
-    source_date_epoch: int | None = None
-    strict: bool = False
-    deployers: tuple[str, ...] = DEFAULT_DEPLOYERS
-    bundles: bool = True
-    # the build cache's bundle directory (`.cache/` is its parent); None: --no-cache
-    cache_dir: Path | None = field(default=None, metadata=NOT_KEYED)
-    # the CLI reference page: every command's help, produced by the CLI (commands/build.py)
-    cli_reference: tuple[pages.CommandHelp, ...] = ()
-    # where the site is served (https://owner.github.io/repo/): the sitemap lists its pages and
-    # 404.html links its assets from it, so it works at any depth under a sub-path
-    site_url: str = ""
-    repo_url: str = ""  # the catalog's source repository, linked from every page
-    # the commit the qualification timeline runs to (build --timeline; generator/site/timeline.py):
-    # "" builds no timeline; a commit keys the build to the history up to it
-    timeline_head: str = ""
-    # processes for verification and rendering (default: every core); page generation uses
-    # them only when given (forked page workers copy the site data they read)
-    jobs: int | None = field(default=None, metadata=NOT_KEYED)
-    # pointer files under evidence/ may pull their artifacts (generator.core.net); else the
-    # OCI cache only: a build uses no network unless `build --online` asked for it
-    online: bool = False
-    rules: str | None = None  # --upstream-rules; None: what the tree's apiVersions say
-
-
-@dataclass(frozen=True, slots=True)
-class BuildReport:
-    out: str
-    recipes: int
-    rows: int
-    evidence: int
-    pages: int
-    files: int
-    notes: tuple[StageNote, ...]
-    pages_rendered: int = 0  # pages rendered by this build (the others came from the cache)
-    engine_reused: bool = False  # mkdocs' output for the same Markdown came from the cache
-    # what publishing did (`site/publish.py`): files written by this build, linked from the
-    # previous tree, and derived files (archives, signed statements) made rather than linked
-    files_written: int = 0
-    files_linked: int = 0
-    files_derived: int = 0
-    # a delta (`write_site`: the output was exactly what the last build wrote): files left in
-    # place as they were, and files removed; the files written are the ones renamed into place
-    files_kept: int = 0
-    files_removed: int = 0
-    # recipes whose status was aggregated again (the others' came from the memo: a recipe's
-    # status depends on its results and its runs alone, `generator.pipeline.aggregate`)
-    recipes_aggregated: int = 0
-    # run views judged again (the others' came from the memo, `generator.site.stages.judged`)
-    # and evidence files whose bytes were read (the others' digests came from their stat memo,
-    # `generator.evidence.store.FileMemo`)
-    views_judged: int = 0
-    evidence_read: int = 0
-    # pages of one recipe's data read from the cache (a stamped page, a run's, is read only
-    # when its finished page cannot be linked), and pages finished by this build: data blocks put back
-    # into the built HTML (the others were linked from the previous tree: `finish_pages`)
-    pages_read: int = 0
-    pages_finished: int = 0
-
-
-# --- time ---------------------------------------------------------------------------------------
-
-
-def source_date_epoch(explicit: int | None, repo: Path) -> int:
-    """SOURCE_DATE_EPOCH from the option, the environment, the last git commit, else 0."""
-    if explicit is not None:
-        return explicit
-    env = timeutil.source_date_epoch(error=SiteError)
-    if env is not None:
-        return env
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(repo), "log", "-1", "--format=%ct"],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return 0
-    text = out.stdout.strip()
-    return int(text) if out.returncode == 0 and text.isdigit() else 0
-
 
 # --- gather -------------------------------------------------------------------------------------
 
@@ -201,12 +103,6 @@ def _profile_view(
         downloads=downloads,
         refusals=refusals,
     )
-
-
-def _memo(options: BuildOptions) -> Memo:
-    """The build's memo (`.cache/` beside the bundle cache); one that keeps nothing under
-    --no-cache."""
-    return Memo(Cache(options.cache_dir.parent) if options.cache_dir is not None else None)
 
 
 PROGRESS = logging.getLogger("aicr_catalog.build")  # the CLI shows it on stderr
@@ -415,30 +311,6 @@ def _write(root: Path, files: Mapping[str, bytes | str]) -> None:
     with TreeWriter(root) as tree:
         for rel, content in sorted(files.items()):
             tree.put(rel, content.encode("utf-8") if isinstance(content, str) else content)
-
-
-def static_docs(options: BuildOptions) -> dict[str, bytes]:
-    """Hand-written docs and the site's assets, copied into the build's docs tree."""
-    files: dict[str, bytes] = {}
-    if options.docs.is_dir():
-        for path in sorted(options.docs.rglob("*")):
-            if path.is_file():  # published as is: a link out of docs/ is refused unread
-                files[path.relative_to(options.docs).as_posix()] = safeio.read(
-                    path, root=options.docs, where="the docs directory", limit=safeio.OTHER_BYTES
-                )
-    # the repository's own CONTRIBUTING.md and SECURITY.md are the site's pages of those names
-    # (beside the docs directory, else this checkout's)
-    # read as every input is: a link leaving the repository (`-> /proc/self/environ`) is refused
-    for name, page in (("CONTRIBUTING.md", "contributing.md"), ("SECURITY.md", "security.md")):
-        source = options.docs.parent / name
-        if not os.path.lexists(source):
-            source = REPO / name
-        files[page] = safeio.read(
-            source, root=source.parent, where="the repository", limit=safeio.TEXT_BYTES
-        )
-    for rel, data in safeio.files(TEMPLATES / "assets", where="the site templates"):
-        files["assets/" + rel] = data
-    return files
 
 
 def plotly_js() -> bytes:
@@ -873,40 +745,7 @@ def run_mkdocs(config_file: Path, epoch: int) -> None:
         logger.removeHandler(handler)
 
 
-def build_site(options: BuildOptions) -> BuildReport:
-    """Build the whole site into `options.out`. Raises CatalogError; then `out` is unchanged.
-
-    With the build cache (`options.cache_dir`), a build of the very same inputs into an
-    untouched output does nothing, and every stage reuses what it made before for the same
-    input record; the entries no longer used are swept once the build succeeded."""
-    check_output_dir(
-        options.out,
-        OutputKind.SITE,
-        (options.catalog, options.evidence, options.docs, options.config),
-    )
-    out = options.out.resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    epoch = source_date_epoch(options.source_date_epoch, REPO)
-    with build_lock(out):
-        remove_leftovers(out)
-        memo = _memo(options)
-        if memo.cache is None:
-            return _build(options, out, epoch, memo, "")[0]
-        cache = memo.cache
-        base = inputs_key(options, epoch, TEMPLATES, memo, static_docs(options))
-        key = build_key(options, memo, base)
-        done = unchanged_build(cache, out, key)
-        if done is not None:  # same inputs, same generator, site untouched: nothing to do
-            notes = tuple(StageNote(**n) for n in done.pop("notes"))
-            return BuildReport(**done, notes=notes)
-        report, written = _build(options, out, epoch, memo, base)
-        report_doc = dataclasses.asdict(report)
-        record_build(cache, out, key, report_doc, written.sums, written.sources, written.table)
-        cache.finish()  # entries of earlier inputs are never read again
-    return report
-
-
-def _build(
+def build_all(
     options: BuildOptions, out: Path, epoch: int, memo: Memo, base: str
 ) -> tuple[BuildReport, Written]:
     """The build proper (under the lock): the pipeline and the bundles (`gather`) → pages →
@@ -1082,4 +921,18 @@ def without_sitemap(site_dir: Path, engine: dict[str, bytes] | None) -> dict[str
     return None
 
 
-__all__ = ["BuildOptions", "BuildReport", "CatalogError", "build_site", "gather"]
+# the records and the entry live apart (`generator.site.options`, `generator.site.entry`), so a
+# no-change rebuild imports none of this module; named here for the callers that build a site
+__all__ = [
+    "DEFAULT_DEPLOYERS",
+    "REPO",
+    "TEMPLATES",
+    "BuildOptions",
+    "BuildReport",
+    "CatalogError",
+    "build_all",
+    "build_site",
+    "gather",
+    "source_date_epoch",
+    "static_docs",
+]

@@ -28,16 +28,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from generator.core import safeio
 from generator.core.cache import Cache, digest, fingerprint, stat_tree_digest
 from generator.core.cache import tree_listing as _tree_listing
 from generator.core.memo import Memo, content
-from generator.evidence.view import EvidenceView
-from generator.site import api
-from generator.site.model import SiteData
 from generator.site.publish import Published
 
-if TYPE_CHECKING:
-    from generator.site.build import BuildOptions
+if TYPE_CHECKING:  # a no-change build imports none of these (`generator.site.entry`)
+    from generator.evidence.view import EvidenceView
+    from generator.site import api
+    from generator.site.model import SiteData
+    from generator.site.options import BuildOptions
 
 BUILD_STAGE = "build"
 PAGES_STAGE = "pages"  # pages and the API's per-recipe parts, made from one recipe's data
@@ -108,22 +109,26 @@ def inputs_key(
 
 def build_key(inputs: BuildOptions, memo: Memo, base: str) -> str:
     """The derived key of the whole build: `inputs_key` (`base`), the evidence tree and the
-    upstream state."""
+    upstream state. One walk of the evidence tree serves both (`safeio.walk`)."""
+    from generator.evidence.pointer import in_tree
     from generator.evidence.upstream import state_key
 
     # .yaml: upstream pointer files and allowlist.yaml (generator.evidence.upstream), whose
     # records also depend on the OCI cache and the environment (state_key)
     evidence_dir = Path(os.path.abspath(inputs.evidence))
+    suffixes = (".sigstore.json", ".yaml")
+    tree = safeio.walk(evidence_dir, suffixes=suffixes) if evidence_dir.is_dir() else None
     evidence = stat_tree_digest(
         memo.cache,
         evidence_dir,
-        (".sigstore.json", ".yaml"),
+        suffixes,
         shown=f"{evidence_dir.name}/",
         where="the evidence directory",
+        tree=tree,
     )
-    return memo.key(
-        BUILD_STAGE, (), BuildInputs(base, evidence, state_key(evidence_dir, inputs.online))
-    )
+    pointers = in_tree(tree) if tree is not None else []
+    upstream = state_key(evidence_dir, inputs.online, pointers)
+    return memo.key(BUILD_STAGE, (), BuildInputs(base, evidence, upstream))
 
 
 # --- the record of the last build of an output directory --------------------------------------
@@ -366,6 +371,8 @@ def api_reuse(recipe_keys: RecipeKeys | None, sums: Mapping[str, str]) -> api.Re
         if recipe_keys is None:
             return ""
         return digest(*recipe_keys.parts(kind, name, "", runs))
+
+    from generator.site import api
 
     return api.Reuse(source, sums)
 

@@ -15,6 +15,7 @@ from generator.core.records import Consensus, Criteria, RecipeResult, ScaleProfi
 from generator.evidence.view import EvidenceView
 from generator.render.bundled import Refusal
 from generator.render.cache import SealedArchive
+from generator.site.options import StageNote as StageNote  # its home: a no-change build needs it
 from generator.site.signers import SignerPolicyView
 from generator.site.timeline import Change
 
@@ -112,14 +113,6 @@ class ComponentUse:
     qualified_lane: str  # "" when no lane has qualified this version
     qualified_profile: str
     display_name: str = ""  # the registry's human-readable name
-
-
-@dataclass(frozen=True, slots=True)
-class StageNote:
-    """A stage that did not run (not yet available) or ran with warnings, shown on the site."""
-
-    stage: str
-    message: str
 
 
 @dataclass(frozen=True, slots=True)
