@@ -120,6 +120,9 @@ class Outcome:
     demo: bool  # every root is a demo root: sample evidence counts
     shares: tuple[RecipeShare, ...] = ()  # each recipe's records and aggregate key
     aggregated: int = 0  # recipes aggregated by this run (the others came from the memo)
+    # the derived key of the catalog stage's record ("" without a memo): `resolved` is a
+    # function of it, so a later stage's record names the catalog and its results by it
+    catalog_key: str = ""
 
     @property
     def catalog(self) -> Catalog:
@@ -140,7 +143,7 @@ def run(inputs: Inputs, memo: Memo | None = None) -> Outcome:
     record = CatalogInput(
         inputs.catalog, inputs.strict, inputs.scope, named_recipes(inputs.evidence), inputs.rules
     )
-    resolved = memo.stage(
+    resolved, catalog_key = memo.stage_and_key(
         CATALOG_STAGE,
         CATALOG_CODE,
         record,
@@ -166,6 +169,7 @@ def run(inputs: Inputs, memo: Memo | None = None) -> Outcome:
         demo,
         aggregation.shares,
         aggregation.made,
+        catalog_key,
     )
 
 
