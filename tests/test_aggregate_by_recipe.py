@@ -183,3 +183,38 @@ def test_records_pickled_as_constructor_arguments_round_trip_every_field() -> No
         # no state to set after construction (the BUILD opcode calls `__setstate__`)
         ops = {op.name for op, _, _ in pickletools.genops(pickle.dumps(record, protocol=5))}
         assert "BUILD" not in ops and loaded == record, cls
+
+
+def test_a_recipes_views_are_stored_with_equal_rows_shared_and_load_equal(
+    outcome: Outcome,
+) -> None:
+    """`stages.shared`: a recipe's judged views with each set of equal rows and outcomes one
+    object: equal to the views as judged, field for field, and pickled smaller (each row once)."""
+    import pickle
+
+    from generator.site import stages
+
+    evidence = Path(outcome.catalog.root).parent / "evidence"
+    judged, _ = stages.judged(outcome, evidence)
+    by_recipe: dict[str, list[object]] = {}
+    for v in judged.runs:
+        by_recipe.setdefault(v.recipe, []).append(v)
+    rows = checked = 0
+    for views in by_recipe.values():
+        plain = tuple(views)
+        stored = stages.shared(plain)  # type: ignore[arg-type]
+        loaded = pickle.loads(pickle.dumps(stored, protocol=pickle.HIGHEST_PROTOCOL))
+        assert loaded == plain
+        for a, b in zip(loaded, plain, strict=True):
+            for f in dataclasses.fields(a):
+                assert getattr(a, f.name) == getattr(b, f.name), f.name
+            for x, y in zip((*a.checks, *a.kpis), (*b.checks, *b.kpis), strict=True):
+                assert x == y and [type(c) for c in x.outcome.causes] == [
+                    type(c) for c in y.outcome.causes
+                ]
+                checked += 1
+        every = [r for v in loaded for r in (*v.checks, *v.kpis)]
+        rows += len(every)
+        assert len({id(r) for r in every}) == len(set(every))  # one object per distinct row
+        assert len(pickle.dumps(stored)) <= len(pickle.dumps(plain))
+    assert rows == checked > 0
