@@ -68,6 +68,7 @@ from generator.evidence.model import (
     RejectedEvidence,
     RunState,
     VerifiedEvidence,
+    constructor_args,
 )
 from generator.evidence.view import NOT_JUDGED, EvidenceView, Outcome, as_signed, with_outcome
 from generator.validate import health_of
@@ -868,6 +869,9 @@ class HealthStatus:
     coverage: str  # R:n D:n P:n C:n
     problems: tuple[str, ...]
 
+    def __reduce__(self) -> tuple[type[HealthStatus], tuple[Any, ...]]:
+        return HealthStatus, constructor_args(self)  # loaded by one constructor call
+
 
 @dataclass(frozen=True, slots=True)
 class RunStatus:
@@ -894,6 +898,9 @@ class RunStatus:
     message: str  # the verification failure, "" when verified
     downgraded: str  # verdict-mismatch or attested-after-logged: the disagreement named
     judgement: Judgement | None  # the recomputed outcome, per check and KPI (None: not judged)
+
+    def __reduce__(self) -> tuple[type[RunStatus], tuple[Any, ...]]:
+        return RunStatus, constructor_args(self)  # loaded by one constructor call
 
     def judged(self, view: EvidenceView) -> EvidenceView:
         """`view` (this run's evidence record) as counted: stale or rejected when this run is
@@ -972,6 +979,9 @@ class LaneStatus:
     phases: tuple[tuple[str, Consensus], ...]  # (phase, roll-up of its checks), by phase
     runs: tuple[RunStatus, ...]  # the latest counted run of each signer, by signer and path
 
+    def __reduce__(self) -> tuple[type[LaneStatus], tuple[Any, ...]]:
+        return LaneStatus, constructor_args(self)  # loaded by one constructor call
+
 
 @dataclass(frozen=True, slots=True)
 class RecipeStatus:
@@ -995,6 +1005,9 @@ class RecipeStatus:
     lanes: tuple[LaneStatus, ...]  # by nodes, then name
     checks: tuple[CheckStatus, ...]  # by lane, phase, check
     excluded_evidence: tuple[RunStatus, ...]  # of this profile or of none (unreadable)
+
+    def __reduce__(self) -> tuple[type[RecipeStatus], tuple[Any, ...]]:
+        return RecipeStatus, constructor_args(self)  # loaded by one constructor call
 
 
 @dataclass(frozen=True, slots=True)
@@ -1076,6 +1089,9 @@ class RecipePart:
     health: tuple[HealthStatus, ...]
     recipes: tuple[RecipeStatus, ...]
     runs: tuple[RunStatus, ...]
+
+    def __reduce__(self) -> tuple[type[RecipePart], tuple[Any, ...]]:
+        return RecipePart, constructor_args(self)  # loaded by one constructor call
 
 
 @dataclass(frozen=True, slots=True)

@@ -102,6 +102,9 @@ class Resolved:
     failures: Mapping[str, str]
     problems: tuple[Diagnostic, ...]
     lanes: Lanes | None
+    # each recipe's results as later stages' records name them (`results_digest`), made once
+    # with them: a build that takes this stage's result from the memo does not pickle them again
+    digests: Mapping[str, str] = field(default_factory=dict)
 
     def results(self) -> tuple[RecipeResult, ...]:
         return tuple(r for rs in self.by_recipe.values() for r in rs)
@@ -120,6 +123,9 @@ class Outcome:
     demo: bool  # every root is a demo root: sample evidence counts
     shares: tuple[RecipeShare, ...] = ()  # each recipe's records and aggregate key
     aggregated: int = 0  # recipes aggregated by this run (the others came from the memo)
+    # the derived key of the catalog stage's record ("" without a memo): `resolved` is a
+    # function of it, so a later stage's record names the catalog and its results by it
+    catalog_key: str = ""
 
     @property
     def catalog(self) -> Catalog:
@@ -140,7 +146,7 @@ def run(inputs: Inputs, memo: Memo | None = None) -> Outcome:
     record = CatalogInput(
         inputs.catalog, inputs.strict, inputs.scope, named_recipes(inputs.evidence), inputs.rules
     )
-    resolved = memo.stage(
+    resolved, catalog_key = memo.stage_and_key(
         CATALOG_STAGE,
         CATALOG_CODE,
         record,
@@ -166,6 +172,7 @@ def run(inputs: Inputs, memo: Memo | None = None) -> Outcome:
         demo,
         aggregation.shares,
         aggregation.made,
+        catalog_key,
     )
 
 
@@ -217,7 +224,14 @@ def resolve_catalog(record: CatalogInput) -> Resolved:
             failures[name] = failure.message
             problems.extend(failure.diagnostics or (_located(name, failure.message),))
     lanes = lanes_of(catalog.documents) if LANES_FILE in catalog.documents else None
-    return Resolved(catalog, by_recipe, failures, tuple(problems), lanes)
+    digests = {name: results_digest(rs) for name, rs in by_recipe.items()}
+    return Resolved(catalog, by_recipe, failures, tuple(problems), lanes, digests)
+
+
+def results_digest(results: Sequence[RecipeResult]) -> str:
+    """The sha256 of a recipe's results pickled (a pickle holds every field of every record:
+    equal bytes are equal results), as the aggregate stage's record names them."""
+    return hashlib.sha256(_pickled(tuple(results))).hexdigest()
 
 
 def _located(name: str, message: str) -> Diagnostic:
@@ -323,7 +337,8 @@ AGGREGATE_CODE = ("aggregate.py", "evidence", "validate.py", "catalog", "scale",
 @dataclass(frozen=True, slots=True)
 class RecipeRuns:
     """The aggregate stage's record for one recipe: everything its part of the status is
-    computed from (`generator.aggregate.RecipePart`): its resolved results, why it does not
+    computed from (`generator.aggregate.RecipePart`): its resolved results (as the digest
+    the catalog stage made with them, `Resolved.digests`, else their pickle), why it does not
     resolve, its evidence records, and the judge's inputs shared by every recipe (the lanes,
     the profiles' ladders, the demo roots), as a digest. A record verified through the cache
     enters as the key of its verification (`VerificationRun.keys`: its file's path, location
@@ -334,7 +349,7 @@ class RecipeRuns:
     record is pickled on its own, so its bytes do not depend on what other records share."""
 
     recipe: str
-    results: bytes
+    results: str | bytes  # `results_digest` (str), or the results' pickle (bytes)
     failure: str | None
     evidence: tuple[str | bytes, ...]  # a verification key (str) or a record's pickle (bytes)
     judge: str
@@ -364,19 +379,26 @@ def _pickled(value: object) -> bytes:
 
 
 def _keyed(
-    inputs: Sequence[RecipeInput], judge: str, verification: VerificationRun
+    inputs: Sequence[RecipeInput],
+    judge: str,
+    verification: VerificationRun,
+    digests: Mapping[str, str],
 ) -> list[RecipeRuns]:
-    """Each recipe's `RecipeRuns` record (its memo key is derived from it): each record by the
-    key of its verification when it has one, else by its pickle (see `RecipeRuns`)."""
+    """Each recipe's `RecipeRuns` record (its memo key is derived from it): its results by
+    the digest the catalog stage made (`digests`; pickled here only without one), each record
+    by the key of its verification when it has one, else by its pickle (see `RecipeRuns`).
+    Taking the digest instead of pickling every recipe's results again: 0.05 s → 0 at
+    200 × 4,000 (0.24 s profiled), CPU, on an evidence-only rebuild."""
     keys = {id(r): k for r, k in zip(verification.records, verification.keys, strict=False) if k}
 
     def entry(record: Evidence) -> str | bytes:
         return keys.get(id(record)) or _pickled(record)
 
+    def results(r: RecipeInput) -> str | bytes:
+        return digests.get(r.name) or _pickled(tuple(r.results))
+
     return [
-        RecipeRuns(
-            r.name, _pickled(tuple(r.results)), r.failure, tuple(map(entry, r.evidence)), judge
-        )
+        RecipeRuns(r.name, results(r), r.failure, tuple(map(entry, r.evidence)), judge)
         for r in inputs
     ]
 
@@ -416,7 +438,11 @@ def aggregate(
         for n in names
     ]
     judge = hashlib.sha256(_pickled((lanes, sorted(ladders.items()), demo_roots))).hexdigest()
-    keyed = _keyed(inputs, judge, verification) if memo.cache is not None else [None] * len(inputs)
+    keyed = (
+        _keyed(inputs, judge, verification, resolved.digests)
+        if memo.cache is not None
+        else [None] * len(inputs)
+    )
     made = 0
 
     def make(todo: list[int]) -> list[RecipePart]:

@@ -115,3 +115,106 @@ def test_a_change_of_the_judges_inputs_re_aggregates_every_recipe(
     again = by_recipe(resolved, outcome.records, demo, memo)
     assert again.made == first.made == len(first.shares)
     assert again.status == whole(outcome, outcome.records, demo.demo_roots)
+
+
+def test_a_recipes_results_enter_its_key_by_the_catalog_stages_digest(
+    outcome: Outcome, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The catalog stage digests each recipe's results once (`Resolved.digests`); the
+    aggregate stage names them by that digest and pickles no results: a recipe whose digest
+    changed (its results did) is aggregated again, no other."""
+    from generator import pipeline
+
+    resolved, verification = outcome.resolved, outcome.verification
+    assert set(resolved.digests) == set(resolved.by_recipe)
+    assert resolved.digests == {
+        n: pipeline.results_digest(rs) for n, rs in resolved.by_recipe.items()
+    }
+    memo = Memo(Cache(tmp_path / "cache", secret=b"k" * 32))
+    first = by_recipe(resolved, outcome.records, verification, memo)
+    pickled: list[object] = []
+    real = pipeline._pickled
+    monkeypatch.setattr(pipeline, "_pickled", lambda v: pickled.append(v) or real(v))
+    assert by_recipe(resolved, outcome.records, verification, memo).made == 0
+    assert not any(isinstance(v, tuple) and v and hasattr(v[0], "digest") for v in pickled)
+    name = sorted(resolved.digests)[0]
+    edited = dataclasses.replace(resolved, digests={**resolved.digests, name: "0" * 64})
+    again = by_recipe(edited, outcome.records, verification, memo)
+    assert again.made == 1 and first.made == len(first.shares)
+    assert again.status == first.status
+
+
+def _sentinels(cls: type) -> object:
+    """An instance of the frozen record `cls` with a distinct value in every field."""
+    return cls(*(f"{cls.__name__}.{f.name}" for f in dataclasses.fields(cls)))
+
+
+def test_records_pickled_as_constructor_arguments_round_trip_every_field() -> None:
+    """The verify, aggregate and render stages' records load through one constructor call
+    (`__reduce__`), not the generic state round trip of a frozen slotted dataclass: every
+    field survives the round trip, in its place (a field left out of `__reduce__`, or two
+    swapped, fail here)."""
+    import pickle
+    import pickletools
+
+    from generator import aggregate as agg
+    from generator.evidence import model
+    from generator.site import stages
+
+    classes = (
+        model.Statement,
+        model.VerifiedEvidence,
+        model.RejectedEvidence,
+        agg.HealthStatus,
+        agg.RunStatus,
+        agg.LaneStatus,
+        agg.RecipeStatus,
+        agg.RecipePart,
+        stages.SealedDownload,
+    )
+    for cls in classes:
+        record = _sentinels(cls)
+        reduced = record.__reduce__()
+        assert reduced[0] is cls and len(reduced[1]) == len(dataclasses.fields(cls)), cls
+        loaded = pickle.loads(pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL))
+        assert type(loaded) is cls
+        for f in dataclasses.fields(cls):
+            assert getattr(loaded, f.name) == f"{cls.__name__}.{f.name}", (cls, f.name)
+        # no state to set after construction (the BUILD opcode calls `__setstate__`)
+        ops = {op.name for op, _, _ in pickletools.genops(pickle.dumps(record, protocol=5))}
+        assert "BUILD" not in ops and loaded == record, cls
+
+
+def test_a_recipes_views_are_stored_with_equal_rows_shared_and_load_equal(
+    outcome: Outcome,
+) -> None:
+    """`stages.shared`: a recipe's judged views with each set of equal rows and outcomes one
+    object: equal to the views as judged, field for field, and pickled smaller (each row once)."""
+    import pickle
+
+    from generator.site import stages
+
+    evidence = Path(outcome.catalog.root).parent / "evidence"
+    judged, _ = stages.judged(outcome, evidence)
+    by_recipe: dict[str, list[object]] = {}
+    for v in judged.runs:
+        by_recipe.setdefault(v.recipe, []).append(v)
+    rows = checked = 0
+    for views in by_recipe.values():
+        plain = tuple(views)
+        stored = stages.shared(plain)  # type: ignore[arg-type]
+        loaded = pickle.loads(pickle.dumps(stored, protocol=pickle.HIGHEST_PROTOCOL))
+        assert loaded == plain
+        for a, b in zip(loaded, plain, strict=True):
+            for f in dataclasses.fields(a):
+                assert getattr(a, f.name) == getattr(b, f.name), f.name
+            for x, y in zip((*a.checks, *a.kpis), (*b.checks, *b.kpis), strict=True):
+                assert x == y and [type(c) for c in x.outcome.causes] == [
+                    type(c) for c in y.outcome.causes
+                ]
+                checked += 1
+        every = [r for v in loaded for r in (*v.checks, *v.kpis)]
+        rows += len(every)
+        assert len({id(r) for r in every}) == len(set(every))  # one object per distinct row
+        assert len(pickle.dumps(stored)) <= len(pickle.dumps(plain))
+    assert rows == checked > 0

@@ -194,6 +194,13 @@ def apply(world: World, change: tuple[str, int]) -> None:
         pages = sorted(world.options.docs.glob("*.md"))
         path = pages[n % len(pages)]
         path.write_text(path.read_text() + f"\n\nparagraph {n}\n")
+    elif kind == "bundles":  # the archives on (odd) or off: the render step's memo entry
+        world.options = dataclasses.replace(world.options, bundles=n % 2 == 1)
+    elif kind == "lose-archive":  # an archive gone from the render cache: made again
+        cache_dir = world.options.cache_dir
+        archives = sorted(cache_dir.glob("*.tar.gz")) if cache_dir is not None else []
+        if archives:
+            archives[n % len(archives)].unlink()
     elif kind == "edit-page":  # a finished page of the last build edited in place (a run's
         # page, linked by the next build when untouched, or another page): it is made again
         built = sorted(world.options.out.rglob("*.html"))
@@ -217,6 +224,8 @@ CHANGES = st.tuples(
             "security",
             "doc-page",
             "edit-page",
+            "bundles",
+            "lose-archive",
         ]
     ),
     st.integers(min_value=0, max_value=1000),
@@ -297,6 +306,9 @@ NAMED = [
     # finished pages are linked from the last build by their source (`finish_pages`): a run's
     # page edited in place, then one more run, then an edited page of the engine's
     [("edit-page", 1), ("remove-evidence", 2), ("edit-page", 2)],
+    # the render step is one memo entry keyed by the catalog's: an evidence-only change takes
+    # it, an archive lost from the render cache makes it again, a values edit changes its key
+    [("bundles", 1), ("remove-evidence", 1), ("lose-archive", 0), ("edit-values", 1)],
 ]
 
 
@@ -309,6 +321,7 @@ NAMED = [
         "one-recipe-at-a-time",
         "rewritten-in-place",
         "edited-pages",
+        "bundles",
     ],
 )
 def test_named_changes_then_the_cached_site_is_the_site_from_scratch(

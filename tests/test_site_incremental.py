@@ -308,3 +308,49 @@ def test_a_stored_page_round_trips_and_storing_it_leaves_its_strings_as_they_wer
     before = sys.getsizeof(plain[0])
     pickle.dumps(plain, protocol=pickle.HIGHEST_PROTOCOL)
     assert sys.getsizeof(plain[0]) > before
+
+
+def test_an_evidence_only_change_takes_the_render_step_from_its_entry_and_a_lost_archive_is_made(
+    inputs: tuple[Path, Path, Path],
+    fresh: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The bundles depend on the catalog and the options, never on the evidence: a build after
+    an evidence file was added takes the render step's result from its one memo entry (no
+    recipe bundled, no archive's digest file read). An archive gone from the render cache (its
+    stat fails) makes the step again: that archive is rendered, and the site is the site from
+    scratch."""
+    from generator.render import cache as render_cache
+    from generator.site import stages
+
+    catalog, evidence, held = inputs
+    out = tmp_path / "b" / "site"
+    build_site(opts(catalog, evidence, out))
+    bundled: list[str] = []
+    real_bundled, real_digest = stages._bundled, render_cache._read_digest
+    monkeypatch.setattr(
+        stages, "_bundled", lambda c, r, d: bundled.append(r.name) or real_bundled(c, r, d)
+    )
+    digests_read: list[str] = []
+    monkeypatch.setattr(
+        render_cache,
+        "_read_digest",
+        lambda p, k: digests_read.append(p.name) or real_digest(p, k),
+    )
+    shutil.move(tmp_path / "held.sigstore.json", held)  # a lab adds one run
+    build_site(opts(catalog, evidence, out))
+    assert bundled == [] and digests_read == []
+    assert len(_entries(out.parent / ".cache", stages.RENDER_STAGE)) == 1
+
+    archives = sorted((out.parent / ".cache" / "bundles").glob("*.tar.gz"))
+    assert archives
+    lost = archives[0]
+    lost.unlink()
+    shutil.rmtree(out)  # no previous tree to link the lost archive's download from
+    build_site(opts(catalog, evidence, out))
+    # the step was made again: every recipe bundled, every other archive known by its digest
+    assert len(bundled) > 0 and len(digests_read) == len(archives)
+    assert lost.is_file()
+    assert len(_entries(out.parent / ".cache", stages.RENDER_STAGE)) == 1
+    assert digests(out) == fresh

@@ -153,8 +153,24 @@ class Memo:
     ) -> T:
         """What `make()` gave for this very record before, else `make()` (stored). `reused`
         is called when the stored value was taken. Without a cache: `make()`."""
+        return self.stage_and_key(stage, code, record, make, reused=reused)[0]
+
+    def stage_and_key(
+        self,
+        stage: str,
+        code: tuple[str, ...],
+        record: Any,
+        make: Callable[[], T],
+        *,
+        reused: Callable[[], None] | None = None,
+        usable: Callable[[T], bool] | None = None,
+    ) -> tuple[T, str]:
+        """`stage`, and the record's derived key ("" without a cache), which a later stage's
+        record may name for this stage's result (it is a function of that key's record). A
+        stored value `usable` refuses (what it names outside the cache is gone, say) is made
+        again and stored over it; `reused` is then not called."""
         if self.cache is None:
-            return make()
+            return make(), ""
         ran = False
 
         def made() -> T:
@@ -162,10 +178,14 @@ class Memo:
             ran = True
             return make()
 
-        value = self.cache.get_or_make(stage, (self.key(stage, code, record),), made, sweep=True)
+        key = self.key(stage, code, record)
+        value = self.cache.get_or_make(stage, (key,), made, sweep=True)
+        if not ran and usable is not None and not usable(value):
+            value = made()  # stored where `get_or_make` stores it: one authenticated pickle
+            self.cache.put_object(stage, self.cache.key(stage, "", key), "", value)
         if not ran and reused is not None:
             reused()
-        return value
+        return value, key
 
     def stage_many(
         self,

@@ -227,6 +227,15 @@ def entry_name(
     return _entry_name(render_key(result, deployer, target, mtime), result, deployer)
 
 
+def entry_and_key(
+    result: RecipeResult, deployer: Deployer | str, target: GitOpsTarget, mtime: int
+) -> tuple[str, str]:
+    """The file name of the archive of (result, deployer) in the cache directory, and its
+    render key (which its seals are made with)."""
+    key = render_key(result, deployer, target, mtime)
+    return _entry_name(key, result, deployer), key
+
+
 def _entry_name(key: str, result: RecipeResult, deployer: Deployer | str) -> str:
     from generator.render import archive_name
 

@@ -128,14 +128,16 @@ def leaves(outcome: Outcome) -> dict[str, tuple[RecipeResult, ...]]:
 
 
 def render_step(
-    outcome: Outcome, options: BuildOptions, epoch: int
+    outcome: Outcome, options: BuildOptions, epoch: int, memo: Memo | None = None
 ) -> tuple[
     dict[tuple[str, str], tuple[Download, ...]],
     dict[tuple[str, str], tuple[Refusal, ...]],
     StageNote | None,
 ]:
     """Every leaf × profile × deployer as an archive (or the `bundle` command's refusal),
-    unless bundles were not requested."""
+    unless bundles were not requested. With a memo and the render cache, the step's result is
+    one memo entry keyed by the catalog stage's key (`stages.render_memoized`): the bundles
+    depend on the catalog and the options, never on the evidence."""
     if not options.bundles:
         return (
             {},
@@ -143,6 +145,21 @@ def render_step(
             StageNote("render", "bundles were not requested for this build (--no-bundles)."),
         )
     results = tuple(r for rs in leaves(outcome).values() for r in rs)
+    cache_dir = options.cache_dir
+    if memo is not None and memo.cache is not None and outcome.catalog_key and cache_dir:
+        downloads, refusals, reused = stages.render_memoized(
+            memo, outcome.catalog_key, outcome.catalog, results, options.deployers, epoch,
+            cache_dir, options.jobs,
+        )  # fmt: skip
+        if reused:
+            PROGRESS.info("bundles unchanged since the last build: rendered then")
+            return downloads, refusals, None
+        PROGRESS.info(
+            "render bundles: %d recipe × profile × %d deployers",
+            len(results),
+            len(options.deployers),
+        )
+        return downloads, refusals, None
     PROGRESS.info(
         "render bundles: %d recipe × profile × %d deployers", len(results), len(options.deployers)
     )
@@ -158,7 +175,7 @@ def gather(options: BuildOptions, epoch: int, memo: Memo | None = None) -> SiteD
     outcome = run(pipeline_inputs(options), memo)
     if outcome.resolved.failures:
         raise SiteError("some recipes do not resolve", outcome.resolved.problems)
-    downloads, refusals, render_note = render_step(outcome, options, epoch)
+    downloads, refusals, render_note = render_step(outcome, options, epoch, memo)
     judged, aggregate_note = stages.judged(
         outcome, options.evidence, memo.cache if memo is not None else None
     )
