@@ -7,11 +7,21 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from generator.core import cache as cache_module
-from generator.core.cache import MAGIC, STORE, Cache, digest, fingerprint, machine_key, tree_digest
+from generator.core.cache import (
+    MAGIC,
+    PAGE_SIZE,
+    STORE,
+    Cache,
+    digest,
+    fingerprint,
+    machine_key,
+    tree_digest,
+)
 
 FP = "fp-1"
 
@@ -202,6 +212,31 @@ def test_finish_sweeps_only_stages_served_with_sweep(tmp_path: Path) -> None:
     assert later.stats.hits == {"swept": 1, "kept": 1}
 
 
+def test_a_new_store_has_large_pages_and_a_batch_goes_in_in_key_order(cache: Cache) -> None:
+    """Entries are tens of KB: a new store takes SQLite's largest page (one page, not a chain
+    of 4 KiB overflow pages, per entry), and a batch is inserted in the table's order, so
+    SQLite fills pages one after the other instead of rewriting pages all over the table."""
+    cache.get_or_make_many("warm", [(FP, "0")], lambda t: [0] * len(t))  # opens the store
+    db = cache._store_db()
+    assert db.execute("PRAGMA page_size").fetchone()[0] == PAGE_SIZE == 65536
+    batches: list[list[str]] = []
+
+    class Recording:  # the connection, recording each batch's keys in the order inserted
+        def execute(self, *args: Any) -> Any:
+            return db.execute(*args)
+
+        def executemany(self, sql: str, rows: Any) -> Any:
+            rows = list(rows)
+            batches.append([key for _, key, _ in rows])
+            return db.executemany(sql, rows)
+
+    cache._db = Recording()  # type: ignore[assignment]
+    values = cache.get_or_make_many("s", [(FP, str(i)) for i in range(50)], lambda t: list(t))
+    assert values == list(range(50))
+    assert len(batches) == 1 and len(batches[0]) == 50 and batches[0] == sorted(batches[0])
+    assert batches[0] != [cache.key("s", "", FP, str(i)) for i in range(50)]  # not as given
+
+
 def test_a_store_mostly_free_after_a_sweep_is_rewritten_and_keeps_its_entries(
     tmp_path: Path,
 ) -> None:
@@ -229,7 +264,7 @@ def test_a_store_mostly_free_after_a_sweep_is_rewritten_and_keeps_its_entries(
     many = build(range(1000, 1060))  # every entry replaced, most of the store now free
     many.finish()
     assert pages(many) < size / 3
-    assert os.path.getsize(tmp_path / "c" / STORE) < size * 4096 / 3
+    assert os.path.getsize(tmp_path / "c" / STORE) < size * PAGE_SIZE / 3
     again = build(range(1000, 1060))
     assert again.stats.hits == {"big": 60} and not again.compact()
 
