@@ -144,10 +144,48 @@ def _last_build(cache: Cache, out: Path) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
+STAMP_STAGE = "build-stamp"
+
+
+def _listing_digest(listing: list[list[Any]]) -> str:
+    return digest(json.dumps(listing, separators=(",", ":"), allow_nan=False))
+
+
+def _stamp(
+    cache: Cache, out: Path, key: str, report: dict[str, Any], listing: list[list[Any]]
+) -> None:
+    """The stamp of the build of `out`: its key, the digest of its listing and its report, all
+    a no-change rebuild reads (`unchanged_build`), apart from the file table (the record of the
+    last build: 75,715 entries and 37 MB at 1,000 recipes, whose authentication and parse a
+    no-change rebuild paid for nothing but the listing). Authenticated as the record is."""
+    doc = {"key": key, "listing": _listing_digest(listing), "report": report}
+    cache.put(
+        STAMP_STAGE,
+        digest(str(out.resolve())),
+        fingerprint(),
+        json.dumps(doc, sort_keys=True, allow_nan=False).encode(),
+        authenticated=True,  # a planted stamp must not make a build skip
+    )
+
+
 def unchanged_build(cache: Cache, out: Path, key: str) -> dict[str, Any] | None:
-    """The report of the build recorded under `key`, if `out` is still exactly what it wrote."""
-    doc = _last_build(cache, out)
-    if not doc or doc.get("key") != key or doc.get("listing") != _tree_listing(out):
+    """The report of the build recorded under `key`, if `out` is still exactly what it wrote:
+    its stamp names `key` and the digest of the listing `out` has now (`record_build` writes
+    the stamp with the record)."""
+    if not cache.enabled or not out.is_dir():
+        return None
+    stored = cache.get(STAMP_STAGE, digest(str(out.resolve())), fingerprint(), authenticated=True)
+    try:
+        doc = json.loads(stored) if stored is not None else {}
+    except ValueError:
+        return None
+    if (
+        not isinstance(doc, dict)
+        or doc.get("key") != key
+        or not isinstance(doc.get("report"), dict)
+    ):
+        return None
+    if doc.get("listing") != _listing_digest(_tree_listing(out)):
         return None
     report: dict[str, Any] = doc["report"]
     return report
@@ -164,13 +202,15 @@ def record_build(
     """Remember that `out` is the build of `key`: its file table (the listing, to notice
     edits; the sha256 of the files the build published and, for a file made from a source,
     that source's identity), so the next build can reuse them."""
+    listing = _tree_listing(out)
     doc = {
         "key": key,
-        "listing": _tree_listing(out),
+        "listing": listing,
         "report": report,
         "sha256": sums or {},
         "source": sources or {},
     }
+    _stamp(cache, out, key, report, listing)
     cache.put(
         BUILD_STAGE,
         digest(str(out.resolve())),
