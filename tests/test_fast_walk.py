@@ -187,7 +187,12 @@ def test_listing_is_the_reference_listing(hostile: Path) -> None:
     for rel in ("a/out.yaml", "a/gone.yaml", "a/loop.yaml", "a/pipe.yaml"):
         (hostile / rel).unlink()  # an output tree holds neither (os.stat would raise)
     os.unlink(hostile / "a" / ("sha256-" + "cd" * 32 + ".yaml"))
-    assert cache.tree_listing(hostile) == cache.tree_listing_reference(hostile)
+    listing = cache.tree_listing(hostile)
+    assert listing == cache.tree_listing_reference(hostile)
+    assert [list(r) for r in cache.listing_rows(hostile)] == listing
+    assert cache.listing_digest(cache.listing_rows(hostile)) == cache.listing_digest(listing)
+    edited = [[*row[:2], row[2] + 1, row[3]] if i == 0 else row for i, row in enumerate(listing)]
+    assert cache.listing_digest(edited) != cache.listing_digest(listing)
 
 
 def test_a_dangling_link_in_a_listing_fails_as_before(hostile: Path) -> None:

@@ -4,8 +4,14 @@ does nothing, and finds that out before it imports the pipeline.
 `build_site` takes the lock, derives the build's key (`generator.site.incremental`: the options
 record, the catalog, docs and templates by content, the evidence tree by one walk) and compares
 it with the record of the last build of the output. Only when something changed does it import
-`generator.site.build` (the pipeline, pandas, sigstore, jinja, mkdocs, plotly) and build. A
-no-change rebuild at 200 recipes × 4,000 runs: see docs/performance.md.
+`generator.site.build` (the pipeline, pandas, sigstore, jinja, mkdocs, plotly) and build.
+
+What it bought (CPU-s of `aicr-catalog build`, nothing changed): at 200 recipes × 4,000 runs
+2.5-2.7 → 0.65 (1.75 s of imports → 0.49 for `generator.commands.build`); at 1,000 × 20,000
+6.1 (4.4 user + 1.7 sys, quiet machine) → 2.3 (1.6 + 0.7, under a load of 7), together with
+the one walk of the evidence tree (`safeio.walk`), the CLI reference keyed by what it is made
+of (`commands/build.py` `CliReference`) and the build's stamp (`incremental.unchanged_build`).
+tests/test_nochange.py holds the imports: a no-change rebuild loads no stage.
 """
 
 from __future__ import annotations
