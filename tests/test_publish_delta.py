@@ -365,3 +365,25 @@ def test_a_journal_that_is_a_link_is_refused_unread(tmp_path: Path) -> None:
     with pytest.raises(Refusal):
         remove_leftovers(out)
     assert (out / "index.html").read_bytes() == b"kept" and target.exists()
+
+
+def test_a_move_the_file_system_refuses_says_how_to_get_out(tmp_path: Path) -> None:
+    """A directory planted where a staged file goes: the journal stays (the next build tries
+    again), the error names the journal to remove; removing it and building again rebuilds the
+    site whole (`test_an_output_edited_by_hand_is_built_whole_and_restored`)."""
+    out = tmp_path / "site"
+    known = _tree(out, {"a": b"1"})
+    publisher = Publisher(_staging(tmp_path), out, known, delta=True)
+    publisher.put("a", b"2")
+    publisher.close()
+    (out / "a").unlink()
+    (out / "a").mkdir()  # planted after the check
+    with pytest.raises(Refusal) as caught:
+        outputs.commit_delta(publisher.delta(), out)
+    assert str(outputs.journal_path(out)) in caught.value.message
+    assert outputs.journal_path(out).exists()
+    with pytest.raises(Refusal):
+        remove_leftovers(out)  # still refused: the journal is kept until it can be completed
+    (out / "a").rmdir()
+    remove_leftovers(out)
+    assert (out / "a").read_bytes() == b"2" and not outputs.journal_path(out).exists()

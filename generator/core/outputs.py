@@ -171,6 +171,15 @@ def commit_delta(delta: Delta, out: Path) -> None:
     ):
         raise ValueError(f"{staging} is not a build's staging tree beside {out}")
     from generator.core.atomic import write_atomic
+    from generator.core.safeio import Refusal
+
+    if delta.moves and os.stat(staging).st_dev != os.stat(out).st_dev:  # a mount point
+        raise Refusal(
+            JOURNAL_RULE,
+            "is a mount point: its files cannot be renamed into it from beside it; build into "
+            "a directory inside it (nothing was changed)",
+            out,
+        )
 
     doc = {
         "staging": staging.relative_to(out.parent).as_posix(),
@@ -179,8 +188,7 @@ def commit_delta(delta: Delta, out: Path) -> None:
     }
     journal = journal_path(out)
     write_atomic(journal, json.dumps(doc, allow_nan=False).encode(), root=out.parent)
-    _apply(delta, out)
-    journal.unlink()
+    _apply_journalled(delta, out, journal)
 
 
 def complete_delta(out: Path) -> bool:
@@ -195,9 +203,26 @@ def complete_delta(out: Path) -> bool:
         return False
     raw = safeio.read_own(journal)  # written by this tool: a link at its name is refused
     delta = _parse_journal(raw, out, journal)
-    _apply(delta, out)
-    journal.unlink()
+    _apply_journalled(delta, out, journal)
     return True
+
+
+def _apply_journalled(delta: Delta, out: Path, journal: Path) -> None:
+    """`_apply`, then the journal removed; a step the file system refuses leaves the journal
+    (the next build tries again) and says how to get out of it."""
+    from generator.core.safeio import Refusal
+
+    try:
+        _apply(delta, out)
+    except Refusal as e:
+        raise Refusal(
+            e.rule,
+            f"{e.message}; {out} is now part the previous site, part the new one: fix the "
+            f"cause and build again (the change is completed), or remove {journal} and build "
+            "again (the site is then built whole)",
+            out,
+        ) from e
+    journal.unlink()
 
 
 def _parse_journal(raw: bytes, out: Path, journal: Path) -> Delta:

@@ -20,9 +20,19 @@ Two ways to reuse, one interface:
   every file in it holds the bytes its table says): a reused file is left where it is and not
   touched at all; only the changed and new files are written, into the staging tree, and
   `delta` names them with the files gone (`generator.core.outputs.Delta`), which
-  `commit_delta` journals and applies. Costs what changed.
+  `commit_delta` journals and applies. Costs what changed, plus one walk of the output to
+  check it is as recorded (`incremental.as_recorded`) and a pass over the file table.
 
-Both give the same files (tests/test_pipeline.py compares each with a build from scratch).
+Both give the same files (tests/test_pipeline.py compares each with a build from scratch, and
+checks that every rebuild after a change was a delta). Measured (cProfile, profiled seconds,
+machine loaded 5-8, one evidence file removed, then rebuilt): at 200 recipes × 4,000 runs
+(15,208 files) publishing went from about 3.7 s (links 0.9, swap and removal of the old tree
+1.7, record 0.7, record parsed twice 0.4) to about 1.9 s (the walk 0.7, record read 0.3 and
+written 0.3, the per-file loop 0.3, 10 renames 0.03); at 1,000 × 20,000 (75,712 files) the
+delta's renames and removals took 0.08 s (18 renames, 3 removals) where the links took 4.1 s and
+the old tree's removal 2.4 s; what is left is linear in files, not in changes: the walk
+(`tree_listing`, 3.0 s profiled there), the record read (1.0) and written (0.7), the loop
+putting every file (0.9).
 """
 
 from __future__ import annotations
