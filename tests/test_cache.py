@@ -237,6 +237,35 @@ def test_a_new_store_has_large_pages_and_a_batch_goes_in_in_key_order(cache: Cac
     assert batches[0] != [cache.key("s", "", FP, str(i)) for i in range(50)]  # not as given
 
 
+def test_a_large_batch_is_written_as_it_is_made_not_held_whole(
+    cache: Cache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch's stored bytes are written about every `WRITE_BYTES` (the pages of a cold build
+    are hundreds of MB: held whole beside the pages, they made the build's peak); every value
+    is stored all the same."""
+    monkeypatch.setattr(cache_module, "WRITE_BYTES", 10_000)
+    cache.get_or_make_many("warm", [(FP, "0")], lambda t: [0] * len(t))  # opens the store
+    db = cache._store_db()
+    batches: list[int] = []
+
+    class Recording:  # the connection, recording the bytes of each batch written
+        def execute(self, *args: Any) -> Any:
+            return db.execute(*args)
+
+        def executemany(self, sql: str, rows: Any) -> Any:
+            rows = list(rows)
+            batches.append(sum(len(data) for _, _, data in rows))
+            return db.executemany(sql, rows)
+
+    cache._db = Recording()  # type: ignore[assignment]
+    parts = [(FP, str(i)) for i in range(20)]
+    values = cache.get_or_make_many("s", parts, lambda t: [bytes([i]) * 3000 for i in t])
+    assert len(batches) >= 5 and all(n < 10_000 + 4_000 for n in batches)
+    cache._db = db
+    again = cache.get_or_make_many("s", parts, lambda t: pytest.fail("made again"))
+    assert again == values == [bytes([i]) * 3000 for i in range(20)]
+
+
 def _bytes_read() -> int:
     """Bytes this process has read through system calls (Linux), SQLite's included."""
     with open("/proc/self/io", encoding="ascii") as f:
