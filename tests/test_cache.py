@@ -237,6 +237,83 @@ def test_a_new_store_has_large_pages_and_a_batch_goes_in_in_key_order(cache: Cac
     assert batches[0] != [cache.key("s", "", FP, str(i)) for i in range(50)]  # not as given
 
 
+def test_a_large_batch_is_written_as_it_is_made_not_held_whole(
+    cache: Cache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch's stored bytes are written about every `WRITE_BYTES` (the pages of a cold build
+    are hundreds of MB: held whole beside the pages, they made the build's peak); every value
+    is stored all the same."""
+    monkeypatch.setattr(cache_module, "WRITE_BYTES", 10_000)
+    cache.get_or_make_many("warm", [(FP, "0")], lambda t: [0] * len(t))  # opens the store
+    db = cache._store_db()
+    batches: list[int] = []
+
+    class Recording:  # the connection, recording the bytes of each batch written
+        def execute(self, *args: Any) -> Any:
+            return db.execute(*args)
+
+        def executemany(self, sql: str, rows: Any) -> Any:
+            rows = list(rows)
+            batches.append(sum(len(data) for _, _, data in rows))
+            return db.executemany(sql, rows)
+
+    cache._db = Recording()  # type: ignore[assignment]
+    parts = [(FP, str(i)) for i in range(20)]
+    values = cache.get_or_make_many("s", parts, lambda t: [bytes([i]) * 3000 for i in t])
+    assert len(batches) >= 5 and all(n < 10_000 + 4_000 for n in batches)
+    cache._db = db
+    again = cache.get_or_make_many("s", parts, lambda t: pytest.fail("made again"))
+    assert again == values == [bytes([i]) * 3000 for i in range(20)]
+
+
+def _bytes_read() -> int:
+    """Bytes this process has read through system calls (Linux), SQLite's included."""
+    with open("/proc/self/io", encoding="ascii") as f:
+        fields = dict(line.split(": ") for line in f.read().splitlines())
+    return int(fields["rchar"])
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="counts reads through /proc")
+def test_finding_entries_reads_no_other_entry(tmp_path: Path) -> None:
+    """Looking keys up reads the index, not the blobs of the entries on the way: in the layout
+    before (a WITHOUT ROWID table keyed by stage and key) every lookup read whole entries,
+    which cost a cold build gigabytes of reads once a store held a few large entries."""
+    blob = os.urandom(300_000)
+    first = Cache(tmp_path / "c", secret=b"a" * 32)
+    parts = [(FP, str(i)) for i in range(60)]
+    first.get_or_make_many("big", parts, lambda t: [blob] * len(t))
+    first.close()
+    later = Cache(tmp_path / "c", secret=b"a" * 32)  # a new connection: nothing in memory
+    later._store_db()
+    before = _bytes_read()
+    assert all(there for _, there in later.stored("big", parts))
+    assert later.keys("big") == sorted(later.key("big", "", *p) for p in parts)
+    later.get_or_make_many("big", [(FP, "new")], lambda t: [b"x"] * len(t))
+    assert _bytes_read() - before < 2_000_000  # 18 MB of entries, none of them read
+
+
+def test_a_store_in_the_layout_before_is_made_again(tmp_path: Path) -> None:
+    """A store whose table is the WITHOUT ROWID layout is emptied and made in the new one (its
+    entries are made again), then works as any store."""
+    import sqlite3
+
+    (tmp_path / "c").mkdir()
+    old = sqlite3.connect(tmp_path / "c" / STORE)
+    old.execute(
+        "CREATE TABLE entries (stage TEXT NOT NULL, key TEXT NOT NULL, data BLOB NOT NULL, "
+        "PRIMARY KEY (stage, key)) WITHOUT ROWID"
+    )
+    old.execute("INSERT INTO entries VALUES ('s', 'k', x'00')")
+    old.commit()
+    old.close()
+    c = Cache(tmp_path / "c", secret=b"a" * 32)
+    assert c.keys("s") == []
+    sql = c._store_db().execute("SELECT sql FROM sqlite_master WHERE name = 'entries'")
+    assert "WITHOUT ROWID" not in sql.fetchone()[0].upper()
+    assert c.get_or_make("s", (FP, "1"), lambda: 7) == 7
+    assert Cache(tmp_path / "c", secret=b"a" * 32).get_or_make("s", (FP, "1"), lambda: 8) == 7
+
+
 def test_a_store_mostly_free_after_a_sweep_is_rewritten_and_keeps_its_entries(
     tmp_path: Path,
 ) -> None:

@@ -33,6 +33,7 @@ from generator.site.charts import (
 from generator.site.islands import STAMP_TITLE
 from generator.site.jinja import render
 from generator.site.model import LaneVerdict, LaneView, ProfileView, RecipeView, SiteData
+from generator.site.runpage import run_markdown
 from generator.site.summary import band, summaries
 
 _SAFE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,200}$")
@@ -222,7 +223,18 @@ def evidence_page(name: str, runs: tuple[EvidenceView, ...], site: SiteData, kno
 
 def run_page(run: EvidenceView, site: SiteData, recipe: RecipeView | None) -> str:
     """One run in full: facts, checks and KPIs, raw bundle and statement, commit
-    (`evidence/runs/<id>.md`); `recipe` is its current leaf recipe, None when there is none."""
+    (`evidence/runs/<id>.md`); `recipe` is its current leaf recipe, None when there is none.
+    Written by `runpage.run_markdown`, the same text as the template (`run_page_reference`)."""
+    return run_markdown(**run_context(run, site, recipe))
+
+
+def run_page_reference(run: EvidenceView, site: SiteData, recipe: RecipeView | None) -> str:
+    """`run_page` through its template, `pages/run.md.j2` (the reference of the fast path)."""
+    return render("pages/run.md.j2", **run_context(run, site, recipe))
+
+
+def run_context(run: EvidenceView, site: SiteData, recipe: RecipeView | None) -> dict[str, Any]:
+    """What a run's page is made from (the template's context)."""
     name = run.recipe
     # the recipe digest of each profile today, and the bundle archives published for it: a
     # run's digests are shown against these, so a stale run's digest is never called current
@@ -234,21 +246,20 @@ def run_page(run: EvidenceView, site: SiteData, recipe: RecipeView | None) -> st
     if run.raw and run.state != "rejected" and run.raw.statement:
         statements[run.id] = statement_file(run.raw_file)
     added = site.evidence_added
-    return render(
-        "pages/run.md.j2",
-        r={"name": name, "slug": slug(name), "known": recipe is not None},
-        e=run,
-        base="../../",
-        current=current,
-        downloads=downloads,
-        trust_root=site.trust_root,
-        sample=run.sample,
-        statements=statements,
-        added={run.id: added[run.path]} if run.path in added else {},
-        commit_url=site.repo_url + "/commit/"
+    return {
+        "r": {"name": name, "slug": slug(name), "known": recipe is not None},
+        "e": run,
+        "base": "../../",
+        "current": current,
+        "downloads": downloads,
+        "trust_root": site.trust_root,
+        "sample": run.sample,
+        "statements": statements,
+        "added": {run.id: added[run.path]} if run.path in added else {},
+        "commit_url": site.repo_url + "/commit/"
         if site.repo_url.startswith("https://github.com/")
         else "",
-    )
+    }
 
 
 INDEX_PAGE_SIZE = 100  # recipe names per page of the evidence index
