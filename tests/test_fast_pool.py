@@ -79,6 +79,20 @@ def test_collector_is_paused_inside_and_restored_after() -> None:
         gc.enable()
 
 
+def test_what_a_paused_block_built_is_frozen_and_the_reference_leaves_it_collectable() -> None:
+    gc.unfreeze()
+    try:
+        with collector_paused(freeze=False):
+            kept = [[i] for i in range(1000)]
+        assert gc.get_freeze_count() == 0  # the reference: the plain re-enable
+        with collector_paused():
+            kept += [[i] for i in range(1000)]
+        assert gc.get_freeze_count() >= 2000  # every object alive then: none walked again
+        assert gc.isenabled() and len(kept) == 2000
+    finally:
+        gc.unfreeze()  # back to the young generations: the test leaves nothing frozen
+
+
 def _collector_state(x: int) -> bool:
     return gc.isenabled()
 

@@ -22,12 +22,23 @@ from collections.abc import Iterator
 
 
 @contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """The cyclic collector off for the block, then as it was."""
+def collector_paused(*, freeze: bool = True) -> Iterator[None]:
+    """The cyclic collector off for the block, then as it was.
+
+    With `freeze` (the default), what is alive when the block ends is moved to the permanent
+    generation (`gc.freeze`) before the collector is back: the first collection after the block
+    is a full one (set off by the millions of objects counted while paused) and would walk all
+    of it, and every later full collection again. The reference is `freeze=False` (the plain
+    re-enable). Measured: a cold build at 200 recipes x 4,000 evidence, two interleaved pairs
+    on the 2-core machine (load 1.3-2.4): 43.0 and 49.8 CPU-s frozen against 57.6 and 56.2;
+    peak RSS the same (581 MB). Garbage cycles made in the block would be kept, not collected:
+    the data the blocks build holds none worth collecting (above)."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was:
+            if freeze:
+                gc.freeze()
             gc.enable()
