@@ -586,3 +586,40 @@ def test_tree_digest_memo_skips_unchanged_files_and_sees_changes(
     assert tree_digest(root, (), memo) == plain
     (root / "f1").write_text("changed")
     assert tree_digest(root, (), memo) == tree_digest(root) != plain
+
+
+def test_a_sweep_keeps_what_other_scopes_last_used_while_their_output_exists(
+    tmp_path: Path,
+) -> None:
+    """Two outputs share one cache: each build's sweep keeps the other's last build's entries,
+    and drops them once that output is gone."""
+    out_a, out_b = tmp_path / "a", tmp_path / "b"
+    out_a.mkdir()
+    out_b.mkdir()
+    a = Cache(tmp_path / "c", secret=b"a" * 32, scope=str(out_a))
+    a.get_or_make_many("pages", [(FP, "1"), (FP, "2")], lambda t: [str(i) for i in t], sweep=True)
+    a.finish()
+    b = Cache(tmp_path / "c", secret=b"a" * 32, scope=str(out_b))
+    b.get_or_make_many("pages", [(FP, "2"), (FP, "3")], lambda t: [str(i) for i in t], sweep=True)
+    b.finish()
+    assert len(b.keys("pages")) == 3  # a's "1" kept for a's next build
+    again = Cache(tmp_path / "c", secret=b"a" * 32, scope=str(out_a))
+    assert again.get_or_make_many("pages", [(FP, "1")], lambda t: ["made"]) == ["0"]  # a hit
+    # a scope's own entries it no longer uses go; another scope's stay
+    again.get_or_make_many("pages", [(FP, "4")], lambda t: ["4"], sweep=True)
+    again.finish()
+    assert {again.key("pages", "", FP, n) for n in "234"} == set(again.keys("pages"))
+    out_b.rmdir()  # b's output is gone: a's next sweep forgets what b used
+    last = Cache(tmp_path / "c", secret=b"a" * 32, scope=str(out_a))
+    last.get_or_make_many("pages", [(FP, "4")], lambda t: ["4"], sweep=True)
+    last.finish()
+    assert last.keys("pages") == [last.key("pages", "", FP, "4")]
+
+
+def test_one_scope_sweeps_as_before(tmp_path: Path) -> None:
+    """Without another scope, a sweep keeps exactly what the build used."""
+    c = Cache(tmp_path / "c", secret=b"a" * 32)
+    assert c.kept("pages", ["x", "y"]) == {"x", "y"}
+    assert Cache(tmp_path / "c", secret=b"a" * 32).kept("pages", ["y"]) == {"y"}
+    off = Cache(tmp_path / "off", enabled=False)
+    assert off.kept("pages", ["z"]) == {"z"} and not (tmp_path / "off").exists()

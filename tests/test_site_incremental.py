@@ -354,3 +354,34 @@ def test_an_evidence_only_change_takes_the_render_step_from_its_entry_and_a_lost
     assert lost.is_file()
     assert len(_entries(out.parent / ".cache", stages.RENDER_STAGE)) == 1
     assert digests(out) == fresh
+
+
+def test_outputs_beside_each_other_keep_each_others_entries(
+    inputs: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """Two outputs in one directory share the cache beside them. A build sweeps only what no
+    output's last build used: building B does not sweep A's pages or archives, so A's next
+    build renders and aggregates nothing; once A's output is gone, B's build sweeps A's."""
+    catalog, evidence, held = inputs
+    other = tmp_path / "other-evidence"
+    shutil.copytree(evidence, other)
+    shutil.copy(tmp_path / "held.sigstore.json", other / held.relative_to(evidence))
+    a, b = tmp_path / "b" / "site-a", tmp_path / "b" / "site-b"
+    build_site(opts(catalog, evidence, a))
+    cache = tmp_path / "b" / ".cache"
+    pages_a = set(_entries(cache, PAGES_STAGE))
+    build_site(opts(catalog, other, b))
+    pages_b = set(_entries(cache, PAGES_STAGE)) - pages_a
+    assert pages_b and pages_a <= set(_entries(cache, PAGES_STAGE))  # B swept none of A's
+    next(p for p in sorted(a.rglob("*.html"))).unlink()  # A's output touched: A builds again
+    again = build_site(opts(catalog, evidence, a))
+    # the ten site-wide pages every build renders (as above); no recipe's page, no recipe
+    # aggregated, mkdocs' output reused (whether a file is read again depends on its age:
+    # `store.FileMemo` vouches only for files settled for two seconds)
+    assert again.pages_rendered == 10 and again.recipes_aggregated == 0, again
+    assert again.engine_reused, again
+    shutil.rmtree(a)  # A is gone: what only A used goes with B's next build
+    next(p for p in sorted(b.rglob("*.html"))).unlink()
+    build_site(opts(catalog, other, b))
+    left = set(_entries(cache, PAGES_STAGE))
+    assert pages_b <= left <= pages_a | pages_b and pages_a - left  # A's own ones are gone

@@ -259,11 +259,19 @@ class Cache:
     """
 
     def __init__(
-        self, root: Path = DEFAULT_DIR, *, enabled: bool = True, secret: bytes | None = None
+        self,
+        root: Path = DEFAULT_DIR,
+        *,
+        enabled: bool = True,
+        secret: bytes | None = None,
+        scope: str = "",
     ) -> None:
         self.root = Path(root)
         self.enabled = enabled
         self._secret = secret
+        # the output this cache's build writes: a sweep keeps what other outputs' last builds
+        # used (`kept`); "" is one scope like any other
+        self.scope = scope
         self.stats = CacheStats()
         self._served: dict[str, set[str]] = {}  # stage -> keys served, for stages swept
         self._db: sqlite3.Connection | None = None
@@ -525,9 +533,37 @@ class Cache:
         """Sweep every stage served with `sweep=True` down to the entries served (call once
         the work that used this cache has succeeded)."""
         for stage, keys in sorted(self._served.items()):
-            self.sweep(stage, keys)
+            self.sweep(stage, self.kept(stage, keys))
         self._served.clear()
         self.compact()
+
+    def kept(self, stage: str, used: Iterable[str]) -> set[str]:
+        """What a sweep of `stage` must keep: `used` (this scope's build), recorded as this
+        scope's, and what the last build of every other scope used. Two outputs built beside
+        each other share the one cache beside them; without this, each build swept the other's
+        entries and every build of either was a cold one. A scope (an output directory, as
+        `scope_of` names it) that no longer exists keeps nothing and is forgotten."""
+        mine = set(used)
+        if not self.enabled:
+            return mine
+        db = self._store_db()
+        blob = "\n".join(sorted(mine)).encode()
+        keep = set(mine)
+        with _transaction(db):
+            db.execute(
+                "INSERT OR REPLACE INTO served (scope, stage, keys) VALUES (?, ?, ?)",
+                (self.scope, stage, sqlite3.Binary(blob)),
+            )
+            rows = db.execute(
+                "SELECT scope, keys FROM served WHERE stage = ? AND scope != ?",
+                (stage, self.scope),
+            ).fetchall()
+            for scope, keys in rows:
+                if scope and not os.path.isdir(scope):  # the output is gone: so are its needs
+                    db.execute("DELETE FROM served WHERE scope = ?", (scope,))
+                    continue
+                keep.update(k for k in bytes(keys).decode().split("\n") if k)
+        return keep
 
     def compact(self) -> bool:
         """Rewrite the store (SQLite's VACUUM) when a third or more of its pages are free, as
@@ -626,6 +662,16 @@ _TABLE = (
     "key TEXT NOT NULL, data BLOB NOT NULL)"
 )
 _INDEX = "CREATE UNIQUE INDEX IF NOT EXISTS entries_by_key ON entries (stage, key)"
+# what each scope's last build used of each swept stage (`Cache.kept`): its keys, one per line
+_SERVED = (
+    "CREATE TABLE IF NOT EXISTS served (scope TEXT NOT NULL, stage TEXT NOT NULL, "
+    "keys BLOB NOT NULL, PRIMARY KEY (scope, stage))"
+)
+
+
+def scope_of(out: Path) -> str:
+    """The scope a build into `out` sweeps in (`Cache.kept`): its absolute, resolved path."""
+    return str(Path(os.path.abspath(out)).resolve())
 
 
 def _create_table(db: sqlite3.Connection) -> None:
@@ -639,6 +685,7 @@ def _create_table(db: sqlite3.Connection) -> None:
             db.execute("DROP TABLE entries")
         db.execute(_TABLE)
         db.execute(_INDEX)
+        db.execute(_SERVED)
 
 
 def _first(item: tuple[str, bytes]) -> str:
@@ -765,6 +812,7 @@ __all__ = [
     "listing_rows",
     "machine_key",
     "remove_legacy_dirs",
+    "scope_of",
     "stat_tree_digest",
     "tree_digest",
     "tree_listing",

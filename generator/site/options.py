@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from generator.core import safeio, timeutil
-from generator.core.cache import Cache
+from generator.core.cache import Cache, scope_of
 from generator.core.errors import SiteError
 from generator.core.memo import NOT_KEYED, PATH_ONLY, Memo
 from generator.core.memo import content as keyed_by_content
@@ -139,7 +139,10 @@ def source_date_epoch(explicit: int | None, repo: Path) -> int:
 def memo_for(options: BuildOptions) -> Memo:
     """The build's memo (`.cache/` beside the bundle cache); one that keeps nothing under
     --no-cache."""
-    return Memo(Cache(options.cache_dir.parent) if options.cache_dir is not None else None)
+    if options.cache_dir is None:
+        return Memo(None)
+    # outputs beside each other share the cache; each sweeps only what no output uses
+    return Memo(Cache(options.cache_dir.parent, scope=scope_of(options.out)))
 
 
 def static_docs(options: BuildOptions) -> dict[str, bytes]:

@@ -12,7 +12,7 @@ import functools
 import hashlib
 import os
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -203,6 +203,12 @@ def render_bundles(
 
 
 Entries = dict[tuple[Key, str], tuple[str, str]]  # (key, deployer) -> (cache entry, render key)
+ARCHIVES = "bundle-archives"  # the render cache's archives, as `Cache.kept` records them
+
+
+def _alone(used: set[str]) -> set[str]:
+    """Keep what this build used (a build without a build cache knows of no other)."""
+    return used
 
 
 def _render(
@@ -212,9 +218,11 @@ def _render(
     epoch: int,
     cache_dir: Path | None,
     jobs: int | None,
+    kept: Callable[[set[str]], set[str]] = _alone,
 ) -> tuple[dict[Key, tuple[Download, ...]], dict[Key, tuple[Refusal, ...]], Entries]:
     """`render_bundles`, and the render cache's entry (file name and render key) of each
-    archive ({} without a cache)."""
+    archive ({} without a cache). The render cache is then swept down to what `kept` gives
+    for the archives used (the build cache's `Cache.kept`: theirs and other outputs')."""
     problems: list[Diagnostic] = []
     refused: dict[Key, tuple[Refusal, ...]] = {}
     # archives the cache held (known by their sealed digests), and those rendered here
@@ -253,7 +261,7 @@ def _render(
         target = GitOpsTarget()
         for r, d in pairs:
             entries[((r.name, r.scale_profile), d)] = entry_and_key(r, d, target, epoch)
-        sweep(cache_dir, {name for name, _ in entries.values()})
+        sweep(cache_dir, kept({name for name, _ in entries.values()}))
     return {k: tuple(v) for k, v in out.items()}, refused, entries
 
 
@@ -399,11 +407,15 @@ def render_memoized(
     from generator.render.cache import renderer_fingerprint, sweep
 
     record = RenderInput(catalog_key, tuple(deployers), epoch, renderer_fingerprint(), cache_dir)
+    cache = memo.cache
+    kept = _alone if cache is None else functools.partial(cache.kept, ARCHIVES)
     live: tuple[dict[Key, tuple[Download, ...]], dict[Key, tuple[Refusal, ...]]] | None = None
 
     def make() -> RenderedBundles:
         nonlocal live
-        downloads, refused, entries = _render(catalog, results, deployers, epoch, cache_dir, jobs)
+        downloads, refused, entries = _render(
+            catalog, results, deployers, epoch, cache_dir, jobs, kept
+        )
         live = downloads, refused
         return _sealed(downloads, refused, entries)
 
@@ -413,7 +425,7 @@ def render_memoized(
     stored, _ = memo.stage_and_key(RENDER_STAGE, RENDER_CODE, record, make, usable=usable)
     if live is not None:
         return *live, False
-    sweep(cache_dir, {d.entry for d in stored.downloads})  # the archives of this build only
+    sweep(cache_dir, kept({d.entry for d in stored.downloads}))  # this build's, and others'
     return (
         _unsealed(stored, catalog, results, deployers, epoch, cache_dir),
         dict(stored.refusals),
