@@ -22,6 +22,7 @@ import dataclasses
 import json
 import os
 import pickle
+import stat
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -349,7 +350,50 @@ def previous_files(cache: Cache, out: Path) -> Mapping[str, Published]:
 def as_recorded(out: Path, files: Mapping[str, Published]) -> bool:
     """Whether `out` holds exactly the files of the table `files`, each with its recorded
     size, mtime and inode: then every file holds the bytes the table says (a file written
-    since has another mtime or inode), and a delta can be applied to the tree. One walk."""
+    since has another mtime or inode), and a delta can be applied to the tree. One walk.
+
+    Each directory is read once (`os.scandir`) and each file's `lstat` compared with its row
+    as it is read, the first difference ending the walk: no entry, list or sort per file. The
+    reference, `as_recorded_reference`, compares `tree_listing` whole; the two give one answer
+    (tests/test_as_recorded.py), except that a link of any kind, or a directory that cannot be
+    read, is never as recorded here (a build only writes regular files), where the reference
+    passes a link whose target is as recorded and skips a link to a directory.
+    Measured on the 75,715 files of the 1,000-recipe site (CPU-s, `time.process_time`, three
+    runs each, load 6): 1.03-1.15 for the reference, 0.48-0.51 here."""
+    get = files.get
+    found = 0
+    pending = [(os.fspath(out), "")]
+    while pending:
+        directory, prefix = pending.pop()
+        try:
+            listing = os.scandir(directory)
+        except OSError:
+            return False
+        with listing:
+            for entry in listing:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append((entry.path, prefix + entry.name + "/"))
+                        continue
+                    old = get(prefix + entry.name)
+                    if old is None or entry.is_symlink():
+                        return False
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    return False
+                if (
+                    st.st_mtime_ns != old.mtime_ns
+                    or st.st_ino != old.inode
+                    or st.st_size != old.size
+                    or not stat.S_ISREG(st.st_mode)
+                ):
+                    return False
+                found += 1
+    return found == len(files)  # each path is listed once: all of them found
+
+
+def as_recorded_reference(out: Path, files: Mapping[str, Published]) -> bool:
+    """`as_recorded` as the output's whole listing (`tree_listing`) compared with the table."""
     return RecordedListing(files) == _tree_listing(out)
 
 
@@ -434,6 +478,7 @@ __all__ = [
     "StoredPage",
     "api_reuse",
     "as_recorded",
+    "as_recorded_reference",
     "build_key",
     "inputs_key",
     "last_record",
