@@ -1,10 +1,12 @@
-"""The JSON API holds one recipe's evidence records at a time (`api.recipe_files`).
+"""The JSON API holds one recipe's evidence records at a time (`api.recipe_files`), each
+written once and spliced into its two files (`api.dumps_spliced`).
 
 The cold build's peak memory at 1,000 recipes x 20,000 runs was in publishing the API: every
 run's record (`run_json`) was made for the per-recipe evidence files and held until the last
 recipe's detail. Counted here, not timed: the most records held at once (by live `_Records`),
 each record made once, and the files byte-identical to the reference (every record made first,
-the detail from its own records), with and without a cache's reuse.
+the detail from its own records), with and without a cache's reuse; the splice equal to the
+whole document's `dumps` for drawn documents.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from generator.evidence.view import EvidenceView
 from generator.site import api, apifiles
@@ -148,3 +152,35 @@ def test_a_consumer_making_a_file_late_still_gets_its_bytes() -> None:
 class _AnySums(dict[str, str]):
     def get(self, key: str, default: Any = None) -> str:
         return "0" * 64
+
+
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(
+    doc=st.dictionaries(st.text(max_size=12), _json, max_size=6),
+    key=st.text(max_size=12),
+    items=st.lists(_json, max_size=4),
+)
+@settings(max_examples=300, deadline=None)
+def test_spliced_json_is_the_whole_documents_dumps(
+    doc: dict[str, Any], key: str, items: list[Any]
+) -> None:
+    doc.pop(key, None)
+    texts = [api.dumps(x).decode("utf-8")[:-1] for x in items]
+    assert api.dumps_spliced(doc, key, texts) == api.dumps({**doc, key: items})
+
+
+def test_splicing_refuses_a_document_holding_its_key() -> None:
+    with pytest.raises(TypeError):
+        api.dumps_spliced({"evidence": 1}, "evidence", [])
+    with pytest.raises(TypeError):
+        api.dumps_spliced({1: 1}, "evidence", [])  # type: ignore[dict-item]
