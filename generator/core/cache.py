@@ -236,7 +236,7 @@ STORE = "store.sqlite3"
 # build's peak, 2,139 MB, is now publishing's, as before the pages held it).
 WRITE_BYTES = 64 * 2**20
 # A stored value this large is written alone through `fast.blobwrite` (the engine's output, 45 MB
-# at 1,000 x 20,000: the cold build's high-water mark there 1,923 MB, see `insert_parts`).
+# at 1,000 x 20,000, whose storing was the cold build's peak there: 1,923 -> 1,790 MB RSS).
 LARGE_BYTES = 8 * 2**20
 _BATCH = 500  # keys per query (below SQLite's bound on a statement's parameters)
 _COMPACT_BYTES = 10 * 2**20  # free pages worth a rewrite
