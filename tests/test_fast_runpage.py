@@ -15,7 +15,7 @@ from markupsafe import Markup
 
 from generator.bench.synth import SynthOptions, synthesize
 from generator.evidence.view import CheckRow, KpiRow, Outcome
-from generator.site import pages
+from generator.site import pages, runpage
 from generator.site.build import BuildOptions, gather
 from generator.site.model import EvidenceView, RecipeView, SiteData
 from tests.test_site_pages import site as hand_made
@@ -163,3 +163,32 @@ def test_the_template_is_still_the_reference(tmp_path: Path) -> None:
     text = pages.run_page_reference(s.evidence[0], s, s.recipes[0])
     assert text.startswith("---\ntitle: ") and "<!--aicr:island-->" in text
     assert 'class="aicr-run"' in text
+
+
+_PRINTABLE = (
+    st.text()
+    | st.sampled_from(["passed", "a & b", "<b>", "it's", 'say "x"', "\x00\x7f\ud7ff", "\ufffe"])
+    | st.integers()
+    | st.floats()
+    | st.booleans()
+    | st.none()
+    | st.text().map(Markup)
+)
+
+
+@given(values=st.lists(_PRINTABLE, max_size=8), bound=st.integers(1, 4))
+@settings(max_examples=300, deadline=None)
+def test_a_printed_value_is_the_references(values: list[object], bound: int) -> None:
+    """`runpage._h` (plain strings remembered, numbers as their `str`) prints every value as
+    `_h_reference` does, the first time and again, and after its memory was cleared."""
+    saved = runpage._PRINTED_MAX
+    runpage._PRINTED_MAX = bound
+    runpage._PRINTED.clear()  # what the pages before printed
+    try:
+        for value in values + values:
+            assert runpage._h(value) == runpage._h_reference(value)
+            assert type(runpage._h(value)) is str
+        assert len(runpage._PRINTED) <= bound
+    finally:
+        runpage._PRINTED_MAX = saved
+        runpage._PRINTED.clear()

@@ -52,6 +52,7 @@ from generator import __version__
 from generator.core import safeio
 from generator.core.atomic import create_once
 from generator.core.errors import Diagnostic, LoadError
+from generator.fast.blobwrite import insert_parts
 
 MAGIC = b"AICR-CACHE 1\n"
 DEFAULT_DIR = Path(".cache")
@@ -234,6 +235,9 @@ STORE = "store.sqlite3"
 # pages themselves. Measured there: the pages stage's high-water mark 2,129 -> 1,775 MB (the
 # build's peak, 2,139 MB, is now publishing's, as before the pages held it).
 WRITE_BYTES = 64 * 2**20
+# A stored value this large is written alone through `fast.blobwrite` (the engine's output, 45 MB
+# at 1,000 x 20,000, whose storing was the cold build's peak there: 1,923 -> 1,790 MB RSS).
+LARGE_BYTES = 8 * 2**20
 _BATCH = 500  # keys per query (below SQLite's bound on a statement's parameters)
 _COMPACT_BYTES = 10 * 2**20  # free pages worth a rewrite
 # The page size of a new store (SQLite's default is 4 KiB). Entries are large (a page's Markdown
@@ -332,6 +336,12 @@ class Cache:
                 [(stage, k, sqlite3.Binary(d)) for k, d in sorted(items, key=_first)],
             )
 
+    def _write_parts(self, stage: str, key: str, parts: Sequence[bytes]) -> None:
+        """One entry stored from its parts, never joined (`fast.blobwrite.insert_parts`)."""
+        db = self._store_db()
+        with _transaction(db):
+            insert_parts(db, "entries", {"stage": stage, "key": key}, "data", parts)
+
     def _delete(self, stage: str, key: str) -> None:
         db = self._store_db()
         with _transaction(db):
@@ -358,7 +368,9 @@ class Cache:
     def _mac(self, header: bytes, payload: bytes) -> str:
         if self._secret is None:
             self._secret = machine_key()
-        return hmac.new(self._secret, header + b"\0" + payload, hashlib.sha256).hexdigest()
+        mac = hmac.new(self._secret, header + b"\0", hashlib.sha256)
+        mac.update(payload)  # not joined: a payload's copy was a build's peak (fast.blobwrite)
+        return mac.hexdigest()
 
     # --- bytes
     def get(
@@ -420,11 +432,17 @@ class Cache:
         return payload
 
     def _entry(self, stage: str, key: str, fingerprint_: str, payload: bytes, auth: bool) -> bytes:
+        return self._entry_head(stage, key, fingerprint_, payload, auth) + payload
+
+    def _entry_head(
+        self, stage: str, key: str, fingerprint_: str, payload: bytes, auth: bool
+    ) -> bytes:
+        """An entry's bytes before its payload."""
         bare = _header(key, stage, fingerprint_, payload)
         header = json.loads(bare)
         if auth:
             header["mac"] = self._mac(bare, payload)
-        return MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + payload
+        return MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n"
 
     def put(
         self,
@@ -496,6 +514,10 @@ class Cache:
             for i, value in zip(todo, made, strict=True):
                 found[i] = value
                 data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+                if len(data) >= LARGE_BYTES:  # alone, never joined or copied (fast.blobwrite)
+                    head = self._entry_head(stage, keys[i], "", data, True)
+                    self._write_parts(stage, keys[i], (head, data))
+                    continue
                 items.append((keys[i], self._entry(stage, keys[i], "", data, True)))
                 held += len(items[-1][1])
                 if held >= WRITE_BYTES:  # written as they come: not all held at once
