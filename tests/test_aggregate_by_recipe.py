@@ -218,3 +218,31 @@ def test_a_recipes_views_are_stored_with_equal_rows_shared_and_load_equal(
         assert len({id(r) for r in every}) == len(set(every))  # one object per distinct row
         assert len(pickle.dumps(stored)) <= len(pickle.dumps(plain))
     assert rows == checked > 0
+
+
+def test_rebased_is_its_reference_and_shares_each_run(outcome: Outcome) -> None:
+    """`rebased` (constructors) gives what `rebased_reference` (`dataclasses.replace`) gives,
+    each run one object wherever its recipe's lanes and excluded evidence show it."""
+    from generator.aggregate import RecipeInput, rebased, rebased_reference, recipe_parts
+
+    r = outcome.resolved
+    assert r.lanes is not None
+    ladders = {n: p.ladder for n, p in r.catalog.profiles.items()}
+    groups: dict[str, list[object]] = {}
+    for e in outcome.records:
+        groups.setdefault(record_recipe(e), []).append(e)
+    inputs = [RecipeInput(n, r.by_recipe.get(n, ()), groups[n], None) for n in sorted(groups)]  # type: ignore[arg-type]
+    start = 0
+    for part in recipe_parts(inputs, r.lanes, ladders):
+        index = {i: start + 3 * i for i in range(len(part.runs))}
+        start += 3 * len(part.runs)
+        got, expected = (
+            rebased(part.recipes, part.runs, index),
+            rebased_reference(part.recipes, part.runs, index),
+        )
+        assert got == expected and got[1]
+        assert [run.index for run in got[1]] == [index[run.index] for run in part.runs]
+        ids = {id(run) for run in got[1]}
+        shown = [x for s in got[0] for ln in s.lanes for x in ln.runs]
+        shown += [x for s in got[0] for x in s.excluded_evidence]
+        assert shown and all(id(x) in ids for x in shown)
