@@ -246,3 +246,24 @@ def test_rebased_is_its_reference_and_shares_each_run(outcome: Outcome) -> None:
         shown = [x for s in got[0] for ln in s.lanes for x in ln.runs]
         shown += [x for s in got[0] for x in s.excluded_evidence]
         assert shown and all(id(x) in ids for x in shown)
+
+
+def test_a_recipes_views_are_memoized_under_its_derived_record(
+    outcome: Outcome, tmp_path: Path
+) -> None:
+    """The views stage keys each recipe by its `RecipeViews` record (a derived key): the same
+    outcome judged again makes no view and gives the same views; another trust root (a field
+    of the record) makes every one again."""
+    from generator.site import stages
+
+    out = Path(outcome.catalog.root).parent
+    evidence = out / "evidence"
+    memo = Memo(Cache(tmp_path / "cache", secret=b"k" * 32))
+    o = run(Inputs(out / "catalog", evidence, (str(out / "trust/synth-root.json"),)), memo)
+    assert o.shares and all(s.key for s in o.shares)
+    first, _ = stages.judged(o, evidence, memo.cache)
+    again, _ = stages.judged(o, evidence, memo.cache)
+    assert first.made == len(o.records) and again.made == 0 and again.runs == first.runs
+    other, _ = stages.judged(dataclasses.replace(o, trust_root="another"), evidence, memo.cache)
+    assert other.made == len(o.records)
+    assert memo.cache is not None and len(memo.cache.keys(stages.VIEWS_STAGE)) == 2 * len(o.shares)

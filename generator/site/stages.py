@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from generator.core import safeio
-from generator.core.cache import Cache, fingerprint
+from generator.core.cache import Cache
 from generator.core.errors import CatalogError, Diagnostic, LoadError, RenderError
 from generator.core.memo import PATH_ONLY, Memo
 from generator.core.records import DEFAULT_PROFILE, Catalog, Consensus, Override, RecipeResult
@@ -647,6 +647,19 @@ def _raw(found: FoundFile | None, pointers: frozenset[str]) -> RawFile | None:
     return None if found is None else raw_file(found, pointers)
 
 
+@dataclass(frozen=True, slots=True)
+class RecipeViews:
+    """The views stage's record for one recipe (its memo key is derived from it,
+    `generator.core.memo`): what its runs' views are made from. Its part of the status and its
+    records enter as the key of its aggregate record (`RecipeShare.key`, a function of both),
+    with the trust root the views show and each run's raw file reference (`_raw_key`: where
+    its bytes are read from and their digest), in its records' order."""
+
+    aggregate: str
+    trust_root: str
+    raws: tuple[str, ...]
+
+
 def _judged_runs(
     outcome: Outcome,
     raw: Mapping[str, FoundFile],
@@ -655,10 +668,8 @@ def _judged_runs(
 ) -> tuple[list[EvidenceView], int]:
     """Every run's view as judged (in `outcome.records`' order), and how many were made.
 
-    Memoized per recipe: a recipe's views are a function of its part of the status and its
-    records (both named by the key of its aggregate record, `RecipeShare.key`), the trust
-    root, and where each run's raw file is read from and its digest. They are stored without
-    bytes (`EvidenceView.raw` is a reference), pickled as constructor arguments."""
+    Memoized per recipe under its `RecipeViews` record. They are stored without bytes
+    (`EvidenceView.raw` is a reference), pickled as constructor arguments."""
     records, status = outcome.records, outcome.status
     assert status is not None
     trust_root = outcome.trust_root
@@ -671,13 +682,11 @@ def _judged_runs(
     shares = outcome.shares
     if cache is None or not shares or not all(s.key for s in shares):
         return [view(i) for i in range(len(records))], len(records)
-    fp = fingerprint(*VIEWS_CODE)
-    parts = [
-        (
-            fp,
+    keyed = [
+        RecipeViews(
             s.key,
             trust_root,
-            *(_raw_key(raw.get(records[i].path), pointers) for i in s.positions),
+            tuple(_raw_key(raw.get(records[i].path), pointers) for i in s.positions),
         )
         for s in shares
     ]
@@ -688,7 +697,7 @@ def _judged_runs(
         made = sum(len(shares[t].positions) for t in todo)
         return [shared(tuple(view(i) for i in shares[t].positions)) for t in todo]
 
-    groups = cache.get_or_make_many(VIEWS_STAGE, parts, make, sweep=True)
+    groups, _ = Memo(cache).stage_many(VIEWS_STAGE, VIEWS_CODE, keyed, make)
     out: dict[int, EvidenceView] = {}
     for share, views in zip(shares, groups, strict=True):
         out.update(zip(share.positions, views, strict=True))
