@@ -1167,7 +1167,8 @@ def rebased(
     Each record is made by its constructor from its other fields (`dataclasses.replace`, the
     reference `rebased_reference`, costs several times as much): `combine` rebases every
     recipe's part on every build, 20,000 runs at 1,000 x 20,000. The parts of the 200 x 4,000
-    store: 0.058 -> 0.028-0.032 s CPU (collector paused, three runs each). tests/test_aggregate_by_recipe.py holds
+    store: 0.058 -> 0.028-0.032 s CPU (collector paused, three runs each); the 1,000 parts
+    at 1,000 x 20,000: 0.155 -> 0.130 s (min of 3). tests/test_aggregate_by_recipe.py holds
     the two to one answer."""
     new = {id(r): RunStatus(index[r.index], *_RUN_FIELDS(r)) for r in runs}
 

@@ -412,8 +412,10 @@ class Cache:
         layout) and an entry read the other way than written (the reference took an
         authenticated entry read without authentication; no stage does either). Measured on
         the 4,000 verify entries of a 200 x 4,000 store: 29-38 -> 13-14 µs an entry; its 4,400
-        pages (17 KB each): 56-73 -> 33-39 µs (min of 15, process CPU, load 9). A rebuild at
-        1,000 x 20,000 after one evidence file changed checks 24,000 entries."""
+        pages (17 KB each): 56-73 -> 33-39 µs (min of 15, process CPU, load 9). At 1,000 x
+        20,000 (min of 3, load 6): the 20,000 verify entries 0.56 -> 0.29 s, the 1,000 views
+        0.12 -> 0.08 s, the 1,000 aggregate parts 0.058 -> 0.036 s, the 22,000 pages 1.19 ->
+        0.76 s; a rebuild after one evidence file changed checks about 24,000 of them."""
         if not raw.startswith(MAGIC):
             return None
         end = raw.find(b"\n", len(MAGIC))
