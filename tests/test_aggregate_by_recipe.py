@@ -12,6 +12,7 @@ computes over the whole catalog at once.
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -267,3 +268,24 @@ def test_a_recipes_views_are_memoized_under_its_derived_record(
     other, _ = stages.judged(dataclasses.replace(o, trust_root="another"), evidence, memo.cache)
     assert other.made == len(o.records)
     assert memo.cache is not None and len(memo.cache.keys(stages.VIEWS_STAGE)) == 2 * len(o.shares)
+
+
+def test_shared_rows_keep_what_equality_does_not_tell_apart(outcome: Outcome) -> None:
+    """Two runs whose KPI rows differ only by 0.0 against -0.0 (equal floats, apart in JSON)
+    keep each its own after `stages.shared`, as a `--no-cache` build (which shares nothing)
+    shows them; equal rows alike are still one object."""
+    from generator.site import stages
+
+    evidence = Path(outcome.catalog.root).parent / "evidence"
+    judged, _ = stages.judged(outcome, evidence)
+    a, b = [v for v in judged.runs if v.kpis][:2]
+    kpi = a.kpis[0]
+    zero, negative = dataclasses.replace(kpi, value=0.0), dataclasses.replace(kpi, value=-0.0)
+    views = (
+        dataclasses.replace(a, kpis=(zero, *a.kpis[1:])),
+        dataclasses.replace(b, kpis=(negative, *b.kpis[1:])),
+        dataclasses.replace(b, kpis=(dataclasses.replace(kpi, value=-0.0), *b.kpis[1:])),
+    )
+    out = stages.shared(views)
+    assert [json.dumps(v.kpis[0].to_json()["value"]) for v in out] == ["0.0", "-0.0", "-0.0"]
+    assert out[1].kpis[0] is out[2].kpis[0]
