@@ -12,6 +12,7 @@ computes over the whole catalog at once.
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -218,3 +219,73 @@ def test_a_recipes_views_are_stored_with_equal_rows_shared_and_load_equal(
         assert len({id(r) for r in every}) == len(set(every))  # one object per distinct row
         assert len(pickle.dumps(stored)) <= len(pickle.dumps(plain))
     assert rows == checked > 0
+
+
+def test_rebased_is_its_reference_and_shares_each_run(outcome: Outcome) -> None:
+    """`rebased` (constructors) gives what `rebased_reference` (`dataclasses.replace`) gives,
+    each run one object wherever its recipe's lanes and excluded evidence show it."""
+    from generator.aggregate import RecipeInput, rebased, rebased_reference, recipe_parts
+
+    r = outcome.resolved
+    assert r.lanes is not None
+    ladders = {n: p.ladder for n, p in r.catalog.profiles.items()}
+    groups: dict[str, list[object]] = {}
+    for e in outcome.records:
+        groups.setdefault(record_recipe(e), []).append(e)
+    inputs = [RecipeInput(n, r.by_recipe.get(n, ()), groups[n], None) for n in sorted(groups)]  # type: ignore[arg-type]
+    start = 0
+    for part in recipe_parts(inputs, r.lanes, ladders):
+        index = {i: start + 3 * i for i in range(len(part.runs))}
+        start += 3 * len(part.runs)
+        got, expected = (
+            rebased(part.recipes, part.runs, index),
+            rebased_reference(part.recipes, part.runs, index),
+        )
+        assert got == expected and got[1]
+        assert [run.index for run in got[1]] == [index[run.index] for run in part.runs]
+        ids = {id(run) for run in got[1]}
+        shown = [x for s in got[0] for ln in s.lanes for x in ln.runs]
+        shown += [x for s in got[0] for x in s.excluded_evidence]
+        assert shown and all(id(x) in ids for x in shown)
+
+
+def test_a_recipes_views_are_memoized_under_its_derived_record(
+    outcome: Outcome, tmp_path: Path
+) -> None:
+    """The views stage keys each recipe by its `RecipeViews` record (a derived key): the same
+    outcome judged again makes no view and gives the same views; another trust root (a field
+    of the record) makes every one again."""
+    from generator.site import stages
+
+    out = Path(outcome.catalog.root).parent
+    evidence = out / "evidence"
+    memo = Memo(Cache(tmp_path / "cache", secret=b"k" * 32))
+    o = run(Inputs(out / "catalog", evidence, (str(out / "trust/synth-root.json"),)), memo)
+    assert o.shares and all(s.key for s in o.shares)
+    first, _ = stages.judged(o, evidence, memo.cache)
+    again, _ = stages.judged(o, evidence, memo.cache)
+    assert first.made == len(o.records) and again.made == 0 and again.runs == first.runs
+    other, _ = stages.judged(dataclasses.replace(o, trust_root="another"), evidence, memo.cache)
+    assert other.made == len(o.records)
+    assert memo.cache is not None and len(memo.cache.keys(stages.VIEWS_STAGE)) == 2 * len(o.shares)
+
+
+def test_shared_rows_keep_what_equality_does_not_tell_apart(outcome: Outcome) -> None:
+    """Two runs whose KPI rows differ only by 0.0 against -0.0 (equal floats, apart in JSON)
+    keep each its own after `stages.shared`, as a `--no-cache` build (which shares nothing)
+    shows them; equal rows alike are still one object."""
+    from generator.site import stages
+
+    evidence = Path(outcome.catalog.root).parent / "evidence"
+    judged, _ = stages.judged(outcome, evidence)
+    a, b = [v for v in judged.runs if v.kpis][:2]
+    kpi = a.kpis[0]
+    zero, negative = dataclasses.replace(kpi, value=0.0), dataclasses.replace(kpi, value=-0.0)
+    views = (
+        dataclasses.replace(a, kpis=(zero, *a.kpis[1:])),
+        dataclasses.replace(b, kpis=(negative, *b.kpis[1:])),
+        dataclasses.replace(b, kpis=(dataclasses.replace(kpi, value=-0.0), *b.kpis[1:])),
+    )
+    out = stages.shared(views)
+    assert [json.dumps(v.kpis[0].to_json()["value"]) for v in out] == ["0.0", "-0.0", "-0.0"]
+    assert out[1].kpis[0] is out[2].kpis[0]

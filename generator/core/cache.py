@@ -45,6 +45,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii as _json_string  # json.dumps's
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -88,6 +89,9 @@ def digest(*parts: str | bytes) -> str:
         raw = p.encode() if isinstance(p, str) else p
         h.update(len(raw).to_bytes(8, "big") + raw)
     return h.hexdigest()
+
+
+_sha256 = hashlib.sha256
 
 
 def tree_digest(
@@ -366,11 +370,21 @@ class Cache:
         return digest("stage", stage, fingerprint_, *inputs)
 
     def _mac(self, header: bytes, payload: bytes) -> str:
+        """HMAC-SHA256 of `header`, NUL, `payload` under this machine's key: one call of
+        `hmac.digest` (OpenSSL's one-shot HMAC), the same value as `hmac.new(...).hexdigest()`
+        (`_mac_reference`) without the Python-level HMAC object."""
         if self._secret is None:
             self._secret = machine_key()
-        mac = hmac.new(self._secret, header + b"\0", hashlib.sha256)
-        mac.update(payload)  # not joined: a payload's copy was a build's peak (fast.blobwrite)
-        return mac.hexdigest()
+        if len(payload) >= LARGE_BYTES:  # not joined: a payload's copy was a build's peak
+            mac = hmac.new(self._secret, header + b"\0", hashlib.sha256)
+            mac.update(payload)  # (fast.blobwrite)
+            return mac.hexdigest()
+        return hmac.digest(self._secret, header + b"\0" + payload, "sha256").hex()
+
+    def _mac_reference(self, header: bytes, payload: bytes) -> str:
+        if self._secret is None:
+            self._secret = machine_key()
+        return hmac.new(self._secret, header + b"\0" + payload, hashlib.sha256).hexdigest()
 
     # --- bytes
     def get(
@@ -407,6 +421,44 @@ class Cache:
     def _check(
         self, raw: bytes, stage: str, key: str, fingerprint_: str, authenticated: bool
     ) -> bytes | None:
+        """The payload of an entry whose header is, byte for byte, the one `_entry` writes for
+        this key, stage, fingerprint and payload (and, `authenticated`, this machine's MAC of
+        them); else None.
+
+        The header is compared as bytes, not parsed: the entry's payload is hashed once and
+        the expected header assembled (`_header_bytes`, json.dumps's own bytes), where the
+        reference (`_check_reference`) parsed the header's JSON, hashed the payload twice (its
+        digest and the MAC's header) and made the MAC through `hmac.new`. It accepts exactly
+        what the reference accepts from entries `_entry` wrote, intact or damaged
+        (tests/test_cache.py); it refuses what `_entry` never writes (a header in another
+        layout) and an entry read the other way than written (the reference took an
+        authenticated entry read without authentication; no stage does either). Measured on
+        the 4,000 verify entries of a 200 x 4,000 store: 29-38 -> 13-14 µs an entry; its 4,400
+        pages (17 KB each): 56-73 -> 33-39 µs (min of 15, process CPU, load 9). At 1,000 x
+        20,000 (min of 3, load 6): the 20,000 verify entries 0.56 -> 0.29 s, the 1,000 views
+        0.12 -> 0.08 s, the 1,000 aggregate parts 0.058 -> 0.036 s, the 22,000 pages 1.19 ->
+        0.76 s; a rebuild after one evidence file changed checks about 24,000 of them."""
+        if not raw.startswith(MAGIC):
+            return None
+        end = raw.find(b"\n", len(MAGIC))
+        if end < 0:
+            return None
+        payload = raw[end + 1 :]
+        sha = _sha256(payload).hexdigest()
+        bare = _header_bytes(key, stage, fingerprint_, sha)
+        expected = (
+            _header_bytes(key, stage, fingerprint_, sha, self._mac(bare, payload))
+            if authenticated
+            else bare
+        )
+        if not hmac.compare_digest(raw[len(MAGIC) : end], expected):
+            return None
+        return payload
+
+    def _check_reference(
+        self, raw: bytes, stage: str, key: str, fingerprint_: str, authenticated: bool
+    ) -> bytes | None:
+        """`_check` as the header's JSON says it (the reference)."""
         if not raw.startswith(MAGIC):
             return None
         end = raw.find(b"\n", len(MAGIC))
@@ -425,9 +477,11 @@ class Cache:
         ) != (key, stage, fingerprint_, hashlib.sha256(payload).hexdigest()):
             return None
         if authenticated:
-            bare = _header(key, stage, fingerprint_, payload)
+            bare = _header_reference(key, stage, fingerprint_, payload)
             mac = header.get("mac")
-            if not isinstance(mac, str) or not hmac.compare_digest(mac, self._mac(bare, payload)):
+            if not isinstance(mac, str) or not hmac.compare_digest(
+                mac, self._mac_reference(bare, payload)
+            ):
                 return None
         return payload
 
@@ -437,12 +491,23 @@ class Cache:
     def _entry_head(
         self, stage: str, key: str, fingerprint_: str, payload: bytes, auth: bool
     ) -> bytes:
-        """An entry's bytes before its payload."""
-        bare = _header(key, stage, fingerprint_, payload)
+        """An entry's bytes before its payload (`_entry` without the payload, which a large
+        entry's write streams in after it: `fast.blobwrite`)."""
+        sha = _sha256(payload).hexdigest()
+        header = bare = _header_bytes(key, stage, fingerprint_, sha)
+        if auth:
+            header = _header_bytes(key, stage, fingerprint_, sha, self._mac(bare, payload))
+        return MAGIC + header + b"\n"
+
+    def _entry_reference(
+        self, stage: str, key: str, fingerprint_: str, payload: bytes, auth: bool
+    ) -> bytes:
+        """`_entry` through json.dumps (the reference)."""
+        bare = _header_reference(key, stage, fingerprint_, payload)
         header = json.loads(bare)
         if auth:
-            header["mac"] = self._mac(bare, payload)
-        return MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n"
+            header["mac"] = self._mac_reference(bare, payload)
+        return MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + payload
 
     def put(
         self,
@@ -726,13 +791,32 @@ def _transaction(db: sqlite3.Connection) -> Iterator[None]:
     db.execute("COMMIT")
 
 
-def _header(key: str, stage: str, fingerprint_: str, payload: bytes) -> bytes:
+def _header_bytes(
+    key: str, stage: str, fingerprint_: str, sha: str, mac: str | None = None
+) -> bytes:
+    """An entry's header (without `mac`: what the MAC covers, with the payload), its payload's
+    sha256 being `sha`: the bytes `json.dumps` gives the header's dict with sorted keys
+    (`_header_reference`; tests/test_cache.py holds the two to one answer), assembled from
+    json's own string encoder instead of encoding a dict."""
+    q = _json_string
+    mid = f', "mac": {q(mac)}' if mac is not None else ""
+    return (
+        f'{{"fingerprint": {q(fingerprint_)}, "key": {q(key)}{mid}, '
+        f'"sha256": {q(sha)}, "stage": {q(stage)}}}'
+    ).encode()
+
+
+def _header_reference(
+    key: str, stage: str, fingerprint_: str, payload: bytes, mac: str | None = None
+) -> bytes:
     doc = {
         "fingerprint": fingerprint_,
         "key": key,
         "sha256": hashlib.sha256(payload).hexdigest(),
         "stage": stage,
     }
+    if mac is not None:
+        doc["mac"] = mac
     return json.dumps(doc, sort_keys=True).encode()
 
 
