@@ -13,6 +13,7 @@ the evidence tree, then one per file.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -233,3 +234,66 @@ def test_judgements_pickle_through_their_constructors() -> None:
         reduced = value.__reduce__()
         assert reduced[0] is type(value) and type(value)(*reduced[1]) == value
         assert pickle.loads(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)) == value
+
+
+# --- discovery: the absolute paths from the walk, the reference's answer -------------------------
+
+
+def _found_facts(found: dict[Path, object]) -> list[tuple[Path, str, str, str]]:
+    from generator.evidence.store import Found
+
+    out = []
+    for p, f in found.items():
+        assert isinstance(f, Found)
+        out.append((p, str(f.path), str(f.root), f.location))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("given", "root"),
+    [
+        (["evidence"], "evidence"),  # the build: the tree, its root known
+        (["evidence"], None),
+        (["."], None),  # a repository root
+        (["evidence/{recipe}"], "evidence"),  # one recipe's build
+        (["evidence/{recipe}"], None),
+        (["evidence", "evidence/{recipe}"], "evidence"),  # overlapping arguments
+        (["evidence/{recipe}", "{file}"], "evidence"),  # a file named explicitly
+        (["./evidence/../evidence"], "evidence"),
+        (["{absolute}/evidence"], "evidence"),
+        (["evidence"], "{absolute}/evidence"),
+        (["evidence"], "elsewhere"),  # a root the files are not in
+    ],
+)
+def test_discovery_is_the_reference(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, given: list[str], root: str | None
+) -> None:
+    from generator.evidence import store
+
+    monkeypatch.chdir(tree)
+    first = _files(tree)[0]
+    fill = {"recipe": directory(first).split("/")[1], "file": first.path, "absolute": str(tree)}
+    paths = [Path(g.format(**fill)) for g in given]
+    at = None if root is None else Path(root.format(**fill))
+    fast = store._discover(paths, at)
+    reference = store._discover_reference(paths, at)
+    assert list(fast) == list(reference)  # the same files, in the same order
+    assert _found_facts(fast) == _found_facts(reference)  # type: ignore[arg-type]
+    for p, absolute, _ in store._discover_absolute(paths, at):
+        assert absolute == os.path.abspath(p)
+    assert len(fast) >= 4
+
+
+def test_discovery_of_a_hostile_tree_is_the_reference(tmp_path: Path) -> None:
+    from generator.evidence import store
+    from tests.test_fast_walk import HOSTILE, _make
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    base = tmp_path / "tree"
+    for rel, kind in HOSTILE:
+        _make(base, rel, kind, outside)
+    for root in (None, base, base / "a"):
+        fast, reference = store._discover([base], root), store._discover_reference([base], root)
+        assert list(fast) == list(reference) and fast
+        assert _found_facts(fast) == _found_facts(reference)  # type: ignore[arg-type]
