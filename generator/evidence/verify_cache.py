@@ -16,7 +16,7 @@ files changed (one added, removed or rewritten) has a new key; its records come 
 per-file entries (`VERIFY_STAGE`, one per file, keyed by its file's key), and only a file
 with neither entry is verified. Both grains are stored, so one changed file re-verifies one
 file. Measured on the verify stage alone (`verify_stage`, its collector paused as in a build,
-warm cache, nothing changed), 200 recipes x 4,000 evidence: see `verify_cached`.
+warm cache, nothing changed): see `verify_cached`.
 
 The sha256 of a file comes from its stat memo when the memo vouches for it (`store.FileMemo`:
 same device, inode, size, mtime and ctime as when an earlier build read it); the memo is an
@@ -59,7 +59,12 @@ def verify_cached(
     Two grains (see the module): one entry per directory (`DIRS_STAGE`), then, for the
     directories whose entry is missing, one per file (`VERIFY_STAGE`), then verification of
     the files with neither. `sweep`: `files` are the whole evidence tree, so the directory
-    entries this call did not use are deleted when the build finishes (`Cache.finish`)."""
+    entries this call did not use are deleted when the build finishes (`Cache.finish`).
+
+    Measured on `verify_stage` alone (warm cache, nothing changed, collector paused as in a
+    build), before -> after: 200 x 4,000, median of 6 (load 4-5), 1.03 -> 0.73 CPU-s;
+    1,000 x 20,000, median of 3 and of 6 (load 4.4), 3.47 -> 2.80 CPU-s. Entries read and
+    authenticated, and pickles loaded, 20,000 -> 1,000 (one per recipe directory)."""
     keys = file_keys(files, cache, trust_root, policy)
     groups = directories(files)
 
