@@ -313,6 +313,7 @@ def verify(inputs: Inputs, resolved: Resolved, memo: Memo) -> VerificationRun:
         jobs=inputs.jobs,
         base=evidence.parent,
         cache=memo.cache,
+        sweep=not inputs.scope.recipe,  # the whole tree: unused directory entries are swept
     )
 
 

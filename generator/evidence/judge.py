@@ -27,11 +27,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from generator.catalog.lanes import Lane, Lanes, Threshold
 from generator.core.records import Criteria
 from generator.core.timeutil import TimeError, parse_rfc3339, rfc3339
-from generator.evidence.model import SCALE_QUALIFICATION_V1, Kpi, Statement
+from generator.evidence.model import SCALE_QUALIFICATION_V1, Kpi, Statement, constructor_args
 
 PASSED = "passed"
 NOT_RUN = ("skipped", "pending")
@@ -81,6 +82,9 @@ class RowOutcome:
     cause: str  # a `Cause`, "" when passed
     detail: str  # "" when passed
 
+    def __reduce__(self) -> tuple[type[RowOutcome], tuple[Any, ...]]:
+        return RowOutcome, constructor_args(self)  # loaded by one constructor call
+
 
 _PASSED_ROW = RowOutcome(PASSED, "", "")
 
@@ -98,6 +102,10 @@ class Judgement:
     # every other reported check passed (kept sparse: 20,000 runs have 500,000 rows)
     failed_kpis: Mapping[str, RowOutcome] = field(default_factory=dict)
     failed_checks: Mapping[tuple[str, str], RowOutcome] = field(default_factory=dict)
+
+    def __reduce__(self) -> tuple[type[Judgement], tuple[Any, ...]]:
+        # the aggregate stage's stored parts hold one per judged run (20,000 at 1,000 recipes)
+        return Judgement, constructor_args(self)  # loaded by one constructor call
 
     def kpi(self, kpi_id: str) -> RowOutcome | None:
         """A reported KPI's recomputed outcome; None when the lane does not judge it."""

@@ -228,6 +228,7 @@ def _verify_files(
     current: Mapping[str, str],
     jobs: int | None,
     cache: Cache | None,
+    sweep: bool = False,
 ) -> tuple[tuple[Evidence, ...], tuple[str, ...]]:
     """Each file's record, and the key of its verification ("" each without the cache)."""
     if cache is not None and len(roots) == 1:
@@ -240,6 +241,7 @@ def _verify_files(
             current_digests=current,
             cache=cache,
             jobs=jobs,
+            sweep=sweep,
         )
     records = verify_evidence(
         [load(f) for f in files],
@@ -309,6 +311,7 @@ def verify_stage(
     base: Path | None = None,
     cache: Cache | None = None,
     evidence_root: Path | None = None,
+    sweep: bool = False,
 ) -> VerificationRun:
     """Verify the evidence files and pointer files under `paths` (files or directories).
 
@@ -319,6 +322,8 @@ def verify_stage(
     the records are relative to `base` (default: the working directory). `jobs`: processes
     (default: every core). `cache`: a build cache (used with one trust root only).
     `evidence_root`: the evidence directory the files are stored under (`status --evidence DIR`).
+    `sweep`: `paths` are the whole evidence tree, so the cache's per-directory entries this
+    call did not use are deleted when the build finishes (`verify_cache.verify_cached`).
     Raises UsageError (trust roots), ValidationError (signer policy), LoadError (files).
     """
     if claims is not None and current is not None:
@@ -328,7 +333,7 @@ def verify_stage(
     search = paths if allowlists_under is None else allowlists_under
     policy = signer_policy(catalog_dir, catalog, search, up.allowlist)
     files = _read_bundles(paths, base, evidence_root, cache)
-    records, keys = _verify_files(files, roots, policy, current or {}, jobs, cache)
+    records, keys = _verify_files(files, roots, policy, current or {}, jobs, cache, sweep)
     pointed = verify_pointers(
         paths,
         trust_roots=roots,

@@ -430,8 +430,7 @@ def with_current_digests(
     out: list[Evidence] = []
     for r in records:
         if isinstance(r, VerifiedEvidence):
-            current = current_digest(r.statement, current_digests)
-            r = replace(r, current_digest=current, stale=current != r.statement.recipe_digest)
+            r = r.judged(current_digest(r.statement, current_digests))
         out.append(r)
     return tuple(out)
 

@@ -1,12 +1,22 @@
 """Verification through the build cache: a file verified once is not verified again, and a
 file unchanged since an earlier build is not even read again.
 
-The verify stage's key parts: the file (its path, its location below the evidence root, its
-bytes' sha256), the trust root, the signer policy and the verifier's code. A record is cached
-as verified *before* staleness is judged (no current digests); `with_current_digests` then
-judges every record against this build's recipes, so a changed recipe never needs a
-re-verification. The cache authenticates its entries (HMAC with this machine's key): a cached
-"verified" cannot be planted by writing to `.cache/`.
+The verify stage's key of a file: the file (its path, its location below the evidence root,
+its bytes' sha256), the trust root, the signer policy and the verifier's code. That key is
+handed downstream (`VerificationRun.keys`: the aggregate stage keys each record by it). A
+record is cached as verified *before* staleness is judged (no current digests);
+`with_current_digests` then judges every record against this build's recipes, so a changed
+recipe never needs a re-verification. The cache authenticates its entries (HMAC with this
+machine's key): a cached "verified" cannot be planted by writing to `.cache/`.
+
+Two grains. The records of one directory of the tree (`evidence/<recipe>`: every file of one
+recipe) are one entry of `DIRS_STAGE`, its key derived from the keys of its files, in order:
+a rebuild reads and authenticates one entry per recipe, not one per file. A directory whose
+files changed (one added, removed or rewritten) has a new key; its records come from the
+per-file entries (`VERIFY_STAGE`, one per file, keyed by its file's key), and only a file
+with neither entry is verified. Both grains are stored, so one changed file re-verifies one
+file. Measured on the verify stage alone (`verify_stage`, its collector paused as in a build,
+warm cache, nothing changed): see `verify_cached`.
 
 The sha256 of a file comes from its stat memo when the memo vouches for it (`store.FileMemo`:
 same device, inode, size, mtime and ctime as when an earlier build read it); the memo is an
@@ -27,7 +37,8 @@ from generator.evidence import verify
 from generator.evidence.model import Evidence, FoundFile, SignerPolicy, TrustRoot
 from generator.evidence.store import FileMemo, load
 
-VERIFY_STAGE = "verify"
+VERIFY_STAGE = "verify"  # one entry per file
+DIRS_STAGE = "verify-dirs"  # one entry per directory of the evidence tree (`evidence/<recipe>`)
 FILES_STAGE = "evidence-files"  # the stat memo of the evidence files (one entry per tree)
 
 
@@ -39,36 +50,88 @@ def verify_cached(
     current_digests: Mapping[str, str],
     cache: Cache,
     jobs: int | None = None,
+    sweep: bool = False,
 ) -> tuple[tuple[Evidence, ...], tuple[str, ...]]:
     """`verify.verify_evidence`, verifying (and reading) only the files the cache has not
     seen; with each record the key of its verification (which later stages key by: equal
-    keys, equal records before staleness)."""
+    keys, equal records before staleness).
+
+    Two grains (see the module): one entry per directory (`DIRS_STAGE`), then, for the
+    directories whose entry is missing, one per file (`VERIFY_STAGE`), then verification of
+    the files with neither. `sweep`: `files` are the whole evidence tree, so the directory
+    entries this call did not use are deleted when the build finishes (`Cache.finish`).
+
+    Measured on `verify_stage` alone (warm cache, nothing changed, collector paused as in a
+    build), before -> after: 200 x 4,000, median of 6 (load 4-5), 1.03 -> 0.73 CPU-s;
+    1,000 x 20,000, median of 3 and of 6 (load 4.4), 3.47 -> 2.80 CPU-s. Entries read and
+    authenticated, and pickles loaded, 20,000 -> 1,000 (one per recipe directory)."""
+    keys = file_keys(files, cache, trust_root, policy)
+    groups = directories(files)
+
+    def make_dirs(todo: list[int]) -> list[tuple[Evidence, ...]]:
+        wanted = [i for g in todo for i in groups[g]]
+
+        def make_files(missing: list[int]) -> tuple[Evidence, ...]:  # positions in `wanted`
+            return verify.verify_evidence(
+                [load(files[wanted[j]]) for j in missing],
+                trust_roots=trust_root,
+                policy=policy,
+                current_digests={},
+                jobs=jobs,
+            )
+
+        # each file's entry is stored under a key derived from its verification key
+        made = cache.get_or_make_many(VERIFY_STAGE, [(keys[i],) for i in wanted], make_files)
+        by_file = dict(zip(wanted, made, strict=True))
+        return [tuple(by_file[i] for i in groups[g]) for g in todo]
+
+    batches = cache.get_or_make_many(
+        DIRS_STAGE, [tuple(keys[i] for i in g) for g in groups], make_dirs, sweep=sweep
+    )
+    at = {
+        i: record
+        for g, b in zip(groups, batches, strict=True)
+        for i, record in zip(g, b, strict=True)
+    }
+    verified = tuple(at[i] for i in range(len(files)))
+    return verify.with_current_digests(verified, current_digests), keys
+
+
+def file_keys(
+    files: Sequence[FoundFile], cache: Cache, trust_root: TrustRoot, policy: SignerPolicy
+) -> tuple[str, ...]:
+    """Each file's verification key: its path, its location (the path check judges it), its
+    bytes' sha256, the trust root, the signer policy and the verifier's code."""
     fp = fingerprint("evidence", "core/records.py", "core/canonical.py", "fast")
     policy_digest = hashlib.sha256(repr(policy).encode()).hexdigest()
-    parts = [
-        (
+    return tuple(
+        cache.key(
+            VERIFY_STAGE,
+            "",
             fp,
             f.path,
-            f.location or "",  # the path check judges the location below the evidence root
+            f.location or "",
             f.sha256,
             trust_root.sha256,
             policy_digest,
         )
         for f in files
-    ]
+    )
 
-    def make(todo: list[int]) -> tuple[Evidence, ...]:
-        return verify.verify_evidence(
-            [load(files[i]) for i in todo],
-            trust_roots=trust_root,
-            policy=policy,
-            current_digests={},
-            jobs=jobs,
-        )
 
-    records = cache.get_or_make_many(VERIFY_STAGE, parts, make)
-    keys = tuple(cache.key(VERIFY_STAGE, "", *p) for p in parts)
-    return verify.with_current_digests(records, current_digests), keys
+def directory(found: FoundFile) -> str:
+    """The directory a file's verification is stored with: `evidence/<recipe>` of its location
+    (its path without one); a file directly under the evidence root is its own."""
+    return "/".join((found.location or found.path).split("/", 2)[:2])
+
+
+def directories(files: Sequence[FoundFile]) -> list[tuple[int, ...]]:
+    """The positions of `files` grouped by `directory`, each group in the files' order, the
+    groups in the order of their first file."""
+    groups: dict[str, list[int]] = {}
+    for i, f in enumerate(files):
+        groups.setdefault(directory(f), []).append(i)
+    return [tuple(g) for g in groups.values()]
 
 
 def _memo_key(paths: Iterable[Path]) -> str:
