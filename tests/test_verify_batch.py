@@ -194,6 +194,24 @@ def test_sweep_keeps_the_directory_entries_used(tree: Path, tmp_path: Path) -> N
     assert len(cache.keys(DIRS_STAGE)) == len(_dirs(tree)) + 1
 
 
+def test_sweep_removes_the_file_entries_of_files_gone_or_changed(
+    tree: Path, tmp_path: Path
+) -> None:
+    """Every file's entry the tree still needs is kept through a sweep, whether it was read or
+    stood behind its directory's entry; an edited file's old entry and a removed file's go."""
+    _run(tree, tmp_path / "c", sweep=True)[2].finish()
+    files = _files(tree)
+    (tree / files[0].path).unlink()
+    (tree / files[4].path).write_bytes(b'{"not": "a bundle"}')
+    _, keys, cache = _run(tree, tmp_path / "c", sweep=True)
+    assert len(cache.keys(VERIFY_STAGE)) == len(files) + 1  # the edited file's new entry
+    cache.finish()
+    wanted = {cache.key(VERIFY_STAGE, "", k) for k in keys}
+    assert set(cache.keys(VERIFY_STAGE)) == wanted and len(wanted) == len(files) - 1
+    again, _, cache = _run(tree, tmp_path / "c", sweep=True)
+    assert cache.stats.misses == {} and again == _afresh(tree)  # nothing needed was swept
+
+
 # --- the records: judged by one constructor call, pickled through their constructors -----------
 
 
