@@ -7,7 +7,6 @@ From a live cluster through the real `kubectl`, or `--from DIR` of outputs saved
 from __future__ import annotations
 
 import shutil
-import subprocess
 import time
 from pathlib import Path
 from typing import NoReturn
@@ -17,7 +16,7 @@ import yaml
 
 from generator.catalog.load import load_catalog
 from generator.commands.common import handles_errors
-from generator.core import safeio
+from generator.core import proc, safeio
 from generator.core.atomic import write_atomic
 from generator.core.errors import CatalogError, UsageError
 from generator.core.timeutil import now_rfc3339
@@ -35,6 +34,16 @@ from generator.scale.preflight import catalog_checks, measurement_paths
 from generator.scale.snapshot import Reading, split_path
 
 MAX_FILE = 1 << 30  # a saved output larger than 1 GiB is not a kubectl answer
+KUBECTL_TIMEOUT = 600  # seconds for one kubectl request
+# what kubectl needs of the caller's environment beyond the door's allow-list
+# (generator/core/proc.py): its config, the proxy and TLS settings it honours, and what the
+# credential plugins of the common clusters read (aws, gke-gcloud-auth-plugin, kubelogin)
+KUBECTL_ENV = (
+    "KUBECONFIG", "KUBECACHEDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "USER",
+    "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy",
+    "SSL_CERT_FILE", "SSL_CERT_DIR",
+    "AWS_*", "AZURE_*", "GOOGLE_*", "CLOUDSDK_*", "KUBELOGIN_*",
+)  # fmt: skip
 
 
 def _usage(message: str) -> NoReturn:
@@ -100,9 +109,10 @@ def _live(kubeconfig: Path | None, context: str | None, options: LiveOptions) ->
 
     def run(args: tuple[str, ...]) -> tuple[int, bytes, bytes]:
         try:
-            p = subprocess.run([*base, *args], capture_output=True, timeout=600, check=False)
-        except subprocess.TimeoutExpired:
-            return 124, b"", b"timed out after 600s"
+            p = proc.run([*base, *args], timeout=KUBECTL_TIMEOUT, limit=MAX_FILE,
+                         inherit=KUBECTL_ENV)  # fmt: skip
+        except proc.ProcError as e:  # timed out, or an answer past 1 GiB: that file fails
+            return (124 if e.rule == proc.TIMED_OUT else 1), b"", e.message.encode()
         return p.returncode, p.stdout, p.stderr
 
     outputs, failures = collect_live(run, options, time.sleep,

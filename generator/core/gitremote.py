@@ -10,9 +10,10 @@ a remote that is a local path, or any other form, gives "" (no link, which the c
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from generator.core import proc
 
 _SCP = re.compile(r"^(?:[A-Za-z0-9._-]+@)?(?P<host>[A-Za-z0-9.-]+\.[A-Za-z]{2,}):(?P<path>[^/].*)$")
 _PATH = re.compile(r"^/?(?P<path>[A-Za-z0-9._~-]+(?:/[A-Za-z0-9._~-]+)+)/?$")
@@ -39,16 +40,10 @@ def web_url(remote: str) -> str:
 
 def _git(repo: Path, *args: str) -> str:
     try:
-        out = subprocess.run(
-            ["git", "-C", str(repo), *args],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        out = proc.git(repo, *args, timeout=10)
+    except proc.ProcError:  # no git, or it did not answer: no link
         return ""
-    return out.stdout.strip() if out.returncode == 0 else ""
+    return out.text().strip() if out.ok else ""
 
 
 def remote_web_url(repo: Path) -> str:

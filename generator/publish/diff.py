@@ -12,7 +12,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -22,7 +21,7 @@ from typing import Any
 
 from generator.catalog.load import load_catalog
 from generator.catalog.resolve import resolve_all
-from generator.core import markdown, safeio
+from generator.core import markdown, proc, safeio
 from generator.core.atomic import copy_tree, extract_tar
 from generator.core.errors import CatalogError, UsageError, printable
 from generator.core.records import DEFAULT_PROFILE, Catalog, RecipeResult
@@ -118,14 +117,19 @@ class Impact:
 # ---------------------------------------------------------------- reading revisions
 
 
-def _git(repo: Path, *args: str) -> bytes:
+GIT_TIMEOUT = 600  # seconds for one git command (an archive of the catalog and evidence)
+
+
+def _git(repo: Path, *args: str, limit: int = proc.OUTPUT_BYTES) -> bytes:
     try:
-        proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=False)
-    except FileNotFoundError as e:
-        raise UsageError("git is not installed") from e
-    if proc.returncode != 0:
-        raise UsageError(f"git {' '.join(args)}: {proc.stderr.decode(errors='replace').strip()}")
-    return proc.stdout
+        done = proc.git(repo, *args, timeout=GIT_TIMEOUT, limit=limit)
+    except proc.ProcError as e:
+        if e.rule == proc.NOT_FOUND:
+            raise UsageError("git is not installed") from None
+        raise UsageError(f"git {' '.join(args)}: {e.message}") from None
+    if not done.ok:
+        raise UsageError(f"git {' '.join(args)}: {done.error_text()}")
+    return done.stdout
 
 
 def repo_root(start: Path) -> Path:
@@ -147,7 +151,9 @@ def materialize(repo: Path, rev: str, paths: Sequence[str]) -> Iterator[Path]:
         _git(repo, "rev-parse", "--verify", f"{rev}^{{commit}}")
         present = [p for p in paths if _git(repo, "ls-tree", "--name-only", rev, "--", p).strip()]
         if present:
-            data = _git(repo, "archive", "--format=tar", rev, "--", *present)
+            data = _git(
+                repo, "archive", "--format=tar", rev, "--", *present, limit=proc.ARCHIVE_BYTES
+            )
             extract_tar(data, out)
         yield out
 

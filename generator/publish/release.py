@@ -22,7 +22,6 @@ import hashlib
 import json
 import re
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ from typing import Any
 from packaging.version import Version
 
 from generator import __version__
-from generator.core import markdown, names, safeio, timeutil
+from generator.core import markdown, names, proc, safeio, timeutil
 from generator.core.atomic import TreeWriter
 from generator.core.errors import CatalogError, ReleaseError, SiteError
 from generator.core.outputs import OutputKind, check_output_dir
@@ -50,6 +49,7 @@ CHANGELOG = "CHANGELOG.md"
 SUMS = "SHA256SUMS"
 DEPLOYERS = frozenset(str(d) for d in Deployer)
 TREE_PATHS = ("catalog", "evidence", "docs", "mkdocs.yml", "CONTRIBUTING.md", "SECURITY.md")
+GIT_TIMEOUT = 300  # seconds for one git question (status, tags, rev-parse) of the release
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,12 +61,13 @@ class ReleaseReport:
 
 
 def _git(repo: Path, *args: str) -> str:
-    proc = subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=False
-    )
-    if proc.returncode != 0:
-        raise ReleaseError(f"git {' '.join(args)}: {proc.stderr.strip()}")
-    return proc.stdout
+    try:
+        done = proc.git(repo, *args, timeout=GIT_TIMEOUT)
+    except proc.ProcError as e:
+        raise ReleaseError(f"git {' '.join(args)}: {e.message}") from None
+    if not done.ok:
+        raise ReleaseError(f"git {' '.join(args)}: {done.error_text()}")
+    return done.text()
 
 
 def _tags(repo: Path) -> list[str]:

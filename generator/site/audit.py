@@ -15,9 +15,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
+
+from generator.core import proc
 
 
 def signed_statement(raw: bytes) -> bytes | None:
@@ -45,18 +46,15 @@ def evidence_added(evidence_dir: Path) -> Mapping[str, tuple[str, str]]:
     if not evidence_dir.is_dir():
         return {}
     try:
-        out = subprocess.run(
-            ["git", "-C", str(evidence_dir.parent), "log", "--diff-filter=A",
-             "--format=@%H %cs", "--name-only", "--relative", "--", evidence_dir.name],
-            capture_output=True, text=True, check=False, timeout=60,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
+        out = proc.git(evidence_dir.parent, "log", "--diff-filter=A", "--format=@%H %cs",
+                       "--name-only", "--relative", "--", evidence_dir.name, timeout=60)  # fmt: skip
+    except proc.ProcError:  # no git, or it did not answer: no dates
         return {}
-    if out.returncode != 0:
+    if not out.ok:
         return {}
     added: dict[str, tuple[str, str]] = {}
     commit = date = ""
-    for line in out.stdout.splitlines():
+    for line in out.text().splitlines():
         if line.startswith("@"):
             commit, _, date = line[1:].partition(" ")
         elif line and line not in added:

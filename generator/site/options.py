@@ -9,13 +9,12 @@ and the page engine): a no-change rebuild does not import those.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from generator.core import safeio, timeutil
+from generator.core import proc, safeio, timeutil
 from generator.core.cache import Cache, scope_of
 from generator.core.errors import SiteError
 from generator.core.memo import NOT_KEYED, PATH_ONLY, Memo
@@ -120,17 +119,11 @@ def source_date_epoch(explicit: int | None, repo: Path) -> int:
     if env is not None:
         return env
     try:
-        out = subprocess.run(
-            ["git", "-C", str(repo), "log", "-1", "--format=%ct"],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        out = proc.git(repo, "log", "-1", "--format=%ct", timeout=10)
+    except proc.ProcError:  # no git, or it did not answer
         return 0
-    text = out.stdout.strip()
-    return int(text) if out.returncode == 0 and text.isdigit() else 0
+    text = out.text().strip()
+    return int(text) if out.ok and text.isdigit() else 0
 
 
 # --- inputs ------------------------------------------------------------------------------------

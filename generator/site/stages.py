@@ -73,21 +73,18 @@ def recipes_added(catalog_root: Path, files: Mapping[str, str]) -> tuple[tuple[s
     """(recipe, YYYY-MM-DD) of each recipe whose overlay file the catalog's git history shows
     being added (the newest addition), from one `git log`; empty when the catalog is not in a
     git checkout (the changelog page says recipe additions come from that history)."""
-    import subprocess
+    from generator.core import proc
 
     try:
-        out = subprocess.run(
-            ["git", "-C", str(catalog_root), "log", "--diff-filter=A", "--format=@%cs",
-             "--name-only", "--relative", "--", "."],
-            capture_output=True, text=True, check=False, timeout=60,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
+        out = proc.git(catalog_root, "log", "--diff-filter=A", "--format=@%cs", "--name-only",
+                       "--relative", "--", ".", timeout=60)  # fmt: skip
+    except proc.ProcError:  # no git, or it did not answer: no dates
         return ()
-    if out.returncode != 0:
+    if not out.ok:
         return ()
     added: dict[str, str] = {}
     date = ""
-    for line in out.stdout.splitlines():
+    for line in out.text().splitlines():
         if line.startswith("@"):
             date = line[1:]
         elif line and line not in added:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from generator import __version__
-from generator.core import atomic, safeio
+from generator.core import atomic, proc, safeio
 from generator.core.atomic import write_atomic
 from generator.core.errors import CatalogError
 from generator.core.timeutil import rfc3339
@@ -140,12 +139,14 @@ class Change:
 
 
 def _git(repo: Path, *args: str, binary: bool = False) -> Any:
-    out = subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, check=False, timeout=300
-    )
-    if out.returncode != 0:
+    limit = proc.ARCHIVE_BYTES if binary else proc.OUTPUT_BYTES
+    try:
+        out = proc.git(repo, *args, timeout=300, limit=limit)
+    except proc.ProcError as e:
+        raise CatalogError(f"git {' '.join(args[:2])}: {e.message}") from None
+    if not out.ok:
         raise CatalogError(f"git {' '.join(args[:2])}: {out.stderr.decode(errors='replace')}")
-    return out.stdout if binary else out.stdout.decode("utf-8", errors="replace")
+    return out.stdout if binary else out.text()
 
 
 def history(repo: Path, paths: Sequence[str]) -> list[tuple[str, str, str]]:
@@ -479,7 +480,7 @@ def git_head(path: Path) -> str:
     """The commit checked out in the repository holding `path`; "" when it is not in one."""
     try:
         return str(_git(path if path.is_dir() else path.parent, "rev-parse", "HEAD")).strip()
-    except (CatalogError, OSError, subprocess.TimeoutExpired):
+    except (CatalogError, OSError):  # no git, not a repository, or git did not answer
         return ""
 
 
