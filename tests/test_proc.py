@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import sys
 import time
 from pathlib import Path
@@ -174,6 +175,13 @@ def test_a_missing_program_is_an_error_naming_it() -> None:
     assert caught.value.rule == proc.NOT_FOUND
     assert caught.value.message.startswith("aicr-no-such-program: not found")
     assert isinstance(caught.value, CatalogError) and caught.value.exit_code == 1
+
+
+def test_the_error_crosses_a_worker_whole() -> None:
+    """A ProcError raised in a forked worker (`fast/pool.py` pickles it back) keeps its parts."""
+    err = proc.ProcError("git", proc.TIMED_OUT, "did not finish in 1 s; stopped")
+    back = pickle.loads(pickle.dumps(err))
+    assert (back.program, back.rule, back.message) == (err.program, err.rule, err.message)
 
 
 def test_a_program_that_cannot_be_started_is_an_error(tmp_path: Path) -> None:

@@ -70,6 +70,11 @@ class ProcError(CatalogError):
         super().__init__(f"{printable(program)}: {message}")
         self.program = program
         self.rule = rule
+        self.what = message
+
+    def __reduce__(self) -> tuple[type[ProcError], tuple[str, str, str]]:
+        # whole across a forked worker's pickle (`fast/pool.py`), not only its message
+        return ProcError, (self.program, self.rule, self.what)
 
 
 @dataclass(frozen=True, slots=True)
