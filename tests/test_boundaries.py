@@ -52,6 +52,17 @@ _METHODS = {  # x.<name>(...): pathlib and file-like methods
     "extractfile": "TarFile.extractfile()",
     "extractall": "TarFile.extractall()",
     "extract": "TarFile.extract()",
+    # listing a directory: `safeio.scan` / `listdir` / `walk` / `glob_tree`
+    "iterdir": "Path.iterdir()",
+    "glob": "Path.glob()",
+    "rglob": "Path.rglob()",
+    # creating, removing, changing a mode: `atomic.make_dirs` / `remove`, `outputs.discard`,
+    # `TreeWriter.chmod_dirs`
+    "mkdir": "Path.mkdir()",
+    "unlink": "Path.unlink()",
+    "rmdir": "Path.rmdir()",
+    "chmod": "Path.chmod()",
+    "lchmod": "Path.lchmod()",
 }
 _FUNCTIONS = {  # module.<name>(...)
     "os": {
@@ -65,10 +76,28 @@ _FUNCTIONS = {  # module.<name>(...)
         "mkfifo",
         "mknod",
         "truncate",
+        # listing
+        "walk",
+        "fwalk",
+        "scandir",
+        "listdir",
+        # creating, removing, changing a mode or a time
+        "mkdir",
+        "makedirs",
+        "unlink",
+        "remove",
+        "rmdir",
+        "removedirs",
+        "chmod",
+        "lchmod",
+        "chown",
+        "lchown",
+        "utime",
     },
+    "glob": {"glob", "iglob"},
     "io": {"open", "FileIO"},
     "codecs": {"open"},
-    "shutil": {"copy", "copy2", "copyfile", "copyfileobj", "copytree", "move"},
+    "shutil": {"copy", "copy2", "copyfile", "copyfileobj", "copytree", "move", "rmtree", "chown"},
     "tempfile": {"mkstemp", "NamedTemporaryFile", "TemporaryFile", "SpooledTemporaryFile"},
     "json": {"load"},
     "yaml": {

@@ -22,7 +22,6 @@ against their seal) only when they are published anew (`SealedArchive.content`).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import hmac
@@ -34,7 +33,7 @@ from pathlib import Path
 
 from generator import __version__
 from generator.core import safeio
-from generator.core.atomic import write_atomic
+from generator.core.atomic import remove, write_atomic
 from generator.core.errors import RenderError
 from generator.core.records import RecipeResult
 from generator.render.common import TEMPLATES, Deployer, GitOpsTarget, deployer_of
@@ -264,12 +263,11 @@ def sweep(cache_dir: Path, used: set[str]) -> int:
     """Delete archives (and their seals) in `cache_dir` whose file names are not in `used`:
     a build keeps the archives it used, so the cache does not grow with every catalog change."""
     removed = 0
-    with os.scandir(cache_dir) as entries:  # names only: no Path per entry, no sort
-        names = [e.name for e in entries if ".tar.gz" in e.name and not e.name.startswith(".")]
+    listed = safeio.scan(cache_dir)  # names only: no Path per entry, no sort
+    names = [e.name for e in listed if ".tar.gz" in e.name and not e.name.startswith(".")]
     for name in names:
         base = name.removesuffix(".hmac").removesuffix(DIGEST).removesuffix(".sha256")
         if base not in used:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(os.path.join(cache_dir, name))
+            remove(os.path.join(cache_dir, name))  # gone already: fine (a concurrent sweep)
             removed += 1
     return removed
