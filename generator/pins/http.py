@@ -157,7 +157,9 @@ class Fetcher:
         if conditional and self.cache and etag and raw.status == 200:
             try:
                 self.cache.put(url, etag, raw.body)
-            except OSError as e:  # a cache that cannot be written only costs the next run
+            except safeio.Refusal as e:  # a cache that cannot be written only costs the next run
+                self.progress(f"warning: ETag cache not written ({e.message})")
+            except OSError as e:
                 self.progress(f"warning: ETag cache not written ({e.strerror or e})")
         return Response(url, raw.status, raw.body, raw.headers)
 
