@@ -55,6 +55,7 @@ def test_listdir_gives_kinds_sorted_and_follows_no_link(planted: tuple[Path, Pat
     assert [e.name for e in listed] == sorted(p.name for p in tree.iterdir())
     assert all(e.path == os.path.join(tree, e.name) for e in listed)
     assert sorted(safeio.scan(tree)) == sorted(listed)
+    assert sorted(safeio.names(tree)) == [e.name for e in listed]
 
 
 def test_a_walk_lists_a_link_to_a_directory_and_nothing_behind_it(
@@ -123,14 +124,16 @@ def test_a_directory_that_cannot_be_listed_is_refused_by_name(tmp_path: Path) ->
     a_file.write_text("x")
     with pytest.raises(safeio.Refusal, match="file: cannot list directory"):
         list(safeio.scan(a_file))
+    with pytest.raises(safeio.Refusal, match="missing: cannot list directory"):
+        safeio.names(missing)
 
 
 def test_scan_streams(planted: tuple[Path, Path]) -> None:
     """A caller that stops at the first entry reads no more (a generator, not a list)."""
     tree, _ = planted
     it = safeio.scan(tree)
-    first = next(it)
-    assert first.name in {p.name for p in tree.iterdir()}
+    name, path, _ = next(it)
+    assert name in {p.name for p in tree.iterdir()} and path == os.path.join(tree, name)
     it.close()
 
 

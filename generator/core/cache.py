@@ -708,7 +708,8 @@ def _legacy_layout(directory: Path) -> bool:
         if not (kind is directory_kind and len(name) == 2 and _hexes(name)):
             return False
         if not all(
-            f.kind is file_kind and len(f.name) == 64 and _hexes(f.name) for f in safeio.scan(path)
+            entry_kind is file_kind and len(entry) == 64 and _hexes(entry)
+            for entry, _, entry_kind in safeio.scan(path)
         ):
             return False
     return True
