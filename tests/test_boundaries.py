@@ -8,7 +8,7 @@ writes to, atomic replace through a temporary file in the same directory). The d
 of a finished output go through `core/outputs.py`.
 
 The doors also own listing, creating and removing paths: a directory is listed with
-`safeio.scan` / `listdir` (one level, each entry's kind, no link followed) and a tree with
+`safeio.scan` / `listdir` / `names` (one level, each entry's kind, no link followed) and a tree with
 `safeio.walk` / `find` / `glob_tree` / `walk_dirs`; a directory is made with `atomic.make_dirs`,
 a file removed with `atomic.remove`, a tree with `outputs.discard` (never through a link), a
 mode set with `TreeWriter.chmod_dirs`. So `Path.iterdir/glob/rglob/mkdir/unlink/rmdir/chmod`,
