@@ -230,3 +230,27 @@ def test_chmod_dirs_sets_every_directory_the_writer_holds(tmp_path: Path) -> Non
         tree.chmod_dirs(0o755)
     for d in (root, root / "a", root / "a" / "b", root / "d"):
         assert stat.S_IMODE(d.stat().st_mode) == 0o755, d
+
+
+def test_leftovers_removed_beside_an_output_never_through_a_planted_link(
+    planted: tuple[Path, Path],
+) -> None:
+    """A link named like a staging tree beside the output (`.site-build-x -> /outside`) is left,
+    and what it points to survives: the sweep of leftovers lists and removes through the doors."""
+    from generator.core.outputs import staging_prefix
+    from generator.site.outdir import remove_leftovers
+
+    tree, outside = planted
+    out = tree / "site"
+    out.mkdir()
+    prefix = staging_prefix(out)
+    (tree / f"{prefix}killed" / "docs").mkdir(parents=True)  # a real leftover: removed
+    (tree / f"{prefix}killed" / "docs" / "x.html").write_text("x")
+    (tree / f"{prefix}evil").symlink_to(outside)
+    (tree / f"{prefix}file").write_text("not a tree")
+    remove_leftovers(out)
+    assert not (tree / f"{prefix}killed").exists()
+    assert (tree / f"{prefix}evil").is_symlink()
+    assert (tree / f"{prefix}file").read_text() == "not a tree"
+    assert (outside / "secret.yaml").read_text() == "secret"
+    assert (outside / "deeper" / "more.yaml").read_text() == "more"
