@@ -134,7 +134,7 @@ def test_scan_streams(planted: tuple[Path, Path]) -> None:
     it = safeio.scan(tree)
     name, path, _ = next(it)
     assert name in {p.name for p in tree.iterdir()} and path == os.path.join(tree, name)
-    it.close()
+    del it  # the directory closed with the generator
 
 
 # --- creating and removing -------------------------------------------------------------------
@@ -213,7 +213,7 @@ def test_discard_names_what_it_could_not_remove(
         if not ignore_errors:
             raise PermissionError(13, "Permission denied", str(tree / "locked"))
 
-    monkeypatch.setattr(outputs.shutil, "rmtree", refuse)
+    monkeypatch.setattr("generator.core.outputs.shutil.rmtree", refuse)
     with pytest.raises(safeio.Refusal, match="cannot remove: Permission denied") as e:
         outputs.discard(tree)
     assert str(tree / "locked") in str(e.value)
