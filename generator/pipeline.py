@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from generator.core import safeio
 from generator.core.errors import CatalogError, Diagnostic, Severity, ValidationError
 from generator.core.memo import NOT_KEYED, PATH_ONLY, Memo, content
 from generator.core.records import DEFAULT_PROFILE, Catalog, RecipeResult
@@ -180,7 +181,8 @@ def named_recipes(evidence: Path) -> tuple[str, ...]:
     """The recipes the evidence tree has a directory for (`evidence/<recipe>/…`)."""
     if not evidence.is_dir():
         return ()
-    return tuple(sorted(p.name for p in evidence.iterdir() if p.is_dir()))
+    dirs = (safeio.Kind.DIR, safeio.Kind.DIR_LINK)  # a link to a directory counted, as before
+    return tuple(e.name for e in safeio.listdir(evidence) if e.kind in dirs)
 
 
 # --- catalog: load, validate, resolve -----------------------------------------------------------
@@ -283,7 +285,16 @@ def resolve_recipe(
 def _has_evidence(paths: Sequence[Path]) -> bool:
     from generator.evidence.upstream import has_pointers
 
-    return any(p.is_dir() and (any(p.rglob("*.sigstore.json")) or has_pointers(p)) for p in paths)
+    return any(p.is_dir() and (_has_bundle(p) or has_pointers(p)) for p in paths)
+
+
+def _has_bundle(directory: Path) -> bool:
+    """Whether anything below `directory` is named `*.sigstore.json` (`any(rglob(...))`): the
+    walk stops at the first one."""
+    suffix = ".sigstore.json"
+    return any(
+        e.rel.endswith(suffix) for e in safeio.find(directory, suffixes=(suffix,), dirs=True)
+    )
 
 
 def verify(inputs: Inputs, resolved: Resolved, memo: Memo) -> VerificationRun:

@@ -7,11 +7,19 @@ writes goes through `core/atomic.py` (no link followed at the target or inside t
 writes to, atomic replace through a temporary file in the same directory). The directory swaps
 of a finished output go through `core/outputs.py`.
 
+The doors also own listing, creating and removing paths: a directory is listed with
+`safeio.scan` / `listdir` / `names` (one level, each entry's kind, no link followed) and a tree with
+`safeio.walk` / `find` / `glob_tree` / `walk_dirs`; a directory is made with `atomic.make_dirs`,
+a file removed with `atomic.remove`, a tree with `outputs.discard` (never through a link), a
+mode set with `TreeWriter.chmod_dirs`. So `Path.iterdir/glob/rglob/mkdir/unlink/rmdir/chmod`,
+`os.walk/scandir/listdir/makedirs/unlink/remove/rmdir/chmod/utime`, `shutil.rmtree` and
+`glob.glob` anywhere else fail this test too.
+
 These doors were conventions before: code added later read `SECURITY.md` with
 `Path.read_bytes()` and published `/proc/self/environ` through a committed link, and
 `evidence push` wrote through a planted link. This test reads every module of `generator/`
-with `ast` and fails on a call that opens, reads, writes, copies, renames or unpacks a path
-anywhere else. Exceptions are listed below, each with its reason; keep the list short.
+with `ast` and fails on a call that opens, reads, writes, copies, renames, unpacks, lists,
+creates or removes a path anywhere else. Exceptions are listed below, each with its reason; keep the list short.
 """
 
 from __future__ import annotations
@@ -52,6 +60,17 @@ _METHODS = {  # x.<name>(...): pathlib and file-like methods
     "extractfile": "TarFile.extractfile()",
     "extractall": "TarFile.extractall()",
     "extract": "TarFile.extract()",
+    # listing a directory: `safeio.scan` / `listdir` / `walk` / `glob_tree`
+    "iterdir": "Path.iterdir()",
+    "glob": "Path.glob()",
+    "rglob": "Path.rglob()",
+    # creating, removing, changing a mode: `atomic.make_dirs` / `remove`, `outputs.discard`,
+    # `TreeWriter.chmod_dirs`
+    "mkdir": "Path.mkdir()",
+    "unlink": "Path.unlink()",
+    "rmdir": "Path.rmdir()",
+    "chmod": "Path.chmod()",
+    "lchmod": "Path.lchmod()",
 }
 _FUNCTIONS = {  # module.<name>(...)
     "os": {
@@ -65,10 +84,28 @@ _FUNCTIONS = {  # module.<name>(...)
         "mkfifo",
         "mknod",
         "truncate",
+        # listing
+        "walk",
+        "fwalk",
+        "scandir",
+        "listdir",
+        # creating, removing, changing a mode or a time
+        "mkdir",
+        "makedirs",
+        "unlink",
+        "remove",
+        "rmdir",
+        "removedirs",
+        "chmod",
+        "lchmod",
+        "chown",
+        "lchown",
+        "utime",
     },
+    "glob": {"glob", "iglob"},
     "io": {"open", "FileIO"},
     "codecs": {"open"},
-    "shutil": {"copy", "copy2", "copyfile", "copyfileobj", "copytree", "move"},
+    "shutil": {"copy", "copy2", "copyfile", "copyfileobj", "copytree", "move", "rmtree", "chown"},
     "tempfile": {"mkstemp", "NamedTemporaryFile", "TemporaryFile", "SpooledTemporaryFile"},
     "json": {"load"},
     "yaml": {
@@ -182,8 +219,9 @@ def test_file_io_goes_through_the_doors() -> None:
             found.append(f"generator/{rel}:{line}: {what}")
     assert found == [], (
         "file I/O outside core/safeio.py, core/yamlio.py, core/atomic.py, core/outputs.py; "
-        "read with safeio.read / yamlio.load_*, write with atomic.write_atomic / TreeWriter:\n"
-        + "\n".join(found)
+        "read with safeio.read / yamlio.load_*, write with atomic.write_atomic / TreeWriter, "
+        "list with safeio.scan / listdir / walk / glob_tree, create and remove with "
+        "atomic.make_dirs / remove and outputs.discard:\n" + "\n".join(found)
     )
     assert used == set(EXCEPTIONS), f"exceptions no longer needed: {set(EXCEPTIONS) - used}"
 
@@ -217,6 +255,30 @@ SYNTHETIC = [
     ("import tempfile\ntempfile.mkstemp()", "tempfile.mkstemp()"),
     ("p.symlink_to('/etc')", "Path.symlink_to()"),
     ("import jinja2\njinja2.FileSystemLoader('t')", "jinja2.FileSystemLoader()"),
+    # listing
+    ("p.iterdir()", "Path.iterdir()"),
+    ("p.glob('*.yaml')", "Path.glob()"),
+    ("p.rglob('*')", "Path.rglob()"),
+    ("import os\nos.walk(p)", "os.walk()"),
+    ("import os\nos.scandir(p)", "os.scandir()"),
+    ("import os\nos.listdir(p)", "os.listdir()"),
+    ("from os import scandir as ls\nls(p)", "os.scandir()"),
+    ("import glob\nglob.glob('*.yaml')", "glob.glob()"),
+    ("import glob as g\ng.iglob('*')", "glob.iglob()"),
+    # creating, removing, changing a mode or a time
+    ("p.mkdir(parents=True)", "Path.mkdir()"),
+    ("p.unlink()", "Path.unlink()"),
+    ("p.rmdir()", "Path.rmdir()"),
+    ("p.chmod(0o755)", "Path.chmod()"),
+    ("import os\nos.makedirs(p)", "os.makedirs()"),
+    ("import os\nos.mkdir(p)", "os.mkdir()"),
+    ("import os\nos.unlink(p)", "os.unlink()"),
+    ("import os\nos.remove(p)", "os.remove()"),
+    ("import os\nos.rmdir(p)", "os.rmdir()"),
+    ("import os\nos.chmod(p, 0o755)", "os.chmod()"),
+    ("import os\nos.utime(p, (0, 0))", "os.utime()"),
+    ("import shutil\nshutil.rmtree(p, ignore_errors=True)", "shutil.rmtree()"),
+    ("from shutil import rmtree\nrmtree(p)", "shutil.rmtree()"),
 ]
 
 
@@ -236,6 +298,12 @@ def test_the_scanner_finds_each_kind_of_call(source: str, what: str) -> None:
         "import gzip\ngzip.GzipFile(filename='', mode='wb', fileobj=b, mtime=0)",
         "s.replace('a', 'b')",
         "from generator.core import safeio\nsafeio.read(p, root=r)",
+        "from generator.core import safeio\nsafeio.listdir(p)",
+        "from generator.core import safeio\nsafeio.glob_tree(p, '*.yaml')",
+        "from generator.core import atomic\natomic.make_dirs(p)",
+        "from generator.core import outputs\noutputs.discard(p, ignore_errors=True)",
+        "items.remove(x)",  # list.remove: not a path
+        "names.sort()",
     ],
 )
 def test_the_scanner_lets_safe_calls_pass(source: str) -> None:
@@ -248,3 +316,16 @@ def test_a_planted_module_fails_the_suite(tmp_path: Path) -> None:
         "from pathlib import Path\n\ndef page():\n    return Path('SECURITY.md').read_bytes()\n"
     )
     assert [(4, "Path.read_bytes()")] == list(violations(planted))
+
+
+def test_a_planted_lister_and_remover_fail_the_suite() -> None:
+    """Listing a directory, or removing a tree, around the doors is what the main test reports:
+    `rmtree` of a path an attacker can replace by a link, `rglob` that lists behind one."""
+    planted = (
+        "import shutil\nfrom pathlib import Path\n\n"
+        "def clean(work: Path) -> list[Path]:\n"
+        "    found = sorted(work.rglob('*.json'))\n"
+        "    shutil.rmtree(work, ignore_errors=True)\n"
+        "    return found\n"
+    )
+    assert [(5, "Path.rglob()"), (6, "shutil.rmtree()")] == sorted(violations(planted))

@@ -32,17 +32,16 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from generator.core import safeio
-from generator.core.atomic import TreeWriter
+from generator.core.atomic import TreeWriter, make_dirs
 from generator.core.canonical import dump_yaml
 from generator.core.errors import Diagnostic, UsageError
-from generator.core.outputs import SYNTH_MARKER, OutputKind, check_output_dir
+from generator.core.outputs import SYNTH_MARKER, OutputKind, check_output_dir, discard
 from generator.core.records import DEFAULT_PROFILE
 from generator.core.yamlio import parse_yaml
 from generator.fast.pool import parallel_map
@@ -568,9 +567,8 @@ def synthesize(options: SynthOptions, out: Path) -> SynthReport:
     out = Path(out)
     check_output_dir(out, OutputKind.SYNTH)
     for sub in ("catalog", "evidence", "trust"):
-        if (out / sub).exists():
-            shutil.rmtree(out / sub)
-    out.mkdir(parents=True, exist_ok=True)
+        discard(out / sub)  # a link of that name is refused, never followed
+    make_dirs(out)
     tree = TreeWriter(out)
     tree.put(MARKER, f"{SYNTH_NOTE}\n".encode())
     for rel, data in files.items():

@@ -319,7 +319,8 @@ def _yaml_files(directory: Path) -> list[Path]:
         return []
     # a directory named like a YAML file is listed too: read_file refuses it by name ("not a
     # regular file"), instead of the recipe of that name silently disappearing
-    return sorted(p for p in directory.iterdir() if p.name.endswith(YAML_SUFFIXES))
+    listed = safeio.listdir(directory)
+    return [directory / e.name for e in listed if e.name.endswith(YAML_SUFFIXES)]
 
 
 def _kind_doc(
@@ -480,8 +481,7 @@ def _load_components(
         return files, manifests
     if not comp_dir.is_dir():
         return files, manifests
-    for dirpath, dirnames, filenames in os.walk(comp_dir):
-        dirnames.sort()
+    for dirpath, _dirnames, filenames in safeio.walk_dirs(comp_dir):
         for fname in sorted(filenames):
             if not fname.endswith(YAML_SUFFIXES):
                 continue

@@ -19,7 +19,7 @@ from generator.commands.common import (
     open_catalog,
 )
 from generator.core import safeio
-from generator.core.atomic import write_atomic
+from generator.core.atomic import remove, write_atomic
 from generator.core.errors import CatalogError
 from generator.evidence.sign import demo_authority
 from generator.evidence.store import SUFFIX
@@ -102,9 +102,7 @@ def generate_command(catalog_path: Path, root: Path, raw: Path | None, check: bo
     """
     samples = build(catalog_path)
     wanted = {root / s.path: s.bundle for s in samples}
-    existing = (
-        sorted((root / "evidence").rglob(f"*{SUFFIX}")) if (root / "evidence").is_dir() else []
-    )
+    existing = safeio.glob_tree(root / "evidence", f"*{SUFFIX}")
     evidence = root / "evidence"
 
     def read(p: Path) -> bytes:
@@ -121,7 +119,7 @@ def generate_command(catalog_path: Path, root: Path, raw: Path | None, check: bo
     for p in sorted(changed):
         _write(p, wanted[p], root=root)  # no link planted below the repository followed
     for p in obsolete:
-        p.unlink()
+        remove(p, missing_ok=False)
     if raw is not None:
         catalog = open_catalog(catalog_path)
         lanes = lanes_of(catalog.documents)

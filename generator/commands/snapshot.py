@@ -81,7 +81,7 @@ def _read_dir(root: Path) -> dict[str, bytes]:
     if not root.is_dir():
         _usage(f"--from '{root}' is not a directory")
     files: dict[str, bytes] = {}
-    for path in sorted(root.rglob("*")):
+    for path in safeio.glob_tree(root, "*"):
         rel = path.relative_to(root).as_posix()
         if path.is_symlink():
             _usage(f"{rel}: a symbolic link; --from reads only the files collect.sh writes")

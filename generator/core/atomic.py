@@ -17,6 +17,8 @@ as a `Refusal` (a located error, exit 1), never as a write somewhere else:
   bundle), through the same `openat` walk; `append_text` appends to a file the environment
   names (`$GITHUB_STEP_SUMMARY`) without following a link; `extract_tar` unpacks a trusted
   `git archive` into a new directory with tarfile's data filter.
+- `make_dirs` creates a directory the tool names (and those above it); `remove` removes one
+  file (a link itself, never what it points to). A whole tree goes with `outputs.discard`.
 
 `tests/test_boundaries.py` fails when code outside the doors writes a path another way.
 """
@@ -139,6 +141,42 @@ def write_atomic(
             raise
     finally:
         os.close(dir_fd)
+
+
+def make_dirs(path: Path | str, *, exist_ok: bool = True) -> None:
+    """Create the directory `path` and any missing above it (`Path.mkdir(parents=True)`): the
+    one way the tool makes a directory it names (an output's parent, the cache, a lock's
+    directory). The path is the user's or the tool's own to name, so a link on the way is
+    followed, as for `write_atomic` without `root`; below a directory the tool writes into,
+    `TreeWriter` and `write_atomic(root=)` make directories one `openat` at a time instead.
+    An existing directory is fine unless `exist_ok` is false; anything else raises `Refusal`
+    naming the path (`file.write-failed`)."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=exist_ok)
+    except OSError as e:
+        why = "exists already" if isinstance(e, FileExistsError) else e.strerror
+        raise Refusal(WRITE_FAILED, f"cannot create directory: {why}", path) from None
+
+
+def remove(path: Path | str, *, missing_ok: bool = True) -> bool:
+    """Remove the file `path` (True) or find nothing there (False; `FileNotFoundError` raised
+    as a `Refusal` unless `missing_ok`). A link is removed itself, never followed; a directory
+    is refused (`outputs.discard` removes a tree). Any other failure raises `Refusal` naming
+    the path (`file.write-failed`)."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        if missing_ok:
+            return False
+        raise Refusal(WRITE_FAILED, "cannot remove: no such file", path) from None
+    except IsADirectoryError:
+        raise Refusal(WRITE_NOT_REGULAR, "is a directory, not a file", path) from None
+    except OSError as e:
+        if e.errno == errno.EPERM and os.path.isdir(path):  # macOS says EPERM
+            raise Refusal(WRITE_NOT_REGULAR, "is a directory, not a file", path) from None
+        raise Refusal(WRITE_FAILED, f"cannot remove: {e.strerror}", path) from None
+    return True
 
 
 def create_once(path: Path | str, data: bytes, *, mode: int = 0o600) -> bool:
@@ -339,6 +377,13 @@ class TreeWriter:
     def chmod_dir(self, rel: str, mode: int) -> None:
         os.fchmod(self._dir(rel), mode)
 
+    def chmod_dirs(self, mode: int) -> None:
+        """Set `mode` on the root and on every directory opened below it (each one the tree
+        made or wrote into), through its open descriptor: no path is looked up again, so no
+        link planted meanwhile is followed."""
+        for fd in self._dirs.values():
+            os.fchmod(fd, mode)
+
     def close(self) -> None:
         for fd in self._dirs.values():
             with contextlib.suppress(OSError):
@@ -409,9 +454,11 @@ __all__ = [
     "copy_tree",
     "create_once",
     "extract_tar",
+    "make_dirs",
     "make_link",
     "open_devnull",
     "open_lock",
+    "remove",
     "write_atomic",
     "write_text",
 ]

@@ -40,7 +40,6 @@ import logging
 import os
 import pickle
 import secrets
-import shutil
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -51,8 +50,9 @@ from typing import Any, TypeVar
 
 from generator import __version__
 from generator.core import safeio
-from generator.core.atomic import create_once
+from generator.core.atomic import create_once, make_dirs
 from generator.core.errors import Diagnostic, LoadError
+from generator.core.outputs import discard
 from generator.fast.blobwrite import insert_parts
 
 MAGIC = b"AICR-CACHE 1\n"
@@ -75,7 +75,7 @@ def code_fingerprint(package: Path, *modules: str) -> str:
     h = hashlib.sha256(__version__.encode() + b"\0")
     roots = [package / m for m in (modules or ("",))]
     for root in roots:
-        paths = [root] if root.is_file() else sorted(root.rglob("*.py"))
+        paths = [root] if root.is_file() else safeio.glob_tree(root, "*.py")
         for p in paths:
             data = safeio.read(p, root=package, where="the package", limit=safeio.OTHER_BYTES)
             h.update(p.relative_to(package).as_posix().encode() + b"\0" + data + b"\0")
@@ -152,8 +152,7 @@ def _tree_files(root: Path, suffixes: tuple[str, ...]) -> list[tuple[str, str]]:
     reference walk `safeio.walk` replaced in `tree_digest` (kept for the differential test,
     tests/test_fast_walk.py)."""
     files: list[tuple[str, str]] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
+    for dirpath, dirnames, filenames in safeio.walk_dirs(root):
         for name in filenames:
             if not suffixes or name.endswith(suffixes):
                 path = os.path.join(dirpath, name)
@@ -293,7 +292,7 @@ class Cache:
         if self._db is None or self._pid != os.getpid():
             if self._db is None and self._pid == 0:
                 remove_legacy_dirs(self.root)
-            self.root.mkdir(parents=True, exist_ok=True)
+            make_dirs(self.root)
             db = sqlite3.connect(self.root / STORE, timeout=120, isolation_level=None)
             db.execute(f"PRAGMA page_size={PAGE_SIZE}")  # a no-op unless the file is new
             db.execute("PRAGMA journal_mode=WAL")
@@ -704,17 +703,15 @@ PROGRESS = logging.getLogger("aicr_catalog.build")
 def _legacy_layout(directory: Path) -> bool:
     """`directory` holds nothing but the per-stage layout before the store:
     `<2 hex>/<64 hex>` entry files (pickles and JSON under an `AICR-CACHE` header)."""
-    with os.scandir(directory) as subs:
-        entries = [(s.name, s.path, s.is_dir(follow_symlinks=False)) for s in subs]
-    for name, path, is_dir in entries:
-        if not (is_dir and len(name) == 2 and _hexes(name)):
+    directory_kind, file_kind = safeio.Kind.DIR, safeio.Kind.FILE
+    for name, path, kind in safeio.scan(directory):
+        if not (kind is directory_kind and len(name) == 2 and _hexes(name)):
             return False
-        with os.scandir(path) as files:
-            if not all(
-                f.is_file(follow_symlinks=False) and len(f.name) == 64 and _hexes(f.name)
-                for f in files
-            ):
-                return False
+        if not all(
+            entry_kind is file_kind and len(entry) == 64 and _hexes(entry)
+            for entry, _, entry_kind in safeio.scan(path)
+        ):
+            return False
     return True
 
 
@@ -730,12 +727,11 @@ def remove_legacy_dirs(root: Path) -> tuple[str, ...]:
     names removed."""
     if not root.is_dir():
         return ()
-    with os.scandir(root) as it:
-        dirs = sorted(e.name for e in it if e.is_dir(follow_symlinks=False))
+    dirs = [e.name for e in safeio.listdir(root) if e.kind is safeio.Kind.DIR]
     gone = []
     for name in dirs:
         if name not in LEGACY_KEPT and _legacy_layout(root / name):
-            shutil.rmtree(root / name)
+            discard(root / name)
             gone.append(name)
     if gone:
         PROGRESS.info(
@@ -901,7 +897,7 @@ def tree_listing_reference(root: Path) -> list[list[Any]]:
     """`tree_listing` as `os.walk` and a `stat` per path give it (the reference)."""
     out: list[list[Any]] = []
     top = os.fspath(root)
-    for dirpath, _dirnames, filenames in os.walk(top):
+    for dirpath, _dirnames, filenames in safeio.walk_dirs(top):
         below = os.path.relpath(dirpath, top)
         prefix = "" if below == "." else below.replace(os.sep, "/") + "/"
         for name in filenames:

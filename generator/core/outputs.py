@@ -14,6 +14,9 @@ careless `-o .` or `-o catalog` would delete what the user meant to keep. The ru
 
 `check_output_dir` raises `UsageError` (exit 2) naming the directory and the rule; it runs
 before anything is written, so a refused command leaves every file where it was.
+
+`discard` is the one way the tool removes a directory tree (a staging tree, a temporary build
+directory): never through a link.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import ctypes
 import json
 import os
 import shutil
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -92,6 +96,49 @@ def mark(directory: Path, kind: OutputKind) -> None:
     if kind is not OutputKind.SITE:
         return
     write_text(directory / MARKER, f"{kind}\n", root=directory)
+
+
+DISCARD_RULE = "output.discard"
+
+
+def discard(path: Path | str, *, ignore_errors: bool = False) -> bool:
+    """Remove the directory tree `path` (a staging tree, a temporary build directory, a cache
+    directory of the old layout): the one way the tool removes a tree. True when it was
+    removed, False when nothing was there.
+
+    Never follows a link: a link at `path` itself is refused (`output.discard`, naming it) and
+    left where it is, so what it points to survives; inside the tree `shutil.rmtree` removes
+    each link as a link (its descriptor-based walk opens every directory with `O_NOFOLLOW`),
+    never what lies behind it. A path that is no directory is refused the same way. A tree
+    that cannot be removed (a permission) raises `Refusal` naming the entry that failed.
+
+    `ignore_errors=True` is what `shutil.rmtree(path, ignore_errors=True)` did for the callers
+    that remove their leftovers: every refusal above is then ignored (False; a link at `path`
+    is still not followed, and not removed), and a tree removed in part stays in part."""
+    from generator.core.safeio import Refusal
+
+    path = Path(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    except OSError as e:
+        if ignore_errors:
+            return False
+        raise Refusal(DISCARD_RULE, f"cannot remove: {e.strerror}", path) from None
+    if not stat.S_ISDIR(st.st_mode):
+        if ignore_errors:
+            return False
+        what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a directory"
+        raise Refusal(DISCARD_RULE, f"is {what}; not removed, not followed", path)
+    if ignore_errors:
+        shutil.rmtree(path, ignore_errors=True)
+        return not os.path.lexists(path)
+    try:
+        shutil.rmtree(path)
+    except OSError as e:
+        raise Refusal(DISCARD_RULE, f"cannot remove: {e.strerror}", e.filename or path) from None
+    return True
 
 
 _RENAME_EXCHANGE = 2  # linux/fs.h
@@ -336,6 +383,7 @@ def check_output_dir(out: Path, kind: OutputKind, inputs: Iterable[Path] = ()) -
 
 
 __all__ = [
+    "DISCARD_RULE",
     "JOURNAL_RULE",
     "MARKER",
     "SYNTH_MARKER",
@@ -344,6 +392,7 @@ __all__ = [
     "check_output_dir",
     "commit_delta",
     "complete_delta",
+    "discard",
     "journal_path",
     "mark",
     "marked_kind",

@@ -139,6 +139,7 @@ class Kind(enum.Enum):
     FILE = "file"  # neither a directory nor a link: a regular file, a FIFO, a device, a socket
     LINK = "link"  # a symbolic link to anything but a directory, or dangling
     DIR_LINK = "dir-link"  # a symbolic link to a directory: listed, never followed
+    DIR = "dir"  # a directory (no link): listed by `scan` and `listdir`; by `walk` if asked
 
 
 class Entry(NamedTuple):
@@ -172,10 +173,11 @@ class Tree:
         return os.path.join(self.real_root, *entry.rel.split("/"))
 
 
-def walk(root: Path | str, *, suffixes: tuple[str, ...] = ()) -> Tree:
+def walk(root: Path | str, *, suffixes: tuple[str, ...] = (), dirs: bool = False) -> Tree:
     """Every entry under `root` but its directories: files (and FIFOs, devices) ending in
     `suffixes` (any, when empty), links ending in them, and every link to a directory (never
-    followed). An unreadable directory is skipped, as `os.walk` skips it.
+    followed). An unreadable directory is skipped, as `os.walk` skips it. `dirs`: list the
+    directories ending in `suffixes` too (`Kind.DIR`, no stat), as `Path.rglob(pattern)` did.
 
     The one walk of an input tree, and why it exists: `check` of each file found by `os.walk`
     took `realpath` (an `lstat` per path component: 194,346 for the 20,000 files of the
@@ -185,10 +187,129 @@ def walk(root: Path | str, *, suffixes: tuple[str, ...] = ()) -> Tree:
     directory. `check_entry` gives `check`'s answer from these facts (tests/test_fast_walk.py
     compares the two on hostile trees and counts the calls)."""
     top = os.fspath(root)
-    out: list[Entry] = []
-    pending = [(top, "")]
-    file, link_kind, dir_link = Kind.FILE, Kind.LINK, Kind.DIR_LINK
-    new = tuple.__new__  # an Entry without a Python-level call per file
+    found = sorted(find(top, suffixes=suffixes, dirs=dirs), key=_REL)  # by `rel` alone: a sort
+    return Tree(top, os.path.realpath(top), tuple(found))  # of strings, 4x faster than of tuples
+
+
+_REL = operator.itemgetter(0)
+
+
+def walk_dirs(root: Path | str) -> Iterator[tuple[str, list[str], list[str]]]:
+    """`os.walk(root)` top-down, each directory's subdirectories sorted (so the walk goes in
+    sorted order): (directory, its subdirectories, its other entries) for a caller that takes
+    a tree one directory at a time, and the reference the fast walks (`walk`, `find`) are
+    compared with (`evidence.store._search_reference`, `core.cache.tree_listing_reference`).
+    Links to directories are listed among the directories and never followed; an unreadable
+    directory is skipped, as `os.walk` skips it."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        yield dirpath, dirnames, filenames
+
+
+# --- one directory, one level --------------------------------------------------------------------
+
+
+class Listed(NamedTuple):
+    """One entry of a listed directory (`listdir`): its name, its path (the directory joined
+    with it) and its kind."""
+
+    name: str
+    path: str
+    kind: Kind
+
+
+LIST_FAILED = "file.list-failed"
+
+
+def _list_refusal(directory: Path | str, err: OSError) -> Refusal:
+    return Refusal(LIST_FAILED, f"cannot list directory: {err.strerror}", directory)
+
+
+def scan(directory: Path | str) -> Iterator[tuple[str, str, Kind]]:
+    """(name, path, kind) of each entry of `directory` (one level, in the order the file system
+    gives them, "." and ".." left out), the kind as the directory entry says: a link is a
+    `LINK` or a `DIR_LINK` (one `stat` of its target to tell), never followed. The directory
+    named is opened as given (a link naming it is the caller's, as for `os.scandir`).
+
+    The one listing of a directory, and streamed: a caller that stops at the first entry it
+    does not expect (`site.incremental.as_recorded`) lists no more. A directory that cannot
+    be listed raises `Refusal` (`file.list-failed`) naming it; so does an error while it is
+    read. Plain tuples, not `Listed`: building a named tuple per entry cost 0.4 µs more (on
+    the 77,736 entries of the 1,000-recipe site: 0.104 CPU-s against 0.083 for plain tuples
+    and 0.075 for `os.scandir` asked the same by the caller, best of 9, load 5)."""
+    try:
+        listing = os.scandir(directory)
+    except OSError as err:
+        raise _list_refusal(directory, err) from None
+    file, link_kind, dir_link, dir_kind = Kind.FILE, Kind.LINK, Kind.DIR_LINK, Kind.DIR
+    with listing:
+        try:
+            for e in listing:
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        kind = dir_kind
+                    elif e.is_symlink():
+                        kind = dir_link if _is_dir(e) else link_kind
+                    else:
+                        kind = file
+                except OSError:
+                    kind = file
+                yield e.name, e.path, kind
+        except OSError as err:
+            raise _list_refusal(directory, err) from None
+
+
+def names(directory: Path | str) -> list[str]:
+    """The names in `directory` (one level, unsorted, no kinds: `os.listdir`), for a caller
+    that needs nothing else (a cache's sweep, by name); raises `Refusal` naming a directory
+    that cannot be listed."""
+    try:
+        return os.listdir(directory)
+    except OSError as err:
+        raise _list_refusal(directory, err) from None
+
+
+def listdir(directory: Path | str) -> tuple[Listed, ...]:
+    """`scan(directory)` sorted by name (what `sorted(Path.iterdir())` gave, with each entry's
+    kind and no link followed); raises `Refusal` naming a directory that cannot be listed."""
+    new = tuple.__new__
+    return tuple(new(Listed, e) for e in sorted(scan(directory), key=_REL))
+
+
+def order_key(rel: str) -> list[str]:
+    """The sort key of a relative POSIX path by its components: the order `sorted(Path.rglob(
+    ...))` gave (`a/b` before `a-c`, where a sort of the strings puts `a-c` first)."""
+    return rel.split("/")
+
+
+def glob_tree(top: Path | str, pattern: str) -> list[Path]:
+    """What `sorted(Path(top).rglob(pattern))` gave, for a `pattern` of `*`, `*<suffix>` or one
+    name: every entry below `top` so named (directories too), in that order, through one
+    `walk`: a link to a directory is listed, never followed (as `rglob` does not descend it);
+    a `top` that is missing or unreadable gives nothing."""
+    if "/" in pattern or "?" in pattern or "[" in pattern or "*" in pattern[1:]:
+        raise ValueError(f"glob_tree takes `*`, `*<suffix>` or a name, not {pattern!r}")
+    name = pattern.removeprefix("*")
+    exact = not pattern.startswith("*")
+    base = Path(top)
+    tree = walk(top, suffixes=(name,) if name else (), dirs=True)
+    return [
+        base.joinpath(*e.rel.split("/"))
+        for e in sorted(tree.entries, key=lambda e: order_key(e.rel))
+        if (e.rel.rpartition("/")[2] == name if exact else e.rel.endswith(name))
+    ]
+
+
+def find(
+    root: Path | str, *, suffixes: tuple[str, ...] = (), dirs: bool = False
+) -> Iterator[Entry]:
+    """The entries `walk` lists, unsorted and one at a time: for a caller that wants to know
+    whether there is one (`any(...)`), which stops the walk there. `walk` is this, sorted
+    (the same CPU as the loop it had inline: 0.232 against 0.235 CPU-s for the 20,000 files
+    of the 1,000-recipe evidence tree, best of 15)."""
+    pending = [(os.fspath(root), "")]
+    file, link_kind, dir_link, dir_kind = Kind.FILE, Kind.LINK, Kind.DIR_LINK, Kind.DIR
+    new = tuple.__new__
     while pending:
         directory, prefix = pending.pop()
         try:
@@ -201,29 +322,25 @@ def walk(root: Path | str, *, suffixes: tuple[str, ...] = ()) -> Tree:
                 try:
                     if e.is_dir(follow_symlinks=False):
                         pending.append((e.path, prefix + name + "/"))
+                        if dirs and (not suffixes or name.endswith(suffixes)):
+                            yield new(Entry, (prefix + name, e.path, dir_kind, None, ""))
                         continue
                     link = e.is_symlink()
                 except OSError:
                     link = False
-                if link and _is_dir(e):  # listed, never walked
-                    out.append(new(Entry, (prefix + name, e.path, dir_link, None, "")))
+                if link and _is_dir(e):
+                    yield new(Entry, (prefix + name, e.path, dir_link, None, ""))
                 elif suffixes and not name.endswith(suffixes):
                     continue
                 elif link:
-                    out.append(new(Entry, (prefix + name, e.path, link_kind, None, "")))
+                    yield new(Entry, (prefix + name, e.path, link_kind, None, ""))
                 else:
                     try:
                         st = e.stat(follow_symlinks=False)
                     except OSError as err:
-                        gone = (prefix + name, e.path, file, None, err.strerror or "")
-                        out.append(new(Entry, gone))
+                        yield new(Entry, (prefix + name, e.path, file, None, err.strerror or ""))
                     else:
-                        out.append(new(Entry, (prefix + name, e.path, file, st, "")))
-    out.sort(key=_REL)  # by `rel` alone: a sort of strings, 4x faster than of the tuples
-    return Tree(top, os.path.realpath(top), tuple(out))
-
-
-_REL = operator.itemgetter(0)
+                        yield new(Entry, (prefix + name, e.path, file, st, ""))
 
 
 def _is_dir(e: os.DirEntry[str]) -> bool:
@@ -545,6 +662,7 @@ def scan_tree(root: Path, *, where: str = "the catalog") -> list[tuple[str, Refu
 __all__ = [
     "ARCHIVE_BYTES",
     "CHECKSUMS_BYTES",
+    "LIST_FAILED",
     "MEMBER_BYTES",
     "OTHER_BYTES",
     "TEXT_BYTES",
@@ -553,6 +671,7 @@ __all__ = [
     "YAML_BYTES",
     "Entry",
     "Kind",
+    "Listed",
     "Oversize",
     "Refusal",
     "Tree",
@@ -561,14 +680,21 @@ __all__ = [
     "check_entry",
     "diagnostic",
     "files",
+    "find",
+    "glob_tree",
     "gunzip",
+    "listdir",
+    "names",
+    "order_key",
     "read",
     "read_own",
     "read_text",
+    "scan",
     "scan_tree",
     "sha256",
     "shown_path",
     "tar_files",
     "template_source",
     "walk",
+    "walk_dirs",
 ]

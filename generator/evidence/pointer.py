@@ -98,15 +98,18 @@ def in_tree(tree: safeio.Tree) -> list[Path]:
 
 
 def discover_reference(paths: list[Path]) -> list[Path]:
-    """`discover` as `Path.rglob` gives it (the reference, for the differential test)."""
+    """`discover` as `os.walk` gives it (`safeio.walk_dirs`; the reference, for the
+    differential test: what `Path.rglob(POINTER_GLOB)` found, each checked by its path)."""
     out: set[Path] = set()
     for p in paths:
         if p.is_file() and is_pointer_name(p.name):
             out.add(p)
         elif p.is_dir():
-            for found in p.rglob(POINTER_GLOB):
-                if found.is_file() and not found.is_symlink() and is_pointer_name(found.name):
-                    out.add(found)
+            for dirpath, _dirnames, filenames in safeio.walk_dirs(p):
+                for name in filenames:
+                    found = Path(dirpath, name)
+                    if found.is_file() and not found.is_symlink() and is_pointer_name(name):
+                        out.add(found)
     return sorted(out)
 
 

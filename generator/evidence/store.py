@@ -152,8 +152,7 @@ def _search(directory: Path) -> list[tuple[Path, safeio.Tree, safeio.Entry]]:
 def _search_reference(directory: Path) -> list[Path]:
     """`_search` as `os.walk` gives it (the reference, for the differential test)."""
     out: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(directory):
-        dirnames.sort()
+    for dirpath, dirnames, filenames in safeio.walk_dirs(directory):
         names = filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
         out.extend(Path(dirpath, n) for n in names if n.endswith(SUFFIX))
     return out

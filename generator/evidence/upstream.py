@@ -146,7 +146,9 @@ def upstream_digests(directory: Path | None) -> dict[str, str]:
     if directory is None:
         return {}
     out: dict[str, str] = {}
-    for f in sorted(directory.glob("*.yaml")):
+    if not directory.is_dir():
+        return out
+    for f in (Path(e.path) for e in safeio.listdir(directory) if e.name.endswith(".yaml")):
         try:
             raw = safeio.read(f, root=directory, where="the upstream recipes directory")
             out[f.stem] = "sha256:" + recipe_digest(raw, RECIPE_EVIDENCE_V3)

@@ -17,7 +17,7 @@ from http import HTTPStatus
 from pathlib import Path
 
 from generator.core import net, safeio
-from generator.core.atomic import write_atomic
+from generator.core.atomic import make_dirs, write_atomic
 from generator.core.errors import CatalogError
 from generator.core.net import Client, NetError, NetKind
 from generator.core.yamlio import load_json
@@ -83,7 +83,7 @@ class ETagCache:
 
     def put(self, url: str, etag: str, body: bytes) -> None:
         meta_path, body_path = self._paths(url)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.directory)
         meta = {"url": url, "etag": etag, "sha256": hashlib.sha256(body).hexdigest()}
         _atomic_write(body_path, body, root=self.directory)
         meta_bytes = json.dumps(meta, sort_keys=True, allow_nan=False).encode()
@@ -157,7 +157,9 @@ class Fetcher:
         if conditional and self.cache and etag and raw.status == 200:
             try:
                 self.cache.put(url, etag, raw.body)
-            except OSError as e:  # a cache that cannot be written only costs the next run
+            except safeio.Refusal as e:  # a cache that cannot be written only costs the next run
+                self.progress(f"warning: ETag cache not written ({e.message})")
+            except OSError as e:
                 self.progress(f"warning: ETag cache not written ({e.strerror or e})")
         return Response(url, raw.status, raw.body, raw.headers)
 

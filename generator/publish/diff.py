@@ -165,7 +165,7 @@ def _evidence_refs(root: Path, evidence_dir: str) -> dict[str, EvidenceRef]:
     base = root / evidence_dir
     if not base.is_dir():
         return out
-    for path in sorted(base.rglob("*.sigstore.json")):
+    for path in safeio.glob_tree(base, "*.sigstore.json"):
         rel = path.relative_to(root).as_posix()
         parts = path.relative_to(base).parts
         recipe = parts[0] if parts else ""
@@ -200,9 +200,10 @@ def _policy_files(root: Path, catalog_rel: str, evidence_rel: str) -> dict[str, 
     if os.path.lexists(cat_dir / SIGNERS_FILE):
         found.append((cat_dir / SIGNERS_FILE, cat_dir))
     if (cat_dir / TRUST_DIR).is_dir():
-        found += [(p, cat_dir) for p in sorted((cat_dir / TRUST_DIR).rglob("*")) if not p.is_dir()]
+        trust = safeio.glob_tree(cat_dir / TRUST_DIR, "*")
+        found += [(p, cat_dir) for p in trust if not p.is_dir()]
     if ev_dir.is_dir():
-        found += [(p, ev_dir) for p in sorted(ev_dir.rglob(ALLOWLIST_FILE))]
+        found += [(p, ev_dir) for p in safeio.glob_tree(ev_dir, ALLOWLIST_FILE)]
     out: dict[str, str] = {}
     for path, tree in found:
         rel = path.relative_to(root).as_posix()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
+import stat
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,9 +32,9 @@ from packaging.version import Version
 
 from generator import __version__
 from generator.core import markdown, names, proc, safeio, timeutil
-from generator.core.atomic import TreeWriter
+from generator.core.atomic import TreeWriter, make_dirs
 from generator.core.errors import CatalogError, ReleaseError, SiteError
-from generator.core.outputs import OutputKind, check_output_dir
+from generator.core.outputs import OutputKind, check_output_dir, discard
 from generator.core.yamlio import load_json
 from generator.publish.diff import compare, materialize, snapshot, to_markdown
 from generator.render.archive import archive_bytes
@@ -130,10 +130,10 @@ def _evidence_digests(tree: Path) -> dict[str, str]:
     top = tree / "evidence"
     if not top.is_dir():
         return out
-    for p in sorted(top.rglob("*")):
-        if p.is_file() and not p.is_symlink():
-            data = safeio.read(p, root=top, where="the evidence", limit=safeio.OTHER_BYTES)
-            out[p.relative_to(tree).as_posix()] = _sha(data)
+    for e in sorted(safeio.walk(top).entries, key=lambda e: safeio.order_key(e.rel)):
+        if e.kind is safeio.Kind.FILE and e.stat is not None and stat.S_ISREG(e.stat.st_mode):
+            data = safeio.read(e.path, root=top, where="the evidence", limit=safeio.OTHER_BYTES)
+            out[f"evidence/{e.rel}"] = _sha(data)
     return out
 
 
@@ -302,7 +302,7 @@ def release(
     if epoch is None:
         epoch = int(_git(repo, "log", "-1", "--format=%ct", commit).strip())
     out = out.resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(out.parent)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}-release-", dir=out.parent))
     try:
         with materialize(repo, commit, TREE_PATHS) as tree:
@@ -326,17 +326,21 @@ def release(
         files[SUMS] = "".join(f"{_sha(files[n])}  {n}\n" for n in sorted(files)).encode()
         swap_in(_staged(work / "dist", files), out)  # the previous release stays whole until then
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        discard(work, ignore_errors=True)
     return ReleaseReport(version, commit, previous, tuple(sorted(files)))
 
 
 def _bundle_files(site: Path) -> dict[str, bytes]:
     """The bundle archives the site offers for download, by file name (flat release assets)."""
     files: dict[str, bytes] = {}
-    for p in sorted((site / "downloads").rglob("*.tar.gz")):
-        if p.name in files:
-            raise ReleaseError(f"two bundle archives are named {p.name}")
-        files[p.name] = safeio.read(p, root=site, where="the site", limit=safeio.ARCHIVE_BYTES)
+    found = safeio.walk(site / "downloads", suffixes=(".tar.gz",)).entries
+    for e in sorted(found, key=lambda e: safeio.order_key(e.rel)):
+        name = e.rel.rpartition("/")[2]
+        if not name.endswith(".tar.gz"):  # a link to a directory, listed by every walk
+            continue
+        if name in files:
+            raise ReleaseError(f"two bundle archives are named {name}")
+        files[name] = safeio.read(e.path, root=site, where="the site", limit=safeio.ARCHIVE_BYTES)
     return files
 
 
@@ -358,7 +362,7 @@ def _previous_manifest(
 
 def _staged(staged: Path, files: Mapping[str, bytes]) -> Path:
     """`files` written into the new directory `staged`, returned."""
-    staged.mkdir()
+    make_dirs(staged, exist_ok=False)
     with TreeWriter(staged) as tree:
         for name, data in files.items():
             tree.put(name, data)

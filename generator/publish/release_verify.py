@@ -283,9 +283,9 @@ def _check_sums(directory: Path, allow_missing: bool, problems: list[Diagnostic]
 def _unlisted(directory: Path, sums: Mapping[str, str]) -> list[Diagnostic]:
     """The files of `directory` that SHA256SUMS does not list (or why it cannot be listed)."""
     try:
-        present = sorted(p.name for p in directory.iterdir())
-    except OSError as e:
-        return [_problem(str(directory), f"cannot list: {e.strerror}", "release.asset")]
+        present = [e.name for e in safeio.listdir(directory)]
+    except safeio.Refusal as r:
+        return [_problem(str(directory), r.message, "release.asset")]
     message = f"not listed in {SUMS}: not an asset of this release"
     return [
         _problem(name, message, "release.asset")

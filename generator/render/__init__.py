@@ -8,9 +8,7 @@ only writers.
 
 from __future__ import annotations
 
-import os
 import shlex
-import shutil
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -18,9 +16,9 @@ from typing import Any, assert_never
 
 from generator import __version__
 from generator.catalog.overrides import BUNDLER_ORIGIN, SCHEDULING_ORIGIN
-from generator.core.atomic import TreeWriter
+from generator.core.atomic import TreeWriter, make_dirs
 from generator.core.errors import RenderError
-from generator.core.outputs import OutputKind, check_output_dir, swap_in
+from generator.core.outputs import OutputKind, check_output_dir, discard, swap_in
 from generator.core.records import RecipeResult
 from generator.render import argocd, argocd_helm, flux, helm, helmfile
 from generator.render.archive import archive_bytes, archive_name
@@ -206,16 +204,14 @@ def write_bundle(tree: BundleTree, out_dir: Path, inputs: Iterable[Path] = ()) -
     out_dir = Path(out_dir)
     check_output_dir(out_dir, OutputKind.BUNDLE, inputs)
     parent = out_dir.absolute().parent
-    parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(parent)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=parent))
     try:
         with TreeWriter(tmp) as writer:
             for rel in sorted(tree):
                 writer.put(rel, tree[rel].data, tree[rel].mode)
-        for d in sorted({p for p in tmp.rglob("*") if p.is_dir()}):
-            os.chmod(d, 0o755)
-        os.chmod(tmp, 0o755)
+            writer.chmod_dirs(0o755)  # the new tree's root (mkdtemp's 0700) and each below it
         swap_in(tmp, out_dir)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        discard(tmp, ignore_errors=True)
         raise

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -134,12 +135,12 @@ def _present(root: Path) -> tuple[set[str], list[Diagnostic]]:
     """The regular files of the bundle but checksums.txt, and its symbolic links (refused)."""
     present: set[str] = set()
     links: list[Diagnostic] = []
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root).as_posix()
-        if path.is_symlink():
+    for e in sorted(safeio.walk(root).entries, key=lambda e: safeio.order_key(e.rel)):
+        rel = e.rel
+        if e.kind is not safeio.Kind.FILE:  # a link, to a directory or not: never followed
             links.append(Diagnostic(rel, 0, 0, "$", "symbolic link in bundle", "bundle.symlink"))
             continue
-        if path.is_file() and rel != CHECKSUMS:
+        if e.stat is not None and stat.S_ISREG(e.stat.st_mode) and rel != CHECKSUMS:
             present.add(rel)
     return present, links
 

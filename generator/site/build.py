@@ -14,7 +14,6 @@ import hashlib
 import logging
 import os
 import re
-import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -33,6 +32,7 @@ from generator.core.outputs import (
     MARKER,
     OutputKind,
     commit_delta,
+    discard,
     journal_path,
     marker_bytes,
     staging_prefix,
@@ -918,7 +918,7 @@ def write_site(
             table = _publish(publisher, site, recipe_keys, out)
     finally:
         if not journal_path(out).exists():  # a journal left by a failed commit needs its files
-            shutil.rmtree(work, ignore_errors=True)
+            discard(work, ignore_errors=True)
     notes = () if config.get("site_url") else (NO_SITEMAP,)
     return Written(
         count,

@@ -352,33 +352,33 @@ def as_recorded(out: Path, files: Mapping[str, Published]) -> bool:
     size, mtime and inode: then every file holds the bytes the table says (a file written
     since has another mtime or inode), and a delta can be applied to the tree. One walk.
 
-    Each directory is read once (`os.scandir`) and each file's `lstat` compared with its row
-    as it is read, the first difference ending the walk: no entry, list or sort per file. The
+    Each directory is read once (`safeio.scan`: one `os.scandir`, each entry's kind from the
+    directory itself, no link followed) and each file's `lstat` compared with its row as it
+    is read, the first difference ending the walk: no list or sort per file. The
     reference, `as_recorded_reference`, compares `tree_listing` whole; the two give one answer
     (tests/test_as_recorded.py), except that a link of any kind, or a directory that cannot be
     read, is never as recorded here (a build only writes regular files), where the reference
     passes a link whose target is as recorded and skips a link to a directory.
     Measured on the 75,715 files of the 1,000-recipe site (CPU-s, `time.process_time`, three
-    runs each, load 6): 1.03-1.15 for the reference, 0.48-0.51 here."""
+    runs each, load 6): 1.03-1.15 for the reference, 0.48-0.51 here. Through the `scan` door
+    instead of `os.scandir` itself: 0.437 min / 0.468 median against 0.413 / 0.453 (15 runs
+    interleaved, load 4.9)."""
     get = files.get
     found = 0
     pending = [(os.fspath(out), "")]
+    directory_kind, file_kind, lstat = safeio.Kind.DIR, safeio.Kind.FILE, os.lstat
     while pending:
         directory, prefix = pending.pop()
         try:
-            listing = os.scandir(directory)
-        except OSError:
-            return False
-        with listing:
-            for entry in listing:
+            for name, path, kind in safeio.scan(directory):
+                if kind is directory_kind:
+                    pending.append((path, prefix + name + "/"))
+                    continue
+                old = get(prefix + name)
+                if old is None or kind is not file_kind:  # a link of any kind: never written
+                    return False
                 try:
-                    if entry.is_dir(follow_symlinks=False):
-                        pending.append((entry.path, prefix + entry.name + "/"))
-                        continue
-                    old = get(prefix + entry.name)
-                    if old is None or entry.is_symlink():
-                        return False
-                    st = entry.stat(follow_symlinks=False)
+                    st = lstat(path)
                 except OSError:
                     return False
                 if (
@@ -389,6 +389,8 @@ def as_recorded(out: Path, files: Mapping[str, Published]) -> bool:
                 ):
                     return False
                 found += 1
+        except safeio.Refusal:  # a directory that cannot be read
+            return False
     return found == len(files)  # each path is listed once: all of them found
 
 

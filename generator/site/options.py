@@ -9,6 +9,7 @@ and the page engine): a no-change rebuild does not import those.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,14 +139,22 @@ def memo_for(options: BuildOptions) -> Memo:
     return Memo(Cache(options.cache_dir.parent, scope=scope_of(options.out)))
 
 
+def _is_file(e: safeio.Entry) -> bool:
+    """Whether a walked entry is a regular file, or a link to one (`Path.is_file()`)."""
+    if e.kind is safeio.Kind.FILE:
+        return e.stat is not None and stat.S_ISREG(e.stat.st_mode)
+    return e.kind is safeio.Kind.LINK and os.path.isfile(e.path)
+
+
 def static_docs(options: BuildOptions) -> dict[str, bytes]:
     """Hand-written docs and the site's assets, copied into the build's docs tree."""
     files: dict[str, bytes] = {}
     if options.docs.is_dir():
-        for path in sorted(options.docs.rglob("*")):
-            if path.is_file():  # published as is: a link out of docs/ is refused unread
-                files[path.relative_to(options.docs).as_posix()] = safeio.read(
-                    path, root=options.docs, where="the docs directory", limit=safeio.OTHER_BYTES
+        tree = safeio.walk(options.docs)
+        for e in sorted(tree.entries, key=lambda e: safeio.order_key(e.rel)):
+            if _is_file(e):  # published as is: a link out of docs/ is refused unread
+                files[e.rel] = safeio.read(
+                    e.path, root=options.docs, where="the docs directory", limit=safeio.OTHER_BYTES
                 )
     # the repository's own CONTRIBUTING.md and SECURITY.md are the site's pages of those names
     # (beside the docs directory, else this checkout's)

@@ -13,13 +13,13 @@ import contextlib
 import fcntl
 import logging
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from generator.core.atomic import open_devnull, open_lock
+from generator.core import safeio
+from generator.core.atomic import make_dirs, open_devnull, open_lock
 from generator.core.errors import SiteError
-from generator.core.outputs import complete_delta, restore, staging_prefix, swap_in
+from generator.core.outputs import complete_delta, discard, restore, staging_prefix, swap_in
 
 PROGRESS = logging.getLogger("aicr_catalog.build")
 _HELD_LOCKS: set[int] = set()  # descriptors of the build locks this process holds
@@ -48,7 +48,7 @@ os.register_at_fork(after_in_child=_drop_inherited_locks)
 def build_lock(out: Path) -> Iterator[None]:
     """An exclusive lock per output directory; a second build fails at once instead of racing."""
     lock_dir = out.parent / ".cache"
-    lock_dir.mkdir(parents=True, exist_ok=True)
+    make_dirs(lock_dir)
     fd = open_lock(lock_dir / f"{out.name}.build.lock")
     try:
         try:
@@ -76,10 +76,12 @@ def remove_leftovers(out: Path) -> None:
     the temporary trees), then the temporary trees are removed."""
     if complete_delta(out):
         PROGRESS.info("completed the last build's changes to %s (it was stopped)", out)
-    for p in sorted(out.parent.glob(f"{staging_prefix(out)}*")):
-        shutil.rmtree(p, ignore_errors=True)
+    prefix = staging_prefix(out)
+    for e in safeio.listdir(out.parent):
+        if e.name.startswith(prefix):
+            discard(e.path, ignore_errors=True)  # a link or a file of that name stays
     old = out.parent / f".{out.name}.old"
     if old.exists() and not out.exists():
         restore(old, out)  # killed between the two renames of the fallback swap
     elif old.exists():
-        shutil.rmtree(old, ignore_errors=True)
+        discard(old, ignore_errors=True)

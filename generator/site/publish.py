@@ -269,7 +269,7 @@ def _listing(root: Path) -> set[str]:
     """The relative paths of the files under `root` (none when it does not exist)."""
     top = os.fspath(root)
     found: set[str] = set()
-    for dirpath, _dirnames, filenames in os.walk(top):
+    for dirpath, _dirnames, filenames in safeio.walk_dirs(top):
         below = os.path.relpath(dirpath, top)
         prefix = "" if below == "." else below.replace(os.sep, "/") + "/"
         found.update(prefix + name for name in filenames)

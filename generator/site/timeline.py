@@ -310,7 +310,7 @@ def snapshots(
             memo=memo,
         )
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic.make_dirs(path.parent)
             write_atomic(path, _dump(snap))
         yield snap
 
