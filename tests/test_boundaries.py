@@ -106,7 +106,14 @@ _FUNCTIONS = {  # module.<name>(...)
     "io": {"open", "FileIO"},
     "codecs": {"open"},
     "shutil": {"copy", "copy2", "copyfile", "copyfileobj", "copytree", "move", "rmtree", "chown"},
-    "tempfile": {"mkstemp", "NamedTemporaryFile", "TemporaryFile", "SpooledTemporaryFile"},
+    "tempfile": {
+        "mkstemp",
+        "mkdtemp",
+        "NamedTemporaryFile",
+        "TemporaryFile",
+        "SpooledTemporaryFile",
+        "TemporaryDirectory",
+    },
     "json": {"load"},
     "yaml": {
         "load",
@@ -253,6 +260,8 @@ SYNTHETIC = [
     ("import shutil\nshutil.copyfile('a', 'b')", "shutil.copyfile()"),
     ("import shutil\nshutil.copytree('a', 'b')", "shutil.copytree()"),
     ("import tempfile\ntempfile.mkstemp()", "tempfile.mkstemp()"),
+    ("import tempfile\ntempfile.mkdtemp(dir=p)", "tempfile.mkdtemp()"),
+    ("from tempfile import TemporaryDirectory as T\nT()", "tempfile.TemporaryDirectory()"),
     ("p.symlink_to('/etc')", "Path.symlink_to()"),
     ("import jinja2\njinja2.FileSystemLoader('t')", "jinja2.FileSystemLoader()"),
     # listing

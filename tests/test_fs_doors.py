@@ -254,3 +254,24 @@ def test_leftovers_removed_beside_an_output_never_through_a_planted_link(
     assert (tree / f"{prefix}file").read_text() == "not a tree"
     assert (outside / "secret.yaml").read_text() == "secret"
     assert (outside / "deeper" / "more.yaml").read_text() == "more"
+
+
+def test_a_temporary_tree_is_fresh_private_and_removed(tmp_path: Path) -> None:
+    """`outputs.temp_dir`: a new name each time (a planted entry of any name is never reused),
+    mode 0700, removed when the block ends, a link inside removed as a link."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("x")
+    with outputs.temp_dir("t-", tmp_path) as a, outputs.temp_dir("t-", tmp_path) as b:
+        assert a != b and a.parent == b.parent == tmp_path
+        assert (a.stat().st_mode & 0o777) == 0o700
+        (a / "link").symlink_to(outside, target_is_directory=True)
+    assert not a.exists() and not b.exists()
+    assert (outside / "keep").read_text() == "x"
+
+
+def test_a_temporary_tree_that_cannot_be_made_names_its_parent(tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "such"
+    with pytest.raises(safeio.Refusal) as e:
+        outputs.make_temp_dir("t-", missing)
+    assert str(missing) in str(e.value) and e.value.rule == outputs.TEMP_RULE

@@ -21,12 +21,14 @@ directory): never through a link.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
 import shutil
 import stat
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -99,6 +101,7 @@ def mark(directory: Path, kind: OutputKind) -> None:
 
 
 DISCARD_RULE = "output.discard"
+TEMP_RULE = "output.temp-dir"
 
 
 def discard(path: Path | str, *, ignore_errors: bool = False) -> bool:
@@ -139,6 +142,35 @@ def discard(path: Path | str, *, ignore_errors: bool = False) -> bool:
     except OSError as e:
         raise Refusal(DISCARD_RULE, f"cannot remove: {e.strerror}", e.filename or path) from None
     return True
+
+
+def make_temp_dir(prefix: str, parent: Path | None = None) -> Path:
+    """A new directory of this process's own (`tempfile.mkdtemp`: a fresh unpredictable name,
+    created with `mkdir` so an existing entry of that name, a planted link included, is never
+    reused, mode 0700) under `parent` (default: the system's temporary directory): the one way
+    the tool makes a scratch or staging tree. The caller removes it with `discard` (or takes
+    it through `temp_dir`). A directory that cannot be made raises `Refusal` naming `parent`."""
+    from generator.core.safeio import Refusal
+
+    try:
+        return Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    except OSError as e:
+        where = parent if parent is not None else Path(tempfile.gettempdir())
+        raise Refusal(
+            TEMP_RULE, f"cannot create a temporary directory: {e.strerror}", where
+        ) from None
+
+
+@contextlib.contextmanager
+def temp_dir(prefix: str, parent: Path | None = None) -> Iterator[Path]:
+    """`make_temp_dir`, discarded when the block ends, however it ends (what
+    `tempfile.TemporaryDirectory` did: a tree that cannot be removed in full is left in part,
+    never followed through a link)."""
+    path = make_temp_dir(prefix, parent)
+    try:
+        yield path
+    finally:
+        discard(path, ignore_errors=True)
 
 
 _RENAME_EXCHANGE = 2  # linux/fs.h

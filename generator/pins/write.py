@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError as RuamelError
 from yaml.nodes import ScalarNode
 
-from generator.core import safeio
+from generator.core import outputs, safeio
 from generator.core.atomic import copy_tree, make_link, write_atomic, write_text
 from generator.core.errors import CatalogError, Diagnostic, LoadError, UsageError
 from generator.core.records import Catalog
@@ -273,7 +272,7 @@ def plan_write(
     old_text = safeio.read_text(root / place.location.path, root=root, where="the catalog")
     new_text = bump_text(old_text, place.location.json_path, request.version)
     snaps: list[diff.GitSnapshot] = []
-    with tempfile.TemporaryDirectory(prefix="aicr-pins-") as tmp:
+    with outputs.temp_dir("aicr-pins-") as tmp:
         for side, text in (("base", None), ("head", new_text)):
             top = Path(tmp) / side
             copy_tree(root, top / "catalog")

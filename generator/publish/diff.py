@@ -12,7 +12,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from typing import Any
 
 from generator.catalog.load import load_catalog
 from generator.catalog.resolve import resolve_all
-from generator.core import markdown, proc, safeio
+from generator.core import markdown, outputs, proc, safeio
 from generator.core.atomic import copy_tree, extract_tar
 from generator.core.errors import CatalogError, UsageError, printable
 from generator.core.records import DEFAULT_PROFILE, Catalog, RecipeResult
@@ -139,7 +138,7 @@ def repo_root(start: Path) -> Path:
 @contextmanager
 def materialize(repo: Path, rev: str, paths: Sequence[str]) -> Iterator[Path]:
     """A temporary directory holding `paths` as they are at `rev` (or in the working tree)."""
-    with tempfile.TemporaryDirectory(prefix="aicr-diff-") as tmp:
+    with outputs.temp_dir("aicr-diff-") as tmp:
         out = Path(tmp)
         if rev == WORKTREE:
             for p in paths:

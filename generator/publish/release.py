@@ -22,7 +22,6 @@ import hashlib
 import json
 import re
 import stat
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +33,7 @@ from generator import __version__
 from generator.core import markdown, names, proc, safeio, timeutil
 from generator.core.atomic import TreeWriter, make_dirs
 from generator.core.errors import CatalogError, ReleaseError, SiteError
-from generator.core.outputs import OutputKind, check_output_dir, discard
+from generator.core.outputs import OutputKind, check_output_dir, discard, make_temp_dir
 from generator.core.yamlio import load_json
 from generator.publish.diff import compare, materialize, snapshot, to_markdown
 from generator.render.archive import archive_bytes
@@ -303,7 +302,7 @@ def release(
         epoch = int(_git(repo, "log", "-1", "--format=%ct", commit).strip())
     out = out.resolve()
     make_dirs(out.parent)
-    work = Path(tempfile.mkdtemp(prefix=f".{out.name}-release-", dir=out.parent))
+    work = make_temp_dir(f".{out.name}-release-", out.parent)
     try:
         with materialize(repo, commit, TREE_PATHS) as tree:
             site = work / "site"

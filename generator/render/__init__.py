@@ -9,7 +9,6 @@ only writers.
 from __future__ import annotations
 
 import shlex
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, assert_never
@@ -18,7 +17,7 @@ from generator import __version__
 from generator.catalog.overrides import BUNDLER_ORIGIN, SCHEDULING_ORIGIN
 from generator.core.atomic import TreeWriter, make_dirs
 from generator.core.errors import RenderError
-from generator.core.outputs import OutputKind, check_output_dir, discard, swap_in
+from generator.core.outputs import OutputKind, check_output_dir, discard, make_temp_dir, swap_in
 from generator.core.records import RecipeResult
 from generator.render import argocd, argocd_helm, flux, helm, helmfile
 from generator.render.archive import archive_bytes, archive_name
@@ -205,7 +204,7 @@ def write_bundle(tree: BundleTree, out_dir: Path, inputs: Iterable[Path] = ()) -
     check_output_dir(out_dir, OutputKind.BUNDLE, inputs)
     parent = out_dir.absolute().parent
     make_dirs(parent)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=parent))
+    tmp = make_temp_dir(f".{out_dir.name}.", parent)
     try:
         with TreeWriter(tmp) as writer:
             for rel in sorted(tree):

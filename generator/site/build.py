@@ -14,7 +14,6 @@ import hashlib
 import logging
 import os
 import re
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,6 +33,7 @@ from generator.core.outputs import (
     commit_delta,
     discard,
     journal_path,
+    make_temp_dir,
     marker_bytes,
     staging_prefix,
 )
@@ -897,7 +897,7 @@ def write_site(
         made.rendered,
         count - made.rendered,
     )
-    work = Path(tempfile.mkdtemp(prefix=staging_prefix(out), dir=out.parent))
+    work = make_temp_dir(staging_prefix(out), out.parent)
     try:
         docs_dir, site_dir = work / "docs", work / "site"
         config = mkdocs_config(

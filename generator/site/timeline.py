@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from generator import __version__
-from generator.core import atomic, proc, safeio
+from generator.core import atomic, outputs, proc, safeio
 from generator.core.atomic import write_atomic
 from generator.core.errors import CatalogError
 from generator.core.timeutil import rfc3339
@@ -193,7 +192,7 @@ def snapshot_at(
 ) -> Snapshot:
     """The state at `commit` of every recipe × profile (of `recipe` only, when given); `memo`
     is the pipeline's (a file verified at an earlier commit is not verified again)."""
-    with tempfile.TemporaryDirectory(prefix="aicr-timeline-") as tmp:
+    with outputs.temp_dir("aicr-timeline-") as tmp:
         root = Path(tmp)
         _checkout(repo, commit, (catalog, evidence), root)
         try:
