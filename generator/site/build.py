@@ -74,7 +74,7 @@ from generator.site.options import (
     static_docs,
 )
 from generator.site.outdir import swap_in
-from generator.site.publish import Derived, PublishCounts, Published, Publisher, derived_source
+from generator.site.publish import Derived, FileTable, PublishCounts, Publisher, derived_source
 from generator.site.signers import signer_policy
 from generator.site.timeline import Change, site_timeline
 
@@ -695,7 +695,7 @@ def finish_pages(
     stale = [
         rel
         for rel, page in made.content.items()
-        if page.stored and getattr(put.known.get(rel), "source", None) != sources[rel]
+        if page.stored and put.recorded_source(rel) != sources[rel]
     ]
     fetched = dict(made.fetch(stale)) if stale else {}
     for rel in sorted(sources):
@@ -868,13 +868,13 @@ class Written:
     rendered: int
     files: int
     engine_reused: bool
-    sums: dict[str, str]
-    sources: dict[str, str]
+    sums: Mapping[str, str]
+    sources: Mapping[str, str]
     counts: PublishCounts
     notes: tuple[StageNote, ...] = ()  # what the writing left out, and why
     read: int = 0  # pages read from the cache (`Pages`)
     finished: int = 0  # pages finished, not linked (`finish_pages`)
-    table: Mapping[str, Published] | None = None  # a delta's file table (`Publisher.table`)
+    table: FileTable | None = None  # a delta's file table (`Publisher.table`)
 
 
 def write_site(
@@ -923,7 +923,7 @@ def write_site(
     return Written(
         count,
         work_done.rendered,
-        len(publisher.sums),
+        len(publisher.files),
         engine_reused,
         publisher.sums,
         publisher.sources,
@@ -945,7 +945,7 @@ def _publisher(cache: Cache | None, out: Path, site_dir: Path) -> Publisher:
 
 def _publish(
     publisher: Publisher, site: SiteData, recipe_keys: RecipeKeys | None, out: Path
-) -> Mapping[str, Published] | None:
+) -> FileTable | None:
     """Every published file beside the pages (one unchanged since the previous build of the
     output, by its recorded size, mtime, inode and source, is reused, not made), and the
     mark of a site; then the new site put in place, as a delta (returning its file table)
