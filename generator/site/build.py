@@ -640,20 +640,16 @@ def iter_published(
     code = fingerprint("site/audit.py")
     for e in site.evidence:
         if e.raw:
-            if e.raw_file in published:  # never let one file silently replace another
-                raise SiteError(
-                    f"{e.path} and {published[e.raw_file]} would both be published as {e.raw_file}"
-                )
-            published[e.raw_file] = e.path
+            rel = e.raw_file
+            if rel in published:  # never let one file silently replace another
+                raise SiteError(f"{e.path} and {published[rel]} would both be published as {rel}")
+            published[rel] = e.path
             # the bytes verified, read only when the previous build has no copy of them
             raw = functools.partial(stages.read_raw, e.raw)
-            yield e.raw_file, Derived(derived_source("raw", e.raw.sha256), raw)
+            yield rel, Derived(derived_source("raw", e.raw.sha256), raw)
             if e.state != "rejected" and e.raw.statement:  # what was judged, as signed
                 source = derived_source("statement", code, e.raw.sha256)
-                yield (
-                    statement_file(e.raw_file),
-                    Derived(source, functools.partial(_statement, raw)),
-                )
+                yield statement_file(rel), Derived(source, functools.partial(_statement, raw))
 
 
 def _content(download: Download) -> bytes:

@@ -255,7 +255,10 @@ class Publisher:
         old = self._old.get(rel)
         # "" names no source (a file published as given records ""): never reused by source
         if old is not None and source and old[_SOURCE] == source:
-            if self.is_delta and self._keep(rel, old[_SHA], source):
+            if self.is_delta:  # kept (`_keep`, its bytes those recorded): the row carried over
+                self._staged.discard(rel)
+                self.kept += 1
+                self.files[rel] = old
                 return
             self._clear(tree, rel)
             if self._link(rel, tree, old[_SHA], old[0]):
