@@ -12,6 +12,7 @@ import pickle
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -192,3 +193,44 @@ def test_a_one_run_rebuild_makes_rows_for_the_files_it_moved_alone(
     assert publisher.hashed == report.files - derived + publisher.derived_made, publisher.hashed
     listing = [[rel, p.size, p.mtime_ns, p.inode] for rel, p in sorted(table.items())]
     assert listing == tree_listing(world.out)
+
+
+def test_api_sources_digest_each_recipes_runs_once(
+    world: BuildOptions, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sources of the API's per-recipe files and badges (`incremental.api_reuse`) digest
+    a recipe's runs once per runs object, not once per file, and each equals its reference."""
+    from generator.site import incremental
+
+    keyed: list[str] = []
+    asked: list[tuple[str, str, Any, str]] = []
+    keys: list[incremental.RecipeKeys] = []
+    runs_key, made = incremental._runs_key, incremental.api_reuse
+
+    def count(recipe_keys: incremental.RecipeKeys, name: str, runs: Any) -> str:
+        keyed.append(name)
+        return runs_key(recipe_keys, name, runs)
+
+    def spy(recipe_keys: incremental.RecipeKeys | None, sums: Any) -> Any:
+        reuse = made(recipe_keys, sums)
+        assert recipe_keys is not None
+        keys.append(recipe_keys)
+
+        def source(kind: str, name: str, runs: Any) -> str:
+            got = reuse.source(kind, name, runs)
+            asked.append((kind, name, runs, got))
+            return got
+
+        return type(reuse)(source, reuse.sums)
+
+    monkeypatch.setattr(incremental, "_runs_key", count)
+    monkeypatch.setattr(build_module, "api_reuse", spy)
+    sorted(world.evidence.rglob("*.sigstore.json"))[0].unlink()
+    report = build_site(world)
+    assert len(asked) >= 3 * report.recipes  # a detail, an evidence file, badges per recipe
+    # once per recipe's runs object (the recipe's, and its evidence group's): fewer than asked
+    assert len(keyed) < len(asked) and len(keyed) == len({(n, id(r)) for _, n, r, _ in asked})
+    monkeypatch.setattr(incremental, "_runs_key", runs_key)
+    for kind, name, runs, got in asked:
+        assert got == incremental.api_source_reference(keys[0], kind, name, runs), (kind, name)
+    assert len({got for *_, got in asked}) == len(asked)  # every file its own source

@@ -481,18 +481,41 @@ def _stored_page(skeleton: bytes, blocks: tuple[bytes, ...]) -> StoredPage:
 
 def api_reuse(recipe_keys: RecipeKeys | None, sums: Mapping[str, str]) -> api.Reuse:
     """The JSON API's files made from one recipe's data (and its badges) as derived files,
-    their source the digest of the key parts of its pages (kind "api-<part>", "badge-<part>").
-    Without a cache (`recipe_keys` None) there is no previous file table to link from, and
-    every source is "": the files are derived (and counted) the same, and all made."""
+    their source the digest of the file's kind ("api-<part>", "badge-<part>") and of the key
+    parts of the recipe's runs (`RecipeKeys.parts`, kind "api-runs"), the latter digested once
+    per recipe and runs however many files are made from them (`api_source_reference`: all
+    the parts digested per file). Without a cache (`recipe_keys` None) there is no previous
+    file table to link from, and every source is "": the files are derived (and counted) the
+    same, and all made.
+
+    Measured at 1,000 recipes × 20,000 runs (one evidence file removed, cProfile): 6,000
+    sources, 0.27 profiled s, each digesting ~25 parts; here 2,000 digests of the parts and
+    6,000 of two."""
+    # by recipe name and runs: the runs object kept, so its id is never another's
+    held: dict[tuple[str, int], tuple[Sequence[EvidenceView], str]] = {}
 
     def source(kind: str, name: str, runs: Sequence[EvidenceView]) -> str:
         if recipe_keys is None:
             return ""
-        return digest(*recipe_keys.parts(kind, name, "", runs))
+        found = held.get((name, id(runs)))
+        if found is None:
+            found = held[(name, id(runs))] = (runs, _runs_key(recipe_keys, name, runs))
+        return digest("api-source", kind, found[1])
 
     from generator.site import api
 
     return api.Reuse(source, sums)
+
+
+def _runs_key(recipe_keys: RecipeKeys, name: str, runs: Sequence[EvidenceView]) -> str:
+    return digest(*recipe_keys.parts("api-runs", name, "", runs))
+
+
+def api_source_reference(
+    recipe_keys: RecipeKeys, kind: str, name: str, runs: Sequence[EvidenceView]
+) -> str:
+    """The source `api_reuse` gives a file, its parts digested afresh (the reference)."""
+    return digest("api-source", kind, _runs_key(recipe_keys, name, runs))
 
 
 __all__ = [
@@ -504,6 +527,7 @@ __all__ = [
     "RecordedListing",
     "StoredPage",
     "api_reuse",
+    "api_source_reference",
     "as_recorded",
     "as_recorded_reference",
     "build_key",
