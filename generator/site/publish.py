@@ -33,6 +33,13 @@ delta's renames and removals took 0.08 s (18 renames, 3 removals) where the link
 the old tree's removal 2.4 s; what is left is linear in files, not in changes: the walk
 (`tree_listing`, 3.0 s profiled there), the record read (1.0) and written (0.7), the loop
 putting every file (0.9).
+
+The file table is handled once (`FileTable`: rows, not an object per file; a kept file's row
+carried over; only the staged files' rows made in `Publisher.table`). Measured on a delta of
+75,715 files (10 changed, 5 new, 3 gone; CPU-s, min of 3, collector off, load 2.6-4): the
+record read 0.15-0.18 -> 0.08-0.10, the publish loop and table 0.22-0.30 -> 0.13-0.14, the
+record written 0.18-0.27 -> 0.15-0.16; the walk (`as_recorded`, 0.41-0.47) is left, most of
+it the kernel's `lstat` (0.24 of it for a bare scandir-and-lstat walk).
 """
 
 from __future__ import annotations
