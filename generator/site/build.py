@@ -74,7 +74,7 @@ from generator.site.options import (
     static_docs,
 )
 from generator.site.outdir import swap_in
-from generator.site.publish import Derived, PublishCounts, Published, Publisher, derived_source
+from generator.site.publish import Derived, FileTable, PublishCounts, Publisher, derived_source
 from generator.site.signers import signer_policy
 from generator.site.timeline import Change, site_timeline
 
@@ -640,20 +640,16 @@ def iter_published(
     code = fingerprint("site/audit.py")
     for e in site.evidence:
         if e.raw:
-            if e.raw_file in published:  # never let one file silently replace another
-                raise SiteError(
-                    f"{e.path} and {published[e.raw_file]} would both be published as {e.raw_file}"
-                )
-            published[e.raw_file] = e.path
+            rel = e.raw_file
+            if rel in published:  # never let one file silently replace another
+                raise SiteError(f"{e.path} and {published[rel]} would both be published as {rel}")
+            published[rel] = e.path
             # the bytes verified, read only when the previous build has no copy of them
             raw = functools.partial(stages.read_raw, e.raw)
-            yield e.raw_file, Derived(derived_source("raw", e.raw.sha256), raw)
+            yield rel, Derived(derived_source("raw", e.raw.sha256), raw)
             if e.state != "rejected" and e.raw.statement:  # what was judged, as signed
                 source = derived_source("statement", code, e.raw.sha256)
-                yield (
-                    statement_file(e.raw_file),
-                    Derived(source, functools.partial(_statement, raw)),
-                )
+                yield statement_file(rel), Derived(source, functools.partial(_statement, raw))
 
 
 def _content(download: Download) -> bytes:
@@ -695,7 +691,7 @@ def finish_pages(
     stale = [
         rel
         for rel, page in made.content.items()
-        if page.stored and getattr(put.known.get(rel), "source", None) != sources[rel]
+        if page.stored and put.recorded_source(rel) != sources[rel]
     ]
     fetched = dict(made.fetch(stale)) if stale else {}
     for rel in sorted(sources):
@@ -868,13 +864,13 @@ class Written:
     rendered: int
     files: int
     engine_reused: bool
-    sums: dict[str, str]
-    sources: dict[str, str]
+    sums: Mapping[str, str]
+    sources: Mapping[str, str]
     counts: PublishCounts
     notes: tuple[StageNote, ...] = ()  # what the writing left out, and why
     read: int = 0  # pages read from the cache (`Pages`)
     finished: int = 0  # pages finished, not linked (`finish_pages`)
-    table: Mapping[str, Published] | None = None  # a delta's file table (`Publisher.table`)
+    table: FileTable | None = None  # a delta's file table (`Publisher.table`)
 
 
 def write_site(
@@ -923,7 +919,7 @@ def write_site(
     return Written(
         count,
         work_done.rendered,
-        len(publisher.sums),
+        len(publisher.files),
         engine_reused,
         publisher.sums,
         publisher.sources,
@@ -945,7 +941,7 @@ def _publisher(cache: Cache | None, out: Path, site_dir: Path) -> Publisher:
 
 def _publish(
     publisher: Publisher, site: SiteData, recipe_keys: RecipeKeys | None, out: Path
-) -> Mapping[str, Published] | None:
+) -> FileTable | None:
     """Every published file beside the pages (one unchanged since the previous build of the
     output, by its recorded size, mtime, inode and source, is reused, not made), and the
     mark of a site; then the new site put in place, as a delta (returning its file table)
