@@ -8,12 +8,13 @@ site, release) count only `VerifiedEvidence` whose `counted` is true.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
 from generator.core import linearmatch
+from generator.core.records import DEFAULT_PROFILE
 from generator.fast.packed import packed_mapping, packed_tuple
 
 
@@ -415,3 +416,31 @@ class RunState(StrEnum):
         if isinstance(record, RejectedEvidence):
             return cls.REJECTED
         return cls.STALE if record.stale else cls.VERIFIED
+
+
+# --- currency: each record judged against the current recipes' digests --------------------------
+# (here, not in `verify`: a build whose every file's verification is cached judges currency
+# without importing the verifier, and sigstore with it)
+
+
+def digest_key(recipe: str, profile: str | None) -> str:
+    """The `current_digests` key of a recipe resolved with a scale profile: `<recipe>@<profile>`."""
+    return f"{recipe}@{profile or DEFAULT_PROFILE}"
+
+
+def current_digest(statement: Statement, current_digests: Mapping[str, str]) -> str | None:
+    """The current digest a statement must carry: `<recipe>@<profile>`, else `<recipe>`."""
+    key = digest_key(statement.recipe, statement.scale_profile)
+    return current_digests.get(key, current_digests.get(statement.recipe))
+
+
+def with_current_digests(
+    records: Iterable[Evidence], current_digests: Mapping[str, str]
+) -> tuple[Evidence, ...]:
+    """The records re-judged for staleness against other current digests (no re-verification)."""
+    out: list[Evidence] = []
+    for r in records:
+        if isinstance(r, VerifiedEvidence):
+            r = r.judged(current_digest(r.statement, current_digests))
+        out.append(r)
+    return tuple(out)
