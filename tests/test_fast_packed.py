@@ -132,7 +132,10 @@ def test_a_packed_tuple_answers_as_the_tuple_it_holds(
 def test_a_loaded_value_is_unpickled_only_when_read_and_pickles_as_the_same_bytes(
     pack: Callable[[Any], Any], value: Any
 ) -> None:
-    data = pickle.dumps(pack(value), protocol=pickle.HIGHEST_PROTOCOL)
+    made = pack(value)
+    data = pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL)
+    assert made._data is None  # made here: its bytes are not kept beside its value
+    assert pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL) == data
     loaded = pickle.loads(data)
     assert loaded._value is None  # not unpickled by loading
     assert pickle.dumps(loaded, protocol=pickle.HIGHEST_PROTOCOL) == data  # nor by storing

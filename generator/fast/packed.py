@@ -22,7 +22,13 @@ sequences as that type compares them, and packed values), hashing (none for a ma
 tuple's hash), `repr`, iteration order, indexing and slicing (a slice is a plain tuple),
 `get`, `in`, `len`, `keys`/`items`/`values` are those of the plain value
 (tests/test_fast_packed.py compares each with the references, hypothesis-drawn). Like any
-field of a frozen record it is never mutated: its bytes are made once, at its first pickle.
+field of a frozen record it is never mutated.
+
+A value made in this process is pickled each time it is pickled (twice for a verified record:
+its file's entry and its directory's), and its bytes are not kept: the 20,000 records of a cold
+build at 1,000 x 20,000 live through the build, and keeping their bytes beside their values
+raised its peak RSS from 1.75-1.83 GB to 2.01 GB. A loaded value keeps its bytes (a record
+stored again unread, in a directory's new entry, is not pickled again).
 
 Measured gain: the 200 `verify-dirs` entries of a 200 x 4,000 cache (4,000 verified records),
 unpickled with the collector paused, best of 7 in one process: 0.269 s with the four values
@@ -67,9 +73,8 @@ class _Packed:
 
     def __reduce__(self) -> tuple[Any, tuple[type[_Packed], bytes]]:
         data = self._data
-        if data is None:
+        if data is None:  # made here: pickled each time, not kept (see the module)
             data = pickle.dumps(self._value, protocol=_PROTOCOL)
-            object.__setattr__(self, "_data", data)
         return _unpickled, (type(self), data)
 
     def __repr__(self) -> str:
