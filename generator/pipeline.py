@@ -306,9 +306,9 @@ def verify(inputs: Inputs, resolved: Resolved, memo: Memo) -> VerificationRun:
     paths = [evidence / inputs.scope.recipe] if inputs.scope.recipe else [evidence]
     if not _has_evidence(paths):
         return VerificationRun((), (), ())
+    from generator.evidence.model import digest_key
     from generator.evidence.stage import verify_stage
     from generator.evidence.upstream import options_from_env
-    from generator.evidence.verify import digest_key
 
     PROGRESS.info("verify evidence in %s (trust root %s)", evidence, ", ".join(inputs.trust_roots))
     return verify_stage(

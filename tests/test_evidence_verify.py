@@ -27,10 +27,11 @@ from generator.evidence.model import (
     SignerRule,
     TrustRoot,
     VerifiedEvidence,
+    with_current_digests,
 )
 from generator.evidence.store import evidence_path, source_id
 from generator.evidence.trustroot import load_trust_root
-from generator.evidence.verify import verify_evidence, with_current_digests
+from generator.evidence.verify import verify_evidence
 from tests import evidence_fixtures as fx
 
 CURRENT = {f"{fx.RECIPE}@nvl72-2304": fx.DIGEST}

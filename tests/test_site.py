@@ -212,8 +212,8 @@ def test_status_shown_is_the_status_stage_result(built_site: Path, site_inputs: 
     from generator.aggregate import aggregate
     from generator.catalog.load import load_catalog
     from generator.catalog.resolve import profile_applies, resolve
+    from generator.evidence.model import digest_key
     from generator.evidence.stage import verify_stage
-    from generator.evidence.verify import digest_key
     from generator.scale.qualify import parse_lanes
 
     # computed here stage by stage, apart from the pipeline the build runs

@@ -46,6 +46,8 @@ from generator.evidence.model import (
     SignerPolicy,
     TrustRoot,
     VerifiedEvidence,
+    digest_key,
+    with_current_digests,
 )
 from generator.evidence.pointer import is_pointer_name
 from generator.evidence.policy import policy_from
@@ -60,11 +62,6 @@ from generator.evidence.upstream import (
     load_policy,
     upstream_digests,
     verify_pointers,
-)
-from generator.evidence.verify import (
-    digest_key,
-    verify_evidence,
-    with_current_digests,
 )
 
 if TYPE_CHECKING:
@@ -202,6 +199,21 @@ def judge_claims(
 # -- the stage ----------------------------------------------------------------------------------
 
 
+def _trust_roots(
+    specs: Sequence[str], catalog_dir: Path, cache: Cache | None
+) -> tuple[TrustRoot, ...]:
+    """Each `--trust-root` loaded; with a cache, a root sigstore parsed in an earlier build
+    (the same bytes) is not parsed again (`verify_cache.parsed_roots`)."""
+    if cache is None:
+        return tuple(load_trust_root(spec, catalog_dir) for spec in specs)
+    from generator.evidence.verify_cache import keep_parsed_roots, parsed_roots
+
+    before = parsed_roots(cache)
+    roots = tuple(load_trust_root(spec, catalog_dir, parsed=before) for spec in specs)
+    keep_parsed_roots(cache, before, roots)
+    return roots
+
+
 def _read_bundles(
     paths: Sequence[Path], base: Path | None, root: Path | None, cache: Cache | None
 ) -> tuple[FoundFile, ...]:
@@ -243,6 +255,8 @@ def _verify_files(
             jobs=jobs,
             sweep=sweep,
         )
+    from generator.evidence.verify import verify_evidence  # sigstore: when files are verified
+
     records = verify_evidence(
         [load(f) for f in files],
         trust_roots=roots,
@@ -328,7 +342,7 @@ def verify_stage(
     """
     if claims is not None and current is not None:
         raise ValueError("claims are judged against the recipes the statements name: no current")
-    roots = tuple(load_trust_root(spec, catalog_dir) for spec in trust_roots)
+    roots = _trust_roots(trust_roots, catalog_dir, cache)
     up = upstream or UpstreamOptions()
     search = paths if allowlists_under is None else allowlists_under
     policy = signer_policy(catalog_dir, catalog, search, up.allowlist)

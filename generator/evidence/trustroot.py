@@ -28,7 +28,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -185,12 +185,21 @@ def root_name(digest: str) -> str:
 
 
 def load_trust_root(
-    spec: str, catalog: Path | None = None, *, use: RootUse = RootUse.EVIDENCE
+    spec: str,
+    catalog: Path | None = None,
+    *,
+    use: RootUse = RootUse.EVIDENCE,
+    parsed: Container[str] = (),
 ) -> TrustRoot:
     """The one way a `--trust-root` value becomes a root, for every command: read once, checked,
     and judged by its content (see the module). UsageError when it is missing, not a usable
     Sigstore trusted root, (public-good) not what was pinned, or the demo root, however given,
     where `use` refuses it (rule trust-root.demo).
+
+    `parsed`: the sha256 of roots that sigstore's model parsed before, with this code (the
+    build's record of them, authenticated in its cache: `verify_cache.parsed_roots`). A root
+    whose bytes are one of them is not parsed again, so a build whose every verification is
+    cached does not import sigstore (0.3-0.4 CPU-s); everything else is checked as always.
 
     tests/test_trust_roots.py enumerates every command's options: each --trust-root is a
     `TrustRootOption` (generator/commands/common.py) and reaches this function."""
@@ -204,7 +213,8 @@ def load_trust_root(
             spec,
         )
     try:
-        parse_trusted_root(data)
+        if digest not in parsed:
+            parse_trusted_root(data)
     except ValueError as e:
         raise _usage(
             f"trust root {spec!r}: {path.name} is not a usable Sigstore trusted root: {e}", spec

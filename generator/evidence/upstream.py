@@ -372,7 +372,7 @@ def judge(
 ) -> tuple[Evidence, ...]:
     """Currency: upstream predicates against upstream's digest of the current recipe, this
     catalog's against its own digests (as `verify.with_current_digests`)."""
-    from generator.evidence.verify import current_digest
+    from generator.evidence.model import current_digest
 
     out: list[Evidence] = []
     for r in records:

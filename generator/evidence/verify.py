@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
@@ -47,7 +47,6 @@ from sigstore.errors import CertValidationError, Error, VerificationError
 from sigstore.models import Bundle, TrustedRoot
 from sigstore.verify import Verifier
 
-from generator.core.records import DEFAULT_PROFILE
 from generator.core.timeutil import rfc3339
 from generator.evidence.model import (
     Evidence,
@@ -59,6 +58,7 @@ from generator.evidence.model import (
     Statement,
     TrustRoot,
     VerifiedEvidence,
+    current_digest,
 )
 from generator.evidence.statement import (
     StatementError,
@@ -410,29 +410,6 @@ def _check_signature(
         log_index=log_index,
         integrated_time=integrated_time,
     )
-
-
-def digest_key(recipe: str, profile: str | None) -> str:
-    """The `current_digests` key of a recipe resolved with a scale profile: `<recipe>@<profile>`."""
-    return f"{recipe}@{profile or DEFAULT_PROFILE}"
-
-
-def current_digest(statement: Statement, current_digests: Mapping[str, str]) -> str | None:
-    """The current digest a statement must carry: `<recipe>@<profile>`, else `<recipe>`."""
-    key = digest_key(statement.recipe, statement.scale_profile)
-    return current_digests.get(key, current_digests.get(statement.recipe))
-
-
-def with_current_digests(
-    records: Iterable[Evidence], current_digests: Mapping[str, str]
-) -> tuple[Evidence, ...]:
-    """The records re-judged for staleness against other current digests (no re-verification)."""
-    out: list[Evidence] = []
-    for r in records:
-        if isinstance(r, VerifiedEvidence):
-            r = r.judged(current_digest(r.statement, current_digests))
-        out.append(r)
-    return tuple(out)
 
 
 # --- one file ---------------------------------------------------------------------------------

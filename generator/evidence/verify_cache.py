@@ -18,6 +18,14 @@ with neither entry is verified. Both grains are stored, so one changed file re-v
 file. Measured on the verify stage alone (`verify_stage`, its collector paused as in a build,
 warm cache, nothing changed): see `verify_cached`.
 
+A file's verification key is the key of its entry (`VERIFY_STAGE`): derived once from its parts
+(`Cache.derive`), handed downstream, named in its directory's key and counted as served for
+the sweep (`Cache.serve`), where the entry's key was before derived again from it (20,000 more
+keys at 1,000 recipes). The verifier (`generator.evidence.verify`, and sigstore with it) is
+imported only when a file is verified, and a trust root sigstore parsed in an earlier build is
+not parsed again (`parsed_roots`): a build whose every verification is cached imports neither
+(0.4-0.5 CPU-s of imports on the 2-core machine under load 3-4.5).
+
 The sha256 of a file comes from its stat memo when the memo vouches for it (`store.FileMemo`:
 same device, inode, size, mtime and ctime as when an earlier build read it); the memo is an
 authenticated entry too, so a digest cannot be planted for a file either. A file is read only
@@ -33,13 +41,22 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from generator.core.cache import Cache, digest, fingerprint
-from generator.evidence import verify
-from generator.evidence.model import Evidence, FoundFile, SignerPolicy, TrustRoot
+from generator.evidence.model import (
+    Evidence,
+    FoundFile,
+    SignerPolicy,
+    TrustRoot,
+    with_current_digests,
+)
 from generator.evidence.store import FileMemo, load
 
 VERIFY_STAGE = "verify"  # one entry per file
+# the code a verification is a function of (in each file's key): the verifier, its records
+# (`evidence/model.py`, whose stored form `fast/packed.py` gives), and what they are made with
+VERIFY_CODE = ("evidence", "core/records.py", "core/canonical.py", "fast")
 DIRS_STAGE = "verify-dirs"  # one entry per directory of the evidence tree (`evidence/<recipe>`)
 FILES_STAGE = "evidence-files"  # the stat memo of the evidence files (one entry per tree)
+ROOTS_STAGE = "trust-roots"  # the trust roots sigstore parsed (one entry)
 
 
 def verify_cached(
@@ -67,16 +84,19 @@ def verify_cached(
     build), before -> after: 200 x 4,000, median of 6 (load 4-5), 1.03 -> 0.73 CPU-s;
     1,000 x 20,000, median of 3 and of 6 (load 4.4), 3.47 -> 2.80 CPU-s. Entries read and
     authenticated, and pickles loaded, 20,000 -> 1,000 (one per recipe directory)."""
-    keys = file_keys(files, cache, trust_root, policy)
-    groups = directories(files)
+    parts = file_key_parts(files, trust_root, policy)
+    derived, groups = cache.derive(VERIFY_STAGE, parts), directories(files)
+    keys = derived.keys
     if sweep:  # every file's entry is used (read, or behind its directory's): the rest go
-        cache.serve(VERIFY_STAGE, [(k,) for k in keys])
+        cache.serve(derived)
 
     def make_dirs(todo: list[int]) -> list[tuple[Evidence, ...]]:
         wanted = [i for g in todo for i in groups[g]]
 
         def make_files(missing: list[int]) -> tuple[Evidence, ...]:  # positions in `wanted`
-            return verify.verify_evidence(
+            from generator.evidence.verify import verify_evidence  # sigstore: only now
+
+            return verify_evidence(
                 [load(files[wanted[j]]) for j in missing],
                 trust_roots=trust_root,
                 policy=policy,
@@ -84,8 +104,8 @@ def verify_cached(
                 jobs=jobs,
             )
 
-        # each file's entry is stored under a key derived from its verification key
-        made = cache.get_or_make_many(VERIFY_STAGE, [(keys[i],) for i in wanted], make_files)
+        # each file's entry is stored under its verification key (`derived`)
+        made = cache.get_or_make_many(VERIFY_STAGE, [parts[i] for i in wanted], make_files)
         by_file = dict(zip(wanted, made, strict=True))
         return [tuple(by_file[i] for i in groups[g]) for g in todo]
 
@@ -98,29 +118,18 @@ def verify_cached(
         for i, record in zip(g, b, strict=True)
     }
     verified = tuple(at[i] for i in range(len(files)))
-    return verify.with_current_digests(verified, current_digests), keys
+    return with_current_digests(verified, current_digests), keys
 
 
-def file_keys(
-    files: Sequence[FoundFile], cache: Cache, trust_root: TrustRoot, policy: SignerPolicy
-) -> tuple[str, ...]:
-    """Each file's verification key: its path, its location (the path check judges it), its
-    bytes' sha256, the trust root, the signer policy and the verifier's code."""
-    fp = fingerprint("evidence", "core/records.py", "core/canonical.py", "fast")
+def file_key_parts(
+    files: Sequence[FoundFile], trust_root: TrustRoot, policy: SignerPolicy
+) -> list[tuple[str, ...]]:
+    """The parts of each file's verification key: the verifier's code, its path, its location
+    (the path check judges it), its bytes' sha256, the trust root and the signer policy."""
+    fp = fingerprint(*VERIFY_CODE)
     policy_digest = hashlib.sha256(repr(policy).encode()).hexdigest()
-    return tuple(
-        cache.key(
-            VERIFY_STAGE,
-            "",
-            fp,
-            f.path,
-            f.location or "",
-            f.sha256,
-            trust_root.sha256,
-            policy_digest,
-        )
-        for f in files
-    )
+    root = trust_root.sha256
+    return [(fp, f.path, f.location or "", f.sha256, root, policy_digest) for f in files]
 
 
 def directory(found: FoundFile) -> str:
@@ -164,3 +173,31 @@ def keep_file_memo(cache: Cache, paths: Iterable[Path], memo: FileMemo) -> None:
         ).encode()
         key, fp = _memo_key(paths), fingerprint(*_MEMO_CODE)
         cache.put(FILES_STAGE, key, fp, data, authenticated=True)
+
+
+_ROOTS_CODE = ("evidence/trustroot.py",)
+
+
+def parsed_roots(cache: Cache) -> frozenset[str]:
+    """The sha256 of the trust roots that sigstore's model parsed in earlier builds
+    (`trustroot.load_trust_root(parsed=...)`): an authenticated entry, so a root cannot be
+    planted as parsed; empty when there is none, or its entry is not this machine's or this
+    code's (`trustroot.py` is in its key)."""
+    key = digest(ROOTS_STAGE)
+    raw = cache.get(ROOTS_STAGE, key, fingerprint(*_ROOTS_CODE), authenticated=True)
+    try:
+        listed = json.loads(raw) if raw is not None else []
+    except ValueError:
+        listed = []
+    if not isinstance(listed, list):
+        return frozenset()
+    return frozenset(d for d in listed if isinstance(d, str))
+
+
+def keep_parsed_roots(cache: Cache, before: frozenset[str], roots: Iterable[TrustRoot]) -> None:
+    """Record `roots` as parsed (`load_trust_root` parsed each, or it was recorded before)."""
+    now = before | {r.sha256 for r in roots}
+    if now != before:
+        data = json.dumps(sorted(now), separators=(",", ":"), allow_nan=False).encode()
+        key = digest(ROOTS_STAGE)
+        cache.put(ROOTS_STAGE, key, fingerprint(*_ROOTS_CODE), data, authenticated=True)

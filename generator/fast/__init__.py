@@ -44,6 +44,11 @@ The speed-ups (gains measured on a 2-core machine; the synthetic catalog is
   a cache entry of 8 MB or more (the engine's output: 45 MB at 1,000 recipes) stored through
   SQLite's incremental BLOB interface, never joined or copied; storing that entry raised the
   process's high-water mark by 174 MB, now by 45 MB (its pickle).
+- `packed.packed_mapping`, `packed.packed_tuple` (references: the plain `dict` and `tuple`): a
+  verified statement's predicate, component versions, checks and KPIs pickled as one bytes
+  object each, unpickled when first read. Loading the 200 `verify-dirs` entries of a
+  200 x 4,000 cache, 0.269 s vs 0.045 s (6x); the verify stage of a rebuild there, warm and
+  nothing changed, median 0.67-0.73 vs 0.34-0.44 CPU-s (see packed.py).
 
 Removed, as not earning their complexity:
 
