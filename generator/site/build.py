@@ -44,7 +44,7 @@ from generator.fast.collector import collector_paused
 from generator.fast.pool import parallel_map
 from generator.pipeline import Inputs, Outcome, run
 from generator.render.bundled import Refusal
-from generator.site import api, badges, changelog, islands, pages, stages
+from generator.site import api, badges, changelog, islands, jinja, pages, stages
 from generator.site.audit import evidence_added, signed_statement, statement_file
 from generator.site.csp import with_csp
 from generator.site.entry import build_site
@@ -439,8 +439,11 @@ def make_pages(
 ) -> Pages:
     """Render every page (site-wide pages always; with `recipe_keys`, a recipe's pages only
     when the cache has no entry for them). A stamped page the cache holds is not read here:
-    `finish_pages` fetches it only when its finished page cannot be linked from the last build."""
-    with collector_paused():
+    `finish_pages` fetches it only when its finished page cannot be linked from the last build.
+    With `recipe_keys`, the templates are compiled once and kept in the cache
+    (`jinja.StoredBytecode`)."""
+    store = recipe_keys.cache if recipe_keys is not None else None
+    with collector_paused(), jinja.compiled_in(store):
         return _make_pages(site, options, recipe_keys)
 
 
