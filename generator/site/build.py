@@ -503,18 +503,12 @@ def _cached_pages(
     linked from the last build. The fetch reads a page left in the cache, or renders it again
     if its entry turns out bad or gone.
 
-    Measured, one evidence file removed at 200 recipes x 4,000 runs (warm cache, CPU-s of
-    `make_pages`): the pages of recipes the engine builds were read whole, 400 entries of
-    ~55 KB each (their blocks ~52 KB) for 2 KB skeletons."""
+    Measured, one evidence file removed at 200 recipes x 4,000 runs: the pages of recipes the
+    engine builds were read whole, 398 entries of ~55 KB each for their 2 KB skeletons."""
     if recipe_keys is None:
         return CachedPages({}, {}, {})
     cache = recipe_keys.cache
-    parts: dict[int, tuple[str, ...]] = {}
-    for i, p in enumerate(plan):
-        if p.runs is not None:
-            parts[i] = recipe_keys.parts(p.kind, p.name, p.rel, p.runs)
-        elif (site := _site_parts(recipe_keys, p)) is not None:
-            parts[i] = site
+    parts = _page_parts(plan, recipe_keys)
     cached = list(parts)
     held = cache.stored(PAGES_STAGE, [parts[i] for i in cached], sweep=True)
     keys = {i: key for i, (key, _) in zip(cached, held, strict=True)}
@@ -554,6 +548,20 @@ def _cached_pages(
         }
 
     return CachedPages(lifted, skeletons, keys, fetch)
+
+
+def _page_parts(
+    plan: tuple[pages.PagePlan, ...], recipe_keys: RecipeKeys
+) -> dict[int, tuple[str, ...]]:
+    """The key parts of every page the cache keeps, by index in `plan`: a recipe's pages by
+    their runs (`RecipeKeys.parts`), the site-wide ones by what they are made of."""
+    parts: dict[int, tuple[str, ...]] = {}
+    for i, p in enumerate(plan):
+        if p.runs is not None:
+            parts[i] = recipe_keys.parts(p.kind, p.name, p.rel, p.runs)
+        elif (site := _site_parts(recipe_keys, p)) is not None:
+            parts[i] = site
+    return parts
 
 
 def _site_parts(recipe_keys: RecipeKeys, page: pages.PagePlan) -> tuple[str, ...] | None:
