@@ -706,15 +706,23 @@ def _judged_runs(
     ]
     made = 0
 
+    fresh: dict[int, tuple[EvidenceView, ...]] = {}  # the views made here, by their entry
+
     def make(todo: list[int]) -> list[StoredViews]:
         nonlocal made
         made = sum(len(shares[t].positions) for t in todo)
-        return [StoredViews.of(shared(tuple(view(i) for i in shares[t].positions))) for t in todo]
+        out = []
+        for t in todo:
+            views = shared(tuple(view(i) for i in shares[t].positions))
+            out.append(StoredViews.of(views))
+            fresh[id(out[-1])] = views  # used as made: their rows are in hand
+        return out
 
     groups, _ = Memo(cache).stage_many(VIEWS_STAGE, VIEWS_CODE, keyed, make)
     out: dict[int, EvidenceView] = {}
     for share, stored in zip(shares, groups, strict=True):
-        out.update(zip(share.positions, stored.views(), strict=True))
+        views = fresh.get(id(stored)) or stored.views()
+        out.update(zip(share.positions, views, strict=True))
     if len(out) != len(records):
         raise AssertionError("every record belongs to one recipe's share of the status")
     return [out[i] for i in range(len(records))], made
