@@ -15,7 +15,13 @@ import pytest
 
 from generator.core.cache import MAGIC, Cache
 from generator.evidence import store
-from generator.site.build import ENGINE_STAGE, PAGES_STAGE, BuildOptions, build_site
+from generator.site.build import (
+    ENGINE_STAGE,
+    PAGES_STAGE,
+    SKELETONS_STAGE,
+    BuildOptions,
+    build_site,
+)
 from tests.conftest import CATALOG, REPO
 
 EPOCH = 1767225600
@@ -82,6 +88,31 @@ def _archives_read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return read
 
 
+def _rendered(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The pages rendered from now on (docs-relative), in the plan's order."""
+    from generator.site import build
+
+    rendered: list[str] = []
+    real = build.PageRenderer.__call__
+
+    def counting(self: build.PageRenderer, todo: list[int]) -> list[tuple[str, tuple[str, ...]]]:
+        rendered.extend(self.plan[i].rel for i in todo)
+        return real(self, todo)
+
+    monkeypatch.setattr(build.PageRenderer, "__call__", counting)
+    return rendered
+
+
+# the site-wide pages that show counts of runs: rendered again when a run is added or removed
+SHOWING_RUNS = ["evidence/index.md", "changelog.md", "signers.md"]
+
+
+def recipe_pages(run: Path, evidence: Path) -> list[str]:
+    """The pages of the recipe of `run` (a file under `evidence`)."""
+    recipe = run.relative_to(evidence).parts[0]
+    return [f"recipes/{recipe}.md", f"evidence/{recipe}.md"]
+
+
 def test_one_added_evidence_file_renders_two_pages_and_matches_a_fresh_build(
     inputs: tuple[Path, Path, Path],
     fresh: dict[str, str],
@@ -105,6 +136,7 @@ def test_one_added_evidence_file_renders_two_pages_and_matches_a_fresh_build(
     api.write_bytes(api.read_bytes().replace(b"lane-36", b"lane-XX"))
 
     caplog.clear()
+    rendered = _rendered(monkeypatch)
     second = build_site(opts(catalog, evidence, out))
     # the catalog did not change: it is not loaded, validated and resolved again
     assert "catalog unchanged" in caplog.text and "load + validate" not in caplog.text
@@ -125,16 +157,20 @@ def test_one_added_evidence_file_renders_two_pages_and_matches_a_fresh_build(
     # second finishes only pages whose data blocks or built HTML changed, links the others
     assert first.pages_finished > first.pages
     assert 3 <= second.pages_finished <= 3 + 10, second
-    # and it reads no unchanged run's page from the cache: the pages of recipes (which the
-    # engine builds) are read, a run's page (stamped) only when it is to be finished
-    assert second.pages_read <= second.pages - second.evidence - 10, second
+    # and it reads no unchanged page whole from the cache: of a page the engine builds only
+    # its Markdown skeleton (`SKELETONS_STAGE`), a run's page (stamped) only when it is to be
+    # finished; the pages finished here are those just rendered
+    assert second.pages_read == 0, second
     assert second.files_written < first.files // 6, second
     assert second.files_linked > first.files // 2
     assert linked and int(linked.group(1)) > first.files // 2, caplog.text
     assert b"lane-XX" not in (out / "api" / "v1" / "lanes.json").read_bytes()
-    # the recipe's page, its evidence page and the new run's page, plus the ten site-wide pages
-    # (signers.md and the runs' stamp page among them)
-    assert second.pages_rendered == 3 + 10, second
+    # the recipe's page, its evidence page and the new run's page, plus the site-wide pages
+    # whose inputs changed (`pages.SitePage`: the runs counted on the evidence index, the
+    # changelog, the signers' page); the other seven are read from the cache
+    assert rendered[:-1] == [*SHOWING_RUNS, *recipe_pages(held, evidence)], rendered
+    assert rendered[-1].startswith("evidence/runs/"), rendered  # the new run's page
+    assert second.pages_rendered == 3 + 3, second
     # no Markdown skeleton the engine builds changed: a run's page is stamped from the engine's
     # one build of evidence/runs/index.md, never a page of the engine's own
     assert second.engine_reused
@@ -205,13 +241,16 @@ def test_corrupt_and_planted_entries_are_recomputed(
     header["sha256"] = hashlib.sha256(payload).hexdigest()
     store.write_raw(PAGES_STAGE, pages[1], MAGIC + json.dumps(header).encode() + b"\n" + payload)
     store.write_raw(ENGINE_STAGE, engine[0], b"garbage")
+    # and a skeleton (the engine's input) planted under another page's key
+    shells = _entries(cache, SKELETONS_STAGE)
+    store.write_raw(SKELETONS_STAGE, shells[0], store.raw(SKELETONS_STAGE, shells[1]) or b"")
     store.close()
 
     shutil.move(tmp_path / "held.sigstore.json", held)  # so the build is not skipped
     # without the previous tree no page can be linked: every entry left in the cache is read
     shutil.rmtree(out)
     report = build_site(opts(catalog, evidence, out))
-    assert report.pages_rendered >= 10 + 2 + 1 and not report.engine_reused
+    assert report.pages_rendered >= 3 + 3 and not report.engine_reused
     assert digests(out) == fresh
     assert not any("__pwned" in p.read_text() for p in out.rglob("*.html"))
 
@@ -224,10 +263,11 @@ def test_pages_left_in_the_cache_are_read_when_the_previous_tree_is_gone(
     first = build_site(opts(catalog, evidence, out))
     shutil.rmtree(out)  # the last build's record stays in the cache, its tree is gone
     second = build_site(opts(catalog, evidence, out))
-    # every recipe's page comes from the cache (the runs' pages fetched in one batch, as none
-    # can be linked), every page is finished again, nothing but the site-wide pages rendered
-    assert second.pages_rendered == 10 and second.files_linked == 0, second
-    assert second.pages_read == first.pages - 10
+    # every page comes from the cache (the site-wide ones too: their inputs are unchanged),
+    # read whole as none can be linked (the runs' pages fetched in one batch), every page is
+    # finished again, none rendered
+    assert second.pages_rendered == 0 and second.files_linked == 0, second
+    assert second.pages_read == first.pages
     assert second.pages_finished == first.pages_finished
     fresh = tmp_path / "fresh" / "site"
     build_site(opts(catalog, evidence, fresh, cached=False))
@@ -242,13 +282,19 @@ def test_entries_of_earlier_inputs_are_swept(
     build_site(opts(catalog, evidence, out))
     cache = out.parent / ".cache"
     before = set(_entries(cache, PAGES_STAGE))
+    shells = set(_entries(cache, SKELETONS_STAGE))
     shutil.move(tmp_path / "held.sigstore.json", held)
     build_site(opts(catalog, evidence, out))
     after = set(_entries(cache, PAGES_STAGE))
-    # the touched recipe's entries (its page and its evidence page) were replaced, the new run's
-    # page added; nothing accumulates (its API files are not stored: they are derived files,
-    # linked from the previous site when their source is unchanged)
-    assert len(after) == len(before) + 1 and len(after - before) == 3
+    # the touched recipe's entries (its page and its evidence page) and those of the site-wide
+    # pages that count runs were replaced, the new run's page added; nothing accumulates (its
+    # API files are not stored: they are derived files, linked from the previous site when
+    # their source is unchanged)
+    assert len(after) == len(before) + 1 and len(after - before) == 3 + len(SHOWING_RUNS)
+    # the skeletons: one per page the engine builds (a run's page is stamped), the same ones
+    # replaced
+    now = set(_entries(cache, SKELETONS_STAGE))
+    assert len(now) == len(shells) and len(now - shells) == 2 + len(SHOWING_RUNS)
     assert len(_entries(cache, ENGINE_STAGE)) == 1
 
 
@@ -375,13 +421,45 @@ def test_outputs_beside_each_other_keep_each_others_entries(
     assert pages_b and pages_a <= set(_entries(cache, PAGES_STAGE))  # B swept none of A's
     next(p for p in sorted(a.rglob("*.html"))).unlink()  # A's output touched: A builds again
     again = build_site(opts(catalog, evidence, a))
-    # the ten site-wide pages every build renders (as above); no recipe's page, no recipe
+    # no page rendered (the site-wide ones are read, their inputs unchanged), no recipe
     # aggregated, mkdocs' output reused (whether a file is read again depends on its age:
     # `store.FileMemo` vouches only for files settled for two seconds)
-    assert again.pages_rendered == 10 and again.recipes_aggregated == 0, again
+    assert again.pages_rendered == 0 and again.recipes_aggregated == 0, again
     assert again.engine_reused, again
     shutil.rmtree(a)  # A is gone: what only A used goes with B's next build
     next(p for p in sorted(b.rglob("*.html"))).unlink()
     build_site(opts(catalog, other, b))
     left = set(_entries(cache, PAGES_STAGE))
     assert pages_b <= left <= pages_a | pages_b and pages_a - left  # A's own ones are gone
+
+
+def test_every_site_wide_page_is_keyed_by_what_it_is_made_of(
+    inputs: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """Each site-wide page is a `pages.SitePage`, whose derived key the build can compute: a
+    record holding a value no key can see would leave its page rendered by every build."""
+    from dataclasses import replace
+
+    from generator.core.cache import Cache
+    from generator.site import build, pages
+    from generator.site.incremental import RecipeKeys
+
+    catalog, evidence, _ = inputs
+    options = replace(opts(catalog, evidence, tmp_path / "site", cached=False), bundles=False)
+    site = build.gather(options, EPOCH)
+    plan = pages.page_plan(site, "# Contract\n", ())
+    keys = RecipeKeys(Cache(tmp_path / "cache"), site, "base")
+    shown = [p for p in plan if p.runs is None]
+    assert len(shown) >= 10 and all(p.made_of is not None for p in shown)
+    parts = [build._site_parts(keys, p) for p in shown]
+    assert all(parts) and len(set(parts)) == len(shown), parts
+    # the page is what its record makes
+    assert all(p.render() == p.made_of.render() for p in shown if p.made_of is not None)
+    # a changed input changes the key; the same input, the same key
+    index = shown[0]
+    assert index.rel == "index.md" and index.made_of is not None
+    other = replace(
+        index, made_of=replace(index.made_of, inputs={**index.made_of.inputs, "rows": -1})
+    )
+    assert build._site_parts(keys, other) != build._site_parts(keys, index)
+    assert build._site_parts(keys, replace(index)) == build._site_parts(keys, index)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from markupsafe import Markup
 
@@ -76,8 +76,15 @@ def _stepped_colourscale() -> list[list[Any]]:
     return scale
 
 
+class Column(Protocol):
+    """A lane as a column of a heat map: its node count."""
+
+    @property
+    def nodes(self) -> int: ...
+
+
 def verdict_heatmap(
-    rows: Sequence[tuple[str, Sequence[str]]], lanes: Sequence[LaneView], title: str
+    rows: Sequence[tuple[str, Sequence[str]]], lanes: Sequence[Column], title: str
 ) -> dict[str, Any]:
     """A rows × lanes heat map of verdicts (pass | fail | stale | untested)."""
     x = [f"{lane.nodes:,}" for lane in lanes]
