@@ -249,3 +249,14 @@ def test_the_site_history_is_of_the_catalog_not_of_git_dir(
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
     monkeypatch.setenv("GIT_DIR", str(tmp_path / "nowhere"))
     assert source_date_epoch(None, tmp_path / "catalog") == expected
+
+
+def test_which_looks_where_the_child_would(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`proc.which` searches the PATH a child gets: a program on it is found, one off it not."""
+    tool = tmp_path / "aicr-test-tool"
+    tool.write_text("#!/bin/sh\nexit 0\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert proc.which("aicr-test-tool") == str(tool)
+    monkeypatch.setenv("PATH", str(tmp_path / "elsewhere"))
+    assert proc.which("aicr-test-tool") is None

@@ -6,7 +6,6 @@ From a live cluster through the real `kubectl`, or `--from DIR` of outputs saved
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 from typing import NoReturn
@@ -97,7 +96,7 @@ def _read_dir(root: Path) -> dict[str, bytes]:
 
 
 def _live(kubeconfig: Path | None, context: str | None, options: LiveOptions) -> dict[str, bytes]:
-    kubectl = shutil.which("kubectl")
+    kubectl = proc.which("kubectl")
     if kubectl is None:
         _usage("kubectl is not on PATH; install it, or collect with scripts/collect.sh elsewhere "
                "and pass --from DIR")  # fmt: skip

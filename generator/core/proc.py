@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import time
@@ -163,6 +164,13 @@ def run(
         _close(child)
     assert child.returncode is not None
     return Completed(args, child.returncode, stdout, stderr)
+
+
+def which(program: str) -> str | None:
+    """Where `program` would be found by `run` (the PATH its child gets), or None: what a
+    caller asks before it offers a feature that needs the program (`shutil.which` on that
+    PATH; nothing is started)."""
+    return shutil.which(program, path=child_env(program)["PATH"])
 
 
 def git(repo: Path, *args: str, timeout: float, limit: int = OUTPUT_BYTES) -> Completed:

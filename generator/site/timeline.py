@@ -23,7 +23,6 @@ and compared with nothing (its neighbours are compared with each other).
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -460,7 +459,7 @@ def timeline(
     memo: Memo | None = None,
 ) -> tuple[Change, ...]:
     """Every qualification change since the first commit (see the module)."""
-    if shutil.which("git") is None:
+    if proc.which("git") is None:
         raise CatalogError("the timeline needs git")
     return changes(
         snapshots(
