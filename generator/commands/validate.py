@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from generator.commands.common import (
     stated_rules,
     trust_root_option,
 )
+from generator.core import envvars
 from generator.core.atomic import append_text
 from generator.core.errors import CatalogError, Severity, UsageError
 from generator.core.report import REPORTERS, markdown_summary
@@ -106,8 +106,9 @@ def command(
     )
     subject = f"validate {root}"
     click.echo(REPORTERS[fmt](diags, subject, root), nl=False)
-    if summary_path is None and fmt == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
-        summary_path = Path(os.environ["GITHUB_STEP_SUMMARY"])
+    github_summary = envvars.get("GITHUB_STEP_SUMMARY")
+    if summary_path is None and fmt == "github" and github_summary:
+        summary_path = Path(github_summary)
     if summary_path is not None:
         append_text(summary_path, markdown_summary(diags, subject))
     sys.exit(EXIT_DATA if any(d.severity is Severity.ERROR for d in diags) else EXIT_OK)

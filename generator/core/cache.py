@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from generator import __version__
-from generator.core import safeio
+from generator.core import envvars, safeio
 from generator.core.atomic import create_once, make_dirs
 from generator.core.errors import Diagnostic, LoadError
 from generator.core.outputs import discard
@@ -191,11 +191,10 @@ def _file_stamp(
 
 
 def key_path() -> Path:
-    explicit = os.environ.get("AICR_CATALOG_CACHE_KEY")
+    explicit = envvars.get("AICR_CATALOG_CACHE_KEY")
     if explicit:
         return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "aicr-catalog" / "cache.key"
+    return envvars.cache_home() / "aicr-catalog" / "cache.key"
 
 
 def machine_key(path: Path | None = None) -> bytes:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import http.client
 import ipaddress
-import os
 import socket
 import ssl
 import threading
@@ -40,6 +39,7 @@ from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from urllib.parse import SplitResult, urljoin, urlsplit
 
+from generator.core import envvars
 from generator.core.errors import CatalogError, Diagnostic, UsageError
 
 DEADLINE_ENV = "AICR_CATALOG_NET_DEADLINE"
@@ -162,7 +162,7 @@ def _shut(conn: http.client.HTTPConnection, expired: threading.Event) -> None:
 def _env_seconds(default: float) -> float:
     """$AICR_CATALOG_NET_DEADLINE in seconds (`default` when unset); anything but a positive
     number is a usage error, not a silent default."""
-    raw = os.environ.get(DEADLINE_ENV, "")
+    raw = envvars.get(DEADLINE_ENV) or ""
     if not raw:
         return default
     try:

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
+from generator.core import envvars
 from generator.core.errors import CatalogError, printable
 
 # what went wrong, as the error's rule
@@ -109,15 +110,9 @@ def child_env(
     """The environment a child gets: the allow-list of the module, plus each variable of
     `environ` (default: this process's) named in `inherit` (a name, or a prefix ending in `*`,
     e.g. `AWS_*`). Nothing else of `environ` is passed."""
-    source = os.environ if environ is None else environ
-    env = {name: source[name] for name in _PASSED if name in source}
+    env = envvars.for_child(_PASSED, environ)
     env.setdefault("PATH", os.defpath)
-    names = tuple(inherit)
-    exact = {n for n in names if not n.endswith("*")}
-    prefixes = tuple(n[:-1] for n in names if n.endswith("*"))
-    for name, value in source.items():
-        if name in exact or (prefixes and name.startswith(prefixes)):
-            env[name] = value
+    env.update(envvars.for_child(inherit, environ))
     env.update(_FIXED)
     if Path(program).name == "git":
         env = {k: v for k, v in env.items() if not k.startswith("GIT_")}

@@ -22,11 +22,11 @@ attestedAt, a log's integrated time, a run's finishedAt) or from `SOURCE_DATE_EP
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta, timezone
 
+from generator.core import envvars
 from generator.core.errors import CatalogError, UsageError
 
 VARIABLE = "SOURCE_DATE_EPOCH"
@@ -84,8 +84,7 @@ def source_date_epoch(
     """SOURCE_DATE_EPOCH from `environ` (default: the process environment): None when unset or
     blank, else its seconds; a value that is not a non-negative integer raises `error` (the
     calling stage's error class, so the exit code is the stage's)."""
-    env = os.environ if environ is None else environ
-    raw = env.get(VARIABLE, "")
+    raw = (envvars.get(VARIABLE) if environ is None else environ.get(VARIABLE)) or ""
     if not raw.strip():
         return None
     return parse_epoch(raw, error=error)

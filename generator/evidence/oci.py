@@ -30,7 +30,6 @@ import gzip
 import hashlib
 import io
 import json
-import os
 import re
 import tarfile
 from collections.abc import Mapping
@@ -39,7 +38,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode, urljoin, urlsplit
 
-from generator.core import safeio
+from generator.core import envvars, safeio
 from generator.core.atomic import write_atomic
 from generator.core.errors import CatalogError, Diagnostic
 from generator.core.net import Client, NetError, NetKind, Redirects, Response, is_loopback
@@ -230,8 +229,7 @@ def check_digest(digest: str, where: str = "") -> str:
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "aicr-catalog" / "oci"
+    return envvars.cache_home() / "aicr-catalog" / "oci"
 
 
 @dataclass(frozen=True, slots=True)

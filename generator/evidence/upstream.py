@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from generator.core import safeio
+from generator.core import envvars, safeio
 from generator.core.errors import Diagnostic, ValidationError
 from generator.core.net import Client
 from generator.evidence import oci
@@ -79,7 +78,7 @@ class UpstreamOptions:
 def cache_for(path: Path | None) -> oci.Cache:
     if path is not None:
         return oci.Cache(path)
-    env = os.environ.get(CACHE_ENV)
+    env = envvars.get(CACHE_ENV)
     return oci.Cache(Path(env) if env else oci.default_cache_dir())
 
 
@@ -394,7 +393,7 @@ def options_from_env(online: bool = False) -> UpstreamOptions:
     """For `status` and `build`: $AICR_CATALOG_OCI_CACHE, $AICR_CATALOG_UPSTREAM_RECIPES=DIR
     (the options `evidence verify` takes as flags); the network only with `online` (the
     command's --online flag, never the environment)."""
-    recipes = os.environ.get(RECIPES_ENV)
+    recipes = envvars.get(RECIPES_ENV)
     return UpstreamOptions(online=online, recipes=Path(recipes) if recipes else None)
 
 

@@ -835,17 +835,11 @@ class _Collect(logging.Handler):
         self.messages.append(record.getMessage())
 
 
-@contextlib.contextmanager
-def _env(name: str, value: str) -> Iterator[None]:
-    old = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = old
+def _env(name: str, value: str) -> contextlib.AbstractContextManager[None]:
+    """`name` set to `value` while mkdocs runs, through the environment's door."""
+    from generator.core import envvars
+
+    return envvars.setting(name, value)
 
 
 _DOC_FILE = re.compile(r"Doc file '([^']+)'")
