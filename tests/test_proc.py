@@ -192,6 +192,64 @@ def test_a_program_that_cannot_be_started_is_an_error(tmp_path: Path) -> None:
     assert caught.value.rule == proc.CANNOT_START
 
 
+# --- spawn: a child watched while it runs -------------------------------------------------------
+
+
+def test_spawn_gives_the_pid_while_the_child_runs_and_its_cpu_when_it_ends() -> None:
+    """What the benchmark needs: the pid of the running child (its /proc entry is there while
+    `wait` reads it) and, at its end, its output and the CPU seconds wait4 counted."""
+    busy = [sys.executable, "-c", "import time\nt = time.process_time()\n"
+            "while time.process_time() - t < 0.3: pass\nprint('done')"]  # fmt: skip
+    with proc.spawn(busy, timeout=60) as child:
+        assert Path(f"/proc/{child.pid}/stat").is_file()
+        done = child.wait()
+    assert done.completed.ok and done.completed.text() == "done\n"
+    assert done.completed.argv == tuple(busy)
+    assert 0.25 <= done.cpu_s < 30
+    assert _ends(child.pid)
+
+
+def test_spawn_keeps_the_rules_of_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The environment's allow-list, the caller's values (never over the fixed ones), the
+    timeout with the process group killed, the output limit."""
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_secret")
+    with proc.spawn(PRINT_ENV, timeout=60, extra_env={"AICR_X": "1", "LANG": "de"}) as child:
+        env = json.loads(child.wait().completed.stdout)
+    assert env["AICR_X"] == "1" and env["LANG"] == "C" and "GITHUB_TOKEN" not in env
+    pidfile = tmp_path / "pid"
+    with pytest.raises(proc.ProcError) as caught:
+        with proc.spawn(["sh", "-c", f"sleep 600 & echo $! > {pidfile}; sleep 60"],
+                        timeout=1) as child:  # fmt: skip
+            child.wait()
+    assert caught.value.rule == proc.TIMED_OUT
+    assert _ends(int(pidfile.read_text()))
+    forever = [sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('y' * 4096)"]
+    with pytest.raises(proc.ProcError) as caught:
+        with proc.spawn(forever, timeout=600, limit=1024 * 1024) as child:
+            child.wait()
+    assert caught.value.rule == proc.TOO_MUCH_OUTPUT
+
+
+def test_a_spawned_child_not_waited_for_is_killed_with_its_group(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    with proc.spawn(["sh", "-c", f"sleep 600 & echo $! > {pidfile}; sleep 60"],
+                    timeout=600) as child:  # fmt: skip
+        for _ in range(100):
+            if pidfile.is_file() and pidfile.read_text().strip():
+                break
+            time.sleep(0.1)
+    assert _ends(child.pid) and _ends(int(pidfile.read_text()))
+
+
+def test_an_echoed_child_writes_to_our_own_output(capfd: pytest.CaptureFixture[str]) -> None:
+    """`echo`: the child's output goes where this process's goes, nothing is kept."""
+    out = proc.run([sys.executable, "-c", "import sys; print('to out'); sys.stderr.write('to err')"],
+                   timeout=60, echo=True)  # fmt: skip
+    assert (out.ok, out.stdout, out.stderr) == (True, b"", b"")
+    said = capfd.readouterr()
+    assert (said.out, said.err) == ("to out\n", "to err")
+
+
 def test_the_record_is_frozen() -> None:
     out = proc.run(["true"], timeout=60)
     with pytest.raises(AttributeError):

@@ -1,4 +1,5 @@
-"""The one way the tool runs another program: `run(argv, timeout=...)` and `git(repo, ...)`.
+"""The one way the tool runs another program: `run(argv, timeout=...)`, `git(repo, ...)`, and
+`spawn(argv, timeout=...)` for a caller that watches the child while it runs (its `pid`).
 
 Every child process (git for history, dates, remotes and archives; kubectl for `snapshot`)
 starts here, so each rule holds by construction rather than by each caller remembering it:
@@ -23,10 +24,14 @@ limit is a `ProcError` (a `CatalogError`: exit 1, one line naming the program); 
 is not an error here but the caller's to judge (`Completed.returncode`): most callers fall back
 (no history, no remote link) with a note.
 
-`generator/bench/run.py` (the benchmark harness, a developer tool) starts the processes it
-measures itself; `tests/test_boundaries_proc.py` fails on any other module that imports
-`subprocess` or calls `os.system`, `os.popen`, `os.exec*`, `os.spawn*`, `os.posix_spawn*`,
-`os.fork*` or `pty.spawn`/`pty.fork`.
+`spawn` is `run` in two steps, under the same rules: the benchmark harness (`generator/bench/
+run.py`) starts a build, samples the memory of its process tree from /proc/<pid> while
+`Running.wait()` reads its output, and gets its CPU seconds from `wait4` (`Finished.cpu_s`).
+A caller may set variables by value for its child (`extra_env`: `SOURCE_DATE_EPOCH=0`), never
+over the fixed ones, and may let a long child print to the terminal (`echo`: nothing captured).
+`tests/test_boundaries_proc.py` fails on any other module that imports `subprocess` or calls
+`os.system`, `os.popen`, `os.exec*`, `os.spawn*`, `os.posix_spawn*`, `os.fork*` or
+`pty.spawn`/`pty.fork`.
 """
 
 from __future__ import annotations
@@ -37,10 +42,11 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import IO, NoReturn
 
 from generator.core import envvars
 from generator.core.errors import CatalogError, printable
@@ -106,13 +112,16 @@ def child_env(
     *,
     inherit: Iterable[str] = (),
     environ: Mapping[str, str] | None = None,
+    extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The environment a child gets: the allow-list of the module, plus each variable of
     `environ` (default: this process's) named in `inherit` (a name, or a prefix ending in `*`,
-    e.g. `AWS_*`). Nothing else of `environ` is passed."""
+    e.g. `AWS_*`), plus the values the caller sets itself (`extra`, see `spawn`). Nothing else
+    of `environ` is passed; `extra` cannot change the fixed variables (nor git's)."""
     env = envvars.for_child(_PASSED, environ)
     env.setdefault("PATH", os.defpath)
     env.update(envvars.for_child(inherit, environ))
+    env.update(extra or {})
     env.update(_FIXED)
     if Path(program).name == "git":
         env = {k: v for k, v in env.items() if not k.startswith("GIT_")}
@@ -128,22 +137,102 @@ def run(
     input: bytes | None = None,
     limit: int = OUTPUT_BYTES,
     inherit: Iterable[str] = (),
+    extra_env: Mapping[str, str] | None = None,
+    echo: bool = False,
 ) -> Completed:
     """Run `argv` (see the module) to its end; `ProcError` when it cannot be."""
+    with spawn(
+        argv,
+        timeout=timeout,
+        cwd=cwd,
+        input=input,
+        limit=limit,
+        inherit=inherit,
+        extra_env=extra_env,
+        echo=echo,
+    ) as child:
+        return child.wait().completed
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """A program `spawn` started, ended: what `run` gives, and the CPU seconds (user + system)
+    it and the descendants it waited for used (`wait4`'s resource usage)."""
+
+    completed: Completed
+    cpu_s: float
+
+
+class Running:
+    """A program `spawn` started and no one has waited for yet: its `pid`, to watch it while it
+    runs (a caller samples its memory under /proc/<pid>), and `wait()`."""
+
+    __slots__ = ("_args", "_child", "_deadline", "_input", "_limit", "_timeout")
+
+    def __init__(
+        self,
+        child: subprocess.Popen[bytes],
+        args: tuple[str, ...],
+        input: bytes | None,
+        timeout: float,
+        limit: int,
+    ) -> None:
+        self._child, self._args, self._input = child, args, input
+        self._timeout, self._limit = timeout, limit
+        self._deadline = time.monotonic() + timeout
+
+    @property
+    def pid(self) -> int:
+        return self._child.pid
+
+    def wait(self) -> Finished:
+        """Its output read as it comes (and `input` written) until it exits: `ProcError` past
+        the timeout (counted from its start) or the output limit, as for `run`."""
+        child, program, deadline = self._child, self._args[0], self._deadline
+        out = _communicate(child, program, self._input, deadline, self._timeout, self._limit)
+        cpu = _reap(child, program, deadline, self._timeout)
+        assert child.returncode is not None
+        return Finished(Completed(self._args, child.returncode, *out), cpu)
+
+
+@contextmanager
+def spawn(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    cwd: Path | None = None,
+    input: bytes | None = None,
+    limit: int = OUTPUT_BYTES,
+    inherit: Iterable[str] = (),
+    extra_env: Mapping[str, str] | None = None,
+    echo: bool = False,
+) -> Iterator[Running]:
+    """`run` in two steps: `argv` is started when the block begins, under the same rules (argv,
+    stdin, timeout, output limit, environment; see the module), and the block gets a `Running`
+    whose `pid` can be watched while `Running.wait()` runs it to its end. A child still running
+    when the block ends (an error, an interrupt, no `wait`) is killed with its process group.
+
+    `extra_env`: variables the caller sets for this child by value (a value it chose, such as
+    `SOURCE_DATE_EPOCH=0`; never one read from the environment: the door alone reads that),
+    above the allow-list and below the fixed `LANG`, `LC_ALL`, `TZ` (and git's) which it cannot
+    change. `echo`: the child writes to this process's own stdout and stderr as it goes, nothing
+    is captured (`Completed.stdout`/`stderr` are empty), so no limit applies: for a long child
+    whose progress the user watches (the benchmark's run of a snapshot)."""
     args = tuple(os.fspath(a) for a in argv)
     if not args:
         raise ValueError("run() needs a program")
     program = args[0]
     if timeout <= 0 or limit <= 0:
         raise ValueError("run() needs a positive timeout and limit")
+    env = child_env(program, inherit=inherit, extra=extra_env)
     try:
         child = subprocess.Popen(
             args,
             stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stdout=None if echo else subprocess.PIPE,
+            stderr=None if echo else subprocess.PIPE,
             cwd=cwd,
-            env=child_env(program, inherit=inherit),
+            env=env,
             close_fds=True,
             start_new_session=True,  # its own process group: a kill reaches its children too
         )
@@ -152,13 +241,11 @@ def run(
     except OSError as e:
         raise ProcError(program, CANNOT_START, f"cannot be started: {e.strerror}") from None
     try:
-        stdout, stderr = _communicate(child, program, input, timeout, limit)
+        yield Running(child, args, input, timeout, limit)
     finally:
-        if child.returncode is None:  # an error above, or an interrupt (Ctrl-C): end it
+        if child.returncode is None:  # an error, an interrupt (Ctrl-C), no wait: end it
             _kill(child)
         _close(child)
-    assert child.returncode is not None
-    return Completed(args, child.returncode, stdout, stderr)
 
 
 def which(program: str) -> str | None:
@@ -177,14 +264,15 @@ def _communicate(
     child: subprocess.Popen[bytes],
     program: str,
     input: bytes | None,
+    deadline: float,
     timeout: float,
     limit: int,
 ) -> tuple[bytes, bytes]:
-    """Both outputs read as they come (and `input` written) until the child closes them and
-    exits; `ProcError` past `timeout` seconds or past `limit` bytes on either."""
-    deadline = time.monotonic() + timeout
-    assert child.stdout is not None and child.stderr is not None
-    chunks: dict[int, list[bytes]] = {child.stdout.fileno(): [], child.stderr.fileno(): []}
+    """Both outputs read as they come (and `input` written) until the child closes them;
+    `ProcError` past `deadline` (`timeout` seconds after its start) or past `limit` bytes on
+    either. An output the child was not given a pipe for (`echo`) reads as empty."""
+    streams = [s for s in (child.stdout, child.stderr) if s is not None]
+    chunks: dict[int, list[bytes]] = {s.fileno(): [] for s in streams}
     sizes = dict.fromkeys(chunks, 0)
     pending = memoryview(input or b"")
     with selectors.DefaultSelector() as sel:
@@ -223,11 +311,29 @@ def _communicate(
                     if not pending:
                         sel.unregister(fd)
                         child.stdin.close()
-    try:
-        child.wait(max(deadline - time.monotonic(), 0))
-    except subprocess.TimeoutExpired:
-        _timed_out(child, program, timeout)
-    return b"".join(chunks[child.stdout.fileno()]), b"".join(chunks[child.stderr.fileno()])
+
+    def got(stream: IO[bytes] | None) -> bytes:
+        return b"".join(chunks[stream.fileno()]) if stream is not None else b""
+
+    return got(child.stdout), got(child.stderr)
+
+
+def _reap(child: subprocess.Popen[bytes], program: str, deadline: float, timeout: float) -> float:
+    """Wait for the child to exit (`ProcError` past `deadline`), set its `returncode` and
+    return the CPU seconds it and its waited-for descendants used. `wait4` polled as
+    `Popen.wait(timeout)` polls `waitpid` (from 0.5 ms, doubling to 50 ms), since it alone
+    gives the child's resource usage."""
+    delay = 0.0005
+    while True:
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+        if pid:
+            child.returncode = os.waitstatus_to_exitcode(status)
+            return usage.ru_utime + usage.ru_stime
+        left = deadline - time.monotonic()
+        if left <= 0:
+            _timed_out(child, program, timeout)
+        time.sleep(min(delay, left))
+        delay = min(delay * 2, 0.05)
 
 
 def _timed_out(child: subprocess.Popen[bytes], program: str, timeout: float) -> NoReturn:
@@ -258,8 +364,12 @@ __all__ = [
     "TIMED_OUT",
     "TOO_MUCH_OUTPUT",
     "Completed",
+    "Finished",
     "ProcError",
+    "Running",
     "child_env",
     "git",
     "run",
+    "spawn",
+    "which",
 ]
