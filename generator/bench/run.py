@@ -28,8 +28,7 @@ import json
 import os
 import platform
 import resource
-import shutil
-import subprocess
+import stat
 import sys
 import threading
 import time
@@ -39,16 +38,24 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from generator.core import atomic, envvars, outputs, proc, safeio
+
 if TYPE_CHECKING:
     from generator.site.build import BuildOptions
 
 REPO = Path(__file__).resolve().parents[2]  # the code measured (a snapshot, see main)
-HOME = Path(os.environ.get("AICR_BENCH_HOME") or REPO)  # the checkout results are written to
+HOME = Path(envvars.get("AICR_BENCH_HOME") or REPO)  # the checkout results are written to
 RESULTS = HOME / "bench" / "results"
 WORK = HOME / ".cache" / "bench"
 BIN = Path(sys.executable).parent
 SEED = 1
 SIZES = ((100, 2000), (1000, 20000))
+# how long a child of the harness may run before the process door stops it: one build or mkdocs
+# (a cold build at 1,000 x 20,000 takes ~90-160 s), a git or tar step, the whole measured snapshot
+RUN_TIMEOUT = 4 * 3600.0
+STEP_TIMEOUT = 600.0
+BENCH_TIMEOUT = 24 * 3600.0
+PROC_FILE_BYTES = 1 << 20  # /proc/<pid>/stat and smaps_rollup: a few hundred bytes
 TARGETS = {  # issue 29's, at 1,000 recipes x 20,000 evidence on the 2-core machine
     "cold_build_s": 90.0,
     "cold_build_cpu_s": 63.0,  # 1.3 x the irreducible work (verify, archives, pages: ~48 CPU-s)
@@ -69,12 +76,12 @@ TARGETS = {  # issue 29's, at 1,000 recipes x 20,000 evidence on the 2-core mach
 def _pss_kb(pid: int) -> int | None:
     """Proportional set size (kB) of `pid`: its private pages plus its share of shared ones."""
     try:
-        with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"Pss:"):
-                    return int(line.split()[1])
-    except OSError:
+        text = safeio.read_own(f"/proc/{pid}/smaps_rollup", limit=PROC_FILE_BYTES)
+    except safeio.Refusal:  # gone, or not ours to read
         return None
+    for line in text.splitlines():
+        if line.startswith(b"Pss:"):
+            return int(line.split()[1])
     return None
 
 
@@ -84,15 +91,15 @@ def _rss_tree_kb(root: int) -> int:
     process (a sum of RSS would count them twice); RSS where smaps_rollup is unreadable."""
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
+    for name in safeio.names("/proc"):
+        if not name.isdigit():
             continue
         try:
-            with open(f"/proc/{entry.name}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-        except OSError:
+            raw = safeio.read_own(f"/proc/{name}/stat", limit=PROC_FILE_BYTES)
+        except safeio.Refusal:  # ended since the listing
             continue
-        pid = int(entry.name)
+        fields = raw.rsplit(b")", 1)[1].split()
+        pid = int(name)
         children.setdefault(int(fields[1]), []).append(pid)
         rss[pid] = int(fields[21]) * (resource.getpagesize() // 1024)
     total, todo = 0, [root]
@@ -174,30 +181,31 @@ class Run:
     stdout_tail: str = ""
 
 
+# what a measured child is handed of this environment beyond the process door's allow-list: the
+# variables the tool reads, so the build measured is configured as the harness was run, and
+# PYTHONPATH, which `main` sets to the snapshot measured: the builds must import the same code
+CHILD_INHERITS = (*envvars.READ, "PYTHONPATH")
+
+
 def run_process(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> Run:
     """Run a command: wall seconds, CPU seconds of it and its children (wait4's rusage) and the
     peak resident set of its process tree (sampled from /proc: wait4's ru_maxrss would count
-    the memory the child shared with this process before exec)."""
+    the memory the child shared with this process before exec). Started through the process
+    door (`proc.spawn`): the environment is its allow-list, `CHILD_INHERITS` and `env`."""
     start = time.perf_counter()
-    proc = subprocess.Popen(
-        args,
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    assert proc.stdout is not None
-    with PeakSampler(proc.pid, interval=0.05) as sampler:
-        out = proc.stdout.read()
-        _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    with proc.spawn(
+        args, timeout=RUN_TIMEOUT, cwd=cwd, inherit=CHILD_INHERITS, extra_env=env
+    ) as child:
+        with PeakSampler(child.pid, interval=0.05) as sampler:
+            done = child.wait()
     wall = time.perf_counter() - start
+    out = done.completed.stdout + done.completed.stderr
     return Run(
         command=" ".join(Path(a).name if i == 0 else a for i, a in enumerate(args)),
         wall_s=round(wall, 2),
-        cpu_s=round(usage.ru_utime + usage.ru_stime, 2),
+        cpu_s=round(done.cpu_s, 2),
         peak_mb=sampler.peak_mb,
-        exit=proc.returncode,
+        exit=done.completed.returncode,
         stdout_tail=out.decode("utf-8", "replace")[-600:],
     )
 
@@ -213,16 +221,15 @@ def synthetic(recipes: int, evidence: int, jobs: int | None) -> Path:
     out = WORK / f"synth-{recipes}x{evidence}"
     stamp = out / ".bench-stamp"
     want = f"{fingerprint('synth.py', 'samples.py', 'qualify.py', 'evidence')} {SEED}\n"
-    if stamp.is_file() and stamp.read_text() == want:
+    if stamp.is_file() and safeio.read_text(stamp, root=out) == want:
         return out
-    if out.exists():
-        shutil.rmtree(out)
+    outputs.discard(out)
     t = time.perf_counter()
     synthesize(SynthOptions(recipes, evidence, SEED, jobs), out)
     print(
         f"  synthesized {recipes} recipes / {evidence} evidence in {time.perf_counter() - t:.0f} s"
     )
-    stamp.write_text(want)
+    atomic.write_text(stamp, want, root=out)
     return out
 
 
@@ -243,7 +250,7 @@ def _measure_pages(
     # bundles are left out here, they were measured above)
     site = site_build.gather(replace(site_build_options(options, jobs), bundles=False), 0)
     work = out.parent / f".{out.name}-bench"
-    shutil.rmtree(work, ignore_errors=True)
+    outputs.discard(work, ignore_errors=True)
     with measure(result["pages"], sampler):
         made = site_build.make_pages(site, site_build_options(options, jobs))
         generated = made.skeletons
@@ -252,13 +259,13 @@ def _measure_pages(
         config = site_build.mkdocs_config(options.config, work / "docs", work / "site")
         import yaml
 
-        (work / "mkdocs.yml").write_text(yaml.safe_dump(config, sort_keys=True))
-    pages = sum(1 for p in (work / "docs").rglob("*.md"))
+        atomic.write_text(work / "mkdocs.yml", yaml.safe_dump(config, sort_keys=True), root=work)
+    pages = len(safeio.glob_tree(work / "docs", "*.md"))
     result["pages"].note = f"{len(generated)} generated files, {pages} pages"
     with measure(result["mkdocs"], sampler):
         site_build.run_mkdocs(work / "mkdocs.yml", 0)
         site_build.finish_pages(work / "site", made)  # blocks back
-    shutil.rmtree(work, ignore_errors=True)
+    outputs.discard(work, ignore_errors=True)
     return pages
 
 
@@ -336,22 +343,22 @@ def site_build_options(options: Any, jobs: int | None) -> Any:
 
 def plain_mkdocs(pages: int, where: Path) -> Run:
     """`mkdocs build` of `pages` trivial pages with the same theme: the page engine's own cost."""
-    shutil.rmtree(where, ignore_errors=True)
-    docs = where / "docs"
-    docs.mkdir(parents=True)
-    (docs / "index.md").write_text("# Index\n\nTrivial pages for the benchmark.\n")
-    for i in range(1, pages):
-        sub = docs / f"p{i // 500:02d}"
-        sub.mkdir(exist_ok=True)
-        (sub / f"page{i:05d}.md").write_text(f"# Page {i}\n\nA trivial page, number {i}.\n")
-    # as in the site: the pages are built but kept out of the navigation (a navigation of
-    # thousands of entries would make every page cost O(pages) and the engine look slower)
-    (where / "mkdocs.yml").write_text(
-        "site_name: plain\ntheme:\n  name: material\n  font: false\nuse_directory_urls: false\n"
-        "nav:\n  - index.md\n"
-    )
+    outputs.discard(where, ignore_errors=True)
+    atomic.make_dirs(where / "docs")
+    with atomic.TreeWriter(where) as tree:
+        tree.put("docs/index.md", b"# Index\n\nTrivial pages for the benchmark.\n")
+        for i in range(1, pages):
+            page = f"# Page {i}\n\nA trivial page, number {i}.\n"
+            tree.put(f"docs/p{i // 500:02d}/page{i:05d}.md", page.encode())
+        # as in the site: the pages are built but kept out of the navigation (a navigation of
+        # thousands of entries would make every page cost O(pages) and the engine look slower)
+        tree.put(
+            "mkdocs.yml",
+            b"site_name: plain\ntheme:\n  name: material\n  font: false\n"
+            b"use_directory_urls: false\nnav:\n  - index.md\n",
+        )
     run = run_process([str(BIN / "mkdocs"), "build", "-q"], where)
-    shutil.rmtree(where, ignore_errors=True)
+    outputs.discard(where, ignore_errors=True)
     return run
 
 
@@ -362,8 +369,8 @@ def whole_builds(synth: Path, jobs: int | None) -> dict[str, Run]:
     """Cold build, no-change rebuild, one added evidence file, validate — as users run them."""
     out = WORK / f"site-{synth.name}"
     cache = out.parent / ".cache"
-    shutil.rmtree(cache, ignore_errors=True)
-    shutil.rmtree(out, ignore_errors=True)
+    outputs.discard(cache, ignore_errors=True)
+    outputs.discard(out, ignore_errors=True)
     base = [
         str(BIN / "aicr-catalog"),
         "build",
@@ -376,9 +383,9 @@ def whole_builds(synth: Path, jobs: int | None) -> dict[str, Run]:
         "-o",
         str(out),
     ]
-    help_text = subprocess.run(
-        [str(BIN / "aicr-catalog"), "build", "--help"], capture_output=True, text=True
-    ).stdout
+    help_text = proc.run(
+        [str(BIN / "aicr-catalog"), "build", "--help"], timeout=STEP_TIMEOUT
+    ).text()
     if jobs is not None and "--jobs" in help_text:
         base += ["--jobs", str(jobs)]
     env = {"SOURCE_DATE_EPOCH": "0"}
@@ -397,15 +404,15 @@ def whole_builds(synth: Path, jobs: int | None) -> dict[str, Run]:
     try:
         run("one_evidence_rebuild", base)
     finally:
-        added.unlink()
+        atomic.remove(added)
     run("one_evidence_removed", base)  # the file added above, gone again
-    if "--no-cache" in help_text and len(list((synth / "catalog" / "overlays").iterdir())) < 300:
+    if "--no-cache" in help_text and len(safeio.names(synth / "catalog" / "overlays")) < 300:
         run("no_cache_build", [*base, "--no-cache"])  # (at large sizes it repeats cold_build)
     run("validate", [str(BIN / "aicr-catalog"), "validate", "--catalog", str(synth / "catalog")])
     runs.update(recipes_json(out))
     runs.update(largest_files(out))
-    shutil.rmtree(out, ignore_errors=True)
-    shutil.rmtree(cache, ignore_errors=True)
+    outputs.discard(out, ignore_errors=True)
+    outputs.discard(cache, ignore_errors=True)
     return runs
 
 
@@ -416,7 +423,7 @@ def recipes_json(out: Path) -> dict[str, Run]:
         return {}
     import gzip
 
-    data = path.read_bytes()
+    data = safeio.read(path, root=out, where="the built site", limit=safeio.OTHER_BYTES)
     kib = round(len(gzip.compress(data, 9)) / 1024, 1)
     return {
         "recipes_json": Run(
@@ -428,14 +435,19 @@ def recipes_json(out: Path) -> dict[str, Run]:
 def largest_files(out: Path) -> dict[str, Run]:
     """The largest published page (.html) and API file (api/**), in MB (as `peak_mb`)."""
     found: dict[str, Run] = {}
-    for name, files in (
-        ("largest_page", [p for p in out.rglob("*.html") if p.is_file()]),
-        ("largest_api_file", [p for p in (out / "api").rglob("*") if p.is_file()]),
+    for name, top, suffixes in (
+        ("largest_page", out, (".html",)),
+        ("largest_api_file", out / "api", ()),
     ):
+        # the walk's own lstat of each regular file (the site holds no links), in path order
+        files = [
+            (e.stat.st_size, Path(e.path))
+            for e in safeio.walk(top, suffixes=suffixes).entries
+            if e.stat is not None and stat.S_ISREG(e.stat.st_mode)
+        ]
         if files:
-            big = max(files, key=lambda p: p.stat().st_size)
-            size = round(big.stat().st_size / 1e6, 2)
-            found[name] = Run(big.relative_to(out).as_posix(), 0, 0, size, 0)
+            size, big = max(files, key=lambda f: f[0])
+            found[name] = Run(big.relative_to(out).as_posix(), 0, 0, round(size / 1e6, 2), 0)
     return found
 
 
@@ -450,8 +462,7 @@ def add_one_evidence(synth: Path) -> Path:
         PlannedRun(leaf, DEFAULT_PROFILE, "lane-36", signer_identity(N_SIGNERS), 999, "pass")
     )
     path = synth / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(bundle)
+    atomic.write_atomic(path, bundle, root=synth)
     return path
 
 
@@ -549,7 +560,7 @@ def bench(recipes: int, evidence: int, jobs: int | None = None) -> Result:
         recipes=recipes,
         evidence=evidence,
         machine={
-            "commit": (REPO / "COMMIT").read_text().strip() if (REPO / "COMMIT").is_file() else "",
+            "commit": _commit_of(REPO),
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "load_average_1m_5m_at_end": [round(load1, 2), round(load5, 2)],
@@ -565,15 +576,23 @@ def bench(recipes: int, evidence: int, jobs: int | None = None) -> Result:
     page_cpu = sum(s.cpu_s for s in stages if s.name in ("pages", "mkdocs"))
     result.pages_cpu_ratio_to_mkdocs = round(page_cpu / plain.cpu_s, 2) if plain.cpu_s else 0.0
     result.targets = judge(result)
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    atomic.make_dirs(RESULTS)
     doc = asdict(result)
     for r in doc["builds"].values():
         r.pop("stdout_tail", None) if r["command"] != "api/v1/recipes.json" else None
     doc["mkdocs_plain"].pop("stdout_tail", None)
-    (RESULTS / f"{recipes}x{evidence}.json").write_text(
-        json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n"
+    atomic.write_text(
+        RESULTS / f"{recipes}x{evidence}.json",
+        json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n",
+        root=RESULTS,
     )
     return result
+
+
+def _commit_of(tree: Path) -> str:
+    """The commit a snapshot was extracted from (its COMMIT file), "" for a checkout."""
+    marker = tree / "COMMIT"
+    return safeio.read_text(marker, root=tree).strip() if marker.is_file() else ""
 
 
 def parse_sizes(text: str) -> tuple[tuple[int, int], ...]:
@@ -583,34 +602,39 @@ def parse_sizes(text: str) -> tuple[tuple[int, int], ...]:
 def snapshot(rev: str) -> Path:
     """The committed tree of `rev`, extracted under .cache/bench/src-<commit>: what is measured
     does not change while other work goes on in the checkout."""
-    commit = subprocess.run(
-        ["git", "-C", str(HOME), "rev-parse", rev], capture_output=True, text=True, check=True
-    ).stdout.strip()
+    commit = _checked(proc.git(HOME, "rev-parse", rev, timeout=STEP_TIMEOUT)).text().strip()
     where = WORK / f"src-{commit[:12]}"
     if not (where / "generator").is_dir():
-        shutil.rmtree(where, ignore_errors=True)
-        where.mkdir(parents=True)
-        archive = subprocess.run(
-            ["git", "-C", str(HOME), "archive", commit], capture_output=True, check=True
+        outputs.discard(where, ignore_errors=True)
+        atomic.make_dirs(where)
+        archive = _checked(
+            proc.git(HOME, "archive", commit, timeout=STEP_TIMEOUT, limit=proc.ARCHIVE_BYTES)
         ).stdout
-        subprocess.run(["tar", "-x", "-C", str(where)], input=archive, check=True)
-    (where / "COMMIT").write_text(commit + "\n")
+        _checked(proc.run(["tar", "-x", "-C", str(where)], input=archive, timeout=STEP_TIMEOUT))
+    atomic.write_text(where / "COMMIT", commit + "\n", root=where)
     return where
+
+
+def _checked(done: proc.Completed) -> proc.Completed:
+    """`done`, if it exited 0; else the harness stops, saying what failed (as `check=True`)."""
+    if not done.ok:
+        raise SystemExit(f"{' '.join(done.argv)}: exit {done.returncode}: {done.error_text()}")
+    return done
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default=os.environ.get("AICR_BENCH_SIZES", ""))
+    parser.add_argument("--sizes", default=envvars.get("AICR_BENCH_SIZES") or "")
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument(
         "--rev",
-        default=os.environ.get("AICR_BENCH_REV", "HEAD"),
+        default=envvars.get("AICR_BENCH_REV") or "HEAD",
         help="commit to measure (a snapshot of it); 'worktree' measures the checkout as it is",
     )
     args = parser.parse_args(argv)
-    if args.rev != "worktree" and "AICR_BENCH_HOME" not in os.environ:
+    if args.rev != "worktree" and envvars.get("AICR_BENCH_HOME") is None:
         src = snapshot(args.rev)
-        env = {**os.environ, "AICR_BENCH_HOME": str(HOME), "PYTHONPATH": str(src)}
+        env = {"AICR_BENCH_HOME": str(HOME), "PYTHONPATH": str(src)}
         cmd = [
             sys.executable,
             "-m",
@@ -622,8 +646,12 @@ def main(argv: list[str] | None = None) -> int:
         ]
         if args.jobs is not None:
             cmd += ["--jobs", str(args.jobs)]
-        print(f"measuring commit {(src / 'COMMIT').read_text().strip()} (snapshot {src})")
-        return subprocess.run(cmd, cwd=src, env=env, check=False).returncode
+        print(f"measuring commit {_commit_of(src)} (snapshot {src})", flush=True)
+        # the snapshot's run prints its progress and tables to this terminal as it goes
+        done = proc.run(
+            cmd, timeout=BENCH_TIMEOUT, cwd=src, inherit=CHILD_INHERITS, extra_env=env, echo=True
+        )
+        return done.returncode
     sizes = parse_sizes(args.sizes) if args.sizes else SIZES
     for recipes, evidence in sizes:
         print(table(bench(recipes, evidence, args.jobs)), flush=True)

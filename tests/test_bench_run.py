@@ -1,0 +1,83 @@
+"""The benchmark harness's own parts (`generator/bench/run.py`), on small inputs: what `make bench`
+relies on, checked without running the benchmark (tests/test_bench_build.py, marker `bench`).
+
+The harness reaches files, processes and the environment only through the doors of
+`generator/core/` (tests/test_boundaries*.py hold that); these tests show it still measures
+what it did: a child's CPU seconds and the peak memory of its process tree while it runs, in an
+environment of the door's allow-list and the values it sets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from generator.bench import run as bench
+from generator.core import proc
+
+
+def test_a_child_is_measured_while_it_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child holding 64 MB for a moment and burning 0.3 CPU-s is seen doing both."""
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_secret")
+    script = (
+        "import json, os, time\n"
+        "held = bytearray(64 << 20)\n"
+        "t = time.process_time()\n"
+        "while time.process_time() - t < 0.3: pass\n"
+        "time.sleep(0.3)\n"
+        "print(json.dumps(dict(os.environ)))\n"
+    )
+    r = bench.run_process([sys.executable, "-c", script], Path.cwd(), {"SOURCE_DATE_EPOCH": "0"})
+    assert r.exit == 0
+    assert r.cpu_s >= 0.25
+    assert r.peak_mb >= 60
+    assert r.command.startswith(Path(sys.executable).name + " -c")
+    env = json.loads(r.stdout_tail)
+    assert env["SOURCE_DATE_EPOCH"] == "0" and "GITHUB_TOKEN" not in env
+
+
+def test_a_failing_child_is_its_exit_status() -> None:
+    r = bench.run_process([sys.executable, "-c", "import sys; sys.exit(4)"], Path.cwd())
+    assert r.exit == 4
+
+
+def test_the_memory_of_a_tree_counts_this_process() -> None:
+    assert bench._rss_tree_kb(os.getpid()) > 1024
+    assert bench._pss_kb(os.getpid()) is not None
+    assert bench._pss_kb(2**22 + 1) is None  # no such process: nothing, not an error
+
+
+def test_the_largest_files_of_a_site(tmp_path: Path) -> None:
+    (tmp_path / "api" / "v1").mkdir(parents=True)
+    (tmp_path / "a.html").write_bytes(b"x" * 1000)
+    (tmp_path / "b.html").write_bytes(b"x" * 3000)
+    (tmp_path / "b.txt").write_bytes(b"x" * 9000)
+    (tmp_path / "api" / "v1" / "recipes.json").write_bytes(b"[" + b" " * 5000 + b"]")
+    (tmp_path / "api" / "v1" / "link.json").symlink_to(tmp_path / "b.txt")
+    found = bench.largest_files(tmp_path)
+    assert (found["largest_page"].command, found["largest_page"].peak_mb) == ("b.html", 0.0)
+    assert found["largest_api_file"].command == "api/v1/recipes.json"
+    assert bench.recipes_json(tmp_path)["recipes_json"].stdout_tail.startswith("5002 bytes")
+    assert bench.largest_files(tmp_path / "none") == {}
+
+
+def test_a_snapshot_is_the_committed_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = tmp_path / "repo"
+    (repo / "generator").mkdir(parents=True)
+    (repo / "generator" / "x.py").write_text("X = 1\n")
+    git = ("-c", "user.name=t", "-c", "user.email=t@example.org")
+    for args in (("init", "-q"), ("add", "."), (*git, "commit", "-qm", "one")):
+        assert proc.git(repo, *args, timeout=60).ok
+    (repo / "generator" / "x.py").write_text("X = 2\n")  # not committed: not measured
+    monkeypatch.setattr(bench, "HOME", repo)
+    monkeypatch.setattr(bench, "WORK", tmp_path / "work")
+    where = bench.snapshot("HEAD")
+    assert (where / "generator" / "x.py").read_text() == "X = 1\n"
+    commit = proc.git(repo, "rev-parse", "HEAD", timeout=60).text().strip()
+    assert bench._commit_of(where) == commit and where.name == f"src-{commit[:12]}"
+    with pytest.raises(SystemExit, match="rev-parse"):
+        bench.snapshot("no-such-rev")
