@@ -2,50 +2,22 @@
 
 from __future__ import annotations
 
-import functools
-import http.server
 from pathlib import Path
-from typing import Any
 
 import click
 
 from generator.commands.common import EXIT_USAGE, fail, handles_errors
-from generator.core import safeio
+from generator.core import net, safeio
 
 NOT_FOUND_PAGE = "404.html"
 
 
-class SiteHandler(http.server.SimpleHTTPRequestHandler):
-    """The standard static handler, except that a missing page is answered with the site's own
-    `404.html` (status 404), as GitHub Pages does, not with Python's bare error page."""
-
-    not_found: bytes | None = None  # the site's 404.html, read once when serving starts
-
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        body = self.not_found
-        if code != 404 or body is None or self.command not in ("GET", "HEAD"):
-            super().send_error(code, message, explain)
-            return
-        self.log_error("code %d, message %s", code, message)
-        self.send_response(code, message)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        if self.command == "GET":
-            self.wfile.write(body)
-
-
-def handler_for(site_dir: Path) -> Any:
-    """The request handler serving `site_dir`, with its 404.html when the site has one."""
+def not_found_page(site_dir: Path) -> bytes | None:
+    """The site's 404.html, read through the door, or None when the site has none."""
     page = site_dir / NOT_FOUND_PAGE
-    not_found = (
-        safeio.read(page, root=site_dir, where="the built site", limit=safeio.TEXT_BYTES)
-        if page.is_file()
-        else None
-    )
-    handler = type("Handler", (SiteHandler,), {"not_found": not_found})
-    return functools.partial(handler, directory=str(site_dir.resolve()))
+    if not page.is_file():
+        return None
+    return safeio.read(page, root=site_dir, where="the built site", limit=safeio.TEXT_BYTES)
 
 
 @click.command("serve")
@@ -68,25 +40,27 @@ def command(site_dir: Path, port: int) -> None:
     """
     if not (site_dir / "index.html").is_file():
         fail(f"no built site in {site_dir}/; run `aicr-catalog build` first", EXIT_USAGE)
-    handler = handler_for(site_dir)
-    if not (site_dir / NOT_FOUND_PAGE).is_file():
+    not_found = not_found_page(site_dir)
+    if not_found is None:
         click.echo(
             f"warning: {site_dir}/{NOT_FOUND_PAGE} is missing: a missing page is answered "
             "with a bare error page",
             err=True,
         )
     try:
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+        server = net.serve_site(site_dir, port, not_found=not_found)
     except OSError as e:
         fail(
-            f"cannot listen on 127.0.0.1:{port}: {e.strerror or e}; "
+            f"cannot listen on {net.LOOPBACK}:{port}: {e.strerror or e}; "
             "stop what uses the port or choose another --port",
             EXIT_USAGE,
         )
-    with server as httpd:
-        bound = httpd.server_address[1]
-        click.echo(f"serving {site_dir}/ on http://127.0.0.1:{bound}/ (Ctrl-C to stop)", err=True)
+    with server:
+        click.echo(
+            f"serving {site_dir}/ on http://{net.LOOPBACK}:{server.port}/ (Ctrl-C to stop)",
+            err=True,
+        )
         try:
-            httpd.serve_forever()
+            server.serve_forever()
         except KeyboardInterrupt:
             click.echo("stopped", err=True)

@@ -23,12 +23,18 @@ What it guarantees, whoever calls it:
   classified `kind` (`net.timeout`, `net.unreachable`, ...); no server's reason phrase or error
   body is ever part of a message. `Response` carries status, headers and the capped body only.
 
+The one server is here too: `serve_site` shows a built site (`aicr-catalog serve`) with the
+standard library's static file handler on 127.0.0.1 only; no caller can choose another address.
+It makes no request and answers a missing page with the site's own 404 page.
+
 tests/test_boundaries_net.py fails when a module outside this one imports a network library.
 """
 
 from __future__ import annotations
 
+import functools
 import http.client
+import http.server
 import ipaddress
 import socket
 import ssl
@@ -37,6 +43,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
+from pathlib import Path
+from types import TracebackType
 from urllib.parse import SplitResult, urljoin, urlsplit
 
 from generator.core import envvars
@@ -447,3 +455,70 @@ class Client:
             f"({min(self.request_seconds, self.command_seconds):g} s a request, "
             f"{self.command_seconds:g} s the command)",
         )
+
+
+# --- the one server: a built site shown on loopback -----------------------------------------------
+
+LOOPBACK = "127.0.0.1"  # the only address `serve_site` binds
+
+
+class _SiteHandler(http.server.SimpleHTTPRequestHandler):
+    """The standard static handler, except that a missing page is answered with the site's own
+    `404.html` (status 404), as GitHub Pages does, not with Python's bare error page."""
+
+    not_found: bytes | None = None  # the site's 404.html, read once when serving starts
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        body = self.not_found
+        if code != 404 or body is None or self.command not in ("GET", "HEAD"):
+            super().send_error(code, message, explain)
+            return
+        self.log_error("code %d, message %s", code, message)
+        self.send_response(code, message)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command == "GET":
+            self.wfile.write(body)
+
+
+class SiteServer:
+    """A static HTTP server of one directory, bound to 127.0.0.1 (`serve_site`): `port` is the
+    port it listens on, `serve_forever()` answers until interrupted, `close()` (or leaving a
+    `with` block) stops listening."""
+
+    def __init__(self, httpd: http.server.ThreadingHTTPServer) -> None:
+        self._httpd = httpd
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    def serve_forever(self) -> None:
+        self._httpd.serve_forever()
+
+    def close(self) -> None:
+        self._httpd.server_close()
+
+    def __enter__(self) -> SiteServer:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def serve_site(root: Path, port: int, *, not_found: bytes | None = None) -> SiteServer:
+    """A server of the files under `root` on http://127.0.0.1:`port`/ (0: a free port; see
+    `SiteServer.port`), the standard library's static handler, a missing page answered with
+    `not_found` (the site's 404.html, status 404) when given. Only the loopback address is
+    bound: the tool never listens where another machine could reach it. `OSError` when the port
+    cannot be bound (in use, not allowed): the caller says what to do."""
+    handler = type("Handler", (_SiteHandler,), {"not_found": not_found})
+    bound = functools.partial(handler, directory=str(root.resolve()))
+    return SiteServer(http.server.ThreadingHTTPServer((LOOPBACK, port), bound))
