@@ -129,6 +129,7 @@ _FUNCTIONS = {  # module.<name>(...)
     "zipfile": {"ZipFile"},
     "tarfile": {"open", "TarFile"},
     "jinja2": {"FileSystemLoader", "PackageLoader"},  # templates read around safeio
+    "click": {"File", "open_file"},  # click opens the path itself, links and FIFOs included
 }
 _WRITE_MODES = ("w", "x")
 
@@ -259,6 +260,8 @@ SYNTHETIC = [
     ("from tempfile import TemporaryDirectory as T\nT()", "tempfile.TemporaryDirectory()"),
     ("p.symlink_to('/etc')", "Path.symlink_to()"),
     ("import jinja2\njinja2.FileSystemLoader('t')", "jinja2.FileSystemLoader()"),
+    ("import click\nclick.option('--in', type=click.File('rb'))", "click.File()"),
+    ("import click\nclick.open_file(p)", "click.open_file()"),
     # listing
     ("p.iterdir()", "Path.iterdir()"),
     ("p.glob('*.yaml')", "Path.glob()"),
