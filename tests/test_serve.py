@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from generator.core import net
 
 REPO = Path(__file__).resolve().parent.parent
 NOT_FOUND = "<!doctype html><title>Page not found</title><h1>404: no such page here</h1>\n"
@@ -78,3 +82,19 @@ def test_a_site_without_404_page_is_said_at_start_and_answers_the_bare_error(
         assert "404.html is missing" in said
         status, body, _ = _get(base + "nope.html")
         assert status == 404 and b"Error response" in body
+
+
+def test_the_network_door_serves_on_loopback_only(tmp_path: Path) -> None:
+    """`net.serve_site` has no address to choose and listens on 127.0.0.1; it serves the site's
+    files and answers a missing page with the 404 page it was given."""
+    assert "host" not in inspect.signature(net.serve_site).parameters
+    site = _site(tmp_path, with_404=True)
+    with net.serve_site(site, 0, not_found=NOT_FOUND.encode()) as server:
+        assert server.host == "127.0.0.1"
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        base = f"http://127.0.0.1:{server.port}/"
+        assert _get(base + "index.html")[:2] == (200, (site / "index.html").read_bytes())
+        assert _get(base + "nope.html")[:2] == (404, NOT_FOUND.encode())
+        server.shutdown()
+        thread.join(10)

@@ -484,12 +484,17 @@ class _SiteHandler(http.server.SimpleHTTPRequestHandler):
 
 
 class SiteServer:
-    """A static HTTP server of one directory, bound to 127.0.0.1 (`serve_site`): `port` is the
-    port it listens on, `serve_forever()` answers until interrupted, `close()` (or leaving a
+    """A static HTTP server of one directory, bound to 127.0.0.1 (`serve_site`): `host` and
+    `port` are where it listens, `serve_forever()` answers until interrupted, `close()` (or leaving a
     `with` block) stops listening."""
 
     def __init__(self, httpd: http.server.ThreadingHTTPServer) -> None:
         self._httpd = httpd
+
+    @property
+    def host(self) -> str:
+        """The address it listens on: always `LOOPBACK`."""
+        return str(self._httpd.server_address[0])
 
     @property
     def port(self) -> int:
@@ -497,6 +502,10 @@ class SiteServer:
 
     def serve_forever(self) -> None:
         self._httpd.serve_forever()
+
+    def shutdown(self) -> None:
+        """Make `serve_forever` return (called from another thread)."""
+        self._httpd.shutdown()
 
     def close(self) -> None:
         self._httpd.server_close()
