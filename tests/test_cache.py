@@ -680,3 +680,24 @@ def test_entries_and_their_check_are_the_references(
         # entry read without authentication; no stage reads its entries both ways)
         assert c._check(raw, stage, key, fp, not auth) is None
     assert c._check(entry, stage, key, fp, auth) == payload
+
+
+@pytest.mark.parametrize("name", [STORE, f"{STORE}-wal", f"{STORE}-shm"])
+def test_a_link_planted_at_the_store_is_refused_and_its_target_left_alone(
+    tmp_path: Path, name: str
+) -> None:
+    """SQLite follows a link at the store's name (or its -wal/-shm file) by itself: the cache
+    refuses it, naming the file, before SQLite opens anything."""
+    from generator.core.safeio import Refusal
+
+    root = tmp_path / ".cache"
+    root.mkdir()
+    target = tmp_path / "elsewhere.db"
+    target.write_bytes(b"not the cache's")
+    (root / name).symlink_to(target)
+    planted = Cache(root, secret=b"k" * 32)
+    with pytest.raises(Refusal) as err:
+        planted.put("render", planted.key("render", FP, "x"), FP, b"payload")
+    assert err.value.rule == cache_module.STORE_RULE and name in str(err.value)
+    assert target.read_bytes() == b"not the cache's"
+    assert sorted(p.name for p in root.iterdir()) == [name]

@@ -241,6 +241,33 @@ class DerivedKeys:
 
 
 STORE = "store.sqlite3"
+STORE_FILES = (STORE, f"{STORE}-wal", f"{STORE}-shm")  # what SQLite opens for the store
+STORE_RULE = "cache.store-not-regular"
+
+
+def refuse_planted(root: Path) -> None:
+    """Refuse a store whose file, or its -wal or -shm file, is anything but a regular file
+    (a link, a directory, a FIFO): SQLite opens those names itself and follows a link
+    (SQLITE_OPEN_NOFOLLOW is not reachable from Python's sqlite3), so a link planted at the
+    store's name would have the cache write into whatever it points at. A Refusal (exit 1,
+    the file named), never a silent fallback to no cache."""
+    import stat
+
+    for name in STORE_FILES:
+        path = root / name
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            raise safeio.Refusal(
+                STORE_RULE,
+                "the build cache's store is not a regular file (a link or something planted "
+                "there); remove it, or build with --no-cache",
+                path,
+            )
+
+
 # The stored bytes of a batch held before they are written (one transaction each): a cold
 # build's batch of pages is 400 MB at 1,000 recipes x 20,000 runs, held whole on top of the
 # pages themselves. Measured there: the pages stage's high-water mark 2,129 -> 1,775 MB (the
@@ -301,6 +328,7 @@ class Cache:
             if self._db is None and self._pid == 0:
                 remove_legacy_dirs(self.root)
             make_dirs(self.root)
+            refuse_planted(self.root)
             db = sqlite3.connect(self.root / STORE, timeout=120, isolation_level=None)
             db.execute(f"PRAGMA page_size={PAGE_SIZE}")  # a no-op unless the file is new
             db.execute("PRAGMA journal_mode=WAL")
