@@ -318,6 +318,8 @@ class Cache:
         self._served: dict[str, set[str]] = {}  # stage -> keys served, for stages swept
         self._db: sqlite3.Connection | None = None
         self._pid = 0
+        # walks of input trees handed from one stage of this build to the next (`hold_walk`)
+        self._walks: dict[tuple[str, tuple[str, ...]], safeio.Tree] = {}
 
     # --- the store
     def _store_db(self) -> sqlite3.Connection:
@@ -399,6 +401,19 @@ class Cache:
             )
             found.update((k, bytes(d)) for k, d in rows)
         return found
+
+    # --- one walk of an input tree per build
+    def hold_walk(self, tree: safeio.Tree, suffixes: tuple[str, ...]) -> None:
+        """Keep `tree` (`safeio.walk(tree.root, suffixes=suffixes)`, just taken) for the next
+        stage of this build that walks the same tree (`take_walk`): the build key walks the
+        evidence tree, and the verify stage reads the same walk instead of walking it again,
+        so both see one state of the tree. Held in memory only, never stored."""
+        self._walks[(os.path.abspath(tree.root), suffixes)] = tree
+
+    def take_walk(self, root: Path | str, suffixes: tuple[str, ...]) -> safeio.Tree | None:
+        """The walk of `root` with `suffixes` that `hold_walk` kept, handed out once (a later
+        caller walks again), else None."""
+        return self._walks.pop((os.path.abspath(root), suffixes), None)
 
     # --- keys
     def key(self, stage: str, fingerprint_: str, *inputs: str | bytes) -> str:
@@ -672,6 +687,7 @@ class Cache:
         for stage, keys in sorted(self._served.items()):
             self.sweep(stage, self.kept(stage, keys))
         self._served.clear()
+        self._walks.clear()  # a walk is one build's
         self.compact()
 
     def kept(self, stage: str, used: Iterable[str]) -> set[str]:

@@ -29,12 +29,14 @@ parser is handed in as `claims`), so the scale stage may call it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from generator.catalog.lanes import Lanes
+from generator.core import safeio
 from generator.core.errors import CatalogError, ValidationError
 from generator.core.records import DEFAULT_PROFILE, Catalog, RecipeResult
 from generator.evidence.judge import Judge, attested_after_logged
@@ -49,9 +51,9 @@ from generator.evidence.model import (
     digest_key,
     with_current_digests,
 )
-from generator.evidence.pointer import is_pointer_name
+from generator.evidence.pointer import in_tree, is_pointer_name
 from generator.evidence.policy import policy_from
-from generator.evidence.store import find_files, load
+from generator.evidence.store import TREE_SUFFIXES, find_files, load
 from generator.evidence.trustroot import PUBLIC_GOOD, load_trust_root
 from generator.evidence.upstream import (
     SIGNERS_FILE,
@@ -233,6 +235,55 @@ def _read_bundles(
     return files
 
 
+def _evidence_tree(
+    paths: Sequence[Path], root: Path | None, cache: Cache | None, roots: tuple[TrustRoot, ...]
+) -> safeio.Tree | None:
+    """The walk of the evidence root when the stage verifies the whole of it through the cache
+    with one trust root (`verify_cache.verify_tree`, at the grain of a directory): the one the
+    build key took (`Cache.take_walk`), else taken now; None otherwise (file by file)."""
+    if cache is None or len(roots) != 1 or root is None or len(paths) != 1 or os.sep != "/":
+        return None
+    top = paths[0]
+    if os.path.abspath(top) != os.path.abspath(root) or not top.is_dir():
+        return None
+    held = cache.take_walk(top, TREE_SUFFIXES)
+    return held if held is not None else safeio.walk(top, suffixes=TREE_SUFFIXES)
+
+
+def _bundles(
+    paths: Sequence[Path],
+    tree: safeio.Tree | None,
+    roots: tuple[TrustRoot, ...],
+    policy: SignerPolicy,
+    current: Mapping[str, str],
+    base: Path | None,
+    root: Path | None,
+    cache: Cache | None,
+    jobs: int | None,
+    sweep: bool,
+) -> tuple[tuple[FoundFile, ...], tuple[Evidence, ...], tuple[str, ...]]:
+    """The bundles found, their records and their keys: at the grain of a directory when the
+    stage has the walk of the whole evidence root (`_evidence_tree`), else file by file."""
+    if tree is None:
+        files = _read_bundles(paths, base, root, cache)
+        records, keys = _verify_files(files, roots, policy, current, jobs, cache, sweep)
+        return files, records, keys
+    assert cache is not None and root is not None
+    from generator.evidence.verify_cache import verify_tree
+
+    return verify_tree(
+        tree,
+        root=root,
+        base=base,
+        trust_root=roots[0],
+        policy=policy,
+        current_digests=current,
+        cache=cache,
+        jobs=jobs,
+        sweep=sweep,
+    )
+
+
 def _verify_files(
     files: Sequence[FoundFile],
     roots: tuple[TrustRoot, ...],
@@ -346,10 +397,12 @@ def verify_stage(
     up = upstream or UpstreamOptions()
     search = paths if allowlists_under is None else allowlists_under
     policy = signer_policy(catalog_dir, catalog, search, up.allowlist)
-    files = _read_bundles(paths, base, evidence_root, cache)
-    records, keys = _verify_files(files, roots, policy, current or {}, jobs, cache, sweep)
+    tree = _evidence_tree(paths, evidence_root, cache, roots)
+    files, records, keys = _bundles(
+        paths, tree, roots, policy, current or {}, base, evidence_root, cache, jobs, sweep
+    )
     pointed = verify_pointers(
-        paths,
+        [*in_tree(tree)] if tree is not None else paths,  # those the walk found: no walk again
         trust_roots=roots,
         policy=policy,
         cache=cache_for(up.cache),

@@ -137,16 +137,28 @@ def _found(
     return Found(path, root, f"{EVIDENCE_DIR}/{below}", walked)
 
 
-def _search(directory: Path) -> list[tuple[Path, safeio.Tree, safeio.Entry]]:
+def _search(
+    directory: Path, tree: safeio.Tree | None = None
+) -> list[tuple[Path, safeio.Tree, safeio.Entry]]:
     """Every `*.sigstore.json` below `directory` that is not a directory (links not followed
     into directories; pipes, sockets and links are listed, to be judged when read), with the
-    walk that found it: one `safeio.walk` (`_search_reference` is the `os.walk` it replaced)."""
-    tree = safeio.walk(directory, suffixes=(SUFFIX,))
-    return [
-        (Path(e.path), tree, e)
-        for e in tree.entries
-        if e.kind is not safeio.Kind.DIR_LINK or e.rel.endswith(SUFFIX)
-    ]
+    walk that found it: one `safeio.walk` (`_search_reference` is the `os.walk` it replaced).
+    `tree`: the walk of `directory` taken already (with `SUFFIX` among its suffixes: the
+    build's one walk of the evidence tree, `TREE_SUFFIXES`)."""
+    tree = tree if tree is not None else safeio.walk(directory, suffixes=(SUFFIX,))
+    return [(Path(e.path), tree, e) for e in bundle_entries(tree)]
+
+
+# The suffixes of the build's one walk of the evidence tree: bundles, and pointer files and
+# allowlist.yaml (`.yaml`); it serves the build key, the bundles and the pointer files.
+TREE_SUFFIXES = (SUFFIX, ".yaml")
+
+
+def bundle_entries(tree: safeio.Tree) -> list[safeio.Entry]:
+    """The entries of a walk (with `SUFFIX` among its suffixes) that `_search` lists: every
+    one named `*.sigstore.json` (a walk lists every link to a directory, whatever its name:
+    those named otherwise are no bundle), in the walk's order."""
+    return [e for e in tree.entries if e.rel.endswith(SUFFIX)]
 
 
 def _search_reference(directory: Path) -> list[Path]:
@@ -163,7 +175,7 @@ def _discover(paths: Iterable[Path], root: Path | None = None) -> dict[Path, Fou
 
 
 def _discover_absolute(
-    paths: Iterable[Path], root: Path | None = None
+    paths: Iterable[Path], root: Path | None = None, tree: safeio.Tree | None = None
 ) -> list[tuple[Path, str, Found]]:
     """`_discover_reference`'s files, in its order, each with its absolute path (what
     `os.path.abspath` gives). A file a walk found below a directory argument inside `root`
@@ -172,7 +184,9 @@ def _discover_absolute(
     the reference took four `abspath`s per file (its own twice, `root`'s twice). Measured on
     the 20,000 files of the 1,000-recipe tree, collector paused, best of 12 in each of three
     interleaved pairs (load 4-5), medians: `_discover` 0.57 -> 0.49 CPU-s, `find_files` (stat
-    memo warm) 0.81 -> 0.67 (tests/test_verify_batch.py compares it with the reference)."""
+    memo warm) 0.81 -> 0.67 (tests/test_verify_batch.py compares it with the reference).
+    `tree`: the walk of the directory argument whose absolute path is its root's, taken
+    already (see `find_files`)."""
     found: dict[Path, tuple[str, Found]] = {}
     memo: dict[Path, tuple[Path, ...]] = {}
     top_root = None if root is None else os.path.abspath(root)
@@ -183,16 +197,17 @@ def _discover_absolute(
             continue
         top = os.path.abspath(p)
         walked = os.sep == "/" and top_root is not None and _inside(top, top_root)
-        for q, tree, entry in _search(p):
+        taken = tree if tree is not None and os.path.abspath(tree.root) == top else None
+        for q, tree_, entry in _search(p, taken):
             if q in found:
                 continue
             if walked:
                 assert root is not None and top_root is not None
                 absolute = top.rstrip("/") + "/" + entry.rel
                 below = absolute[len(top_root.rstrip("/")) + 1 :]
-                found[q] = (absolute, Found(q, root, f"{EVIDENCE_DIR}/{below}", (tree, entry)))
+                found[q] = (absolute, Found(q, root, f"{EVIDENCE_DIR}/{below}", (tree_, entry)))
             else:
-                found[q] = (os.path.abspath(q), _found(q, p, memo, root, (tree, entry)))
+                found[q] = (os.path.abspath(q), _found(q, p, memo, root, (tree_, entry)))
     return [(p, absolute, f) for p, (absolute, f) in sorted(found.items())]
 
 
@@ -362,16 +377,21 @@ def find_files(
     base: Path | None = None,
     root: Path | None = None,
     memo: FileMemo | None = None,
+    tree: safeio.Tree | None = None,
 ) -> tuple[FoundFile, ...]:
     """`read_files`, each file's bytes read only when `memo` cannot vouch for their digest
     (see `FileMemo`): every file is still checked as `read_files` checks it (a link leaving
-    its root, not a regular file, too large), and one that cannot be read is a LoadError."""
+    its root, not a regular file, too large), and one that cannot be read is a LoadError.
+    `tree`: the walk of the directory argument at its root (`safeio.walk(p, suffixes=...)`
+    with `SUFFIX` among them), taken already: its bundles are the ones found there, no walk
+    again (the build's one walk of the evidence tree; or some of its entries, a `Tree` of
+    those, for the directories `verify_cache.verify_tree` finds again)."""
     files: list[FoundFile] = []
     problems: list[Diagnostic] = []
     real_roots: dict[Path, str] = {}
     where = "the evidence directory"
     below = os.path.abspath(base or Path.cwd()).rstrip(os.sep) + os.sep
-    for p, absolute, found in _discover_absolute(paths, root):
+    for p, absolute, found in _discover_absolute(paths, root, tree):
         if absolute.startswith(below):  # `display_path`, without a Path per file
             shown = absolute[len(below) :].replace(os.sep, "/")
         else:

@@ -37,10 +37,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
+from stat import S_ISREG
 
-from generator.core.cache import Cache, digest, fingerprint
+from generator.core import safeio
+from generator.core.cache import Cache, DerivedKeys, digest, fingerprint
+from generator.evidence import store
 from generator.evidence.model import (
     Evidence,
     FoundFile,
@@ -48,7 +55,7 @@ from generator.evidence.model import (
     TrustRoot,
     with_current_digests,
 )
-from generator.evidence.store import FileMemo, load
+from generator.evidence.store import FileMemo, bundle_entries, find_files, load
 
 VERIFY_STAGE = "verify"  # one entry per file
 # the code a verification is a function of (in each file's key): the verifier, its records
@@ -85,10 +92,26 @@ def verify_cached(
     1,000 x 20,000, median of 3 and of 6 (load 4.4), 3.47 -> 2.80 CPU-s. Entries read and
     authenticated, and pickles loaded, 20,000 -> 1,000 (one per recipe directory)."""
     parts = file_key_parts(files, trust_root, policy)
-    derived, groups = cache.derive(VERIFY_STAGE, parts), directories(files)
-    keys = derived.keys
+    keys = cache.derive(VERIFY_STAGE, parts).keys
+    records = _records(files, keys, directories(files), trust_root, policy, cache, jobs, sweep)
+    return with_current_digests(records, current_digests), keys
+
+
+def _records(
+    files: Sequence[FoundFile],
+    keys: Sequence[str],
+    groups: Sequence[tuple[int, ...]],
+    trust_root: TrustRoot,
+    policy: SignerPolicy,
+    cache: Cache,
+    jobs: int | None,
+    sweep: bool,
+) -> tuple[Evidence, ...]:
+    """The record of each file (in `files`' order, not yet judged current), `keys` its
+    verification key (its entry's, `VERIFY_STAGE`), `groups` the positions of each directory's
+    files (`directories`): one entry per directory, else per file, else verified."""
     if sweep:  # every file's entry is used (read, or behind its directory's): the rest go
-        cache.serve(derived)
+        cache.serve(DerivedKeys(VERIFY_STAGE, tuple(keys)))
 
     def make_dirs(todo: list[int]) -> list[tuple[Evidence, ...]]:
         wanted = [i for g in todo for i in groups[g]]
@@ -104,8 +127,9 @@ def verify_cached(
                 jobs=jobs,
             )
 
-        # each file's entry is stored under its verification key (`derived`)
-        made = cache.get_or_make_many(VERIFY_STAGE, [parts[i] for i in wanted], make_files)
+        # each file's entry is stored under its verification key (`keys`): its parts again
+        parts = file_key_parts([files[i] for i in wanted], trust_root, policy)
+        made = cache.get_or_make_many(VERIFY_STAGE, parts, make_files)
         by_file = dict(zip(wanted, made, strict=True))
         return [tuple(by_file[i] for i in groups[g]) for g in todo]
 
@@ -117,8 +141,222 @@ def verify_cached(
         for g, b in zip(groups, batches, strict=True)
         for i, record in zip(g, b, strict=True)
     }
-    verified = tuple(at[i] for i in range(len(files)))
-    return with_current_digests(verified, current_digests), keys
+    return tuple(at[i] for i in range(len(files)))
+
+
+# --- the evidence tree at the grain of a directory ----------------------------------------------
+
+DIRSTAT_STAGE = "verify-dirstat"  # one entry per directory, keyed by its files' stat rows
+# what a directory's entry is a function of besides its key's inputs: discovery and its checks
+# (`store.find_files`: `safeio.check_entry`, `yamlio.MAX_FILE_BYTES`) and the verification keys
+DIRSTAT_CODE = (*VERIFY_CODE, "core/safeio.py", "core/yamlio.py", "core/cache.py")
+
+
+@dataclass(frozen=True, slots=True)
+class StatGroup:
+    """The bundles of one directory of the evidence tree (`evidence/<name>`, or one file
+    directly under the root) as the walk found them, and their stat rows' digest: "" when the
+    rows cannot vouch for the directory (a link, not a regular file, unreadable, or modified in
+    the last `store.SETTLED_NS`), which is then found again file by file."""
+
+    name: str
+    entries: tuple[safeio.Entry, ...]
+    rows: str
+
+
+def stat_groups(tree: safeio.Tree, settled: int) -> list[StatGroup]:
+    """The bundles of the walk `tree` of the evidence root (`store.bundle_entries`) by
+    directory, sorted by name (the order `find_files` gives their files: by path)."""
+    by_name: dict[str, list[safeio.Entry]] = {}
+    for e in bundle_entries(tree):
+        by_name.setdefault(e.rel.split("/", 1)[0], []).append(e)
+    return [_stat_group(name, by_name[name], settled) for name in sorted(by_name)]
+
+
+def _stat_group(name: str, entries: list[safeio.Entry], settled: int) -> StatGroup:
+    rows: list[str] = []
+    regular = safeio.Kind.FILE
+    for e in entries:
+        st = e.stat
+        if (
+            e.kind is not regular
+            or st is None
+            or not S_ISREG(st.st_mode)
+            or st.st_mtime_ns >= settled
+            or st.st_ctime_ns >= settled
+        ):
+            return StatGroup(name, tuple(entries), "")
+        rows.append(
+            f"{e.rel}\0{st.st_mode}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}"
+            f"\0{st.st_mtime_ns}\0{st.st_ctime_ns}\n"
+        )
+    text = "".join(rows).encode("utf-8", "surrogateescape")
+    return StatGroup(name, tuple(entries), hashlib.sha256(text).hexdigest())
+
+
+DirFound = tuple[tuple[FoundFile, ...], tuple[str, ...]]  # a directory's files, their keys
+
+
+def verify_tree(
+    tree: safeio.Tree,
+    *,
+    root: Path,
+    base: Path | None,
+    trust_root: TrustRoot,
+    policy: SignerPolicy,
+    current_digests: Mapping[str, str],
+    cache: Cache,
+    jobs: int | None = None,
+    sweep: bool = False,
+) -> tuple[tuple[FoundFile, ...], tuple[Evidence, ...], tuple[str, ...]]:
+    """`store.find_files([root], base, root, memo)` then `verify_cached` of the files of `tree`
+    (the walk of the evidence root `root`, `store.TREE_SUFFIXES`): the files, their records
+    and their verification keys, the very values those give, with no work per file for a
+    directory whose files' stat rows are those of an earlier build.
+
+    Each directory's found files and keys are one entry (`DIRSTAT_STAGE`, authenticated),
+    keyed by the digest of its bundles' stat rows (path below the root, mode, device, inode,
+    size, mtime, ctime, from the walk), the root, the base the paths are shown from, the trust
+    root, the signer policy and the code (`DIRSTAT_CODE`). The contract is the stat memo's
+    (`store.FileMemo`), for a whole directory: a file added, removed, renamed, rewritten (its
+    ctime moves, even when its size and mtime are put back) or replaced (another inode, or the
+    same inode number again with another ctime) changes a row, so the key. A directory with a
+    link, anything but a regular file, an unreadable entry, or a file modified less than
+    `store.SETTLED_NS` before this build began has no entry: it is found file by file every
+    time (a second write within the clock's granularity could leave a stat as recorded). The
+    checks of `find_files` are functions of the rows and the key's other parts (the name, the
+    kind and mode, the size; the real path is the real root joined with the path), so a
+    directory whose entry is served passed them as it is now.
+
+    The directories without an entry are found in one `find_files` (its stat memo vouching for
+    their unchanged files, one LoadError naming every problem); the records come from the
+    entries per directory and per file (`_records`), as `verify_cached` takes them.
+    """
+    finder = _DirFinder(tree, root, base, trust_root, policy, cache)
+    groups = stat_groups(tree, time.time_ns() - store.SETTLED_NS)
+    found = finder.served(groups, sweep)
+    files: list[FoundFile] = []
+    keys: list[str] = []
+    positions: list[tuple[int, ...]] = []
+    for g in groups:
+        dir_files, dir_keys = found[g.name]
+        positions.append(tuple(range(len(files), len(files) + len(dir_files))))
+        files.extend(dir_files)
+        keys.extend(dir_keys)
+    finder.keep_memo(files, {g.name for g in groups if g.rows})
+    records = _records(files, keys, positions, trust_root, policy, cache, jobs, sweep)
+    return tuple(files), with_current_digests(records, current_digests), tuple(keys)
+
+
+class _DirFinder:
+    """The directories of one walk found through their entries (`DIRSTAT_STAGE`), or file by
+    file (`find`). Not a record: it holds the stat memo once a directory is found again."""
+
+    def __init__(
+        self,
+        tree: safeio.Tree,
+        root: Path,
+        base: Path | None,
+        trust_root: TrustRoot,
+        policy: SignerPolicy,
+        cache: Cache,
+    ) -> None:
+        self.tree, self.root, self.base, self.cache = tree, root, base, cache
+        self.trust_root, self.policy = trust_root, policy
+        self.top = Path(tree.root)
+        self.fixed = (
+            fingerprint(*DIRSTAT_CODE),
+            os.path.abspath(self.top),
+            os.path.abspath(root),
+            os.path.realpath(root),
+            os.path.abspath(base or Path.cwd()),
+            trust_root.sha256,
+            _policy_digest(policy),
+        )
+        self.memo: FileMemo | None = None  # read when a directory is found again
+
+    def served(self, groups: Sequence[StatGroup], sweep: bool) -> dict[str, DirFound]:
+        """Each directory's files and keys: from its entry, else found (and stored when its
+        rows can vouch for it). Those found are found together: one `find_files`, one
+        LoadError naming every problem."""
+        safe = [g for g in groups if g.rows]
+        unsafe = [g for g in groups if not g.rows]
+        found: dict[str, DirFound] = {}
+
+        def make(todo: list[int]) -> list[tuple[Columns, tuple[str, ...]]]:
+            got = self.find([*(safe[i] for i in todo), *unsafe])
+            found.update(got)
+            return [_columns(*got[safe[i].name]) for i in todo]
+
+        parts = [(*self.fixed, g.name, g.rows) for g in safe]
+        stored = self.cache.get_or_make_many(DIRSTAT_STAGE, parts, make, sweep=sweep)
+        if unsafe and not found:
+            found.update(self.find(unsafe))
+        for g, value in zip(safe, stored, strict=True):
+            if g.name not in found:
+                found[g.name] = _found(value)
+        return found
+
+    def find(self, todo: Sequence[StatGroup]) -> dict[str, DirFound]:
+        """Each directory of `todo` found file by file (with the stat memo), its keys derived."""
+        if self.memo is None:
+            self.memo = file_memo(self.cache, [self.top])
+        entries = tuple(sorted((e for g in todo for e in g.entries), key=lambda e: e.rel))
+        part = safeio.Tree(self.tree.root, self.tree.real_root, entries)
+        files = find_files([self.top], self.base, self.root, self.memo, tree=part)
+        parts = file_key_parts(files, self.trust_root, self.policy)
+        keys = self.cache.derive(VERIFY_STAGE, parts).keys
+        out: dict[str, tuple[list[FoundFile], list[str]]] = {}
+        for f, k in zip(files, keys, strict=True):
+            dir_files, dir_keys = out.setdefault(_group_name(f), ([], []))
+            dir_files.append(f)
+            dir_keys.append(k)
+        return {name: (tuple(fs), tuple(ks)) for name, (fs, ks) in out.items()}
+
+    def keep_memo(self, files: Sequence[FoundFile], vouched: set[str]) -> None:
+        """With the stat memo read (a directory was found again): the files of the directories
+        served whole (`vouched`, their names) keep their facts in it, and it is stored."""
+        if self.memo is None:
+            return
+        before, after = self.memo.before, self.memo.after
+        for f in files:
+            if f.real not in after and f.real in before and _group_name(f) in vouched:
+                after[f.real] = before[f.real]
+        keep_file_memo(self.cache, [self.top], self.memo)
+
+
+# a directory's entry: its files' paths, locations, real paths, real root, sha256s and sizes,
+# and their verification keys, as columns (no bytes: a file's are read when needed, `load`)
+Columns = tuple[
+    tuple[str, ...], tuple[str | None, ...], tuple[str, ...], str, tuple[str, ...], tuple[int, ...]
+]
+
+
+def _columns(
+    files: tuple[FoundFile, ...], keys: tuple[str, ...]
+) -> tuple[Columns, tuple[str, ...]]:
+    roots = {f.root for f in files}
+    assert len(roots) == 1, "one directory's files stay in one root"
+    columns = (
+        tuple(f.path for f in files),
+        tuple(f.location for f in files),
+        tuple(f.real for f in files),
+        roots.pop(),
+        tuple(f.sha256 for f in files),
+        tuple(f.size for f in files),
+    )
+    return columns, keys
+
+
+def _found(stored: tuple[Columns, tuple[str, ...]]) -> DirFound:
+    (paths, locations, reals, root, shas, sizes), keys = stored
+    files = tuple(map(FoundFile, paths, locations, reals, repeat(root), shas, sizes))
+    return files, keys
+
+
+def _group_name(f: FoundFile) -> str:
+    """The directory (`StatGroup.name`) of a file found below the evidence root."""
+    return (f.location or f.path).split("/", 2)[1]
 
 
 def file_key_parts(
@@ -127,9 +365,13 @@ def file_key_parts(
     """The parts of each file's verification key: the verifier's code, its path, its location
     (the path check judges it), its bytes' sha256, the trust root and the signer policy."""
     fp = fingerprint(*VERIFY_CODE)
-    policy_digest = hashlib.sha256(repr(policy).encode()).hexdigest()
+    policy_digest = _policy_digest(policy)
     root = trust_root.sha256
     return [(fp, f.path, f.location or "", f.sha256, root, policy_digest) for f in files]
+
+
+def _policy_digest(policy: SignerPolicy) -> str:
+    return hashlib.sha256(repr(policy).encode()).hexdigest()
 
 
 def directory(found: FoundFile) -> str:

@@ -117,15 +117,19 @@ def inputs_key(
 
 def build_key(inputs: BuildOptions, memo: Memo, base: str) -> str:
     """The derived key of the whole build: `inputs_key` (`base`), the evidence tree and the
-    upstream state. One walk of the evidence tree serves both (`safeio.walk`)."""
+    upstream state. One walk of the evidence tree serves both (`safeio.walk`), and the verify
+    stage after them (`Cache.hold_walk`: the build's one walk of the tree)."""
     from generator.evidence.pointer import in_tree
+    from generator.evidence.store import TREE_SUFFIXES
     from generator.evidence.upstream import state_key
 
     # .yaml: upstream pointer files and allowlist.yaml (generator.evidence.upstream), whose
     # records also depend on the OCI cache and the environment (state_key)
     evidence_dir = Path(os.path.abspath(inputs.evidence))
-    suffixes = (".sigstore.json", ".yaml")
+    suffixes = TREE_SUFFIXES
     tree = safeio.walk(evidence_dir, suffixes=suffixes) if evidence_dir.is_dir() else None
+    if tree is not None and memo.cache is not None:  # the verify stage's walk too
+        memo.cache.hold_walk(tree, suffixes)
     evidence = stat_tree_digest(
         memo.cache,
         evidence_dir,
