@@ -147,7 +147,7 @@ class BuildRecord:
     """The last build of an output directory: its key, its report (JSON, parsed afresh for
     each reader) and its file table, every file of the output by relative path (`Published`:
     size, mtime, inode, sha256, source; a sha256 of "" when unknown), held as rows
-    (`FileTable`)."""
+    (`FileTable`), with the blocks it published (`FileTable.blocks`: key → paths)."""
 
     key: str
     report: bytes
@@ -172,30 +172,46 @@ class BuildRecord:
         record's `columns()`, when the caller made them already."""
         c = columns if columns is not None else self.columns()
         fields = (c.rels, c.sizes, c.mtimes, c.inodes, c.shas, c.sources)
+        blocks = dict(self.files.blocks)
         return pickle.dumps(
-            (_RECORD_FORMAT, self.key, self.report, *fields), protocol=pickle.HIGHEST_PROTOCOL
+            (_RECORD_FORMAT, self.key, self.report, *fields, blocks),
+            protocol=pickle.HIGHEST_PROTOCOL,
         )
 
     @staticmethod
     def decode(payload: bytes) -> BuildRecord | None:
         """The record `encode` stored (an authenticated entry: unpickled only once its HMAC
         matched), or None when it is of another format."""
-        columns = pickle.loads(payload)
-        if not isinstance(columns, tuple) or len(columns) != 9 or columns[0] != _RECORD_FORMAT:
+        columns = _columns(payload)
+        if columns is None:
             return None
-        _, key, report, rels, sizes, mtimes, inodes, shas, sources = columns
+        _, key, report, rels, sizes, mtimes, inodes, shas, sources, blocks = columns
         rows = zip(sizes, mtimes, inodes, shas, sources, strict=True)
-        return BuildRecord(key, report, FileTable(dict(zip(rels, rows, strict=True))))
+        return BuildRecord(key, report, FileTable(dict(zip(rels, rows, strict=True)), blocks))
 
     @staticmethod
     def decode_reference(payload: bytes) -> dict[str, Published] | None:
         """The file table of the record `encode` stored, a `Published` made per file (the
         reference of `decode`'s rows: 0.14 CPU-s for 75,715 files where the rows take 0.05)."""
-        columns = pickle.loads(payload)
-        if not isinstance(columns, tuple) or len(columns) != 9 or columns[0] != _RECORD_FORMAT:
+        columns = _columns(payload)
+        if columns is None:
             return None
-        rels, *fields = columns[3:]
+        rels, *fields = columns[3:9]
         return dict(zip(rels, map(Published, *fields), strict=True))
+
+
+def _columns(payload: bytes) -> tuple[Any, ...] | None:
+    """The fields of a stored record (`BuildRecord.encode`), its blocks last: {} for a record
+    of the format before blocks (`_LAST_FORMAT`), whose rows read the same; None for a record
+    of any other format."""
+    columns = pickle.loads(payload)
+    if not isinstance(columns, tuple):
+        return None
+    if len(columns) == 9 and columns[0] == _LAST_FORMAT:
+        return (*columns, {})
+    if len(columns) == 10 and columns[0] == _RECORD_FORMAT:
+        return columns
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,7 +265,8 @@ class RecordedListing:
         return len(self._rows)
 
 
-_RECORD_FORMAT = "build-record 2"
+_RECORD_FORMAT = "build-record 3"  # with the blocks (`FileTable.blocks`)
+_LAST_FORMAT = "build-record 2"  # without: read as a table of no blocks
 # the record of each output directory, read once per build: by `Cache` (one per build), then
 # by the directory's resolved path; `record_build` replaces it
 _RECORDS: weakref.WeakKeyDictionary[Cache, dict[str, BuildRecord | None]] = (
