@@ -6,14 +6,25 @@ recipe's archives and runs as a block and still gives the files of a build from 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import pickle
-from collections.abc import Iterator
+import shutil
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import pytest
+
+from generator.bench.synth import SynthOptions, synthesize
+from generator.evidence import store
+from generator.evidence.view import EvidenceView
+from generator.site import build as build_module
+from generator.site.build import BuildOptions, build_site
 from generator.site.incremental import BuildRecord
 from generator.site.publish import Block, Derived, FileTable, Published, Publisher
+
+EPOCH = 1767225600
 
 
 def _tree(root: Path, files: dict[str, bytes], sources: dict[str, str]) -> dict[str, Published]:
@@ -114,3 +125,82 @@ def test_a_new_tree_table_holds_its_blocks_and_the_record_keeps_them(tmp_path: P
     old = pickle.loads(record.encode())
     legacy = BuildRecord.decode(pickle.dumps(("build-record 2", *old[1:9])))
     assert legacy is not None and legacy.files == table and legacy.files.blocks == {}
+
+
+# --- a real rebuild -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("synth")
+    synthesize(SynthOptions(3, 6, seed=5, jobs=1), out)
+    return out
+
+
+@pytest.fixture
+def world(synth: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[BuildOptions]:
+    monkeypatch.setenv("AICR_CATALOG_CACHE_KEY", str(tmp_path / "cache.key"))
+    monkeypatch.setattr(store, "SETTLED_NS", 0)
+    shutil.copytree(synth / "catalog", tmp_path / "catalog")
+    shutil.copytree(synth / "evidence", tmp_path / "evidence")
+    options = BuildOptions(
+        catalog=tmp_path / "catalog",
+        evidence=tmp_path / "evidence",
+        out=tmp_path / "out" / "site",
+        trust_root=str(synth / "trust" / "synth-root.json"),
+        source_date_epoch=EPOCH,
+        cache_dir=tmp_path / "out" / ".cache" / "bundles",
+        jobs=1,
+    )
+    build_site(options)
+    yield options
+
+
+def _digests(root: Path) -> dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_a_one_run_rebuild_lists_only_the_changed_recipes_block(
+    world: BuildOptions, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One run removed: the rebuild is a delta that carries every recipe's archives and every
+    other recipe name's runs as a block, listing the items of the changed name's block alone;
+    the site is a build from scratch's, and the next build of the same inputs does nothing."""
+    seen: list[Publisher] = []
+    made = build_module._publisher
+
+    def spy(*args: object) -> Publisher:
+        publisher = made(*args)  # type: ignore[arg-type]
+        seen.append(publisher)
+        return publisher
+
+    listed: list[str] = []
+    runs, archives = build_module._runs, build_module._archives
+
+    def runs_spy(group: Sequence[EvidenceView], code: str) -> Iterator[tuple[str, object]]:
+        listed.append(group[0].recipe)
+        return runs(group, code)  # type: ignore[return-value]
+
+    def archives_spy(downloads: Sequence[object]) -> Iterator[tuple[str, object]]:
+        listed.append("archives")
+        return archives(downloads)  # type: ignore[arg-type,return-value]
+
+    monkeypatch.setattr(build_module, "_publisher", spy)
+    monkeypatch.setattr(build_module, "_runs", runs_spy)
+    monkeypatch.setattr(build_module, "_archives", archives_spy)
+    sorted(world.evidence.rglob("*.sigstore.json"))[0].unlink()
+    report = build_site(world)
+    (publisher,) = seen
+    assert publisher.is_delta and report.files_removed >= 2, report
+    assert len(listed) == 1 and listed[0] != "archives", listed
+    blocks = publisher.table().blocks
+    assert publisher.carried == len(blocks) - 1 > 0, (publisher.carried, len(blocks))
+    assert any(rel.startswith("downloads/") for rels in blocks.values() for rel in rels)
+    fresh = dataclasses.replace(world, out=tmp_path / "fresh" / "site", cache_dir=None)
+    build_site(fresh)
+    assert _digests(world.out) == _digests(fresh.out)
+    assert build_site(world) == report  # recorded: nothing to do
