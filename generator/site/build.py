@@ -24,7 +24,7 @@ import yaml
 from generator import __version__
 from generator.core import atomic, safeio, yamlio
 from generator.core.atomic import TreeWriter
-from generator.core.cache import Cache, digest, fingerprint
+from generator.core.cache import Cache, digest, fingerprint, listing_rows
 from generator.core.errors import CatalogError, Diagnostic, LoadError, SiteError
 from generator.core.memo import Memo, derive_key
 from generator.core.outputs import (
@@ -74,7 +74,14 @@ from generator.site.options import (
     static_docs,
 )
 from generator.site.outdir import swap_in
-from generator.site.publish import Derived, FileTable, PublishCounts, Publisher, derived_source
+from generator.site.publish import (
+    Block,
+    Derived,
+    FileTable,
+    PublishCounts,
+    Publisher,
+    derived_source,
+)
 from generator.site.signers import signer_policy
 from generator.site.timeline import Change, site_timeline
 
@@ -688,34 +695,85 @@ def run_engine(
 
 def iter_published(
     site: SiteData, reuse: api.Reuse | None = None
-) -> Iterator[tuple[str, bytes | Derived]]:
+) -> Iterator[tuple[str, bytes | Derived] | Block]:
     """Files served as they are (no page around them): API, badges, bundles, raw evidence;
     one at a time, so the largest (the API) is never all in memory at once. A file whose
     source's digest is known before it is made (an archive, a run's signed statement) comes as
-    `Derived`: the publisher links the previous build's copy instead of making it again."""
+    `Derived`: the publisher links the previous build's copy instead of making it again.
+
+    With `reuse` (a build with a cache), a recipe's archives, and a recipe name's raw runs
+    with their signed statements, come as one `Block` each (`_blocks`), keyed by what they are
+    made from: a rebuild whose previous build published the same block keeps it whole
+    (`Publisher.put_block`), so a one-file change costs a key per recipe, not an item per file.
+    Without, the same files come one by one (the reference: `published_files`)."""
     yield "assets/plotly.min.js", plotly_js()
     yield from api.iter_api_files(site, reuse)
     yield from badges.iter_badge_files(site, reuse)
     yield changelog.FEED, changelog.atom(site, site.site_url)
+    for block in _blocks(site, with_keys=reuse is not None):
+        if reuse is None:
+            yield from block.items()
+        else:
+            yield block
+
+
+PUBLISHED_CODE = "site"  # the code that makes the blocks' files (this module, audit, stages)
+
+
+def _blocks(site: SiteData, *, with_keys: bool) -> Iterator[Block]:
+    """Each recipe's archives, then each recipe name's runs (raw file and signed statement),
+    as a `Block` whose key (`with_keys`; else "") digests every file's path and the digests
+    its source is made of, and the code that makes them (`PUBLISHED_CODE`)."""
+    code = fingerprint(PUBLISHED_CODE) if with_keys else ""
     for r in site.recipes:
-        for p in r.profiles:
-            for d in p.downloads:
-                # the bytes are read (from the render cache) only if not linked
-                yield d.file, Derived(f"archive\0{d.sha256}", functools.partial(_content, d))
+        downloads = tuple(d for p in r.profiles for d in p.downloads)
+        if downloads:
+            key = ""
+            if with_keys:
+                key = digest("archives", code, *(f"{d.file}\0{d.sha256}" for d in downloads))
+            yield Block(key, functools.partial(_archives, downloads))
     published: dict[str, str] = {}
-    code = fingerprint("site/audit.py")
+    groups: dict[str, list[EvidenceView]] = {}
     for e in site.evidence:
         if e.raw:
             rel = e.raw_file
             if rel in published:  # never let one file silently replace another
                 raise SiteError(f"{e.path} and {published[rel]} would both be published as {rel}")
             published[rel] = e.path
-            # the bytes verified, read only when the previous build has no copy of them
-            raw = functools.partial(stages.read_raw, e.raw)
-            yield rel, Derived(derived_source("raw", e.raw.sha256), raw)
-            if e.state != "rejected" and e.raw.statement:  # what was judged, as signed
-                source = derived_source("statement", code, e.raw.sha256)
-                yield statement_file(rel), Derived(source, functools.partial(_statement, raw))
+            groups.setdefault(e.recipe, []).append(e)
+    statement_code = fingerprint("site/audit.py")
+    for runs in groups.values():
+        key = ""
+        if with_keys:
+            parts = (f"{e.raw_file}\0{e.raw.sha256}\0{_signed(e):d}" for e in runs if e.raw)
+            key = digest("runs", code, *parts)
+        yield Block(key, functools.partial(_runs, tuple(runs), statement_code))
+
+
+def _signed(run: EvidenceView) -> bool:
+    """Whether the run's signed statement is published beside its raw file."""
+    return run.raw is not None and run.state != "rejected" and run.raw.statement
+
+
+def _archives(downloads: Sequence[Download]) -> Iterator[tuple[str, bytes | Derived]]:
+    for d in downloads:
+        # the bytes are read (from the render cache) only if not linked
+        yield d.file, Derived(f"archive\0{d.sha256}", functools.partial(_content, d))
+
+
+def _runs(
+    runs: Sequence[EvidenceView], statement_code: str
+) -> Iterator[tuple[str, bytes | Derived]]:
+    for e in runs:
+        if e.raw is None:
+            continue
+        rel = e.raw_file
+        # the bytes verified, read only when the previous build has no copy of them
+        raw = functools.partial(stages.read_raw, e.raw)
+        yield rel, Derived(derived_source("raw", e.raw.sha256), raw)
+        if _signed(e):  # what was judged, as signed
+            source = derived_source("statement", statement_code, e.raw.sha256)
+            yield statement_file(rel), Derived(source, functools.partial(_statement, raw))
 
 
 def _content(download: Download) -> bytes:
@@ -730,7 +788,9 @@ def _statement(raw: Callable[[], bytes]) -> bytes | None:
 def published_files(site: SiteData) -> dict[str, bytes]:
     """Every file `iter_published` gives, made."""
     out: dict[str, bytes] = {}
-    for rel, data in iter_published(site):
+    for item in iter_published(site):
+        assert not isinstance(item, Block), "without reuse, files come one by one"
+        rel, data = item
         made = data.make() if isinstance(data, Derived) else data
         if made is not None:
             out[rel] = made
@@ -930,7 +990,7 @@ class Written:
     notes: tuple[StageNote, ...] = ()  # what the writing left out, and why
     read: int = 0  # pages read from the cache (`Pages`)
     finished: int = 0  # pages finished, not linked (`finish_pages`)
-    table: FileTable | None = None  # a delta's file table (`Publisher.table`)
+    table: FileTable | None = None  # the new file table (`Publisher.table`, `tree_table`)
 
 
 def write_site(
@@ -1004,8 +1064,9 @@ def _publish(
 ) -> FileTable | None:
     """Every published file beside the pages (one unchanged since the previous build of the
     output, by its recorded size, mtime, inode and source, is reused, not made), and the
-    mark of a site; then the new site put in place, as a delta (returning its file table)
-    or as a new tree swapped in whole."""
+    mark of a site; then the new site put in place, as a delta or as a new tree swapped in
+    whole; returns its file table (with the blocks it published, `Publisher.put_block`; None
+    for a build without a cache, which keeps no record)."""
     publisher.put_all(iter_published(site, api_reuse(recipe_keys, publisher.sums)))
     publisher.put(MARKER, marker_bytes(OutputKind.SITE))
     publisher.take_rest()
@@ -1019,7 +1080,9 @@ def _publish(
             )
         PROGRESS.info("swap the finished site into %s", out)
         swap_in(publisher.root, out)
-        return None
+        if recipe_keys is None:  # no cache: no record of this build is kept
+            return None
+        return publisher.tree_table(listing_rows(out))  # the stat of the tree in place
     delta, table = publisher.delta(), publisher.table()
     PROGRESS.info(
         "%d files unchanged since the last build: kept in place; %d to move into %s, %d to remove",
