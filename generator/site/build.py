@@ -24,7 +24,7 @@ import yaml
 from generator import __version__
 from generator.core import atomic, safeio, yamlio
 from generator.core.atomic import TreeWriter
-from generator.core.cache import Cache, digest, fingerprint, listing_rows
+from generator.core.cache import Cache, DerivedKeys, digest, fingerprint, listing_rows
 from generator.core.errors import CatalogError, Diagnostic, LoadError, SiteError
 from generator.core.memo import Memo, derive_key
 from generator.core.outputs import (
@@ -49,8 +49,10 @@ from generator.site.audit import evidence_added, signed_statement, statement_fil
 from generator.site.csp import with_csp
 from generator.site.entry import build_site
 from generator.site.incremental import (
+    GROUPS_STAGE,
     PAGES_STAGE,
     RecipeKeys,
+    StoredGroup,
     StoredPage,
     api_reuse,
     as_recorded,
@@ -399,7 +401,7 @@ class PageRenderer:
     only when --jobs asks for them and there are enough. Not a record: it counts the pages'
     work, rendered, read from the cache and finished (`finish_pages`: the others were linked)."""
 
-    def __init__(self, plan: tuple[pages.PagePlan, ...], jobs: int | None) -> None:
+    def __init__(self, plan: Sequence[pages.PagePlan], jobs: int | None) -> None:
         self.plan, self.jobs = plan, jobs
         self.rendered = self.read = self.finished = 0
 
@@ -455,9 +457,15 @@ def make_pages(
 
 
 def _make_pages(site: SiteData, options: BuildOptions, recipe_keys: RecipeKeys | None) -> Pages:
-    plan = pages.page_plan(site, _contract(options), options.cli_reference)
+    plan = pages.site_plan(site, _contract(options), options.cli_reference)
+    groups = pages.page_groups(site)
     render = PageRenderer(plan, options.jobs)
-    cached = _cached_pages(plan, recipe_keys, render)
+    if recipe_keys is None:
+        for page_group in groups:
+            plan += page_group.plans(site)
+        cached = CachedPages({}, {}, {})
+    else:  # plans the pages of the groups whose pages are not known from their entry
+        cached = _cached_pages(plan, groups, site, recipe_keys, render)
     done, keys = cached.lifted, cached.keys
     todo = [i for i in range(len(plan)) if i not in done and i not in keys]
     done.update(zip(todo, render(todo), strict=True))
@@ -477,6 +485,14 @@ def _make_pages(site: SiteData, options: BuildOptions, recipe_keys: RecipeKeys |
         title = pages.stamped_title(skeleton) if page.stamp else ""
         key = keys.get(i) or digest("lifted", title, *blocks)
         content[html] = PageContent(key, stamp, title, blocks)
+    for group in cached.groups:  # known from their entry: every page left in the cache
+        for rel, stamp, key, skeleton in zip(
+            group.rels, group.stamps, group.keys, group.skeletons, strict=True
+        ):
+            if not stamp or stamp == rel:
+                skeletons[rel] = skeleton
+            stamp = stamp.removesuffix(".md") + ".html" if stamp else ""
+            content[rel.removesuffix(".md") + ".html"] = PageContent(key, stamp, stored=True)
     return Pages(skeletons, content, render, cached.fetch)
 
 
@@ -487,21 +503,81 @@ SKELETONS_STAGE = "page-skeletons"  # the Markdown skeleton of each page the eng
 class CachedPages:
     """The pages `_cached_pages` keyed, by index in the plan: those read from the cache (or
     rendered and stored), the skeletons of the engine's pages whose blocks were left in the
-    cache, every keyed page's cache key, and the fetch of the pages left there."""
+    cache, every keyed page's cache key, and the fetch of the pages left there; and the
+    groups of pages known from their entry (`StoredGroup`), which are not in the plan."""
 
     lifted: dict[int, Lifted]
     skeletons: dict[int, str]
     keys: dict[int, str]
     fetch: Callable[[Sequence[str]], Mapping[str, tuple[str, tuple[str, ...]]]] = _no_fetch
+    groups: tuple[StoredGroup, ...] = ()
 
 
 def _cached_pages(
-    plan: tuple[pages.PagePlan, ...], recipe_keys: RecipeKeys | None, render: PageRenderer
+    plan: list[pages.PagePlan],
+    groups: Sequence[pages.PageGroup],
+    site: SiteData,
+    recipe_keys: RecipeKeys,
+    render: PageRenderer,
 ) -> CachedPages:
-    """The pages made from one recipe's data (`runs` known) and the site-wide pages keyed by
-    what they are made of (`_site_parts`), by index in `plan`: those read from the cache or
-    rendered by `render` and stored, each one's cache key, and the fetch of the others. Empty
-    without `recipe_keys`.
+    """The site-wide pages in `plan`, keyed by what they are made of (`_site_parts`), and the
+    pages made from one recipe name's data (`groups`), keyed by group first: a group whose
+    entry the cache holds (`StoredGroup`, under `RecipeKeys.group_parts`: every input of every
+    one of its pages) is known from it, its pages neither planned nor keyed one by one; the
+    pages of the others are planned (added to `plan`) and keyed page by page (`_KeyedPages`),
+    and their group's entry stored. A group's pages are planned again only when one of them is
+    fetched (`finish_pages`: its finished page cannot be linked from the last build).
+
+    The entries a group's entry names (its pages', its skeletons') count as served for the
+    sweep, unread: a page left in the cache is read only when it is to be finished."""
+    cache = recipe_keys.cache
+    keyed = _KeyedPages(plan, recipe_keys, render)
+    site_pages = list(range(len(plan)))
+    planned: dict[int, range] = {}  # a group's pages in `plan`, by its index in `groups`
+    ran = False
+
+    def plan_group(j: int) -> range:
+        if j not in planned:
+            start = len(plan)
+            plan.extend(groups[j].plans(site))
+            planned[j] = range(start, len(plan))
+        return planned[j]
+
+    def make(todo: list[int]) -> list[StoredGroup]:
+        nonlocal ran
+        ran = True  # the site-wide pages first: the pages are rendered in the plan's order
+        keyed.add([*site_pages, *(i for j in todo for i in plan_group(j))])
+        return [keyed.stored_group(planned[j]) for j in todo]
+
+    parts = [recipe_keys.group_parts(g.kind, g.name, g.runs) for g in groups]
+    stored = cache.get_or_make_many(GROUPS_STAGE, parts, make, sweep=True)
+    if not ran:
+        keyed.add(site_pages)
+    known = {j: g for j, g in enumerate(stored) if j not in planned}
+    cache.serve(DerivedKeys(PAGES_STAGE, tuple(k for g in known.values() for k in g.keys)))
+    shells = tuple(k for g in known.values() for k in g.shells if k)
+    cache.serve(DerivedKeys(SKELETONS_STAGE, shells))
+    by_html: dict[str, int] = {}  # a known group's page -> the group (made when first needed)
+
+    def fetch(rels: Sequence[str]) -> dict[str, tuple[str, tuple[str, ...]]]:
+        unplanned = [rel for rel in rels if rel not in keyed.by_html]
+        if unplanned and not by_html:
+            by_html.update(
+                (rel.removesuffix(".md") + ".html", j) for j, g in known.items() for rel in g.rels
+            )
+        for rel in unplanned:
+            if rel not in keyed.by_html:
+                keyed.left(plan_group(by_html[rel]))
+        return keyed.fetch(rels)
+
+    return CachedPages(keyed.lifted, keyed.skeletons, keyed.keys, fetch, tuple(known.values()))
+
+
+class _KeyedPages:
+    """Pages of a plan keyed one by one, in batches of indices (`add`): those read from the
+    cache (or rendered by `render` and stored), each one's cache key, the skeletons of the
+    engine's pages left in the cache, and the fetch of the pages left there. Not a record: it
+    collects what each batch found.
 
     Only what the build needs is read: a stamped page the cache holds is left there unread
     (its key names its title and blocks), and of a page the engine builds only its Markdown
@@ -512,58 +588,104 @@ def _cached_pages(
 
     Measured, one evidence file removed at 200 recipes x 4,000 runs: the pages of recipes the
     engine builds were read whole, 398 entries of ~55 KB each for their 2 KB skeletons."""
-    if recipe_keys is None:
-        return CachedPages({}, {}, {})
-    cache = recipe_keys.cache
-    parts = _page_parts(plan, recipe_keys)
-    cached = list(parts)
-    held = cache.stored(PAGES_STAGE, [parts[i] for i in cached], sweep=True)
-    keys = {i: key for i, (key, _) in zip(cached, held, strict=True)}
-    engine = [i for i in cached if _engine_builds(plan[i])]
-    # a stamped page: read (rendered) only when the cache does not hold it
-    read = [i for i, (_, there) in zip(cached, held, strict=True) if not there]
-    read = [i for i in read if not _engine_builds(plan[i])]
 
-    def get(indices: list[int]) -> list[Lifted]:
+    def __init__(
+        self, plan: list[pages.PagePlan], recipe_keys: RecipeKeys, render: PageRenderer
+    ) -> None:
+        self.plan, self.recipe_keys, self.render = plan, recipe_keys, render
+        self.cache = recipe_keys.cache
+        self.parts: dict[int, tuple[str, ...]] = {}
+        self.lifted: dict[int, Lifted] = {}
+        self.skeletons: dict[int, str] = {}
+        self.keys: dict[int, str] = {}
+        self.by_html: dict[str, int] = {}  # a page left in the cache -> its index
+
+    def add(self, indices: Sequence[int]) -> None:
+        """Key the pages at `indices` that the cache keeps (`_page_parts`), read or render
+        what the build needs of them now."""
+        plan, cache, lifted = self.plan, self.cache, self.lifted
+        parts = _page_parts(plan, self.recipe_keys, indices)
+        self.parts.update(parts)
+        cached = list(parts)
+        held = cache.stored(PAGES_STAGE, [parts[i] for i in cached], sweep=True)
+        self.keys.update((i, key) for i, (key, _) in zip(cached, held, strict=True))
+        engine = [i for i in cached if _engine_builds(plan[i])]
+        # a stamped page: read (rendered) only when the cache does not hold it
+        read = [i for i, (_, there) in zip(cached, held, strict=True) if not there]
+        read = [i for i in read if not _engine_builds(plan[i])]
+        whole: set[int] = set()
+
+        def make(todo: list[int]) -> list[bytes]:  # engine pages without a stored skeleton
+            indices = [engine[j] for j in todo]
+            whole.update(indices)
+            lifted.update(zip(indices, self.get(indices), strict=True))
+            return [lifted[i][0].encode() for i in indices]
+
+        shells = cache.get_or_make_many(
+            SKELETONS_STAGE, [parts[i] for i in engine], make, sweep=True
+        )  # stored as UTF-8 bytes (see `StoredPage`)
+        self.skeletons.update(
+            (i, s.decode()) for i, s in zip(engine, shells, strict=True) if i not in whole
+        )
+        lifted.update(zip(read, self.get(read), strict=True))
+        self.by_html.update(
+            (plan[i].rel.removesuffix(".md") + ".html", i) for i in cached if i not in lifted
+        )
+
+    def left(self, indices: Sequence[int]) -> None:
+        """The pages at `indices` as left in the cache, unread (fetched when needed)."""
+        parts = _page_parts(self.plan, self.recipe_keys, indices)
+        self.parts.update(parts)
+        self.by_html.update((self.plan[i].rel.removesuffix(".md") + ".html", i) for i in parts)
+
+    def get(self, indices: list[int]) -> list[Lifted]:
+        """The pages at `indices` read from the cache, or rendered and stored."""
+        render = self.render
+
         def make(todo: list[int]) -> list[StoredPage]:
             render.read -= len(todo)  # not in the cache (or a bad entry): rendered
             return [StoredPage(*page) for page in render([indices[j] for j in todo])]
 
         render.read += len(indices)
-        stored = cache.get_or_make_many(PAGES_STAGE, [parts[i] for i in indices], make)
+        parts = self.parts
+        stored = self.cache.get_or_make_many(PAGES_STAGE, [parts[i] for i in indices], make)
         return [(page.skeleton, page.blocks) for page in stored]
 
-    lifted: dict[int, Lifted] = {}
-
-    def whole(todo: list[int]) -> list[bytes]:  # engine pages without a stored skeleton
-        indices = [engine[j] for j in todo]
-        lifted.update(zip(indices, get(indices), strict=True))
-        return [lifted[i][0].encode() for i in indices]
-
-    shells = cache.get_or_make_many(
-        SKELETONS_STAGE, [parts[i] for i in engine], whole, sweep=True
-    )  # stored as UTF-8 bytes (see `StoredPage`)
-    skeletons = {i: s.decode() for i, s in zip(engine, shells, strict=True) if i not in lifted}
-    lifted.update(zip(read, get(read), strict=True))
-    by_html = {plan[i].rel.removesuffix(".md") + ".html": i for i in cached if i not in lifted}
-
-    def fetch(rels: Sequence[str]) -> dict[str, tuple[str, tuple[str, ...]]]:
-        found = get([by_html[rel] for rel in rels])
+    def fetch(self, rels: Sequence[str]) -> dict[str, tuple[str, tuple[str, ...]]]:
+        """The title and blocks of pages left in the cache (site-relative .html)."""
+        plan, by_html = self.plan, self.by_html
+        found = self.get([by_html[rel] for rel in rels])
         return {
             rel: (pages.stamped_title(skeleton) if plan[by_html[rel]].stamp else "", blocks)
             for rel, (skeleton, blocks) in zip(rels, found, strict=True)
         }
 
-    return CachedPages(lifted, skeletons, keys, fetch)
+    def stored_group(self, span: range) -> StoredGroup:
+        """The entry of the group of pages at `span` (all keyed by `add`)."""
+        plan = self.plan
+        engine = [i for i in span if _engine_builds(plan[i])]
+        derived = self.cache.derive(SKELETONS_STAGE, [self.parts[i] for i in engine])
+        shells = dict(zip(engine, derived.keys, strict=True))
+        skeletons = {
+            i: self.lifted[i][0] if i in self.lifted else self.skeletons[i] for i in engine
+        }
+        return StoredGroup(
+            tuple(plan[i].rel for i in span),
+            tuple(plan[i].stamp for i in span),
+            tuple(self.keys[i] for i in span),
+            tuple(shells.get(i, "") for i in span),
+            tuple(skeletons.get(i, "") for i in span),
+        )
 
 
 def _page_parts(
-    plan: tuple[pages.PagePlan, ...], recipe_keys: RecipeKeys
+    plan: Sequence[pages.PagePlan], recipe_keys: RecipeKeys, indices: Sequence[int]
 ) -> dict[int, tuple[str, ...]]:
-    """The key parts of every page the cache keeps, by index in `plan`: a recipe's pages by
+    """The key parts of the pages at `indices` that the cache keeps: a recipe's pages by
     their runs (`RecipeKeys.parts`), the site-wide ones by what they are made of."""
     parts: dict[int, tuple[str, ...]] = {}
-    for i, p in enumerate(plan):
+    for i in indices:
+        p = plan[i]
         if p.runs is not None:
             parts[i] = recipe_keys.parts(p.kind, p.name, p.rel, p.runs)
         elif (site := _site_parts(recipe_keys, p)) is not None:

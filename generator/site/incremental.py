@@ -13,7 +13,8 @@ The cache (`generator.core.cache`) knows no stage; this module holds the site's 
 - `RecipeKeys`: the key parts of the files made from one recipe's data (its pages, its API
   documents), and `api_reuse`, the JSON API's per-recipe files as derived files (linked from
   the previous build when their source is unchanged).
-- `StoredPage`: a lifted page as the pages stage stores it.
+- `StoredPage`: a lifted page as the pages stage stores it; `StoredGroup`: the keys of the
+  pages made from one recipe's data, stored under one key for the recipe.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ if TYPE_CHECKING:  # a no-change build imports none of these (`generator.site.en
 
 BUILD_STAGE = "build"
 PAGES_STAGE = "pages"  # pages and the API's per-recipe parts, made from one recipe's data
+GROUPS_STAGE = "page-groups"  # the keys of the pages made from one recipe's data (`StoredGroup`)
 
 # the engines whose output the site publishes: their versions are inputs of every build
 ENGINES = ("mkdocs", "mkdocs-material", "plotly", "sigstore", "jinja2", "pandas")
@@ -476,19 +478,33 @@ class RecipeKeys:
             sort_keys=True,
             allow_nan=False,
         )
+        self._added = site.evidence_added
         self._runs: dict[int, str] = {}  # by object identity: the build holds every run alive
 
     def _run(self, run: EvidenceView) -> str:
+        """A run's part of a key: its file (path, bytes), id and verdict, and the commit that
+        added its file (a run's page shows it: `pages.run_context`; it comes from the git
+        history, not the file, so its bytes do not name it)."""
         found = self._runs.get(id(run))
         if found is None:
             sha = run.raw.sha256 if run.raw is not None else ""
-            found = self._runs[id(run)] = f"{run.path}\0{run.id}\0{run.state}\0{sha}"
+            commit, date = self._added.get(run.path, ("", ""))
+            found = self._runs[id(run)] = (
+                f"{run.path}\0{run.id}\0{run.state}\0{sha}\0{commit}\0{date}"
+            )
         return found
 
     def parts(
         self, kind: str, name: str, rel: str, runs: Sequence[EvidenceView]
     ) -> tuple[str, ...]:
         return (self.fp, self.base_key, self.shared, kind, name, rel, *map(self._run, runs))
+
+    def group_parts(self, kind: str, name: str, runs: Sequence[EvidenceView]) -> tuple[str, ...]:
+        """The key parts of every page made from one recipe name's data (`pages.PageGroup`):
+        the parts each of its pages is keyed by (`parts`) but the page's own path, which the
+        kind, the name and the runs decide. One key per recipe tells that none of its pages
+        changed (`StoredGroup`)."""
+        return (self.fp, self.base_key, self.shared, "group", kind, name, *map(self._run, runs))
 
 
 @dataclass(frozen=True, slots=True)
@@ -512,6 +528,42 @@ class StoredPage:
 
 def _stored_page(skeleton: bytes, blocks: tuple[bytes, ...]) -> StoredPage:
     return StoredPage(skeleton.decode(), tuple(b.decode() for b in blocks))
+
+
+@dataclass(frozen=True, slots=True)
+class StoredGroup:
+    """The pages made from one recipe name's data (`pages.PageGroup`) as a build keyed them,
+    stored under the group's key (`RecipeKeys.group_parts`, which names every input of every
+    page of the group): each page's docs-relative path, its stamp page ("": the engine builds
+    it), its key in the pages stage (`PAGES_STAGE`, the key of its content) and, for a page
+    the engine builds, its Markdown skeleton and that skeleton's key (`build.SKELETONS_STAGE`;
+    "" for a stamped page). A build that finds a group's entry knows its pages from it: no
+    page of the group is planned, keyed or looked up, and the entries it names are kept
+    (served) without being read. Pickled with its skeletons as UTF-8 bytes (`StoredPage`).
+
+    Measured, one evidence file removed at 1,000 recipes x 20,000 runs (cProfile): 22,025
+    page keys derived and looked up in the store took 0.38 profiled s, the parts they were
+    derived from 0.22 and the 2,000 skeletons read 0.20; the page plan (22,000 pages) 0.35."""
+
+    rels: tuple[str, ...]
+    stamps: tuple[str, ...]
+    keys: tuple[str, ...]
+    shells: tuple[str, ...]
+    skeletons: tuple[str, ...]
+
+    def __reduce__(self) -> tuple[Callable[..., StoredGroup], tuple[Any, ...]]:
+        skeletons = tuple(s.encode() for s in self.skeletons)
+        return _stored_group, (self.rels, self.stamps, self.keys, self.shells, skeletons)
+
+
+def _stored_group(
+    rels: tuple[str, ...],
+    stamps: tuple[str, ...],
+    keys: tuple[str, ...],
+    shells: tuple[str, ...],
+    skeletons: tuple[bytes, ...],
+) -> StoredGroup:
+    return StoredGroup(rels, stamps, keys, shells, tuple(s.decode() for s in skeletons))
 
 
 def api_reuse(recipe_keys: RecipeKeys | None, sums: Mapping[str, str]) -> api.Reuse:
@@ -555,11 +607,13 @@ def api_source_reference(
 
 __all__ = [
     "BUILD_STAGE",
+    "GROUPS_STAGE",
     "PAGES_STAGE",
     "BuildRecord",
     "Columns",
     "RecipeKeys",
     "RecordedListing",
+    "StoredGroup",
     "StoredPage",
     "api_reuse",
     "api_source_reference",

@@ -817,12 +817,10 @@ def _run_plans(
     ]
 
 
-def page_plan(
+def site_plan(
     site: SiteData, contract_markdown: str | None, commands: Sequence[CommandHelp]
-) -> tuple[PagePlan, ...]:
-    """Every generated page, in a stable order: the site-wide pages, then per recipe its page,
-    its evidence page and the page of each of its runs, then the evidence and run pages of
-    names that are not current leaves."""
+) -> list[PagePlan]:
+    """The site-wide pages (`SitePage`: each made from the whole site), in a stable order."""
     plan = [
         _site_page("index.md", "index", dashboard_inputs(site)),
         _site_page("scale.md", "scale", scale_inputs(site, contract_markdown)),
@@ -837,42 +835,77 @@ def page_plan(
     plan[3:3] = [
         _site_page(rel, "evidence", made_of) for rel, made_of in evidence_index_pages(site)
     ]
-    for r in site.recipes:
-        plan.append(
+    return plan
+
+
+@dataclass(frozen=True, slots=True)
+class PageGroup:
+    """The pages made from one recipe name's data: a current leaf's (`kind` "recipe": its
+    page, its evidence page and the page of each of its runs) or a name's that is not one
+    (`kind` "orphan": its evidence page and its runs' pages). Every page of the group is a
+    function of the build's evidence-independent inputs, the kind, the name and `runs` (the
+    recipe's view is made from those): what lets a build know the group's pages unchanged
+    from one key (`incremental.RecipeKeys.group_parts`) without planning them (`plans`)."""
+
+    kind: str
+    name: str
+    runs: tuple[EvidenceView, ...]
+    recipe: RecipeView | None = None
+
+    def plans(self, site: SiteData) -> list[PagePlan]:
+        """The group's pages, in a stable order."""
+        runs, recipe = self.runs, self.recipe
+        if recipe is None:
+            name = self.name
+            evidence = PagePlan(
+                f"evidence/{slug(name)}.md",
+                "orphan",
+                name,
+                runs,
+                lambda: evidence_page(name, runs, site, False),
+            )
+            return [evidence, *_run_plans(runs, site, None)]
+        return [
             PagePlan(
-                f"recipes/{slug(r.name)}.md",
+                f"recipes/{slug(recipe.name)}.md",
                 "recipe",
-                r.name,
-                r.evidence,
-                lambda r=r: recipe_page(r, site),  # type: ignore[misc]
-            )
-        )
-        plan.append(
+                recipe.name,
+                runs,
+                lambda: recipe_page(recipe, site),
+            ),
             PagePlan(
-                f"evidence/{slug(r.name)}.md",
+                f"evidence/{slug(recipe.name)}.md",
                 "evidence",
-                r.name,
-                r.evidence,
-                lambda r=r: evidence_page(r.name, r.evidence, site, True),  # type: ignore[misc]
-            )
-        )
-        plan += _run_plans(r.evidence, site, r)
+                recipe.name,
+                runs,
+                lambda: evidence_page(recipe.name, runs, site, True),
+            ),
+            *_run_plans(runs, site, recipe),
+        ]
+
+
+def page_groups(site: SiteData) -> list[PageGroup]:
+    """The pages made from one recipe name's data, grouped by name: each current leaf's in
+    catalog order, then the names with evidence that are not current leaves, sorted."""
+    groups = [PageGroup("recipe", r.name, r.evidence, r) for r in site.recipes]
     known = {r.name for r in site.recipes}
     orphans: dict[str, list[EvidenceView]] = {}
     for e in site.evidence:
         if e.recipe not in known:
             orphans.setdefault(e.recipe, []).append(e)
-    for name, runs in sorted(orphans.items()):
-        plan.append(
-            PagePlan(
-                f"evidence/{slug(name)}.md",
-                "orphan",
-                name,
-                tuple(runs),
-                lambda name=name, runs=tuple(runs): evidence_page(name, runs, site, False),  # type: ignore[misc]
-            )
-        )
-        plan += _run_plans(runs, site, None)
+    groups += [PageGroup("orphan", name, tuple(runs)) for name, runs in sorted(orphans.items())]
+    return groups
+
+
+def page_plan(
+    site: SiteData, contract_markdown: str | None, commands: Sequence[CommandHelp]
+) -> tuple[PagePlan, ...]:
+    """Every generated page, in a stable order: the site-wide pages, then per recipe its page,
+    its evidence page and the page of each of its runs, then the evidence and run pages of
+    names that are not current leaves (`page_groups`)."""
+    plan = site_plan(site, contract_markdown, commands)
+    for group in page_groups(site):
+        plan += group.plans(site)
     return tuple(plan)
 
 
