@@ -430,7 +430,13 @@ def aggregate(
     result across recipes) computed again from them."""
     if resolved.lanes is None:
         return Aggregation(None)
-    from generator.aggregate import RecipeInput, combine, recipe_parts, record_recipe
+    from generator.aggregate import (
+        RecipeInput,
+        StoredPart,
+        combine,
+        recipe_parts,
+        record_recipe,
+    )
 
     memo = memo or Memo()
     catalog, lanes = resolved.catalog, resolved.lanes
@@ -456,14 +462,23 @@ def aggregate(
         else [None] * len(inputs)
     )
     made = 0
+    fresh: dict[int, RecipePart] = {}  # the parts made here, by their stored form
 
-    def make(todo: list[int]) -> list[RecipePart]:
+    def make(todo: list[int]) -> list[RecipePart | StoredPart]:
         nonlocal made
         made = len(todo)
         PROGRESS.info("aggregate status of %d of %d recipes", len(todo), len(inputs))
-        return recipe_parts([inputs[i] for i in todo], lanes, ladders, demo_roots=demo_roots)
+        parts = recipe_parts([inputs[i] for i in todo], lanes, ladders, demo_roots=demo_roots)
+        if memo.cache is None:  # nothing is stored: the parts as made
+            return list(parts)
+        out: list[RecipePart | StoredPart] = []
+        for part in parts:  # stored as heads and a pickle read when used (`StoredPart`)
+            out.append(StoredPart.of(part))
+            fresh[id(out[-1])] = part  # used as made: in hand
+        return out
 
-    parts, keys = memo.stage_many(AGGREGATE_STAGE, AGGREGATE_CODE, keyed, make)
+    stored, keys = memo.stage_many(AGGREGATE_STAGE, AGGREGATE_CODE, keyed, make)
+    parts = [fresh.get(id(p)) or p for p in stored]
     positions = [tuple(groups.get(n, ())) for n in names]
     status = combine(parts, positions, resolved.results(), demo=bool(demo_roots))
     shares = tuple(map(RecipeShare, names, positions, keys))

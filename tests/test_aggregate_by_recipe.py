@@ -289,3 +289,52 @@ def test_shared_rows_keep_what_equality_does_not_tell_apart(outcome: Outcome) ->
     out = stages.shared(views)
     assert [json.dumps(v.kpis[0].to_json()["value"]) for v in out] == ["0.0", "-0.0", "-0.0"]
     assert out[1].kpis[0] is out[2].kpis[0]
+
+
+def test_stored_parts_are_read_by_their_heads_and_loaded_when_their_rest_is_used(
+    outcome: Outcome, tmp_path: Path
+) -> None:
+    """A part taken from the memo enters the status by its heads (`StoredPart`): reading every
+    recipe's consensus, ceilings and lanes, and the component qualification, unpickles no
+    part; reading one run loads its recipe's part alone; the status equals the whole one,
+    field by field, and pickles as it."""
+    import pickle
+
+    from generator.aggregate import Later, _PartSource
+
+    memo = Memo(Cache(tmp_path / "cache", secret=b"k" * 32))
+    resolved, verification, records = outcome.resolved, outcome.verification, outcome.records
+    by_recipe(resolved, records, verification, memo)
+    expected = whole(outcome, records, verification.demo_roots)
+    before = _PartSource.loaded
+    again = by_recipe(resolved, records, verification, memo)
+    assert again.made == 0 and again.status is not None
+    status = again.status
+    heads = [
+        (s.recipe, s.profile, s.consensus, s.ceiling_lane, s.ceiling_nodes, s.blocked_lane)
+        for s in status.recipes
+    ]
+    lanes = [
+        (ln.lane, ln.state, ln.qualified, ln.passed, ln.failed)
+        for s in status.recipes
+        for ln in s.lanes
+    ]
+    assert heads == [
+        (s.recipe, s.profile, s.consensus, s.ceiling_lane, s.ceiling_nodes, s.blocked_lane)
+        for s in expected.recipes
+    ]
+    assert lanes == [
+        (ln.lane, ln.state, ln.qualified, ln.passed, ln.failed)
+        for s in expected.recipes
+        for ln in s.lanes
+    ]
+    assert status.components == expected.components and status.health == expected.health
+    assert _PartSource.loaded == before  # nothing but heads read
+    assert isinstance(status.recipes[0].checks, Later)
+    last = len(records) - 1
+    assert status.runs[last] == expected.runs[last] and status.runs[last].index == last
+    assert _PartSource.loaded == before + 1  # the part of that run's recipe alone
+    assert status == expected and expected == status
+    assert len(status.runs) == len(records) and list(status.runs) == list(expected.runs)
+    assert pickle.loads(pickle.dumps(status)) == expected
+    assert type(pickle.loads(pickle.dumps(status)).runs) is tuple
