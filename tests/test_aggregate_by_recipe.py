@@ -338,3 +338,26 @@ def test_stored_parts_are_read_by_their_heads_and_loaded_when_their_rest_is_used
     assert len(status.runs) == len(records) and list(status.runs) == list(expected.runs)
     assert pickle.loads(pickle.dumps(status)) == expected
     assert type(pickle.loads(pickle.dumps(status)).runs) is tuple
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_components_of_is_its_pandas_reference(outcome: Outcome, data: st.DataObject) -> None:
+    """The component qualification in plain Python gives what the summary table gave, for the
+    synthetic statuses and for any ceilings (ties across recipes and profiles included) and
+    any subset of the recipe × profile records (a result without one counts no ceiling)."""
+    from generator.aggregate import components_of, components_of_reference
+
+    assert outcome.status is not None
+    statuses = list(outcome.status.recipes)
+    results = outcome.resolved.results()
+    assert components_of(results, statuses) == components_of_reference(results, statuses)
+    lanes = [("", 0), ("s", 8), ("m", 64), ("l", 512)]
+    changed = []
+    for s in statuses:
+        if data.draw(st.booleans()):
+            continue  # left out
+        lane, nodes = data.draw(st.sampled_from(lanes))
+        changed.append(dataclasses.replace(s, ceiling_lane=lane or None, ceiling_nodes=nodes))
+    assert components_of(results, changed) == components_of_reference(results, changed)
+    assert components_of((), changed) == components_of_reference((), changed) == ()
