@@ -1287,6 +1287,9 @@ class StoredPart:
     heads: tuple[tuple[tuple[Any, ...], tuple[tuple[Any, ...], ...]], ...]
     whole: bytes
 
+    def __reduce__(self) -> tuple[type[StoredPart], tuple[Any, ...]]:
+        return StoredPart, constructor_args(self)  # loaded by one constructor call
+
     @staticmethod
     def of(part: RecipePart) -> StoredPart:
         heads = tuple((_RECIPE_HEAD(s), tuple(map(_LANE_HEAD, s.lanes))) for s in part.recipes)

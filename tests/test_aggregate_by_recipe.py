@@ -172,6 +172,7 @@ def test_records_pickled_as_constructor_arguments_round_trip_every_field() -> No
         agg.RecipeStatus,
         agg.RecipePart,
         stages.SealedDownload,
+        agg.StoredPart,
     )
     for cls in classes:
         record = _sentinels(cls)
@@ -184,6 +185,7 @@ def test_records_pickled_as_constructor_arguments_round_trip_every_field() -> No
         # no state to set after construction (the BUILD opcode calls `__setstate__`)
         ops = {op.name for op, _, _ in pickletools.genops(pickle.dumps(record, protocol=5))}
         assert "BUILD" not in ops and loaded == record, cls
+        assert model.constructor_args(record) == model.constructor_args_reference(record), cls
 
 
 def test_a_recipes_views_are_stored_with_equal_rows_shared_and_load_equal(
