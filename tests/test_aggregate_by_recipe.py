@@ -363,3 +363,35 @@ def test_components_of_is_its_pandas_reference(outcome: Outcome, data: st.DataOb
         changed.append(dataclasses.replace(s, ceiling_lane=lane or None, ceiling_nodes=nodes))
     assert components_of(results, changed) == components_of_reference(results, changed)
     assert components_of((), changed) == components_of_reference((), changed) == ()
+
+
+def test_the_sites_health_of_a_leaf_is_the_aggregate_stages(outcome: Outcome) -> None:
+    """The site takes each leaf's health from the status (`_recipe_views`), where the aggregate
+    stage found it by the rules `stages.structural_health` applies: the same three values for
+    every leaf, a leaf pinned to a pre-release (warn) included."""
+    from generator.aggregate import HealthStatus
+    from generator.aggregate import structural_health as tables
+    from generator.site import stages
+    from generator.site.build import leaves
+
+    assert outcome.status is not None
+    by_leaf = {h.recipe: h for h in outcome.status.health}
+    shown = leaves(outcome)
+    assert shown and set(shown) <= set(by_leaf)
+    for leaf, results in shown.items():
+        h = by_leaf[leaf]
+        assert (h.health, h.coverage, h.problems) == stages.structural_health(results)
+    leaf, results = next(iter(shown.items()))
+    first = results[0]
+    comp = next(c for c in first.components if c.version)
+    odd = dataclasses.replace(
+        first,
+        components=tuple(
+            dataclasses.replace(c, version="1.0.0-rc.1") if c is comp else c
+            for c in first.components
+        ),
+    )
+    row = tables([odd]).iloc[0]
+    warned = HealthStatus(row["recipe"], row["health"], row["coverage"], tuple(row["problems"]))
+    assert warned.health == "warn"
+    assert (warned.health, warned.coverage, warned.problems) == stages.structural_health([odd])
