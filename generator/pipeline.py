@@ -41,7 +41,7 @@ from generator.evidence.stage import VerificationRun
 from generator.evidence.trustroot import PUBLIC_GOOD
 
 if TYPE_CHECKING:  # pandas and sigstore load when a stage runs
-    from generator.aggregate import RecipeInput, RecipePart, Status
+    from generator.aggregate import RecipeInput, RecipePart, Status, StoredPart
     from generator.catalog.lanes import Lanes
 
 PROGRESS = logging.getLogger("aicr_catalog.build")  # `build` shows it on stderr
@@ -415,6 +415,19 @@ def _keyed(
     ]
 
 
+def _stored(parts: Sequence[RecipePart], fresh: dict[int, RecipePart]) -> list[StoredPart]:
+    """The parts as the stage stores them: each as heads and a pickle read when used
+    (`generator.aggregate.StoredPart`), each kept in `fresh` by its stored form's identity
+    (a part made by this run is used as made: in hand)."""
+    from generator.aggregate import StoredPart
+
+    out = []
+    for part in parts:
+        out.append(StoredPart.of(part))
+        fresh[id(out[-1])] = part
+    return out
+
+
 def aggregate(
     resolved: Resolved,
     records: tuple[Evidence, ...],
@@ -456,14 +469,17 @@ def aggregate(
         else [None] * len(inputs)
     )
     made = 0
+    fresh: dict[int, RecipePart] = {}  # the parts made here, by their stored form
 
-    def make(todo: list[int]) -> list[RecipePart]:
+    def make(todo: list[int]) -> Sequence[RecipePart | StoredPart]:
         nonlocal made
         made = len(todo)
         PROGRESS.info("aggregate status of %d of %d recipes", len(todo), len(inputs))
-        return recipe_parts([inputs[i] for i in todo], lanes, ladders, demo_roots=demo_roots)
+        parts = recipe_parts([inputs[i] for i in todo], lanes, ladders, demo_roots=demo_roots)
+        return _stored(parts, fresh) if memo.cache is not None else list(parts)
 
-    parts, keys = memo.stage_many(AGGREGATE_STAGE, AGGREGATE_CODE, keyed, make)
+    stored, keys = memo.stage_many(AGGREGATE_STAGE, AGGREGATE_CODE, keyed, make)
+    parts = [fresh.get(id(p)) or p for p in stored]
     positions = [tuple(groups.get(n, ())) for n in names]
     status = combine(parts, positions, resolved.results(), demo=bool(demo_roots))
     shares = tuple(map(RecipeShare, names, positions, keys))

@@ -172,6 +172,7 @@ def test_records_pickled_as_constructor_arguments_round_trip_every_field() -> No
         agg.RecipeStatus,
         agg.RecipePart,
         stages.SealedDownload,
+        agg.StoredPart,
     )
     for cls in classes:
         record = _sentinels(cls)
@@ -184,6 +185,7 @@ def test_records_pickled_as_constructor_arguments_round_trip_every_field() -> No
         # no state to set after construction (the BUILD opcode calls `__setstate__`)
         ops = {op.name for op, _, _ in pickletools.genops(pickle.dumps(record, protocol=5))}
         assert "BUILD" not in ops and loaded == record, cls
+        assert model.constructor_args(record) == model.constructor_args_reference(record), cls
 
 
 def test_a_recipes_views_are_stored_with_equal_rows_shared_and_load_equal(
@@ -289,3 +291,107 @@ def test_shared_rows_keep_what_equality_does_not_tell_apart(outcome: Outcome) ->
     out = stages.shared(views)
     assert [json.dumps(v.kpis[0].to_json()["value"]) for v in out] == ["0.0", "-0.0", "-0.0"]
     assert out[1].kpis[0] is out[2].kpis[0]
+
+
+def test_stored_parts_are_read_by_their_heads_and_loaded_when_their_rest_is_used(
+    outcome: Outcome, tmp_path: Path
+) -> None:
+    """A part taken from the memo enters the status by its heads (`StoredPart`): reading every
+    recipe's consensus, ceilings and lanes, and the component qualification, unpickles no
+    part; reading one run loads its recipe's part alone; the status equals the whole one,
+    field by field, and pickles as it."""
+    import pickle
+
+    from generator.aggregate import Later, _PartSource
+
+    memo = Memo(Cache(tmp_path / "cache", secret=b"k" * 32))
+    resolved, verification, records = outcome.resolved, outcome.verification, outcome.records
+    by_recipe(resolved, records, verification, memo)
+    expected = whole(outcome, records, verification.demo_roots)
+    before = _PartSource.loaded
+    again = by_recipe(resolved, records, verification, memo)
+    assert again.made == 0 and again.status is not None
+    status = again.status
+    heads = [
+        (s.recipe, s.profile, s.consensus, s.ceiling_lane, s.ceiling_nodes, s.blocked_lane)
+        for s in status.recipes
+    ]
+    lanes = [
+        (ln.lane, ln.state, ln.qualified, ln.passed, ln.failed)
+        for s in status.recipes
+        for ln in s.lanes
+    ]
+    assert heads == [
+        (s.recipe, s.profile, s.consensus, s.ceiling_lane, s.ceiling_nodes, s.blocked_lane)
+        for s in expected.recipes
+    ]
+    assert lanes == [
+        (ln.lane, ln.state, ln.qualified, ln.passed, ln.failed)
+        for s in expected.recipes
+        for ln in s.lanes
+    ]
+    assert status.components == expected.components and status.health == expected.health
+    assert _PartSource.loaded == before  # nothing but heads read
+    assert isinstance(status.recipes[0].checks, Later)
+    last = len(records) - 1
+    assert status.runs[last] == expected.runs[last] and status.runs[last].index == last
+    assert _PartSource.loaded == before + 1  # the part of that run's recipe alone
+    assert status == expected and expected == status
+    assert len(status.runs) == len(records) and list(status.runs) == list(expected.runs)
+    assert pickle.loads(pickle.dumps(status)) == expected
+    assert type(pickle.loads(pickle.dumps(status)).runs) is tuple
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_components_of_is_its_pandas_reference(outcome: Outcome, data: st.DataObject) -> None:
+    """The component qualification in plain Python gives what the summary table gave, for the
+    synthetic statuses and for any ceilings (ties across recipes and profiles included) and
+    any subset of the recipe × profile records (a result without one counts no ceiling)."""
+    from generator.aggregate import components_of, components_of_reference
+
+    assert outcome.status is not None
+    statuses = list(outcome.status.recipes)
+    results = outcome.resolved.results()
+    assert components_of(results, statuses) == components_of_reference(results, statuses)
+    lanes = [("", 0), ("s", 8), ("m", 64), ("l", 512)]
+    changed = []
+    for s in statuses:
+        if data.draw(st.booleans()):
+            continue  # left out
+        lane, nodes = data.draw(st.sampled_from(lanes))
+        changed.append(dataclasses.replace(s, ceiling_lane=lane or None, ceiling_nodes=nodes))
+    assert components_of(results, changed) == components_of_reference(results, changed)
+    assert components_of((), changed) == components_of_reference((), changed) == ()
+
+
+def test_the_sites_health_of_a_leaf_is_the_aggregate_stages(outcome: Outcome) -> None:
+    """The site takes each leaf's health from the status (`_recipe_views`), where the aggregate
+    stage found it by the rules `stages.structural_health` applies: the same three values for
+    every leaf, a leaf pinned to a pre-release (warn) included."""
+    from generator.aggregate import HealthStatus
+    from generator.aggregate import structural_health as tables
+    from generator.site import stages
+    from generator.site.build import leaves
+
+    assert outcome.status is not None
+    by_leaf = {h.recipe: h for h in outcome.status.health}
+    shown = leaves(outcome)
+    assert shown and set(shown) <= set(by_leaf)
+    for leaf, results in shown.items():
+        h = by_leaf[leaf]
+        assert (h.health, h.coverage, h.problems) == stages.structural_health(results)
+    leaf, results = next(iter(shown.items()))
+    first = results[0]
+    comp = next(c for c in first.components if c.version)
+    odd = dataclasses.replace(
+        first,
+        components=tuple(
+            dataclasses.replace(c, version="1.0.0-rc.1") if c is comp else c
+            for c in first.components
+        ),
+    )
+    row = tables([odd]).iloc[0]
+    warned = HealthStatus(row["recipe"], row["health"], row["coverage"], tuple(row["problems"]))
+    assert warned.health == "warn"
+    assert (warned.health, warned.coverage, warned.problems) == stages.structural_health([odd])

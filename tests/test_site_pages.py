@@ -374,6 +374,25 @@ def test_summary_counts_signers_by_allowlist_entry_and_proposed_thresholds() -> 
     assert out.proposed == 1 and "1 threshold still proposed" in out.text
 
 
+def test_proposed_thresholds_read_once_per_ladder_are_the_reference() -> None:
+    """`_proposed` reads each lane's KPIs once for a ladder (the same tuple) and counts what
+    its reference, reading them on every call, counts; another ladder is read again."""
+    from generator.site.summary import _proposed, _proposed_reference
+
+    s = site()
+    kpis = (
+        [{"id": "k1", "status": "proposed"}, {"id": "k2", "status": "adopted"}],
+        [{"id": "k1", "status": "proposed"}, {"id": "k3", "status": "proposed"}, "odd"],
+    )
+    lanes = tuple(replace(ln, raw={"kpis": k}) for ln, k in zip(s.lanes, kpis, strict=False))
+    other = (replace(lanes[0], raw={"kpis": [{"id": "k9", "status": "proposed"}]}), *lanes[1:])
+    names = [ln.name for ln in lanes]
+    for ladder in (lanes, other, lanes):
+        for wanted in ([], names[:1], names[1:], names, ["none"]):
+            assert _proposed(ladder, wanted) == _proposed_reference(ladder, wanted)
+    assert _proposed(lanes, names) == 2 and _proposed(other, names[:1]) == 1
+
+
 def test_kpi_chart_text_from_evidence_is_escaped_for_plotly() -> None:
     from generator.site.charts import kpi_figures
 
@@ -438,6 +457,12 @@ def test_changelog_lists_new_recipes_from_git_history_and_evidence(tmp_path: Pat
     assert b"<title>new recipe: demo-recipe</title>" in feed
     assert b'<link href="https://example.invalid/cat/recipes/demo-recipe.html"/>' in feed
     assert changelog.atom(s) == changelog.atom(s)
+    # made once for a site (the page and the feed ask in turn), as the reference makes them
+    first = changelog.entries(s)
+    first.clear()  # each caller has its own list
+    assert changelog.entries(s) == changelog.entries_reference(s) != []
+    other = replace(s, recipes_added=())
+    assert changelog.entries(other) == changelog.entries_reference(other) != changelog.entries(s)
 
 
 def test_a_run_page_title_is_escaped_when_stamped_into_the_built_page() -> None:

@@ -8,9 +8,10 @@ site, release) count only `VerifiedEvidence` whose `counted` is true.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from operator import attrgetter
 from typing import Any
 
 from generator.core import linearmatch
@@ -25,8 +26,31 @@ def constructor_args(record: Any) -> tuple[Any, ...]:
     `object.__setattr__` per field: 1.75 s over 123,636 objects in a profiled evidence-only
     rebuild at 1,000 × 20,000). Loading the stored entries at 200 × 4,000, collector paused:
     verify 0.27 → 0.25 s, aggregate 0.074 → 0.059 s CPU. A field added to the record is in
-    it (`tests/test_aggregate_by_recipe.py` round-trips every field)."""
+    it (`tests/test_aggregate_by_recipe.py` round-trips every field).
+
+    Read through one `operator.attrgetter` per type (made on first use), the reference being
+    `getattr` of each slot (`constructor_args_reference`): 0.9 -> 0.3 µs for a record of 13
+    fields (100,000 calls, CPU). Every build judges its 20,000 cached records (`judged`)."""
+    getter = _GETTERS.get(type(record))
+    if getter is None:
+        getter = _GETTERS[type(record)] = _getter(type(record).__slots__)
+    return getter(record)
+
+
+def constructor_args_reference(record: Any) -> tuple[Any, ...]:
+    """`constructor_args` by `getattr` of each slot (the reference)."""
     return tuple(getattr(record, name) for name in record.__slots__)
+
+
+_GETTERS: dict[type, Callable[[Any], tuple[Any, ...]]] = {}
+
+
+def _getter(names: Sequence[str]) -> Callable[[Any], tuple[Any, ...]]:
+    """A function giving the values of `names` as a tuple (attrgetter of one name gives the
+    value, of none is an error)."""
+    if len(names) > 1:
+        return attrgetter(*names)
+    return lambda record: tuple(getattr(record, n) for n in names)
 
 
 # in-toto / DSSE constants
@@ -333,7 +357,7 @@ class VerifiedEvidence:
         stale = current_digest != self.statement.recipe_digest
         if stale is self.stale and current_digest == self.current_digest:
             return self
-        args: tuple[Any, ...] = (*constructor_args(self)[:-2], stale, current_digest)
+        args: list[Any] = [*_VERIFIED_HEAD(self), stale, current_digest]
         return VerifiedEvidence(*args)
 
     def judged_reference(self, current_digest: str | None) -> VerifiedEvidence:
@@ -371,6 +395,12 @@ class VerifiedEvidence:
             f"{self.statement.recipe} is {self.current_digest or 'unknown (recipe not found)'}; "
             "shown, not counted"
         )
+
+
+# the fields `judged` keeps, in the constructor's order before the two it sets
+_VERIFIED_HEAD = attrgetter(*VerifiedEvidence.__slots__[:-2])
+if VerifiedEvidence.__slots__[-2:] != ("stale", "current_digest"):  # pragma: no cover
+    raise AssertionError("VerifiedEvidence.judged sets its last two fields")
 
 
 @dataclass(frozen=True, slots=True)

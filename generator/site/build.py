@@ -217,10 +217,18 @@ def _recipe_views(
     by_recipe: dict[str, list[EvidenceView]] = {}
     for e in judged.runs:
         by_recipe.setdefault(e.recipe, []).append(e)
+    # each leaf's health as the aggregate stage found it (memoized with the recipe's part),
+    # the rules `stages.structural_health` applies: not computed again for every leaf
+    aggregated = {h.recipe: h for h in outcome.status.health} if outcome.status else {}
     recipes = []
     for leaf, results in leaves(outcome).items():
         runs = tuple(by_recipe.get(leaf, ()))
-        health, coverage, reasons = stages.structural_health(results)
+        found = aggregated.get(leaf) if results else None
+        health, coverage, reasons = (
+            (found.health, found.coverage, found.problems)
+            if found is not None
+            else stages.structural_health(results)
+        )
         views = tuple(
             _profile_view(
                 r,

@@ -70,6 +70,17 @@ def band(profile: ScaleProfile | None) -> str:
 
 def _proposed(lanes: Sequence[LaneView], names: Sequence[str]) -> int:
     """Distinct KPIs whose threshold is still proposed on any of the lanes `names`."""
+    by_lane = _proposed_by_lane(lanes)
+    wanted = set(names)
+    ids: set[str] = set()
+    for lane in lanes:
+        if lane.name in wanted:
+            ids.update(by_lane[id(lane)])
+    return len(ids)
+
+
+def _proposed_reference(lanes: Sequence[LaneView], names: Sequence[str]) -> int:
+    """`_proposed` reading every lane's KPIs on each call (the reference)."""
     wanted = set(names)
     ids: set[str] = set()
     for lane in lanes:
@@ -79,6 +90,29 @@ def _proposed(lanes: Sequence[LaneView], names: Sequence[str]) -> int:
             if isinstance(k, Mapping) and str(k.get("status", "")) == "proposed":
                 ids.add(str(k.get("id", "")))
     return len(ids)
+
+
+# the ladder `_proposed_by_lane` read last, and what it found: one site's lanes are read once
+_LAST_LANES: list[tuple[Sequence[LaneView], dict[int, frozenset[str]]]] = []
+
+
+def _proposed_by_lane(lanes: Sequence[LaneView]) -> dict[int, frozenset[str]]:
+    """Each lane's proposed KPI ids, by the lane's identity, read once per `lanes` (the same
+    object: every summary of a site is made against the site's `lanes`, 2,000 summaries at
+    1,000 recipes, each of which read the KPIs of every lane: 0.09 of 0.18 profiled s). The
+    lanes are held with their ids, so an id cannot be another lane's."""
+    if _LAST_LANES and _LAST_LANES[0][0] is lanes:
+        return _LAST_LANES[0][1]
+    found = {
+        id(lane): frozenset(
+            str(k.get("id", ""))
+            for k in lane.raw.get("kpis") or ()
+            if isinstance(k, Mapping) and str(k.get("status", "")) == "proposed"
+        )
+        for lane in lanes
+    }
+    _LAST_LANES[:] = [(lanes, found)]
+    return found
 
 
 def _signers_text(signers: Sequence[Signer]) -> str:
