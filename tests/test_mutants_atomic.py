@@ -441,3 +441,58 @@ def test_create_once_never_follows_a_link_swapped_in_for_its_temporary(
     entry = tmp_path / "entry"
     assert entry.is_symlink()
     assert entry.lstat().st_ino != secret.stat().st_ino
+
+
+# --- write_atomic_group: several files of one directory, the directory opened once -----------
+
+
+def _tree(root: Path) -> dict[str, tuple[bytes | None, int]]:
+    """Every entry below `root`: file bytes (None for a directory or link) and mode."""
+    out: dict[str, tuple[bytes | None, int]] = {}
+    for path in sorted(root.rglob("*")):
+        st = path.lstat()
+        data = path.read_bytes() if stat.S_ISREG(st.st_mode) else None
+        out[str(path.relative_to(root))] = (data, stat.S_IMODE(st.st_mode))
+    return out
+
+
+def test_a_group_writes_what_its_write_atomic_calls_write(tmp_path: Path) -> None:
+    """The reference: one `write_atomic(directory / name, data, root=root)` a file."""
+    files = [("a.tar.gz", b"archive"), ("a.tar.gz.hmac", b"seal"), ("a.tar.gz.digest", b"d\n")]
+    for case in ("missing", "there"):  # the directory made by the write, or replaced into
+        ref, new = tmp_path / case / "ref", tmp_path / case / "new"
+        for root in (ref, new):
+            if case == "there":
+                (root / "c").mkdir(parents=True)
+                (root / "c" / "a.tar.gz").write_bytes(b"old")
+        for name, data in files:
+            write_atomic(ref / "c" / name, data, root=ref)
+        atomic.write_atomic_group(new / "c", files, root=new)
+        assert _tree(new) == _tree(ref)
+        assert _tree(new)["c/a.tar.gz"][0] == b"archive"
+    atomic.write_atomic_group(tmp_path / "none", [], root=tmp_path)  # nothing: nothing made
+    assert not (tmp_path / "none").exists()
+
+
+def test_a_group_refuses_what_write_atomic_refuses(tmp_path: Path) -> None:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    outside.mkdir()
+    root.mkdir()
+    (root / "a").symlink_to(outside)
+    with pytest.raises(Refusal) as e:  # a link on the way
+        atomic.write_atomic_group(root / "a", [("x", b"x")], root=root)
+    assert e.value.rule == atomic.WRITE_LINK and list(outside.iterdir()) == []
+    (outside / "victim").write_text("precious\n")
+    (root / "d").mkdir()
+    (root / "d" / "link").symlink_to(outside / "victim")
+    with pytest.raises(Refusal) as e:  # a link at a target: the files before it are written
+        atomic.write_atomic_group(root / "d", [("first", b"1"), ("link", b"x")], root=root)
+    assert e.value.rule == atomic.WRITE_LINK
+    assert (root / "d" / "first").read_bytes() == b"1"
+    assert (outside / "victim").read_text() == "precious\n"
+    assert sorted(p.name for p in (root / "d").iterdir()) == ["first", "link"]  # no temporary
+    for bad in ("", ".", "..", "x/y"):
+        with pytest.raises(Refusal, match="is not a file name"):
+            atomic.write_atomic_group(root / "d", [(bad, b"x")], root=root)
+    with pytest.raises(Refusal, match="lies outside"):
+        atomic.write_atomic_group(outside, [("x", b"x")], root=root)

@@ -33,6 +33,7 @@ import secrets
 import shutil
 import stat
 import tarfile
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 
@@ -122,25 +123,62 @@ def write_atomic(
     `Refusal` (a `LoadError`: a located error, exit 1)."""
     path = Path(path)
     dir_fd, name = _open_parent(path, Path(root) if root is not None else None)
-    tmp = f".{name}.{secrets.token_hex(6)}.tmp"
     try:
-        _check_target(dir_fd, name, path)
-        try:
-            fd = os.open(tmp, _NEW_FILE, 0o600 if mode is not None else 0o666, dir_fd=dir_fd)
-        except OSError as e:
-            raise Refusal(WRITE_FAILED, f"cannot write: {e.strerror}", path) from None
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                if mode is not None:
-                    os.fchmod(fh.fileno(), mode)
-            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=dir_fd)
-            raise
+        _replace_in(dir_fd, name, data, mode, path)
     finally:
         os.close(dir_fd)
+
+
+def write_atomic_group(
+    directory: Path | str, files: Sequence[tuple[str, bytes]], *, root: Path | str | None = None
+) -> None:
+    """`write_atomic(directory / name, data, root=root)` for each `(name, data)` of `files`, in
+    order, with the directory opened (and made, when missing) once for all of them instead of
+    once a file: for a few files that belong together (a cached archive, its seal and its
+    digest). Each file is replaced atomically on its own, as `write_atomic` replaces it (a
+    reader sees its old or its new content, not the group at once); a failure leaves the files
+    before it written and those after it untouched. `name` is one path segment.
+
+    Reference: the `write_atomic` calls (tests/test_mutants_atomic.py compares the two).
+    Measured on the render cache's three files an archive (1,600 archives of 10 KB, one
+    process): 65,626 -> 52,826 system calls (a `mkdir`, an `openat` of the directory, its
+    `close` and a `stat` less per file after the first), user CPU 0.15-0.18 -> 0.08-0.15 s;
+    the system time is that of creating the files (the `openat(O_CREAT)` of each temporary,
+    63-148 us each on the loaded machine), which this does not change."""
+    if not files:
+        return
+    for name, _ in files:
+        if name in ("", ".", "..") or "/" in name or "\\" in name:
+            raise Refusal(WRITE_FAILED, "is not a file name", Path(directory) / name)
+    base = Path(directory)
+    first = base / files[0][0]
+    dir_fd, _ = _open_parent(first, Path(root) if root is not None else None)
+    try:
+        for name, data in files:
+            _replace_in(dir_fd, name, data, None, base / name)
+    finally:
+        os.close(dir_fd)
+
+
+def _replace_in(dir_fd: int, name: str, data: bytes, mode: int | None, path: Path) -> None:
+    """Replace `name` in the open directory `dir_fd` with `data` (a new temporary file renamed
+    over it), `path` naming it in errors."""
+    tmp = f".{name}.{secrets.token_hex(6)}.tmp"
+    _check_target(dir_fd, name, path)
+    try:
+        fd = os.open(tmp, _NEW_FILE, 0o600 if mode is not None else 0o666, dir_fd=dir_fd)
+    except OSError as e:
+        raise Refusal(WRITE_FAILED, f"cannot write: {e.strerror}", path) from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            if mode is not None:
+                os.fchmod(fh.fileno(), mode)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
 
 
 def make_dirs(path: Path | str, *, exist_ok: bool = True) -> None:

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from generator import __version__
 from generator.core import safeio
-from generator.core.atomic import remove, write_atomic
+from generator.core.atomic import remove, write_atomic, write_atomic_group
 from generator.core.errors import RenderError
 from generator.core.records import RecipeResult
 from generator.render.common import TEMPLATES, Deployer, GitOpsTarget, deployer_of
@@ -96,12 +96,16 @@ def cached_archive(
     if stored is not None:
         return stored
     key = render_key(result, deployer, tgt, mtime)
-    path = Path(cache_dir) / _entry_name(key, result, deployer)
-    seal = path.with_name(path.name + ".hmac")
+    entry = _entry_name(key, result, deployer)
     data = archive_bytes(render_bundle(result, deployer, manifests, target=tgt), name, mtime=mtime)
-    write_atomic(path, data, root=cache_dir)
-    write_atomic(seal, _seal(key, data).encode(), root=cache_dir)
-    _write_digest(path, key, data, cache_dir)
+    line, _ = _digest_line(key, data)
+    # the archive, its seal and its digest, in that order, each replaced atomically (as three
+    # `write_atomic` calls would), the cache directory opened once for the three
+    write_atomic_group(
+        cache_dir,
+        ((entry, data), (entry + ".hmac", _seal(key, data).encode()), (entry + DIGEST, line)),
+        root=cache_dir,
+    )
     return data
 
 
@@ -193,12 +197,18 @@ def _digest_mac(key: str, sha: str, size: int) -> str:
     return hmac.new(_secret(_key_path()), message, hashlib.sha256).hexdigest()
 
 
+def _digest_line(key: str, data: bytes) -> tuple[bytes, tuple[str, int]]:
+    """The sealed digest of the archive `data` (the `.digest` file's line) and its (sha256,
+    size)."""
+    sha, size = hashlib.sha256(data).hexdigest(), len(data)
+    return f"{sha} {size} {_digest_mac(key, sha, size)}\n".encode(), (sha, size)
+
+
 def _write_digest(path: Path, key: str, data: bytes, cache_dir: Path) -> tuple[str, int]:
     """Seal the sha256 and size of `data`, the archive at `path`, beside it."""
-    sha, size = hashlib.sha256(data).hexdigest(), len(data)
-    line = f"{sha} {size} {_digest_mac(key, sha, size)}\n"
-    write_atomic(path.with_name(path.name + DIGEST), line.encode(), root=cache_dir)
-    return sha, size
+    line, known = _digest_line(key, data)
+    write_atomic(path.with_name(path.name + DIGEST), line, root=cache_dir)
+    return known
 
 
 def _read_digest(path: Path, key: str) -> tuple[str, int] | None:
