@@ -1276,6 +1276,8 @@ class StoredPart:
     the recipe, the API index, the component qualification): their runs (20 a recipe) and
     check rows (about 100) were unpickled and rebased for nothing. At 1,000 x 20,000 the 1,000
     parts unpickled whole took 0.64 s CPU (collector on, load ~4), 0.36 s of it the checks.
+    The stage with every part memoized, at 200 x 4,000 (min of 5, three interleaved pairs,
+    load ~8): 0.19-0.26 -> 0.031-0.034 s CPU.
     The reference is the part itself: `combine` of stored parts gives a status equal, field
     by field, to `combine` of the parts (tests/test_aggregate_by_recipe.py).
 
