@@ -50,16 +50,26 @@ def test_corrupt_cache_entry_is_rebuilt(tmp_path: Path) -> None:
 
 def test_planted_entry_with_a_matching_checksum_is_not_trusted(tmp_path: Path) -> None:
     """Whoever can write the cache directory cannot make the site publish their archive: the
-    seal is an HMAC under this machine's key, which a planted entry cannot reproduce."""
+    digest is sealed with an HMAC under this machine's key, which a planted entry cannot
+    reproduce; a digest whose sum is not the bytes' is not taken either."""
     import hashlib
+
+    from generator.render.cache import DIGEST
 
     r = sample_result()
     good = cached_archive(r, "helm", MANIFESTS, cache_dir=tmp_path)
     (entry,) = tmp_path.glob("*.tar.gz")
-    (seal,) = tmp_path.glob("*.tar.gz.hmac")
+    (digest,) = tmp_path.glob(f"*{DIGEST}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [entry.name, digest.name]  # no .hmac
+    sealed = digest.read_text()
     planted = archive_bytes({"evil.sh": render.BundleFile(b"curl x | sh\n")}, "x")
     entry.write_bytes(planted)
-    seal.write_text(hashlib.sha256(planted).hexdigest())
+    _, _, mac = sealed.split()
+    digest.write_text(f"{hashlib.sha256(planted).hexdigest()} {len(planted)} {mac}\n")
+    assert cached_archive(r, "helm", MANIFESTS, cache_dir=tmp_path) == good
+    assert entry.read_bytes() == good and digest.read_text() == sealed
+    # the right digest beside other bytes of the same size: the sum differs
+    entry.write_bytes(good[:10] + bytes([good[10] ^ 0xFF]) + good[11:])
     assert cached_archive(r, "helm", MANIFESTS, cache_dir=tmp_path) == good
     assert entry.read_bytes() == good
 
@@ -71,8 +81,9 @@ def test_sweep_keeps_only_the_archives_used(tmp_path: Path) -> None:
     cached_archive(r, "helm", MANIFESTS, cache_dir=tmp_path)
     cached_archive(r, "flux", MANIFESTS, cache_dir=tmp_path)
     keep = entry_name(r, "flux", GitOpsTarget(), 0)
-    assert sweep(tmp_path, {keep}) == 3  # the helm archive, its seal and its digest
-    assert sorted(p.name for p in tmp_path.iterdir()) == [keep, keep + ".digest", keep + ".hmac"]
+    (tmp_path / (keep + ".hmac")).write_text("a seal written before the digest sealed alone")
+    assert sweep(tmp_path, {keep}) == 3  # the helm archive and its digest, the old seal
+    assert sorted(p.name for p in tmp_path.iterdir()) == [keep, keep + ".digest"]
 
 
 def test_key_depends_on_every_input() -> None:
@@ -146,27 +157,28 @@ def test_a_sealed_archive_is_known_by_its_digest_without_reading_its_bytes(
     assert sealed_archive(r, "flux", _never, cache_dir=tmp_path) is None  # not in the cache
 
 
-def test_an_entry_without_a_digest_is_read_once_and_given_one(
+def test_an_entry_without_a_digest_is_not_in_the_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from generator.render.cache import DIGEST, sealed_archive
+    """The digest is the archive's only seal: without it the bytes are not taken (or read)."""
+    from generator.render.cache import DIGEST, sealed_archive, stored_archive
 
     r = sample_result()
     good = cached_archive(r, "helm", MANIFESTS, cache_dir=tmp_path)
     (digest,) = tmp_path.glob(f"*{DIGEST}")
-    digest.unlink()  # an entry written before digests were
+    digest.unlink()
     read = _reads(monkeypatch)
-    first = sealed_archive(r, "helm", _never, cache_dir=tmp_path)
-    assert first is not None and first.size == len(good) and len(read) == 1
+    assert sealed_archive(r, "helm", _never, cache_dir=tmp_path) is None
+    assert stored_archive(r, "helm", cache_dir=tmp_path) is None
+    assert read == []
+    assert cached_archive(r, "helm", MANIFESTS, cache_dir=tmp_path) == good  # made again
     assert digest.is_file()
-    assert sealed_archive(r, "helm", _never, cache_dir=tmp_path) == first and len(read) == 1
+    assert sealed_archive(r, "helm", _never, cache_dir=tmp_path) is not None
 
 
 def test_a_forged_digest_is_not_trusted(tmp_path: Path) -> None:
-    """A digest written without this machine's key names nothing: the archive is read and
-    checked against its seal instead, and its true digest written."""
-    import hashlib
-
+    """A digest written without this machine's key names nothing: the entry is not in the
+    cache, and is rendered again (with its true digest)."""
     from generator.render.cache import DIGEST, sealed_archive
 
     r = sample_result()
@@ -174,13 +186,13 @@ def test_a_forged_digest_is_not_trusted(tmp_path: Path) -> None:
     (digest,) = tmp_path.glob(f"*{DIGEST}")
     sha, size, mac = digest.read_text().split()
     digest.write_text(f"{'0' * 64} {size} {mac}\n")  # another archive's sum, the old MAC
-    sealed = sealed_archive(r, "helm", _never, cache_dir=tmp_path)
-    assert sealed is not None and sealed.sha256 == hashlib.sha256(good).hexdigest() == sha
+    assert sealed_archive(r, "helm", _never, cache_dir=tmp_path) is None
+    assert cached_archive(r, "helm", MANIFESTS, cache_dir=tmp_path) == good
     assert digest.read_text().split()[0] == sha
-    # an archive of another size than its digest says is read and checked the same way
+    # an archive of another size than its digest says is not taken either
     (entry,) = tmp_path.glob("*.tar.gz")
     entry.write_bytes(good + b"x")
-    assert sealed_archive(r, "helm", _never, cache_dir=tmp_path) is None  # its seal fails
+    assert sealed_archive(r, "helm", _never, cache_dir=tmp_path) is None
 
 
 def test_an_entry_that_lost_its_bytes_is_rendered_again_and_checked(tmp_path: Path) -> None:
