@@ -467,3 +467,43 @@ def test_every_site_wide_page_is_keyed_by_what_it_is_made_of(
     )
     assert build._site_parts(keys, other) != build._site_parts(keys, index)
     assert build._site_parts(keys, replace(index)) == build._site_parts(keys, index)
+
+
+def test_a_recipes_pages_known_from_its_group_entry_are_those_keyed_page_by_page(
+    inputs: tuple[Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pages of a recipe whose group entry the cache holds (`incremental.StoredGroup`)
+    are neither planned nor rendered, and are the pages, keys and skeletons the page-by-page
+    way gives (the reference: the first build, which found no entry); a group is planned again
+    only for a page to be fetched, which is then the page rendered."""
+    from dataclasses import replace
+
+    from generator.site import build, pages
+    from generator.site.incremental import GROUPS_STAGE, RecipeKeys
+
+    catalog, evidence, _ = inputs
+    options = replace(opts(catalog, evidence, tmp_path / "b" / "site"), bundles=False)
+    site = build.gather(options, EPOCH)
+    cache = Cache(tmp_path / "b" / ".cache")
+    first = build.make_pages(site, options, RecipeKeys(cache, site, "base"))
+    groups = pages.page_groups(site)
+    assert len(Cache(tmp_path / "b" / ".cache").keys(GROUPS_STAGE)) == len(groups) > 1
+    planned: list[str] = []
+    real = pages.PageGroup.plans
+
+    def counting(self: pages.PageGroup, site: object) -> list[pages.PagePlan]:
+        planned.append(self.name)
+        return real(self, site)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pages.PageGroup, "plans", counting)
+    second = build.make_pages(site, options, RecipeKeys(cache, site, "base"))
+    assert planned == [] and second.rendered == 0
+    assert second.skeletons == first.skeletons
+    assert {r: (c.key, c.stamp) for r, c in second.content.items()} == {
+        r: (c.key, c.stamp) for r, c in first.content.items()
+    }
+    # every page of a known group is left in the cache; fetched, it is the page rendered
+    run = next(r for r, c in first.content.items() if c.stamp and c.stamp != r)
+    assert second.content[run].stored
+    assert second.fetch([run]) == {run: (first.content[run].title, first.content[run].blocks)}
+    assert len(planned) == 1 and second.rendered == 0

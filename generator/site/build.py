@@ -471,7 +471,7 @@ def _make_pages(site: SiteData, options: BuildOptions, recipe_keys: RecipeKeys |
     if recipe_keys is None:
         for page_group in groups:
             plan += page_group.plans(site)
-        cached = CachedPages({}, {}, {})
+        cached = CachedPages({}, {}, {}, order=(range(len(plan)),))
     else:  # plans the pages of the groups whose pages are not known from their entry
         cached = _cached_pages(plan, groups, site, recipe_keys, render)
     done, keys = cached.lifted, cached.keys
@@ -479,28 +479,31 @@ def _make_pages(site: SiteData, options: BuildOptions, recipe_keys: RecipeKeys |
     done.update(zip(todo, render(todo), strict=True))
     skeletons: dict[str, str] = {}
     content: dict[str, PageContent] = {}
-    for i, page in enumerate(plan):
-        html = page.rel.removesuffix(".md") + ".html"
-        stamp = page.stamp.removesuffix(".md") + ".html" if page.stamp else ""
-        if i not in done:  # left in the cache, unread (an engine page: but its skeleton)
-            if i in cached.skeletons:
-                skeletons[page.rel] = cached.skeletons[i]
-            content[html] = PageContent(keys[i], stamp, stored=True)
+    for part in cached.order:  # the plan's order, whether a group was planned or not
+        if isinstance(part, StoredGroup):  # known from its entry: every page left in the cache
+            for rel, stamp, key, skeleton in zip(
+                part.rels, part.stamps, part.keys, part.skeletons, strict=True
+            ):
+                if not stamp or stamp == rel:
+                    skeletons[rel] = skeleton
+                stamp = stamp.removesuffix(".md") + ".html" if stamp else ""
+                content[rel.removesuffix(".md") + ".html"] = PageContent(key, stamp, stored=True)
             continue
-        skeleton, blocks = done[i]
-        if _engine_builds(page):
-            skeletons[page.rel] = skeleton
-        title = pages.stamped_title(skeleton) if page.stamp else ""
-        key = keys.get(i) or digest("lifted", title, *blocks)
-        content[html] = PageContent(key, stamp, title, blocks)
-    for group in cached.groups:  # known from their entry: every page left in the cache
-        for rel, stamp, key, skeleton in zip(
-            group.rels, group.stamps, group.keys, group.skeletons, strict=True
-        ):
-            if not stamp or stamp == rel:
-                skeletons[rel] = skeleton
-            stamp = stamp.removesuffix(".md") + ".html" if stamp else ""
-            content[rel.removesuffix(".md") + ".html"] = PageContent(key, stamp, stored=True)
+        for i in part:
+            page = plan[i]
+            html = page.rel.removesuffix(".md") + ".html"
+            stamp = page.stamp.removesuffix(".md") + ".html" if page.stamp else ""
+            if i not in done:  # left in the cache, unread (an engine page: but its skeleton)
+                if i in cached.skeletons:
+                    skeletons[page.rel] = cached.skeletons[i]
+                content[html] = PageContent(keys[i], stamp, stored=True)
+                continue
+            skeleton, blocks = done[i]
+            if _engine_builds(page):
+                skeletons[page.rel] = skeleton
+            title = pages.stamped_title(skeleton) if page.stamp else ""
+            key = keys.get(i) or digest("lifted", title, *blocks)
+            content[html] = PageContent(key, stamp, title, blocks)
     return Pages(skeletons, content, render, cached.fetch)
 
 
@@ -512,13 +515,14 @@ class CachedPages:
     """The pages `_cached_pages` keyed, by index in the plan: those read from the cache (or
     rendered and stored), the skeletons of the engine's pages whose blocks were left in the
     cache, every keyed page's cache key, and the fetch of the pages left there; and the
+    pages in the order of the whole plan (`order`): runs of indices in the plan, and the
     groups of pages known from their entry (`StoredGroup`), which are not in the plan."""
 
     lifted: dict[int, Lifted]
     skeletons: dict[int, str]
     keys: dict[int, str]
     fetch: Callable[[Sequence[str]], Mapping[str, tuple[str, tuple[str, ...]]]] = _no_fetch
-    groups: tuple[StoredGroup, ...] = ()
+    order: tuple[range | StoredGroup, ...] = ()
 
 
 def _cached_pages(
@@ -578,7 +582,8 @@ def _cached_pages(
                 keyed.left(plan_group(by_html[rel]))
         return keyed.fetch(rels)
 
-    return CachedPages(keyed.lifted, keyed.skeletons, keyed.keys, fetch, tuple(known.values()))
+    order = (range(len(site_pages)), *(known.get(j) or planned[j] for j in range(len(groups))))
+    return CachedPages(keyed.lifted, keyed.skeletons, keyed.keys, fetch, order)
 
 
 class _KeyedPages:
