@@ -107,6 +107,48 @@ def test_cli_an_edit_to_a_repository_page_reaches_the_site(
     assert b"edited-by-a-maintainer" in (out / f"{page}.html").read_bytes()
 
 
+def _git(repo: Path, *args: str) -> str:
+    from generator.core import proc
+
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.org",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.org",
+        "GIT_COMMITTER_DATE": "2026-11-02T00:00:00Z",
+        "GIT_AUTHOR_DATE": "2026-11-02T00:00:00Z",
+    }
+    out = proc.run(["git", "-C", str(repo), *args], timeout=60, extra_env=env)
+    assert out.ok, out.text()
+    return out.text().strip()
+
+
+def test_cli_committing_the_evidence_after_a_build_reaches_its_run_pages(
+    synth: Path, tmp_path: Path, key_file: None
+) -> None:
+    """A run page names the commit that added its evidence file (git history, not the file's
+    bytes): a build before the commit, then the same files committed, must not be taken as
+    nothing changed; nor an amend that gives the same files another commit."""
+    repo = tmp_path / "repo"
+    shutil.copytree(synth, repo)
+    _git(repo, "init", "-q")
+    out = tmp_path / "site"
+    cli_build(repo, out)
+    runs = sorted(p for p in (out / "evidence" / "runs").glob("*.html") if p.name != "index.html")
+    assert runs and all(b"not in the catalog" in p.read_bytes() for p in runs)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "evidence")
+    first = _git(repo, "rev-parse", "HEAD")
+    cli_build(repo, out)
+    assert all(first[:12].encode() in p.read_bytes() for p in runs)
+    _git(repo, "commit", "-q", "--amend", "-m", "evidence, amended")
+    second = _git(repo, "rev-parse", "HEAD")
+    assert second != first
+    cli_build(repo, out)
+    assert all(second[:12].encode() in p.read_bytes() for p in runs)
+    assert not any(first[:12].encode() in p.read_bytes() for p in runs)
+
+
 # --- the property: any sequence of changes, then the cached site is the site from scratch --------
 
 

@@ -6,8 +6,9 @@ covers (the in-toto statement with the run's raw results: checks, KPIs, observed
 tests where the lab attached them). The site publishes it beside the bundle for verified runs
 only, so a reader downloads what was judged without decoding the bundle.
 
-`evidence_added(evidence_dir)`: the commit and date that added each evidence file, from one
-`git log` of the evidence directory; empty outside a git checkout.
+`evidence_added(evidence_dir, head)`: the commit and date that added each evidence file, from one
+`git log` of the evidence directory up to `head` (`evidence_head`: the checked-out commit, a field
+of the build's options and so of its key); empty outside a git checkout.
 """
 
 from __future__ import annotations
@@ -41,13 +42,27 @@ def statement_file(raw_file: str) -> str:
     return raw_file.removesuffix(".sigstore.json") + ".statement.json"
 
 
-def evidence_added(evidence_dir: Path) -> Mapping[str, tuple[str, str]]:
-    """`evidence/<…>` path → (commit, YYYY-MM-DD) of the newest commit that added the file."""
+def evidence_head(evidence_dir: Path) -> str:
+    """The commit checked out in the repository holding `evidence_dir` (what `evidence_added`
+    reads history up to, and so part of the build's options and key); "" outside one."""
     if not evidence_dir.is_dir():
+        return ""
+    try:
+        out = proc.git(evidence_dir.parent, "rev-parse", "--verify", "-q", "HEAD", timeout=60)
+    except proc.ProcError:  # no git, or it did not answer: no history
+        return ""
+    return out.text().strip() if out.ok else ""
+
+
+def evidence_added(evidence_dir: Path, head: str) -> Mapping[str, tuple[str, str]]:
+    """`evidence/<…>` path → (commit, YYYY-MM-DD) of the newest commit up to `head` that added
+    the file (`head` from `evidence_head`, a field of the build's options: the history read is
+    the one the key names); empty when `head` is ""."""
+    if not head or not evidence_dir.is_dir():
         return {}
     try:
         out = proc.git(evidence_dir.parent, "log", "--diff-filter=A", "--format=@%H %cs",
-                       "--name-only", "--relative", "--", evidence_dir.name, timeout=60)  # fmt: skip
+                       "--name-only", "--relative", head, "--", evidence_dir.name, timeout=60)  # fmt: skip
     except proc.ProcError:  # no git, or it did not answer: no dates
         return {}
     if not out.ok:

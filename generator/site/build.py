@@ -286,7 +286,7 @@ def site_data(
         ),
         signers=signer_policy(catalog, judged.runs),
         repo_url=options.repo_url,
-        evidence_added=evidence_added(options.evidence),
+        evidence_added=evidence_added(options.evidence, options.evidence_head),
     )
 
 

@@ -57,6 +57,10 @@ class BuildOptions:
     # the commit the qualification timeline runs to (build --timeline; generator/site/timeline.py):
     # "" builds no timeline; a commit keys the build to the history up to it
     timeline_head: str = ""
+    # the commit checked out in the repository holding the evidence directory: run pages show
+    # the commit that added each evidence file, from the history up to it (site/audit.py), so a
+    # new commit (the file committed after a build, an amend) keys a new build; "" shows none
+    evidence_head: str = ""
     # processes for verification and rendering (default: every core); page generation uses
     # them only when given (forked page workers copy the site data they read)
     jobs: int | None = field(default=None, metadata=NOT_KEYED)
