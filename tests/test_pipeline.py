@@ -136,11 +136,14 @@ def test_cli_committing_the_evidence_after_a_build_reaches_its_run_pages(
     cli_build(repo, out)
     runs = sorted(p for p in (out / "evidence" / "runs").glob("*.html") if p.name != "index.html")
     assert runs and all(b"not in the catalog" in p.read_bytes() for p in runs)
+    # the changelog dates each recipe by the commit that added its overlay: history too
+    assert b"new recipe: " not in (out / "changelog.html").read_bytes()
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "evidence")
     first = _git(repo, "rev-parse", "HEAD")
     cli_build(repo, out)
     assert all(first[:12].encode() in p.read_bytes() for p in runs)
+    assert b"new recipe: " in (out / "changelog.html").read_bytes()
     _git(repo, "commit", "-q", "--amend", "-m", "evidence, amended")
     second = _git(repo, "rev-parse", "HEAD")
     assert second != first

@@ -274,16 +274,17 @@ def no_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_without_git_each_caller_falls_back(no_git: Path) -> None:
     from generator.core.gitremote import remote_web_url
     from generator.publish.diff import repo_root
-    from generator.site.audit import evidence_added, evidence_head
+    from generator.site.audit import evidence_added, head_commit
     from generator.site.options import source_date_epoch
     from generator.site.stages import recipes_added
     from generator.site.timeline import git_head
 
     assert remote_web_url(no_git) == ""
-    assert evidence_head(no_git / "evidence") == ""
+    assert head_commit(no_git / "evidence") == ""
     assert evidence_added(no_git / "evidence", "") == {}
     assert source_date_epoch(None, no_git) == 0
-    assert recipes_added(no_git, {"r": "overlays/r.yaml"}) == ()
+    assert recipes_added(no_git, {"r": "overlays/r.yaml"}, "") == ()
+    assert recipes_added(no_git, {"r": "overlays/r.yaml"}, "HEAD") == ()
     assert git_head(no_git) == ""
     with pytest.raises(UsageError, match="git is not installed"):
         repo_root(no_git)

@@ -446,9 +446,14 @@ def test_changelog_lists_new_recipes_from_git_history_and_evidence(tmp_path: Pat
     (tmp_path / "overlays" / "demo-recipe.yaml").write_text("kind: RecipeMetadata\n")
     for args in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "add"]):
         subprocess.run(["git", "-C", str(tmp_path), *args], check=True, env=env)
-    added = stages.recipes_added(tmp_path, {"demo-recipe": "overlays/demo-recipe.yaml"})
+    from generator.site.audit import head_commit
+
+    head = head_commit(tmp_path)
+    assert len(head) == 40
+    added = stages.recipes_added(tmp_path, {"demo-recipe": "overlays/demo-recipe.yaml"}, head)
     assert added == (("demo-recipe", "2026-10-05"),)
-    assert stages.recipes_added(tmp_path / "overlays" / "missing", {}) == ()
+    assert stages.recipes_added(tmp_path, {"demo-recipe": "overlays/demo-recipe.yaml"}, "") == ()
+    assert stages.recipes_added(tmp_path / "overlays" / "missing", {}, head) == ()
     s = replace(site(), recipes_added=added)
     kinds = {(e.kind, e.date[:10]) for e in changelog.entries(s)}
     assert ("recipe", "2026-10-05") in kinds and any(k == "evidence" for k, _ in kinds)

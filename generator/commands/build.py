@@ -25,7 +25,7 @@ from generator.core.errors import CatalogError
 from generator.core.gitremote import remote_web_url
 from generator.core.memo import NOT_KEYED
 from generator.evidence.model import RootUse
-from generator.site.audit import evidence_head
+from generator.site.audit import head_commit
 from generator.site.entry import build_site
 from generator.site.options import DEFAULT_DEPLOYERS, BuildOptions
 
@@ -266,7 +266,8 @@ def command(
         online=online,
         rules=stated_rules(),
         timeline_head=_timeline_head(catalog_path) if with_timeline else "",
-        evidence_head=evidence_head(evidence_path),
+        evidence_head=head_commit(evidence_path),
+        catalog_head=head_commit(catalog_path),
     )
     if with_timeline and not options.timeline_head:
         raise click.UsageError("--timeline needs the catalog in a git repository with a commit")

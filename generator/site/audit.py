@@ -7,7 +7,7 @@ tests where the lab attached them). The site publishes it beside the bundle for 
 only, so a reader downloads what was judged without decoding the bundle.
 
 `evidence_added(evidence_dir, head)`: the commit and date that added each evidence file, from one
-`git log` of the evidence directory up to `head` (`evidence_head`: the checked-out commit, a field
+`git log` of the evidence directory up to `head` (`head_commit`: the checked-out commit, a field
 of the build's options and so of its key); empty outside a git checkout.
 """
 
@@ -42,13 +42,14 @@ def statement_file(raw_file: str) -> str:
     return raw_file.removesuffix(".sigstore.json") + ".statement.json"
 
 
-def evidence_head(evidence_dir: Path) -> str:
-    """The commit checked out in the repository holding `evidence_dir` (what `evidence_added`
-    reads history up to, and so part of the build's options and key); "" outside one."""
-    if not evidence_dir.is_dir():
+def head_commit(directory: Path) -> str:
+    """The commit checked out in the repository holding `directory` (what `evidence_added` and
+    the changelog's recipe dates read history up to, and so a field of the build's options and
+    of its key: `evidence_head`, `catalog_head`); "" outside one."""
+    if not directory.is_dir():
         return ""
     try:
-        out = proc.git(evidence_dir.parent, "rev-parse", "--verify", "-q", "HEAD", timeout=60)
+        out = proc.git(directory, "rev-parse", "--verify", "-q", "HEAD", timeout=60)
     except proc.ProcError:  # no git, or it did not answer: no history
         return ""
     return out.text().strip() if out.ok else ""
@@ -56,7 +57,7 @@ def evidence_head(evidence_dir: Path) -> str:
 
 def evidence_added(evidence_dir: Path, head: str) -> Mapping[str, tuple[str, str]]:
     """`evidence/<…>` path → (commit, YYYY-MM-DD) of the newest commit up to `head` that added
-    the file (`head` from `evidence_head`, a field of the build's options: the history read is
+    the file (`head` from `head_commit`: `evidence_head`, a field of the build's options: the history read is
     the one the key names); empty when `head` is ""."""
     if not head or not evidence_dir.is_dir():
         return {}

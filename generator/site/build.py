@@ -282,7 +282,9 @@ def site_data(
         trust_root=outcome.trust_root,
         site_url=options.site_url,
         recipes_added=stages.recipes_added(
-            options.catalog, {leaf: catalog.overlays[leaf].doc.rel for leaf in shown}
+            options.catalog,
+            {leaf: catalog.overlays[leaf].doc.rel for leaf in shown},
+            options.catalog_head,
         ),
         signers=signer_policy(catalog, judged.runs),
         repo_url=options.repo_url,

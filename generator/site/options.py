@@ -61,6 +61,8 @@ class BuildOptions:
     # the commit that added each evidence file, from the history up to it (site/audit.py), so a
     # new commit (the file committed after a build, an amend) keys a new build; "" shows none
     evidence_head: str = ""
+    # the same for the catalog: the changelog dates each recipe by the commit that added it
+    catalog_head: str = ""
     # processes for verification and rendering (default: every core); page generation uses
     # them only when given (forked page workers copy the site data they read)
     jobs: int | None = field(default=None, metadata=NOT_KEYED)

@@ -70,15 +70,21 @@ def structural_health(results: Sequence[RecipeResult]) -> tuple[str, str, tuple[
     return h.health, h.coverage_text(), tuple(h.reasons)
 
 
-def recipes_added(catalog_root: Path, files: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    """(recipe, YYYY-MM-DD) of each recipe whose overlay file the catalog's git history shows
-    being added (the newest addition), from one `git log`; empty when the catalog is not in a
-    git checkout (the changelog page says recipe additions come from that history)."""
+def recipes_added(
+    catalog_root: Path, files: Mapping[str, str], head: str
+) -> tuple[tuple[str, str], ...]:
+    """(recipe, YYYY-MM-DD) of each recipe whose overlay file the catalog's git history up to
+    `head` shows being added (the newest addition), from one `git log`; empty when `head` is ""
+    (the catalog is not in a git checkout: the changelog page says recipe additions come from
+    that history). `head` is the build's `catalog_head` (audit.head_commit), so the history
+    read is the one the build's key names."""
     from generator.core import proc
 
+    if not head:
+        return ()
     try:
         out = proc.git(catalog_root, "log", "--diff-filter=A", "--format=@%cs", "--name-only",
-                       "--relative", "--", ".", timeout=60)  # fmt: skip
+                       "--relative", head, "--", ".", timeout=60)  # fmt: skip
     except proc.ProcError:  # no git, or it did not answer: no dates
         return ()
     if not out.ok:
