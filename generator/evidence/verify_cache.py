@@ -228,9 +228,9 @@ def verify_tree(
     kind and mode, the size; the real path is the real root joined with the path), so a
     directory whose entry is served passed them as it is now.
 
-    The directories without an entry are found in one `find_files` (one LoadError naming every
-    problem); the records come from the entries per directory and per file (`_records`), as
-    `verify_cached` takes them.
+    The directories without an entry are found in one `find_files` (its stat memo vouching for
+    their unchanged files, one LoadError naming every problem); the records come from the
+    entries per directory and per file (`_records`), as `verify_cached` takes them.
     """
     finder = _DirFinder(tree, root, base, trust_root, policy, cache)
     groups = stat_groups(tree, time.time_ns() - store.SETTLED_NS)
@@ -243,13 +243,14 @@ def verify_tree(
         positions.append(tuple(range(len(files), len(files) + len(dir_files))))
         files.extend(dir_files)
         keys.extend(dir_keys)
+    finder.keep_memo(files, {g.name for g in groups if g.rows})
     records = _records(files, keys, positions, trust_root, policy, cache, jobs, sweep)
     return tuple(files), with_current_digests(records, current_digests), tuple(keys)
 
 
 class _DirFinder:
     """The directories of one walk found through their entries (`DIRSTAT_STAGE`), or file by
-    file (`find`)."""
+    file (`find`). Not a record: it holds the stat memo once a directory is found again."""
 
     def __init__(
         self,
@@ -272,6 +273,7 @@ class _DirFinder:
             trust_root.sha256,
             _policy_digest(policy),
         )
+        self.memo: FileMemo | None = None  # read when a directory is found again
 
     def served(self, groups: Sequence[StatGroup], sweep: bool) -> dict[str, DirFound]:
         """Each directory's files and keys: from its entry, else found (and stored when its
@@ -296,16 +298,12 @@ class _DirFinder:
         return found
 
     def find(self, todo: Sequence[StatGroup]) -> dict[str, DirFound]:
-        """Each directory of `todo` found file by file, its keys derived. Its files are read:
-        no stat memo (`store.FileMemo`). A directory is found again when one of its files
-        changed (its other files are a few reads), when its entry could not be stored (a file
-        modified in the last seconds: no memo vouches for it either) or when the tree or the
-        code moved (then the per-file memo missed too, or the files are verified again).
-        Loading, carrying and storing the memo of 20,000 files took 0.22 s of a one-file
-        rebuild at 1,000 x 20,000 (cProfile, load 10)."""
+        """Each directory of `todo` found file by file (with the stat memo), its keys derived."""
+        if self.memo is None:
+            self.memo = file_memo(self.cache, [self.top])
         entries = tuple(sorted((e for g in todo for e in g.entries), key=lambda e: e.rel))
         part = safeio.Tree(self.tree.root, self.tree.real_root, entries)
-        files = find_files([self.top], self.base, self.root, tree=part)
+        files = find_files([self.top], self.base, self.root, self.memo, tree=part)
         parts = file_key_parts(files, self.trust_root, self.policy)
         keys = self.cache.derive(VERIFY_STAGE, parts).keys
         out: dict[str, tuple[list[FoundFile], list[str]]] = {}
@@ -314,6 +312,17 @@ class _DirFinder:
             dir_files.append(f)
             dir_keys.append(k)
         return {name: (tuple(fs), tuple(ks)) for name, (fs, ks) in out.items()}
+
+    def keep_memo(self, files: Sequence[FoundFile], vouched: set[str]) -> None:
+        """With the stat memo read (a directory was found again): the files of the directories
+        served whole (`vouched`, their names) keep their facts in it, and it is stored."""
+        if self.memo is None:
+            return
+        before, after = self.memo.before, self.memo.after
+        for f in files:
+            if f.real not in after and f.real in before and _group_name(f) in vouched:
+                after[f.real] = before[f.real]
+        keep_file_memo(self.cache, [self.top], self.memo)
 
 
 # a directory's entry: its files' paths, locations, real paths, real root, sha256s and sizes,
