@@ -41,7 +41,6 @@ import os
 import pickle
 import secrets
 import sqlite3
-import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -103,7 +102,6 @@ def tree_digest(
     shown: str = "",
     where: str = "its directory",
     tree: safeio.Tree | None = None,
-    dirs: dict[str, str] | None = None,
 ) -> str:
     """sha256 over every regular file under `root` (relative path + content digest) and every
     symbolic link's target text, sorted; "" if absent. `tree`: `safeio.walk(root, suffixes=
@@ -120,9 +118,6 @@ def tree_digest(
     it to a chosen value. A file modified in the two seconds before it was read is recorded
     without its digest (a second write within the clock's granularity could leave its stat as
     recorded), so the next build reads it again.
-
-    With `dirs` too (first part of a path -> digest of its stat rows, updated in place), a
-    directory whose rows are the recorded ones is taken from `memo` whole (`_rows`).
     """
     if not root.exists():
         return ""
@@ -130,121 +125,25 @@ def tree_digest(
     recent = time.time_ns() - SETTLED_NS
     h = hashlib.sha256()
     seen: dict[str, list[Any]] = {}
-    seen_dirs: dict[str, str] = {}
     problems: list[Diagnostic] = []
-    for name, entries in _groups(tree.entries):
-        rows = _rows(entries, recent) if memo is not None and dirs is not None else ""
-        if rows and dirs is not None and dirs.get(name) == rows:
-            lines = _lines_from_memo(entries, memo)
-            if lines is not None:  # the whole directory as recorded: no check per file
-                h.update(lines.encode("utf-8", "surrogateescape"))
-                seen.update((e.rel, memo[e.rel]) for e in entries)  # type: ignore[index]
-                seen_dirs[name] = rows
-                continue
-        before = len(problems)
-        for line in _file_lines(tree, entries, memo, recent, seen, problems, shown, where):
-            h.update(line.encode("utf-8", "surrogateescape"))
-        if rows and len(problems) == before and all(seen[e.rel][4] for e in entries):
-            seen_dirs[name] = rows
-    if problems:
-        raise LoadError(f"{len(problems)} file(s) of {root} cannot be read", problems)
-    if memo is not None:
-        memo.clear()
-        memo.update(seen)
-    if dirs is not None:
-        dirs.clear()
-        dirs.update(seen_dirs)
-    return h.hexdigest()
-
-
-def _file_lines(
-    tree: safeio.Tree,
-    entries: Sequence[safeio.Entry],
-    memo: dict[str, list[Any]] | None,
-    recent: int,
-    seen: dict[str, list[Any]],
-    problems: list[Diagnostic],
-    shown: str,
-    where: str,
-) -> Iterator[str]:
-    """The digest line of each of `entries`, checked (and read unless `memo` vouches) one by
-    one; its memo entry into `seen`, or its refusal into `problems`."""
-    for entry in entries:
+    for entry in tree.entries:
         rel = entry.rel
         link = os.readlink(entry.path) if entry.kind is not safeio.Kind.FILE else None
         if entry.kind is safeio.Kind.DIR_LINK:
-            yield f"{rel}\0link\0{link}\n"
+            h.update(f"{rel}\0link\0{link}\n".encode("utf-8", "surrogateescape"))
             continue
         try:
             seen[rel], sha = _file_stamp(tree, entry, memo, recent, where=where)
         except safeio.Refusal as r:
             problems.append(safeio.diagnostic(f"{shown}{rel}", r))
             continue
-        yield f"{rel}\0{sha}\0{link or ''}\n"
-
-
-def _groups(entries: Sequence[safeio.Entry]) -> Iterator[tuple[str, list[safeio.Entry]]]:
-    """The entries of a walk (sorted by path) by the first part of their path: each
-    directory under the root, and each file directly under it, one group (consecutive in the
-    walk's order: every path below `name/` sorts between the first and the last of them)."""
-    name = ""
-    group: list[safeio.Entry] = []
-    for e in entries:
-        first = e.rel.split("/", 1)[0]
-        if first != name and group:
-            yield name, group
-            group = []
-        name = first
-        group.append(e)
-    if group:
-        yield name, group
-
-
-def _rows(entries: Sequence[safeio.Entry], recent: int) -> str:
-    """sha256 over the stat rows of a directory's entries (path, mode, device, inode, size,
-    mtime, ctime), or "" when they cannot vouch for it: a link, no regular file or no stat,
-    or modified after `recent` (see `tree_digest`).
-
-    A directory under the root (or a file directly under it) whose rows are the ones
-    `tree_digest` recorded in `dirs` takes its files' digests from its memo without a check
-    per file: the rows hold every fact that check judges (a regular file, no link, its size,
-    its name; its real path is the real root's joined with its path, and the root is in the
-    memo's key) and every fact the memo's stamp compares (size, mtime, inode, ctime). A
-    directory with a link, anything but regular files, or a file modified in the two seconds
-    before this build is checked file by file and not recorded. The digest is the same value
-    either way (tests/test_cache_tree_dirs.py holds it to `tree_digest` without a memo)."""
-    rows = []
-    for e in entries:
-        st = e.stat
-        if (
-            e.kind is not safeio.Kind.FILE
-            or st is None
-            or not stat.S_ISREG(st.st_mode)
-            or st.st_mtime_ns >= recent
-            or st.st_ctime_ns >= recent
-        ):
-            return ""
-        rows.append(
-            f"{e.rel}\0{st.st_mode}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}"
-            f"\0{st.st_mtime_ns}\0{st.st_ctime_ns}\n"
-        )
-    return hashlib.sha256("".join(rows).encode("utf-8", "surrogateescape")).hexdigest()
-
-
-def _lines_from_memo(
-    entries: Sequence[safeio.Entry], memo: dict[str, list[Any]] | None
-) -> str | None:
-    """The digest lines of a directory's regular files from their memo entries (recorded
-    with the stat rows that vouched for the directory), or None when one has none."""
-    if memo is None:
-        return None
-    lines = []
-    for e in entries:
-        old = memo.get(e.rel)
-        if not isinstance(old, list) or len(old) != 5 or not old[4]:
-            return None
-        lines.append(f"{e.rel}\0{old[4]}\0\n")
-    return "".join(lines)
+        h.update(f"{rel}\0{sha}\0{link or ''}\n".encode("utf-8", "surrogateescape"))
+    if problems:
+        raise LoadError(f"{len(problems)} file(s) of {root} cannot be read", problems)
+    if memo is not None:
+        memo.clear()
+        memo.update(seen)
+    return h.hexdigest()
 
 
 def _tree_files(root: Path, suffixes: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -958,7 +857,6 @@ def _header_reference(
 
 
 MEMO_STAGE = "stat"
-MEMO_FORMAT = "files+dirs"  # {"files": per-file memo, "dirs": per-directory rows} (`tree_digest`)
 
 
 def stat_tree_digest(
@@ -971,27 +869,20 @@ def stat_tree_digest(
     tree: safeio.Tree | None = None,
 ) -> str:
     """`tree_digest` of `root`, its stat memo kept in `cache` (one entry per directory and
-    suffix list): unchanged files are not read again from one build to the next, and a
-    directory below `root` whose stat rows are unchanged is not checked file by file (`dirs`).
-    Measured: see `tree_digest`."""
+    suffix list): unchanged files are not read again from one build to the next."""
     if cache is None or not cache.enabled:
         return tree_digest(root, suffixes, shown=shown, where=where, tree=tree)
-    key = digest(MEMO_STAGE, MEMO_FORMAT, str(root.resolve()), *suffixes)
-    fp = fingerprint("core/cache.py", "core/safeio.py")
+    key, fp = digest(MEMO_STAGE, str(root.resolve()), *suffixes), fingerprint("core/cache.py")
     raw = cache.get(MEMO_STAGE, key, fp)
     try:
-        stored = json.loads(raw) if raw is not None else {}
+        memo = json.loads(raw) if raw is not None else {}
     except ValueError:
-        stored = {}
-    stored = stored if isinstance(stored, dict) else {}
-    memo, dirs = stored.get("files"), stored.get("dirs")
+        memo = {}
     memo = memo if isinstance(memo, dict) else {}
-    dirs = dirs if isinstance(dirs, dict) else {}
-    before = (dict(memo), dict(dirs))
-    result = tree_digest(root, suffixes, memo, shown=shown, where=where, tree=tree, dirs=dirs)
-    if (memo, dirs) != before:
-        data = {"dirs": dirs, "files": memo}
-        cache.put(MEMO_STAGE, key, fp, json.dumps(data, separators=(",", ":")).encode())
+    before = dict(memo)
+    result = tree_digest(root, suffixes, memo, shown=shown, where=where, tree=tree)
+    if memo != before:
+        cache.put(MEMO_STAGE, key, fp, json.dumps(memo, separators=(",", ":")).encode())
     return result
 
 
