@@ -52,46 +52,51 @@ def shared_dir() -> Path:
     return SHARED
 
 
-# Test files by measured cost, most expensive first (pytest --durations summed per file, on the
-# 2-core machine, December 2026; CONTRIBUTING.md, *The test suite*). `make test` runs `-n 2 --dist loadfile
+# Test files by measured cost, most expensive first: CPU seconds per file (user + sys of the test
+# process and the children it reaped, pytest -n 2 on the 2-core machine, December 4 2026), the
+# browser files by wall time (Chromium's own CPU is reaped only when the session ends); see
+# CONTRIBUTING.md, *The test suite*. `make test` runs `-n 2 --dist loadfile
 # --no-loadscope-reorder`: each file goes whole to one worker (its module fixtures are made once),
 # in this order, so the longest files start first and the last minutes hold only short files on
 # both workers. Files not listed follow in collection order; list a file here when it grows
 # past the last one listed. tests/test_suite_order.py checks that every name is a test file.
 HEAVY_FIRST = (
-    "test_upstream_conformance.py",
-    "test_pipeline.py",
-    "test_site_incremental.py",
+    "test_upstream_conformance.py",  # 47 CPU-s
+    "test_site_incremental.py",  # 37
+    "test_pipeline.py",  # 34
     "test_browser.py",
-    "test_fuzz.py",
-    "test_kill.py",
-    "test_browser_newcomer.py",
+    "test_aggregate.py",  # 25
+    "test_fuzz.py",  # 20
     "test_browser_a11y.py",
-    "test_evidence_attacks.py",
-    "test_site.py",
-    "test_aggregate.py",
-    "test_cases.py",
-    "test_release.py",
-    "test_upstream_site_bundles.py",
-    "test_resolve.py",
-    "test_upstream_rules.py",
-    "test_snapshot_collect.py",
-    "test_net_bounds.py",
-    "test_diff.py",
-    "test_release_verify.py",
-    "test_fast_schemacheck.py",
-    "test_untrusted_text.py",
-    "test_render_cli.py",
-    "test_chart_values.py",
-    "test_evidence_oci.py",
-    "test_preflight_cli.py",
-    "test_browser_truth.py",
-    "test_edges.py",
-    "test_qualify.py",
-    "test_outputs_bounded.py",
+    "test_browser_newcomer.py",
+    "test_cases.py",  # 16
+    "test_chart_values.py",  # 16
+    "test_evidence_attacks.py",  # 14
+    "test_diff.py",  # 13
+    "test_publish_delta.py",  # 12
+    "test_upstream_rules.py",  # 12
+    "test_release.py",  # 12
+    "test_upstream_site_bundles.py",  # 11
+    "test_kill.py",  # 10
+    "test_site.py",  # 10
+    "test_net_bounds.py",  # 10
+    "test_resolve.py",  # 9
+    "test_fast_schemacheck.py",  # 9
+    "test_untrusted_text.py",  # 7
     "test_evidence_verify.py",
-    "test_synth.py",
+    "test_evidence_oci.py",  # 6.5
+    "test_edges.py",  # 6.4
+    "test_preflight_cli.py",  # 6
+    "test_synth.py",  # 6
+    "test_release_verify.py",  # 6
+    "test_outputs_bounded.py",  # 5
+    "test_browser_truth.py",
+    "test_snapshot_collect.py",
     "test_site_share.py",
+    "test_nochange.py",
+    "test_fast_yamlwrite.py",
+    "test_render_cli.py",
+    "test_qualify.py",
     "test_render_schemas.py",
     "test_site_outcomes.py",
     "test_fast_tarball.py",

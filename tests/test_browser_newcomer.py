@@ -575,8 +575,21 @@ def test_csv_export_of_the_current_view(tab: Watched) -> None:
     import io
 
     open_dashboard(tab, "?accelerator=gb300&platform=slurm")
-    with tab.page.expect_download() as info:  # type: ignore[attr-defined]
+    # The dashboard's part (the click makes the file and clicks a download link) is waited for
+    # with the usual timeout; the browser's part (saving the file, then the download event) is
+    # waited for without one: it is disk work, which took over the 30-s default when other builds
+    # loaded the machine's disk, and once the link has been clicked the event is certain.
+    tab.page.evaluate(  # type: ignore[attr-defined]
+        """() => document.addEventListener("click", e => {
+             if (e.target instanceof HTMLAnchorElement && e.target.download)
+               window.aicrAskedDownload = e.target.download;
+           }, true)"""
+    )
+    with tab.page.expect_download(timeout=0) as info:  # type: ignore[attr-defined]
         tab.page.click("#aicr-csv")  # type: ignore[attr-defined]
+        asked = tab.page.wait_for_function("() => window.aicrAskedDownload")  # type: ignore[attr-defined]
+        assert asked.json_value() == "aicr-recipes.csv"
+    assert info.value.suggested_filename == "aicr-recipes.csv"
     raw = Path(info.value.path()).read_bytes()
     assert raw.startswith(b"\xef\xbb\xbf")  # UTF-8 BOM first: Excel reads the file as UTF-8
     rows = list(csv.DictReader(io.StringIO(raw[3:].decode("utf-8"))))

@@ -417,7 +417,8 @@ def test_two_thousand_files_verify_in_under_three_seconds(root) -> None:  # type
 
     The budget is 3 s on this 2-core machine, judged as 6 s of CPU time (this process and its
     workers): wall time on a shared machine measures the other work, so it is only printed. The
-    best of up to five runs counts.
+    best of up to five runs counts; the runs stop at the first within the budget (they used to go
+    on until one took under 1.5 s of wall time: on a loaded machine, five runs of 2,000 files).
     """
     with ProcessPoolExecutor(2) as pool:
         chunks = pool.map(_sign_many, [(i, i + 250) for i in range(0, N_FILES, 250)])
@@ -436,7 +437,7 @@ def test_two_thousand_files_verify_in_under_three_seconds(root) -> None:  # type
         cpus.append(_cpu_seconds() - cpu)
         assert len(records) == N_FILES
         assert all(isinstance(r, VerifiedEvidence) and r.counted for r in records)
-        if min(walls) < 1.5 or sum(walls) > 20:
+        if min(cpus) < 6.0 or sum(walls) > 20:
             break
     load = os.getloadavg()[0]
     print(

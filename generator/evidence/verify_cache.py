@@ -31,6 +31,18 @@ same device, inode, size, mtime and ctime as when an earlier build read it); the
 authenticated entry too, so a digest cannot be planted for a file either. A file is read only
 when the memo cannot vouch for it, or when its verification must be made (`store.load`, which
 refuses bytes whose digest is not the one the key was made from).
+
+A build that verifies the whole evidence tree (`verify_stage` given the root, a cache, one
+trust root) goes by directory from the start (`verify_tree`): the walk the build key took
+(`Cache.take_walk`) gives the bundles and the pointer files, and a directory whose bundles'
+stat rows are unchanged gives its found files and keys from one entry (`DIRSTAT_STAGE`), with
+no discovery, check, memo lookup or key derivation per file. Measured at 1,000 x 20,000, the
+build key's evidence part and `verify_stage` alone on warm caches, interleaved with the code
+before (three rounds each, load 3-9, CPU-s): one file removed 1.50-1.57 ->
+0.93-1.07, re-added 1.43-1.62 -> 1.12-1.14, nothing changed 1.46-1.68 -> 0.86-0.96; under
+cProfile in a whole one-file-removed rebuild, pipeline.verify 3.64 -> 2.11 s. What is left is
+the records: reading, authenticating and unpickling the 1,000 `DIRS_STAGE` entries (about
+110 MB) is most of the rest (`_records`), every build, whether a later stage reads a record.
 """
 
 from __future__ import annotations
