@@ -36,11 +36,12 @@ A build that verifies the whole evidence tree (`verify_stage` given the root, a 
 trust root) goes by directory from the start (`verify_tree`): the walk the build key took
 (`Cache.take_walk`) gives the bundles and the pointer files, and a directory whose bundles'
 stat rows are unchanged gives its found files and keys from one entry (`DIRSTAT_STAGE`), with
-no discovery, check, memo lookup or key derivation per file. Measured at 1,000 x 20,000, the
-build key's evidence part and `verify_stage` alone on warm caches, interleaved with the code
-before (three rounds each, load 3-9, CPU-s): one file removed 1.50-1.57 ->
-0.93-1.07, re-added 1.43-1.62 -> 1.12-1.14, nothing changed 1.46-1.68 -> 0.86-0.96; under
-cProfile in a whole one-file-removed rebuild, pipeline.verify 3.64 -> 2.11 s. What is left is
+no discovery, check, memo lookup or key derivation per file. Measured at 1,000 x 20,000 on
+warm caches, interleaved with the code before (4-5 rounds each, load 3-9), `verify_stage`
+alone, CPU-s: one file removed 1.50-1.57 -> 0.93-1.14, re-added 1.43-1.62 -> 1.12-1.18,
+nothing changed 1.46-1.68 -> 0.86-0.96; with the build key's walk and `stat_tree_digest`
+before it, removed 1.85-2.00 -> 1.25-1.51, re-added 1.75-2.00 -> 1.46-1.60. Under cProfile,
+in a whole one-file-removed rebuild, pipeline.verify 3.64 -> 2.11 s. What is left is
 the records: reading, authenticating and unpickling the 1,000 `DIRS_STAGE` entries (about
 110 MB) is most of the rest (`_records`), every build, whether a later stage reads a record.
 """
