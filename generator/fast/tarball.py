@@ -12,15 +12,6 @@ deployers, 10,941 members, 9.7 MB), archived three times in one process: median 
 1.9x faster (0.28 s vs 0.53 s a pass), most of what remains is deflate. Issue 29: the header
 checksum summed over the varying fields only (the fixed middle's sum is a constant): the headers
 of 100 synthetic bundles 17 -> 9 ms, a twentieth of deflate's time.
-
-Compression level (`LEVEL`, issue 29's cold build): 3, not gzip's default 6. Deflate was most of
-an archive's cost after the headers were built directly; levels 1-3 use zlib's fast matcher.
-The 1,600 archives of the 200-recipe synthetic catalog (77.5 KB of tar each), deflate alone, one
-process: level 6 0.75 ms and 9.88 KB an archive, level 3 0.37 ms and 11.31 KB (level 1 0.32 ms,
-11.95 KB; level 4 0.49 ms, 10.46 KB). At 1,000 recipes (8,000 archives) that is about 3 CPU-s of
-the cold build for 11 MB more downloads (+14%). The archive is still one deterministic function
-of its members: the reference writes it at the same level, and the gzip header is the one
-`gzip` writes for it (XFL 0: neither level 1 nor 9).
 """
 
 from __future__ import annotations
@@ -46,7 +37,6 @@ _TAIL = bytes(_BLOCK - 500)
 _IDS = b"0000000\x00" * 2  # uid, gid
 _CONSTANT_SUM = sum(b" " * 8) + sum(_FIXED)  # the checksum field as spaces, the fixed middle
 _GZIP_HEAD = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # no name, mtime 0, OS 255 (unknown)
-LEVEL = 3  # deflate's level (see the module's docstring); XFL in _GZIP_HEAD is 0 for it
 
 
 def _info(name: str, data: bytes | None, mode: int, mtime: int) -> tarfile.TarInfo:
@@ -68,7 +58,7 @@ def tar_gz_reference(members: Sequence[Member], mtime: int) -> bytes:
             info = _info(name, data, mode, mtime)
             tar.addfile(info, None if data is None else io.BytesIO(data))
     out = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=LEVEL) as gz:
+    with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=6) as gz:
         gz.write(raw.getvalue())
     framed = bytearray(out.getvalue())
     framed[9] = 255
@@ -124,6 +114,6 @@ def tar_gz(members: Sequence[Member], mtime: int) -> bytes:
     offset += 2 * _BLOCK
     out.append(bytes(2 * _BLOCK + (-offset % _RECORD)))
     raw = b"".join(out)
-    z = zlib.compressobj(LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS, zlib.DEF_MEM_LEVEL, 0)
+    z = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS, zlib.DEF_MEM_LEVEL, 0)
     body = z.compress(raw) + z.flush()
     return _GZIP_HEAD + body + struct.pack("<LL", zlib.crc32(raw), len(raw) & 0xFFFFFFFF)
