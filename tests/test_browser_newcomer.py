@@ -587,7 +587,11 @@ def test_csv_export_of_the_current_view(tab: Watched) -> None:
     )
     with tab.page.expect_download(timeout=0) as info:  # type: ignore[attr-defined]
         tab.page.click("#aicr-csv")  # type: ignore[attr-defined]
-        asked = tab.page.wait_for_function("() => window.aicrAskedDownload")  # type: ignore[attr-defined]
+        # polled on a timer, not on animation frames (which a starved headless page may not
+        # draw); 120 s: this session's first full run under a load of ~10 took over 30 s here
+        asked = tab.page.wait_for_function(  # type: ignore[attr-defined]
+            "() => window.aicrAskedDownload", polling=250, timeout=120_000
+        )
         assert asked.json_value() == "aicr-recipes.csv"
     assert info.value.suggested_filename == "aicr-recipes.csv"
     raw = Path(info.value.path()).read_bytes()
