@@ -490,3 +490,40 @@ def test_a_run_page_title_is_escaped_when_stamped_into_the_built_page() -> None:
         islands.stamp("<title>x</title>", title, "evidence/runs/x.html")
     stamp = islands.lift(pages.run_stamp_page())[0]
     assert pages.stamped_title(stamp) == "Evidence runs"
+
+
+def test_a_re_signed_evidence_file_is_added_by_the_commit_that_renamed_it(tmp_path: Path) -> None:
+    """Re-signing gives a run file a new name and nearly the same bytes: git's rename detection
+    calls that a rename, never an addition, so its run page said "not in the catalog's git
+    history" for the evidence a fresh clone of this repository holds."""
+    import os
+    import subprocess
+
+    from generator.site.audit import evidence_added, head_commit
+
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+    }
+
+    def git(*args: str, date: str) -> None:
+        dated = {**env, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, env=dated)
+
+    run_dir = tmp_path / "evidence" / "r"
+    run_dir.mkdir(parents=True)
+    body = "".join(f'{{"line": {i}, "text": "the same signed bytes"}}\n' for i in range(200))
+    (run_dir / "old.sigstore.json").write_text(body + "signature one\n")
+    git("init", "-q", date="2026-10-01T00:00:00Z")
+    git("add", ".", date="2026-10-01T00:00:00Z")
+    git("commit", "-q", "-m", "first", date="2026-10-01T00:00:00Z")
+    (run_dir / "old.sigstore.json").unlink()
+    (run_dir / "new.sigstore.json").write_text(body + "signature two\n")
+    git("add", "-A", date="2026-10-05T00:00:00Z")
+    git("commit", "-q", "-m", "re-signed", date="2026-10-05T00:00:00Z")
+    head = head_commit(tmp_path / "evidence")
+    added = evidence_added(tmp_path / "evidence", head)
+    assert added["evidence/r/new.sigstore.json"] == (head, "2026-10-05")

@@ -62,8 +62,11 @@ def evidence_added(evidence_dir: Path, head: str) -> Mapping[str, tuple[str, str
     if not head or not evidence_dir.is_dir():
         return {}
     try:
-        out = proc.git(evidence_dir.parent, "log", "--diff-filter=A", "--format=@%H %cs",
-                       "--name-only", "--relative", head, "--", evidence_dir.name, timeout=60)  # fmt: skip
+        # --no-renames: a re-signed file (a new name, nearly the same bytes) is a rename to
+        # git's detection, never an addition, and its run page said "not in the history"
+        out = proc.git(evidence_dir.parent, "log", "--no-renames", "--diff-filter=A",
+                       "--format=@%H %cs", "--name-only", "--relative", head, "--",
+                       evidence_dir.name, timeout=60)  # fmt: skip
     except proc.ProcError:  # no git, or it did not answer: no dates
         return {}
     if not out.ok:

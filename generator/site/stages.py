@@ -83,8 +83,9 @@ def recipes_added(
     if not head:
         return ()
     try:
-        out = proc.git(catalog_root, "log", "--diff-filter=A", "--format=@%cs", "--name-only",
-                       "--relative", head, "--", ".", timeout=60)  # fmt: skip
+        # --no-renames: an overlay renamed (or rewritten under a new name) is added there
+        out = proc.git(catalog_root, "log", "--no-renames", "--diff-filter=A", "--format=@%cs",
+                       "--name-only", "--relative", head, "--", ".", timeout=60)  # fmt: skip
     except proc.ProcError:  # no git, or it did not answer: no dates
         return ()
     if not out.ok:
