@@ -48,7 +48,7 @@ Python loops turn the input records into columns).
 from __future__ import annotations
 
 import pickle
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from itertools import repeat
@@ -72,6 +72,7 @@ from generator.evidence.model import (
     constructor_args,
 )
 from generator.evidence.view import NOT_JUDGED, EvidenceView, Outcome, as_signed, with_outcome
+from generator.fast.loaded import LoadedTuple
 from generator.validate import health_of
 
 CONFIRMED, SINGLE, CONTESTED, FAILING, UNTESTED, PARTIAL = (
@@ -1350,10 +1351,10 @@ class _PartSource:
         return s.checks if which[0] == "checks" else s.excluded_evidence
 
 
-class Later(Sequence[Any]):
+class Later(LoadedTuple):
     """A field of a stored part's record (a lane's runs, its checks, its excluded evidence),
     read from the part when first used; equal to (and hashed as) the tuple it stands for, and
-    pickled as that tuple. Not a record: it loads."""
+    pickled as that tuple (`fast.loaded.LoadedTuple`). Not a record: it loads."""
 
     __slots__ = ("_src", "_which")
 
@@ -1362,32 +1363,6 @@ class Later(Sequence[Any]):
 
     def _tuple(self) -> tuple[Any, ...]:
         return self._src.get(self._which)
-
-    def __len__(self) -> int:
-        return len(self._tuple())
-
-    def __getitem__(self, index: Any) -> Any:
-        return self._tuple()[index]
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._tuple())
-
-    def __bool__(self) -> bool:
-        return bool(self._tuple())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Later):
-            other = other._tuple()
-        return self._tuple() == other
-
-    def __hash__(self) -> int:
-        return hash(self._tuple())
-
-    def __repr__(self) -> str:
-        return repr(self._tuple())
-
-    def __reduce__(self) -> tuple[type[tuple[Any, ...]], tuple[tuple[Any, ...]]]:
-        return tuple, (self._tuple(),)
 
 
 class _AllRuns(Later):

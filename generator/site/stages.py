@@ -13,7 +13,7 @@ import hashlib
 import os
 import pickle
 import stat
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -32,6 +32,7 @@ from generator.evidence.view import (
     evidence_view,
 )
 from generator.evidence.view import Outcome as Judged
+from generator.fast.loaded import LoadedTuple
 from generator.fast.pool import parallel_map
 from generator.render.bundled import Refusal
 from generator.render.cache import SealedArchive
@@ -837,9 +838,10 @@ class _RecipeRows:
         return self._rows[i][which]
 
 
-class LazyRows(Sequence[Any]):
+class LazyRows(LoadedTuple):
     """A view's check or KPI rows, read from its recipe's stored rows when first used; equal
-    to (and hashed as) the tuple of them, and pickled as that tuple. Not a record: it loads."""
+    to (and hashed as) the tuple of them, and pickled as that tuple (`fast.loaded.LoadedTuple`).
+    Not a record: it loads."""
 
     __slots__ = ("_i", "_src", "_which")
 
@@ -848,32 +850,6 @@ class LazyRows(Sequence[Any]):
 
     def _tuple(self) -> tuple[Any, ...]:
         return self._src.get(self._i, self._which)
-
-    def __len__(self) -> int:
-        return len(self._tuple())
-
-    def __getitem__(self, index: Any) -> Any:
-        return self._tuple()[index]
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._tuple())
-
-    def __bool__(self) -> bool:
-        return bool(self._tuple())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, LazyRows):
-            other = other._tuple()
-        return self._tuple() == other
-
-    def __hash__(self) -> int:
-        return hash(self._tuple())
-
-    def __repr__(self) -> str:
-        return repr(self._tuple())
-
-    def __reduce__(self) -> tuple[type[tuple[Any, ...]], tuple[tuple[Any, ...]]]:
-        return tuple, (self._tuple(),)
 
 
 def _exact(r: CheckRow | KpiRow) -> tuple[object, ...]:
