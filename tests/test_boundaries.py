@@ -41,6 +41,10 @@ DOOR_NAMES = frozenset({"safeio", "yamlio", "atomic", "outputs"})
 # (module, what it calls) -> why it may. The benchmark harness (bench/run.py), listed here until
 # December 2026, reads /proc and writes its results and scratch trees through the doors now.
 EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("core/proc.py", "os.close()"): (
+        "the process door closes the pidfd it opened to wait on its own child (os.pidfd_open): "
+        "a descriptor of a process, not of a file"
+    ),
     ("core/cache.py", "sqlite3.connect()"): (
         "the build cache's SQLite store, in the cache directory the tool made with make_dirs: "
         "SQLite opens (and creates) the file and its -wal and -shm files itself, so no door can; "
@@ -74,10 +78,18 @@ _METHODS = {  # x.<name>(...): pathlib and file-like methods
     "rmdir": "Path.rmdir()",
     "chmod": "Path.chmod()",
     "lchmod": "Path.lchmod()",
+    # a file's metadata by path: `safeio.lstat`
+    "lstat": "Path.lstat()",
 }
 _FUNCTIONS = {  # module.<name>(...)
     "os": {
         "open",
+        # metadata by path (`safeio.lstat`) and descriptors handled by hand (`atomic.open_lock`,
+        # `atomic.exclusive_lock`)
+        "stat",
+        "lstat",
+        "close",
+        "dup2",
         "fdopen",
         "replace",
         "rename",
@@ -140,6 +152,7 @@ _FUNCTIONS = {  # module.<name>(...)
     "click": {"File", "open_file"},  # click opens the path itself, links and FIFOs included
     "sqlite3": {"connect"},  # a database file opened (and created) by SQLite itself
     "dbm": {"open"},
+    "fcntl": {"flock", "lockf", "fcntl"},  # a lock taken by hand: `atomic.exclusive_lock`
     "shelve": {"open"},
 }
 _WRITE_MODES = ("w", "x")
@@ -298,6 +311,11 @@ SYNTHETIC = [
     ("import os\nos.chmod(p, 0o755)", "os.chmod()"),
     ("import os\nos.utime(p, (0, 0))", "os.utime()"),
     ("import shutil\nshutil.rmtree(p, ignore_errors=True)", "shutil.rmtree()"),
+    ("import os\nos.stat(p, follow_symlinks=False)", "os.stat()"),
+    ("import os\nos.lstat(p)", "os.lstat()"),
+    ("from pathlib import Path\nPath(p).lstat()", "Path.lstat()"),
+    ("import os\nos.dup2(a, b)", "os.dup2()"),
+    ("import fcntl\nfcntl.flock(fd, fcntl.LOCK_EX)", "fcntl.flock()"),
     ("from shutil import rmtree\nrmtree(p)", "shutil.rmtree()"),
 ]
 

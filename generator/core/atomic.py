@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import io
 import os
 import secrets
 import shutil
 import stat
 import tarfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 
@@ -283,6 +284,53 @@ def open_devnull() -> int:
     return os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
 
 
+class LockHeld(Exception):
+    """`exclusive_lock`: another process holds the lock."""
+
+
+_HELD_LOCKS: set[int] = set()  # descriptors of the exclusive locks this process holds
+
+
+def _drop_inherited_locks() -> None:
+    """In a forked worker: park the inherited descriptors of the parent's locks on /dev/null.
+
+    A flock belongs to the open file, which a fork shares: a worker still holding the
+    descriptor would keep the lock after its parent was killed, and refuse the next build.
+    The descriptor is pointed at /dev/null rather than closed, so its number stays taken."""
+    if not _HELD_LOCKS:
+        return
+    null = open_devnull()
+    for fd in tuple(_HELD_LOCKS):
+        with contextlib.suppress(OSError):
+            os.dup2(null, fd)  # the number stays taken: nothing else can be closed by mistake
+    os.close(null)
+    _HELD_LOCKS.clear()
+
+
+os.register_at_fork(after_in_child=_drop_inherited_locks)
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path | str) -> Iterator[None]:
+    """Hold an exclusive, non-blocking lock on the lock file `path` (`open_lock`: created when
+    missing, a link refused) for the block; LockHeld at once when another process holds it.
+    Forked workers never keep it (`_drop_inherited_locks`)."""
+    fd = open_lock(path)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as e:
+            raise LockHeld(str(path)) from e
+        _HELD_LOCKS.add(fd)
+        try:
+            yield
+        finally:
+            _HELD_LOCKS.discard(fd)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
 class TreeWriter:
     """Writes files into `root`, a directory the tool has just made (a staged site, a bundle):
     each directory below `root` is opened with `O_NOFOLLOW` relative to its parent (and kept
@@ -487,10 +535,12 @@ def extract_tar(data: bytes, out: Path) -> None:
 __all__ = [
     "WRITE_LINK",
     "WRITE_NOT_REGULAR",
+    "LockHeld",
     "TreeWriter",
     "append_text",
     "copy_tree",
     "create_once",
+    "exclusive_lock",
     "extract_tar",
     "make_dirs",
     "make_link",

@@ -256,7 +256,7 @@ def refuse_planted(root: Path) -> None:
     for name in STORE_FILES:
         path = root / name
         try:
-            st = os.lstat(path)
+            st = safeio.lstat(path)
         except FileNotFoundError:
             continue
         if not stat.S_ISREG(st.st_mode):
@@ -930,7 +930,11 @@ def tree_listing(root: Path) -> list[list[Any]]:
         if e.kind is safeio.Kind.DIR_LINK:  # os.walk lists it among the directories
             continue
         # a link's target (and a file gone since its directory was read) as `os.stat` says
-        st = e.stat if e.kind is safeio.Kind.FILE and e.stat is not None else os.stat(e.path)
+        st = (
+            e.stat
+            if e.kind is safeio.Kind.FILE and e.stat is not None
+            else safeio.stat_followed(e.path)
+        )
         out.append([e.rel, st.st_size, st.st_mtime_ns, st.st_ino])
     return out
 
@@ -940,7 +944,11 @@ def listing_rows(root: Path) -> Iterator[tuple[str, int, int, int]]:
     `listing_digest`; tests/test_fast_walk.py holds the two to one answer)."""
     for e in safeio.walk(root).entries:
         if e.kind is not safeio.Kind.DIR_LINK:
-            st = e.stat if e.kind is safeio.Kind.FILE and e.stat is not None else os.stat(e.path)
+            st = (
+                e.stat
+                if e.kind is safeio.Kind.FILE and e.stat is not None
+                else safeio.stat_followed(e.path)
+            )
             yield e.rel, st.st_size, st.st_mtime_ns, st.st_ino
 
 
@@ -960,7 +968,7 @@ def tree_listing_reference(root: Path) -> list[list[Any]]:
         below = os.path.relpath(dirpath, top)
         prefix = "" if below == "." else below.replace(os.sep, "/") + "/"
         for name in filenames:
-            st = os.stat(os.path.join(dirpath, name))
+            st = safeio.stat_followed(os.path.join(dirpath, name))
             out.append([prefix + name, st.st_size, st.st_mtime_ns, st.st_ino])
     return sorted(out)
 

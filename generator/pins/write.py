@@ -292,7 +292,7 @@ def plan_write(
 def apply_write(root: Path, plan: WritePlan) -> None:
     """Replace the one file atomically, keeping its permissions."""
     target = root / plan.place.location.path
-    mode = target.lstat().st_mode & 0o7777
+    mode = safeio.lstat(target).st_mode & 0o7777
     write_atomic(target, plan.text.encode("utf-8"), mode=mode, root=root)  # no link followed
 
 

@@ -78,7 +78,7 @@ class _Unreadable(Exception):
 
 def _regular(path: Path) -> os.stat_result:
     try:
-        st = path.lstat()
+        st = safeio.lstat(path)
     except FileNotFoundError as e:
         raise _Unreadable("missing") from e
     except OSError as e:

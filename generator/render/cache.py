@@ -213,7 +213,7 @@ def _read_digest(path: Path, key: str) -> tuple[str, int] | None:
     for `key` and the archive is still a regular file of that size; else None."""
     try:
         fields = safeio.read_own(path.with_name(path.name + DIGEST), limit=4096).split()
-        st = os.stat(path, follow_symlinks=False)
+        st = safeio.lstat(path)
     except (OSError, safeio.Refusal):
         return None
     if len(fields) != 3 or not fields[1].isdigit():

@@ -427,7 +427,7 @@ def as_recorded(out: Path, files: Mapping[str, Published]) -> bool:
     get = FileTable.of(files).rows.get  # rows: (size, mtime_ns, inode, ...)
     found = 0
     pending = [(os.fspath(out), "")]
-    directory_kind, file_kind, lstat = safeio.Kind.DIR, safeio.Kind.FILE, os.lstat
+    directory_kind, file_kind, lstat = safeio.Kind.DIR, safeio.Kind.FILE, safeio.lstat
     while pending:
         directory, prefix = pending.pop()
         try:

@@ -417,7 +417,7 @@ class Publisher:
             prefix = os.path.join(os.fspath(self.root), "")
             rows = self.files
             for rel in self._staged:
-                st = os.lstat(prefix + rel)
+                st = safeio.lstat(prefix + rel)
                 _, _, _, sha, source = rows[rel]
                 rows[rel] = (st.st_size, st.st_mtime_ns, st.st_ino, sha, source)
             self._table = FileTable(rows, self.blocks)
@@ -447,7 +447,7 @@ class Publisher:
         for rel, sha in self.sums.items():
             source = self.sources.get(rel, "") or ""
             if rel in self._staged:
-                st = os.lstat(prefix + rel)
+                st = safeio.lstat(prefix + rel)
                 out[rel] = Published(st.st_size, st.st_mtime_ns, st.st_ino, sha, source)
             else:  # kept: its entry, unless this build names another source for it
                 old = self.known[rel]
@@ -474,7 +474,7 @@ class Publisher:
             return False
         source = self._prefix + rel
         try:
-            st = os.lstat(source)
+            st = safeio.lstat(source)
             if (st.st_size, st.st_mtime_ns, st.st_ino) != old[:3]:
                 return False
             if not stat.S_ISREG(st.st_mode):

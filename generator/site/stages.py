@@ -495,7 +495,7 @@ def _on_disk(path: Path, size: int) -> bool:
     """The archive is a regular file of its sealed size (a stat: its bytes are checked against
     its seal when they are read, `SealedArchive.content`)."""
     try:
-        st = os.stat(path, follow_symlinks=False)
+        st = safeio.lstat(path)
     except OSError:
         return False
     return stat.S_ISREG(st.st_mode) and st.st_size == size
