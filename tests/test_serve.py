@@ -98,3 +98,28 @@ def test_the_network_door_serves_on_loopback_only(tmp_path: Path) -> None:
         assert _get(base + "nope.html")[:2] == (404, NOT_FOUND.encode())
         server.shutdown()
         thread.join(10)
+
+
+def test_the_server_follows_no_link_in_the_served_tree(tmp_path: Path) -> None:
+    """A link planted in the site (to a file or a directory outside it, or to a page inside it)
+    is answered as missing, never followed: the secret's bytes are not served."""
+    site = _site(tmp_path, with_404=True)
+    secret = tmp_path / "outside" / "id_rsa"
+    secret.parent.mkdir()
+    secret.write_text("PRIVATE KEY\n")
+    (site / "key.html").symlink_to(secret)
+    (site / "outside").symlink_to(secret.parent, target_is_directory=True)
+    (site / "home.html").symlink_to(site / "index.html")
+    (site / "recipes" / "up").symlink_to(site, target_is_directory=True)
+    with net.serve_site(site, 0, not_found=NOT_FOUND.encode()) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        base = f"http://127.0.0.1:{server.port}/"
+        for planted in ("key.html", "outside/id_rsa", "outside/", "home.html", "recipes/up/"):
+            status, body, _ = _get(base + planted)
+            assert (status, body) == (404, NOT_FOUND.encode()), planted
+            assert b"PRIVATE" not in body
+        assert _get(base + "index.html")[:2] == (200, (site / "index.html").read_bytes())
+        assert _get(base + "recipes/")[0] == 200  # a plain directory is still listed
+        server.shutdown()
+        thread.join(10)

@@ -36,6 +36,7 @@ import functools
 import http.client
 import http.server
 import ipaddress
+import os
 import socket
 import ssl
 import threading
@@ -45,6 +46,7 @@ from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 from urllib.parse import SplitResult, urljoin, urlsplit
 
 from generator.core import envvars
@@ -464,9 +466,21 @@ LOOPBACK = "127.0.0.1"  # the only address `serve_site` binds
 
 class _SiteHandler(http.server.SimpleHTTPRequestHandler):
     """The standard static handler, except that a missing page is answered with the site's own
-    `404.html` (status 404), as GitHub Pages does, not with Python's bare error page."""
+    `404.html` (status 404), as GitHub Pages does, not with Python's bare error page, and that
+    no symbolic link in the served tree is followed: a built site holds none (`publish` writes
+    regular files), so a link there was planted, and following it could hand any file the user
+    can read (a key, the shell history) to whatever runs in their browser. A path with a link
+    on the way is answered as missing, and the refusal is logged."""
 
     not_found: bytes | None = None  # the site's 404.html, read once when serving starts
+
+    def send_head(self) -> Any:
+        path = self.translate_path(self.path)  # under the served directory, ".." dropped
+        if os.path.realpath(path) != os.path.normpath(path):  # a link on the way
+            self.log_error("refused %s: a symbolic link in the served tree", self.path)
+            self.send_error(404, "File not found")
+            return None
+        return super().send_head()
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         body = self.not_found
