@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
 from stat import S_ISREG
+from typing import Any
 
 from generator.core import safeio
 from generator.core.cache import Cache, DerivedKeys, digest, fingerprint
@@ -69,6 +70,7 @@ from generator.evidence.model import (
     with_current_digests,
 )
 from generator.evidence.store import FileMemo, bundle_entries, find_files, load
+from generator.fast.loaded import Slices, SliceView
 
 VERIFY_STAGE = "verify"  # one entry per file
 # the code a verification is a function of (in each file's key): the verifier, its records
@@ -88,7 +90,7 @@ def verify_cached(
     cache: Cache,
     jobs: int | None = None,
     sweep: bool = False,
-) -> tuple[tuple[Evidence, ...], tuple[str, ...]]:
+) -> tuple[Records, tuple[str, ...]]:
     """`verify.verify_evidence`, verifying (and reading) only the files the cache has not
     seen; with each record the key of its verification (which later stages key by: equal
     keys, equal records before staleness).
@@ -106,8 +108,132 @@ def verify_cached(
     authenticated, and pickles loaded, 20,000 -> 1,000 (one per recipe directory)."""
     parts = file_key_parts(files, trust_root, policy)
     keys = cache.derive(VERIFY_STAGE, parts).keys
-    records = _records(files, keys, directories(files), trust_root, policy, cache, jobs, sweep)
-    return with_current_digests(records, current_digests), keys
+    records = _records(
+        files, keys, directories(files), trust_root, policy, cache, jobs, sweep, current_digests
+    )
+    return records, keys
+
+
+# --- the records, each directory's read when first used ---------------------------------------
+
+HEADS_STAGE = "verify-heads"  # one entry per directory, beside its records (`DIRS_STAGE`)
+
+
+@dataclass(frozen=True, slots=True)
+class Heads:
+    """What the pipeline reads of every record without loading it, by position: its path, the
+    recipe and scale profile its statement names (None, None: it has none), and the key of its
+    verification ("": not verified through the cache, as a pointer file's record)."""
+
+    paths: tuple[str, ...]
+    recipes: tuple[str | None, ...]
+    profiles: tuple[str | None, ...]
+    keys: tuple[str, ...]
+
+    @staticmethod
+    def of(records: Sequence[Evidence], keys: Sequence[str] | None = None) -> Heads:
+        named = [_head(r) for r in records]
+        return Heads(
+            tuple(r.path for r in records),
+            tuple(h[0] for h in named),
+            tuple(h[1] for h in named),
+            tuple(keys) if keys is not None else ("",) * len(records),
+        )
+
+    def __add__(self, other: Heads) -> Heads:
+        return Heads(
+            self.paths + other.paths,
+            self.recipes + other.recipes,
+            self.profiles + other.profiles,
+            self.keys + other.keys,
+        )
+
+
+Head = tuple[str | None, str | None]  # a record's (recipe, profile) as its statement names them
+
+
+def _head(record: Evidence) -> Head:
+    st = record.statement
+    return (st.recipe, st.scale_profile) if st is not None else (None, None)
+
+
+class Records(SliceView):
+    """The verify stage's records (`VerificationRun.records`), as the tuple of them: each
+    directory's records read from the cache (`DIRS_STAGE`: read, authenticated, unpickled and
+    judged current) when one of them is first used, and every record's `Heads` (path, recipe,
+    profile, verification key) at hand without reading any.
+
+    A rebuild after one evidence file changed used to read all 1,000 directories' records at
+    1,000 x 20,000 (111.5 MB, 20,000 records unpickled and judged), though the aggregate
+    stage keys a recipe by its records' verification keys and makes the part of the changed
+    recipe alone. `select` gives the records at some positions, as records (a recipe's, those
+    in scope); `need` reads every directory a view needs in one batch. The reference is the
+    tuple: a view read whole equals, value for value, the records read at once
+    (tests/test_verify_records.py). Not a record: it loads."""
+
+    __slots__ = ("_heads",)
+
+    def __init__(self, store: Slices, heads: Heads, at: Sequence[int] | None = None) -> None:
+        super().__init__(store, at)
+        self._heads = heads
+
+    @staticmethod
+    def held(records: Sequence[Evidence], keys: Sequence[str] | None = None) -> Records:
+        """Records in hand (`keys`: their verification keys; none: "" each)."""
+        values = tuple(records)
+        store = Slices((range(len(values)),), {0: values}, _nothing_to_load)
+        return Records(store, Heads.of(values, keys))
+
+    def path(self, i: int) -> str:
+        return self._heads.paths[self._at[i]]
+
+    def recipe(self, i: int) -> str | None:
+        """The recipe record `i`'s statement names (None: it has no statement)."""
+        return self._heads.recipes[self._at[i]]
+
+    def profile(self, i: int) -> str | None:
+        """The scale profile record `i`'s statement names (None: none, or no statement)."""
+        return self._heads.profiles[self._at[i]]
+
+    def key(self, i: int) -> str:
+        """The key of record `i`'s verification ("": not verified through the cache)."""
+        return self._heads.keys[self._at[i]]
+
+    def select(self, positions: Sequence[int]) -> Records:
+        """The records at `positions` (of these), as records: nothing read."""
+        at = self._at
+        return Records(self._store, self._heads, [at[p] for p in positions])
+
+    def plus(self, records: Sequence[Evidence], keys: Sequence[str] | None = None) -> Records:
+        """These records (every one of their store's, in order), then `records`, in hand."""
+        if self._at != range(len(self._store)):
+            raise ValueError("only a whole store's records are extended")
+        return Records(self._store.plus(tuple(records)), self._heads + Heads.of(records, keys))
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled in hand (never as its loader)
+        heads = self._heads
+        at = self._at
+        return (
+            _records_in_hand,
+            (
+                self._tuple(),
+                Heads(
+                    tuple(heads.paths[p] for p in at),
+                    tuple(heads.recipes[p] for p in at),
+                    tuple(heads.profiles[p] for p in at),
+                    tuple(heads.keys[p] for p in at),
+                ),
+            ),
+        )
+
+
+def _records_in_hand(values: tuple[Evidence, ...], heads: Heads) -> Records:
+    store = Slices((range(len(values)),), {0: values}, _nothing_to_load)
+    return Records(store, heads)
+
+
+def _nothing_to_load(numbers: list[int]) -> list[tuple[Evidence, ...]]:
+    raise AssertionError("records in hand are never loaded")
 
 
 def _records(
@@ -119,14 +245,79 @@ def _records(
     cache: Cache,
     jobs: int | None,
     sweep: bool,
-) -> tuple[Evidence, ...]:
-    """The record of each file (in `files`' order, not yet judged current), `keys` its
-    verification key (its entry's, `VERIFY_STAGE`), `groups` the positions of each directory's
-    files (`directories`): one entry per directory, else per file, else verified."""
+    current_digests: Mapping[str, str],
+) -> Records:
+    """The record of each file (in `files`' order, judged current against `current_digests`),
+    `keys` its verification key (its entry's, `VERIFY_STAGE`), `groups` the positions of each
+    directory's files (`directories`): one entry per directory, else per file, else verified.
+
+    A directory whose entry the store holds is read when one of its records is first used
+    (`Records`); the others are made now (from the entries per file, else verified), so
+    verification never waits for a reader. What every record shows without being read (its
+    recipe and profile) is one small entry per directory beside its records (`HEADS_STAGE`,
+    under the same key parts), read every build."""
     if sweep:  # every file's entry is used (read, or behind its directory's): the rest go
         cache.serve(DerivedKeys(VERIFY_STAGE, tuple(keys)))
+    reader = _DirReader(files, keys, groups, trust_root, policy, cache, jobs)
+    held = cache.stored(DIRS_STAGE, reader.parts, sweep=sweep)  # every one served: read or not
+    in_hand: dict[int, tuple[Evidence, ...]] = {}
+    missing = [g for g, (_, there) in enumerate(held) if not there]
+    if missing:
+        in_hand.update(zip(missing, reader.read(missing), strict=True))
 
-    def make_dirs(todo: list[int]) -> list[tuple[Evidence, ...]]:
+    def make_heads(todo: list[int]) -> list[tuple[Head, ...]]:
+        unread = [g for g in todo if g not in in_hand]
+        if unread:
+            in_hand.update(zip(unread, reader.read(unread), strict=True))
+        return [_dedup_heads(in_hand[g]) for g in todo]
+
+    heads = cache.get_or_make_many(HEADS_STAGE, reader.parts, make_heads, sweep=sweep)
+    columns = _columns_of(files, keys, groups, heads)
+    current = dict(current_digests)
+
+    def judged(g: int, stored: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
+        out = with_current_digests(stored, current)
+        for i, r in zip(groups[g], out, strict=True):  # what was shown unread is what is read
+            if (r.path, *_head(r)) != (columns.paths[i], columns.recipes[i], columns.profiles[i]):
+                raise AssertionError(f"{r.path}: its heads are not its record's")
+        return out
+
+    def load_later(numbers: list[int]) -> list[tuple[Evidence, ...]]:
+        return [judged(g, stored) for g, stored in zip(numbers, reader.read(numbers), strict=True)]
+
+    store = Slices(groups, {g: judged(g, v) for g, v in in_hand.items()}, load_later)
+    return Records(store, columns)
+
+
+class _DirReader:
+    """The records of each directory (`groups`: the positions of its files): read from its
+    entry (`DIRS_STAGE`), else made from the entries per file (`VERIFY_STAGE`), else verified.
+    Not a record: it reads, and the cache stores what it makes."""
+
+    def __init__(
+        self,
+        files: Sequence[FoundFile],
+        keys: Sequence[str],
+        groups: Sequence[tuple[int, ...]],
+        trust_root: TrustRoot,
+        policy: SignerPolicy,
+        cache: Cache,
+        jobs: int | None,
+    ) -> None:
+        self.files, self.groups, self.cache, self.jobs = files, groups, cache, jobs
+        self.trust_root, self.policy = trust_root, policy
+        self.parts = [tuple(keys[i] for i in g) for g in groups]  # a directory's key parts
+
+    def read(self, numbers: list[int]) -> list[tuple[Evidence, ...]]:
+        """The records of the directories `numbers`, as stored (not judged current)."""
+        return self.cache.get_or_make_many(
+            DIRS_STAGE,
+            [self.parts[g] for g in numbers],
+            lambda todo: self.make([numbers[t] for t in todo]),
+        )
+
+    def make(self, todo: list[int]) -> list[tuple[Evidence, ...]]:
+        files, groups = self.files, self.groups
         wanted = [i for g in todo for i in groups[g]]
 
         def make_files(missing: list[int]) -> tuple[Evidence, ...]:  # positions in `wanted`
@@ -134,27 +325,40 @@ def _records(
 
             return verify_evidence(
                 [load(files[wanted[j]]) for j in missing],
-                trust_roots=trust_root,
-                policy=policy,
+                trust_roots=self.trust_root,
+                policy=self.policy,
                 current_digests={},
-                jobs=jobs,
+                jobs=self.jobs,
             )
 
         # each file's entry is stored under its verification key (`keys`): its parts again
-        parts = file_key_parts([files[i] for i in wanted], trust_root, policy)
-        made = cache.get_or_make_many(VERIFY_STAGE, parts, make_files)
+        parts = file_key_parts([files[i] for i in wanted], self.trust_root, self.policy)
+        made = self.cache.get_or_make_many(VERIFY_STAGE, parts, make_files)
         by_file = dict(zip(wanted, made, strict=True))
         return [tuple(by_file[i] for i in groups[g]) for g in todo]
 
-    batches = cache.get_or_make_many(
-        DIRS_STAGE, [tuple(keys[i] for i in g) for g in groups], make_dirs, sweep=sweep
-    )
-    at = {
-        i: record
-        for g, b in zip(groups, batches, strict=True)
-        for i, record in zip(g, b, strict=True)
-    }
-    return tuple(at[i] for i in range(len(files)))
+
+def _columns_of(
+    files: Sequence[FoundFile],
+    keys: Sequence[str],
+    groups: Sequence[tuple[int, ...]],
+    heads: Sequence[tuple[Head, ...]],
+) -> Heads:
+    """Every record's `Heads`, from its file, its key and its directory's heads."""
+    recipes: list[str | None] = [None] * len(files)
+    profiles: list[str | None] = [None] * len(files)
+    for g, dir_heads in zip(groups, heads, strict=True):
+        if len(dir_heads) != len(g):
+            raise AssertionError("a directory's heads are one per record")
+        for i, (recipe, profile) in zip(g, dir_heads, strict=True):
+            recipes[i], profiles[i] = recipe, profile
+    return Heads(tuple(f.path for f in files), tuple(recipes), tuple(profiles), tuple(keys))
+
+
+def _dedup_heads(records: Sequence[Evidence]) -> tuple[Head, ...]:
+    """Each record's head, equal heads one object (a directory's records name one recipe)."""
+    seen: dict[Head, Head] = {}
+    return tuple(seen.setdefault(h, h) for h in map(_head, records))
 
 
 # --- the evidence tree at the grain of a directory ----------------------------------------------
@@ -221,7 +425,7 @@ def verify_tree(
     cache: Cache,
     jobs: int | None = None,
     sweep: bool = False,
-) -> tuple[tuple[FoundFile, ...], tuple[Evidence, ...], tuple[str, ...]]:
+) -> tuple[tuple[FoundFile, ...], Records, tuple[str, ...]]:
     """`store.find_files([root], base, root, memo)` then `verify_cached` of the files of `tree`
     (the walk of the evidence root `root`, `store.TREE_SUFFIXES`): the files, their records
     and their verification keys, the very values those give, with no work per file for a
@@ -257,8 +461,10 @@ def verify_tree(
         files.extend(dir_files)
         keys.extend(dir_keys)
     finder.keep_memo(files, {g.name for g in groups if g.rows})
-    records = _records(files, keys, positions, trust_root, policy, cache, jobs, sweep)
-    return tuple(files), with_current_digests(records, current_digests), tuple(keys)
+    records = _records(
+        files, keys, positions, trust_root, policy, cache, jobs, sweep, current_digests
+    )
+    return tuple(files), records, tuple(keys)
 
 
 class _DirFinder:
