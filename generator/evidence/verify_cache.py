@@ -41,9 +41,20 @@ warm caches, interleaved with the code before (4-5 rounds each, load 3-9), `veri
 alone, CPU-s: one file removed 1.50-1.57 -> 0.93-1.14, re-added 1.43-1.62 -> 1.12-1.18,
 nothing changed 1.46-1.68 -> 0.86-0.96; with the build key's walk and `stat_tree_digest`
 before it, removed 1.85-2.00 -> 1.25-1.51, re-added 1.75-2.00 -> 1.46-1.60. Under cProfile,
-in a whole one-file-removed rebuild, pipeline.verify 3.64 -> 2.11 s. What is left is
-the records: reading, authenticating and unpickling the 1,000 `DIRS_STAGE` entries (about
-110 MB) is most of the rest (`_records`), every build, whether a later stage reads a record.
+in a whole one-file-removed rebuild, pipeline.verify 3.64 -> 2.11 s.
+
+The records are read when used (`Records`): a directory whose entry (`DIRS_STAGE`) the store
+holds is read, authenticated, unpickled and judged current when one of its records is first
+used, and what the pipeline reads of every record (its path, the recipe and profile its
+statement names, its verification key) is at hand without it: the path and key from the
+walk, the recipe and profile from one small entry per directory (`HEADS_STAGE`). Before, every
+build read all 1,000 entries (about 110 MB at 1,000 x 20,000) whether a later stage read a
+record or not. Measured there, a whole build after one evidence file was removed or re-added,
+interleaved with the code before (two cycles each, load 4-5): `pipeline.verify` 0.87-0.97 ->
+0.33-0.38 CPU-s removed, 0.97 -> 0.60 re-added; `verify-dirs` read 111.5 MB -> 0 (the heads:
+0.16 MB); the build's peak 637 -> 540-548 MB, its user+sys 5.1-5.3 -> 4.8 CPU-s, once the
+views stage takes a record's path unread (`Records.path`, not `records[i].path`: that reads
+every directory, one at a time).
 """
 
 from __future__ import annotations
