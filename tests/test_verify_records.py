@@ -130,6 +130,10 @@ def test_each_record_is_the_references_whatever_the_order_it_is_read_in(
                 chosen.need()
             assert len(chosen) == len(read) and tuple(chosen) == tuple(expected[i] for i in read)
             assert [chosen.path(j) for j in range(len(read))] == [expected[i].path for i in read]
+            heads = chosen.heads()
+            assert list(zip(heads.paths, heads.recipes, heads.profiles, strict=True)) == [
+                _heads(expected[i]) for i in read
+            ]
     # read whole: value for value, and type for type, the records read at once
     assert tuple(records) == expected and records == expected
     assert [type(r) for r in records] == [type(r) for r in expected]

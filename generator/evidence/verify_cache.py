@@ -210,6 +210,18 @@ class Records(SliceView):
         """The key of record `i`'s verification ("": not verified through the cache)."""
         return self._heads.keys[self._at[i]]
 
+    def heads(self) -> Heads:
+        """Every record's heads, in order (those of its store, when it is a whole store's)."""
+        heads, at = self._heads, self._at
+        if at == range(len(heads.paths)):
+            return heads
+        return Heads(
+            tuple(heads.paths[p] for p in at),
+            tuple(heads.recipes[p] for p in at),
+            tuple(heads.profiles[p] for p in at),
+            tuple(heads.keys[p] for p in at),
+        )
+
     def select(self, positions: Sequence[int]) -> Records:
         """The records at `positions` (of these), as records: nothing read."""
         at = self._at
@@ -222,20 +234,7 @@ class Records(SliceView):
         return Records(self._store.plus(tuple(records)), self._heads + Heads.of(records, keys))
 
     def __reduce__(self) -> tuple[Any, ...]:  # pickled in hand (never as its loader)
-        heads = self._heads
-        at = self._at
-        return (
-            _records_in_hand,
-            (
-                self._tuple(),
-                Heads(
-                    tuple(heads.paths[p] for p in at),
-                    tuple(heads.recipes[p] for p in at),
-                    tuple(heads.profiles[p] for p in at),
-                    tuple(heads.keys[p] for p in at),
-                ),
-            ),
-        )
+        return _records_in_hand, (self._tuple(), self.heads())
 
 
 def _records_in_hand(values: tuple[Evidence, ...], heads: Heads) -> Records:
