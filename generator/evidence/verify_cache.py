@@ -455,9 +455,10 @@ def verify_tree(
     kind and mode, the size; the real path is the real root joined with the path), so a
     directory whose entry is served passed them as it is now.
 
-    The directories without an entry are found in one `find_files` (its stat memo vouching for
-    their unchanged files, one LoadError naming every problem); the records come from the
-    entries per directory and per file (`_records`), as `verify_cached` takes them.
+    The directories without an entry are found in one `find_files` (the stat memo of those
+    directories, one entry each (`DIRMEMO_STAGE`), vouching for their unchanged files; one
+    LoadError naming every problem); the records come from the entries per directory and per
+    file (`_records`), as `verify_cached` takes them.
     """
     finder = _DirFinder(tree, root, base, trust_root, policy, cache)
     groups = stat_groups(tree, time.time_ns() - store.SETTLED_NS)
@@ -470,16 +471,21 @@ def verify_tree(
         positions.append(tuple(range(len(files), len(files) + len(dir_files))))
         files.extend(dir_files)
         keys.extend(dir_keys)
-    finder.keep_memo(files, {g.name for g in groups if g.rows})
+    if sweep:  # each directory's stat memo is kept, read or not: those of directories gone go
+        cache.serve(DerivedKeys(DIRMEMO_STAGE, tuple(finder.memo_key(g.name) for g in groups)))
     records = _records(
         files, keys, positions, trust_root, policy, cache, jobs, sweep, current_digests
     )
     return tuple(files), records, tuple(keys)
 
 
+DIRMEMO_STAGE = "evidence-files-dirs"  # the stat memo of `verify_tree`, one entry per directory
+
+
 class _DirFinder:
     """The directories of one walk found through their entries (`DIRSTAT_STAGE`), or file by
-    file (`find`). Not a record: it holds the stat memo once a directory is found again."""
+    file (`find`), with the stat memo of the directories found (`DIRMEMO_STAGE`). Not a
+    record: it reads and stores entries."""
 
     def __init__(
         self,
@@ -502,7 +508,7 @@ class _DirFinder:
             trust_root.sha256,
             _policy_digest(policy),
         )
-        self.memo: FileMemo | None = None  # read when a directory is found again
+        self.real_top = os.path.realpath(self.top)
 
     def served(self, groups: Sequence[StatGroup], sweep: bool) -> dict[str, DirFound]:
         """Each directory's files and keys: from its entry, else found (and stored when its
@@ -527,31 +533,52 @@ class _DirFinder:
         return found
 
     def find(self, todo: Sequence[StatGroup]) -> dict[str, DirFound]:
-        """Each directory of `todo` found file by file (with the stat memo), its keys derived."""
-        if self.memo is None:
-            self.memo = file_memo(self.cache, [self.top])
+        """Each directory of `todo` found file by file (with its stat memo), its keys derived."""
+        names = sorted({g.name for g in todo})
+        told = {name: self._memo(name) for name in names}
+        memo = FileMemo({real: fact for facts in told.values() for real, fact in facts.items()})
         entries = tuple(sorted((e for g in todo for e in g.entries), key=lambda e: e.rel))
         part = safeio.Tree(self.tree.root, self.tree.real_root, entries)
-        files = find_files([self.top], self.base, self.root, self.memo, tree=part)
+        files = find_files([self.top], self.base, self.root, memo, tree=part)
         parts = file_key_parts(files, self.trust_root, self.policy)
         keys = self.cache.derive(VERIFY_STAGE, parts).keys
         out: dict[str, tuple[list[FoundFile], list[str]]] = {}
+        facts: dict[str, dict[str, list[Any]]] = {name: {} for name in names}
         for f, k in zip(files, keys, strict=True):
-            dir_files, dir_keys = out.setdefault(_group_name(f), ([], []))
+            name = _group_name(f)
+            dir_files, dir_keys = out.setdefault(name, ([], []))
             dir_files.append(f)
             dir_keys.append(k)
+            fact = memo.after.get(f.real)
+            if fact is not None:
+                facts.setdefault(name, {})[f.real] = fact
+        for name, now in facts.items():
+            if now != told.get(name):
+                self._keep_memo(name, now)
         return {name: (tuple(fs), tuple(ks)) for name, (fs, ks) in out.items()}
 
-    def keep_memo(self, files: Sequence[FoundFile], vouched: set[str]) -> None:
-        """With the stat memo read (a directory was found again): the files of the directories
-        served whole (`vouched`, their names) keep their facts in it, and it is stored."""
-        if self.memo is None:
-            return
-        before, after = self.memo.before, self.memo.after
-        for f in files:
-            if f.real not in after and f.real in before and _group_name(f) in vouched:
-                after[f.real] = before[f.real]
-        keep_file_memo(self.cache, [self.top], self.memo)
+    # The stat memo (`store.FileMemo`) by directory: a directory found file by file reads the
+    # facts of its own files and stores them again when they changed. One memo for the tree
+    # (`file_memo`) was read (6 MB of JSON at 1,000 x 20,000), every served directory's facts
+    # carried over, and the whole written again, for one changed file.
+
+    def memo_key(self, name: str) -> str:
+        return digest(DIRMEMO_STAGE, self.real_top, name)
+
+    def _memo(self, name: str) -> dict[str, list[Any]]:
+        """The facts of directory `name`'s files ({} when none, or not this machine's)."""
+        key, fp = self.memo_key(name), fingerprint(*_MEMO_CODE)
+        raw = self.cache.get(DIRMEMO_STAGE, key, fp, authenticated=True)
+        try:
+            facts = json.loads(raw) if raw is not None else {}
+        except ValueError:
+            facts = {}
+        return facts if isinstance(facts, dict) else {}
+
+    def _keep_memo(self, name: str, facts: dict[str, list[Any]]) -> None:
+        data = json.dumps(facts, separators=(",", ":"), sort_keys=True, allow_nan=False).encode()
+        key, fp = self.memo_key(name), fingerprint(*_MEMO_CODE)
+        self.cache.put(DIRMEMO_STAGE, key, fp, data, authenticated=True)
 
 
 # a directory's entry: its files' paths, locations, real paths, real root, sha256s and sizes,
