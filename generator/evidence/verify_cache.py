@@ -50,11 +50,13 @@ statement names, its verification key) is at hand without it: the path and key f
 walk, the recipe and profile from one small entry per directory (`HEADS_STAGE`). Before, every
 build read all 1,000 entries (about 110 MB at 1,000 x 20,000) whether a later stage read a
 record or not. Measured there, a whole build after one evidence file was removed or re-added,
-interleaved with the code before (two cycles each, load 4-5): `pipeline.verify` 0.87-0.97 ->
-0.33-0.38 CPU-s removed, 0.97 -> 0.60 re-added; `verify-dirs` read 111.5 MB -> 0 (the heads:
-0.16 MB); the build's peak 637 -> 540-548 MB, its user+sys 5.1-5.3 -> 4.8 CPU-s, once the
-views stage takes a record's path unread (`Records.path`, not `records[i].path`: that reads
-every directory, one at a time).
+interleaved with the code before (two cycles each, load 4-5; with the stat memo by directory,
+`DIRMEMO_STAGE`): `pipeline.verify` 0.86-1.02 -> 0.23-0.24 CPU-s removed, 0.90-0.95 -> 0.47-0.53
+re-added (the re-added file is verified: sigstore is imported); `verify-dirs` read 111.5 MB ->
+0 (the heads: 0.16 MB), the stat memo 6.2 MB -> 0.01; the build's user+sys 4.8-5.5 -> 4.5-4.6
+CPU-s removed, 5.0-5.3 -> 4.7-4.8 re-added, its peak 637-660 -> 540-564 MB, once the views
+stage takes a record's path unread (`Records.path`; `records[i].path` reads every directory,
+one query each).
 """
 
 from __future__ import annotations
