@@ -1077,7 +1077,13 @@ def record_recipe(e: Evidence) -> str:
     """The recipe a record is aggregated under (its `recipe` column): its statement's, else the
     recipe directory of its path (an unreadable statement)."""
     st = e.statement
-    return st.recipe if st is not None else _recipe_from_path(e.path)
+    return recipe_of(st.recipe if st is not None else None, e.path)
+
+
+def recipe_of(recipe: str | None, path: str) -> str:
+    """`record_recipe` of a record from its statement's recipe (None: it has no statement) and
+    its path, as the verify stage gives them without reading it (`verify_cache.Records`)."""
+    return recipe if recipe is not None else _recipe_from_path(path)
 
 
 @dataclass(frozen=True, slots=True)

@@ -413,14 +413,16 @@ def test_verify_cached_verifies_only_what_it_has_not_seen(synth: Path, tmp_path:
     )
     assert got == expected and len(set(keys)) == len(files)
     dirs = len({f.location.split("/")[1] for f in files if f.location})
-    assert first.stats.misses == {"verify": len(files), "verify-dirs": dirs}
+    assert first.stats.misses == {"verify": len(files), "verify-dirs": dirs, "verify-heads": dirs}
     assert first.stats.hits == {}
 
     again = Cache(tmp_path / "c", secret=b"s" * 32)
     assert verify_cached(
         files, trust_root=root, policy=policy, current_digests=current, cache=again, jobs=1
     ) == (expected, keys)
-    assert again.stats.hits == {"verify-dirs": dirs} and again.stats.misses == {}
+    # the heads every call, the records once used (compared here)
+    assert again.stats.hits == {"verify-dirs": dirs, "verify-heads": dirs}
+    assert again.stats.misses == {}
 
     # one file's entry corrupted (and its directory's entry gone): detected, that one file
     # verified again, same records
@@ -474,12 +476,21 @@ def test_a_new_evidence_file_is_the_only_one_verified(synth: Path, tmp_path: Pat
     cache = Cache(tmp_path / "c", secret=b"s" * 32)
     verify_cached(files[:-1], trust_root=root, policy=policy, current_digests={}, cache=cache)
     later = Cache(tmp_path / "c", secret=b"s" * 32)
-    verify_cached(files, trust_root=root, policy=policy, current_digests={}, cache=later)
+    records, _ = verify_cached(
+        files, trust_root=root, policy=policy, current_digests={}, cache=later
+    )
     # its directory's entry is made again from its other files' entries; the others are read
+    # when their records are used
     last = [f for f in files if f.location.split("/")[1] == files[-1].location.split("/")[1]]
     dirs = len({f.location.split("/")[1] for f in files})
-    assert later.stats.misses == {"verify": 1, "verify-dirs": 1}
-    assert later.stats.hits == {"verify": len(last) - 1, "verify-dirs": dirs - 1}
+    assert later.stats.misses == {"verify": 1, "verify-dirs": 1, "verify-heads": 1}
+    assert later.stats.hits == {"verify": len(last) - 1, "verify-heads": dirs - 1}
+    assert len(tuple(records)) == len(files)
+    assert later.stats.hits == {
+        "verify": len(last) - 1,
+        "verify-dirs": dirs - 1,
+        "verify-heads": dirs - 1,
+    }
 
 
 def test_build_skip_needs_the_same_key_and_an_untouched_output(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ subclasses' loading: nothing is read until a reader asks."""
 from __future__ import annotations
 
 import pickle
+from itertools import pairwise
 from typing import Any
 
 from hypothesis import given
@@ -46,3 +47,48 @@ def test_the_subclasses_are_loaded_tuples() -> None:
 
     assert issubclass(Later, LoadedTuple) and issubclass(_AllRuns, Later)
     assert issubclass(LazyRows, LoadedTuple)
+
+
+@st.composite
+def _sliced(draw: st.DrawFn) -> tuple[tuple[int, ...], list[list[int]], set[int]]:
+    """A tuple's values, its positions cut into slices (in any order), the slices in hand."""
+    values = tuple(draw(st.lists(st.integers(), max_size=12)))
+    order = draw(st.permutations(range(len(values))))
+    cuts = sorted(draw(st.sets(st.integers(1, max(len(values) - 1, 1)), max_size=4)))
+    bounds = [0, *(c for c in cuts if c < len(values)), len(values)]
+    slices = [list(order[a:b]) for a, b in pairwise(bounds) if b > a]
+    held = draw(st.sets(st.integers(0, max(len(slices) - 1, 0)), max_size=len(slices)))
+    return values, slices, {h for h in held if h < len(slices)}
+
+
+@given(_sliced(), st.lists(st.integers(0, 11) | st.lists(st.integers(0, 11)), max_size=6))
+def test_slices_read_as_the_tuple_and_load_each_slice_once(
+    sliced: tuple[tuple[int, ...], list[list[int]], set[int]], reads: list[Any]
+) -> None:
+    from generator.fast.loaded import Slices, SliceView
+
+    values, slices, held = sliced
+    batches: list[list[int]] = []
+
+    def load(numbers: list[int]) -> list[tuple[int, ...]]:
+        assert not set(numbers) & held and numbers == sorted(set(numbers))
+        batches.append(numbers)
+        return [tuple(values[p] for p in slices[n]) for n in numbers]
+
+    in_hand = {n: tuple(values[p] for p in slices[n]) for n in held}
+    store = Slices(slices, in_hand, load)
+    view = SliceView(store)
+    assert len(view) == len(values) and bool(view) == bool(values) and batches == []
+    for read in reads:
+        if isinstance(read, int):
+            if read < len(values):
+                assert view[read] == values[read]
+        else:
+            at = [p for p in read if p < len(values)]
+            part = SliceView(store, at)
+            assert len(part) == len(at) and part == tuple(values[p] for p in at)
+    assert view == values and tuple(view) == values and view[1:3] == values[1:3]
+    loaded = [n for b in batches for n in b]
+    assert len(loaded) == len(set(loaded)) == store.loaded  # each slice read once, at most
+    more = store.plus((7, 8))
+    assert SliceView(more) == (*values, 7, 8)

@@ -33,7 +33,13 @@ from generator.evidence.policy import read_policy
 from generator.evidence.store import find_files, load
 from generator.evidence.trustroot import load_trust_root
 from generator.evidence.verify import verify_evidence
-from generator.evidence.verify_cache import DIRS_STAGE, VERIFY_STAGE, directory, verify_cached
+from generator.evidence.verify_cache import (
+    DIRS_STAGE,
+    HEADS_STAGE,
+    VERIFY_STAGE,
+    directory,
+    verify_cached,
+)
 
 SECRET = b"s" * 32
 
@@ -101,12 +107,14 @@ def test_a_rebuild_reads_one_entry_per_directory(tree: Path, tmp_path: Path) -> 
     first, keys, cache = _run(tree, tmp_path / "c")
     n, dirs = len(first), len(_dirs(tree))
     assert first == _afresh(tree)
-    assert cache.stats.misses == {VERIFY_STAGE: n, DIRS_STAGE: dirs}
+    assert cache.stats.misses == {VERIFY_STAGE: n, DIRS_STAGE: dirs, HEADS_STAGE: dirs}
     assert len(cache.keys(DIRS_STAGE)) == dirs and len(cache.keys(VERIFY_STAGE)) == n
 
     again, again_keys, cache = _run(tree, tmp_path / "c")
+    assert cache.stats.hits == {HEADS_STAGE: dirs}  # no record read before one is used
     assert (again, again_keys) == (first, keys)
-    assert cache.stats.hits == {DIRS_STAGE: dirs}  # no file's entry read, nothing verified
+    # then one entry per directory: no file's entry read, nothing verified
+    assert cache.stats.hits == {DIRS_STAGE: dirs, HEADS_STAGE: dirs}
     assert cache.stats.misses == {}
 
 
@@ -119,9 +127,11 @@ def test_a_changed_file_reverifies_that_file_only(tree: Path, tmp_path: Path) ->
 
     records, new_keys, cache = _run(tree, tmp_path / "c")
     # one directory's entry is new: its other files come from their entries, one is verified
-    assert cache.stats.misses == {DIRS_STAGE: 1, VERIFY_STAGE: 1}
-    assert cache.stats.hits == {DIRS_STAGE: len(_dirs(tree)) - 1, VERIFY_STAGE: siblings - 1}
+    assert cache.stats.misses == {DIRS_STAGE: 1, VERIFY_STAGE: 1, HEADS_STAGE: 1}
+    others = len(_dirs(tree)) - 1  # their records read when used (below)
+    assert cache.stats.hits == {VERIFY_STAGE: siblings - 1, HEADS_STAGE: others}
     assert records == _afresh(tree)
+    assert cache.stats.hits == {DIRS_STAGE: others, VERIFY_STAGE: siblings - 1, HEADS_STAGE: others}
     assert isinstance(records[4], RejectedEvidence)
     assert [i for i, (a, b) in enumerate(zip(keys, new_keys, strict=True)) if a != b] == [4]
 
@@ -133,13 +143,15 @@ def test_a_removed_then_restored_file_verifies_nothing(tree: Path, tmp_path: Pat
     (tree / gone.path).unlink()
 
     fewer, fewer_keys, cache = _run(tree, tmp_path / "c")
-    assert cache.stats.misses == {DIRS_STAGE: 1}  # the rest of its directory: per file
+    # the rest of its directory: per file
+    assert cache.stats.misses == {DIRS_STAGE: 1, HEADS_STAGE: 1}
     assert fewer == _afresh(tree) and fewer_keys == keys[:7] + keys[8:]
 
     (tree / gone.path).write_bytes(data)
     back, back_keys, cache = _run(tree, tmp_path / "c")
     assert (back, back_keys) == (first, keys)
-    assert cache.stats.misses == {} and cache.stats.hits == {DIRS_STAGE: len(_dirs(tree))}
+    dirs = len(_dirs(tree))
+    assert cache.stats.misses == {} and cache.stats.hits == {DIRS_STAGE: dirs, HEADS_STAGE: dirs}
 
 
 def test_a_tampered_directory_entry_is_refused(tree: Path, tmp_path: Path) -> None:
@@ -170,14 +182,20 @@ def test_a_planted_directory_entry_is_refused(tree: Path, tmp_path: Path) -> Non
     assert (again, again_keys) == (first, keys)
     dirs = len(_dirs(tree))
     assert cache.stats.rejected == {DIRS_STAGE: dirs}
-    assert cache.stats.hits == {VERIFY_STAGE: len(first)}
+    # the heads are this machine's: only the records are made again, from their files' entries
+    assert cache.stats.hits == {VERIFY_STAGE: len(first), HEADS_STAGE: dirs}
 
 
 def test_entries_are_refused_under_another_machines_key(tree: Path, tmp_path: Path) -> None:
     _run(tree, tmp_path / "c", secret=b"o" * 32)
     records, _, cache = _run(tree, tmp_path / "c")
     assert records == _afresh(tree)
-    assert cache.stats.rejected == {DIRS_STAGE: len(_dirs(tree)), VERIFY_STAGE: len(records)}
+    dirs = len(_dirs(tree))
+    assert cache.stats.rejected == {
+        DIRS_STAGE: dirs,
+        HEADS_STAGE: dirs,
+        VERIFY_STAGE: len(records),
+    }
 
 
 def test_sweep_keeps_the_directory_entries_used(tree: Path, tmp_path: Path) -> None:

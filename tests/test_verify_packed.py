@@ -31,6 +31,7 @@ from generator.evidence.trustroot import load_trust_root
 from generator.evidence.verify import verify_evidence
 from generator.evidence.verify_cache import (
     DIRS_STAGE,
+    HEADS_STAGE,
     VERIFY_CODE,
     VERIFY_STAGE,
     file_key_parts,
@@ -74,9 +75,10 @@ def test_a_stored_record_loads_unread_and_reads_as_verified_afresh(
     _run(synth, Cache(tmp_path / "c", secret=SECRET))
     cache = Cache(tmp_path / "c", secret=SECRET)
     stored = _run(synth, cache)
-    assert cache.stats.hits == {DIRS_STAGE: 2} and not cache.stats.misses  # from the cache
+    assert cache.stats.hits == {HEADS_STAGE: 2} and not cache.stats.misses  # nothing read yet
     verified = [r for r in stored if isinstance(r, VerifiedEvidence)]
     assert verified
+    assert cache.stats.hits == {DIRS_STAGE: 2, HEADS_STAGE: 2}  # from the cache, once used
     for r in verified:
         for name in PACKED:
             value = getattr(r.statement, name)

@@ -36,8 +36,11 @@ from generator.evidence.policy import read_policy
 from generator.evidence.store import TREE_SUFFIXES, find_files
 from generator.evidence.trustroot import load_trust_root
 from generator.evidence.verify_cache import (
+    DIRMEMO_STAGE,
     DIRS_STAGE,
     DIRSTAT_STAGE,
+    FILES_STAGE,
+    HEADS_STAGE,
     VERIFY_STAGE,
     directory,
     verify_cached,
@@ -150,7 +153,8 @@ def test_a_rebuild_serves_every_directory_from_its_entry(
     dirs = _dirs(tree)
     assert cache.stats.misses[DIRSTAT_STAGE] == dirs
     again, cache = _same_as_reference(tree, tmp_path)[0], None
-    assert again.stats.hits == {DIRSTAT_STAGE: dirs, DIRS_STAGE: dirs}
+    # the records' heads every build, the records themselves when read (here: compared)
+    assert again.stats.hits == {DIRSTAT_STAGE: dirs, HEADS_STAGE: dirs, DIRS_STAGE: dirs}
     assert again.stats.misses == {}
 
 
@@ -163,6 +167,37 @@ def test_a_file_rewritten_with_its_size_and_mtime_kept_is_caught(
     assert cache.stats.misses.get(DIRSTAT_STAGE) == 1
     assert cache.stats.misses.get(VERIFY_STAGE) == 1  # the one file verified again
     assert sum(1 for r in records if r.path.endswith(_bundle(tree, 5).name)) == 1
+
+
+def test_a_directory_found_again_reads_its_own_stat_memo_alone(
+    tree: Path, tmp_path: Path, settled: None
+) -> None:
+    """One entry of the stat memo per directory (`DIRMEMO_STAGE`), none for the tree: a
+    directory found again reads and stores its own, and its unchanged files are vouched for,
+    not read."""
+    first = _same_as_reference(tree, tmp_path)[0]
+    assert len(first.keys(DIRMEMO_STAGE)) == _dirs(tree) and first.keys(FILES_STAGE) == []
+    changed = _bundle(tree, 5)
+    _rewrite_keeping_size_and_mtime(changed)
+    root, policy = _inputs(tree)
+    evidence = tree / "evidence"
+    cache = Cache(tmp_path / "c", secret=SECRET)
+    files, records, _ = verify_tree(
+        safeio.walk(evidence, suffixes=TREE_SUFFIXES),
+        root=evidence,
+        base=tree,
+        trust_root=root,
+        policy=policy,
+        current_digests={},
+        cache=cache,
+        jobs=1,
+    )
+    assert cache.stats.hits[DIRMEMO_STAGE] == 1 and DIRMEMO_STAGE not in cache.stats.misses
+    name = directory(next(f for f in files if f.path.endswith(changed.name)))
+    read = [f.path for f in files if f.data is not None]
+    assert read == [f.path for f in files if f.path.endswith(changed.name)]
+    assert sum(1 for f in files if directory(f) == name) > 1  # the others: vouched for
+    assert records == _reference(tree, tmp_path / "ref")[1]
 
 
 def test_a_file_replaced_by_another_of_the_same_size_and_mtime_is_caught(

@@ -45,7 +45,7 @@ def gather(
     profile: str | None,
     trust: Sequence[str],
     online: bool = False,
-) -> tuple[Status, tuple[Evidence, ...], Lanes, str]:
+) -> tuple[Status, Sequence[Evidence], Lanes, str]:
     """The status pipeline for the CLI: `generator.pipeline.run`, the very computation `build`
     publishes, scoped to one recipe and profile when given. Gives the status, the evidence
     records it was aggregated from (`RunStatus.index` is a position in them), the lanes and the

@@ -65,6 +65,7 @@ from generator.evidence.upstream import (
     upstream_digests,
     verify_pointers,
 )
+from generator.evidence.verify_cache import Records
 
 if TYPE_CHECKING:
     from generator.core.cache import Cache
@@ -76,8 +77,9 @@ class VerificationRun:
 
     trust_roots: tuple[TrustRoot, ...]
     # the bundles in the order they were read, then the pointer files by path (`by_path()`
-    # sorts them all)
-    records: tuple[Evidence, ...]
+    # sorts them all); each directory's read when first used, each one's path, recipe,
+    # profile and key at hand unread (`verify_cache.Records`: `records.path(i)`)
+    records: Records
     files: tuple[FoundFile, ...]  # the bundles as found, for raw downloads
     pointers: tuple[str, ...] = ()  # paths of the records that came from pointer files
     # the verify stage's key of each record ("": not verified through the cache, as a pointer
@@ -261,7 +263,7 @@ def _bundles(
     cache: Cache | None,
     jobs: int | None,
     sweep: bool,
-) -> tuple[tuple[FoundFile, ...], tuple[Evidence, ...], tuple[str, ...]]:
+) -> tuple[tuple[FoundFile, ...], Records, tuple[str, ...]]:
     """The bundles found, their records and their keys: at the grain of a directory when the
     stage has the walk of the whole evidence root (`_evidence_tree`), else file by file."""
     if tree is None:
@@ -292,7 +294,7 @@ def _verify_files(
     jobs: int | None,
     cache: Cache | None,
     sweep: bool = False,
-) -> tuple[tuple[Evidence, ...], tuple[str, ...]]:
+) -> tuple[Records, tuple[str, ...]]:
     """Each file's record, and the key of its verification ("" each without the cache)."""
     if cache is not None and len(roots) == 1:
         from generator.evidence.verify_cache import verify_cached
@@ -315,7 +317,7 @@ def _verify_files(
         current_digests=current,
         jobs=jobs,
     )
-    return records, ("",) * len(records)
+    return Records.held(records), ("",) * len(records)
 
 
 def _judge_against_catalog(
@@ -341,16 +343,17 @@ def _judge_against_catalog(
 
 
 def _judge_current(
-    records: tuple[Evidence, ...],
+    records: Records,
     pointed: tuple[Evidence, ...],
     current: Mapping[str, str] | None,
     upstream_current: Mapping[str, str],
     catalog: Catalog | None,
     catalog_dir: Path,
     claims: Callable[[Catalog], Lanes] | None,
-) -> tuple[tuple[Evidence, ...], tuple[Evidence, ...]]:
+) -> tuple[Records, tuple[Evidence, ...]]:
     """Each verified record judged current: against `current` when given (pointers only; the
-    files were judged while verified), else against the recipes the statements name."""
+    files were judged while verified, and are not read here), else against the recipes the
+    statements name (every record read)."""
     if current is not None:
         return records, judge(pointed, current, upstream_current)
     if any(isinstance(r, VerifiedEvidence) for r in (*records, *pointed)):
@@ -358,7 +361,11 @@ def _judge_current(
             from generator.catalog.load import load_catalog
 
             catalog, _ = load_catalog(catalog_dir)
-        return _judge_against_catalog(records, pointed, catalog, upstream_current, claims)
+        keys = [records.key(i) for i in range(len(records))]
+        judged, pointed = _judge_against_catalog(
+            tuple(records), pointed, catalog, upstream_current, claims
+        )
+        return Records.held(judged, keys), pointed
     return records, pointed
 
 
@@ -416,7 +423,7 @@ def verify_stage(
     )
     return VerificationRun(
         trust_roots=roots,
-        records=(*records, *pointed),
+        records=records.plus(pointed),
         files=files,
         pointers=tuple(r.path for r in pointed),
         keys=(*keys, *("",) * len(pointed)),
