@@ -545,10 +545,12 @@ def dependency_names(c: ResolvedComponent, result: RecipeResult) -> tuple[str, .
 # --- one recipe's parts, made once for all its deployers -------------------------------------
 #
 # The site renders each recipe for four deployers, one after the other in one process (the
-# render stage hands a worker a recipe's archives together). Their bundles share the recipe's
-# folder plan (`folders`), each local chart's files (`local_chart_files`), each upstream
-# chart's values.yaml (`helm.values_file`, written by helm, helmfile, argocd and argocd-helm)
-# and recipe.yaml; these are made once per recipe instead of once per deployer.
+# render stage's jobs list a recipe's archives in a row and hand them to a worker in chunks of
+# hundreds: a recipe split between two chunks makes its parts twice, nothing worse). Their
+# bundles share the recipe's folder plan (`folders`), each local chart's files
+# (`local_chart_files`), each upstream chart's values.yaml (`helm.values_file`, written by
+# helm, helmfile, argocd and argocd-helm) and recipe.yaml; these are made once per recipe
+# instead of once per deployer.
 #
 # Exact by construction: a part is found again only for the very objects it was made from
 # (compared with `is`; the memo holds them, so no other object can take their id while it
