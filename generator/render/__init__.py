@@ -40,7 +40,9 @@ from generator.render.common import (
     deployer_of,
     has_chart,
     header_comment,
+    recipe_parts,
     render_template,
+    shared_part,
     yaml_bytes,
 )
 
@@ -178,7 +180,9 @@ def render_bundle(
     dep = deployer_of(deployer)
     tgt = target or GitOpsTarget()
     check_renderable(result, dep)
-    rendered = _deployer_files(result, dep, manifests or {}, tgt)
+    given = manifests or {}
+    recipe_parts(result, given)  # this recipe's parts, shared by its deployers' bundles
+    rendered = _deployer_files(result, dep, given, tgt)
     files: dict[str, BundleFile] = dict(rendered.files)
     for fixed in (RECIPE_FILE, BUNDLE_INFO, CHECKSUMS, "README.md"):
         if fixed in files:
@@ -186,7 +190,12 @@ def render_bundle(
     header = header_comment(result)
     files["README.md"] = BundleFile(_readme(result, dep, rendered, tgt, recipe_file))
     files[RECIPE_FILE] = BundleFile(
-        yaml_bytes(recipe_document(result), sort_keys=True, header=header)
+        shared_part(
+            RECIPE_FILE,
+            result,
+            header,
+            lambda: yaml_bytes(recipe_document(result), sort_keys=True, header=header),
+        )
     )
     info = bundle_info(result, dep, rendered, _settings(dep, tgt))
     files[BUNDLE_INFO] = BundleFile(yaml_bytes(info, header=header))

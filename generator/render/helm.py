@@ -25,12 +25,19 @@ from generator.render.common import (
     is_oci,
     local_chart_files,
     render_template,
+    shared_part,
     yaml_bytes,
 )
 
 
 def values_file(values: Mapping[str, Any], header: str) -> bytes:
-    """The merged Helm values, keys sorted (Helm reads a mapping; order carries no meaning)."""
+    """The merged Helm values, keys sorted (Helm reads a mapping; order carries no meaning),
+    made once for all the deployers of one recipe (`common.shared_part`)."""
+    return shared_part("values", values, header, lambda: values_file_reference(values, header))
+
+
+def values_file_reference(values: Mapping[str, Any], header: str) -> bytes:
+    """`values_file`, made every time."""
     return (
         yaml_bytes(dict(values), sort_keys=True, header=header)
         if values
