@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from generator.core.text import xml_attr, xml_text
 from generator.core.timeutil import midnight_rfc3339
+from generator.evidence.view import facts
 from generator.site.model import SiteData
 
 FEED = "changelog.xml"
@@ -59,7 +60,7 @@ def _evidence_entries(site: SiteData) -> list[Entry]:
     from generator.site.pages import run_url
 
     out: list[Entry] = []
-    for e in site.evidence:
+    for e in facts(site.evidence):  # the runs' rows: no recipe's views loaded
         if not e.attested_at:
             continue
         judged = e.outcome
@@ -86,19 +87,18 @@ def _ceiling_entries(site: SiteData) -> list[Entry]:
 
     out: list[Entry] = []
     for r in site.recipes:
+        runs = facts(r.evidence)
         for p in r.profiles:
             if not p.ceiling:
                 continue
             dates = [
                 e.attested_at
-                for e in r.evidence
+                for e in runs
                 if e.counted and e.profile == p.profile and e.lane == p.ceiling and e.attested_at
             ]
             if not dates:
                 continue
-            sample = (
-                "SAMPLE " if any(e.sample for e in r.evidence if e.profile == p.profile) else ""
-            )
+            sample = "SAMPLE " if any(e.sample for e in runs if e.profile == p.profile) else ""
             out.append(
                 Entry(
                     max(dates),
@@ -131,7 +131,7 @@ def _timeline_entries(site: SiteData) -> list[Entry]:
     with an id unique to the recipe × profile and the commit, losses as well as gains."""
     from generator.site.pages import slug as slug_of
 
-    sample = {e.recipe for e in site.evidence if e.sample}
+    sample = {e.recipe for e in facts(site.evidence) if e.sample}
     out = []
     for c in site.timeline:
         why = f": {'; '.join(c.causes)}" if c.causes else ""
