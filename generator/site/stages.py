@@ -713,6 +713,8 @@ def _judged_runs(
     shares = outcome.shares
     if cache is None or not cache.enabled or not shares or not all(s.key for s in shares):
         return _sorted_runs([view(i) for i in range(len(records))]), len(records)
+    if sum(len(s.positions) for s in shares) != len(records):
+        raise AssertionError("every record belongs to one recipe's share of the status")
     memo = Memo(cache)
     keys = [
         memo.key(
@@ -726,33 +728,38 @@ def _judged_runs(
         )
         for s in shares
     ]
-    made = 0
     sources = [
         _ShareViews(cache, k, functools.partial(_made, view, s))
         for k, s in zip(keys, shares, strict=True)
     ]
+    made = [0]
 
     def make_rows(todo: list[int]) -> list[tuple[RunRow, ...]]:
-        nonlocal made
-        fresh: list[int] = []
+        rows, made[0] = _made_rows(cache, [keys[t] for t in todo], [sources[t] for t in todo])
+        return rows
 
-        def make_views(missing: list[int]) -> list[StoredViews]:
-            fresh.extend(todo[j] for j in missing)
-            return [sources[todo[j]].make() for j in missing]
-
-        stored = cache.get_or_make_many(
-            VIEWS_STAGE, [(keys[t],) for t in todo], make_views, sweep=True
-        )
-        for t, entry in zip(todo, stored, strict=True):
-            sources[t].take(entry)
-        made = sum(len(shares[t].positions) for t in fresh)
-        return [tuple(map(RunRow.of, sources[t].views())) for t in todo]
-
-    if sum(len(s.positions) for s in shares) != len(records):
-        raise AssertionError("every record belongs to one recipe's share of the status")
     rows = cache.get_or_make_many(ROWS_STAGE, [(k,) for k in keys], make_rows, sweep=True)
     cache.serve(cache.derive(VIEWS_STAGE, [(k,) for k in keys]))  # read when first used
-    return _site_runs(shares, rows, sources), made
+    return _site_runs(shares, rows, sources), made[0]
+
+
+def _made_rows(
+    cache: Cache, keys: Sequence[str], sources: Sequence[_ShareViews]
+) -> tuple[list[tuple[RunRow, ...]], int]:
+    """The rows of the recipes whose rows the cache does not hold, from their views: read
+    from the views stage, else made (and stored); and how many views were made."""
+    made = 0
+
+    def make_views(missing: list[int]) -> list[StoredViews]:
+        nonlocal made
+        out = [sources[j].make() for j in missing]
+        made += sum(len(x.heads) for x in out)
+        return out
+
+    stored = cache.get_or_make_many(VIEWS_STAGE, [(k,) for k in keys], make_views, sweep=True)
+    for source, entry in zip(sources, stored, strict=True):
+        source.take(entry)
+    return [tuple(map(RunRow.of, source.views())) for source in sources], made
 
 
 def _made(view: Callable[[int], EvidenceView], share: RecipeShare) -> tuple[EvidenceView, ...]:
