@@ -670,12 +670,12 @@ def changelog_page(site: SiteData) -> str:
 def changelog_inputs(site: SiteData) -> SitePage:
     from generator.site import changelog
 
-    every = changelog.entries(site)
     # the newest entries only, as the feed: the page must not grow with the catalog (issue 29)
+    shown, total = changelog.newest(site)
     return _template(
         "pages/changelog.md.j2",
-        entries=every[: changelog.FEED_ENTRIES],
-        total=len(every),
+        entries=shown,
+        total=total,
         feed=changelog.FEED,
         sample=has_sample(site.evidence),
     )
