@@ -769,7 +769,10 @@ def _made(view: Callable[[int], EvidenceView], share: RecipeShare) -> tuple[Evid
 class _ShareViews:
     """One recipe's views (its share of the records, in their order): taken as this build
     made or read them, else read from the views stage's entry when first asked for (made
-    again should the entry be gone or bad). Not a record: it loads."""
+    again should the entry be gone or bad). Once its views are in hand it lets go of what
+    makes them (the build's records and status: a cold build holds every view already, and
+    holding those too until the site is written would raise its peak). Not a record: it
+    loads."""
 
     __slots__ = ("_cache", "_key", "_make", "_views")
     loaded = 0  # how many recipes' stored views were read when first asked for (for tests)
@@ -777,17 +780,19 @@ class _ShareViews:
     def __init__(
         self, cache: Cache, key: str, make: Callable[[], tuple[EvidenceView, ...]]
     ) -> None:
-        self._cache, self._key, self._make = cache, key, make
+        self._cache, self._key = cache, key
+        self._make: Callable[[], tuple[EvidenceView, ...]] | None = make
         self._views: tuple[EvidenceView, ...] | None = None
 
     def make(self) -> StoredViews:
         """The views made (kept as made: their rows are in hand), as the stage stores them."""
-        self._views = self._make()
+        assert self._make is not None, "made once, then kept"
+        self._views, self._make = self._make(), None
         return StoredViews.of(self._views)
 
     def take(self, stored: StoredViews) -> None:
         if self._views is None:
-            self._views = stored.views()
+            self._views, self._make = stored.views(), None
 
     def views(self) -> tuple[EvidenceView, ...]:
         if self._views is None:
