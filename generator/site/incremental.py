@@ -495,14 +495,21 @@ class RecipeKeys:
         return found
 
     def parts(self, kind: str, name: str, rel: str, runs: Sequence[RunFacts]) -> tuple[str, ...]:
-        return (self.fp, self.base_key, self.shared, kind, name, rel, *map(self._run, runs))
+        """The key parts of one file made from `runs`, from their rows (`evidence.view.facts`:
+        keying the files of a recipe whose views are not loaded does not load them)."""
+        from generator.evidence.view import facts
+
+        return (self.fp, self.base_key, self.shared, kind, name, rel, *map(self._run, facts(runs)))
 
     def group_parts(self, kind: str, name: str, runs: Sequence[RunFacts]) -> tuple[str, ...]:
         """The key parts of every page made from one recipe name's data (`pages.PageGroup`):
         the parts each of its pages is keyed by (`parts`) but the page's own path, which the
         kind, the name and the runs decide. One key per recipe tells that none of its pages
-        changed (`StoredGroup`)."""
-        return (self.fp, self.base_key, self.shared, "group", kind, name, *map(self._run, runs))
+        changed (`StoredGroup`). Made from the runs' rows, as `parts`."""
+        from generator.evidence.view import facts
+
+        rows = facts(runs)
+        return (self.fp, self.base_key, self.shared, "group", kind, name, *map(self._run, rows))
 
 
 @dataclass(frozen=True, slots=True)
@@ -584,6 +591,9 @@ def api_reuse(recipe_keys: RecipeKeys | None, sums: Mapping[str, str]) -> api.Re
     held: dict[tuple[str, int], tuple[Sequence[RunFacts], str]] = {}
 
     def source(kind: str, name: str, runs: Sequence[RunFacts]) -> str:
+        from generator.evidence.view import facts
+
+        runs = facts(runs)  # the rows: a recipe's views are not loaded to name its files
         if recipe_keys is None:
             return ""
         found = held.get((name, id(runs)))
