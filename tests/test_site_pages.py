@@ -6,12 +6,15 @@ refresh with `pytest tests/test_site_pages.py --update-goldens` and review the d
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from generator.cli import main
 from generator.commands.build import cli_reference
@@ -468,6 +471,11 @@ def test_changelog_lists_new_recipes_from_git_history_and_evidence(tmp_path: Pat
     assert changelog.entries(s) == changelog.entries_reference(s) != []
     other = replace(s, recipes_added=())
     assert changelog.entries(other) == changelog.entries_reference(other) != changelog.entries(s)
+    # the newest n, made from the n newest runs' entries alone, are the reference's first n
+    for site_ in (s, other):
+        every = changelog.entries_reference(site_)
+        for n in (0, 1, 2, 3, len(every) - 1, len(every), changelog.FEED_ENTRIES):
+            assert changelog.newest(site_, n) == (every[:n], len(every)), n
 
 
 def test_a_run_page_title_is_escaped_when_stamped_into_the_built_page() -> None:
@@ -527,3 +535,33 @@ def test_a_re_signed_evidence_file_is_added_by_the_commit_that_renamed_it(tmp_pa
     head = head_commit(tmp_path / "evidence")
     added = evidence_added(tmp_path / "evidence", head)
     assert added["evidence/r/new.sigstore.json"] == (head, "2026-10-05")
+
+
+@functools.cache
+def _site_once() -> SiteData:
+    return site()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["", "2026-11-01T00:00:00Z", "2026-11-02T00:00:00Z"]),
+            st.integers(0, 30),
+        ),
+        max_size=40,
+        unique_by=lambda t: t[1],
+    ),
+    st.integers(0, 45),
+)
+def test_the_newest_changes_are_the_references_first(dated: list[tuple[str, int]], n: int) -> None:
+    """`changelog.newest` (the entries of the n newest runs alone, with the ceilings and
+    recipes) is the reference's first n, however the runs' dates tie, and counts them all."""
+    from generator.site import changelog
+
+    s = _site_once()
+    run0 = s.evidence[0]
+    runs = tuple(replace(run0, id=f"{i:04d}-r", attested_at=d) for d, i in dated)
+    s = replace(s, evidence=runs, recipes_added=(("demo-recipe", "2026-11-01"),))
+    every = changelog.entries_reference(s)
+    assert changelog.newest(s, n) == (every[:n], len(every))

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from generator.core import safeio
 from generator.core.errors import SiteError
-from generator.evidence.view import EvidenceView
+from generator.evidence.view import EvidenceView, RunFacts, by_recipe, facts
 from generator.render.bundled import Refusal
 from generator.site import apifiles
 from generator.site.model import ProfileView, RecipeView, SiteData
@@ -101,7 +101,7 @@ def _recipe_summary(recipe: RecipeView, site: SiteData) -> dict[str, Any]:
         "coverage": recipe.coverage,
         "healthReasons": list(recipe.health_reasons),
         "evidence": len(recipe.evidence),
-        "sample": any(e.sample for e in recipe.evidence),
+        "sample": any(e.sample for e in facts(recipe.evidence)),
         "profiles": [_profile_summary(recipe, p, site) for p in recipe.profiles],
     }
 
@@ -125,7 +125,7 @@ def recipes_index(site: SiteData) -> dict[str, Any]:
             for p in site.profiles
         ],
         "consensusOrder": list(CONSENSUS_ORDER),
-        "sample": any(e.sample for e in site.evidence),
+        "sample": any(e.sample for e in facts(site.evidence)),
         "notes": [{"stage": n.stage, "message": n.message} for n in site.notes],
         "recipes": [_recipe_summary(r, site) for r in site.recipes],
     }
@@ -243,18 +243,27 @@ class Reuse:
     recipe's runs), and `sums`, the sha256 of each file published so far (the publisher's), which
     the evidence index takes its recipes' sums from."""
 
-    source: Callable[[str, str, Sequence[EvidenceView]], str]
+    source: Callable[[str, str, Sequence[RunFacts]], str]
     sums: Mapping[str, str]
 
 
 class _Records(dict[str, str]):
     """Evidence records by run id, each written (`_text(run_json(run))`) the first time it is
     asked for: one recipe name's runs (`recipe_files` makes one per name and lets go of it once
-    the name's files are made, so the API never holds more than one recipe's records)."""
+    the name's files are made, so the API never holds more than one recipe's records). The
+    runs are read when a record is first asked for (a recipe's views are loaded only when one
+    of its files is made: `facts`)."""
 
-    def __init__(self, runs: Iterable[EvidenceView]) -> None:
+    def __init__(self, runs: Sequence[EvidenceView]) -> None:
         super().__init__()
-        self.runs = {e.id: e for e in runs}
+        self._runs = runs
+        self._by_id: dict[str, EvidenceView] | None = None
+
+    @property
+    def runs(self) -> dict[str, EvidenceView]:
+        if self._by_id is None:
+            self._by_id = {e.id: e for e in self._runs}
+        return self._by_id
 
     def __missing__(self, key: str) -> str:
         record = self[key] = _text(run_json(self.runs[key]))
@@ -264,15 +273,13 @@ class _Records(dict[str, str]):
         return key in self.runs
 
 
-def evidence_groups(site: SiteData) -> dict[str, tuple[EvidenceView, ...]]:
-    """The runs of each recipe name with evidence (current leaves and not), in site order."""
-    groups: dict[str, list[EvidenceView]] = {}
-    for e in site.evidence:
-        groups.setdefault(e.recipe, []).append(e)
-    return {name: tuple(runs) for name, runs in groups.items()}
+def evidence_groups(site: SiteData) -> dict[str, Sequence[EvidenceView]]:
+    """The runs of each recipe name with evidence (current leaves and not), in site order
+    (each name's views read when first used: `evidence.view.by_recipe`)."""
+    return by_recipe(site.evidence)
 
 
-def _counts(runs: Sequence[EvidenceView]) -> dict[str, int]:
+def _counts(runs: Sequence[RunFacts]) -> dict[str, int]:
     counts = {s: sum(1 for e in runs if e.state == s) for s in ("verified", "stale", "rejected")}
     return {"runs": len(runs), **counts, "counted": sum(1 for e in runs if e.counted)}
 
@@ -294,13 +301,14 @@ def _evidence_head(
     site: SiteData, name: str, runs: Sequence[EvidenceView], known: bool
 ) -> dict[str, Any]:
     """`recipe_evidence` but its runs."""
+    rows = facts(runs)
     return {
         **_header(site, "RecipeEvidence"),
         "recipe": name,
         "known": known,
         "url": f"evidence/{slug(name)}.html",
-        "sample": any(e.sample for e in runs),
-        **_counts(runs),
+        "sample": any(e.sample for e in rows),
+        **_counts(rows),
     }
 
 
@@ -345,8 +353,8 @@ def recipe_files(
             yield _detail_file(r, site, _Records(()), reuse)
     index = {
         **_header(site, "RecipeEvidenceIndex"),
-        "sample": any(e.sample for e in site.evidence),
-        **_counts(site.evidence),
+        "sample": any(e.sample for e in facts(site.evidence)),
+        **_counts(facts(site.evidence)),
         "recipes": entries,
     }
     yield index_path, dumps(index)
@@ -355,7 +363,7 @@ def recipe_files(
 def _evidence_file(
     site: SiteData,
     name: str,
-    runs: tuple[EvidenceView, ...],
+    runs: Sequence[EvidenceView],
     known: bool,
     records: Mapping[str, str],
     reuse: Reuse | None,
@@ -372,7 +380,7 @@ def _evidence_file(
         data = make()
         yield path, data
         return hashlib.sha256(data).hexdigest()
-    yield path, Derived(reuse.source(f"api-evidence:{known}", name, runs), make)
+    yield path, Derived(reuse.source(f"api-evidence:{known}", name, facts(runs)), make)
     return _published(reuse, path)
 
 
@@ -387,19 +395,22 @@ def _detail_file(
         return dumps_spliced(_detail_head(r, site), "evidence", texts)
 
     rel = apifiles.RECIPE.path(name=slug(r.name))
-    return rel, Derived(reuse.source("api-detail", r.name, r.evidence), make) if reuse else make()
+    if reuse is None:
+        return rel, make()
+    return rel, Derived(reuse.source("api-detail", r.name, facts(r.evidence)), make)
 
 
 def _index_entry(
     name: str, known: bool, path: str, runs: Sequence[EvidenceView], sha: str
 ) -> dict[str, Any]:
+    rows = facts(runs)
     return {
         "recipe": name,
         "known": known,
         "path": path,
         "url": f"evidence/{slug(name)}.html",
-        "sample": any(e.sample for e in runs),
-        **_counts(runs),
+        "sample": any(e.sample for e in rows),
+        **_counts(rows),
         "sha256": sha,
     }
 

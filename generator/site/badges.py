@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 from generator.core.records import Consensus
 from generator.core.text import html_text, md_link_text, xml_attr, xml_text
+from generator.evidence.view import facts
 from generator.site import apifiles
 from generator.site.api import Reuse, dumps
 from generator.site.model import ProfileView, RecipeView, SiteData
@@ -61,7 +62,7 @@ def badge_svg(label: str, message: str, colour: str, title: str = "") -> str:
 
 
 def _sample(recipe: RecipeView, p: ProfileView) -> bool:
-    return any(e.sample for e in recipe.evidence if e.profile == p.profile)
+    return any(e.sample for e in facts(recipe.evidence) if e.profile == p.profile)
 
 
 def _message(recipe: RecipeView, p: ProfileView) -> str:
@@ -82,7 +83,8 @@ def title(recipe: RecipeView, p: ProfileView) -> str:
 
 
 def badge_record(recipe: RecipeView, p: ProfileView, site: SiteData) -> dict[str, Any]:
-    attested = [e.attested_at for e in recipe.evidence if e.counted and e.profile == p.profile]
+    runs = facts(recipe.evidence)
+    attested = [e.attested_at for e in runs if e.counted and e.profile == p.profile]
     return {
         "recipe": recipe.name,
         "scaleProfile": {"name": p.profile, "version": p.profile_version},
@@ -161,7 +163,7 @@ def iter_badge_files(
                 (apifiles.BADGE_SVG, "badge-svg", svg),
                 (apifiles.BADGE_JSON, "badge-json", record),
             ):
-                source = reuse.source(f"{kind}:{p.profile}", r.name, r.evidence)
+                source = reuse.source(f"{kind}:{p.profile}", r.name, facts(r.evidence))
                 yield file.path(**at), Derived(source, make)
 
 

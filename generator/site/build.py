@@ -39,7 +39,7 @@ from generator.core.outputs import (
 )
 from generator.core.records import Catalog, Consensus, RecipeResult
 from generator.core.timeutil import rfc3339
-from generator.evidence.view import EvidenceView
+from generator.evidence.view import EvidenceView, RunFacts, by_recipe, facts
 from generator.fast.collector import collector_paused
 from generator.fast.pool import parallel_map
 from generator.pipeline import Inputs, Outcome, run
@@ -92,12 +92,12 @@ from generator.site.timeline import Change, site_timeline
 
 def _profile_view(
     result: RecipeResult,
-    runs: tuple[EvidenceView, ...],
+    runs: Sequence[EvidenceView],
     status: stages.ProfileStatus | None,
     downloads: tuple[Download, ...],
     refusals: tuple[Refusal, ...] = (),
 ) -> ProfileView:
-    counted = [e for e in runs if e.counted and e.profile == result.scale_profile]
+    counted = [e for e in facts(runs) if e.counted and e.profile == result.scale_profile]
     last = max((e.attested_at for e in counted if e.attested_at), default="")
     return ProfileView(
         profile=result.scale_profile,
@@ -214,15 +214,13 @@ def _recipe_views(
     judged: stages.Aggregated,
     refusals: Mapping[tuple[str, str], tuple[Refusal, ...]],
 ) -> tuple[RecipeView, ...]:
-    by_recipe: dict[str, list[EvidenceView]] = {}
-    for e in judged.runs:
-        by_recipe.setdefault(e.recipe, []).append(e)
+    groups = by_recipe(judged.runs)  # each recipe's views read when first used
     # each leaf's health as the aggregate stage found it (memoized with the recipe's part),
     # the rules `stages.structural_health` applies: not computed again for every leaf
     aggregated = {h.recipe: h for h in outcome.status.health} if outcome.status else {}
     recipes = []
     for leaf, results in leaves(outcome).items():
-        runs = tuple(by_recipe.get(leaf, ()))
+        runs = groups.get(leaf, ())
         found = aggregated.get(leaf) if results else None
         health, coverage, reasons = (
             (found.health, found.coverage, found.problems)
@@ -286,7 +284,7 @@ def site_data(
             {leaf: catalog.overlays[leaf].doc.rel for leaf in shown},
             options.catalog_head,
         ),
-        signers=signer_policy(catalog, judged.runs),
+        signers=signer_policy(catalog, facts(judged.runs)),
         repo_url=options.repo_url,
         evidence_added=evidence_added(options.evidence, options.evidence_head),
     )
@@ -563,7 +561,7 @@ def _cached_pages(
         keyed.add([*site_pages, *(i for j in todo for i in plan_group(j))])
         return [keyed.stored_group(planned[j]) for j in todo]
 
-    parts = [recipe_keys.group_parts(g.kind, g.name, g.runs) for g in groups]
+    parts = [recipe_keys.group_parts(g.kind, g.name, facts(g.runs)) for g in groups]
     stored = cache.get_or_make_many(GROUPS_STAGE, parts, make, sweep=True)
     if not ran:
         keyed.add(site_pages)
@@ -702,7 +700,7 @@ def _page_parts(
     for i in indices:
         p = plan[i]
         if p.runs is not None:
-            parts[i] = recipe_keys.parts(p.kind, p.name, p.rel, p.runs)
+            parts[i] = recipe_keys.parts(p.kind, p.name, p.rel, facts(p.runs))
         elif (site := _site_parts(recipe_keys, p)) is not None:
             parts[i] = site
     return parts
@@ -870,8 +868,8 @@ def _blocks(site: SiteData, *, with_keys: bool) -> Iterator[Block]:
                 key = digest("archives", code, *(f"{d.file}\0{d.sha256}" for d in downloads))
             yield Block(key, functools.partial(_archives, downloads))
     published: dict[str, str] = {}
-    groups: dict[str, list[EvidenceView]] = {}
-    for e in site.evidence:
+    groups: dict[str, list[RunFacts]] = {}
+    for e in facts(site.evidence):  # the rows: no recipe's views loaded
         if e.raw:
             rel = e.raw_file
             if rel in published:  # never let one file silently replace another
@@ -887,7 +885,7 @@ def _blocks(site: SiteData, *, with_keys: bool) -> Iterator[Block]:
         yield Block(key, functools.partial(_runs, tuple(runs), statement_code))
 
 
-def _signed(run: EvidenceView) -> bool:
+def _signed(run: RunFacts) -> bool:
     """Whether the run's signed statement is published beside its raw file."""
     return run.raw is not None and run.state != "rejected" and run.raw.statement
 
@@ -898,9 +896,7 @@ def _archives(downloads: Sequence[Download]) -> Iterator[tuple[str, bytes | Deri
         yield d.file, Derived(f"archive\0{d.sha256}", functools.partial(_content, d))
 
 
-def _runs(
-    runs: Sequence[EvidenceView], statement_code: str
-) -> Iterator[tuple[str, bytes | Derived]]:
+def _runs(runs: Sequence[RunFacts], statement_code: str) -> Iterator[tuple[str, bytes | Derived]]:
     for e in runs:
         if e.raw is None:
             continue

@@ -44,7 +44,7 @@ from generator.core.memo import Memo, content
 from generator.site.publish import FileTable, Published
 
 if TYPE_CHECKING:  # a no-change build imports none of these (`generator.site.entry`)
-    from generator.evidence.view import EvidenceView
+    from generator.evidence.view import RunFacts
     from generator.site import api
     from generator.site.model import SiteData
     from generator.site.options import BuildOptions
@@ -481,7 +481,7 @@ class RecipeKeys:
         self._added = site.evidence_added
         self._runs: dict[int, str] = {}  # by object identity: the build holds every run alive
 
-    def _run(self, run: EvidenceView) -> str:
+    def _run(self, run: RunFacts) -> str:
         """A run's part of a key: its file (path, bytes), id and verdict, and the commit that
         added its file (a run's page shows it: `pages.run_context`; it comes from the git
         history, not the file, so its bytes do not name it)."""
@@ -494,17 +494,22 @@ class RecipeKeys:
             )
         return found
 
-    def parts(
-        self, kind: str, name: str, rel: str, runs: Sequence[EvidenceView]
-    ) -> tuple[str, ...]:
-        return (self.fp, self.base_key, self.shared, kind, name, rel, *map(self._run, runs))
+    def parts(self, kind: str, name: str, rel: str, runs: Sequence[RunFacts]) -> tuple[str, ...]:
+        """The key parts of one file made from `runs`, from their rows (`evidence.view.facts`:
+        keying the files of a recipe whose views are not loaded does not load them)."""
+        from generator.evidence.view import facts
 
-    def group_parts(self, kind: str, name: str, runs: Sequence[EvidenceView]) -> tuple[str, ...]:
+        return (self.fp, self.base_key, self.shared, kind, name, rel, *map(self._run, facts(runs)))
+
+    def group_parts(self, kind: str, name: str, runs: Sequence[RunFacts]) -> tuple[str, ...]:
         """The key parts of every page made from one recipe name's data (`pages.PageGroup`):
         the parts each of its pages is keyed by (`parts`) but the page's own path, which the
         kind, the name and the runs decide. One key per recipe tells that none of its pages
-        changed (`StoredGroup`)."""
-        return (self.fp, self.base_key, self.shared, "group", kind, name, *map(self._run, runs))
+        changed (`StoredGroup`). Made from the runs' rows, as `parts`."""
+        from generator.evidence.view import facts
+
+        rows = facts(runs)
+        return (self.fp, self.base_key, self.shared, "group", kind, name, *map(self._run, rows))
 
 
 @dataclass(frozen=True, slots=True)
@@ -583,9 +588,12 @@ def api_reuse(recipe_keys: RecipeKeys | None, sums: Mapping[str, str]) -> api.Re
     sources, 0.27 profiled s, each digesting ~25 parts; here 2,000 digests of the parts and
     6,000 of two."""
     # by recipe name and runs: the runs object kept, so its id is never another's
-    held: dict[tuple[str, int], tuple[Sequence[EvidenceView], str]] = {}
+    held: dict[tuple[str, int], tuple[Sequence[RunFacts], str]] = {}
 
-    def source(kind: str, name: str, runs: Sequence[EvidenceView]) -> str:
+    def source(kind: str, name: str, runs: Sequence[RunFacts]) -> str:
+        from generator.evidence.view import facts
+
+        runs = facts(runs)  # the rows: a recipe's views are not loaded to name its files
         if recipe_keys is None:
             return ""
         found = held.get((name, id(runs)))
@@ -598,12 +606,12 @@ def api_reuse(recipe_keys: RecipeKeys | None, sums: Mapping[str, str]) -> api.Re
     return api.Reuse(source, sums)
 
 
-def _runs_key(recipe_keys: RecipeKeys, name: str, runs: Sequence[EvidenceView]) -> str:
+def _runs_key(recipe_keys: RecipeKeys, name: str, runs: Sequence[RunFacts]) -> str:
     return digest(*recipe_keys.parts("api-runs", name, "", runs))
 
 
 def api_source_reference(
-    recipe_keys: RecipeKeys, kind: str, name: str, runs: Sequence[EvidenceView]
+    recipe_keys: RecipeKeys, kind: str, name: str, runs: Sequence[RunFacts]
 ) -> str:
     """The source `api_reuse` gives a file, its parts digested afresh (the reference)."""
     return digest("api-source", kind, _runs_key(recipe_keys, name, runs))

@@ -6,7 +6,7 @@ aggregate into these records; pages, JSON, charts and badges are pure functions 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -87,7 +87,9 @@ class RecipeView:
     coverage: str  # R:n D:n P:n C:n
     chain: tuple[str, ...]  # applied overlays, root to leaf
     profiles: tuple[ProfileView, ...]
-    evidence: tuple[EvidenceView, ...]
+    # its runs (a `RecipeRuns` in a build with a cache: read when first used; `facts` reads
+    # what the site-wide outputs need of them without loading them)
+    evidence: Sequence[EvidenceView]
     health_reasons: tuple[str, ...] = ()  # why health is warn or fail; empty when pass
 
 
@@ -118,7 +120,8 @@ class ComponentUse:
 @dataclass(frozen=True, slots=True)
 class SiteData:
     recipes: tuple[RecipeView, ...]
-    evidence: tuple[EvidenceView, ...]  # every run, including those of unknown recipes
+    # every run, including those of unknown recipes (a `SiteRuns` in a build with a cache)
+    evidence: Sequence[EvidenceView]
     lanes: tuple[LaneView, ...]
     profiles: tuple[ScaleProfile, ...]
     components: tuple[ComponentUse, ...]

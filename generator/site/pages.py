@@ -19,7 +19,7 @@ from markupsafe import Markup
 from generator.core import names
 from generator.core.errors import SiteError
 from generator.core.records import ScaleProfile
-from generator.evidence.view import EvidenceView
+from generator.evidence.view import EvidenceView, RunFacts, by_recipe, facts
 from generator.site.audit import statement_file
 from generator.site.charts import (
     NOT_IN_LADDER,
@@ -48,15 +48,16 @@ def slug(name: str) -> str:
     return "r-" + hashlib.sha256(name.encode()).hexdigest()[:16]
 
 
-def _updated(runs: Iterable[EvidenceView]) -> str:
+def _updated(runs: Iterable[RunFacts]) -> str:
     """The date of the newest run shown (YYYY-MM-DD), "" when none: when the page's data last
     changed, as far as the evidence says."""
     dates = [r.attested_at[:10] for r in runs if re.match(r"^\d{4}-\d{2}-\d{2}", r.attested_at)]
     return max(dates, default="")
 
 
-def has_sample(runs: Iterable[EvidenceView]) -> bool:
-    return any(r.sample for r in runs)
+def has_sample(runs: Sequence[RunFacts]) -> bool:
+    """Whether any of `runs` is SAMPLE evidence (read from their rows: `facts`)."""
+    return any(r.sample for r in facts(runs))
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,12 +191,12 @@ def recipe_page(recipe: RecipeView, site: SiteData) -> str:
         ),
         repo_url=site.repo_url,
         trust_root=site.trust_root,
-        updated=_updated(recipe.evidence),
+        updated=_updated(facts(recipe.evidence)),
         embeds=_embeds(recipe, site),
     )
 
 
-def run_url(run: EvidenceView) -> str:
+def run_url(run: RunFacts) -> str:
     """Where the site shows one run in full (site-relative): its own page, named by its id.
     Every link to a run's detail (pages, changelog, feed, API) is this address."""
     return f"evidence/runs/{run.id}.html"
@@ -207,7 +208,7 @@ def _embeds(recipe: RecipeView, site: SiteData) -> tuple[Any, ...]:
     return badges.embeds(recipe, site)
 
 
-def evidence_page(name: str, runs: tuple[EvidenceView, ...], site: SiteData, known: bool) -> str:
+def evidence_page(name: str, runs: Sequence[EvidenceView], site: SiteData, known: bool) -> str:
     """The runs of one recipe name, one summary row each (anchor `#run-<id>`) linking to the
     run's own page; `known` is False for a name that is not a current leaf."""
     ctx = {"name": name, "slug": slug(name), "known": known}
@@ -217,7 +218,7 @@ def evidence_page(name: str, runs: tuple[EvidenceView, ...], site: SiteData, kno
         runs=runs,
         trust_root=site.trust_root,
         sample=has_sample(runs),
-        updated=_updated(runs),
+        updated=_updated(facts(runs)),
     )
 
 
@@ -308,8 +309,8 @@ class IndexRow:
 def _index_rows(site: SiteData) -> list[IndexRow]:
     """One row per recipe name with evidence, by name: its counts and newest attestation."""
     known = {r.name for r in site.recipes}
-    groups: dict[str, list[EvidenceView]] = {}
-    for e in site.evidence:
+    groups: dict[str, list[RunFacts]] = {}
+    for e in facts(site.evidence):
         groups.setdefault(e.recipe, []).append(e)
     rows = []
     for name in sorted(groups):
@@ -338,11 +339,12 @@ def evidence_index_pages(site: SiteData) -> list[tuple[str, SitePage]]:
     rows = _index_rows(site)
     chunks = [rows[i : i + INDEX_PAGE_SIZE] for i in range(0, len(rows), INDEX_PAGE_SIZE)]
     chunks = chunks or [[]]
-    counts = {s: sum(1 for e in site.evidence if e.state == s) for s in ("verified", "stale")}
+    runs = facts(site.evidence)
+    counts = {s: sum(1 for e in runs if e.state == s) for s in ("verified", "stale")}
     counts |= {
-        "rejected": sum(1 for e in site.evidence if e.state == "rejected"),
-        "runs": len(site.evidence),
-        "counted": sum(1 for e in site.evidence if e.counted),
+        "rejected": sum(1 for e in runs if e.state == "rejected"),
+        "runs": len(runs),
+        "counted": sum(1 for e in runs if e.counted),
     }
     note = next((n.message for n in site.notes if n.stage == "verify"), "")
     sample = has_sample(site.evidence)
@@ -624,7 +626,7 @@ def components_inputs(site: SiteData) -> SitePage:
     sampled = {
         (name, e.profile)
         for name, r in by_name.items()
-        for e in r.evidence
+        for e in facts(r.evidence)
         if e.sample and e.counted
     }
     groups: dict[str, list[VersionRow]] = {}
@@ -668,12 +670,12 @@ def changelog_page(site: SiteData) -> str:
 def changelog_inputs(site: SiteData) -> SitePage:
     from generator.site import changelog
 
-    every = changelog.entries(site)
     # the newest entries only, as the feed: the page must not grow with the catalog (issue 29)
+    shown, total = changelog.newest(site)
     return _template(
         "pages/changelog.md.j2",
-        entries=every[: changelog.FEED_ENTRIES],
-        total=len(every),
+        entries=shown,
+        total=total,
         feed=changelog.FEED,
         sample=has_sample(site.evidence),
     )
@@ -735,7 +737,7 @@ class PagePlan:
     rel: str
     kind: str
     name: str
-    runs: tuple[EvidenceView, ...] | None
+    runs: Sequence[EvidenceView] | None
     render: Callable[[], str]
     # the stamp page this page is made from ("": the engine builds the page itself): its Markdown
     # carries only its title, and its data blocks go into the stamp's built HTML (islands.stamp)
@@ -854,7 +856,7 @@ class PageGroup:
 
     kind: str
     name: str
-    runs: tuple[EvidenceView, ...]
+    runs: Sequence[EvidenceView]  # read when its pages are planned (`facts` keys them)
     recipe: RecipeView | None = None
 
     def plans(self, site: SiteData) -> list[PagePlan]:
@@ -894,11 +896,8 @@ def page_groups(site: SiteData) -> list[PageGroup]:
     catalog order, then the names with evidence that are not current leaves, sorted."""
     groups = [PageGroup("recipe", r.name, r.evidence, r) for r in site.recipes]
     known = {r.name for r in site.recipes}
-    orphans: dict[str, list[EvidenceView]] = {}
-    for e in site.evidence:
-        if e.recipe not in known:
-            orphans.setdefault(e.recipe, []).append(e)
-    groups += [PageGroup("orphan", name, tuple(runs)) for name, runs in sorted(orphans.items())]
+    orphans = {n: runs for n, runs in by_recipe(site.evidence).items() if n not in known}
+    groups += [PageGroup("orphan", name, runs) for name, runs in sorted(orphans.items())]
     return groups
 
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from generator.core.records import Catalog
-from generator.evidence.view import EvidenceView
+from generator.evidence.view import RunFacts
 
 SIGNERS_FILE = "signers.yaml"
 NEWEST = 20  # recipes listed per signer: the newest its counted runs cover
@@ -52,7 +52,7 @@ class SignerPolicyView:
 _CLASS_ORDER = {"first-party": 0, "partner": 1, "community": 2}
 
 
-def newest_recipes(runs: Iterable[EvidenceView], limit: int) -> tuple[str, ...]:
+def newest_recipes(runs: Iterable[RunFacts], limit: int) -> tuple[str, ...]:
     """The recipes `runs` cover, newest first: by each recipe's newest attestation (ISO 8601
     UTC text, so ordered as text), then by name; at most `limit`."""
     newest: dict[str, str] = {}
@@ -64,7 +64,7 @@ def newest_recipes(runs: Iterable[EvidenceView], limit: int) -> tuple[str, ...]:
     return tuple(name for name, _ in ranked[:limit])
 
 
-def signer_policy(catalog: Catalog, runs: Iterable[EvidenceView] = ()) -> SignerPolicyView:
+def signer_policy(catalog: Catalog, runs: Iterable[RunFacts] = ()) -> SignerPolicyView:
     """The policy of `catalog` as the verifier applies it, with the counted runs of `runs`."""
     from generator.evidence.policy import policy_from
 
@@ -78,7 +78,7 @@ def signer_policy(catalog: Catalog, runs: Iterable[EvidenceView] = ()) -> Signer
         for e in (raw if isinstance(raw, list) else [])
         if isinstance(e, dict)
     }
-    counted: dict[str, list[EvidenceView]] = {}
+    counted: dict[str, list[RunFacts]] = {}
     for run in runs:
         if run.counted and run.signer_label:
             counted.setdefault(run.signer_label, []).append(run)

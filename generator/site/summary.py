@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from generator.core.records import Consensus, ScaleProfile
-from generator.evidence.view import EvidenceView
+from generator.evidence.view import RunFacts, facts
 from generator.site.model import LaneVerdict, LaneView, ProfileView, RecipeView
 
 # Consensus states, strongest first: the order the dashboard sorts by and the legend lists.
@@ -130,8 +130,9 @@ def summarise(
 ) -> Summary:
     """The qualification summary of `recipe` at scale profile `p`."""
     ladder = tuple(profile.ladder) if profile is not None else tuple(s.lane for s in p.lanes)
-    counted = [e for e in recipe.evidence if e.counted and e.profile == p.profile]
-    sample = any(e.sample for e in recipe.evidence if e.profile == p.profile)
+    runs = facts(recipe.evidence)  # the runs' rows: the recipe's views are not loaded
+    counted = [e for e in runs if e.counted and e.profile == p.profile]
+    sample = any(e.sample for e in runs if e.profile == p.profile)
     latest = max((e.attested_at for e in counted if e.attested_at), default="")[:10]
     signers = _ceiling_signers(counted, p.ceiling)
     up_to = ladder[: ladder.index(p.ceiling) + 1] if p.ceiling in ladder else ()
@@ -184,7 +185,7 @@ _NEXT_STEP: Mapping[str, str] = {
 }
 
 
-def _ceiling_signers(counted: Sequence[EvidenceView], ceiling: str) -> tuple[Signer, ...]:
+def _ceiling_signers(counted: Sequence[RunFacts], ceiling: str) -> tuple[Signer, ...]:
     """The distinct signers of the passing counted runs at the ceiling lane, by label."""
     at_ceiling = [
         e for e in counted if ceiling and e.lane == ceiling and e.outcome.status == "pass"
