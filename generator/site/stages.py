@@ -729,7 +729,7 @@ def _judged_runs(
             RecipeViews(
                 s.key,
                 trust_root,
-                tuple(_raw_key(raw.get(records[i].path), pointers) for i in s.positions),
+                tuple(_raw_key(raw.get(records.path(i)), pointers) for i in s.positions),
             ),
         )
         for s in shares
