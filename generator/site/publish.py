@@ -379,17 +379,19 @@ class Publisher:
             tree.remove(rel)
             self._present.discard(rel)
 
-    def take_rest(self) -> None:
+    def take_rest(self, source: Callable[[str], str] | None = None) -> None:
         """Account for the files in `root` that were not put (the engine's own output, when it
-        ran: its assets, its search index): each hashed, so the file table records them; a
-        delta keeps one whose bytes the previous tree holds, and moves the others."""
+        ran: its assets, its search index): each hashed, so the file table records them, with
+        the source `source` names for its sha256 (none: ""), as `put_derived` would have put
+        it; a delta keeps one whose bytes the previous tree holds, and moves the others."""
         self._open()
         for rel in sorted(self._present - self.files.keys()):
             sha = safeio.sha256(self.root / rel, root=self.root, where="the built site")
             self.hashed += 1
-            if self.is_delta and self._keep(rel, sha, ""):
+            origin = source(sha) if source is not None else ""
+            if self.is_delta and self._keep(rel, sha, origin):
                 continue
-            self.files[rel] = (0, 0, 0, sha, "")
+            self.files[rel] = (0, 0, 0, sha, origin)
             if self.is_delta:
                 self._staged.add(rel)
 
