@@ -876,7 +876,7 @@ def iter_published(
     yield from api.iter_api_files(site, reuse)
     yield from badges.iter_badge_files(site, reuse)
     yield changelog.FEED, changelog.atom(site, site.site_url)
-    for block in _blocks(site, with_keys=reuse is not None):
+    for block in _blocks(site, reuse):
         if reuse is None:
             yield from block.items()
         else:
@@ -886,16 +886,23 @@ def iter_published(
 PUBLISHED_CODE = "site"  # the code that makes the blocks' files (this module, audit, stages)
 
 
-def _blocks(site: SiteData, *, with_keys: bool) -> Iterator[Block]:
+def _blocks(site: SiteData, reuse: api.Reuse | None) -> Iterator[Block]:
     """Each recipe's archives, then each recipe name's runs (raw file and signed statement),
-    as a `Block` whose key (`with_keys`; else "") digests every file's path and the digests
-    its source is made of, and the code that makes them (`PUBLISHED_CODE`)."""
-    code = fingerprint(PUBLISHED_CODE) if with_keys else ""
+    as a `Block` whose key (with `reuse`; else "") names every input of every file it gives:
+    the archives' paths and digests and the code that publishes them (`PUBLISHED_CODE`); the
+    runs' source as the API's files of the same runs have it (`reuse.source`, kind
+    "published-runs": the code, the build's inputs and each run's path, id, verdict and
+    bytes' digest, which name its raw file's path and bytes and whether its signed statement
+    is published), digested once for the runs however many files show them
+    (`incremental.api_reuse`). Measured at 1,000 x 20,000 (one evidence file removed, CPU-s
+    in-process): a key digested from each run's path, digest and statement flag, 20,000
+    runs, 0.055-0.069 for the blocks ->"""
+    code = fingerprint(PUBLISHED_CODE) if reuse is not None else ""
     for r in site.recipes:
         downloads = tuple(d for p in r.profiles for d in p.downloads)
         if downloads:
             key = ""
-            if with_keys:
+            if reuse is not None:
                 key = digest("archives", code, *(f"{d.file}\0{d.sha256}" for d in downloads))
             yield Block(key, functools.partial(_archives, downloads))
     published: dict[str, str] = {}
@@ -908,11 +915,8 @@ def _blocks(site: SiteData, *, with_keys: bool) -> Iterator[Block]:
             published[rel] = e.path
             groups.setdefault(e.recipe, []).append(e)
     statement_code = fingerprint("site/audit.py")
-    for runs in groups.values():
-        key = ""
-        if with_keys:
-            parts = (f"{e.raw_file}\0{e.raw.sha256}\0{_signed(e):d}" for e in runs if e.raw)
-            key = digest("runs", code, *parts)
+    for name, runs in groups.items():
+        key = reuse.source("published-runs", name, runs) if reuse is not None else ""
         yield Block(key, functools.partial(_runs, tuple(runs), statement_code))
 
 
