@@ -19,6 +19,12 @@ when it is read makes the engine run again, once, into a directory of its own (`
 publisher's tree is not touched); its output must hold the bytes the index names, or the build
 fails (a `SiteError`): no file is published from an output whose index it disagrees with.
 tests/test_engine_output.py holds both recoveries to a build from scratch.
+
+Measured at 1,000 recipes x 20,000 runs (one evidence file removed, then added back; CPU-s
+in-process, interleaved with the code before, two cycles each): `build.run_engine` 0.171-0.185
+-> 0.014-0.015 (47.5 MB read -> the 0.25 MB index; the built pages of the 14 pages finished
+again, 0.26 MB, read by `finish_pages`), `build.finish_pages` 0.137-0.177 -> 0.092-0.117 (no
+built page hashed: their sha256 are the index's).
 """
 
 from __future__ import annotations
