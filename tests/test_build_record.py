@@ -140,3 +140,22 @@ def test_a_record_in_one_piece_is_still_read(tmp_path: Path) -> None:
     _record(tmp_path / ".cache", out, "k2", table)  # then a base and a head
     read = _read(tmp_path / ".cache", out)
     assert read is not None and read.key == "k2" and read.base is not None
+
+
+def test_a_base_stores_each_path_once() -> None:
+    """A block's paths equal to the table's but other strings (as a head's are once applied)
+    are stored as the table's own: the pickle holds each path once."""
+    table = _table(300)
+    rows = dict(table.rows)
+    copies = {k: tuple("".join(list(rel)) for rel in v) for k, v in table.blocks.items()}
+    assert all(
+        a is not b for k, v in copies.items() for a, b in zip(v, table.blocks[k], strict=True)
+    )
+    alone = incremental.StoredBase("t", rows, {}).encode()
+    base = incremental.StoredBase("t", rows, copies)
+    decoded = incremental.StoredBase.decode(base.encode())
+    assert decoded is not None and decoded.blocks == table.blocks and decoded.rows == rows
+    own = {id(rel) for rel in decoded.rows}
+    assert all(id(rel) in own for v in decoded.blocks.values() for rel in v)
+    paths = sum(len(v) for v in copies.values())
+    assert len(base.encode()) - len(alone) < paths * 8  # a reference each, not the path again

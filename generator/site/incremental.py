@@ -226,12 +226,16 @@ class StoredBase:
     blocks: Mapping[str, tuple[str, ...]]
 
     def encode(self) -> bytes:
+        """One pickle of columns; each block's paths as the table's own strings, so the pickle
+        stores each path once (a block's paths that came from a head are equal strings, not
+        the same: 3 MB more of 19 at 1,000 x 20,000, each read and decoded every build)."""
         rels = tuple(sorted(self.rows))
         fields = tuple(zip(*map(self.rows.__getitem__, rels), strict=True))
         columns = fields if fields else ((),) * 5
+        own = {rel: rel for rel in rels}
+        blocks = {k: tuple(own.get(rel, rel) for rel in v) for k, v in self.blocks.items()}
         return pickle.dumps(
-            (_BASE_FORMAT, self.token, rels, *columns, dict(self.blocks)),
-            protocol=pickle.HIGHEST_PROTOCOL,
+            (_BASE_FORMAT, self.token, rels, *columns, blocks), protocol=pickle.HIGHEST_PROTOCOL
         )
 
     @staticmethod
