@@ -149,6 +149,52 @@ def test_a_consumer_making_a_file_late_still_gets_its_bytes() -> None:
     assert late == {k: v for k, v in reference.items() if k in late}
 
 
+def test_the_indexes_spliced_from_kept_parts_are_the_same_bytes() -> None:
+    """With `Reuse.texts`, each recipe's summary (the recipe index) and entry (the evidence
+    index) is kept by its source: a second build makes none of them, a changed recipe's alone
+    again, and every file is the reference's."""
+    s = many_site()
+    kept: dict[tuple[str, str], Any] = {}
+    made: list[str] = []
+
+    def texts(kind: str, parts: Any) -> list[Any]:
+        for source, make in parts:
+            if (kind, source) not in kept:
+                made.append(kind)
+                kept[kind, source] = make()
+        return [kept[kind, source] for source, _ in parts]
+
+    def source(kind: str, name: str, runs: Any) -> str:
+        return f"{kind}:{name}:{[e.id for e in runs]}"
+
+    def files(site: SiteData) -> dict[str, bytes]:
+        sums: dict[str, str] = {}
+        out: dict[str, bytes] = {}
+        for rel, data in api.iter_api_files(site, api.Reuse(source, sums, texts)):
+            made_ = data.make() if isinstance(data, Derived) else data
+            assert isinstance(made_, bytes)
+            out[rel] = made_
+            sums[rel] = hashlib.sha256(made_).hexdigest()
+        return out
+
+    assert files(s) == api.api_files(s)
+    names = len(api.evidence_groups(s))
+    assert sorted(made) == ["api-evidence-entry"] * names + ["api-summary"] * len(s.recipes)
+    made.clear()
+    assert files(s) == api.api_files(s) and made == []
+    # one run fewer for one recipe: its summary and its entry made again, no other
+    (gone,) = [e for e in s.evidence if e.recipe == "beta"][:1]
+    beta = next(r for r in s.recipes if r.name == "beta")
+    fewer = replace(beta, evidence=tuple(e for e in beta.evidence if e is not gone))
+    s2 = replace(
+        s,
+        recipes=tuple(fewer if r is beta else r for r in s.recipes),
+        evidence=tuple(e for e in s.evidence if e is not gone),
+    )
+    assert files(s2) == api.api_files(s2)
+    assert sorted(made) == ["api-evidence-entry", "api-summary"]
+
+
 class _AnySums(dict[str, str]):
     def get(self, key: str, default: Any = None) -> str:
         return "0" * 64

@@ -7,6 +7,7 @@ the files (`api/v1/schemas/`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
@@ -117,6 +118,11 @@ def _header(site: SiteData, kind: str) -> dict[str, Any]:
 
 
 def recipes_index(site: SiteData) -> dict[str, Any]:
+    return {**_recipes_head(site), "recipes": [_recipe_summary(r, site) for r in site.recipes]}
+
+
+def _recipes_head(site: SiteData) -> dict[str, Any]:
+    """`recipes_index` but its recipes."""
     return {
         **_header(site, "RecipeIndex"),
         "lanes": [{"name": lane.name, "nodes": lane.nodes} for lane in site.lanes],
@@ -127,8 +133,25 @@ def recipes_index(site: SiteData) -> dict[str, Any]:
         "consensusOrder": list(CONSENSUS_ORDER),
         "sample": any(e.sample for e in facts(site.evidence)),
         "notes": [{"stage": n.stage, "message": n.message} for n in site.notes],
-        "recipes": [_recipe_summary(r, site) for r in site.recipes],
     }
+
+
+def _recipes_file(site: SiteData, reuse: Reuse | None) -> bytes:
+    """api/v1/recipes.json (`recipes_index`). With `reuse.texts`, each recipe's summary is
+    the text an earlier build made from the same inputs: those of the recipe's detail file
+    (its source names everything the detail is made from, and the detail holds every field of
+    the summary), spliced in (`dumps_spliced`); only a changed recipe's summary is made."""
+    if reuse is None or reuse.texts is None:
+        return dumps(recipes_index(site))
+    parts = [
+        (reuse.source("api-detail", r.name, r.evidence), functools.partial(_summary, r, site))
+        for r in site.recipes
+    ]
+    return dumps_spliced(_recipes_head(site), "recipes", reuse.texts("api-summary", parts))
+
+
+def _summary(recipe: RecipeView, site: SiteData) -> str:
+    return _text(_recipe_summary(recipe, site))
 
 
 def recipe_detail(
@@ -245,6 +268,10 @@ class Reuse:
 
     source: Callable[[str, str, Sequence[RunFacts]], str]
     sums: Mapping[str, str]
+    # `texts(kind, [(source, make), ...])`: each part of a site-wide file (`make()`, a value
+    # that pickles) kept by an earlier build under the same kind and source, else made; None:
+    # every part made
+    texts: Callable[[str, Sequence[tuple[str, Callable[[], Any]]]], list[Any]] | None = None
 
 
 class _Records(dict[str, str]):
@@ -335,6 +362,7 @@ def recipe_files(
     known = {r.name: r for r in site.recipes}
     index_path = apifiles.EVIDENCE_INDEX.path()
     entries: list[dict[str, Any]] = []
+    kept: list[tuple[str, Callable[[], _Entry]]] = []  # with `reuse.texts`: the entries' parts
     paths = {index_path: "the index"}  # a recipe named "index" must not replace it
     groups = evidence_groups(site)
     for name, runs in groups.items():
@@ -344,13 +372,20 @@ def recipe_files(
         paths[path] = name
         records = _Records(runs)
         sha = yield from _evidence_file(site, name, runs, name in known, records, reuse, path)
-        entries.append(_index_entry(name, name in known, path, runs, sha))
+        if reuse is not None and reuse.texts is not None:  # its sha256: that of its source
+            source = reuse.source(f"api-evidence:{name in known}", name, runs)
+            kept.append((source, functools.partial(_entry, name, name in known, path, runs, sha)))
+        else:
+            entries.append(_index_entry(name, name in known, path, runs, sha))
         if name in known:
             yield _detail_file(known[name], site, records, reuse)
         records.clear()  # its files are made (the consumer takes each file as it is given)
     for r in site.recipes:
         if r.name not in groups:
             yield _detail_file(r, site, _Records(()), reuse)
+    if reuse is not None and reuse.texts is not None:
+        yield index_path, _spliced_index(site, reuse.texts("api-evidence-entry", kept))
+        return
     index = {
         **_header(site, "RecipeEvidenceIndex"),
         "sample": any(e.sample for e in facts(site.evidence)),
@@ -358,6 +393,28 @@ def recipe_files(
         "recipes": entries,
     }
     yield index_path, dumps(index)
+
+
+# an evidence index entry as kept: its text, its runs' counts and whether one is a sample
+_Entry = tuple[str, tuple[int, ...], bool]
+_COUNTED = ("runs", "verified", "stale", "rejected", "counted")  # `_counts`' keys, in order
+
+
+def _entry(name: str, known: bool, path: str, runs: Sequence[EvidenceView], sha: str) -> _Entry:
+    entry = _index_entry(name, known, path, runs, sha)
+    return _text(entry), tuple(entry[k] for k in _COUNTED), entry["sample"]
+
+
+def _spliced_index(site: SiteData, entries: Sequence[_Entry]) -> bytes:
+    """The evidence index (as `recipe_files` makes it whole) from its entries as kept: every
+    run is in one recipe name's entry, so the site's counts are the sums of theirs."""
+    totals = [sum(counts[i] for _, counts, _ in entries) for i in range(len(_COUNTED))]
+    head = {
+        **_header(site, "RecipeEvidenceIndex"),
+        "sample": any(sample for *_, sample in entries),
+        **dict(zip(_COUNTED, totals, strict=True)),
+    }
+    return dumps_spliced(head, "recipes", [text for text, *_ in entries])
 
 
 def _evidence_file(
@@ -440,7 +497,7 @@ def iter_api_files(
 
 
 def _api_files(site: SiteData, reuse: Reuse | None) -> Iterator[tuple[str, bytes | Derived]]:
-    yield apifiles.RECIPES.path(), dumps(recipes_index(site))
+    yield apifiles.RECIPES.path(), _recipes_file(site, reuse)
     yield from recipe_files(site, reuse)
     yield apifiles.LANES.path(), dumps(lanes_index(site))
     yield apifiles.PROFILES.path(), dumps(profiles_index(site))

@@ -47,6 +47,15 @@ from generator.render.bundled import Refusal
 from generator.site import api, badges, changelog, islands, jinja, pages, stages
 from generator.site.audit import evidence_added, signed_statement, statement_file
 from generator.site.csp import with_csp
+from generator.site.engine import (
+    ENGINE_STAGE,
+    INDEX_FORMAT,
+    BuiltPages,
+    EngineOutput,
+    Index,
+)
+from generator.site.engine import reused as reused_engine_output
+from generator.site.engine import store as store_engine_output
 from generator.site.entry import build_site
 from generator.site.incremental import (
     GROUPS_STAGE,
@@ -377,7 +386,6 @@ def generated_docs(site: SiteData, options: BuildOptions) -> dict[str, str]:
 
 # --- pages: rendered on every core, reused when their inputs are unchanged ----------------------
 
-ENGINE_STAGE = "mkdocs"
 _PARALLEL_PAGES = 64  # below this many pages to render, a process pool costs more than it saves
 
 Lifted = tuple[str, tuple[str, ...]]  # a page's Markdown skeleton and its data blocks
@@ -742,6 +750,9 @@ def _portable(config_file: Path, work: Path) -> bytes:
     return raw.replace(str(work).encode(), b"<work>")
 
 
+AGAIN_DIR = "engine-again"  # where the engine runs again for a damaged cached output
+
+
 @dataclass(frozen=True, slots=True)
 class EngineInput:
     """What mkdocs reads, in memory: the docs tree it builds (`docs`: the static docs, then
@@ -761,6 +772,7 @@ class EngineInput:
     static: Mapping[str, bytes]
     skeletons: Mapping[str, str]
     config: str
+    again: str = ""  # the configuration of a run into `AGAIN_DIR` under `work` (`rerun`)
 
     @property
     def docs_dir(self) -> Path:
@@ -796,13 +808,26 @@ class EngineInput:
         _write(self.docs_dir, self.skeletons)
         atomic.write_text(self.config_file, self.config, root=self.work)
 
+    def rerun(self, epoch: int) -> dict[str, bytes]:
+        """mkdocs' whole output built again into a directory of its own under `work` (not
+        the site directory, where the publisher is writing): for a reused output whose
+        cached file turned out bad (`generator.site.engine.reused`)."""
+        if not self.again:
+            raise SiteError("mkdocs' cached output is damaged and this build cannot run it again")
+        config_file = self.work / "mkdocs-again.yml"
+        self.write()
+        atomic.write_text(config_file, self.again, root=self.work)
+        run_mkdocs(config_file, epoch)
+        return site_files(self.work / AGAIN_DIR)
+
 
 def run_engine(
     engine: EngineInput, site_dir: Path, epoch: int, cache: Cache | None, base: str
-) -> dict[str, bytes] | None:
+) -> EngineOutput | None:
     """`mkdocs build --strict` into `site_dir`, or its output for the very same docs tree from
-    the cache (then returned, not written: the caller publishes it). The docs tree is written
-    only when mkdocs runs; the key names its content (`EngineInput.docs_digest`).
+    the cache (then returned, not written: the caller publishes it, reading only the files it
+    makes, `generator.site.engine`). The docs tree is written only when mkdocs runs; the key
+    names its content (`EngineInput.docs_digest`).
 
     The Markdown skeletons hold no evidence data (it is in the islands), so a build that only
     added evidence usually finds the engine's output of the previous build. Returns the reused
@@ -813,19 +838,23 @@ def run_engine(
         return None
     ran = False
 
-    def make() -> dict[str, bytes]:
+    def make() -> Index:
         nonlocal ran
         engine.write()
         run_mkdocs(engine.config_file, epoch)
         ran = True
-        return site_files(site_dir)
+        return store_engine_output(cache, site_files(site_dir))
 
-    parts = (fingerprint("site"), base, engine.docs_digest(), engine.portable())
-    files = cache.get_or_make(ENGINE_STAGE, (*parts, str(epoch)), make, sweep=True)
+    parts = (fingerprint("site"), base, engine.docs_digest(), engine.portable(), INDEX_FORMAT)
+    index = cache.get_or_make(ENGINE_STAGE, (*parts, str(epoch)), make, sweep=True)
     if ran:
         return None
-    PROGRESS.info("mkdocs: the same %d pages were built before; output reused", len(files))
-    return files
+    output = reused_engine_output(cache, index, functools.partial(engine.rerun, epoch))
+    if output is None:  # a file's entry is gone: the engine runs (its files stored again)
+        make()
+        return None
+    PROGRESS.info("mkdocs: the same %d pages were built before; output reused", len(index))
+    return output
 
 
 def iter_published(
@@ -845,7 +874,7 @@ def iter_published(
     yield from api.iter_api_files(site, reuse)
     yield from badges.iter_badge_files(site, reuse)
     yield changelog.FEED, changelog.atom(site, site.site_url)
-    for block in _blocks(site, with_keys=reuse is not None):
+    for block in _blocks(site, reuse):
         if reuse is None:
             yield from block.items()
         else:
@@ -855,16 +884,23 @@ def iter_published(
 PUBLISHED_CODE = "site"  # the code that makes the blocks' files (this module, audit, stages)
 
 
-def _blocks(site: SiteData, *, with_keys: bool) -> Iterator[Block]:
+def _blocks(site: SiteData, reuse: api.Reuse | None) -> Iterator[Block]:
     """Each recipe's archives, then each recipe name's runs (raw file and signed statement),
-    as a `Block` whose key (`with_keys`; else "") digests every file's path and the digests
-    its source is made of, and the code that makes them (`PUBLISHED_CODE`)."""
-    code = fingerprint(PUBLISHED_CODE) if with_keys else ""
+    as a `Block` whose key (with `reuse`; else "") names every input of every file it gives:
+    the archives' paths and digests and the code that publishes them (`PUBLISHED_CODE`); the
+    runs' source as the API's files of the same runs have it (`reuse.source`, kind
+    "published-runs": the code, the build's inputs and each run's path, id, verdict and
+    bytes' digest, which name its raw file's path and bytes and whether its signed statement
+    is published), digested once for the runs however many files show them
+    (`incremental.api_reuse`). Measured at 1,000 x 20,000 (one evidence file removed, CPU-s
+    in-process): a key digested from each run's path, digest and statement flag, 20,000
+    runs, 0.060-0.061 for the blocks -> 0.035-0.038."""
+    code = fingerprint(PUBLISHED_CODE) if reuse is not None else ""
     for r in site.recipes:
         downloads = tuple(d for p in r.profiles for d in p.downloads)
         if downloads:
             key = ""
-            if with_keys:
+            if reuse is not None:
                 key = digest("archives", code, *(f"{d.file}\0{d.sha256}" for d in downloads))
             yield Block(key, functools.partial(_archives, downloads))
     published: dict[str, str] = {}
@@ -877,11 +913,8 @@ def _blocks(site: SiteData, *, with_keys: bool) -> Iterator[Block]:
             published[rel] = e.path
             groups.setdefault(e.recipe, []).append(e)
     statement_code = fingerprint("site/audit.py")
-    for runs in groups.values():
-        key = ""
-        if with_keys:
-            parts = (f"{e.raw_file}\0{e.raw.sha256}\0{_signed(e):d}" for e in runs if e.raw)
-            key = digest("runs", code, *parts)
+    for name, runs in groups.items():
+        key = reuse.source("published-runs", name, runs) if reuse is not None else ""
         yield Block(key, functools.partial(_runs, tuple(runs), statement_code))
 
 
@@ -934,73 +967,84 @@ def finish_pages(
     site_dir: Path,
     made: Pages,
     publisher: Publisher | None = None,
-    engine: Mapping[str, bytes] | None = None,
+    engine: EngineOutput | None = None,
 ) -> None:
     """Put the data blocks back into the built pages and add the Content-Security-Policy;
     make each stamped page from its stamp's built page (`PageContent.stamp`).
 
     The pages are those mkdocs wrote into `site_dir`, or, when its output was reused, those of
-    `engine` (whose other files are published as they are). A finished page is published as
-    `Derived` from the digest of its built HTML and its content's key: one the last build
-    published from the same source is linked without its blocks being read, put in or hashed;
-    the blocks of the pages left in the cache that are to be made are fetched in one batch."""
+    `engine` (whose other files are published as derived from their sha256). A finished page
+    is published as `Derived` from the digest of its built HTML and its content's key: one the
+    last build published from the same source is linked without its built HTML or its blocks
+    being read, put in or hashed; the built HTML and the blocks of the pages to be made are
+    fetched in one batch each."""
     put = publisher or Publisher(site_dir)
     built = _built_pages(site_dir, put, engine)
-    sources = _page_sources(built, made.content)
-    stale = [
-        rel
-        for rel, page in made.content.items()
-        if page.stored and put.recorded_source(rel) != sources[rel]
-    ]
-    fetched = dict(made.fetch(stale)) if stale else {}
+    sources = _page_sources(built.shas, made.content)
+    stale = {rel for rel, source in sources.items() if put.recorded_source(rel) != source}
+    built.prefetch((made.content.get(rel) or PageContent("")).stamp or rel for rel in stale)
+    stored = [rel for rel, page in made.content.items() if page.stored and rel in stale]
+    fetched = dict(made.fetch(stored)) if stored else {}
     for rel in sorted(sources):
         page = made.content.get(rel) or PageContent("")
-        finish = functools.partial(_finish_page, rel, built[page.stamp or rel], page, made, fetched)
+        finish = functools.partial(_finish_page, rel, built, page, made, fetched)
         put.put_derived(rel, sources[rel], finish)
     if publisher is None:
         put.close()
 
 
-def _built_pages(
-    site_dir: Path, put: Publisher, engine: Mapping[str, bytes] | None
-) -> dict[str, bytes]:
-    """The engine's built pages (site-relative .html): read from `site_dir`, or taken from
-    `engine`, whose other files are published here as they are."""
+def _built_pages(site_dir: Path, put: Publisher, engine: EngineOutput | None) -> BuiltPages:
+    """The engine's built pages (site-relative .html): read from `site_dir`, or those of
+    `engine`, whose other files are published here, each derived from its sha256 (read only
+    when the last build did not publish it)."""
     if engine is None:
-        return dict(
-            safeio.files(
-                site_dir, where="the built site", suffixes=(".html",), limit=safeio.OTHER_BYTES
+        return BuiltPages.of(
+            dict(
+                safeio.files(
+                    site_dir, where="the built site", suffixes=(".html",), limit=safeio.OTHER_BYTES
+                )
             )
         )
-    put.put_all((rel, data) for rel, data in sorted(engine.items()) if not rel.endswith(".html"))
-    return {rel: data for rel, data in engine.items() if rel.endswith(".html")}
+    for rel, sha in sorted(engine.shas.items()):
+        if not rel.endswith(".html"):
+            put.put_derived(rel, engine_source(sha), functools.partial(_engine_file, engine, rel))
+    pages = {rel: sha for rel, sha in engine.shas.items() if rel.endswith(".html")}
+    return BuiltPages(pages, engine.read)
+
+
+def _engine_file(engine: EngineOutput, rel: str) -> bytes:
+    return engine.read([rel])[rel]
+
+
+def engine_source(sha: str) -> str:
+    """The source of a file of the engine's output published as it is (not a page): its
+    bytes' sha256, which the cached output's index names (`generator.site.engine`), so a
+    file of a reused output the last build published is kept without being read."""
+    return derived_source("engine-file", sha)
 
 
 PAGE_CODE = "site"  # the finishing code (islands, csp, this module): part of every page's source
 
 
-def _page_sources(built: Mapping[str, bytes], content: Mapping[str, PageContent]) -> dict[str, str]:
+def _page_sources(built: Mapping[str, str], content: Mapping[str, PageContent]) -> dict[str, str]:
     """Every finished page's source identity (`derived_source`): the finishing code, the
-    sha256 of the built HTML it is made from and its content's key (pages with no content:
-    none). Each built page is hashed once, however many pages are stamped from it."""
+    sha256 of the built HTML it is made from (`built`: by path) and its content's key (pages
+    with no content: none)."""
     code = fingerprint(PAGE_CODE)
-    shas: dict[str, str] = {}
     sources: dict[str, str] = {}
     for rel in built.keys() | content.keys():
         page = content.get(rel) or PageContent("")
         origin = page.stamp or rel
-        if origin not in built:
-            raise SiteError(f"{rel}: the page it is made from, {origin}, was not built")
-        sha = shas.get(origin)
+        sha = built.get(origin)
         if sha is None:
-            sha = shas[origin] = hashlib.sha256(built[origin]).hexdigest()
+            raise SiteError(f"{rel}: the page it is made from, {origin}, was not built")
         sources[rel] = derived_source("page", code, sha, page.key)
     return sources
 
 
 def _finish_page(
     rel: str,
-    html_bytes: bytes,
+    built: BuiltPages,
     page: PageContent,
     made: Pages,
     fetched: Mapping[str, tuple[str, tuple[str, ...]]],
@@ -1011,7 +1055,7 @@ def _finish_page(
     title, blocks = page.title, page.blocks
     if page.stored:
         title, blocks = fetched[rel] if rel in fetched else made.fetch([rel])[rel]
-    html = html_bytes.decode("utf-8")
+    html = built[page.stamp or rel].decode("utf-8")
     if page.stamp:
         html = islands.stamp(html, title, rel)
     if blocks:
@@ -1153,7 +1197,8 @@ def write_site(
             options.config, docs_dir, site_dir, options.site_url, options.repo_url
         )
         text = yaml.safe_dump(config, sort_keys=True)
-        inputs = EngineInput(work, static_docs(options), made.skeletons, text)
+        again = yaml.safe_dump({**config, "site_dir": str(work / AGAIN_DIR)}, sort_keys=True)
+        inputs = EngineInput(work, static_docs(options), made.skeletons, text, again)
         engine = run_engine(inputs, site_dir, epoch, cache, base)
         del inputs
         engine_reused = engine is not None
@@ -1202,7 +1247,7 @@ def _publish(
     for a build without a cache, which keeps no record)."""
     publisher.put_all(iter_published(site, api_reuse(recipe_keys, publisher.sums)))
     publisher.put(MARKER, marker_bytes(OutputKind.SITE))
-    publisher.take_rest()
+    publisher.take_rest(engine_source)  # the engine's files, when it ran
     publisher.close()
     if not publisher.is_delta:
         if publisher.linked:
@@ -1236,11 +1281,11 @@ NO_SITEMAP = StageNote(
 )
 
 
-def without_sitemap(site_dir: Path, engine: dict[str, bytes] | None) -> dict[str, bytes] | None:
+def without_sitemap(site_dir: Path, engine: EngineOutput | None) -> EngineOutput | None:
     """mkdocs' output without its sitemap, which is empty when there is no site URL (it lists
     only absolute URLs): a sitemap that lists nothing is never published."""
     if engine is not None:
-        return {rel: data for rel, data in engine.items() if rel not in SITEMAP_FILES}
+        return engine.without(SITEMAP_FILES)
     with TreeWriter(site_dir) as tree:
         for rel in SITEMAP_FILES:
             tree.remove(rel)

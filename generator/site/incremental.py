@@ -23,6 +23,7 @@ import dataclasses
 import json
 import os
 import pickle
+import secrets
 import stat
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -41,7 +42,7 @@ from generator.core.cache import (
 )
 from generator.core.cache import tree_listing as _tree_listing
 from generator.core.memo import Memo, content
-from generator.site.publish import FileTable, Published
+from generator.site.publish import FileTable, Published, Row
 
 if TYPE_CHECKING:  # a no-change build imports none of these (`generator.site.entry`)
     from generator.evidence.view import RunFacts
@@ -51,6 +52,9 @@ if TYPE_CHECKING:  # a no-change build imports none of these (`generator.site.en
 
 BUILD_STAGE = "build"
 PAGES_STAGE = "pages"  # pages and the API's per-recipe parts, made from one recipe's data
+# the parts of the API's site-wide files made from one recipe's data (its summary in the
+# recipe index, its entry in the evidence index), by their source (`api.Reuse.texts`)
+API_TEXTS_STAGE = "api-texts"
 GROUPS_STAGE = "page-groups"  # the keys of the pages made from one recipe's data (`StoredGroup`)
 
 # the engines whose output the site publishes: their versions are inputs of every build
@@ -158,6 +162,9 @@ class BuildRecord:
     key: str
     report: bytes
     files: FileTable
+    # the stored table this record was read against (`last_record`): a later record of the
+    # same output is written as its difference from it (`record_build`); not compared
+    base: StoredBase | None = field(default=None, compare=False, repr=False)
 
     def listing(self) -> RecordedListing:
         """The files as `tree_listing` lists them, to compare with a walk of the output."""
@@ -204,6 +211,99 @@ class BuildRecord:
             return None
         rels, *fields = columns[3:9]
         return dict(zip(rels, map(Published, *fields), strict=True))
+
+
+@dataclass(frozen=True, slots=True)
+class StoredBase:
+    """A file table as stored in full (`BASE_STAGE`), which the record of each later build of
+    the output names by `token` and amends (`record_build`): its rows and blocks, as read or
+    written, never changed (a record's own table is a copy). `token` is drawn at random when
+    the base is written: a record whose token is not its base's (a build killed between the
+    two writes) is no record."""
+
+    token: str
+    rows: Mapping[str, Row]
+    blocks: Mapping[str, tuple[str, ...]]
+
+    def encode(self) -> bytes:
+        """One pickle of columns; each block's paths as the table's own strings, so the pickle
+        stores each path once (a block's paths that came from a head are equal strings, not
+        the same: 3 MB more of 19 at 1,000 x 20,000, each read and decoded every build)."""
+        rels = tuple(sorted(self.rows))
+        fields = tuple(zip(*map(self.rows.__getitem__, rels), strict=True))
+        columns = fields if fields else ((),) * 5
+        own = {rel: rel for rel in rels}
+        blocks = {k: tuple(own.get(rel, rel) for rel in v) for k, v in self.blocks.items()}
+        return pickle.dumps(
+            (_BASE_FORMAT, self.token, rels, *columns, blocks), protocol=pickle.HIGHEST_PROTOCOL
+        )
+
+    @staticmethod
+    def decode(payload: bytes) -> StoredBase | None:
+        """The base `encode` stored (an authenticated entry), or None when of another format."""
+        fields = pickle.loads(payload)
+        if not isinstance(fields, tuple) or len(fields) != 9 or fields[0] != _BASE_FORMAT:
+            return None
+        _, token, rels, sizes, mtimes, inodes, shas, sources, blocks = fields
+        rows = zip(sizes, mtimes, inodes, shas, sources, strict=True)
+        return StoredBase(token, dict(zip(rels, rows, strict=True)), blocks)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordHead:
+    """The record of one build as stored under its output (`BUILD_STAGE`) once a base is
+    stored (`StoredBase`): the build's key and report, the base's token, and the table's
+    difference from the base: the rows changed or added, the paths gone, the blocks added
+    (key → paths) and gone."""
+
+    key: str
+    report: bytes
+    token: str
+    changed: Mapping[str, Row]
+    gone: tuple[str, ...]
+    blocks: Mapping[str, tuple[str, ...]]
+    blocks_gone: tuple[str, ...]
+
+    @staticmethod
+    def between(key: str, report: bytes, base: StoredBase, files: FileTable) -> RecordHead:
+        """The head that amends `base` into `files`."""
+        old, rows = base.rows, files.rows
+        changed = {rel: row for rel, row in rows.items() if old.get(rel) != row}
+        gone = tuple(sorted(old.keys() - rows.keys()))
+        old_blocks, blocks = base.blocks, files.blocks
+        added = {k: v for k, v in blocks.items() if old_blocks.get(k) != v}
+        blocks_gone = tuple(sorted(old_blocks.keys() - blocks.keys()))
+        return RecordHead(key, report, base.token, changed, gone, added, blocks_gone)
+
+    def size(self) -> int:
+        """How many rows and blocks it amends."""
+        return len(self.changed) + len(self.gone) + len(self.blocks) + len(self.blocks_gone)
+
+    def apply(self, base: StoredBase) -> BuildRecord:
+        """The record this head makes of `base` (a copy: the base is not changed)."""
+        rows = dict(base.rows)
+        rows.update(self.changed)
+        for rel in self.gone:
+            del rows[rel]
+        blocks = dict(base.blocks)
+        blocks.update(self.blocks)
+        for k in self.blocks_gone:
+            del blocks[k]
+        return BuildRecord(self.key, self.report, FileTable(rows, blocks), base)
+
+    def encode(self) -> bytes:
+        fields = (self.key, self.report, self.token, dict(self.changed), self.gone)
+        return pickle.dumps(
+            (_HEAD_FORMAT, *fields, dict(self.blocks), self.blocks_gone),
+            protocol=pickle.HIGHEST_PROTOCOL,
+        )
+
+    @staticmethod
+    def decode(payload: bytes) -> RecordHead | None:
+        fields = pickle.loads(payload)
+        if not isinstance(fields, tuple) or len(fields) != 8 or fields[0] != _HEAD_FORMAT:
+            return None
+        return RecordHead(*fields[1:])
 
 
 def _columns(payload: bytes) -> tuple[Any, ...] | None:
@@ -273,6 +373,11 @@ class RecordedListing:
 
 _RECORD_FORMAT = "build-record 3"  # with the blocks (`FileTable.blocks`)
 _LAST_FORMAT = "build-record 2"  # without: read as a table of no blocks
+_HEAD_FORMAT = "build-record-head 1"  # a head (`RecordHead`), amending a base
+_BASE_FORMAT = "build-record-base 1"  # a base (`StoredBase`)
+BASE_STAGE = "build-base"  # the base of each output's record, under the output's key
+# a head that amends more than this share of its base's rows is not written: a new base is
+REBASE_SHARE = 8
 # the record of each output directory, read once per build: by `Cache` (one per build), then
 # by the directory's resolved path; `record_build` replaces it
 _RECORDS: weakref.WeakKeyDictionary[Cache, dict[str, BuildRecord | None]] = (
@@ -293,8 +398,22 @@ def last_record(cache: Cache, out: Path) -> BuildRecord | None:
     where = _record_key(out)
     if where not in held:
         stored = cache.get(BUILD_STAGE, where, fingerprint(), authenticated=True)
-        held[where] = BuildRecord.decode(stored) if stored is not None else None
+        held[where] = _read_record(cache, where, stored) if stored is not None else None
     return held[where]
+
+
+def _read_record(cache: Cache, where: str, stored: bytes) -> BuildRecord | None:
+    """The record a stored head makes of its base (None: either is missing, bad, or of another
+    format, or the base is not the one the head amends); a record in one piece (the format
+    before heads) as it is."""
+    head = RecordHead.decode(stored)
+    if head is None:
+        return BuildRecord.decode(stored)
+    payload = cache.get(BASE_STAGE, where, fingerprint(), authenticated=True)
+    base = StoredBase.decode(payload) if payload is not None else None
+    if base is None or base.token != head.token:
+        return None
+    return head.apply(base)
 
 
 def _last_build(cache: Cache, out: Path) -> dict[str, Any]:
@@ -362,7 +481,16 @@ def record_build(
     edits; the sha256 of the files the build published and, for a file made from a source,
     that source's identity), so the next build can reuse them. `table`: that table, when the
     caller knows it (a delta: `Publisher.table`); else it is taken from the tree, with `sums`
-    and `sources`."""
+    and `sources`.
+
+    Stored in two entries: a base, the whole table (`StoredBase`, `BASE_STAGE`), and a head
+    (`RecordHead`, `BUILD_STAGE`), the build's key and report and the table's difference from
+    the base. A build whose previous record was read (`last_record`) writes only a head
+    amending that record's base, unless it amends more than one row in `REBASE_SHARE`; then,
+    as for a first build, a new base is written, and a head naming it. Measured at 1,000
+    recipes x 20,000 runs (75,715 files, one evidence file removed, then added back; CPU-s
+    in-process): the whole table encoded and stored (16.4 MB) 0.06 + 0.06 each build; a
+    head of the ~30 rows that changed, ~0.002, with its difference found in 0.015."""
     if table is None:
         sums, sources = sums or {}, sources or {}
         rows = {
@@ -376,16 +504,22 @@ def record_build(
     # the stamp a no-change rebuild reads: the listing's digest from the table, in the walk's
     # order (`tree_listing`: sorted by path), as `unchanged_build` hashes the walk
     _stamp(cache, out, key, report, columns.listing())
+    if not cache.enabled:
+        return
     where = _record_key(out)
-    cache.put(
-        BUILD_STAGE,
-        where,
-        fingerprint(),
-        record.encode(columns),
-        authenticated=True,  # a planted entry must not make a build skip
-    )
-    if cache.enabled:
-        _RECORDS.setdefault(cache, {})[where] = record
+    held = _RECORDS.setdefault(cache, {})
+    last = held.get(where)
+    base = last.base if last is not None else None
+    head = RecordHead.between(key, record.report, base, files) if base is not None else None
+    if base is None or head is None or head.size() * REBASE_SHARE > len(files):
+        # a new base, written before the head that names it (authenticated, as the head)
+        rows = dict(files.rows)
+        base = StoredBase(secrets.token_hex(16), rows, dict(files.blocks))
+        cache.put(BASE_STAGE, where, fingerprint(), base.encode(), authenticated=True)
+        head = RecordHead(key, record.report, base.token, {}, (), {}, ())
+    # a planted entry must not make a build skip
+    cache.put(BUILD_STAGE, where, fingerprint(), head.encode(), authenticated=True)
+    held[where] = dataclasses.replace(record, base=base)
 
 
 def previous_files(cache: Cache, out: Path) -> FileTable:
@@ -582,13 +716,18 @@ def api_reuse(recipe_keys: RecipeKeys | None, sums: Mapping[str, str]) -> api.Re
     per recipe and runs however many files are made from them (`api_source_reference`: all
     the parts digested per file). Without a cache (`recipe_keys` None) there is no previous
     file table to link from, and every source is "": the files are derived (and counted) the
-    same, and all made.
+    same, and all made. With it, the parts of the site-wide files made from one recipe's data
+    are kept in the cache by their source (`api.Reuse.texts`, `API_TEXTS_STAGE`): a recipe's
+    summary in the recipe index, its entry in the evidence index; the index spliced from them.
 
     Measured at 1,000 recipes × 20,000 runs (one evidence file removed, cProfile): 6,000
     sources, 0.27 profiled s, each digesting ~25 parts; here 2,000 digests of the parts and
-    6,000 of two."""
-    # by recipe name and runs: the runs object kept, so its id is never another's
-    held: dict[tuple[str, int], tuple[Sequence[RunFacts], str]] = {}
+    6,000 of two. The runs are told apart by the runs they hold (each run object's identity,
+    in order), not by the sequence holding them: a recipe's runs (`RecipeView.evidence`), its
+    evidence group's (`api.evidence_groups`) and its published block's (`build._blocks`) are
+    three sequences of the same runs, digested once (2,000 digests of the parts -> 1,000).
+    Each run is kept alive with its entry, so no identity is ever another run's."""
+    held: dict[tuple[str, tuple[int, ...]], tuple[Sequence[RunFacts], str]] = {}
 
     def source(kind: str, name: str, runs: Sequence[RunFacts]) -> str:
         from generator.evidence.view import facts
@@ -596,14 +735,25 @@ def api_reuse(recipe_keys: RecipeKeys | None, sums: Mapping[str, str]) -> api.Re
         runs = facts(runs)  # the rows: a recipe's views are not loaded to name its files
         if recipe_keys is None:
             return ""
-        found = held.get((name, id(runs)))
+        which = (name, tuple(map(id, runs)))
+        found = held.get(which)
         if found is None:
-            found = held[(name, id(runs))] = (runs, _runs_key(recipe_keys, name, runs))
+            found = held[which] = (tuple(runs), _runs_key(recipe_keys, name, runs))
         return digest("api-source", kind, found[1])
 
     from generator.site import api
 
-    return api.Reuse(source, sums)
+    if recipe_keys is None:
+        return api.Reuse(source, sums)
+    cache = recipe_keys.cache
+
+    def texts(kind: str, parts: Sequence[tuple[str, Callable[[], Any]]]) -> list[Any]:
+        keys = [(kind, source) for source, _ in parts]
+        return cache.get_or_make_many(
+            API_TEXTS_STAGE, keys, lambda todo: [parts[i][1]() for i in todo], sweep=True
+        )
+
+    return api.Reuse(source, sums, texts)
 
 
 def _runs_key(recipe_keys: RecipeKeys, name: str, runs: Sequence[RunFacts]) -> str:
@@ -618,6 +768,8 @@ def api_source_reference(
 
 
 __all__ = [
+    "API_TEXTS_STAGE",
+    "BASE_STAGE",
     "BUILD_STAGE",
     "GROUPS_STAGE",
     "PAGES_STAGE",
