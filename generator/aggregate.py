@@ -57,8 +57,8 @@ from enum import StrEnum
 from operator import attrgetter
 from typing import Any, NamedTuple, cast
 
-from generator.catalog.lanes import Lanes, Verdict
-from generator.core.records import DEFAULT_PROFILE, Consensus, RecipeResult
+from generator.catalog.lanes import Lane, Lanes, Verdict, applies
+from generator.core.records import DEFAULT_PROFILE, Consensus, Criteria, RecipeResult
 from generator.core.timeutil import TimeError, parse_rfc3339, rfc3339
 from generator.evidence.judge import CLOCK_SKEW_SECONDS, Judge, Judgement, RowOutcome
 from generator.evidence.model import (
@@ -542,6 +542,9 @@ class _Scope:
     demo_roots: frozenset[str]
     judged: tuple[list[str], list[str], list[Judgement | None]]
     predicate: Sequence[str]  # each record's predicate type ("" when unreadable)
+    # per lane, its required scenarios and KPIs (`kpi:<id>`): (phase, check, applies to)
+    required: Mapping[str, tuple[tuple[str, str, Criteria | None], ...]]
+    kpi_phase: Mapping[str, str]  # KPI id -> its phase
 
     def exclusion(self, row: _Row) -> Exclusion | None:
         """Why the record is not counted (None when it is), the first reason that applies."""
@@ -655,6 +658,23 @@ def _results(st: Statement, kpi_phase: Mapping[str, str]) -> dict[tuple[str, str
     return out
 
 
+def _required(lanes: Lanes, lane: Lane) -> tuple[tuple[str, str, Criteria | None], ...]:
+    """A lane's required scenarios and KPIs, whichever recipe they apply to: (phase, check,
+    the criteria they apply to), as `Lanes.required_scenarios` and `required_kpis` choose
+    them before applying them to a recipe's criteria."""
+    scenarios = [
+        (s.phase, s.id, s.applies_to)
+        for s in lanes.scenarios
+        if s.id in lane.scenarios and s.phase in lane.phases
+    ]
+    kpis = [
+        (k.phase, "kpi:" + k.id, k.applies_to)
+        for k in lanes.kpis
+        if lane.threshold(k.id) is not None and k.phase in lane.phases
+    ]
+    return (*scenarios, *kpis)
+
+
 def _counts(fails: Iterable[bool]) -> tuple[int, int]:
     """(passed, failed) of some distinct signers, each failing or not."""
     failed = passed = 0
@@ -678,29 +698,22 @@ class _Profile:
     def checks(self, scope: _Scope, evidence: Sequence[Evidence]) -> list[CheckStatus]:
         """Its checks: the applicable required scenarios and KPIs of every ladder lane, and
         every row its latest runs report, by lane, phase and check."""
-        r, lanes = self.result, scope.lanes
-        kpi_phase = {k.id: k.phase for k in lanes.kpis}
+        criteria = self.result.criteria
         latest: dict[str, list[RunStatus]] = {}
         for run in self.runs:
             if run.latest:
                 latest.setdefault(run.lane, []).append(run)
         out = []
         for lane in sorted(set(self.ladder) | set(latest)):
-            expected = set()
-            spec = scope.known.get(lane) if lane in self.ladder else None
-            if spec is not None:
-                required = lanes.required_scenarios(spec[1], r.criteria)
-                expected = {(s.phase, s.id) for s in required}
-                kpis = lanes.required_kpis(spec[1], r.criteria)
-                expected |= {(k.phase, "kpi:" + k.id) for k, _ in kpis}
-            fails: dict[tuple[str, str], list[bool]] = {key: [] for key in expected}
+            required = scope.required.get(lane, ()) if lane in self.ladder else ()
+            expected = {(ph, check) for ph, check, pat in required if applies(pat, criteria)}
+            counts: dict[tuple[str, str], list[int]] = {key: [0, 0] for key in expected}
             for run in latest.get(lane, ()):
                 st = evidence[run.index].statement
                 assert st is not None  # a counted run is verified
-                for key, fail in _results(st, kpi_phase).items():
-                    fails.setdefault(key, []).append(fail)
-            for (phase, check), each in sorted(fails.items()):
-                passed, failed = _counts(each)
+                for key, fail in _results(st, scope.kpi_phase).items():
+                    counts.setdefault(key, [0, 0])[fail] += 1  # [passed, failed] signers
+            for (phase, check), (passed, failed) in sorted(counts.items()):
                 state = consensus_of(passed, failed)
                 out.append(
                     CheckStatus(
@@ -826,6 +839,8 @@ def aggregate(
         demo_roots=frozenset(demo_roots),
         judged=_judgements(evidence, recipes, lanes),
         predicate=[row.predicate_type for row in rows],
+        required={ln.name: _required(lanes, ln) for ln in lanes.lanes},
+        kpi_phase={k.id: k.phase for k in lanes.kpis},
     )
     runs = scope.runs(rows)
     by_profile: dict[tuple[str, str], list[RunStatus]] = {}
