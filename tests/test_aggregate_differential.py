@@ -183,7 +183,7 @@ def catalogs(draw: st.DrawFn) -> tuple[list[RecipeResult], list[Evidence], dict[
     return rs, evidence, options
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(catalogs())
 def test_the_plain_status_is_the_tables_status(
     catalog: tuple[list[RecipeResult], list[Evidence], dict[str, Any]],
@@ -239,7 +239,7 @@ def test_the_generated_catalogs_reach_every_state_and_exclusion() -> None:
         return False
 
     try:
-        find(catalogs(), note, settings=settings(max_examples=400, database=None))
+        find(catalogs(), note, settings=settings(max_examples=300, database=None))
     except Exception:  # hypothesis.errors.NoSuchExample: no catalog satisfies `note`
         pass
     wanted = {"CONFIRMED", "SINGLE", "CONTESTED", "FAILING", "UNTESTED", "PARTIAL"}
@@ -249,7 +249,7 @@ def test_the_generated_catalogs_reach_every_state_and_exclusion() -> None:
     assert wanted <= seen, wanted - seen
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(catalogs())
 def test_the_parts_are_the_reference_split_by_recipe(
     catalog: tuple[list[RecipeResult], list[Evidence], dict[str, Any]],
