@@ -26,11 +26,10 @@ from generator.aggregate import (
     PARTIAL,
     SINGLE,
     UNTESTED,
-    rollup,
-    status_records,
 )
-from generator.aggregate import StatusTables as Status
-from generator.aggregate import status_tables as aggregate
+from generator.aggregate_tables import StatusTables as Status
+from generator.aggregate_tables import rollup, status_records
+from generator.aggregate_tables import status_tables as aggregate
 from generator.catalog.lanes import Lanes
 from generator.cli import main
 from generator.commands.status import status_document

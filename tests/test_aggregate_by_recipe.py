@@ -348,7 +348,8 @@ def test_components_of_is_its_pandas_reference(outcome: Outcome, data: st.DataOb
     """The component qualification in plain Python gives what the summary table gave, for the
     synthetic statuses and for any ceilings (ties across recipes and profiles included) and
     any subset of the recipe × profile records (a result without one counts no ceiling)."""
-    from generator.aggregate import components_of, components_of_reference
+    from generator.aggregate import components_of
+    from generator.aggregate_tables import components_of_reference
 
     assert outcome.status is not None
     statuses = list(outcome.status.recipes)
@@ -370,7 +371,7 @@ def test_the_sites_health_of_a_leaf_is_the_aggregate_stages(outcome: Outcome) ->
     stage found it by the rules `stages.structural_health` applies: the same three values for
     every leaf, a leaf pinned to a pre-release (warn) included."""
     from generator.aggregate import HealthStatus
-    from generator.aggregate import structural_health as tables
+    from generator.aggregate_tables import structural_health as tables
     from generator.site import stages
     from generator.site.build import leaves
 

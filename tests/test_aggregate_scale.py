@@ -17,10 +17,8 @@ from generator.aggregate import (
     PARTIAL,
     SINGLE,
     UNTESTED,
-    _categorical,
-    _Codes,
-    rollup,
 )
+from generator.aggregate_tables import _categorical, _Codes, rollup
 
 
 def _coded(values: list[Any]) -> pd.Categorical:
@@ -105,7 +103,7 @@ def test_rollup_is_what_it_was(rows: list[tuple[int, str, str]], start: int) -> 
 
 
 def test_run_records_are_the_runs_table_read_row_by_row() -> None:
-    from generator.aggregate import status_records
+    from generator.aggregate_tables import status_records
     from generator.evidence.model import FailureClass, RejectedEvidence
     from tests.test_aggregate import STANDARD, recipe, run, status_of
 
@@ -147,7 +145,8 @@ def test_run_records_are_the_runs_table_read_row_by_row() -> None:
 
 def test_records_are_the_tables_read_row_by_row() -> None:
     """`aggregate`'s records carry exactly the rows of the tables it computes."""
-    from generator.aggregate import Consensus, status_records
+    from generator.aggregate import Consensus
+    from generator.aggregate_tables import status_records
     from tests.test_aggregate import LADDER, STANDARD, climb, recipe, run, status_of
 
     r, other = recipe(), recipe(profile=STANDARD)

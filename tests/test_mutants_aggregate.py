@@ -1,6 +1,6 @@
 """Consensus and ceiling decisions that no other test pins down (issue 32, `make mutation`).
 
-Each test fails on a mutant of `generator/aggregate.py` (its consensus and ceiling functions,
+Each test fails on a mutant of `generator/aggregate_tables.py` (its consensus and ceiling functions,
 see tests/mutation/modules.toml) that the rest of the suite let through: a run reporting one
 check twice, once passed and once failed, is a failure of that check; a counted run without a
 transparency-log time can never be a signer's latest run (it would hide a later logged failure).
@@ -21,10 +21,8 @@ from generator.aggregate import (
     PARTIAL,
     SINGLE,
     UNTESTED,
-    _check_rows,
-    _consensus,
-    state_of,
 )
+from generator.aggregate_tables import _check_rows, _consensus, state_of
 from generator.evidence.model import CheckResult, VerifiedEvidence
 from tests.test_aggregate import LANES, STANDARD, check_state, one, recipe, run, status_of, summary
 
