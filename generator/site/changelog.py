@@ -60,7 +60,7 @@ def entries_reference(site: SiteData) -> list[Entry]:
 _NEWEST: list[tuple[SiteData, int, tuple[Entry, ...], int]] = []
 
 
-def newest(site: SiteData, n: int = FEED_ENTRIES) -> tuple[list[Entry], int]:
+def newest(site: SiteData, n: int | None = None) -> tuple[list[Entry], int]:
     """The `n` newest of `entries(site)`, and how many entries there are: what the changelog
     page and the feed show. The entry of a run is made only for the `n` newest dated runs
     (`heapq.nlargest` over the runs' rows by the entries' order: an evidence entry sorts by
@@ -68,6 +68,7 @@ def newest(site: SiteData, n: int = FEED_ENTRIES) -> tuple[list[Entry], int]:
     all made and the lot sorted as `entries` sorts them. The reference is `entries_reference`
     cut at `n` (tests/test_site_pages.py). At 1,000 recipes x 20,000 runs every build made
     20,000 entries for the 200 shown (0.08-0.10 CPU-s)."""
+    n = FEED_ENTRIES if n is None else n  # read when called: the bound is the module's
     if _NEWEST and _NEWEST[0][0] is site and _NEWEST[0][1] == n:
         return list(_NEWEST[0][2]), _NEWEST[0][3]
     dated = [e for e in facts(site.evidence) if e.attested_at]
