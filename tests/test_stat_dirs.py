@@ -172,3 +172,37 @@ def test_refusals_are_those_of_tree_digest(tmp_path: Path) -> None:
     assert got.value.diagnostics == want.value.diagnostics
     assert len(want.value.diagnostics) == 3
     assert cache.keys(DIGEST_STAGE) == []  # nothing stored for a refused directory
+
+
+def test_one_walks_pointer_files_and_groups_are_made_once_per_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`pointer.in_tree` and `Cache.dir_groups` of one walk: made once until `finish`, the
+    reference's values; another walk (or the next build) makes them again."""
+    from generator.evidence import pointer
+
+    root = tmp_path / "t"
+    _tree(root)
+    (root / "a" / ("sha256-" + "0" * 64 + ".yaml")).write_text("x: 1\n")
+    os.symlink("f0.json", root / "a" / ("sha256-" + "1" * 64 + ".yaml"))  # a link: none
+    calls: list[int] = []
+    real = pointer.in_tree_reference
+
+    def counted(tree: safeio.Tree) -> list[Path]:
+        calls.append(1)
+        return real(tree)
+
+    monkeypatch.setattr(pointer, "in_tree_reference", counted)
+    cache = Cache(tmp_path / "c", secret=SECRET)
+    walk = safeio.walk(root, suffixes=(".json", ".yaml"))
+    want = real(walk)
+    assert [p.name for p in want] == ["sha256-" + "0" * 64 + ".yaml"]
+    assert pointer.in_tree(walk, cache) == want == pointer.in_tree(walk, cache)
+    assert len(calls) == 1
+    assert cache.dir_groups(walk, 0) is cache.dir_groups(walk, 1)
+    assert cache.dir_groups(walk, 0) == dir_groups(walk, 0)
+    assert pointer.in_tree(safeio.walk(root, suffixes=(".json", ".yaml")), cache) == want
+    assert len(calls) == 2
+    cache.finish()
+    assert pointer.in_tree(walk, cache) == want and len(calls) == 3
+    assert pointer.in_tree(walk) == want and len(calls) == 4

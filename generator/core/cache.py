@@ -321,8 +321,9 @@ class Cache:
         self._pid = 0
         # walks of input trees handed from one stage of this build to the next (`hold_walk`)
         self._walks: dict[tuple[str, tuple[str, ...]], safeio.Tree] = {}
-        # each walk's directories and stat rows (`dir_groups`), the walk held with them
-        self._groups: dict[int, tuple[safeio.Tree, tuple[DirGroup, ...]]] = {}
+        # values made of one walk (`of_walk`: its directories and stat rows, its pointer files),
+        # the walk held with them
+        self._of_walks: dict[tuple[int, str], tuple[safeio.Tree, Any]] = {}
 
     # --- the store
     def _store_db(self) -> sqlite3.Connection:
@@ -421,12 +422,17 @@ class Cache:
     def dir_groups(self, tree: safeio.Tree, settled: int) -> tuple[DirGroup, ...]:
         """`dir_groups(tree, settled)`, computed once per walk in this build: the build key
         and the verify stage read one walk's stat rows (the first caller's `settled`)."""
-        held = self._groups.get(id(tree))
+        return self.of_walk(tree, "dir_groups", lambda: dir_groups(tree, settled))
+
+    def of_walk(self, tree: safeio.Tree, what: str, make: Callable[[], T]) -> T:
+        """`make()`, a function of the walk `tree` alone named `what`, made once per walk in
+        this build (held in memory with the walk until `finish`, never stored)."""
+        held = self._of_walks.get((id(tree), what))
         if held is not None and held[0] is tree:
-            return held[1]
-        groups = dir_groups(tree, settled)
-        self._groups[id(tree)] = (tree, groups)
-        return groups
+            return held[1]  # type: ignore[no-any-return]
+        value = make()
+        self._of_walks[(id(tree), what)] = (tree, value)
+        return value
 
     # --- keys
     def key(self, stage: str, fingerprint_: str, *inputs: str | bytes) -> str:
@@ -701,7 +707,7 @@ class Cache:
             self.sweep(stage, self.kept(stage, keys))
         self._served.clear()
         self._walks.clear()  # a walk is one build's
-        self._groups.clear()
+        self._of_walks.clear()
         self.compact()
 
     def kept(self, stage: str, used: Iterable[str]) -> set[str]:
