@@ -206,3 +206,14 @@ def test_one_walks_pointer_files_and_groups_are_made_once_per_build(
     cache.finish()
     assert pointer.in_tree(walk, cache) == want and len(calls) == 3
     assert pointer.in_tree(walk) == want and len(calls) == 4
+
+
+def test_the_one_memo_it_replaced_is_deleted_when_a_build_finishes(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    _tree(root)
+    cache = Cache(tmp_path / "c", secret=SECRET)
+    stat_tree_digest_reference(cache, root)
+    assert len(cache.keys(cache_module.MEMO_STAGE)) == 1
+    stat_tree_digest(cache, root)
+    cache.finish()
+    assert cache.keys(cache_module.MEMO_STAGE) == []

@@ -1000,6 +1000,7 @@ def stat_tree_digest(
     fixed = (fingerprint(*_DIGEST_CODE), os.path.abspath(tree.root), tree.real_root)
     parts = [(*fixed, g.name, g.rows) for g in safe]
     stored = cache.get_or_make_many(DIGEST_STAGE, parts, make, sweep=True)
+    cache.serve(DerivedKeys(MEMO_STAGE, ()))  # the one memo of the tree it replaced: deleted
     _refuse(root, problems)
     for g, shas in zip(safe, stored, strict=True):
         if not isinstance(shas, tuple) or len(shas) != len(g.entries):
