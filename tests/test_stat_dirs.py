@@ -185,23 +185,24 @@ def test_one_walks_pointer_files_and_groups_are_made_once_per_build(
     _tree(root)
     (root / "a" / ("sha256-" + "0" * 64 + ".yaml")).write_text("x: 1\n")
     os.symlink("f0.json", root / "a" / ("sha256-" + "1" * 64 + ".yaml"))  # a link: none
+    (root / "b" / ("sha256-" + "2" * 64 + ".yml")).write_text("x: 1\n")  # not a pointer's
     calls: list[int] = []
-    real = pointer.in_tree_reference
+    fast = pointer._pointers
 
-    def counted(tree: safeio.Tree) -> list[Path]:
+    def counted(tree: safeio.Tree) -> tuple[Path, ...]:
         calls.append(1)
-        return real(tree)
+        return fast(tree)
 
-    monkeypatch.setattr(pointer, "in_tree_reference", counted)
+    monkeypatch.setattr(pointer, "_pointers", counted)
     cache = Cache(tmp_path / "c", secret=SECRET)
-    walk = safeio.walk(root, suffixes=(".json", ".yaml"))
-    want = real(walk)
+    walk = safeio.walk(root, suffixes=(".json", ".yaml", ".yml"))
+    want = pointer.in_tree_reference(walk)
     assert [p.name for p in want] == ["sha256-" + "0" * 64 + ".yaml"]
     assert pointer.in_tree(walk, cache) == want == pointer.in_tree(walk, cache)
     assert len(calls) == 1
     assert cache.dir_groups(walk, 0) is cache.dir_groups(walk, 1)
     assert cache.dir_groups(walk, 0) == dir_groups(walk, 0)
-    assert pointer.in_tree(safeio.walk(root, suffixes=(".json", ".yaml")), cache) == want
+    assert pointer.in_tree(safeio.walk(root, suffixes=(".json", ".yaml", ".yml")), cache) == want
     assert len(calls) == 2
     cache.finish()
     assert pointer.in_tree(walk, cache) == want and len(calls) == 3

@@ -93,8 +93,23 @@ def in_tree(tree: safeio.Tree, cache: Cache | None = None) -> list[Path]:
     build key and the verify stage read the same walk); `in_tree_reference` finds them each
     time."""
     if cache is None:
-        return in_tree_reference(tree)
-    return list(cache.of_walk(tree, "pointers", lambda: tuple(in_tree_reference(tree))))
+        return list(_pointers(tree))
+    return list(cache.of_walk(tree, "pointers", lambda: _pointers(tree)))
+
+
+def _pointers(tree: safeio.Tree) -> tuple[Path, ...]:
+    """`in_tree_reference`, a name ending in `.yaml` told first (every pointer file's does:
+    `_FILE`), before a `basename` and a match per entry (20,000 at 1,000 x 20,000)."""
+    regular = safeio.Kind.FILE
+    return tuple(
+        Path(e.path)
+        for e in tree.entries
+        if e.rel.endswith(".yaml")
+        and e.kind is regular
+        and e.stat is not None
+        and stat.S_ISREG(e.stat.st_mode)
+        and is_pointer_name(os.path.basename(e.path))
+    )
 
 
 def in_tree_reference(tree: safeio.Tree) -> list[Path]:
