@@ -409,7 +409,7 @@ def verify_stage(
         paths, tree, roots, policy, current or {}, base, evidence_root, cache, jobs, sweep
     )
     pointed = verify_pointers(
-        [*in_tree(tree)] if tree is not None else paths,  # those the walk found: no walk again
+        in_tree(tree, cache) if tree is not None else paths,  # the walk's: found once a walk
         trust_roots=roots,
         policy=policy,
         cache=cache_for(up.cache),

@@ -144,7 +144,7 @@ def build_key(inputs: BuildOptions, memo: Memo, base: str) -> str:
         where="the evidence directory",
         tree=tree,
     )
-    pointers = in_tree(tree) if tree is not None else []
+    pointers = in_tree(tree, memo.cache) if tree is not None else []
     upstream = state_key(evidence_dir, inputs.online, pointers)
     return memo.key(BUILD_STAGE, (), BuildInputs(base, evidence, upstream))
 
