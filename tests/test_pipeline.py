@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import hashlib
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -150,6 +151,45 @@ def test_cli_committing_the_evidence_after_a_build_reaches_its_run_pages(
     cli_build(repo, out)
     assert all(second[:12].encode() in p.read_bytes() for p in runs)
     assert not any(first[:12].encode() in p.read_bytes() for p in runs)
+
+
+def test_cli_a_commit_that_changes_no_page_re_renders_none(
+    synth: Path, tmp_path: Path, key_file: None
+) -> None:
+    """The checked-out commits key the whole build, not every page: a commit that adds an
+    evidence file re-renders the pages that show it (and the site-wide ones), a commit of a
+    file no page shows re-renders none, and either site is the site from scratch."""
+    repo = tmp_path / "repo"
+    shutil.copytree(synth, repo)
+    held = sorted((repo / "evidence").rglob("*.sigstore.json"))[0]
+    kept = held.read_bytes()
+    held.unlink()
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "catalog and evidence")
+    out = tmp_path / "site"
+    cli_build(repo, out)
+
+    def rendered(said: str) -> int:
+        found = re.search(r"pages: (\d+) generated \((\d+) rendered", said)
+        assert found, said
+        return int(found.group(2))
+
+    (repo / "NOTES.txt").write_text("a file no page shows\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "notes")
+    said = cli_build(repo, out)
+    assert "verify evidence in" in said  # the heads changed: the pipeline ran
+    assert rendered(said) == 0
+    held.write_bytes(kept)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "one run")
+    said = cli_build(repo, out)
+    total = int(re.search(r"pages: (\d+) generated", said).group(1))  # type: ignore[union-attr]
+    assert 0 < rendered(said) < total // 2, said  # its recipe's pages and the site-wide ones
+    fresh = tmp_path / "fresh"
+    cli_build(repo, fresh, "--no-cache")
+    assert digests(out) == digests(fresh)
 
 
 # --- the property: any sequence of changes, then the cached site is the site from scratch --------
@@ -412,5 +452,9 @@ def test_every_build_option_is_in_the_build_key_unless_marked() -> None:
     from generator.core.memo import KEY
 
     marked = {f.name: f.metadata.get(KEY) for f in dataclasses.fields(BuildOptions)}
-    assert {n for n, m in marked.items() if m == "none"} == {"out", "cache_dir", "jobs"}
+    by_build = {f.name for f in dataclasses.fields(BuildOptions) if f.metadata.get("keyed-by")}
+    # in the whole build's key instead (`incremental.BuildInputs.heads`): held by the CLI tests
+    # of a commit after a build, an amend, and a commit that changes no page
+    assert by_build == {"evidence_head", "catalog_head"}
+    assert {n for n, m in marked.items() if m == "none"} - by_build == {"out", "cache_dir", "jobs"}
     assert {n for n, m in marked.items() if m == "path"} == {"evidence"}

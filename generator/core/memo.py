@@ -40,6 +40,10 @@ T = TypeVar("T")
 KEY: Final = "aicr-key"  # the dataclass field metadata naming how a field enters a key
 PATH_ONLY: Final[Mapping[str, str]] = {KEY: "path"}
 NOT_KEYED: Final[Mapping[str, str]] = {KEY: "none"}
+# left out of the record's content like NOT_KEYED, because a coarser key names the field
+# itself: the site build's checked-out commits are in the whole build's key
+# (`site.incremental.BuildInputs`), not in the key every page shares
+IN_BUILD_KEY: Final[Mapping[str, str]] = {KEY: "none", "keyed-by": "build"}
 
 
 def content(where: str) -> Mapping[str, str]:

@@ -95,12 +95,16 @@ class SiteInputs:
 
 @dataclass(frozen=True, slots=True)
 class BuildInputs:
-    """Everything a site build reads: its `SiteInputs` key, the evidence tree (stat-memoized)
-    and the upstream state its pointer records depend on."""
+    """Everything a site build reads: its `SiteInputs` key, the evidence tree (stat-memoized),
+    the upstream state its pointer records depend on, and the commits checked out in the
+    repositories holding the evidence and the catalog (`BuildOptions.evidence_head`,
+    `catalog_head`: the git history the run pages and the changelog are read from, keyed here
+    and not in `SiteInputs`, so a commit rebuilds the site without re-keying every page)."""
 
     site: str
     evidence: str
     upstream: str
+    heads: tuple[str, str] = ("", "")
 
 
 SITE_INPUTS_STAGE = "inputs"
@@ -146,7 +150,8 @@ def build_key(inputs: BuildOptions, memo: Memo, base: str) -> str:
     )
     pointers = in_tree(tree, memo.cache) if tree is not None else []
     upstream = state_key(evidence_dir, inputs.online, pointers)
-    return memo.key(BUILD_STAGE, (), BuildInputs(base, evidence, upstream))
+    heads = (inputs.evidence_head, inputs.catalog_head)
+    return memo.key(BUILD_STAGE, (), BuildInputs(base, evidence, upstream, heads))
 
 
 # --- the record of the last build of an output directory --------------------------------------

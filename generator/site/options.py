@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from generator.core import proc, safeio, timeutil
 from generator.core.cache import Cache, scope_of
 from generator.core.errors import SiteError
-from generator.core.memo import NOT_KEYED, PATH_ONLY, Memo
+from generator.core.memo import IN_BUILD_KEY, NOT_KEYED, PATH_ONLY, Memo
 from generator.core.memo import content as keyed_by_content
 
 if TYPE_CHECKING:
@@ -59,10 +59,14 @@ class BuildOptions:
     timeline_head: str = ""
     # the commit checked out in the repository holding the evidence directory: run pages show
     # the commit that added each evidence file, from the history up to it (site/audit.py), so a
-    # new commit (the file committed after a build, an amend) keys a new build; "" shows none
-    evidence_head: str = ""
+    # new commit (the file committed after a build, an amend) keys a new build; "" shows none.
+    # Keyed by the whole build's key (`incremental.BuildInputs.heads`), not by the key every
+    # page shares (`SiteInputs`): what a page shows of the history is in its own key (a run's
+    # commit and date, `RecipeKeys`; the changelog's entries, its `SitePage` record), so a new
+    # commit re-renders the pages whose history changed, not all of them
+    evidence_head: str = field(default="", metadata=IN_BUILD_KEY)
     # the same for the catalog: the changelog dates each recipe by the commit that added it
-    catalog_head: str = ""
+    catalog_head: str = field(default="", metadata=IN_BUILD_KEY)
     # processes for verification and rendering (default: every core); page generation uses
     # them only when given (forked page workers copy the site data they read)
     jobs: int | None = field(default=None, metadata=NOT_KEYED)
