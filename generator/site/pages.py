@@ -339,13 +339,13 @@ def evidence_index_pages(site: SiteData) -> list[tuple[str, SitePage]]:
     rows = _index_rows(site)
     chunks = [rows[i : i + INDEX_PAGE_SIZE] for i in range(0, len(rows), INDEX_PAGE_SIZE)]
     chunks = chunks or [[]]
-    runs = facts(site.evidence)
-    counts = {s: sum(1 for e in runs if e.state == s) for s in ("verified", "stale")}
-    counts |= {
-        "rejected": sum(1 for e in runs if e.state == "rejected"),
-        "runs": len(runs),
-        "counted": sum(1 for e in runs if e.counted),
-    }
+    counts = {
+        "verified": sum(r.verified for r in rows),
+        "stale": sum(r.stale for r in rows),
+        "rejected": sum(r.rejected for r in rows),
+        "runs": sum(r.runs for r in rows),
+        "counted": sum(r.counted for r in rows),
+    }  # the rows' sums (one per recipe name), not a pass over every run for each count
     note = next((n.message for n in site.notes if n.stage == "verify"), "")
     sample = has_sample(site.evidence)
     out: list[tuple[str, SitePage]] = []
