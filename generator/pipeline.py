@@ -146,9 +146,9 @@ class StoredResults(Mapping[str, tuple[RecipeResult, ...]]):
     memo: 2,000 results (24,000 components) unpickled for one recipe's change, 0.24 CPU-s at
     1,000 × 20,000 (collector paused). What the other recipes are read for is in their heads
     (`Resolved.heads`). Measured at 1,000 × 20,000, one file removed then added back, two
-    interleaved cycles against `integ` (CPU-s): the catalog stage 0.24-0.26 → 0.12, the site's
-    records (`site_data`) 0.11-0.15 → 0.06, the build 3.30-3.59 → 2.93-3.13 user+sys, peak
-    378-396 → 309-330 MB; one recipe's results unpickled, of 1,000. The pickles are inside the stage's entry, which the cache
+    interleaved cycles against `integ` (CPU-s): the catalog stage 0.24-0.25 → 0.084-0.086,
+    the site's records (`site_data`) 0.11 → 0.06, the build 3.31-3.52 → 2.99-3.27 user+sys,
+    peak 377-394 → 307-326 MB; one recipe's results unpickled, of 1,000. The pickles are inside the stage's entry, which the cache
     authenticates before it is unpickled; they are unpickled only from such an entry, or from
     what this run made. Not a record: it loads, and counts the recipes it loaded (`loaded`,
     for tests). Equal, as a Mapping, to the plain dict of every recipe's results."""
