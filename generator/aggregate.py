@@ -55,7 +55,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from operator import attrgetter
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, Protocol, cast
 
 from generator.catalog.lanes import Lane, Lanes, Verdict, applies
 from generator.core.records import DEFAULT_PROFILE, Consensus, Criteria, RecipeResult
@@ -1010,7 +1010,7 @@ def rebased_reference(
 def combine(
     parts: Sequence[RecipePart | StoredPart],
     positions: Sequence[Sequence[int]],
-    results: Sequence[RecipeResult],
+    results: Sequence[Qualified],
     *,
     demo: bool = False,
 ) -> Status:
@@ -1046,7 +1046,7 @@ def combine(
 def _combine_whole(
     parts: Sequence[RecipePart],
     positions: Sequence[Sequence[int]],
-    results: Sequence[RecipeResult],
+    results: Sequence[Qualified],
     demo: bool,
 ) -> Status:
     """`combine` of parts in hand (every part made by this run, or a build without a memo)."""
@@ -1191,8 +1191,27 @@ class _AllRuns(Later):
         return bool(self._owner)
 
 
+class _Component(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def version(self) -> str | None: ...
+
+
+class Qualified(Protocol):
+    """What the component qualification reads of a result: a `RecipeResult`, or its head
+    (`pipeline.ResultHead`, which `combine` is given: no recipe's results are read)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def scale_profile(self) -> str: ...
+    @property
+    def components(self) -> Sequence[_Component]: ...
+
+
 def components_of(
-    results: Sequence[RecipeResult], statuses: Sequence[RecipeStatus]
+    results: Sequence[Qualified], statuses: Sequence[RecipeStatus]
 ) -> tuple[ComponentQualification, ...]:
     """The component qualification (`aggregate`'s one result across recipes) from the recipe ×
     profile records' ceilings: what `components_of_reference` (the computation `aggregate`

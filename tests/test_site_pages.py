@@ -36,6 +36,7 @@ from generator.site.model import (
     EvidenceView,
     ProfileView,
     RecipeView,
+    ResultSource,
     SiteData,
 )
 from generator.site.model import LaneOutcome as LaneStatus
@@ -155,8 +156,7 @@ def site() -> SiteData:
             ProfileView(
                 profile=name,
                 profile_version="1.0.0",
-                result=r,
-                document={"apiVersion": "aicr.run/v1", "kind": "RecipeResult"},
+                source=ResultSource.held(r, {"apiVersion": "aicr.run/v1", "kind": "RecipeResult"}),
                 consensus="FAILING" if name == "big" else "UNTESTED",
                 ceiling="lane-36" if name == "big" else "",
                 ceiling_nodes=36 if name == "big" else 0,

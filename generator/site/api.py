@@ -68,7 +68,7 @@ def _profile_summary(recipe: RecipeView, p: ProfileView, site: SiteData) -> dict
     return {
         "name": p.profile,
         "version": p.profile_version,
-        "digest": p.result.digest,
+        "digest": p.digest,
         "consensus": p.consensus,
         "ceiling": p.ceiling or None,
         "ceilingNodes": p.ceiling_nodes,

@@ -88,7 +88,7 @@ def badge_record(recipe: RecipeView, p: ProfileView, site: SiteData) -> dict[str
     return {
         "recipe": recipe.name,
         "scaleProfile": {"name": p.profile, "version": p.profile_version},
-        "digest": p.result.digest,
+        "digest": p.digest,
         "consensus": p.consensus,
         "ceiling": p.ceiling or None,
         "ceilingNodes": p.ceiling_nodes,

@@ -42,7 +42,7 @@ from generator.core.timeutil import rfc3339
 from generator.evidence.view import EvidenceView, RunFacts, by_recipe, facts
 from generator.fast.collector import collector_paused
 from generator.fast.pool import parallel_map
-from generator.pipeline import Inputs, Outcome, run
+from generator.pipeline import Inputs, LeafResults, Outcome, ResultHead, run
 from generator.render.bundled import Refusal
 from generator.site import api, badges, changelog, islands, jinja, pages, stages
 from generator.site.audit import evidence_added, signed_statement, statement_file
@@ -72,6 +72,7 @@ from generator.site.model import (
     Download,
     ProfileView,
     RecipeView,
+    ResultSource,
     SiteData,
     StageNote,
 )
@@ -100,19 +101,19 @@ from generator.site.timeline import Change, site_timeline
 
 
 def _profile_view(
-    result: RecipeResult,
+    head: ResultHead,
+    source: ResultSource,
     runs: Sequence[EvidenceView],
     status: stages.ProfileStatus | None,
     downloads: tuple[Download, ...],
     refusals: tuple[Refusal, ...] = (),
 ) -> ProfileView:
-    counted = [e for e in facts(runs) if e.counted and e.profile == result.scale_profile]
+    counted = [e for e in facts(runs) if e.counted and e.profile == head.scale_profile]
     last = max((e.attested_at for e in counted if e.attested_at), default="")
     return ProfileView(
-        profile=result.scale_profile,
-        profile_version=result.scale_profile_version,
-        result=result,
-        document=stages.recipe_document(result),
+        profile=head.scale_profile,
+        profile_version=head.scale_profile_version,
+        source=source,
         consensus=status.consensus if status else Consensus.UNTESTED,
         ceiling=status.ceiling if status else "",
         ceiling_nodes=status.ceiling_nodes if status else 0,
@@ -140,9 +141,23 @@ def pipeline_inputs(options: BuildOptions) -> Inputs:
 
 
 def leaves(outcome: Outcome) -> dict[str, tuple[RecipeResult, ...]]:
-    """The leaf recipes (the site's recipe pages) and their results, in catalog order."""
+    """The leaf recipes (the site's recipe pages) and their results, in catalog order (every
+    leaf's results read: `leaf_heads` reads none)."""
     names = set(outcome.catalog.leaves())
     return {n: rs for n, rs in outcome.resolved.by_recipe.items() if n in names}
+
+
+def leaf_heads(outcome: Outcome) -> dict[str, tuple[ResultHead, ...]]:
+    """`leaves` as the results' heads (`pipeline.ResultHead`): no recipe's results are read."""
+    names = set(outcome.catalog.leaves())
+    return {n: hs for n, hs in outcome.resolved.heads.items() if n in names}
+
+
+def _source(
+    by_recipe: Mapping[str, Sequence[RecipeResult]], head: ResultHead, i: int
+) -> ResultSource:
+    """The `i`th result of `head`'s recipe, read when first used."""
+    return ResultSource(head.digest, lambda: by_recipe[head.name][i])
 
 
 def render_step(
@@ -162,7 +177,8 @@ def render_step(
             {},
             StageNote("render", "bundles were not requested for this build (--no-bundles)."),
         )
-    results = tuple(r for rs in leaves(outcome).values() for r in rs)
+    # read only when the bundles are made (a memoized step taken from the memo reads none)
+    results = LeafResults(outcome.resolved.by_recipe, tuple(leaf_heads(outcome)))
     cache_dir = options.cache_dir
     if memo is not None and memo.cache is not None and outcome.catalog_key and cache_dir:
         downloads, refusals, reused = stages.render_memoized(
@@ -227,24 +243,26 @@ def _recipe_views(
     # each leaf's health as the aggregate stage found it (memoized with the recipe's part),
     # the rules `stages.structural_health` applies: not computed again for every leaf
     aggregated = {h.recipe: h for h in outcome.status.health} if outcome.status else {}
+    stored = outcome.resolved.by_recipe  # a leaf's results read when first used
     recipes = []
-    for leaf, results in leaves(outcome).items():
+    for leaf, results in leaf_heads(outcome).items():
         runs = groups.get(leaf, ())
         found = aggregated.get(leaf) if results else None
         health, coverage, reasons = (
             (found.health, found.coverage, found.problems)
             if found is not None
-            else stages.structural_health(results)
+            else stages.structural_health(stored[leaf])
         )
         views = tuple(
             _profile_view(
                 r,
+                _source(stored, r, i),
                 runs,
                 judged.statuses.get((leaf, r.scale_profile)),
                 downloads.get((leaf, r.scale_profile), ()),
                 refusals.get((leaf, r.scale_profile), ()),
             )
-            for r in results
+            for i, r in enumerate(results)
         )
         recipes.append(
             RecipeView(
@@ -272,7 +290,7 @@ def site_data(
 ) -> SiteData:
     """The pipeline's outcome as the site's records."""
     catalog = outcome.catalog
-    shown = leaves(outcome)
+    shown = leaf_heads(outcome)
     return SiteData(
         recipes=_recipe_views(outcome, downloads, judged, refusals or {}),
         evidence=judged.runs,
@@ -301,7 +319,7 @@ def site_data(
 
 def _components(
     catalog: Catalog,
-    results: tuple[RecipeResult, ...],
+    results: tuple[ResultHead, ...],
     quals: Mapping[tuple[str, str], tuple[str, str]],
 ) -> tuple[ComponentUse, ...]:
     used: dict[tuple[str, str, str, str], set[str]] = {}

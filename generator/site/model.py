@@ -6,7 +6,7 @@ aggregate into these records; pages, JSON, charts and badges are pure functions 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -61,14 +61,64 @@ class LaneOutcome:
     runs: int  # distinct signers counted on it (passing and failing)
 
 
+class ResultSource:
+    """A recipe × profile result (`RecipeResult`) and its canonical document, each made when
+    first used: the result by `load` (a recipe's stored results, `pipeline.StoredResults`),
+    its digest known without it. Not a record: it loads. Equal to another by their results;
+    pickled as the result in hand."""
+
+    __slots__ = ("_document", "_load", "_result", "digest")
+
+    def __init__(self, digest: str, load: Callable[[], RecipeResult]) -> None:
+        self.digest, self._load = digest, load
+        self._result: RecipeResult | None = None
+        self._document: Mapping[str, Any] | None = None
+
+    @staticmethod
+    def held(result: RecipeResult, document: Mapping[str, Any] | None = None) -> ResultSource:
+        """The result in hand (and its document, when given: made from it when first used)."""
+        source = ResultSource(result.digest, lambda: result)
+        source._result, source._document = result, document
+        return source
+
+    def result(self) -> RecipeResult:
+        if self._result is None:
+            self._result = self._load()
+            if self._result.digest != self.digest:  # pragma: no cover - heads made with it
+                raise AssertionError(f"{self._result.name}: a result unlike its head")
+        return self._result
+
+    def document(self) -> Mapping[str, Any]:
+        if self._document is None:
+            from generator.catalog.resolve import recipe_document
+
+            self._document = recipe_document(self.result())
+        return self._document
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ResultSource):
+            return NotImplemented
+        return self.digest == other.digest and self.result() == other.result()
+
+    def __hash__(self) -> int:
+        return hash(self.digest)
+
+    def __repr__(self) -> str:
+        return f"ResultSource({self.digest!r})"
+
+    def __reduce__(self) -> tuple[Callable[[RecipeResult], ResultSource], tuple[RecipeResult]]:
+        return ResultSource.held, (self.result(),)
+
+
 @dataclass(frozen=True, slots=True)
 class ProfileView:
-    """A leaf recipe at one scale profile."""
+    """A leaf recipe at one scale profile. Its result and the result's document are read from
+    `source` when first used (`ResultSource`): a build after one evidence file changed reads
+    those of the changed recipe, the others' pages and API files coming from the cache."""
 
     profile: str
     profile_version: str
-    result: RecipeResult
-    document: Mapping[str, Any]  # the canonical RecipeResult document
+    source: ResultSource
     consensus: Consensus
     ceiling: str  # lane name or "" (none)
     ceiling_nodes: int  # 0 when none
@@ -77,6 +127,20 @@ class ProfileView:
     downloads: tuple[Download, ...]
     # the deployers `aicr-catalog bundle` refuses with default flags: no download, this instead
     refusals: tuple[Refusal, ...] = ()
+
+    @property
+    def result(self) -> RecipeResult:
+        return self.source.result()
+
+    @property
+    def document(self) -> Mapping[str, Any]:
+        """The canonical RecipeResult document."""
+        return self.source.document()
+
+    @property
+    def digest(self) -> str:
+        """The result's digest (no result is read)."""
+        return self.source.digest
 
 
 @dataclass(frozen=True, slots=True)

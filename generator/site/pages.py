@@ -239,7 +239,7 @@ def run_context(run: EvidenceView, site: SiteData, recipe: RecipeView | None) ->
     name = run.recipe
     # the recipe digest of each profile today, and the bundle archives published for it: a
     # run's digests are shown against these, so a stale run's digest is never called current
-    current = {p.profile: p.result.digest for p in recipe.profiles} if recipe else {}
+    current = {p.profile: p.digest for p in recipe.profiles} if recipe else {}
     downloads = {
         "sha256:" + d.sha256: d for p in (recipe.profiles if recipe else ()) for d in p.downloads
     }

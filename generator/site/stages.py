@@ -468,28 +468,53 @@ def _unsealed(
     cache_dir: Path,
 ) -> dict[Key, tuple[Download, ...]]:
     """The downloads of a stored render step, each known by its sealed digest; should an
-    archive's bytes be gone when it is published, its recipe is bundled and rendered again."""
-    by_key = {(r.name, r.scale_profile): r for r in results}
+    archive's bytes be gone when it is published, its recipe is bundled and rendered again
+    (`results` are read then, not before: a build taking the step from its entry reads no
+    recipe's results for it)."""
+    result_of = _ByKey(results)
     out: dict[Key, list[Download]] = {k: [] for k in stored.shown}
     for d in stored.downloads:
         key = (d.recipe, d.profile)
         again = functools.partial(
-            _bundle_again, catalog, by_key[key], d.deployer, tuple(deployers), epoch, cache_dir
+            _bundle_again,
+            catalog,
+            functools.partial(result_of, key),
+            d.deployer,
+            tuple(deployers),
+            epoch,
+            cache_dir,
         )
         body = SealedArchive(d.sha256, d.size, cache_dir / d.entry, d.key, cache_dir, again)
         out[key].append(Download(d.deployer, d.profile, d.file, d.sha256, d.size, body))
     return {k: tuple(v) for k, v in out.items()}
 
 
+class _ByKey:
+    """`results` by (recipe, profile), indexed when first asked (reading them then). Not a
+    record: it loads."""
+
+    __slots__ = ("_by_key", "_results")
+
+    def __init__(self, results: Sequence[RecipeResult]) -> None:
+        self._results = results
+        self._by_key: dict[Key, RecipeResult] = {}
+
+    def __call__(self, key: Key) -> RecipeResult:
+        if not self._by_key:
+            self._by_key = {(r.name, r.scale_profile): r for r in self._results}
+        return self._by_key[key]
+
+
 def _bundle_again(
     catalog: Catalog,
-    result: RecipeResult,
+    result_of: Callable[[], RecipeResult],
     deployer: str,
     deployers: tuple[str, ...],
     epoch: int,
     cache_dir: Path,
 ) -> bytes:
     """An archive of a stored render step whose cache entry no longer holds its bytes."""
+    result = result_of()
     bundled, _ = _bundled(catalog, result, deployers)
     if bundled is None:  # the step was stored with an archive for it: the same inputs
         raise AssertionError(f"{result.name}: refused now, rendered when the step was stored")
