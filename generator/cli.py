@@ -15,7 +15,7 @@ import click
 from generator import __version__
 
 # name -> "module:attribute" of the click command. Commands are imported when used, so
-# `validate` does not pay for pandas, sigstore and plotly (the site, status and evidence stages).
+# `validate` does not pay for sigstore and plotly (the site, status and evidence stages).
 COMMANDS: dict[str, str] = {
     "validate": "generator.commands.validate:command",
     "query": "generator.commands.query:command",

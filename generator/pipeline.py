@@ -43,7 +43,7 @@ from generator.evidence.trustroot import PUBLIC_GOOD
 from generator.evidence.verify_cache import Records
 from generator.fast.loaded import LoadedTuple
 
-if TYPE_CHECKING:  # pandas and sigstore load when a stage runs
+if TYPE_CHECKING:  # sigstore loads when a stage runs (pandas only for the reference)
     from generator.aggregate import RecipeInput, RecipePart, Status, StoredPart
     from generator.catalog.lanes import Lanes
 

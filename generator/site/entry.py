@@ -4,7 +4,7 @@ does nothing, and finds that out before it imports the pipeline.
 `build_site` takes the lock, derives the build's key (`generator.site.incremental`: the options
 record, the catalog, docs and templates by content, the evidence tree by one walk) and compares
 it with the record of the last build of the output. Only when something changed does it import
-`generator.site.build` (the pipeline, pandas, sigstore, jinja, mkdocs, plotly) and build.
+`generator.site.build` (the pipeline, sigstore, jinja, mkdocs, plotly) and build.
 
 What it bought (CPU-s of `aicr-catalog build`, nothing changed): at 200 recipes × 4,000 runs
 2.5-2.7 → 0.65 (1.75 s of imports → 0.49 for `generator.commands.build`); at 1,000 × 20,000

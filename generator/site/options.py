@@ -2,7 +2,7 @@
 reads before anything else: the records of the site build, in a module that imports no stage.
 
 A build that finds nothing changed (`generator.site.entry`) needs these and nothing of the
-pipeline, so they live apart from `generator.site.build` (which imports pandas, sigstore, jinja
+pipeline, so they live apart from `generator.site.build` (which imports the pipeline, jinja
 and the page engine): a no-change rebuild does not import those.
 """
 

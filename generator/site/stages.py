@@ -49,7 +49,7 @@ from generator.site.model import (
     StageNote,
 )
 
-if TYPE_CHECKING:  # the stages' modules (pandas, sigstore) load when a build calls them
+if TYPE_CHECKING:  # the stages' modules (sigstore, plotly) load when a build calls them
     from generator.aggregate import LaneStatus as AggregatedLane
     from generator.aggregate import RecipeStatus
     from generator.catalog.lanes import Lane as QualificationLane
