@@ -1,7 +1,8 @@
 """The verifier's cheaper paths give the same answers as the plain ones.
 
 (The compiled yes/no check of each statement schema: tests/test_fast_schemacheck.py.)
-- the process pool, which sends statements back as bytes, gives the records the in-process path
+- the process pool, whose workers check signatures only and send payloads back as bytes (the
+  parent reads each statement once, with every check), gives the records the in-process path
   gives, for accepted and refused statements alike;
 - the trust root's keyrings are built once, and not kept while a key's validity is yet to start.
 """
@@ -106,15 +107,41 @@ def test_the_pool_gives_the_records_of_the_in_process_path(  # type: ignore[no-u
 
 
 def test_a_worker_sends_no_statement_back(authority, root) -> None:  # type: ignore[no-untyped-def]
-    good, bad = _files(authority)[0], _files(authority)[6]
-    sent = [verify_mod._check_to_send((root,), fx.POLICY, f.data) for f in (good, bad)]
-    assert sent[0].klass is None and sent[0].statement is None and sent[0].statement_error is None
-    assert sent[1].statement_error is not None and sent[1].statement_error[0] is (
-        FailureClass.PREDICATE_SCHEMA
-    )
-    full = verify_mod.check_signature(good.data, (root,), fx.POLICY)
-    assert verify_mod._complete(sent[0]) == full and full.statement is not None
-    assert verify_mod._complete(sent[1]) == verify_mod.check_signature(bad.data, (root,), fx.POLICY)
+    """A worker checks the signature only; the parent reads the statement with every check, so
+    a refused statement is refused there, as the in-process path refuses it."""
+    files = _files(authority)
+    for f in files:
+        sent = verify_mod._check_to_send((root,), fx.POLICY, f.data)
+        assert sent.statement is None and sent.statement_error is None
+        assert verify_mod._complete(sent) == verify_mod.check_signature(f.data, (root,), fx.POLICY)
+    good, bad = files[0], files[6]
+    full = verify_mod._complete(verify_mod._check_to_send((root,), fx.POLICY, good.data))
+    assert full.klass is None and full.statement is not None and full.statement_error is None
+    refused = verify_mod._complete(verify_mod._check_to_send((root,), fx.POLICY, bad.data))
+    assert refused.statement is None and refused.statement_error is not None
+    assert refused.statement_error[0] is FailureClass.PREDICATE_SCHEMA
+
+
+def test_the_parent_reads_a_statement_once(  # type: ignore[no-untyped-def]
+    authority, root, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each accepted payload is parsed once in all (parent and worker), with every check."""
+    from generator.evidence import statement as statement_mod
+
+    files = _files(authority)[:6]
+    parsed: list[bytes] = []
+    original = statement_mod.loads_in_domain
+
+    def counting(data: bytes | str) -> Any:
+        parsed.append(bytes(data) if isinstance(data, bytes) else data.encode())
+        return original(data)
+
+    monkeypatch.setattr(statement_mod, "loads_in_domain", counting)
+    sent = [verify_mod._check_to_send((root,), fx.POLICY, f.data) for f in files]
+    assert parsed == []  # the worker does not read the payload
+    done = [verify_mod._complete(c) for c in sent]
+    assert parsed == [c.payload for c in sent]
+    assert all(d.statement is not None for d in done)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -241,20 +241,6 @@ def parse_statement(payload_type: str, payload: bytes) -> Statement:
     return _statement(_checked_document(payload_type, payload))
 
 
-def statement_of_checked(payload: bytes) -> Statement:
-    """The Statement of a payload that `parse_statement` has already accepted, without checking it
-    again: for the verifier's process pool, whose workers check each statement and send back only
-    the payload bytes (a pickled Statement costs more to send than these bytes cost to read).
-    Never call it on bytes that `parse_statement` has not accepted in this run.
-    """
-    return _statement(json.loads(payload))
-
-
-def check_statement(payload_type: str, payload: bytes) -> None:
-    """Every check of `parse_statement` without building the record; raises StatementError."""
-    _checked_document(payload_type, payload)
-
-
 def _checked_document(payload_type: str, payload: bytes) -> dict[str, Any]:
     """The statement document after every check of `parse_statement`; raises StatementError."""
     if payload_type != IN_TOTO_PAYLOAD_TYPE:

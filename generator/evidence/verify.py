@@ -24,9 +24,19 @@ disk: a writable cache of verification results would be a way around verificatio
 
 What is the same for every file is done once per process, never skipped: one `Verifier` per
 trust root, whose verification keyrings are built once (`_KeyringsOnce`), and one compiled
-check per statement schema (see `generator.evidence.statement`). Workers send back small
-results: an accepted statement travels as its payload bytes and is built again in the parent
-(`_complete`), which costs less than unpickling it.
+check per statement schema (see `generator.evidence.statement`). Nothing signed is shared
+between bundles (each has its own certificate, SCT, log entry, inclusion proof, checkpoint and
+SET; in the synthetic 200 x 4,000 tree all 4,000 of each are distinct), so nothing signed is
+memoized across bundles.
+
+Workers check signatures only (`_check_to_send`) and send back small results: an accepted
+bundle travels as its payload bytes, and the parent reads the statement from them once, with
+every check (`_complete`: `statement.parse_statement`, what the in-process path runs). Before,
+the worker checked the statement (one parse) and the parent parsed the same bytes again to
+build it, unchecked: one JSON parse and one trust assumption more per file. The verify stage
+at 200 x 4,000 (`pipeline.verify`, 2 workers, no cache, loaded 2-core machine, interleaved,
+median of 3, parent + workers, against main 6500285): 4.99 -> 4.69 CPU-s (parent 0.76 -> 1.13,
+workers 4.23 -> 3.56), the records identical (sha256 over their pickles).
 """
 
 from __future__ import annotations
@@ -60,12 +70,7 @@ from generator.evidence.model import (
     VerifiedEvidence,
     current_digest,
 )
-from generator.evidence.statement import (
-    StatementError,
-    check_statement,
-    parse_statement,
-    statement_of_checked,
-)
+from generator.evidence.statement import StatementError, parse_statement
 from generator.evidence.store import evidence_path, path_problem, source_id
 from generator.evidence.trustroot import parse_trusted_root
 from generator.fast.collector import collector_paused
@@ -331,6 +336,17 @@ def _parse_bundle(data: bytes) -> tuple[Bundle, dict[str, Any]] | SignatureCheck
     return bundle, doc
 
 
+def _read_statement(
+    payload_type: str, payload: bytes
+) -> tuple[Statement | None, tuple[FailureClass, str] | None]:
+    """The accepted payload read as an evidence statement, with every check: (statement, None)
+    or (None, why it is not evidence)."""
+    try:
+        return parse_statement(payload_type, payload), None
+    except StatementError as e:
+        return None, (e.klass, e.message)
+
+
 def _accepted(
     root: TrustRoot,
     hook: _AllowlistPolicy,
@@ -339,16 +355,12 @@ def _accepted(
     read: tuple[str, str, int | None, int | None],
     build: bool,
 ) -> SignatureCheck:
-    """The check of a bundle `root` accepted, its payload read as an evidence statement."""
+    """The check of a bundle `root` accepted; with `build`, its payload read as an evidence
+    statement (without, neither `statement` nor `statement_error` is set: see `_complete`)."""
     statement: Statement | None = None
     problem: tuple[FailureClass, str] | None = None
-    try:
-        if build:
-            statement = parse_statement(payload_type, payload)
-        else:
-            check_statement(payload_type, payload)
-    except StatementError as e:
-        problem = (e.klass, e.message)
+    if build:
+        statement, problem = _read_statement(payload_type, payload)
     identity, issuer, log_index, integrated_time = read
     return SignatureCheck(
         klass=None,
@@ -381,8 +393,8 @@ def _most_telling(
 def _check_signature(
     data: bytes, trust_roots: Sequence[TrustRoot], policy: SignerPolicy, *, build: bool
 ) -> SignatureCheck:
-    """`check_signature`; with `build=False` an accepted statement is checked but not built
-    (`statement` and `statement_error` both None: see `_complete`)."""
+    """`check_signature`; with `build=False` an accepted bundle's payload is not read
+    (`statement` and `statement_error` both None: `_complete` reads it)."""
     parsed = _parse_bundle(data)
     if isinstance(parsed, SignatureCheck):
         return parsed
@@ -508,16 +520,19 @@ def verified_record(
 def _check_to_send(
     roots: tuple[TrustRoot, ...], policy: SignerPolicy, data: bytes
 ) -> SignatureCheck:
-    """The check of one file in a worker, as small as it can be sent back: an accepted statement
-    travels as its payload bytes (already in the check) and is built again by `_complete` in the
-    parent; unpickling a Statement costs several times what building it from those bytes does."""
+    """The signature check of one file in a worker, as small as it can be sent back: an
+    accepted bundle travels as its payload bytes (already in the check), read as a statement by
+    `_complete` in the parent; unpickling a Statement costs several times what reading it from
+    those bytes does, and a statement parsed here would be parsed there again."""
     return _check_signature(data, roots, policy, build=False)
 
 
 def _complete(check: SignatureCheck) -> SignatureCheck:
-    """A check from a worker with the Statement of its accepted payload built again."""
+    """A check from a worker with its accepted payload read as a statement, with every check:
+    what `check_signature` gives for the same bytes."""
     if check.klass is None and check.statement is None and check.statement_error is None:
-        return replace(check, statement=statement_of_checked(check.payload))
+        statement, problem = _read_statement(check.payload_type, check.payload)
+        return replace(check, statement=statement, statement_error=problem)
     return check
 
 
