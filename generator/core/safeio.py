@@ -20,6 +20,7 @@ file of the catalog tree to key its cache) would refuse.
 from __future__ import annotations
 
 import enum
+import errno
 import io
 import operator
 import os
@@ -107,6 +108,118 @@ lstat = os.lstat
 # The facts of what a path names, a link followed: for a listing that reports a link's target
 # (`cache.tree_listing`, as its `os.walk` reference does).
 stat_followed = os.stat
+
+
+# --- a path's metadata: the queries --------------------------------------------------------------
+#
+# Every question code outside core asks about a path without opening it goes through these: does
+# it exist, is it a file, a directory, a link, what is its real path, its absolute one. They read
+# no content and change nothing, and the doors check again when they open, so a stale answer can
+# change a message or a default, never what is read or written; they are here so the rules of each
+# are written down once (and tested, tests/test_safeio_queries.py) and a new query is seen.
+#
+# Two rules for an error, each the rule of the call it replaced, kept exactly:
+# - pathlib's (`Path.exists`/`is_file`/`is_dir`/`is_symlink` on Python 3.11, this project's
+#   floor): "not there" (ENOENT, ENOTDIR, EBADF, ELOOP: a missing path, a dangling link, a file
+#   used as a directory, a link loop) and a path that cannot be encoded (a NUL byte: ValueError)
+#   answer False; any other error (EACCES: a directory above it that cannot be searched; EIO)
+#   raises the `OSError`. (Python 3.13's pathlib answers False to every `OSError`; these keep
+#   3.11's rule on every version.)
+# - `os.path`'s (`isfile`, `isdir`, `islink`, `lexists`), asked with `quiet=True`: every
+#   `OSError` and `ValueError` answers False.
+
+_ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})  # pathlib's
+
+
+def exists(path: Path | str) -> bool:
+    """Whether `path` names something, a link followed (`Path.exists()`): a dangling link does
+    not exist; pathlib's error rule (above)."""
+    try:
+        os.stat(path)
+    except OSError as e:
+        if e.errno in _ABSENT:
+            return False
+        raise
+    except ValueError:
+        return False
+    return True
+
+
+def is_file(path: Path | str, *, quiet: bool = False) -> bool:
+    """Whether `path` is a regular file, a link followed (`Path.is_file()`; a link to a file is
+    one, a dangling link is not); pathlib's error rule, `os.path.isfile`'s with `quiet`."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError as e:
+        if quiet or e.errno in _ABSENT:
+            return False
+        raise
+    except ValueError:
+        return False
+
+
+def is_dir(path: Path | str, *, quiet: bool = False) -> bool:
+    """Whether `path` is a directory, a link followed (`Path.is_dir()`; a link to a directory is
+    one: a caller that goes on to list or write in it, and must not be led out of its tree by a
+    link, asks `lstat` or lists it with `scan`, which never follow one); pathlib's error rule,
+    `os.path.isdir`'s with `quiet`."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError as e:
+        if quiet or e.errno in _ABSENT:
+            return False
+        raise
+    except ValueError:
+        return False
+
+
+def is_link(path: Path | str, *, quiet: bool = False) -> bool:
+    """Whether `path` itself is a symbolic link, dangling or not (`Path.is_symlink()`: no link
+    followed); pathlib's error rule, `os.path.islink`'s with `quiet`."""
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError as e:
+        if quiet or e.errno in _ABSENT:
+            return False
+        raise
+    except ValueError:
+        return False
+
+
+# Whether `path` itself names something, no link followed (a dangling link does): `os.path.lexists`
+# itself, `quiet` by its nature (every `OSError` and `ValueError` answers False).
+lexists = os.path.lexists
+# The real path of `path` (`os.path.realpath`, not strict): every link resolved, `..` after it;
+# what does not exist is kept as spelt; a NUL byte raises `ValueError`. A string.
+real_path = os.path.realpath
+# The target of the link `path` as stored (`os.readlink`): raises `OSError` for anything else.
+readlink = os.readlink
+# `path` made absolute against the working directory and normalised (`os.path.abspath`: `a/../b`
+# is `<cwd>/b` even when `a` is a link; no link resolved, no file asked about). A string.
+abspath = os.path.abspath
+# `path` relative to `start` (`os.path.relpath`): both made absolute against the working
+# directory first (`abspath`), then compared as strings; no file asked about.
+relpath = os.path.relpath
+
+
+def resolve(path: Path | str, *, strict: bool = False) -> Path:
+    """`Path(path).resolve(strict=...)`: the real path (every link followed, then normalised);
+    not strict, a path that does not exist is kept as spelt; `strict`, it raises
+    `FileNotFoundError`. A link loop raises `RuntimeError` (Python 3.11), a NUL byte
+    `ValueError`. A caller checking that a path stays inside a tree compares these."""
+    return Path(path).resolve(strict=strict)
+
+
+def absolute(path: Path | str) -> Path:
+    """`Path(path).absolute()`: the working directory joined with a relative `path`, *not*
+    normalised and no link resolved (`a/../b` stays so; `abspath` normalises)."""
+    return Path(path).absolute()
+
+
+def cwd() -> Path:
+    """The working directory (`Path.cwd()`, `os.getcwd()`): raises `FileNotFoundError` when it
+    was removed."""
+    return Path.cwd()
 
 
 def check(
@@ -685,20 +798,32 @@ __all__ = [
     "Oversize",
     "Refusal",
     "Tree",
+    "absolute",
+    "abspath",
     "cap_for",
     "check",
     "check_entry",
+    "cwd",
     "diagnostic",
+    "exists",
     "files",
     "find",
     "glob_tree",
     "gunzip",
+    "is_dir",
+    "is_file",
+    "is_link",
+    "lexists",
     "listdir",
     "names",
     "order_key",
     "read",
     "read_own",
     "read_text",
+    "readlink",
+    "real_path",
+    "relpath",
+    "resolve",
     "scan",
     "scan_tree",
     "sha256",
