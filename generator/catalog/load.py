@@ -15,7 +15,6 @@ raised one at a time.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -307,15 +306,15 @@ def _profile_from(doc: Document) -> ScaleProfile:
 
 def _dir_escapes(root: Path, directory: Path) -> Diagnostic | None:
     """A diagnostic when a catalog directory is a link leading outside the catalog."""
-    real = Path(os.path.realpath(directory))
-    if directory.is_dir() and not real.is_relative_to(Path(os.path.realpath(root))):
+    real = Path(safeio.real_path(directory))
+    if safeio.is_dir(directory) and not real.is_relative_to(Path(safeio.real_path(root))):
         msg = "symbolic link points outside the catalog"
         return Diagnostic(_rel(root, directory), 0, 0, "$", msg, "file.symlink-escape")
     return None
 
 
 def _yaml_files(directory: Path) -> list[Path]:
-    if not directory.is_dir():
+    if not safeio.is_dir(directory):
         return []
     # a directory named like a YAML file is listed too: read_file refuses it by name ("not a
     # regular file"), instead of the recipe of that name silently disappearing
@@ -339,7 +338,9 @@ def _kind_doc(
     if head:
         diags.extend(head)
         return None
-    if schema_name is not None and (schemas.SCHEMA_DIR / f"{schema_name}.schema.json").is_file():
+    if schema_name is not None and safeio.is_file(
+        schemas.SCHEMA_DIR / f"{schema_name}.schema.json"
+    ):
         found = schemas.check(doc, schema_name)
         if found:
             diags.extend(found)
@@ -354,7 +355,7 @@ def load_catalog(root: Path, rules: str | None = None) -> tuple[Catalog, tuple[D
     problem appended to one list. `rules` names the upstream rules to read it under
     (`generator.catalog.rules`); by default its overlays' apiVersions say."""
     root = Path(root)
-    if not root.is_dir():
+    if not safeio.is_dir(root):
         raise LoadError(
             f"catalog directory not found: {root}",
             [Diagnostic(str(root), 0, 0, "$", "catalog directory not found", "catalog.missing")],
@@ -386,8 +387,8 @@ def load_catalog(root: Path, rules: str | None = None) -> tuple[Catalog, tuple[D
         defaulted=tuple(
             rel
             for rel, present in (
-                ("signers.yaml", (root / "signers.yaml").exists()),
-                ("scale/", (root / "scale").is_dir()),
+                ("signers.yaml", safeio.exists(root / "signers.yaml")),
+                ("scale/", safeio.is_dir(root / "scale")),
             )
             if not present
         ),
@@ -404,14 +405,14 @@ def _not_directories(root: Path) -> Iterator[Diagnostic]:
     """A file (or a pipe, or a link to one) where a directory of recipe data is expected would
     silently hide every recipe in it."""
     for sub in ("overlays", "mixins", "components", "scale/profiles"):
-        if os.path.lexists(root / sub) and not (root / sub).is_dir():
+        if safeio.lexists(root / sub) and not safeio.is_dir(root / sub):
             msg = "expected a directory of catalog files here, found a file"
             yield Diagnostic(sub, 0, 0, "$", msg, "file.not-directory")
 
 
 def _load_registry(root: Path, diags: list[Diagnostic]) -> Registry:
     reg_path = root / "registry.yaml"
-    if not (reg_path.exists() or reg_path.is_symlink()):
+    if not (safeio.exists(reg_path) or safeio.is_link(reg_path)):
         msg = "the catalog has no registry.yaml"
         diags.append(Diagnostic("registry.yaml", 0, 0, "$", msg, "catalog.registry-missing"))
         return Registry(components={}, doc=None)
@@ -479,7 +480,7 @@ def _load_components(
     if comp_escape is not None:
         diags.append(comp_escape)
         return files, manifests
-    if not comp_dir.is_dir():
+    if not safeio.is_dir(comp_dir):
         return files, manifests
     for dirpath, _dirnames, filenames in safeio.walk_dirs(comp_dir):
         for fname in sorted(filenames):
@@ -523,7 +524,7 @@ def _load_documents(root: Path, diags: list[Diagnostic]) -> dict[str, Document]:
     documents: dict[str, Document] = {}
     for rel in ("scale/lanes.yaml", "signers.yaml", "scale/checks.yaml"):
         path = root / rel
-        if path.exists():
+        if safeio.exists(path):
             doc, d = _parse_file(root, path)
             diags.extend(d)
             if doc is not None:
@@ -537,7 +538,7 @@ def _load_criteria(
     """The criteria values and aliases `criteria.yaml` (beside registry.yaml) adds to the known
     sets (`criteria.tree_criteria` checks them)."""
     crit_path = root / "criteria.yaml"
-    if not crit_path.exists():
+    if not safeio.exists(crit_path):
         return {}, {}
     kind = "CriteriaValues"
     doc = _kind_doc(root, crit_path, kind, CATALOG_API_VERSIONS, kind, diags)

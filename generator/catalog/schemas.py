@@ -14,12 +14,12 @@ from typing import Any
 import jsonschema
 from jsonschema.protocols import Validator
 
-from generator.core import names
+from generator.core import names, safeio
 from generator.core.errors import Diagnostic
 from generator.core.records import Document
 from generator.core.yamlio import load_json
 
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "catalog" / "schemas"
+SCHEMA_DIR = safeio.resolve(Path(__file__)).parents[2] / "catalog" / "schemas"
 
 
 @cache
