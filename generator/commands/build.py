@@ -20,6 +20,7 @@ from generator.commands.common import (
     stated_rules,
     trust_root_option,
 )
+from generator.core import safeio
 from generator.core.cache import PACKAGE, code_fingerprint, digest, fingerprint
 from generator.core.errors import CatalogError
 from generator.core.gitremote import remote_web_url
@@ -257,7 +258,7 @@ def command(
         strict=strict,
         deployers=DEFAULT_DEPLOYERS,
         bundles=not no_bundles,
-        cache_dir=None if no_cache else out.absolute().parent / ".cache" / "bundles",
+        cache_dir=None if no_cache else safeio.absolute(out).parent / ".cache" / "bundles",
         jobs=jobs,
         # the CLI reference page: every command's help from this very CLI
         cli_reference=lazy_reference(root),

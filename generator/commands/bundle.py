@@ -56,7 +56,7 @@ def read_recipe_file(path: Path, catalog: Catalog, overrides: Sequence[Override]
     """An upstream RecipeResult file (`aicr recipe` output, or `query --format aicr`) as a
     resolved recipe, its values built from `catalog` as upstream's bundler builds them; the
     reader's warnings go to stderr."""
-    if not path.is_file():
+    if not safeio.is_file(path):
         fail(f"--recipe {path}: no such file", EXIT_USAGE)
     result, warnings = load_recipe_result(path, catalog, tuple(overrides))
     for w in warnings:
@@ -416,7 +416,7 @@ def verify_command(directory: Path) -> None:
     verified, and everything listed must match.
 
     Exit codes: 0 intact (warnings allowed), 1 mismatches, 2 not a directory."""
-    if not directory.is_dir():
+    if not safeio.is_dir(directory):
         fail(f"'{directory}' is not a directory", EXIT_USAGE)
     diags = verify_bundle(directory)
     for d in diags:

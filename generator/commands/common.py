@@ -14,6 +14,7 @@ import click
 
 from generator.catalog.criteria import normalise_criteria
 from generator.catalog.rules import RULES
+from generator.core import safeio
 from generator.core.errors import CatalogError, Diagnostic, Severity, printable
 from generator.core.records import Catalog, Criteria
 from generator.evidence.model import RootUse
@@ -207,7 +208,7 @@ def load_catalog(root: Path, rules: str | None = None) -> tuple[Catalog, tuple[D
 
 def open_catalog(path: Path) -> Catalog:
     """Load a catalog for a command that needs a usable one: any load error stops with exit 1."""
-    if not path.is_dir():
+    if not safeio.is_dir(path):
         fail(
             f"catalog directory '{path}' not found; run from the repository root or pass --catalog PATH",
             EXIT_USAGE,

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from generator.commands.common import handles_errors
+from generator.core import safeio
 from generator.publish.diff import FORMATTERS, WORKTREE, compare, repo_root, snapshot
 
 
@@ -52,7 +51,7 @@ def command(
     Exit codes: 0 compared (whether or not anything changed), 1 a revision's catalog cannot be
     read, 2 usage (not a git repository, unknown revision).
     """
-    repo = repo_root(Path.cwd())  # not a repository, an unknown revision: UsageError, exit 2
+    repo = repo_root(safeio.cwd())  # not a repository, an unknown revision: UsageError, exit 2
     before = snapshot(repo, base, catalog_rel, evidence_rel)
     after = snapshot(repo, head, catalog_rel, evidence_rel)
     click.echo(FORMATTERS[fmt](compare(before, after, bundles=not no_bundles)), nl=False)

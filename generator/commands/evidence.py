@@ -64,9 +64,9 @@ def _run(
     jobs: int | None,
     upstream: UpstreamOptions | None = None,
 ) -> VerificationRun:
-    if not catalog_path.is_dir():
+    if not safeio.is_dir(catalog_path):
         fail(f"catalog directory '{catalog_path}' not found; pass --catalog PATH", EXIT_USAGE)
-    if not (catalog_path / "signers.yaml").exists():
+    if not safeio.exists(catalog_path / "signers.yaml"):
         click.echo(
             f"note: {catalog_path} has no signers.yaml (this project's own file; an upstream "
             "AICR tree has none): the built-in signer policy allows nobody",
@@ -459,7 +459,7 @@ def push_command(
     from generator.evidence.trustroot import load_trust_root
     from generator.evidence.upstream import cache_for, load_policy
 
-    if not catalog_path.is_dir():
+    if not safeio.is_dir(catalog_path):
         fail(f"catalog directory '{catalog_path}' not found; pass --catalog PATH", EXIT_USAGE)
     try:
         roots = tuple(load_trust_root(s, catalog_path) for s in (trust_roots or (PUBLIC_GOOD,)))

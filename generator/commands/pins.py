@@ -11,6 +11,7 @@ import click
 from generator.catalog.load import load_catalog
 from generator.catalog.resolve import resolve
 from generator.commands.common import catalog_option, handles_errors
+from generator.core import safeio
 from generator.core.atomic import append_text
 from generator.core.errors import CatalogError, Severity
 from generator.core.records import Catalog
@@ -75,7 +76,7 @@ def _fail(message: str, code: ExitCode = ExitCode.USAGE) -> NoReturn:
 
 def _load(root: Path) -> Catalog:
     """The catalog, or exit 2 with every load error located."""
-    if not root.is_dir():
+    if not safeio.is_dir(root):
         _fail(
             f"catalog directory '{root}' not found; run from the repository root or pass --catalog"
         )

@@ -55,7 +55,7 @@ def parse_recipe(text: str) -> Criteria | str:
 
 def _catalog(catalog_path: Path) -> Catalog:
     """The catalog preflight checks against; any load problem is a usage error (exit 2)."""
-    if not catalog_path.is_dir():
+    if not safeio.is_dir(catalog_path):
         _usage(f"catalog directory '{catalog_path}' not found; pass --catalog PATH")
     try:
         catalog, load_diags = load_catalog(catalog_path)

@@ -40,7 +40,7 @@ def _read_results(directory: Path, phases: tuple[str, ...]) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     for name in names:
         path = directory / name
-        if path.is_file():  # a link out of the results directory or a FIFO is refused
+        if safeio.is_file(path):  # a link out of the results directory or a FIFO is refused
             files[name] = safeio.read(
                 path, root=directory, where="the results directory", limit=safeio.OTHER_BYTES
             )

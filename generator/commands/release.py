@@ -8,6 +8,7 @@ import click
 
 from generator.commands.common import handles_errors, trust_root_option
 from generator.commands.release_verify import verify_command
+from generator.core import safeio
 from generator.evidence.model import RootUse
 from generator.publish.diff import repo_root
 from generator.publish.release import release
@@ -52,7 +53,9 @@ def command(
         return
     if version is None:
         raise click.UsageError("Missing option '--version'.")
-    report = release(repo_root(Path.cwd()), version, out, previous=previous, trust_root=trust_root)
+    report = release(
+        repo_root(safeio.cwd()), version, out, previous=previous, trust_root=trust_root
+    )
     click.echo(
         f"released {report.version} at {report.commit[:12]} into {out}/: {len(report.files)} files"
         + (f" (changelog against {report.previous})" if report.previous else " (first release)")

@@ -15,6 +15,7 @@ from generator.commands.common import (
     handles_errors,
     trust_root_option,
 )
+from generator.core import safeio
 from generator.core.errors import UsageError
 from generator.evidence.model import RootUse
 from generator.publish.release_verify import (
@@ -90,7 +91,7 @@ def verify_command(
     """
     from generator.evidence.trustroot import load_trust_root
 
-    if not directory.is_dir():
+    if not safeio.is_dir(directory):
         fail(f"'{directory}' is not a directory", EXIT_USAGE)
     try:
         root = load_trust_root(trust_root, use=RootUse.RELEASE)

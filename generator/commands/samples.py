@@ -109,7 +109,7 @@ def generate_command(catalog_path: Path, root: Path, raw: Path | None, check: bo
         return safeio.read(p, root=evidence, where="the evidence directory")
 
     obsolete = [p for p in existing if p not in wanted and is_sample_bundle(read(p))]
-    changed = [p for p, data in wanted.items() if not p.is_file() or read(p) != data]
+    changed = [p for p, data in wanted.items() if not safeio.is_file(p) or read(p) != data]
     if check:
         for p in sorted(changed):
             click.echo(f"out of date: {p.relative_to(root).as_posix()}", err=True)

@@ -15,7 +15,7 @@ NOT_FOUND_PAGE = "404.html"
 def not_found_page(site_dir: Path) -> bytes | None:
     """The site's 404.html, read through the door, or None when the site has none."""
     page = site_dir / NOT_FOUND_PAGE
-    if not page.is_file():
+    if not safeio.is_file(page):
         return None
     return safeio.read(page, root=site_dir, where="the built site", limit=safeio.TEXT_BYTES)
 
@@ -38,7 +38,7 @@ def command(site_dir: Path, port: int) -> None:
     Only the loopback address is bound. A missing page is answered with the site's 404.html
     (status 404), as the published site does. Exit codes: 0 stopped, 2 usage (no built site, the port is in use).
     """
-    if not (site_dir / "index.html").is_file():
+    if not safeio.is_file(site_dir / "index.html"):
         fail(f"no built site in {site_dir}/; run `aicr-catalog build` first", EXIT_USAGE)
     not_found = not_found_page(site_dir)
     if not_found is None:

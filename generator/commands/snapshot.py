@@ -77,14 +77,14 @@ def _declared(items: tuple[str, ...]) -> dict[str, tuple[Reading, str]]:
 
 
 def _read_dir(root: Path) -> dict[str, bytes]:
-    if not root.is_dir():
+    if not safeio.is_dir(root):
         _usage(f"--from '{root}' is not a directory")
     files: dict[str, bytes] = {}
     for path in safeio.glob_tree(root, "*"):
         rel = path.relative_to(root).as_posix()
-        if path.is_symlink():
+        if safeio.is_link(path):
             _usage(f"{rel}: a symbolic link; --from reads only the files collect.sh writes")
-        if not path.is_file():
+        if not safeio.is_file(path):
             continue
         try:
             files[rel] = safeio.read(path, root=root, where="--from", limit=MAX_FILE)

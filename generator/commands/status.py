@@ -30,6 +30,7 @@ from generator.commands.common import (
     stated_rules,
     trust_root_option,
 )
+from generator.core import safeio
 from generator.core.errors import ResolveError, ScaleError, printable
 from generator.core.records import Consensus
 from generator.evidence.model import Evidence, RootUse
@@ -50,7 +51,7 @@ def gather(
     publishes, scoped to one recipe and profile when given. Gives the status, the evidence
     records it was aggregated from (`RunStatus.index` is a position in them), the lanes and the
     trust root's name."""
-    if not catalog_path.is_dir():
+    if not safeio.is_dir(catalog_path):
         fail(
             f"catalog directory '{catalog_path}' not found; run from the repository root or "
             "pass --catalog PATH",

@@ -17,7 +17,7 @@ from generator.commands.common import (
     stated_rules,
     trust_root_option,
 )
-from generator.core import envvars
+from generator.core import envvars, safeio
 from generator.core.atomic import append_text
 from generator.core.errors import CatalogError, Severity, UsageError
 from generator.core.report import REPORTERS, markdown_summary
@@ -79,7 +79,7 @@ def command(
     Exit codes: 0 no errors, 1 errors found, 2 usage (e.g. PATH does not exist).
     """
     root = path or catalog_path
-    if not root.is_dir():
+    if not safeio.is_dir(root):
         raise UsageError(f"catalog directory '{root}' not found")
     try:
         catalog, load_diags = load_catalog(root, stated_rules())
@@ -95,8 +95,8 @@ def command(
             f"blocks balanced, YAML once masked): {', '.join(templates)}; {plain} plain YAML",
             err=True,
         )
-    if evidence_dir is None and (root.absolute().parent / "evidence").is_dir():
-        evidence_dir = root.absolute().parent / "evidence"
+    if evidence_dir is None and safeio.is_dir(safeio.absolute(root).parent / "evidence"):
+        evidence_dir = safeio.absolute(root).parent / "evidence"
     diags = validate_catalog(  # an unreadable trust root or signer policy raises
         catalog,
         strict=strict,
