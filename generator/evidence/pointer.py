@@ -80,9 +80,9 @@ def discover(paths: list[Path]) -> list[Path]:
     a `stat` and an `lstat` per match: `discover_reference`)."""
     out: set[Path] = set()
     for p in paths:
-        if p.is_file() and is_pointer_name(p.name):
+        if safeio.is_file(p) and is_pointer_name(p.name):
             out.add(p)
-        elif p.is_dir():
+        elif safeio.is_dir(p):
             out.update(in_tree(safeio.walk(p, suffixes=(".yaml",))))
     return sorted(out)
 
@@ -129,13 +129,17 @@ def discover_reference(paths: list[Path]) -> list[Path]:
     differential test: what `Path.rglob(POINTER_GLOB)` found, each checked by its path)."""
     out: set[Path] = set()
     for p in paths:
-        if p.is_file() and is_pointer_name(p.name):
+        if safeio.is_file(p) and is_pointer_name(p.name):
             out.add(p)
-        elif p.is_dir():
+        elif safeio.is_dir(p):
             for dirpath, _dirnames, filenames in safeio.walk_dirs(p):
                 for name in filenames:
                     found = Path(dirpath, name)
-                    if found.is_file() and not found.is_symlink() and is_pointer_name(name):
+                    if (
+                        safeio.is_file(found)
+                        and not safeio.is_link(found)
+                        and is_pointer_name(name)
+                    ):
                         out.add(found)
     return sorted(out)
 

@@ -224,7 +224,7 @@ def _read_bundles(
     """The bundles under `paths`: with a cache, those unchanged since an earlier build are not
     read (their stat memo vouches for their digest, `store.FileMemo`)."""
     # a pointer file given by name is read as a pointer, not as a bundle
-    bundles = [p for p in paths if not (p.is_file() and is_pointer_name(p.name))]
+    bundles = [p for p in paths if not (safeio.is_file(p) and is_pointer_name(p.name))]
     if not bundles:
         return ()
     if cache is None:
@@ -246,7 +246,7 @@ def _evidence_tree(
     if cache is None or len(roots) != 1 or root is None or len(paths) != 1 or os.sep != "/":
         return None
     top = paths[0]
-    if os.path.abspath(top) != os.path.abspath(root) or not top.is_dir():
+    if safeio.abspath(top) != safeio.abspath(root) or not safeio.is_dir(top):
         return None
     held = cache.take_walk(top, TREE_SUFFIXES)
     return held if held is not None else safeio.walk(top, suffixes=TREE_SUFFIXES)

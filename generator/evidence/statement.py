@@ -22,6 +22,7 @@ from typing import Any
 import jsonschema
 
 from generator.catalog import schemas
+from generator.core import safeio
 from generator.core.timeutil import TimeError, parse_rfc3339
 from generator.core.yamlio import load_json
 from generator.evidence.model import (
@@ -39,7 +40,7 @@ from generator.evidence.model import (
 from generator.evidence.store import NAME_RE, is_safe_name
 from generator.fast.schemacheck import known_valid
 
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "catalog" / "schemas"
+SCHEMA_DIR = safeio.resolve(Path(__file__)).parents[2] / "catalog" / "schemas"
 PREDICATE_SCHEMA_FILE = "scale-qualification-v1.schema.json"
 PHASES: tuple[str, ...] = ("deployment", "conformance", "performance")
 

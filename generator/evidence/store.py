@@ -85,7 +85,7 @@ class Found:
 def _candidates(given: Path, absolute: Path) -> tuple[Path, ...]:
     """The folders that may be the evidence root of a file below the argument `given` (the
     last one is the fallback)."""
-    start = Path(os.path.abspath(given))
+    start = Path(safeio.abspath(given))
     if start == absolute:  # a file named explicitly
         above = start.parents[:3]
         return (*above, above[-1])
@@ -116,9 +116,9 @@ def _found(
     in the tree (`evidence/mirror/evidence/...`) is misplaced. `root`: the evidence root the
     caller knows (`status --evidence DIR`, whatever DIR is named), for the files inside it.
     """
-    absolute = os.path.abspath(path)
-    if root is not None and _inside(absolute, os.path.abspath(root)):
-        folder = os.path.abspath(root)
+    absolute = safeio.abspath(path)
+    if root is not None and _inside(absolute, safeio.abspath(root)):
+        folder = safeio.abspath(root)
         below = absolute[len(folder.rstrip(os.sep)) + 1 :].replace(os.sep, "/")
         return Found(path, root, f"{EVIDENCE_DIR}/{below}", walked)
     if memo is not None and path != given:  # a directory argument: the same candidates
@@ -165,7 +165,9 @@ def _search_reference(directory: Path) -> list[Path]:
     """`_search` as `os.walk` gives it (the reference, for the differential test)."""
     out: list[Path] = []
     for dirpath, dirnames, filenames in safeio.walk_dirs(directory):
-        names = filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        names = filenames + [
+            d for d in dirnames if safeio.is_link(os.path.join(dirpath, d), quiet=True)
+        ]
         out.extend(Path(dirpath, n) for n in names if n.endswith(SUFFIX))
     return out
 
@@ -189,15 +191,15 @@ def _discover_absolute(
     already (see `find_files`)."""
     found: dict[Path, tuple[str, Found]] = {}
     memo: dict[Path, tuple[Path, ...]] = {}
-    top_root = None if root is None else os.path.abspath(root)
+    top_root = None if root is None else safeio.abspath(root)
     for p in paths:
-        if not p.is_dir():
+        if not safeio.is_dir(p):
             if p not in found:
-                found[p] = (os.path.abspath(p), _found(p, p, root=root))
+                found[p] = (safeio.abspath(p), _found(p, p, root=root))
             continue
-        top = os.path.abspath(p)
+        top = safeio.abspath(p)
         walked = os.sep == "/" and top_root is not None and _inside(top, top_root)
-        taken = tree if tree is not None and os.path.abspath(tree.root) == top else None
+        taken = tree if tree is not None and safeio.abspath(tree.root) == top else None
         for q, tree_, entry in _search(p, taken):
             if q in found:
                 continue
@@ -207,7 +209,7 @@ def _discover_absolute(
                 below = absolute[len(top_root.rstrip("/")) + 1 :]
                 found[q] = (absolute, Found(q, root, f"{EVIDENCE_DIR}/{below}", (tree_, entry)))
             else:
-                found[q] = (os.path.abspath(q), _found(q, p, memo, root, (tree_, entry)))
+                found[q] = (safeio.abspath(q), _found(q, p, memo, root, (tree_, entry)))
     return [(p, absolute, f) for p, (absolute, f) in sorted(found.items())]
 
 
@@ -216,7 +218,7 @@ def _discover_reference(paths: Iterable[Path], root: Path | None = None) -> dict
     found: dict[Path, Found] = {}
     memo: dict[Path, tuple[Path, ...]] = {}
     for p in paths:
-        if p.is_dir():
+        if safeio.is_dir(p):
             for q, tree, entry in _search(p):
                 if q not in found:
                     found[q] = _found(q, p, memo, root, (tree, entry))
@@ -240,8 +242,8 @@ def display_path(path: Path, base: Path | None = None) -> str:
     Only the link-free (absolute, normalized) path is used, never the link's target: a link
     is shown where it is.
     """
-    base = Path(os.path.abspath(base or Path.cwd()))
-    absolute = Path(os.path.abspath(path))
+    base = Path(safeio.abspath(base or safeio.cwd()))
+    absolute = Path(safeio.abspath(path))
     try:
         return absolute.relative_to(base).as_posix()
     except ValueError:
@@ -276,7 +278,7 @@ def read_real(
             real_root=real_root,
         )
     except safeio.Refusal as r:
-        return None, _refused(shown, r), os.path.realpath(found.path)
+        return None, _refused(shown, r), safeio.real_path(found.path)
     return data, None, real
 
 
@@ -310,7 +312,7 @@ def read_files(
     for p, found in _discover(paths, root).items():
         shown = display_path(p, base)
         if found.root not in real_roots:
-            real_roots[found.root] = os.path.realpath(found.root)
+            real_roots[found.root] = safeio.real_path(found.root)
         data, problem, real = read_real(found, shown, real_roots[found.root])
         if problem is not None:
             problems.append(problem)
@@ -390,14 +392,14 @@ def find_files(
     problems: list[Diagnostic] = []
     real_roots: dict[Path, str] = {}
     where = "the evidence directory"
-    below = os.path.abspath(base or Path.cwd()).rstrip(os.sep) + os.sep
+    below = safeio.abspath(base or safeio.cwd()).rstrip(os.sep) + os.sep
     for p, absolute, found in _discover_absolute(paths, root, tree):
         if absolute.startswith(below):  # `display_path`, without a Path per file
             shown = absolute[len(below) :].replace(os.sep, "/")
         else:
             shown = display_path(p, base)
         if found.root not in real_roots:
-            real_roots[found.root] = os.path.realpath(found.root)
+            real_roots[found.root] = safeio.real_path(found.root)
         real_root = real_roots[found.root]
         try:
             if found.walked is not None:  # `check`'s answer from the walk's facts

@@ -55,7 +55,7 @@ DEMO_SEED = b"aicr-catalog demo trust root v1 (DEMO MATERIAL, NOT A SECRET)"
 TRUST_DIR = "trust"
 TRUSTED_ROOT_FILE = "trusted_root.json"
 DEMO_KEYS_FILE = "DEMO-PRIVATE-KEYS.json"
-PROJECT_CATALOG = Path(__file__).resolve().parents[2] / "catalog"
+PROJECT_CATALOG = safeio.resolve(Path(__file__)).parents[2] / "catalog"
 MAX_ROOT_BYTES = safeio.TRUST_ROOT_BYTES  # the public-good root is about 10 KB
 
 
@@ -235,4 +235,4 @@ def load_trust_root(
             spec,
             "trust-root.demo",
         )
-    return TrustRoot(name=name, path=str(path.resolve()), data=data, sha256=digest, demo=demo)
+    return TrustRoot(name=name, path=str(safeio.resolve(path)), data=data, sha256=digest, demo=demo)

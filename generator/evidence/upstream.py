@@ -87,15 +87,15 @@ def allowlists(paths: Iterable[Path]) -> list[Path]:
 
     out: list[Path] = []
     for p in paths:
-        if p.is_file() and p.name == ALLOWLIST_FILE:
+        if safeio.is_file(p) and p.name == ALLOWLIST_FILE:
             out.append(p)
             continue
-        if p.is_file() and is_pointer_name(p.name) and len(p.parents) > 3:
+        if safeio.is_file(p) and is_pointer_name(p.name) and len(p.parents) > 3:
             p = p.parents[2]  # <root>/<recipe>/<source>/<file>: the allowlist sits in <root>
-        if not p.is_dir():
+        if not safeio.is_dir(p):
             continue
         for candidate in (p / ALLOWLIST_FILE, p / "recipes" / "evidence" / ALLOWLIST_FILE):
-            if candidate.is_file() and candidate not in out:
+            if safeio.is_file(candidate) and candidate not in out:
                 out.append(candidate)
     return out
 
@@ -109,8 +109,8 @@ def load_policy(
     """signers.yaml (`signers` when the caller holds it already), combined with the
     allowlist.yaml files given or found under `paths`."""
     policy = signers if signers is not None else _read_signers(catalog_dir)
-    given = {p.resolve() for p in extra}
-    files = list(extra) + [p for p in allowlists(paths) if p.resolve() not in given]
+    given = {safeio.resolve(p) for p in extra}
+    files = list(extra) + [p for p in allowlists(paths) if safeio.resolve(p) not in given]
     if len(files) > 1:
         raise ValidationError(
             "more than one upstream allowlist found",
@@ -135,7 +135,7 @@ def _read_signers(catalog_dir: Path) -> SignerPolicy:
 
     signers = catalog_dir / SIGNERS_FILE
     # a tree without this project's signers.yaml (upstream AICR's recipes/): only the allowlist
-    if signers.exists() or signers.is_symlink():
+    if safeio.exists(signers) or safeio.is_link(signers):
         return read_policy(signers, SIGNERS_FILE)
     return SignerPolicy(rules=())
 
@@ -145,7 +145,7 @@ def upstream_digests(directory: Path | None) -> dict[str, str]:
     if directory is None:
         return {}
     out: dict[str, str] = {}
-    if not directory.is_dir():
+    if not safeio.is_dir(directory):
         return out
     for f in (Path(e.path) for e in safeio.listdir(directory) if e.name.endswith(".yaml")):
         try:
@@ -423,7 +423,7 @@ def pointer_records(
 
 
 def has_pointers(directory: Path) -> bool:
-    return directory.is_dir() and any(discover([directory]))
+    return safeio.is_dir(directory) and any(discover([directory]))
 
 
 def state_key(directory: Path, online: bool = False, pointers: Sequence[Path] | None = None) -> str:
@@ -436,7 +436,7 @@ def state_key(directory: Path, online: bool = False, pointers: Sequence[Path] | 
     cache = cache_for(opts.cache)
     cached: list[str] = []
     if pointers is None:
-        pointers = discover([directory]) if directory.is_dir() else []
+        pointers = discover([directory]) if safeio.is_dir(directory) else []
     for f in pointers:
         try:
             p, _ = parse_pointer(safeio.read(f, root=directory, where="the evidence"), f.name)

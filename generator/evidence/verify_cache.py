@@ -71,7 +71,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -516,14 +515,14 @@ class _DirFinder:
         self.top = Path(tree.root)
         self.fixed = (
             fingerprint(*DIRSTAT_CODE),
-            os.path.abspath(self.top),
-            os.path.abspath(root),
-            os.path.realpath(root),
-            os.path.abspath(base or Path.cwd()),
+            safeio.abspath(self.top),
+            safeio.abspath(root),
+            safeio.real_path(root),
+            safeio.abspath(base or safeio.cwd()),
             trust_root.sha256,
             _policy_digest(policy),
         )
-        self.real_top = os.path.realpath(self.top)
+        self.real_top = safeio.real_path(self.top)
 
     def served(self, groups: Sequence[StatGroup], sweep: bool) -> dict[str, DirFound]:
         """Each directory's files and keys: from its entry, else found (and stored when its
@@ -661,7 +660,7 @@ def directories(files: Sequence[FoundFile]) -> list[tuple[int, ...]]:
 
 
 def _memo_key(paths: Iterable[Path]) -> str:
-    return digest(FILES_STAGE, *sorted(str(p.resolve()) for p in paths))
+    return digest(FILES_STAGE, *sorted(str(safeio.resolve(p)) for p in paths))
 
 
 _MEMO_CODE = ("evidence/store.py", "evidence/verify_cache.py")
