@@ -278,8 +278,8 @@ def plan_write(
             copy_tree(root, top / "catalog")
             if text is not None:  # never through a link the catalog carries
                 write_text(top / "catalog" / place.location.path, text, root=top / "catalog")
-            if evidence_root.is_dir():
-                make_link(top / "evidence", evidence_root.resolve())
+            if safeio.is_dir(evidence_root):
+                make_link(top / "evidence", safeio.resolve(evidence_root))
             snaps.append(diff.snapshot(top, diff.WORKTREE, "catalog", "evidence"))
     impact = diff.compare(snaps[0], snaps[1], bundles=False)
     changes = tuple(

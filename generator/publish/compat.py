@@ -478,7 +478,7 @@ def compare_api_files(
 
 def _api_baseline(base_dir: Path) -> dict[str, Any]:
     """The baseline of the API's files; none yet is an empty set (every file unbaselined)."""
-    if not (base_dir / API_FILES).exists():
+    if not safeio.exists(base_dir / API_FILES):
         return {}
     data = _baseline(base_dir, API_FILES)
     return dict(data) if isinstance(data, dict) else {}
@@ -731,7 +731,7 @@ class CompatReport:
 
 def _exceptions(schema_dir: Path) -> list[dict[str, str]]:
     path = schema_dir / EXCEPTIONS
-    if not path.exists():
+    if not safeio.exists(path):
         return []
     data = load_yaml(path, root=schema_dir, where="the schemas", allow_empty=True).data or {}
     return list(data.get("acknowledged", []))
@@ -770,7 +770,7 @@ def check(
             found.append(Break(rel, "$", "removed-schema", "published schema removed"))
             continue
         found.extend(compare_schemas(rel, old, current[rel], role=role_of(rel)))
-    if cli is not None and (base_dir / CLI).exists():
+    if cli is not None and safeio.exists(base_dir / CLI):
         old_cli = _baseline(base_dir, CLI)
         found.extend(compare_cli(old_cli, cli))
     current_api = api_surface() if api_files is None else api_files

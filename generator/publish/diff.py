@@ -11,7 +11,6 @@ import base64
 import dataclasses
 import hashlib
 import json
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -143,7 +142,7 @@ def materialize(repo: Path, rev: str, paths: Sequence[str]) -> Iterator[Path]:
         if rev == WORKTREE:
             for p in paths:
                 src = repo / p
-                if src.exists():
+                if safeio.exists(src):
                     copy_tree(src, out / p)
             yield out
             return
@@ -162,7 +161,7 @@ def _evidence_refs(root: Path, evidence_dir: str) -> dict[str, EvidenceRef]:
 
     out: dict[str, EvidenceRef] = {}
     base = root / evidence_dir
-    if not base.is_dir():
+    if not safeio.is_dir(base):
         return out
     for path in safeio.glob_tree(base, "*.sigstore.json"):
         rel = path.relative_to(root).as_posix()
@@ -196,12 +195,12 @@ def _policy_files(root: Path, catalog_rel: str, evidence_rel: str) -> dict[str, 
 
     found: list[tuple[Path, Path]] = []
     cat_dir, ev_dir = root / catalog_rel, root / evidence_rel
-    if os.path.lexists(cat_dir / SIGNERS_FILE):
+    if safeio.lexists(cat_dir / SIGNERS_FILE):
         found.append((cat_dir / SIGNERS_FILE, cat_dir))
-    if (cat_dir / TRUST_DIR).is_dir():
+    if safeio.is_dir(cat_dir / TRUST_DIR):
         trust = safeio.glob_tree(cat_dir / TRUST_DIR, "*")
-        found += [(p, cat_dir) for p in trust if not p.is_dir()]
-    if ev_dir.is_dir():
+        found += [(p, cat_dir) for p in trust if not safeio.is_dir(p)]
+    if safeio.is_dir(ev_dir):
         found += [(p, ev_dir) for p in safeio.glob_tree(ev_dir, ALLOWLIST_FILE)]
     out: dict[str, str] = {}
     for path, tree in found:
@@ -220,7 +219,7 @@ def snapshot(
 ) -> GitSnapshot:
     with materialize(repo, rev, [catalog_rel, evidence_rel]) as root:
         cat_dir = root / catalog_rel
-        if not cat_dir.is_dir():
+        if not safeio.is_dir(cat_dir):
             raise UsageError(f"revision {rev} has no {catalog_rel}/ directory")
         catalog, _diags = load_catalog(cat_dir)
         results = resolve_all(catalog)

@@ -127,7 +127,7 @@ def _evidence_digests(tree: Path) -> dict[str, str]:
     under the tree's evidence directory."""
     out: dict[str, str] = {}
     top = tree / "evidence"
-    if not top.is_dir():
+    if not safeio.is_dir(top):
         return out
     for e in sorted(safeio.walk(top).entries, key=lambda e: safeio.order_key(e.rel)):
         if e.kind is safeio.Kind.FILE and e.stat is not None and stat.S_ISREG(e.stat.st_mode):
@@ -300,7 +300,7 @@ def release(
     epoch = timeutil.source_date_epoch(error=ReleaseError)
     if epoch is None:
         epoch = int(_git(repo, "log", "-1", "--format=%ct", commit).strip())
-    out = out.resolve()
+    out = safeio.resolve(out)
     make_dirs(out.parent)
     work = make_temp_dir(f".{out.name}-release-", out.parent)
     try:

@@ -15,6 +15,7 @@ from typing import Any, assert_never
 
 from generator import __version__
 from generator.catalog.overrides import BUNDLER_ORIGIN, SCHEDULING_ORIGIN
+from generator.core import safeio
 from generator.core.atomic import TreeWriter, make_dirs
 from generator.core.errors import RenderError
 from generator.core.outputs import OutputKind, check_output_dir, discard, make_temp_dir, swap_in
@@ -211,7 +212,7 @@ def write_bundle(tree: BundleTree, out_dir: Path, inputs: Iterable[Path] = ()) -
     check_paths(tuple(tree))
     out_dir = Path(out_dir)
     check_output_dir(out_dir, OutputKind.BUNDLE, inputs)
-    parent = out_dir.absolute().parent
+    parent = safeio.absolute(out_dir).parent
     make_dirs(parent)
     tmp = make_temp_dir(f".{out_dir.name}.", parent)
     try:

@@ -15,7 +15,6 @@ Which files must be listed depends on who made the bundle:
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import stat
 from collections.abc import Mapping
@@ -47,7 +46,7 @@ def verify_bundle(root: Path) -> tuple[Diagnostic, ...]:
     """Diagnostics for every mismatch between `root` and `root/checksums.txt` (empty = intact)."""
     root = Path(root)
     sums = root / CHECKSUMS
-    if not os.path.lexists(sums):
+    if not safeio.lexists(sums):
         message = "checksums.txt is missing: nothing to verify against"
         return (Diagnostic(CHECKSUMS, 0, 0, "$", message, "bundle.no-checksums"),)
     try:
@@ -181,4 +180,4 @@ def is_closed_world(root: Path, listed: Mapping[str, str] | None = None) -> bool
     it has (or its checksums.txt lists) bundle-info.yaml. Upstream AICR bundles have neither."""
     if listed is not None and BUNDLE_INFO in listed:
         return True
-    return (Path(root) / BUNDLE_INFO).exists()
+    return safeio.exists(Path(root) / BUNDLE_INFO)

@@ -48,7 +48,7 @@ from generator.core.errors import RenderError
 from generator.core.records import RecipeResult
 from generator.render.common import TEMPLATES, Deployer, GitOpsTarget, deployer_of
 
-_HERE = Path(__file__).resolve().parent
+_HERE = safeio.resolve(Path(__file__)).parent
 _FAST = _HERE.parent / "fast"  # the YAML writer and the tar writer the renderer calls
 # the upstream rules bundled.py applies without changing the recipe's digest (which releases
 # wait for readiness): a change to them changes the bundles

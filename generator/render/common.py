@@ -30,7 +30,7 @@ GENERATOR_NAME = "aicr-catalog"
 BUNDLE_INFO = "bundle-info.yaml"
 CHECKSUMS = "checksums.txt"
 RECIPE_FILE = "recipe.yaml"
-TEMPLATES = Path(__file__).resolve().parent.parent.parent / "site_templates" / "bundles"
+TEMPLATES = safeio.resolve(Path(__file__)).parent.parent.parent / "site_templates" / "bundles"
 
 # Where GitOps deployers expect the pushed bundle unless told otherwise (--repo, --revision,
 # --repo-path); a placeholder repository, as upstream AICR uses.
