@@ -311,7 +311,7 @@ def run(inputs: Inputs, memo: Memo | None = None) -> Outcome:
 
 def named_recipes(evidence: Path) -> tuple[str, ...]:
     """The recipes the evidence tree has a directory for (`evidence/<recipe>/…`)."""
-    if not evidence.is_dir():
+    if not safeio.is_dir(evidence):
         return ()
     dirs = (safeio.Kind.DIR, safeio.Kind.DIR_LINK)  # a link to a directory counted, as before
     return tuple(e.name for e in safeio.listdir(evidence) if e.kind in dirs)
@@ -336,7 +336,6 @@ def load_and_validate(root: Path, *, strict: bool = False, rules: str | None = N
 
 def resolve_catalog(record: CatalogInput) -> Resolved:
     """The catalog stage: load, validate, resolve every recipe in scope with every profile."""
-    import os
 
     from generator.scale.qualify import LANES_FILE, lanes_of
 
@@ -344,7 +343,7 @@ def resolve_catalog(record: CatalogInput) -> Resolved:
     # an absolute root: a cached catalog is read again (manifests, signers, trust root) by
     # builds from other working directories
     catalog = load_and_validate(
-        Path(os.path.abspath(record.catalog)), strict=record.strict, rules=record.rules
+        Path(safeio.abspath(record.catalog)), strict=record.strict, rules=record.rules
     )
     names = _in_scope(catalog, record)
     PROGRESS.info("resolve %d recipes", len(names))
@@ -420,7 +419,7 @@ def resolve_recipe(
 def _has_evidence(paths: Sequence[Path]) -> bool:
     from generator.evidence.upstream import has_pointers
 
-    return any(p.is_dir() and (_has_bundle(p) or has_pointers(p)) for p in paths)
+    return any(safeio.is_dir(p) and (_has_bundle(p) or has_pointers(p)) for p in paths)
 
 
 def _has_bundle(directory: Path) -> bool:

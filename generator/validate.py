@@ -12,7 +12,6 @@ nothing else is an error. `leaf_health`/`health_of` grade a leaf for `list`, `st
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from generator.catalog import chartvalues
 from generator.catalog.criteria import KNOWN_CRITERIA, normalise
 from generator.catalog.resolve import chain, check_resolves, resolve
 from generator.catalog.rules import rules_of
-from generator.core import names
+from generator.core import names, safeio
 from generator.core.errors import (
     Diagnostic,
     ResolveError,
@@ -115,9 +114,9 @@ def _file_problem(root: Path, rel: str, catalog: Catalog) -> tuple[str, str] | N
     if rel in catalog.files:
         return None
     full = root / rel
-    if full.is_symlink() or full.exists():
-        real = Path(os.path.realpath(full))
-        if not real.is_relative_to(Path(os.path.realpath(root))):
+    if safeio.is_link(full) or safeio.exists(full):
+        real = Path(safeio.real_path(full))
+        if not real.is_relative_to(Path(safeio.real_path(root))):
             return "ref.path-escape", f"'{rel}' is a symbolic link leading outside the catalog"
         return (
             "ref.file-unreadable",
@@ -526,7 +525,7 @@ def _qualified(
         ov.status == "qualified" for p in catalog.profiles.values() for ov in p.owned_values
     ):
         return []
-    if evidence_dir is None or not evidence_dir.is_dir():
+    if evidence_dir is None or not safeio.is_dir(evidence_dir):
         return [Diagnostic("scale/profiles", 0, 0, "$", "owned values marked qualified cannot "
                            "be checked without the evidence directory (validate --evidence DIR)",
                            "scale.qualified-evidence")]  # fmt: skip

@@ -43,7 +43,7 @@ from generator.core import atomic, envvars, outputs, proc, safeio
 if TYPE_CHECKING:
     from generator.site.build import BuildOptions
 
-REPO = Path(__file__).resolve().parents[2]  # the code measured (a snapshot, see main)
+REPO = safeio.resolve(Path(__file__)).parents[2]  # the code measured (a snapshot, see main)
 HOME = Path(envvars.get("AICR_BENCH_HOME") or REPO)  # the checkout results are written to
 RESULTS = HOME / "bench" / "results"
 WORK = HOME / ".cache" / "bench"
@@ -221,7 +221,7 @@ def synthetic(recipes: int, evidence: int, jobs: int | None) -> Path:
     out = WORK / f"synth-{recipes}x{evidence}"
     stamp = out / ".bench-stamp"
     want = f"{fingerprint('synth.py', 'samples.py', 'qualify.py', 'evidence')} {SEED}\n"
-    if stamp.is_file() and safeio.read_text(stamp, root=out) == want:
+    if safeio.is_file(stamp) and safeio.read_text(stamp, root=out) == want:
         return out
     outputs.discard(out)
     t = time.perf_counter()
@@ -419,7 +419,7 @@ def whole_builds(synth: Path, jobs: int | None) -> dict[str, Run]:
 def recipes_json(out: Path) -> dict[str, Run]:
     """The size of `api/v1/recipes.json` (the dashboard's data), gzipped, in KiB."""
     path = out / "api" / "v1" / "recipes.json"
-    if not path.is_file():
+    if not safeio.is_file(path):
         return {}
     import gzip
 
@@ -592,7 +592,7 @@ def bench(recipes: int, evidence: int, jobs: int | None = None) -> Result:
 def _commit_of(tree: Path) -> str:
     """The commit a snapshot was extracted from (its COMMIT file), "" for a checkout."""
     marker = tree / "COMMIT"
-    return safeio.read_text(marker, root=tree).strip() if marker.is_file() else ""
+    return safeio.read_text(marker, root=tree).strip() if safeio.is_file(marker) else ""
 
 
 def parse_sizes(text: str) -> tuple[tuple[int, int], ...]:
@@ -604,7 +604,7 @@ def snapshot(rev: str) -> Path:
     does not change while other work goes on in the checkout."""
     commit = _checked(proc.git(HOME, "rev-parse", rev, timeout=STEP_TIMEOUT)).text().strip()
     where = WORK / f"src-{commit[:12]}"
-    if not (where / "generator").is_dir():
+    if not safeio.is_dir(where / "generator"):
         outputs.discard(where, ignore_errors=True)
         atomic.make_dirs(where)
         archive = _checked(

@@ -58,7 +58,7 @@ from generator.fast.blobwrite import insert_parts
 
 MAGIC = b"AICR-CACHE 1\n"
 DEFAULT_DIR = Path(".cache")
-PACKAGE = Path(__file__).resolve().parents[1]  # the generator package
+PACKAGE = safeio.resolve(Path(__file__)).parents[1]  # the generator package
 T = TypeVar("T")
 _ABSENT = object()  # no usable entry (a stored None is a value)
 SETTLED_NS = 2_000_000_000  # a file modified this recently is not vouched for by a stat memo
@@ -76,7 +76,7 @@ def code_fingerprint(package: Path, *modules: str) -> str:
     h = hashlib.sha256(__version__.encode() + b"\0")
     roots = [package / m for m in (modules or ("",))]
     for root in roots:
-        paths = [root] if root.is_file() else safeio.glob_tree(root, "*.py")
+        paths = [root] if safeio.is_file(root) else safeio.glob_tree(root, "*.py")
         for p in paths:
             data = safeio.read(p, root=package, where="the package", limit=safeio.OTHER_BYTES)
             h.update(p.relative_to(package).as_posix().encode() + b"\0" + data + b"\0")
@@ -120,7 +120,7 @@ def tree_digest(
     without its digest (a second write within the clock's granularity could leave its stat as
     recorded), so the next build reads it again.
     """
-    if not root.exists():
+    if not safeio.exists(root):
         return ""
     tree = tree if tree is not None else safeio.walk(root, suffixes=suffixes)
     recent = time.time_ns() - SETTLED_NS
@@ -129,7 +129,7 @@ def tree_digest(
     problems: list[Diagnostic] = []
     for entry in tree.entries:
         rel = entry.rel
-        link = os.readlink(entry.path) if entry.kind is not safeio.Kind.FILE else None
+        link = safeio.readlink(entry.path) if entry.kind is not safeio.Kind.FILE else None
         if entry.kind is safeio.Kind.DIR_LINK:
             h.update(f"{rel}\0link\0{link}\n".encode("utf-8", "surrogateescape"))
             continue
@@ -157,11 +157,11 @@ def _tree_files(root: Path, suffixes: tuple[str, ...]) -> list[tuple[str, str]]:
         for name in filenames:
             if not suffixes or name.endswith(suffixes):
                 path = os.path.join(dirpath, name)
-                files.append((os.path.relpath(path, root).replace(os.sep, "/"), path))
+                files.append((safeio.relpath(path, root).replace(os.sep, "/"), path))
         for name in dirnames:
             path = os.path.join(dirpath, name)
-            if os.path.islink(path):
-                files.append((os.path.relpath(path, root).replace(os.sep, "/"), path))
+            if safeio.is_link(path, quiet=True):
+                files.append((safeio.relpath(path, root).replace(os.sep, "/"), path))
     files.sort()
     return files
 
@@ -412,12 +412,12 @@ class Cache:
         stage of this build that walks the same tree (`take_walk`): the build key walks the
         evidence tree, and the verify stage reads the same walk instead of walking it again,
         so both see one state of the tree. Held in memory only, never stored."""
-        self._walks[(os.path.abspath(tree.root), suffixes)] = tree
+        self._walks[(safeio.abspath(tree.root), suffixes)] = tree
 
     def take_walk(self, root: Path | str, suffixes: tuple[str, ...]) -> safeio.Tree | None:
         """The walk of `root` with `suffixes` that `hold_walk` kept, handed out once (a later
         caller walks again), else None."""
-        return self._walks.pop((os.path.abspath(root), suffixes), None)
+        return self._walks.pop((safeio.abspath(root), suffixes), None)
 
     def dir_groups(self, tree: safeio.Tree, settled: int) -> tuple[DirGroup, ...]:
         """`dir_groups(tree, settled)`, computed once per walk in this build: the build key
@@ -732,7 +732,8 @@ class Cache:
                 (stage, self.scope),
             ).fetchall()
             for scope, keys in rows:
-                if scope and not os.path.isdir(scope):  # the output is gone: so are its needs
+                # the output is gone: so are its needs
+                if scope and not safeio.is_dir(scope, quiet=True):
                     db.execute("DELETE FROM served WHERE scope = ?", (scope,))
                     continue
                 keep.update(k for k in bytes(keys).decode().split("\n") if k)
@@ -804,7 +805,7 @@ def remove_legacy_dirs(root: Path) -> tuple[str, ...]:
     held tens of thousands of pickles. Only a directory in exactly that layout is removed
     (`bundles/` and `timeline/` are in use and never touched); one line says so. Returns the
     names removed."""
-    if not root.is_dir():
+    if not safeio.is_dir(root):
         return ()
     dirs = [e.name for e in safeio.listdir(root) if e.kind is safeio.Kind.DIR]
     gone = []
@@ -841,7 +842,7 @@ _SERVED = (
 
 def scope_of(out: Path) -> str:
     """The scope a build into `out` sweeps in (`Cache.kept`): its absolute, resolved path."""
-    return str(Path(os.path.abspath(out)).resolve())
+    return str(safeio.resolve(Path(safeio.abspath(out))))
 
 
 def _create_table(db: sqlite3.Connection) -> None:
@@ -979,7 +980,7 @@ def stat_tree_digest(
     written whole when anything changed (`stat_tree_digest_reference`)."""
     if cache is None or not cache.enabled:
         return tree_digest(root, suffixes, shown=shown, where=where, tree=tree)
-    if not root.exists():
+    if not safeio.exists(root):
         return ""
     tree = tree if tree is not None else safeio.walk(root, suffixes=suffixes)
     recent = time.time_ns() - SETTLED_NS
@@ -997,7 +998,7 @@ def stat_tree_digest(
         _refuse(root, problems)
         return made
 
-    fixed = (fingerprint(*_DIGEST_CODE), os.path.abspath(tree.root), tree.real_root)
+    fixed = (fingerprint(*_DIGEST_CODE), safeio.abspath(tree.root), tree.real_root)
     parts = [(*fixed, g.name, g.rows) for g in safe]
     stored = cache.get_or_make_many(DIGEST_STAGE, parts, make, sweep=True)
     cache.serve(DerivedKeys(MEMO_STAGE, ()))  # the one memo of the tree it replaced: deleted
@@ -1042,7 +1043,7 @@ def _entry_lines(
     out: list[str] = []
     for entry in entries:
         rel = entry.rel
-        link = os.readlink(entry.path) if entry.kind is not safeio.Kind.FILE else None
+        link = safeio.readlink(entry.path) if entry.kind is not safeio.Kind.FILE else None
         if entry.kind is safeio.Kind.DIR_LINK:
             out.append(f"{rel}\0link\0{link}\n")
             continue
@@ -1076,7 +1077,7 @@ def stat_tree_digest_reference(
     read and parsed whole, and written whole when anything changed (the reference)."""
     if cache is None or not cache.enabled:
         return tree_digest(root, suffixes, shown=shown, where=where, tree=tree)
-    key, fp = digest(MEMO_STAGE, str(root.resolve()), *suffixes), fingerprint("core/cache.py")
+    key, fp = digest(MEMO_STAGE, str(safeio.resolve(root)), *suffixes), fingerprint("core/cache.py")
     raw = cache.get(MEMO_STAGE, key, fp)
     try:
         memo = json.loads(raw) if raw is not None else {}
@@ -1142,7 +1143,7 @@ def tree_listing_reference(root: Path) -> list[list[Any]]:
     out: list[list[Any]] = []
     top = os.fspath(root)
     for dirpath, _dirnames, filenames in safeio.walk_dirs(top):
-        below = os.path.relpath(dirpath, top)
+        below = safeio.relpath(dirpath, top)
         prefix = "" if below == "." else below.replace(os.sep, "/") + "/"
         for name in filenames:
             st = safeio.stat_followed(os.path.join(dirpath, name))

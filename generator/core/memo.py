@@ -27,7 +27,6 @@ import dataclasses
 import enum
 import hashlib
 import json
-import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePath
 from typing import Any, Final, TypeVar
@@ -67,7 +66,7 @@ def canonical(value: Any, contents: Contents, where: str = "its directory") -> A
     if isinstance(value, bytes):
         return {"sha256": hashlib.sha256(value).hexdigest()}
     if isinstance(value, PurePath):
-        path = Path(os.path.abspath(value))
+        path = Path(safeio.abspath(value))
         return {"path": str(path), "content": contents(path, where)}
     if isinstance(value, (tuple, list)):
         return [canonical(v, contents) for v in value]
@@ -93,7 +92,7 @@ def canonical(value: Any, contents: Contents, where: str = "its directory") -> A
 
 def _field(value: Any, f: dataclasses.Field[Any], contents: Contents) -> Any:
     if f.metadata.get(KEY) == "path":
-        return None if value is None else str(os.path.abspath(value))
+        return None if value is None else str(safeio.abspath(value))
     return canonical(value, contents, f.metadata.get("where", f"the {f.name} directory"))
 
 
@@ -111,9 +110,9 @@ def path_contents(cache: Cache | None) -> Contents:
     unchanged file is not read again), a file's bytes (through `safeio`), "" when absent."""
 
     def contents(path: Path, where: str) -> str:
-        if not os.path.lexists(path):
+        if not safeio.lexists(path):
             return ""
-        if path.is_dir():
+        if safeio.is_dir(path):
             return stat_tree_digest(cache, path, where=where)
         try:
             data = safeio.read(path, where=where, limit=safeio.cap_for(path.name))

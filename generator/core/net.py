@@ -49,7 +49,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import SplitResult, urljoin, urlsplit
 
-from generator.core import envvars
+from generator.core import envvars, safeio
 from generator.core.errors import CatalogError, Diagnostic, UsageError
 
 DEADLINE_ENV = "AICR_CATALOG_NET_DEADLINE"
@@ -476,7 +476,7 @@ class _SiteHandler(http.server.SimpleHTTPRequestHandler):
 
     def send_head(self) -> Any:
         path = self.translate_path(self.path)  # under the served directory, ".." dropped
-        if os.path.realpath(path) != os.path.normpath(path):  # a link on the way
+        if safeio.real_path(path) != os.path.normpath(path):  # a link on the way
             self.log_error("refused %s: a symbolic link in the served tree", self.path)
             self.send_error(404, "File not found")
             return None
@@ -543,5 +543,5 @@ def serve_site(root: Path, port: int, *, not_found: bytes | None = None) -> Site
     bound: the tool never listens where another machine could reach it. `OSError` when the port
     cannot be bound (in use, not allowed): the caller says what to do."""
     handler = type("Handler", (_SiteHandler,), {"not_found": not_found})
-    bound = functools.partial(handler, directory=str(root.resolve()))
+    bound = functools.partial(handler, directory=str(safeio.resolve(root)))
     return SiteServer(http.server.ThreadingHTTPServer((LOOPBACK, port), bound))

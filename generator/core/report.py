@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from generator.core import markdown
+from generator.core import markdown, safeio
 from generator.core.errors import Diagnostic, Severity, printable
 
 
@@ -50,9 +50,9 @@ def _escape_prop(s: str) -> str:
 
 def repository_root(start: Path) -> Path | None:
     """The nearest directory at or above `start` holding `.git` (a directory or a worktree file)."""
-    here = start.resolve()
+    here = safeio.resolve(start)
     for candidate in (here, *here.parents):
-        if (candidate / ".git").exists():
+        if safeio.exists(candidate / ".git"):
             return candidate
     return None
 
@@ -61,13 +61,13 @@ def repository_path(rel: str, base: Path | None) -> str:
     """`rel` (relative to `base`, default the current directory; or absolute) as GitHub resolves
     an annotation's `file=`: from the root of the repository holding the file (else from the
     current directory, GitHub's workspace)."""
-    full = Path(rel) if Path(rel).is_absolute() else (base or Path.cwd()).resolve() / rel
+    full = Path(rel) if Path(rel).is_absolute() else safeio.resolve(base or safeio.cwd()) / rel
     full = Path(os.path.normpath(full))
-    root = repository_root(full.parent) or Path.cwd().resolve()
+    root = repository_root(full.parent) or safeio.resolve(safeio.cwd())
     try:
         return full.relative_to(root).as_posix()
     except ValueError:
-        return Path(os.path.relpath(full, root)).as_posix()
+        return Path(safeio.relpath(full, root)).as_posix()
 
 
 def annotation(

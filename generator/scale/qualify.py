@@ -920,7 +920,7 @@ def verify_qualified_evidence(
     root = Path(evidence_root)
     refs = sorted({r for p in profiles.values() for ov in p.owned_values
                    if ov.status == "qualified" for r in ov.evidence})  # fmt: skip
-    present = [root / r for r in refs if (root / r).is_file()]
+    present = [root / r for r in refs if safeio.is_file(root / r)]
     out: dict[str, Any] = {r: None for r in refs}
     if present:
         run = verify_stage(present, catalog_dir=Path(catalog.root), trust_roots=trust_roots,
