@@ -27,7 +27,7 @@ from generator.site.summary import CONSENSUS_ORDER, band, summarise
 from generator.site.timeline import timeline_json
 
 API_VERSION = "aicr.run/v1"
-SCHEMAS = Path(__file__).resolve().parent.parent.parent / "catalog" / "schemas" / "api"
+SCHEMAS = safeio.resolve(Path(__file__)).parent.parent.parent / "catalog" / "schemas" / "api"
 
 
 def dumps(obj: object) -> bytes:

@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from generator.core import proc
+from generator.core import proc, safeio
 
 
 def signed_statement(raw: bytes) -> bytes | None:
@@ -46,7 +46,7 @@ def head_commit(directory: Path) -> str:
     """The commit checked out in the repository holding `directory` (what `evidence_added` and
     the changelog's recipe dates read history up to, and so a field of the build's options and
     of its key: `evidence_head`, `catalog_head`); "" outside one."""
-    if not directory.is_dir():
+    if not safeio.is_dir(directory):
         return ""
     try:
         out = proc.git(directory, "rev-parse", "--verify", "-q", "HEAD", timeout=60)
@@ -59,7 +59,7 @@ def evidence_added(evidence_dir: Path, head: str) -> Mapping[str, tuple[str, str
     """`evidence/<…>` path → (commit, YYYY-MM-DD) of the newest commit up to `head` that added
     the file (`head` from `head_commit`: `evidence_head`, a field of the build's options: the history read is
     the one the key names); empty when `head` is ""."""
-    if not head or not evidence_dir.is_dir():
+    if not head or not safeio.is_dir(evidence_dir):
         return {}
     try:
         # --no-renames: a re-signed file (a new name, nearly the same bytes) is a rename to

@@ -12,7 +12,6 @@ import contextlib
 import functools
 import hashlib
 import logging
-import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -393,7 +392,7 @@ def plotly_js() -> bytes:
 
 def _contract(options: BuildOptions) -> str | None:
     contract_path = options.docs / "scale-contract.md"
-    if not os.path.lexists(contract_path):
+    if not safeio.lexists(contract_path):
         return None
     return safeio.read_text(contract_path, root=options.docs, where="the docs directory")
 
@@ -1229,7 +1228,7 @@ def write_site(
             del engine, made  # the data blocks are in the pages now
             table = _publish(publisher, site, recipe_keys, out)
     finally:
-        if not journal_path(out).exists():  # a journal left by a failed commit needs its files
+        if not safeio.exists(journal_path(out)):  # a failed commit's journal needs its files
             discard(work, ignore_errors=True)
     notes = () if config.get("site_url") else (NO_SITEMAP,)
     return Written(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from generator.core import safeio
 from generator.core.atomic import make_dirs
 from generator.core.outputs import OutputKind, check_output_dir
 from generator.site.incremental import build_key, inputs_key, record_build, unchanged_build
@@ -45,7 +46,7 @@ def build_site(options: BuildOptions) -> BuildReport:
         OutputKind.SITE,
         (options.catalog, options.evidence, options.docs, options.config),
     )
-    out = options.out.resolve()
+    out = safeio.resolve(options.out)
     make_dirs(out.parent)
     epoch = source_date_epoch(options.source_date_epoch, REPO)
     with build_lock(out):

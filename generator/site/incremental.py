@@ -135,9 +135,9 @@ def build_key(inputs: BuildOptions, memo: Memo, base: str) -> str:
 
     # .yaml: upstream pointer files and allowlist.yaml (generator.evidence.upstream), whose
     # records also depend on the OCI cache and the environment (state_key)
-    evidence_dir = Path(os.path.abspath(inputs.evidence))
+    evidence_dir = Path(safeio.abspath(inputs.evidence))
     suffixes = TREE_SUFFIXES
-    tree = safeio.walk(evidence_dir, suffixes=suffixes) if evidence_dir.is_dir() else None
+    tree = safeio.walk(evidence_dir, suffixes=suffixes) if safeio.is_dir(evidence_dir) else None
     if tree is not None and memo.cache is not None:  # the verify stage's walk too
         memo.cache.hold_walk(tree, suffixes)
     evidence = stat_tree_digest(
@@ -391,13 +391,13 @@ _RECORDS: weakref.WeakKeyDictionary[Cache, dict[str, BuildRecord | None]] = (
 
 
 def _record_key(out: Path) -> str:
-    return digest(str(out.resolve()))
+    return digest(str(safeio.resolve(out)))
 
 
 def last_record(cache: Cache, out: Path) -> BuildRecord | None:
     """The record of the last build of `out` (None when there is none, or it is unreadable
     or of another generator); read from the cache once per `Cache`."""
-    if not cache.enabled or not out.is_dir():
+    if not cache.enabled or not safeio.is_dir(out):
         return None
     held = _RECORDS.setdefault(cache, {})
     where = _record_key(out)
@@ -443,7 +443,7 @@ def _stamp(
     doc = {"key": key, "listing": listing_digest(listing), "report": report}
     cache.put(
         STAMP_STAGE,
-        digest(str(out.resolve())),
+        digest(str(safeio.resolve(out))),
         fingerprint(),
         json.dumps(doc, sort_keys=True, allow_nan=False).encode(),
         authenticated=True,  # a planted stamp must not make a build skip
@@ -454,9 +454,11 @@ def unchanged_build(cache: Cache, out: Path, key: str) -> dict[str, Any] | None:
     """The report of the build recorded under `key`, if `out` is still exactly what it wrote:
     its stamp names `key` and the digest of the listing `out` has now (`record_build` writes
     the stamp with the record)."""
-    if not cache.enabled or not out.is_dir():
+    if not cache.enabled or not safeio.is_dir(out):
         return None
-    stored = cache.get(STAMP_STAGE, digest(str(out.resolve())), fingerprint(), authenticated=True)
+    stored = cache.get(
+        STAMP_STAGE, digest(str(safeio.resolve(out))), fingerprint(), authenticated=True
+    )
     try:
         doc = json.loads(stored) if stored is not None else {}
     except ValueError:

@@ -38,7 +38,7 @@ from generator.core.text import html_text as escape
 if TYPE_CHECKING:
     from generator.core.cache import Cache
 
-TEMPLATES = Path(__file__).resolve().parent.parent.parent / "site_templates"
+TEMPLATES = safeio.resolve(Path(__file__)).parent.parent.parent / "site_templates"
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
 

@@ -8,7 +8,6 @@ and the page engine): a no-change rebuild does not import those.
 
 from __future__ import annotations
 
-import os
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from generator.core.memo import content as keyed_by_content
 if TYPE_CHECKING:
     from generator.site import pages
 
-REPO = Path(__file__).resolve().parent.parent.parent
+REPO = safeio.resolve(Path(__file__)).parent.parent.parent
 TEMPLATES = REPO / "site_templates"
 DEFAULT_DEPLOYERS = ("helm", "helmfile", "argocd", "flux")
 
@@ -153,13 +152,13 @@ def _is_file(e: safeio.Entry) -> bool:
     """Whether a walked entry is a regular file, or a link to one (`Path.is_file()`)."""
     if e.kind is safeio.Kind.FILE:
         return e.stat is not None and stat.S_ISREG(e.stat.st_mode)
-    return e.kind is safeio.Kind.LINK and os.path.isfile(e.path)
+    return e.kind is safeio.Kind.LINK and safeio.is_file(e.path, quiet=True)
 
 
 def static_docs(options: BuildOptions) -> dict[str, bytes]:
     """Hand-written docs and the site's assets, copied into the build's docs tree."""
     files: dict[str, bytes] = {}
-    if options.docs.is_dir():
+    if safeio.is_dir(options.docs):
         tree = safeio.walk(options.docs)
         for e in sorted(tree.entries, key=lambda e: safeio.order_key(e.rel)):
             if _is_file(e):  # published as is: a link out of docs/ is refused unread
@@ -171,7 +170,7 @@ def static_docs(options: BuildOptions) -> dict[str, bytes]:
     # read as every input is: a link leaving the repository (`-> /proc/self/environ`) is refused
     for name, page in (("CONTRIBUTING.md", "contributing.md"), ("SECURITY.md", "security.md")):
         source = options.docs.parent / name
-        if not os.path.lexists(source):
+        if not safeio.lexists(source):
             source = REPO / name
         files[page] = safeio.read(
             source, root=source.parent, where="the repository", limit=safeio.TEXT_BYTES

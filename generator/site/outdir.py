@@ -51,7 +51,7 @@ def remove_leftovers(out: Path) -> None:
         if e.name.startswith(prefix):
             discard(e.path, ignore_errors=True)  # a link or a file of that name stays
     old = out.parent / f".{out.name}.old"
-    if old.exists() and not out.exists():
+    if safeio.exists(old) and not safeio.exists(out):
         restore(old, out)  # killed between the two renames of the fallback swap
-    elif old.exists():
+    elif safeio.exists(old):
         discard(old, ignore_errors=True)

@@ -514,7 +514,7 @@ def _listing(root: Path) -> set[str]:
     top = os.fspath(root)
     found: set[str] = set()
     for dirpath, _dirnames, filenames in safeio.walk_dirs(top):
-        below = os.path.relpath(dirpath, top)
+        below = safeio.relpath(dirpath, top)
         prefix = "" if below == "." else below.replace(os.sep, "/") + "/"
         found.update(prefix + name for name in filenames)
     return found

@@ -213,7 +213,7 @@ def _snapshot(
     from generator.site import stages
     from generator.site.signers import signer_policy
 
-    if not catalog_dir.is_dir():
+    if not safeio.is_dir(catalog_dir):
         return Snapshot(*head, "no catalog at this commit", ())
     inputs = Inputs(catalog_dir, evidence_dir, (trust_root,), scope=Scope(recipe), jobs=1)
     outcome = run(inputs, memo)
@@ -293,7 +293,7 @@ def snapshots(
     scope = "all" if recipe is None else f"recipe-{recipe}"
     for commit, date, subject in history(repo, (catalog, evidence)):
         path = None if cache_dir is None else _cache_file(cache_dir, trust_root, scope, commit)
-        if path is not None and path.is_file():
+        if path is not None and safeio.is_file(path):
             yield _load(safeio.read_own(path, limit=safeio.OTHER_BYTES))
             continue
         snap = snapshot_at(
@@ -477,7 +477,7 @@ def timeline(
 def git_head(path: Path) -> str:
     """The commit checked out in the repository holding `path`; "" when it is not in one."""
     try:
-        return str(_git(path if path.is_dir() else path.parent, "rev-parse", "HEAD")).strip()
+        return str(_git(path if safeio.is_dir(path) else path.parent, "rev-parse", "HEAD")).strip()
     except (CatalogError, OSError):  # no git, not a repository, or git did not answer
         return ""
 
@@ -496,8 +496,8 @@ def site_timeline(
             "`make site TIMELINE=--no-timeline`)"
         )
     try:
-        cat_rel = catalog.resolve().relative_to(top.resolve()).as_posix()
-        ev_rel = evidence.resolve().relative_to(top.resolve()).as_posix()
+        cat_rel = safeio.resolve(catalog).relative_to(safeio.resolve(top)).as_posix()
+        ev_rel = safeio.resolve(evidence).relative_to(safeio.resolve(top)).as_posix()
     except ValueError as e:
         raise CatalogError(
             f"the timeline needs the catalog and evidence in one repository: {e}"
