@@ -15,6 +15,15 @@ mode set with `TreeWriter.chmod_dirs`. So `Path.iterdir/glob/rglob/mkdir/unlink/
 `os.walk/scandir/listdir/makedirs/unlink/remove/rmdir/chmod/utime`, `shutil.rmtree` and
 `glob.glob` anywhere else fail this test too.
 
+So do the questions about a path that open nothing (`Path.exists/is_file/is_dir/is_symlink/
+resolve/absolute/cwd/stat/readlink/samefile`, `os.path.exists/lexists/isfile/isdir/islink/
+realpath/abspath/relpath/get*`, `os.readlink/getcwd/access`): `safeio.exists` / `is_file` /
+`is_dir` / `is_link` / `lexists` / `real_path` / `resolve` / `absolute` / `abspath` / `relpath` /
+`readlink` / `cwd` answer them, each with its rule for a link and an error written down (190
+calls in 51 modules went around the doors until December 2026). Pure string operations
+(`os.path.join/normpath/basename`, PurePath's `.parent/.relative_to/.is_absolute`) are not
+accesses and pass.
+
 These doors were conventions before: code added later read `SECURITY.md` with
 `Path.read_bytes()` and published `/proc/self/environ` through a committed link, and
 `evidence push` wrote through a planted link. This test reads every module of `generator/`
@@ -80,6 +89,50 @@ _METHODS = {  # x.<name>(...): pathlib and file-like methods
     "lchmod": "Path.lchmod()",
     # a file's metadata by path: `safeio.lstat`
     "lstat": "Path.lstat()",
+    # a path's metadata asked about, a link followed or not: `safeio.exists` / `is_file` /
+    # `is_dir` / `is_link` / `resolve` / `absolute` / `cwd` / `readlink` (each with its rule for
+    # a link, a dangling link, an error). Not `.group()` (`Path.group()` and `re.Match.group()`
+    # are spelt alike, and the scanner reads no types), nor `home()` / `expanduser()`: the
+    # environment's door holds those (tests/test_boundaries_env.py).
+    "stat": "Path.stat()",
+    "exists": "Path.exists()",
+    "is_file": "Path.is_file()",
+    "is_dir": "Path.is_dir()",
+    "is_symlink": "Path.is_symlink()",
+    "is_mount": "Path.is_mount()",
+    "is_socket": "Path.is_socket()",
+    "is_fifo": "Path.is_fifo()",
+    "is_block_device": "Path.is_block_device()",
+    "is_char_device": "Path.is_char_device()",
+    "is_junction": "Path.is_junction()",
+    "resolve": "Path.resolve()",  # not strict or strict: both ask the file system
+    "absolute": "Path.absolute()",  # the working directory
+    "cwd": "Path.cwd()",
+    "samefile": "Path.samefile()",
+    "readlink": "Path.readlink()",
+    "owner": "Path.owner()",
+}
+# os.path's (and posixpath's) functions that ask the file system or the working directory; the
+# pure string operations (`join`, `normpath`, `basename`, `dirname`, `split`, `splitext`,
+# `isabs`, `commonpath`) are not accesses and pass, as do PurePath's (`.parent`, `.name`,
+# `.relative_to`, `.is_relative_to`, `.is_absolute`, `.joinpath`, `.as_posix`)
+_PATH_QUERIES = {
+    "exists",
+    "lexists",
+    "isfile",
+    "isdir",
+    "islink",
+    "ismount",
+    "isjunction",
+    "realpath",
+    "abspath",  # the working directory
+    "relpath",  # the working directory, for a relative path
+    "getsize",
+    "getmtime",
+    "getatime",
+    "getctime",
+    "samefile",
+    "sameopenfile",
 }
 _FUNCTIONS = {  # module.<name>(...)
     "os": {
@@ -116,7 +169,15 @@ _FUNCTIONS = {  # module.<name>(...)
         "chown",
         "lchown",
         "utime",
+        # metadata queries: `safeio.readlink`, `safeio.cwd`
+        "readlink",
+        "getcwd",
+        "getcwdb",
+        "access",
+        "statvfs",
     },
+    "os.path": _PATH_QUERIES,
+    "posixpath": _PATH_QUERIES,
     "glob": {"glob", "iglob"},
     "io": {"open", "FileIO"},
     "codecs": {"open"},
@@ -167,12 +228,24 @@ def _mode(call: ast.Call) -> str | None:
 
 def _in_memory_archive(module: str, name: str, call: ast.Call) -> bool:
     """`tarfile.open(fileobj=…, mode="w…")`, `gzip.GzipFile(fileobj=…, mode="wb")`: an
-    archive built in memory, no path involved."""
+    archive built in memory, no path involved. Anything that could carry a path is not: a
+    positional argument (tarfile's `name`, GzipFile's `filename`), `name=`, a `filename=` other
+    than `""`, `fileobj=None`, `**kwargs`."""
     if (module, name) not in (("tarfile", "open"), ("gzip", "GzipFile")):
         return False
-    has_fileobj = any(kw.arg == "fileobj" for kw in call.keywords)
+    if call.args:
+        return False
+    given = {kw.arg: kw.value for kw in call.keywords}
+    if None in given or "name" in given:
+        return False
+    fileobj = given.get("fileobj")
+    if fileobj is None or (isinstance(fileobj, ast.Constant) and fileobj.value is None):
+        return False
+    filename = given.get("filename")
+    if filename is not None and not (isinstance(filename, ast.Constant) and filename.value == ""):
+        return False
     mode = _mode(call)
-    return has_fileobj and mode is not None and mode.startswith(_WRITE_MODES)
+    return mode is not None and mode.startswith(_WRITE_MODES)
 
 
 def _imported_names(tree: ast.Module) -> dict[str, tuple[str, str]]:
@@ -192,8 +265,14 @@ def _module_aliases(tree: ast.Module) -> dict[str, str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name in _FUNCTIONS:
+                if alias.name in _FUNCTIONS and (alias.asname or "." not in alias.name):
                     out[alias.asname or alias.name] = alias.name
+                elif alias.name in _FUNCTIONS:  # `import os.path` binds `os`
+                    out[alias.name.partition(".")[0]] = alias.name.partition(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            for alias in node.names:  # `from os import path as osp`
+                if f"{node.module}.{alias.name}" in _FUNCTIONS:
+                    out[alias.asname or alias.name] = f"{node.module}.{alias.name}"
     return out
 
 
@@ -218,6 +297,16 @@ def violations(source: str) -> Iterator[tuple[int, str]]:
             module = modules.get(base.id) if isinstance(base, ast.Name) else None
             if isinstance(base, ast.Name) and base.id in DOOR_NAMES:
                 continue  # safeio.read_text(…), atomic.write_text(…): the doors themselves
+            if isinstance(base, ast.Call) and isinstance(base.func, ast.Name):
+                if base.func.id == "super":
+                    continue  # super().resolve(…): a parent class's method (yaml's Resolver)
+            if (
+                isinstance(base, ast.Attribute)
+                and base.attr == "path"
+                and isinstance(base.value, ast.Name)
+                and modules.get(base.value.id) == "os"
+            ):
+                module = "os.path"  # os.path.realpath(…)
             if module is not None:
                 if func.attr in _FUNCTIONS[module] and not _in_memory_archive(
                     module, func.attr, node
@@ -317,6 +406,52 @@ SYNTHETIC = [
     ("import os\nos.dup2(a, b)", "os.dup2()"),
     ("import fcntl\nfcntl.flock(fd, fcntl.LOCK_EX)", "fcntl.flock()"),
     ("from shutil import rmtree\nrmtree(p)", "shutil.rmtree()"),
+    # a path's metadata: every spelling
+    ("p.exists()", "Path.exists()"),
+    ("p.is_file()", "Path.is_file()"),
+    ("(p / 'x').is_dir()", "Path.is_dir()"),
+    ("p.is_symlink()", "Path.is_symlink()"),
+    ("p.is_fifo()", "Path.is_fifo()"),
+    ("p.is_mount()", "Path.is_mount()"),
+    ("p.resolve()", "Path.resolve()"),
+    ("p.resolve(strict=False)", "Path.resolve()"),
+    ("Path(__file__).resolve().parent", "Path.resolve()"),
+    ("p.absolute()", "Path.absolute()"),
+    ("from pathlib import Path\nPath.cwd()", "Path.cwd()"),
+    ("import pathlib\npathlib.Path.cwd()", "Path.cwd()"),
+    ("p.samefile(s)", "Path.samefile()"),
+    ("p.readlink()", "Path.readlink()"),
+    ("p.stat()", "Path.stat()"),
+    ("p.owner()", "Path.owner()"),
+    ("import os\nos.path.exists(p)", "os.path.exists()"),
+    ("import os\nos.path.lexists(p)", "os.path.lexists()"),
+    ("import os\nos.path.isfile(p)", "os.path.isfile()"),
+    ("import os\nos.path.isdir(p)", "os.path.isdir()"),
+    ("import os\nos.path.islink(p)", "os.path.islink()"),
+    ("import os\nos.path.realpath(p)", "os.path.realpath()"),
+    ("import os\nos.path.abspath(p)", "os.path.abspath()"),
+    ("import os\nos.path.relpath(p, s)", "os.path.relpath()"),
+    ("import os\nos.path.getsize(p)", "os.path.getsize()"),
+    ("import os\nos.path.getmtime(p)", "os.path.getmtime()"),
+    ("import os as o\no.path.isdir(p)", "os.path.isdir()"),
+    ("import os.path\nos.path.isdir(p)", "os.path.isdir()"),
+    ("import os.path as osp\nosp.realpath(p)", "os.path.realpath()"),
+    ("from os import path\npath.exists(p)", "os.path.exists()"),
+    ("from os import path as q\nq.islink(p)", "os.path.islink()"),
+    ("from os.path import realpath as rp\nrp(p)", "os.path.realpath()"),
+    ("import posixpath\nposixpath.realpath(p)", "posixpath.realpath()"),
+    ("import os\nos.readlink(p)", "os.readlink()"),
+    ("import os\nos.getcwd()", "os.getcwd()"),
+    ("import os\nos.access(p, os.R_OK)", "os.access()"),
+    # an archive given a path is not in memory, whatever else it is given
+    ("import tarfile\ntarfile.open('x.tgz', mode='w', fileobj=b)", "tarfile.open()"),
+    ("import tarfile\ntarfile.open(name=p, mode='w:gz', fileobj=b)", "tarfile.open()"),
+    ("import tarfile\ntarfile.open(mode='w', fileobj=None)", "tarfile.open()"),
+    ("import tarfile\ntarfile.open(mode='w', **s)", "tarfile.open()"),
+    ("import tarfile\ntarfile.open(p, 'w')", "tarfile.open()"),
+    ("import gzip\ngzip.GzipFile('x.gz', 'wb', fileobj=b)", "gzip.GzipFile()"),
+    ("import gzip\ngzip.GzipFile(filename=p, mode='wb', fileobj=b)", "gzip.GzipFile()"),
+    ("import gzip\ngzip.open(p, 'wb')", "gzip.open()"),
 ]
 
 
@@ -342,6 +477,21 @@ def test_the_scanner_finds_each_kind_of_call(source: str, what: str) -> None:
         "from generator.core import outputs\noutputs.discard(p, ignore_errors=True)",
         "items.remove(x)",  # list.remove: not a path
         "names.sort()",
+        # string and PurePath operations: no file, no working directory asked
+        "import os\nos.path.join(p, 'x')",
+        "import os\nos.path.normpath(p)",
+        "import os\nos.path.basename(p)",
+        "import os\nos.path.isabs(p)",
+        "p.relative_to(s).as_posix()",
+        "p.is_relative_to(s)",
+        "p.is_absolute()",
+        "p.parent.joinpath('x').with_suffix('.y')",
+        "m.group(1)",  # re.Match.group: not Path.group, which the scanner leaves alone
+        "super().resolve(kind, value, implicit)",  # yaml's Resolver, a parent class's method
+        "from generator.core import safeio\nsafeio.is_dir(p)",
+        "from generator.core import safeio\nsafeio.resolve(p, strict=True)",
+        "import gzip\ngzip.GzipFile(filename='', mode='wb', fileobj=b)",
+        "import tarfile\ntarfile.open(fileobj=b, mode='w:gz')",
     ],
 )
 def test_the_scanner_lets_safe_calls_pass(source: str) -> None:
