@@ -38,7 +38,7 @@ from generator.core.outputs import (
 )
 from generator.core.records import Catalog, Consensus, RecipeResult
 from generator.core.timeutil import rfc3339
-from generator.evidence.view import EvidenceView, RunFacts, by_recipe, facts
+from generator.evidence.view import EvidenceView, RawFile, RunFacts, by_recipe, facts
 from generator.fast.collector import collector_paused
 from generator.fast.pool import parallel_map
 from generator.pipeline import Inputs, LeafResults, Outcome, ResultHead, run
@@ -951,12 +951,34 @@ def _runs(runs: Sequence[RunFacts], statement_code: str) -> Iterator[tuple[str, 
         if e.raw is None:
             continue
         rel = e.raw_file
-        # the bytes verified, read only when the previous build has no copy of them
-        raw = functools.partial(stages.read_raw, e.raw)
+        # the bytes verified, read only when the previous build has no copy of them, and
+        # then once for the raw file and its statement both (`_ReadOnce`)
+        raw = _ReadOnce(e.raw) if _signed(e) else functools.partial(stages.read_raw, e.raw)
         yield rel, Derived(derived_source("raw", e.raw.sha256), raw)
         if _signed(e):  # what was judged, as signed
             source = derived_source("statement", statement_code, e.raw.sha256)
             yield statement_file(rel), Derived(source, functools.partial(_statement, raw))
+
+
+class _ReadOnce:
+    """A run's raw bytes (`stages.read_raw`: those verified, else a LoadError), read on the
+    first call and given to the second, then dropped: the raw file and its signed statement
+    are published one after the other from one read. Before, each read the file and hashed
+    it again: 40,000 reads for 20,000 signed runs in a cold build at 1,000 x 20,000."""
+
+    __slots__ = ("_data", "_raw")
+
+    def __init__(self, raw: RawFile) -> None:
+        self._raw = raw
+        self._data: bytes | None = None
+
+    def __call__(self) -> bytes:
+        data = self._data
+        if data is None:
+            data = self._data = stages.read_raw(self._raw)
+            return data
+        self._data = None  # the second call: nothing holds the bytes after it
+        return data
 
 
 def _content(download: Download) -> bytes:
