@@ -20,7 +20,11 @@ import pytest
 
 from tests.conftest import REPO
 
-FRACTIONS = (0.2, 0.5, 0.85)
+# the kill points: SIGKILL as soon as the build reports it has reached each of these steps
+# (its progress lines on stderr), not at fractions of a timed build: on a loaded machine a
+# rebuild from the cache ran faster than a fifth of the timed cold build, every kill landed
+# after the swap, and the test failed though the build did nothing wrong
+KILL_AT = ("build: ", "build: verify", "build: pages:", "build: swap")  # "build: ": its first
 
 
 def digests(root: Path) -> dict[str, str]:
@@ -79,7 +83,6 @@ class Sites:
     """The two sites every test starts from, each built once by a real `aicr-catalog build`."""
 
     base: Path  # holds `old/`, `reference/` and the build cache both left (`.cache/`)
-    duration: float  # seconds the reference build took (the kill points are fractions of it)
     old_tree: dict[str, str]
     new_tree: dict[str, str]
 
@@ -103,9 +106,9 @@ def sites(catalogs: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory)
     one directory: made once per module rather than once per test (they are the same builds)."""
     old_cat, new_cat = catalogs
     base = tmp_path_factory.mktemp("sites")
-    duration = run_build(new_cat, base / "reference")
+    run_build(new_cat, base / "reference")
     run_build(old_cat, base / "old")
-    return Sites(base, duration, digests(base / "old"), digests(base / "reference"))
+    return Sites(base, digests(base / "old"), digests(base / "reference"))
 
 
 def test_sigkill_at_any_point_leaves_old_or_complete_new_site(
@@ -116,21 +119,28 @@ def test_sigkill_at_any_point_leaves_old_or_complete_new_site(
     out = sites.start(tmp_path)
     assert old_tree != new_tree
     outcomes = []
-    for fraction in FRACTIONS:
+    for marker in KILL_AT:
         proc = subprocess.Popen(
             build_cmd(new_cat, out),
             cwd=REPO,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
             env={**os.environ, "SOURCE_DATE_EPOCH": "1780000000"},
         )
-        time.sleep(sites.duration * fraction)
-        killed = proc.poll() is None
-        if killed:
-            os.kill(proc.pid, signal.SIGKILL)
+        assert proc.stderr is not None
+        reached, seen = False, []
+        for line in proc.stderr:
+            seen.append(line)  # the build's progress, line by line as it is written
+            if line.startswith(marker):
+                reached = True
+                os.kill(proc.pid, signal.SIGKILL)
+                break
+        proc.stderr.close()
         proc.wait()
+        assert reached, f"the build never reported {marker!r}: {''.join(seen)}"
         now = digests(out)
-        assert now in (old_tree, new_tree), f"killed at {fraction:.0%}: the site is half-written"
+        assert now in (old_tree, new_tree), f"killed at {marker!r}: the site is half-written"
         outcomes.append("old" if now == old_tree else "new")
         if now == new_tree:  # the swap had happened: restore the old site for the next kill point
             sites.restore(out)
@@ -139,7 +149,7 @@ def test_sigkill_at_any_point_leaves_old_or_complete_new_site(
     run_build(new_cat, out)
     assert digests(out) == new_tree
     leftovers = [p.name for p in out.parent.iterdir() if p.name.startswith(".site-build-")]
-    assert len(leftovers) <= len(FRACTIONS), leftovers
+    assert len(leftovers) <= len(KILL_AT), leftovers
 
 
 def test_broken_catalog_leaves_previous_site(
