@@ -14,8 +14,8 @@ import hashlib
 import logging
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -419,12 +419,15 @@ class PageContent:
 
     key: str
     stamp: str = ""  # the built page it is made from (site-relative .html); "": its own
-    title: str = ""
+    fill: islands.Fill | None = None
     blocks: tuple[str, ...] = ()
     stored: bool = False
 
 
-def _no_fetch(rels: Sequence[str]) -> dict[str, tuple[str, tuple[str, ...]]]:
+Fetched = Mapping[str, tuple[islands.Fill | None, tuple[str, ...]]]  # `Pages.fetch`
+
+
+def _no_fetch(rels: Sequence[str]) -> dict[str, tuple[islands.Fill | None, tuple[str, ...]]]:
     if rels:
         raise SiteError(f"{rels[0]}: a page to fetch, but no page was left in the cache")
     return {}
@@ -462,13 +465,19 @@ class Pages:
     skeletons: Mapping[str, str]
     content: Mapping[str, PageContent]
     renderer: PageRenderer
-    fetch: Callable[[Sequence[str]], Mapping[str, tuple[str, tuple[str, ...]]]] = _no_fetch
+    fetch: Callable[[Sequence[str]], Fetched] = _no_fetch
+    # the stamp pages whose stamped pages bring a body of their own: each one's own fill
+    # (site-relative .html; never published itself: `islands.STAMP_NAME`)
+    own: Mapping[str, islands.Fill] = field(default_factory=dict)
+    unstamped: int = 0  # evidence pages the engine builds: their heading cannot be stamped
 
     @property
     def count(self) -> int:
         """Pages generated: those the engine builds and those stamped from them."""
-        return len(self.skeletons) + sum(
-            1 for r, c in self.content.items() if c.stamp and c.stamp != r
+        return (
+            len(self.skeletons)
+            - len(self.own)  # the stamp pages never published
+            + sum(1 for r, c in self.content.items() if c.stamp and c.stamp != r)
         )
 
     @property
@@ -505,6 +514,13 @@ def _make_pages(site: SiteData, options: BuildOptions, recipe_keys: RecipeKeys |
     done.update(zip(todo, render(todo), strict=True))
     skeletons: dict[str, str] = {}
     content: dict[str, PageContent] = {}
+    own: dict[str, islands.Fill] = {}
+    if pages.STAMP_EVIDENCE:  # built by the engine, never published: `stamping`
+        skeletons[pages.EVIDENCE_STAMP] = islands.lift(pages.evidence_stamp_page(site))[0]
+        own[_html(pages.EVIDENCE_STAMP)] = pages.stamp_fill(
+            skeletons[pages.EVIDENCE_STAMP], pages.EVIDENCE_STAMP, pages.EVIDENCE_STAMP
+        )
+    unstamped = 0
     for part in cached.order:  # the plan's order, whether a group was planned or not
         if isinstance(part, StoredGroup):  # known from its entry: every page left in the cache
             for rel, stamp, key, skeleton in zip(
@@ -512,6 +528,7 @@ def _make_pages(site: SiteData, options: BuildOptions, recipe_keys: RecipeKeys |
             ):
                 if not stamp or stamp == rel:
                     skeletons[rel] = skeleton
+                    unstamped += _evidence_page(rel)
                 stamp = stamp.removesuffix(".md") + ".html" if stamp else ""
                 content[rel.removesuffix(".md") + ".html"] = PageContent(key, stamp, stored=True)
             continue
@@ -527,10 +544,26 @@ def _make_pages(site: SiteData, options: BuildOptions, recipe_keys: RecipeKeys |
             skeleton, blocks = done[i]
             if _engine_builds(page):
                 skeletons[page.rel] = skeleton
-            title = pages.stamped_title(skeleton) if page.stamp else ""
-            key = keys.get(i) or digest("lifted", title, *blocks)
-            content[html] = PageContent(key, stamp, title, blocks)
-    return Pages(skeletons, content, render, cached.fetch)
+                unstamped += _evidence_page(page.rel)
+            fill = pages.stamp_fill(skeleton, page.rel, page.stamp) if page.stamp else None
+            key = keys.get(i) or digest("lifted", repr(fill), *blocks)
+            content[html] = PageContent(key, stamp, fill, blocks)
+    if unstamped and pages.STAMP_EVIDENCE:
+        PROGRESS.info(
+            "pages: %d evidence page(s) built by mkdocs one by one: their heading does not "
+            "fit the stamp page's (pages.evidence_stamp)",
+            unstamped,
+        )
+    return Pages(skeletons, content, render, cached.fetch, own, unstamped)
+
+
+def _html(rel: str) -> str:
+    return rel.removesuffix(".md") + ".html"
+
+
+def _evidence_page(rel: str) -> int:
+    """1 for a recipe name's evidence page (`evidence/<slug>.md`), else 0."""
+    return int(rel.startswith("evidence/") and rel.count("/") == 1 and rel != "evidence/index.md")
 
 
 SKELETONS_STAGE = "page-skeletons"  # the Markdown skeleton of each page the engine builds
@@ -547,7 +580,7 @@ class CachedPages:
     lifted: dict[int, Lifted]
     skeletons: dict[int, str]
     keys: dict[int, str]
-    fetch: Callable[[Sequence[str]], Mapping[str, tuple[str, tuple[str, ...]]]] = _no_fetch
+    fetch: Callable[[Sequence[str]], Fetched] = _no_fetch
     order: tuple[range | StoredGroup, ...] = ()
 
 
@@ -597,7 +630,7 @@ def _cached_pages(
     cache.serve(DerivedKeys(SKELETONS_STAGE, shells))
     by_html: dict[str, int] = {}  # a known group's page -> the group (made when first needed)
 
-    def fetch(rels: Sequence[str]) -> dict[str, tuple[str, tuple[str, ...]]]:
+    def fetch(rels: Sequence[str]) -> Fetched:
         unplanned = [rel for rel in rels if rel not in keyed.by_html]
         if unplanned and not by_html:
             by_html.update(
@@ -690,14 +723,16 @@ class _KeyedPages:
         stored = self.cache.get_or_make_many(PAGES_STAGE, [parts[i] for i in indices], make)
         return [(page.skeleton, page.blocks) for page in stored]
 
-    def fetch(self, rels: Sequence[str]) -> dict[str, tuple[str, tuple[str, ...]]]:
-        """The title and blocks of pages left in the cache (site-relative .html)."""
+    def fetch(self, rels: Sequence[str]) -> Fetched:
+        """The fill and blocks of pages left in the cache (site-relative .html)."""
         plan, by_html = self.plan, self.by_html
         found = self.get([by_html[rel] for rel in rels])
-        return {
-            rel: (pages.stamped_title(skeleton) if plan[by_html[rel]].stamp else "", blocks)
-            for rel, (skeleton, blocks) in zip(rels, found, strict=True)
-        }
+        out: dict[str, tuple[islands.Fill | None, tuple[str, ...]]] = {}
+        for rel, (skeleton, blocks) in zip(rels, found, strict=True):
+            page = plan[by_html[rel]]
+            fill = pages.stamp_fill(skeleton, page.rel, page.stamp) if page.stamp else None
+            out[rel] = (fill, blocks)
+        return out
 
     def stored_group(self, span: range) -> StoredGroup:
         """The entry of the group of pages at `span` (all keyed by `add`)."""
@@ -998,7 +1033,10 @@ def finish_pages(
     fetched in one batch each."""
     put = publisher or Publisher(site_dir)
     built = _built_pages(site_dir, put, engine)
-    sources = _page_sources(built.shas, made.content)
+    if engine is None:  # a stamp page the engine wrote is never published
+        for rel in made.own:
+            put.drop(rel)
+    sources = _page_sources(built.shas, made.content, made.own.keys())
     stale = {rel for rel, source in sources.items() if put.recorded_source(rel) != source}
     built.prefetch((made.content.get(rel) or PageContent("")).stamp or rel for rel in stale)
     stored = [rel for rel, page in made.content.items() if page.stored and rel in stale]
@@ -1044,13 +1082,15 @@ def engine_source(sha: str) -> str:
 PAGE_CODE = "site"  # the finishing code (islands, csp, this module): part of every page's source
 
 
-def _page_sources(built: Mapping[str, str], content: Mapping[str, PageContent]) -> dict[str, str]:
+def _page_sources(
+    built: Mapping[str, str], content: Mapping[str, PageContent], hidden: Collection[str] = ()
+) -> dict[str, str]:
     """Every finished page's source identity (`derived_source`): the finishing code, the
     sha256 of the built HTML it is made from (`built`: by path) and its content's key (pages
-    with no content: none)."""
+    with no content: none). The stamp pages in `hidden` are not published."""
     code = fingerprint(PAGE_CODE)
     sources: dict[str, str] = {}
-    for rel in built.keys() | content.keys():
+    for rel in (built.keys() | content.keys()) - set(hidden):
         page = content.get(rel) or PageContent("")
         origin = page.stamp or rel
         sha = built.get(origin)
@@ -1065,17 +1105,19 @@ def _finish_page(
     built: BuiltPages,
     page: PageContent,
     made: Pages,
-    fetched: Mapping[str, tuple[str, tuple[str, ...]]],
+    fetched: Fetched,
 ) -> bytes:
-    """One finished page: the built HTML (its stamp's, with its title), its data blocks put
+    """One finished page: the built HTML (its stamp's, with its fill), its data blocks put
     back, the Content-Security-Policy added."""
     made.renderer.finished += 1
-    title, blocks = page.title, page.blocks
+    fill, blocks = page.fill, page.blocks
     if page.stored:
-        title, blocks = fetched[rel] if rel in fetched else made.fetch([rel])[rel]
+        fill, blocks = fetched[rel] if rel in fetched else made.fetch([rel])[rel]
     html = built[page.stamp or rel].decode("utf-8")
     if page.stamp:
-        html = islands.stamp(html, title, rel)
+        if fill is None:
+            raise SiteError(f"{rel}: a stamped page without its fill")
+        html = islands.stamp(html, fill, rel, made.own.get(page.stamp))
     if blocks:
         html = islands.sink(html, blocks, rel)
     return with_csp(html).encode("utf-8")
@@ -1220,10 +1262,16 @@ def write_site(
         engine = run_engine(inputs, site_dir, epoch, cache, base)
         del inputs
         engine_reused = engine is not None
+        sitemap: dict[str, bytes] = {}
         if not config.get("site_url"):
+            engine = without_sitemap(site_dir, engine)
+        elif made.own:  # the stamped pages listed, the stamp pages not
+            sitemap = stamped_sitemap(_sitemap_files(site_dir, engine), made)
             engine = without_sitemap(site_dir, engine)
         with collector_paused():
             publisher = _publisher(cache, out, site_dir)
+            for rel, data in sitemap.items():
+                publisher.put(rel, data)
             finish_pages(site_dir, made, publisher, engine)
             work_done = made.renderer  # its counts include the pages fetched and finished
             del engine, made  # the data blocks are in the pages now
@@ -1297,6 +1345,83 @@ NO_SITEMAP = StageNote(
     "no sitemap.xml written: a sitemap lists absolute URLs and this build has no site URL "
     "(give --site-url, or site_url in mkdocs.yml)",
 )
+
+
+def _sitemap_files(site_dir: Path, engine: EngineOutput | None) -> dict[str, bytes]:
+    """The engine's sitemap files (those it wrote)."""
+    if engine is not None:
+        return engine.read([rel for rel in SITEMAP_FILES if rel in engine.shas])
+    return {
+        rel: safeio.read(site_dir / rel, root=site_dir, where="the built site")
+        for rel in SITEMAP_FILES
+        if (site_dir / rel).is_file()
+    }
+
+
+_URL = re.compile(r"<url>.*?</url>", re.DOTALL)
+_LOC = re.compile(r"<loc>([^<]*)</loc>")
+
+
+def stamped_sitemap(files: Mapping[str, bytes], made: Pages) -> dict[str, bytes]:
+    """The engine's sitemap (and its gzip) as the engine writes it when it builds every page
+    (`pages.STAMP_EVIDENCE` off): the stamp pages' own entries left out, one entry per stamped
+    page with a body of its own (an evidence page), made from its stamp's entry with its file
+    name, in the engine's order of files (`mkdocs.structure.files.file_sort_key`)."""
+    if "sitemap.xml" not in files:
+        return {}
+    text = files["sitemap.xml"].decode("utf-8")
+    entries = _URL.findall(text)
+    gaps = _URL.split(text)  # the text before, between and after the entries
+    if len(entries) < 2 or len(set(gaps[1:-1])) != 1:
+        raise SiteError("the engine's sitemap is not a list of entries with one separator")
+    by_loc: dict[str, str] = {}
+    for entry in entries:
+        found = _LOC.search(entry)
+        if found is None:
+            raise SiteError("the engine's sitemap has an entry without a location")
+        by_loc[found.group(1)] = entry
+    prefix = ""
+    for stamp in made.own:
+        own = [loc for loc in by_loc if loc.endswith(stamp)]
+        if len(own) != 1:
+            raise SiteError(f"the engine's sitemap does not list the stamp page {stamp} once")
+        prefix, entry = own[0].removesuffix(stamp), by_loc.pop(own[0])
+        stem = stamp.rsplit("/", 1)[-1]
+        for rel, page in made.content.items():
+            if page.stamp == stamp:
+                if prefix + rel in by_loc:
+                    raise SiteError(f"the engine's sitemap already lists {rel}")
+                by_loc[prefix + rel] = entry.replace(stem, rel.rsplit("/", 1)[-1])
+    order = sorted(by_loc, key=lambda loc: _file_key(loc, prefix))
+    out = [gaps[0], gaps[1].join(by_loc[loc] for loc in order), gaps[-1]]
+    sitemap = "".join(out).encode("utf-8")
+    result = {"sitemap.xml": sitemap}
+    if "sitemap.xml.gz" in files:
+        result["sitemap.xml.gz"] = _gzip_like(files["sitemap.xml.gz"], sitemap)
+    return result
+
+
+def _file_key(loc: str, prefix: str) -> tuple[Any, ...]:
+    """`mkdocs.structure.files.file_sort_key` of the page at `loc` (its Markdown source)."""
+    if not loc.startswith(prefix):
+        raise SiteError(f"the engine's sitemap lists {loc} outside the site's URL")
+    parts = loc[len(prefix) :].removesuffix(".html").split("/")
+    return (tuple(parts[:-1]), parts[-1] != "index", parts[-1] + ".md")
+
+
+def _gzip_like(old: bytes, data: bytes) -> bytes:
+    """`data` gzipped as the engine gzips its sitemap: the name `sitemap.xml`, the time in
+    the header of its own gzip (`old`), the default level."""
+    import gzip
+    import io
+
+    if len(old) < 10:
+        raise SiteError("the engine's sitemap.xml.gz is not a gzip file")
+    mtime = int.from_bytes(old[4:8], "little")
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, filename="sitemap.xml.gz", mode="wb", mtime=mtime) as gz:
+        gz.write(data)
+    return buf.getvalue()
 
 
 def without_sitemap(site_dir: Path, engine: EngineOutput | None) -> EngineOutput | None:

@@ -21,8 +21,10 @@ index, as their tables already were (`data-search-exclude`).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from generator.core.errors import SiteError
 
@@ -33,6 +35,9 @@ _PLACEHOLDER = re.compile(r"<!--aicr:island (\d+)-->")
 # run's page is the built evidence/runs/index.html with its own title and data blocks). Lower
 # case letters and dashes: the engine writes it as it is, and no escaped data can contain it.
 STAMP_TITLE = "aicr-stamp-title"
+# The name of an evidence page's stamp (`pages.EVIDENCE_STAMP`): upper case, so never a recipe
+# page's file name (`pages.slug`), and never published itself.
+STAMP_NAME = "AICR-STAMP"
 
 
 def placeholder(index: int) -> str:
@@ -83,10 +88,69 @@ def sink(html: str, blocks: Sequence[str], page: str) -> str:
     return out
 
 
-def stamp(html: str, title: str, page: str) -> str:
+@dataclass(frozen=True, slots=True)
+class Fill:
+    """What a stamped page puts into its stamp page's built HTML: its title (as the theme
+    writes it: the front matter's, already HTML-escaped) and, for a page whose heading is its
+    own (`body` not None: an evidence page), the HTML the engine makes of its Markdown body
+    (`generator.site.stamping`), its heading's anchor (the skip link's target) and the stem of
+    its file name (its URL's last part, in the canonical link)."""
+
+    title: str
+    body: str | None = None
+    anchor: str = ""
+    stem: str = ""
+
+
+def stamp(html: str, fill: Fill | str, page: str, own: Fill | None = None) -> str:
     """A page made from the engine's build of its stamp page: `html` with the stamp's title
-    replaced by `title` (already HTML-escaped: the theme writes titles unescaped) wherever the
-    engine wrote it (head, header, heading). The data blocks go in with `sink` after."""
-    if STAMP_TITLE not in html:
-        raise SiteError(f"{page}: its stamp page has no title placeholder")
-    return html.replace(STAMP_TITLE, title)
+    replaced by `fill`'s wherever the engine wrote it (head, header, heading). With a body
+    (`fill.body`), `own` is the stamp page's own fill: its body, skip link and file stem are
+    replaced by the page's in one pass (`stamp_parts`). The data blocks go in with `sink`
+    after. A plain string is a title alone."""
+    if isinstance(fill, str):
+        fill = Fill(fill)
+    if fill.body is None:
+        if STAMP_TITLE not in html:
+            raise SiteError(f"{page}: its stamp page has no title placeholder")
+        return html.replace(STAMP_TITLE, fill.title)
+    if own is None or own.body is None:
+        raise SiteError(f"{page}: a stamped body without its stamp page's own")
+    parts = stamp_parts(html, own, page)
+    values = (fill.body, fill.title, f'href="#{fill.anchor}"', f"{fill.stem}.html")
+    out = [parts[0]]
+    for slot, text in zip(parts[1::2], parts[2::2], strict=True):
+        out += [values[int(slot)], text]
+    return "".join(out)
+
+
+def stamp_parts(html: str, own: Fill, page: str) -> list[str]:
+    """The stamp page's built HTML split at what a stamped page replaces: text, slot, text,
+    ... (a slot is "0" body, "1" title, "2" skip link, "3" file name). The body and the skip
+    link must be there exactly once, the title at least once, and the stamp's name nowhere
+    else: a stamp that does not fit is an error, never a page with the stamp's text left in."""
+    if own.body is None:
+        raise SiteError(f"{page}: its stamp page has no body")
+    return _stamp_parts(html, own.body, own.title, f'href="#{own.anchor}"', f"{own.stem}.html")
+
+
+@functools.lru_cache(maxsize=8)
+def _stamp_parts(html: str, *tokens: str) -> list[str]:
+    pattern = re.compile("|".join(f"({re.escape(t)})" for t in tokens))
+    parts: list[str] = []
+    counts = [0] * len(tokens)
+    pos = 0
+    for match in pattern.finditer(html):
+        slot = match.lastindex - 1 if match.lastindex else 0
+        counts[slot] += 1
+        parts += [html[pos : match.start()], str(slot)]
+        pos = match.end()
+    parts.append(html[pos:])
+    body, title, skip, _ = counts
+    rest = "".join(parts[0::2])
+    if body != 1 or skip != 1 or title < 1 or STAMP_NAME in rest or STAMP_NAME.lower() in rest:
+        raise SiteError(
+            "the stamp page's built HTML does not fit its stamped pages (body "
+            f"{body}x, skip link {skip}x, title {title}x, or its name left elsewhere)"
+        )
+    return parts

@@ -20,6 +20,7 @@ from generator.core import names
 from generator.core.errors import SiteError
 from generator.core.records import ScaleProfile
 from generator.evidence.view import EvidenceView, RunFacts, by_recipe, facts
+from generator.site import islands
 from generator.site.audit import statement_file
 from generator.site.charts import (
     NOT_IN_LADDER,
@@ -31,7 +32,7 @@ from generator.site.charts import (
     verdict_heatmap,
 )
 from generator.site.islands import STAMP_TITLE
-from generator.site.jinja import render
+from generator.site.jinja import md_inline, render
 from generator.site.model import LaneVerdict, LaneView, ProfileView, RecipeView, SiteData
 from generator.site.runpage import run_markdown
 from generator.site.summary import band, summaries
@@ -792,6 +793,39 @@ def run_stamp_inputs() -> SitePage:
     return _template("pages/run_stamp.md.j2", title=STAMP_TITLE, own="Evidence runs")
 
 
+# Every recipe name's evidence page is stamped from one page the engine builds of the same
+# template for a name no recipe's page can have (`islands.STAMP_NAME`): never published itself
+# (`generator.site.stamping`). Off: the engine builds every evidence page (the reference).
+STAMP_EVIDENCE = True
+EVIDENCE_STAMP = f"evidence/{islands.STAMP_NAME}.md"
+
+
+def evidence_stamp(name: str) -> str:
+    """The stamp page of `name`'s evidence page, "" when the engine must build it itself: its
+    heading (`# Evidence for <name>`, as the template writes it) does not fit the stamp's
+    layout (`stamping.fits`: a table of contents of that one heading, no link)."""
+    if not STAMP_EVIDENCE:
+        return ""
+    from generator.site import stamping
+
+    return EVIDENCE_STAMP if stamping.heading_fits(f"# Evidence for {md_inline(name)}\n") else ""
+
+
+def evidence_stamp_page(site: SiteData) -> str:
+    """The page the engine builds for every stamped evidence page (`EVIDENCE_STAMP`)."""
+    return evidence_page(islands.STAMP_NAME, (), site, True)
+
+
+def stamp_fill(skeleton: str, rel: str, stamp: str) -> islands.Fill:
+    """What the page at `rel` (docs-relative .md) puts into its stamp page's built HTML."""
+    if stamp == EVIDENCE_STAMP:
+        from generator.site import stamping
+
+        stem = rel.rsplit("/", 1)[-1].removesuffix(".md")
+        return stamping.fill(skeleton, stem, rel)
+    return islands.Fill(stamped_title(skeleton))
+
+
 def stamped_title(skeleton: str) -> str:
     """The HTML-escaped title of a stamped page, from its Markdown's front matter: `title`
     (as the `title` filter wrote it: a JSON string of HTML-escaped text), or `stamp_title` for
@@ -870,6 +904,7 @@ class PageGroup:
                 name,
                 runs,
                 lambda: evidence_page(name, runs, site, False),
+                evidence_stamp(name),
             )
             return [evidence, *_run_plans(runs, site, None)]
         return [
@@ -886,6 +921,7 @@ class PageGroup:
                 recipe.name,
                 runs,
                 lambda: evidence_page(recipe.name, runs, site, True),
+                evidence_stamp(recipe.name),
             ),
             *_run_plans(runs, site, recipe),
         ]
