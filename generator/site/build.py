@@ -44,7 +44,7 @@ from generator.fast.collector import collector_paused
 from generator.fast.pool import parallel_map
 from generator.pipeline import Inputs, LeafResults, Outcome, ResultHead, run
 from generator.render.bundled import Refusal
-from generator.site import api, badges, changelog, islands, jinja, pages, stages
+from generator.site import api, badges, changelog, islands, jinja, pages, stages, stamping
 from generator.site.audit import evidence_added, signed_statement, statement_file
 from generator.site.csp import with_csp
 from generator.site.engine import (
@@ -470,6 +470,9 @@ class Pages:
     # (site-relative .html; never published itself: `islands.STAMP_NAME`)
     own: Mapping[str, islands.Fill] = field(default_factory=dict)
     unstamped: int = 0  # evidence pages the engine builds: their heading cannot be stamped
+    # the stamped recipe pages' entries of the search index (site-relative .html -> a JSON
+    # list, "" for none: `stamping.search_entries`), put into the engine's (`search_index`)
+    search: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def count(self) -> int:
@@ -515,20 +518,27 @@ def _make_pages(site: SiteData, options: BuildOptions, recipe_keys: RecipeKeys |
     skeletons: dict[str, str] = {}
     content: dict[str, PageContent] = {}
     own: dict[str, islands.Fill] = {}
-    if pages.STAMP_EVIDENCE:  # built by the engine, never published: `stamping`
-        skeletons[pages.EVIDENCE_STAMP] = islands.lift(pages.evidence_stamp_page(site))[0]
-        own[_html(pages.EVIDENCE_STAMP)] = pages.stamp_fill(
-            skeletons[pages.EVIDENCE_STAMP], pages.EVIDENCE_STAMP, pages.EVIDENCE_STAMP
-        )
+    stamps: dict[str, str] = {}  # built by the engine, never published: `stamping`
+    if pages.STAMP_EVIDENCE:
+        stamps[pages.EVIDENCE_STAMP] = islands.lift(pages.evidence_stamp_page(site))[0]
+    if pages.STAMP_RECIPES:
+        stamps.update(pages.recipe_stamp_pages())
+    for rel, skeleton in stamps.items():
+        skeletons[rel] = skeleton
+        own[_html(rel)] = pages.stamp_fill(skeleton, rel, rel)
+    search: dict[str, str] = {}  # a stamped recipe page's search entries (`stamping`)
     unstamped = 0
     for part in cached.order:  # the plan's order, whether a group was planned or not
         if isinstance(part, StoredGroup):  # known from its entry: every page left in the cache
-            for rel, stamp, key, skeleton in zip(
-                part.rels, part.stamps, part.keys, part.skeletons, strict=True
+            searches = part.searches or ("",) * len(part.rels)
+            for rel, stamp, key, skeleton, entries in zip(
+                part.rels, part.stamps, part.keys, part.skeletons, searches, strict=True
             ):
                 if not stamp or stamp == rel:
                     skeletons[rel] = skeleton
                     unstamped += _evidence_page(rel)
+                elif stamp in _BODY_STAMPS:
+                    search[_html(rel)] = entries
                 stamp = stamp.removesuffix(".md") + ".html" if stamp else ""
                 content[rel.removesuffix(".md") + ".html"] = PageContent(key, stamp, stored=True)
             continue
@@ -537,14 +547,18 @@ def _make_pages(site: SiteData, options: BuildOptions, recipe_keys: RecipeKeys |
             html = page.rel.removesuffix(".md") + ".html"
             stamp = page.stamp.removesuffix(".md") + ".html" if page.stamp else ""
             if i not in done:  # left in the cache, unread (an engine page: but its skeleton)
-                if i in cached.skeletons:
+                if i in cached.skeletons and _engine_builds(page):
                     skeletons[page.rel] = cached.skeletons[i]
+                elif i in cached.skeletons and page.stamp in _BODY_STAMPS:
+                    search[html] = stamping.search_entries(cached.skeletons[i], html)
                 content[html] = PageContent(keys[i], stamp, stored=True)
                 continue
             skeleton, blocks = done[i]
             if _engine_builds(page):
                 skeletons[page.rel] = skeleton
                 unstamped += _evidence_page(page.rel)
+            elif page.stamp in _BODY_STAMPS:
+                search[html] = stamping.search_entries(skeleton, html)
             fill = pages.stamp_fill(skeleton, page.rel, page.stamp) if page.stamp else None
             key = keys.get(i) or digest("lifted", repr(fill), *blocks)
             content[html] = PageContent(key, stamp, fill, blocks)
@@ -554,7 +568,7 @@ def _make_pages(site: SiteData, options: BuildOptions, recipe_keys: RecipeKeys |
             "fit the stamp page's (pages.evidence_stamp)",
             unstamped,
         )
-    return Pages(skeletons, content, render, cached.fetch, own, unstamped)
+    return Pages(skeletons, content, render, cached.fetch, own, unstamped, search)
 
 
 def _html(rel: str) -> str:
@@ -681,10 +695,10 @@ class _KeyedPages:
         cached = list(parts)
         held = cache.stored(PAGES_STAGE, [parts[i] for i in cached], sweep=True)
         self.keys.update((i, key) for i, (key, _) in zip(cached, held, strict=True))
-        engine = [i for i in cached if _engine_builds(plan[i])]
+        engine = [i for i in cached if _needs_skeleton(plan[i])]
         # a stamped page: read (rendered) only when the cache does not hold it
         read = [i for i, (_, there) in zip(cached, held, strict=True) if not there]
-        read = [i for i in read if not _engine_builds(plan[i])]
+        read = [i for i in read if not _needs_skeleton(plan[i])]
         whole: set[int] = set()
 
         def make(todo: list[int]) -> list[bytes]:  # engine pages without a stored skeleton
@@ -737,11 +751,16 @@ class _KeyedPages:
     def stored_group(self, span: range) -> StoredGroup:
         """The entry of the group of pages at `span` (all keyed by `add`)."""
         plan = self.plan
-        engine = [i for i in span if _engine_builds(plan[i])]
+        engine = [i for i in span if _needs_skeleton(plan[i])]
         derived = self.cache.derive(SKELETONS_STAGE, [self.parts[i] for i in engine])
         shells = dict(zip(engine, derived.keys, strict=True))
         skeletons = {
             i: self.lifted[i][0] if i in self.lifted else self.skeletons[i] for i in engine
+        }
+        searches = {
+            i: stamping.search_entries(skeletons[i], _html(plan[i].rel))
+            for i in engine
+            if plan[i].stamp in _BODY_STAMPS
         }
         return StoredGroup(
             tuple(plan[i].rel for i in span),
@@ -749,6 +768,7 @@ class _KeyedPages:
             tuple(self.keys[i] for i in span),
             tuple(shells.get(i, "") for i in span),
             tuple(skeletons.get(i, "") for i in span),
+            tuple(searches.get(i, "") for i in span),
         )
 
 
@@ -784,6 +804,17 @@ def _site_parts(recipe_keys: RecipeKeys, page: pages.PagePlan) -> tuple[str, ...
 
 def _values_only(path: Path, where: str) -> str:
     raise TypeError(f"a page is made of values, not of files ({path}, {where})")
+
+
+# stamped pages whose stamp has a table of contents: their skeleton is kept (read from the
+# cache, stored in their group's entry) for their entries of the search index
+_BODY_STAMPS = frozenset(pages.RECIPE_STAMPS.values())
+
+
+def _needs_skeleton(page: pages.PagePlan) -> bool:
+    """A page whose Markdown skeleton the build reads: one the engine builds, or a stamped
+    recipe page (its search entries are made from it)."""
+    return _engine_builds(page) or page.stamp in _BODY_STAMPS
 
 
 def _engine_builds(page: pages.PagePlan) -> bool:
@@ -1038,7 +1069,11 @@ def finish_pages(
             put.drop(rel)
     sources = _page_sources(built.shas, made.content, made.own.keys())
     stale = {rel for rel, source in sources.items() if put.recorded_source(rel) != source}
-    built.prefetch((made.content.get(rel) or PageContent("")).stamp or rel for rel in stale)
+    built.prefetch(
+        origin
+        for rel in stale
+        for origin in _origins((made.content.get(rel) or PageContent("")).stamp or rel)
+    )
     stored = [rel for rel, page in made.content.items() if page.stored and rel in stale]
     fetched = dict(made.fetch(stored)) if stored else {}
     for rel in sorted(sources):
@@ -1092,12 +1127,29 @@ def _page_sources(
     sources: dict[str, str] = {}
     for rel in (built.keys() | content.keys()) - set(hidden):
         page = content.get(rel) or PageContent("")
-        origin = page.stamp or rel
-        sha = built.get(origin)
-        if sha is None:
-            raise SiteError(f"{rel}: the page it is made from, {origin}, was not built")
-        sources[rel] = derived_source("page", code, sha, page.key)
+        shas = [built.get(origin) for origin in _origins(page.stamp or rel)]
+        if None in shas:
+            raise SiteError(f"{rel}: a page it is made from, of {page.stamp}, was not built")
+        sources[rel] = derived_source("page", code, *shas, page.key)  # type: ignore[arg-type]
     return sources
+
+
+def _origins(stamp: str) -> tuple[str, ...]:
+    """The built pages a page stamped from `stamp` (site-relative .html) may be made from:
+    the stamp's variants, one per layout (`pages.RECIPE_STAMPS`), or the stamp itself."""
+    if stamp == _html(pages.RECIPE_STAMP):
+        return tuple(_html(rel) for rel in pages.RECIPE_STAMPS.values())
+    return (stamp,)
+
+
+def _origin(stamp: str, fill: islands.Fill, rel: str) -> str:
+    """The variant of `stamp` a page of `fill`'s layout is made from."""
+    if not fill.template:
+        return stamp
+    variant = pages.RECIPE_STAMPS.get(fill.template)
+    if variant is None or stamp != _html(pages.RECIPE_STAMP):
+        raise SiteError(f"{rel}: no stamp page of its layout {fill.template!r}")
+    return _html(variant)
 
 
 def _finish_page(
@@ -1113,11 +1165,13 @@ def _finish_page(
     fill, blocks = page.fill, page.blocks
     if page.stored:
         fill, blocks = fetched[rel] if rel in fetched else made.fetch([rel])[rel]
-    html = built[page.stamp or rel].decode("utf-8")
     if page.stamp:
         if fill is None:
             raise SiteError(f"{rel}: a stamped page without its fill")
-        html = islands.stamp(html, fill, rel, made.own.get(page.stamp))
+        origin = _origin(page.stamp, fill, rel)
+        html = islands.stamp(built[origin].decode("utf-8"), fill, rel, made.own.get(origin))
+    else:
+        html = built[rel].decode("utf-8")
     if blocks:
         html = islands.sink(html, blocks, rel)
     return with_csp(html).encode("utf-8")
@@ -1262,15 +1316,20 @@ def write_site(
         engine = run_engine(inputs, site_dir, epoch, cache, base)
         del inputs
         engine_reused = engine is not None
-        sitemap: dict[str, bytes] = {}
+        remade: dict[str, bytes] = {}  # the engine's site-wide files, as if it built every page
+        if made.own:  # the stamped pages listed, the stamp pages not
+            found = _engine_files(site_dir, engine, (SEARCH_INDEX,))
+            if SEARCH_INDEX in found:
+                remade[SEARCH_INDEX] = search_index(found[SEARCH_INDEX], made)
+                engine = engine.without((SEARCH_INDEX,)) if engine is not None else None
         if not config.get("site_url"):
             engine = without_sitemap(site_dir, engine)
-        elif made.own:  # the stamped pages listed, the stamp pages not
-            sitemap = stamped_sitemap(_sitemap_files(site_dir, engine), made)
+        elif made.own:
+            remade.update(stamped_sitemap(_engine_files(site_dir, engine, SITEMAP_FILES), made))
             engine = without_sitemap(site_dir, engine)
         with collector_paused():
             publisher = _publisher(cache, out, site_dir)
-            for rel, data in sitemap.items():
+            for rel, data in sorted(remade.items()):
                 publisher.put(rel, data)
             finish_pages(site_dir, made, publisher, engine)
             work_done = made.renderer  # its counts include the pages fetched and finished
@@ -1347,15 +1406,50 @@ NO_SITEMAP = StageNote(
 )
 
 
-def _sitemap_files(site_dir: Path, engine: EngineOutput | None) -> dict[str, bytes]:
-    """The engine's sitemap files (those it wrote)."""
+def _engine_files(
+    site_dir: Path, engine: EngineOutput | None, rels: Sequence[str]
+) -> dict[str, bytes]:
+    """The files at `rels` of the engine's output (those it wrote)."""
     if engine is not None:
-        return engine.read([rel for rel in SITEMAP_FILES if rel in engine.shas])
+        return engine.read([rel for rel in rels if rel in engine.shas])
     return {
         rel: safeio.read(site_dir / rel, root=site_dir, where="the built site")
-        for rel in SITEMAP_FILES
+        for rel in rels
         if (site_dir / rel).is_file()
     }
+
+
+SEARCH_INDEX = "search/search_index.json"  # the theme's search plugin's
+
+
+def search_index(data: bytes, made: Pages) -> bytes:
+    """The search plugin's index as it writes it when the engine builds every page
+    (`pages.STAMP_RECIPES` off): the stamp pages' entries left out, each stamped recipe page's
+    (`Pages.search`) put in, each page's entries in the engine's order of files
+    (`mkdocs.structure.files.file_sort_key`), written as the plugin writes them (compact
+    JSON, `default=str`)."""
+    import json
+
+    index = json.loads(data)
+    if not isinstance(index, dict) or set(index) != {"config", "docs"}:
+        raise SiteError(f"the engine's {SEARCH_INDEX} is not a search index")
+    by_page: dict[str, list[str]] = {}
+    for entry in index["docs"]:
+        page = str(entry["location"]).split("#", 1)[0]
+        if page not in made.own:
+            by_page.setdefault(page, []).append(
+                json.dumps(entry, separators=(",", ":"), default=str)
+            )
+    for page, entries in made.search.items():
+        if page in by_page:
+            raise SiteError(f"the engine's {SEARCH_INDEX} already holds {page}")
+        if entries:
+            by_page[page] = [entries[1:-1]]  # a JSON list's items
+    docs = ",".join(
+        ",".join(by_page[page]) for page in sorted(by_page, key=lambda p: _file_key(p, ""))
+    )
+    config = json.dumps(index["config"], separators=(",", ":"), default=str)
+    return f'{{"config":{config},"docs":[{docs}]}}'.encode()
 
 
 _URL = re.compile(r"<url>.*?</url>", re.DOTALL)

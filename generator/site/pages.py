@@ -816,13 +816,42 @@ def evidence_stamp_page(site: SiteData) -> str:
     return evidence_page(islands.STAMP_NAME, (), site, True)
 
 
+# Every recipe's page likewise, from one of two pages the engine builds (never published), one
+# per layout (`template`): what its front matter names picks the one (`Fill.template`). Off:
+# the engine builds every recipe page (the reference).
+STAMP_RECIPES = True
+RECIPE_STAMP = f"recipes/{islands.STAMP_NAME}.md"
+RECIPE_STAMPS = {  # layout -> the stamp page of that layout
+    "main.html": RECIPE_STAMP,
+    "charts.html": f"recipes/{islands.STAMP_NAME}-CHARTS.md",
+}
+
+
+def recipe_stamp_pages() -> dict[str, str]:
+    """The pages the engine builds for every stamped recipe page (docs-relative .md ->
+    Markdown): a recipe page's front matter and two level-2 headings, from which the table of
+    contents' item is learned (`islands.stamp_parts`)."""
+    name = islands.STAMP_NAME
+    return {
+        rel: (
+            f'---\ntitle: "{name}"\ntemplate: {template}\nhide:\n  - navigation\n---\n\n'
+            f"# {name}\n\n## {name}-A\n\n## {name}-B\n"
+        )
+        for template, rel in RECIPE_STAMPS.items()
+    }
+
+
 def stamp_fill(skeleton: str, rel: str, stamp: str) -> islands.Fill:
     """What the page at `rel` (docs-relative .md) puts into its stamp page's built HTML."""
+    stem = rel.rsplit("/", 1)[-1].removesuffix(".md")
     if stamp == EVIDENCE_STAMP:
         from generator.site import stamping
 
-        stem = rel.rsplit("/", 1)[-1].removesuffix(".md")
         return stamping.fill(skeleton, stem, rel)
+    if stamp in RECIPE_STAMPS.values():
+        from generator.site import stamping
+
+        return stamping.recipe_fill(skeleton, stem, rel)
     return islands.Fill(stamped_title(skeleton))
 
 
@@ -914,6 +943,7 @@ class PageGroup:
                 recipe.name,
                 runs,
                 lambda: recipe_page(recipe, site),
+                RECIPE_STAMP if STAMP_RECIPES else "",
             ),
             PagePlan(
                 f"evidence/{slug(recipe.name)}.md",

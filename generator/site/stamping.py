@@ -32,23 +32,41 @@ from generator.site.islands import Fill
 EXTENSIONS = ("toc", "tables", "fenced_code", "admonition", "attr_list")
 CONFIGS: dict[str, dict[str, Any]] = {"toc": {"permalink": False}}
 
-_LINK = re.compile(r"<(a|img)\b", re.IGNORECASE)
+# material's search plugin takes these out of every page's content once it is indexed
+_SEARCH_ATTRIBUTES = re.compile(r"\s?data-search-\w+=\"[^\"]+\"")
+# what a recipe page's front matter holds (`pages/recipe.md.j2`): its layout picks the stamp
+RECIPE_FIELDS = frozenset({"title", "template", "hide"})
 
 
 @functools.lru_cache(maxsize=1)
 def _markdown() -> Any:
     import markdown  # type: ignore[import-untyped]
+    from markdown.treeprocessors import Treeprocessor  # type: ignore[import-untyped]
 
-    return markdown.Markdown(extensions=list(EXTENSIONS), extension_configs=CONFIGS)
+    class Links(Treeprocessor):  # type: ignore[misc]
+        """Whether the Markdown made a link or an image (mkdocs rewrites and checks those;
+        raw HTML is not in the tree, as it is not in mkdocs' own tree processors')."""
+
+        found = False
+
+        def run(self, root: Any) -> None:
+            Links.found = any(True for _ in root.iter("a")) or any(True for _ in root.iter("img"))
+
+    md = markdown.Markdown(extensions=list(EXTENSIONS), extension_configs=CONFIGS)
+    md.treeprocessors.register(Links(md), "aicr-links", 0)
+    md.aicr_links = Links
+    return md
 
 
 @functools.lru_cache(maxsize=4096)
-def convert(text: str) -> tuple[str, tuple[Any, ...]]:
-    """A page body as mkdocs converts it: its HTML and its table of contents' tokens."""
+def convert(text: str) -> tuple[str, tuple[Any, ...], bool]:
+    """A page body as mkdocs converts it: its HTML, its table of contents' tokens and whether
+    the Markdown made a link or an image."""
     md = _markdown()
     md.reset()
+    md.aicr_links.found = False
     html = md.convert(text)
-    return html, tuple(getattr(md, "toc_tokens", ()))
+    return html, tuple(getattr(md, "toc_tokens", ())), bool(md.aicr_links.found)
 
 
 def split(skeleton: str) -> tuple[str, dict[str, Any]]:
@@ -59,27 +77,84 @@ def split(skeleton: str) -> tuple[str, dict[str, Any]]:
     return body, fields
 
 
-def fits(html: str, toc: tuple[Any, ...]) -> bool:
+def fits(html: str, toc: tuple[Any, ...], links: bool) -> bool:
     """Whether a converted body fits an evidence page's stamp: one level-1 heading, nothing
     else in the table of contents, no link or image (mkdocs would rewrite or check those)."""
-    return (
-        len(toc) == 1
-        and toc[0].get("level") == 1
-        and not toc[0].get("children")
-        and not _LINK.search(html)
-    )
+    return len(toc) == 1 and toc[0].get("level") == 1 and not toc[0].get("children") and not links
 
 
-def fill(skeleton: str, stem: str, page: str) -> Fill:
-    """What the page `skeleton` (at `<dir>/<stem>.md`) puts into its stamp's built HTML."""
-    body, fields = split(skeleton)
+def fits_recipe(toc: tuple[Any, ...], links: bool) -> bool:
+    """Whether a converted body fits a recipe page's stamp: one level-1 heading whose
+    children are level-2 headings without children of their own, no link or image."""
+    if links or len(toc) != 1 or toc[0].get("level") != 1:
+        return False
+    heads = toc[0].get("children") or []
+    return bool(heads) and all(h.get("level") == 2 and not h.get("children") for h in heads)
+
+
+def _title(fields: dict[str, Any], page: str) -> str:
     title = fields.get("title")
     if not isinstance(title, str) or not title:
         raise SiteError(f"{page}: a stamped page has no title in its front matter")
-    html, toc = convert(body)
-    if not fits(html, toc):
+    return title
+
+
+def fill(skeleton: str, stem: str, page: str) -> Fill:
+    """What the evidence page `skeleton` (at `<dir>/<stem>.md`) puts into its stamp's built
+    HTML."""
+    body, fields = split(skeleton)
+    title = _title(fields, page)
+    html, toc, links = convert(body)
+    if not fits(html, toc, links):
         raise SiteError(f"{page}: its heading does not fit its stamp page (pages.evidence_stamp)")
-    return Fill(title, html, str(toc[0]["id"]), stem)
+    return Fill(title, _SEARCH_ATTRIBUTES.sub("", html), str(toc[0]["id"]), stem)
+
+
+def recipe_fill(skeleton: str, stem: str, page: str) -> Fill:
+    """What the recipe page `skeleton` (at `recipes/<stem>.md`) puts into its stamp's built
+    HTML (the variant of its layout, `Fill.template`)."""
+    body, fields = split(skeleton)
+    title = _title(fields, page)
+    template = fields.get("template")
+    if set(fields) != RECIPE_FIELDS or fields.get("hide") != ["navigation"]:
+        raise SiteError(f"{page}: its front matter is not a recipe page's: {sorted(fields)}")
+    html, toc, links = convert(body)
+    if not isinstance(template, str) or not fits_recipe(toc, links):
+        raise SiteError(f"{page}: its headings do not fit its stamp page")
+    heads = tuple((str(h["id"]), str(h["name"])) for h in toc[0]["children"])
+    body_html = _SEARCH_ATTRIBUTES.sub("", html)
+    return Fill(title, body_html, str(toc[0]["id"]), stem, heads, template)
+
+
+def search_entries(skeleton: str, url: str) -> str:
+    """The search index's entries of the page `skeleton` at `url` (site-relative .html), as
+    material's search plugin makes them from mkdocs' page (its own `SearchIndex`), as JSON
+    (a list, written as the plugin writes its index): "" for a page it leaves out."""
+    return _search_entries(skeleton, url)
+
+
+@functools.lru_cache(maxsize=2048)
+def _search_entries(skeleton: str, url: str) -> str:
+    import json
+    from types import SimpleNamespace
+
+    from material.plugins.search.plugin import SearchIndex  # type: ignore[import-untyped]
+    from mkdocs.structure.toc import get_toc
+
+    body, fields = split(skeleton)
+    html, toc, _ = convert(body)
+    page = SimpleNamespace(
+        meta=fields,
+        content=html,
+        toc=get_toc([dict(t) for t in toc]),  # type: ignore[misc]
+        url=url,
+        title=fields.get("title"),
+    )
+    index = SearchIndex()
+    index.add_entry_from_context(page)
+    if not index.entries:
+        return ""
+    return json.dumps(index.entries, separators=(",", ":"), default=str)
 
 
 def heading_fits(markdown_line: str) -> bool:
