@@ -412,10 +412,12 @@ Lifted = tuple[str, tuple[str, ...]]  # a page's Markdown skeleton and its data 
 @dataclass(frozen=True, slots=True)
 class PageContent:
     """What goes into one built page besides the engine's HTML: its data blocks and, for a
-    stamped page, its HTML-escaped title (`islands.stamp`). `key` names them (the page's cache
-    key, or their digest), so a finished page is a function of `key`, the engine's HTML of
-    `stamp` and the finishing code (`finish_pages`). A page the cache holds but this build did
-    not read (`stored`) has no title or blocks here: `Pages.fetch` gives them when needed."""
+    stamped page, its fill (`islands.Fill`: its HTML-escaped title and, for a recipe or an
+    evidence page, its body, table of contents and anchors). `key` names them (the page's
+    cache key, or their digest), so a finished page is a function of `key`, the engine's HTML
+    of `stamp` (of each of its variants, `_origins`) and the finishing code (`finish_pages`).
+    A page the cache holds but this build did not read (`stored`) has no fill or blocks here:
+    `Pages.fetch` gives them when needed."""
 
     key: str
     stamp: str = ""  # the built page it is made from (site-relative .html); "": its own
@@ -469,7 +471,7 @@ class Pages:
     # the stamp pages whose stamped pages bring a body of their own: each one's own fill
     # (site-relative .html; never published itself: `islands.STAMP_NAME`)
     own: Mapping[str, islands.Fill] = field(default_factory=dict)
-    unstamped: int = 0  # evidence pages the engine builds: their heading cannot be stamped
+    unstamped: int = 0  # recipe and evidence pages the engine builds: they cannot be stamped
     # the stamped recipe pages' entries of the search index (site-relative .html -> a JSON
     # list, "" for none: `stamping.search_entries`), put into the engine's (`search_index`)
     search: Mapping[str, str] = field(default_factory=dict)
@@ -536,7 +538,7 @@ def _make_pages(site: SiteData, options: BuildOptions, recipe_keys: RecipeKeys |
             ):
                 if not stamp or stamp == rel:
                     skeletons[rel] = skeleton
-                    unstamped += _evidence_page(rel)
+                    unstamped += _per_recipe_page(rel)
                 elif stamp in _BODY_STAMPS:
                     search[_html(rel)] = entries
                 stamp = stamp.removesuffix(".md") + ".html" if stamp else ""
@@ -549,6 +551,7 @@ def _make_pages(site: SiteData, options: BuildOptions, recipe_keys: RecipeKeys |
             if i not in done:  # left in the cache, unread (an engine page: but its skeleton)
                 if i in cached.skeletons and _engine_builds(page):
                     skeletons[page.rel] = cached.skeletons[i]
+                    unstamped += _per_recipe_page(page.rel)
                 elif i in cached.skeletons and page.stamp in _BODY_STAMPS:
                     search[html] = stamping.search_entries(cached.skeletons[i], html)
                 content[html] = PageContent(keys[i], stamp, stored=True)
@@ -556,16 +559,16 @@ def _make_pages(site: SiteData, options: BuildOptions, recipe_keys: RecipeKeys |
             skeleton, blocks = done[i]
             if _engine_builds(page):
                 skeletons[page.rel] = skeleton
-                unstamped += _evidence_page(page.rel)
+                unstamped += _per_recipe_page(page.rel)
             elif page.stamp in _BODY_STAMPS:
                 search[html] = stamping.search_entries(skeleton, html)
             fill = pages.stamp_fill(skeleton, page.rel, page.stamp) if page.stamp else None
             key = keys.get(i) or digest("lifted", repr(fill), *blocks)
             content[html] = PageContent(key, stamp, fill, blocks)
-    if unstamped and pages.STAMP_EVIDENCE:
+    if unstamped and (pages.STAMP_EVIDENCE or pages.STAMP_RECIPES):
         PROGRESS.info(
-            "pages: %d evidence page(s) built by mkdocs one by one: their heading does not "
-            "fit the stamp page's (pages.evidence_stamp)",
+            "pages: %d recipe or evidence page(s) built by mkdocs one by one: their headings "
+            "do not fit their stamp page's (pages.evidence_stamp, pages.recipe_stamp)",
             unstamped,
         )
     return Pages(skeletons, content, render, cached.fetch, own, unstamped, search)
@@ -575,9 +578,11 @@ def _html(rel: str) -> str:
     return rel.removesuffix(".md") + ".html"
 
 
-def _evidence_page(rel: str) -> int:
-    """1 for a recipe name's evidence page (`evidence/<slug>.md`), else 0."""
-    return int(rel.startswith("evidence/") and rel.count("/") == 1 and rel != "evidence/index.md")
+def _per_recipe_page(rel: str) -> int:
+    """1 for a recipe's page or a recipe name's evidence page (`recipes/<slug>.md`,
+    `evidence/<slug>.md`: the kinds that are stamped), else 0."""
+    top, _, name = rel.partition("/")
+    return int(top in ("recipes", "evidence") and "/" not in name and name != "index.md")
 
 
 SKELETONS_STAGE = "page-skeletons"  # the Markdown skeleton of each page the engine builds
@@ -1332,6 +1337,7 @@ def write_site(
             for rel, data in sorted(remade.items()):
                 publisher.put(rel, data)
             finish_pages(site_dir, made, publisher, engine)
+            stamping.forget()
             work_done = made.renderer  # its counts include the pages fetched and finished
             del engine, made  # the data blocks are in the pages now
             table = _publish(publisher, site, recipe_keys, out)

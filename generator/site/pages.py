@@ -827,6 +827,25 @@ RECIPE_STAMPS = {  # layout -> the stamp page of that layout
 }
 
 
+def recipe_stamp(recipe: RecipeView) -> str:
+    """The stamp page of `recipe`'s page, "" when the engine must build it itself: its
+    headings (its name's, the configuration profile's when it has one, as the template writes
+    them) do not make a table of contents of one level-1 heading over level-2 headings
+    (`stamping.fits_recipe`)."""
+    if not STAMP_RECIPES:
+        return ""
+    from markupsafe import escape
+
+    from generator.site import stamping
+
+    text = f"# {md_inline(recipe.name)}\n\n## Scale profiles and status\n"
+    standard = recipe.profiles[0].result if recipe.profiles else None
+    chosen = standard.selected_profile if standard else None
+    if chosen is not None:
+        text += f"\n## Configuration profile `{escape(chosen.name)}`\n"
+    return RECIPE_STAMP if stamping.headings_fit(text) else ""
+
+
 def recipe_stamp_pages() -> dict[str, str]:
     """The pages the engine builds for every stamped recipe page (docs-relative .md ->
     Markdown): a recipe page's front matter and two level-2 headings, from which the table of
@@ -943,7 +962,7 @@ class PageGroup:
                 recipe.name,
                 runs,
                 lambda: recipe_page(recipe, site),
-                RECIPE_STAMP if STAMP_RECIPES else "",
+                recipe_stamp(recipe),
             ),
             PagePlan(
                 f"evidence/{slug(recipe.name)}.md",
