@@ -517,61 +517,80 @@ def _make_pages(site: SiteData, options: BuildOptions, recipe_keys: RecipeKeys |
     done, keys = cached.lifted, cached.keys
     todo = [i for i in range(len(plan)) if i not in done and i not in keys]
     done.update(zip(todo, render(todo), strict=True))
-    skeletons: dict[str, str] = {}
-    content: dict[str, PageContent] = {}
-    own: dict[str, islands.Fill] = {}
-    stamps: dict[str, str] = {}  # built by the engine, never published: `stamping`
-    if pages.STAMP_EVIDENCE:
-        stamps[pages.EVIDENCE_STAMP] = islands.lift(pages.evidence_stamp_page(site))[0]
-    if pages.STAMP_RECIPES:
-        stamps.update(pages.recipe_stamp_pages())
-    for rel, skeleton in stamps.items():
-        skeletons[rel] = skeleton
-        own[_html(rel)] = pages.stamp_fill(skeleton, rel, rel)
-    search: dict[str, str] = {}  # a stamped recipe page's search entries (`stamping`)
-    unstamped = 0
+    out = _Assembly(site)
     for part in cached.order:  # the plan's order, whether a group was planned or not
         if isinstance(part, StoredGroup):  # known from its entry: every page left in the cache
-            searches = part.searches or ("",) * len(part.rels)
-            for rel, stamp, key, skeleton, entries in zip(
-                part.rels, part.stamps, part.keys, part.skeletons, searches, strict=True
-            ):
-                if not stamp or stamp == rel:
-                    skeletons[rel] = skeleton
-                    unstamped += _per_recipe_page(rel)
-                elif stamp in _BODY_STAMPS:
-                    search[_html(rel)] = entries
-                stamp = stamp.removesuffix(".md") + ".html" if stamp else ""
-                content[rel.removesuffix(".md") + ".html"] = PageContent(key, stamp, stored=True)
+            out.stored(part)
             continue
         for i in part:
-            page = plan[i]
-            html = page.rel.removesuffix(".md") + ".html"
-            stamp = page.stamp.removesuffix(".md") + ".html" if page.stamp else ""
-            if i not in done:  # left in the cache, unread (an engine page: but its skeleton)
-                if i in cached.skeletons and _engine_builds(page):
-                    skeletons[page.rel] = cached.skeletons[i]
-                    unstamped += _per_recipe_page(page.rel)
-                elif i in cached.skeletons and page.stamp in _BODY_STAMPS:
-                    search[html] = stamping.search_entries(cached.skeletons[i], html)
-                content[html] = PageContent(keys[i], stamp, stored=True)
-                continue
-            skeleton, blocks = done[i]
-            if _engine_builds(page):
-                skeletons[page.rel] = skeleton
-                unstamped += _per_recipe_page(page.rel)
-            elif page.stamp in _BODY_STAMPS:
-                search[html] = stamping.search_entries(skeleton, html)
-            fill = pages.stamp_fill(skeleton, page.rel, page.stamp) if page.stamp else None
-            key = keys.get(i) or digest("lifted", repr(fill), *blocks)
-            content[html] = PageContent(key, stamp, fill, blocks)
-    if unstamped and (pages.STAMP_EVIDENCE or pages.STAMP_RECIPES):
+            out.planned(plan[i], done.get(i), keys.get(i), cached.skeletons.get(i))
+    if out.unstamped and (pages.STAMP_EVIDENCE or pages.STAMP_RECIPES):
         PROGRESS.info(
             "pages: %d recipe or evidence page(s) built by mkdocs one by one: their headings "
             "do not fit their stamp page's (pages.evidence_stamp, pages.recipe_stamp)",
-            unstamped,
+            out.unstamped,
         )
-    return Pages(skeletons, content, render, cached.fetch, own, unstamped, search)
+    return Pages(
+        out.skeletons, out.content, render, cached.fetch, out.own, out.unstamped, out.search
+    )
+
+
+class _Assembly:
+    """What `_make_pages` gathers, page by page in the plan's order: the engine's skeletons
+    (the stamp pages' first: built by the engine, never published, `stamping`), every page's
+    content, the stamp pages' own fills, the stamped recipe pages' search entries and the
+    count of recipe and evidence pages the engine builds one by one. Not a record."""
+
+    def __init__(self, site: SiteData) -> None:
+        self.skeletons: dict[str, str] = {}
+        self.content: dict[str, PageContent] = {}
+        self.own: dict[str, islands.Fill] = {}
+        self.search: dict[str, str] = {}
+        self.unstamped = 0
+        stamps: dict[str, str] = {}
+        if pages.STAMP_EVIDENCE:
+            stamps[pages.EVIDENCE_STAMP] = islands.lift(pages.evidence_stamp_page(site))[0]
+        if pages.STAMP_RECIPES:
+            stamps.update(pages.recipe_stamp_pages())
+        for rel, skeleton in stamps.items():
+            self.skeletons[rel] = skeleton
+            self.own[_html(rel)] = pages.stamp_fill(skeleton, rel, rel)
+
+    def stored(self, part: StoredGroup) -> None:
+        """The pages of a group known from its entry."""
+        searches = part.searches or ("",) * len(part.rels)
+        for rel, stamp, key, skeleton, entries in zip(
+            part.rels, part.stamps, part.keys, part.skeletons, searches, strict=True
+        ):
+            if not stamp or stamp == rel:
+                self.skeletons[rel] = skeleton
+                self.unstamped += _per_recipe_page(rel)
+            elif stamp in _BODY_STAMPS:
+                self.search[_html(rel)] = entries
+            self.content[_html(rel)] = PageContent(key, _html(stamp) if stamp else "", stored=True)
+
+    def planned(
+        self, page: pages.PagePlan, lifted: Lifted | None, key: str | None, shell: str | None
+    ) -> None:
+        """A page of the plan: rendered or read (`lifted`), or left in the cache unread (an
+        engine page or a stamped recipe page: but its skeleton, `shell`)."""
+        html, stamp = _html(page.rel), _html(page.stamp) if page.stamp else ""
+        skeleton = lifted[0] if lifted is not None else shell
+        if skeleton is not None and _engine_builds(page):
+            self.skeletons[page.rel] = skeleton
+            self.unstamped += _per_recipe_page(page.rel)
+        elif skeleton is not None and page.stamp in _BODY_STAMPS:
+            self.search[html] = stamping.search_entries(skeleton, html)
+        if lifted is None:
+            if key is None:
+                raise SiteError(f"{page.rel}: a page left in the cache without its key")
+            self.content[html] = PageContent(key, stamp, stored=True)
+            return
+        blocks = lifted[1]
+        fill = pages.stamp_fill(lifted[0], page.rel, page.stamp) if page.stamp else None
+        self.content[html] = PageContent(
+            key or digest("lifted", repr(fill), *blocks), stamp, fill, blocks
+        )
 
 
 def _html(rel: str) -> str:
@@ -1057,6 +1076,7 @@ def finish_pages(
     made: Pages,
     publisher: Publisher | None = None,
     engine: EngineOutput | None = None,
+    remade: Remade = (),
 ) -> None:
     """Put the data blocks back into the built pages and add the Content-Security-Policy;
     make each stamped page from its stamp's built page (`PageContent.stamp`).
@@ -1068,19 +1088,17 @@ def finish_pages(
     being read, put in or hashed; the built HTML and the blocks of the pages to be made are
     fetched in one batch each."""
     put = publisher or Publisher(site_dir)
+    for rel, source, make in remade:  # the search index, the sitemap (`engine_remade`)
+        put.put_derived(rel, source, make)
     built = _built_pages(site_dir, put, engine)
     if engine is None:  # a stamp page the engine wrote is never published
         for rel in made.own:
             put.drop(rel)
     sources = _page_sources(built.shas, made.content, made.own.keys())
     stale = {rel for rel, source in sources.items() if put.recorded_source(rel) != source}
-    built.prefetch(
-        origin
-        for rel in stale
-        for origin in _origins((made.content.get(rel) or PageContent("")).stamp or rel)
-    )
     stored = [rel for rel, page in made.content.items() if page.stored and rel in stale]
     fetched = dict(made.fetch(stored)) if stored else {}
+    built.prefetch(_built_from(rel, made.content.get(rel), fetched) for rel in stale)
     for rel in sorted(sources):
         page = made.content.get(rel) or PageContent("")
         finish = functools.partial(_finish_page, rel, built, page, made, fetched)
@@ -1137,6 +1155,15 @@ def _page_sources(
             raise SiteError(f"{rel}: a page it is made from, of {page.stamp}, was not built")
         sources[rel] = derived_source("page", code, *shas, page.key)  # type: ignore[arg-type]
     return sources
+
+
+def _built_from(rel: str, page: PageContent | None, fetched: Fetched) -> str:
+    """The built page the finished page at `rel` is made from: its own, its stamp, or the
+    variant of its stamp its layout picks (its fill read in `fetched` when left stored)."""
+    if page is None or not page.stamp:
+        return rel
+    fill = fetched[rel][0] if page.stored and rel in fetched else page.fill
+    return _origin(page.stamp, fill, rel) if fill is not None else page.stamp
 
 
 def _origins(stamp: str) -> tuple[str, ...]:
@@ -1321,22 +1348,10 @@ def write_site(
         engine = run_engine(inputs, site_dir, epoch, cache, base)
         del inputs
         engine_reused = engine is not None
-        remade: dict[str, bytes] = {}  # the engine's site-wide files, as if it built every page
-        if made.own:  # the stamped pages listed, the stamp pages not
-            found = _engine_files(site_dir, engine, (SEARCH_INDEX,))
-            if SEARCH_INDEX in found:
-                remade[SEARCH_INDEX] = search_index(found[SEARCH_INDEX], made)
-                engine = engine.without((SEARCH_INDEX,)) if engine is not None else None
-        if not config.get("site_url"):
-            engine = without_sitemap(site_dir, engine)
-        elif made.own:
-            remade.update(stamped_sitemap(_engine_files(site_dir, engine, SITEMAP_FILES), made))
-            engine = without_sitemap(site_dir, engine)
+        engine, remade = _site_wide(site_dir, engine, made, bool(config.get("site_url")))
         with collector_paused():
             publisher = _publisher(cache, out, site_dir)
-            for rel, data in sorted(remade.items()):
-                publisher.put(rel, data)
-            finish_pages(site_dir, made, publisher, engine)
+            finish_pages(site_dir, made, publisher, engine, remade)
             stamping.forget()
             work_done = made.renderer  # its counts include the pages fetched and finished
             del engine, made  # the data blocks are in the pages now
@@ -1426,6 +1441,69 @@ def _engine_files(
 
 
 SEARCH_INDEX = "search/search_index.json"  # the theme's search plugin's
+
+
+Remade = Sequence[tuple[str, str, Callable[[], bytes | None]]]  # `engine_remade`
+
+
+def _site_wide(
+    site_dir: Path, engine: EngineOutput | None, made: Pages, site_url: bool
+) -> tuple[EngineOutput | None, Remade]:
+    """The engine's output without the site-wide files made again for the stamped pages
+    (`engine_remade`, returned), and without its sitemap when there is no site URL."""
+    remade = engine_remade(site_dir, engine, made, site_url)
+    if engine is not None:
+        engine = engine.without([rel for rel, _, _ in remade])
+    if not site_url:
+        engine = without_sitemap(site_dir, engine)
+    return engine, remade
+
+
+def engine_remade(
+    site_dir: Path, engine: EngineOutput | None, made: Pages, site_url: bool
+) -> list[tuple[str, str, Callable[[], bytes | None]]]:
+    """The engine's site-wide files that list pages (its search index; its sitemap and its
+    gzip, with a site URL) as it writes them when it builds every page (`search_index`,
+    `stamped_sitemap`): each one's path, source (`derived_source`: its own file's sha256 and
+    what the stamped pages put in) and maker, for the publisher, which links the previous
+    build's copy when the source is the same (nothing read). None without stamp pages."""
+    if not made.own:
+        return []
+    rels = [SEARCH_INDEX, *(SITEMAP_FILES if site_url else ())]
+    if engine is not None:
+        shas = {rel: engine.shas[rel] for rel in rels if rel in engine.shas}
+    else:
+        shas = {
+            rel: hashlib.sha256(data).hexdigest()
+            for rel, data in _engine_files(site_dir, None, rels).items()
+        }
+    code = fingerprint(PAGE_CODE)
+    # the pages stamped from the stamp pages (a run's page is in neither file: not these)
+    listed = sorted(f"{r}\0{c.stamp}" for r, c in made.content.items() if c.stamp in made.own)
+    pages_in = digest("stamped", *sorted(made.own), *listed)
+    out: list[tuple[str, str, Callable[[], bytes | None]]] = []
+    if SEARCH_INDEX in shas:
+        search = digest("search", *sorted(f"{r}\0{e}" for r, e in made.search.items()))
+
+        def index() -> bytes:
+            found = _engine_files(site_dir, engine, (SEARCH_INDEX,))
+            return search_index(found[SEARCH_INDEX], made)
+
+        source = derived_source("engine-remade", code, shas[SEARCH_INDEX], pages_in, search)
+        out.append((SEARCH_INDEX, source, index))
+    maps = [rel for rel in SITEMAP_FILES if rel in shas]
+    if "sitemap.xml" in maps:
+        made_once: dict[str, bytes] = {}
+
+        def sitemap(rel: str) -> bytes | None:
+            if not made_once:
+                made_once.update(stamped_sitemap(_engine_files(site_dir, engine, maps), made))
+            return made_once.get(rel)
+
+        for rel in maps:
+            source = derived_source("engine-remade", code, *(shas[r] for r in maps), pages_in)
+            out.append((rel, source, functools.partial(sitemap, rel)))
+    return out
 
 
 def search_index(data: bytes, made: Pages) -> bytes:
