@@ -808,7 +808,19 @@ def evidence_stamp(name: str) -> str:
         return ""
     from generator.site import stamping
 
-    return EVIDENCE_STAMP if stamping.heading_fits(f"# Evidence for {md_inline(name)}\n") else ""
+    line = f"# Evidence for {md_inline(_shape(name))}\n"
+    return EVIDENCE_STAMP if stamping.heading_fits(line) else ""
+
+
+# A name of these characters only is Markdown text whatever it is (`md_inline` escapes the
+# punctuation among them; in a code span it is literal): its heading has the shape of any
+# other such name's, so the rule is checked once for all of them (the page's own fill is
+# checked again when it is made, `stamping.fill`).
+_PLAIN = re.compile(r"[a-z0-9][a-z0-9._-]*")
+
+
+def _shape(name: str) -> str:
+    return "x" if _PLAIN.fullmatch(name) else name
 
 
 def evidence_stamp_page(site: SiteData) -> str:
@@ -838,11 +850,11 @@ def recipe_stamp(recipe: RecipeView) -> str:
 
     from generator.site import stamping
 
-    text = f"# {md_inline(recipe.name)}\n\n## Scale profiles and status\n"
+    text = f"# {md_inline(_shape(recipe.name))}\n\n## Scale profiles and status\n"
     standard = recipe.profiles[0].result if recipe.profiles else None
     chosen = standard.selected_profile if standard else None
     if chosen is not None:
-        text += f"\n## Configuration profile `{escape(chosen.name)}`\n"
+        text += f"\n## Configuration profile `{escape(_shape(chosen.name))}`\n"
     return RECIPE_STAMP if stamping.headings_fit(text) else ""
 
 
