@@ -20,7 +20,9 @@ writable cache copy of the root) is never used. Work is spread over a
 process pool (`jobs`, default: every core). The result of the cryptographic check of one bundle
 against one trust root is memoized in memory by content digest, so verifying an unchanged file
 again in the same process costs a dictionary lookup. The memo is deliberately never written to
-disk: a writable cache of verification results would be a way around verification.
+disk: a writable cache of verification results would be a way around verification. It keeps a
+check without its payload bytes (`_kept`: their sha256 is what `verify_one` reads again), which
+it held for the life of the process: 80 MB through a cold build at 1,000 x 20,000.
 
 What is the same for every file is done once per process, never skipped: one `Verifier` per
 trust root, whose verification keyrings are built once (`_KeyringsOnce`), and one compiled
@@ -71,7 +73,7 @@ from generator.evidence.model import (
     current_digest,
 )
 from generator.evidence.statement import StatementError, parse_statement
-from generator.evidence.store import evidence_path, path_problem, source_id
+from generator.evidence.store import path_problem, source_id, stored_path
 from generator.evidence.trustroot import parse_trusted_root
 from generator.fast.collector import collector_paused
 from generator.fast.pool import parallel_map, workers_for
@@ -178,7 +180,8 @@ class SignatureCheck:
     message: str
     trust_root: str | None = None
     payload_type: str = ""
-    payload: bytes = b""
+    payload: bytes = b""  # b"" in the memo (`_kept`): its digest is what is read again
+    payload_sha256: str = ""  # hex, of an accepted bundle's payload
     identity: str = ""
     issuer: str = ""
     rule: SignerRule | None = None
@@ -370,6 +373,7 @@ def _accepted(
         trust_root=root.name,
         payload_type=payload_type,
         payload=payload,
+        payload_sha256=hashlib.sha256(payload).hexdigest(),
         identity=identity,
         issuer=issuer,
         rule=hook.matched,
@@ -445,7 +449,7 @@ def verify_one(
             log_index=sig.log_index,
             integrated_time=sig.integrated_time,
         )
-    digest = "sha256:" + hashlib.sha256(sig.payload).hexdigest()
+    digest = "sha256:" + sig.payload_sha256
     seen = {
         "path": file.path,
         "statement_digest": digest,
@@ -461,7 +465,7 @@ def verify_one(
         klass, message = sig.statement_error
         return RejectedEvidence(klass=klass, message=message, **seen)  # type: ignore[arg-type]
     if check_paths:
-        expected = evidence_path(statement.recipe, sig.issuer, sig.identity, sig.payload)
+        expected = stored_path(statement.recipe, sig.issuer, sig.identity, sig.payload_sha256)
         stored = file.location if file.location is not None else file.path
         problem = path_problem(stored, expected)
         if problem is not None:
@@ -536,6 +540,13 @@ def _complete(check: SignatureCheck) -> SignatureCheck:
     return check
 
 
+def _kept(check: SignatureCheck) -> SignatureCheck:
+    """A check as the memo keeps it: without its payload bytes, which nothing reads once the
+    statement is read (`verify_one` reads their digest). The memo lives as long as the process;
+    at 1,000 x 20,000 the payloads were 80 MB held through the whole cold build."""
+    return replace(check, payload=b"") if check.payload else check
+
+
 # Chunks small enough that the two processes finish together (the last chunk handed out decides
 # when the pool is done), large enough that sending them costs little.
 CHUNK_MIN, CHUNK_MAX = 16, 128
@@ -589,7 +600,7 @@ def verify_evidence(
             with collector_paused():  # the workers are forked by then, with their collector
                 checks = [_complete(c) for c in sent]
         for (key, _), check in zip(pending, checks, strict=True):
-            memo[key] = check
+            memo[key] = _kept(check)
     with collector_paused():
         return tuple(
             verify_one(f, memo[key], roots, current_digests, check_paths)
