@@ -92,7 +92,9 @@ def test_a_rebuild_with_the_engine_output_cached_writes_no_docs_file(
     options, held = world
     written = _count_writes(monkeypatch)
     first = build_site(options)
-    assert not first.engine_reused and len(written) == 2 and sum(written) > 50  # static, pages
+    # the static docs, then the pages the engine builds: the site-wide ones and the stamp
+    # pages (each recipe's and evidence page is stamped from those: generator.site.stamping)
+    assert not first.engine_reused and len(written) == 2 and sum(written) > 25
     written.clear()
     shutil.move(tmp_path / "held.sigstore.json", held)  # one more run: no skeleton changes
     second = build_site(options)

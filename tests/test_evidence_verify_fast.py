@@ -4,12 +4,18 @@
 - the process pool, whose workers check signatures only and send payloads back as bytes (the
   parent reads each statement once, with every check), gives the records the in-process path
   gives, for accepted and refused statements alike;
-- the trust root's keyrings are built once, and not kept while a key's validity is yet to start.
+- the trust root's keyrings are built once, and not kept while a key's validity is yet to start;
+- the memo keeps no payload bytes (a memo hit gives the records a fresh check gives);
+- statements read with their keys and short strings shared (`statement.loads_in_domain`) equal
+  those read without (`loads_in_domain_reference`), refusals included.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from generator.evidence import statement as statement_mod
 from generator.evidence import verify as verify_mod
 from generator.evidence.model import (
     RECIPE_EVIDENCE_V2,
@@ -142,6 +149,99 @@ def test_the_parent_reads_a_statement_once(  # type: ignore[no-untyped-def]
     done = [verify_mod._complete(c) for c in sent]
     assert parsed == [c.payload for c in sent]
     assert all(d.statement is not None for d in done)
+
+
+def test_the_memo_keeps_no_payload_and_a_hit_gives_the_same_records(  # type: ignore[no-untyped-def]
+    authority, root
+) -> None:
+    files = _files(authority)
+    verify_mod._MEMO.clear()
+    first = verify_evidence(
+        files, trust_roots=root, policy=fx.POLICY, current_digests=CURRENT, jobs=1
+    )
+    memo = next(iter(verify_mod._MEMO.values()))
+    assert memo and all(c.payload == b"" for c in memo.values())
+    for f in files:  # the digest it keeps is the payload's
+        full = verify_mod.check_signature(f.data, (root,), fx.POLICY)
+        if full.klass is None:
+            assert full.payload_sha256 == hashlib.sha256(full.payload).hexdigest()
+            kept = memo[hashlib.sha256(f.data).hexdigest()]
+            assert kept == dataclasses.replace(full, payload=b"")
+    again = verify_evidence(  # every check from the memo
+        files, trust_roots=root, policy=fx.POLICY, current_digests=CURRENT, jobs=1
+    )
+    assert again == first
+
+
+# --- strings shared between statements ------------------------------------------------------------
+
+_JSON_LEAVES = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**60), 2**60)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=80)
+    | st.sampled_from(["passed", "s", "<=", "a" * 63, "b" * 64, "v1.2.3"])
+)
+_JSON = st.recursive(
+    _JSON_LEAVES,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(["id", "name", "status", "x", "é"]) | st.text(), inner)
+    ),
+    max_leaves=25,
+)
+
+
+def _read(loads: Any, data: bytes) -> tuple[str, Any]:
+    try:
+        return "ok", loads(data)
+    except statement_mod.NumberOutOfDomain as e:
+        return "out of domain", str(e)
+    except ValueError as e:
+        return "not JSON", str(e)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_JSON, st.booleans())
+def test_shared_strings_read_the_same_values(doc: Any, duplicate_key: bool) -> None:
+    text = json.dumps(doc, allow_nan=True)
+    if duplicate_key and text.startswith("{") and text != "{}":
+        text = '{"id": 1, ' + text[1:].replace("{", '{"id": 2, ', 1)  # later duplicates win
+    data = text.encode()
+    got = _read(statement_mod.loads_in_domain, data)
+    want = _read(statement_mod.loads_in_domain_reference, data)
+    assert got[0] == want[0]
+    assert json.dumps(got[1], sort_keys=False) == json.dumps(want[1], sort_keys=False)
+    if got[0] == "ok":  # the same types and values, -0.0 kept apart from 0.0
+        assert _shape(got[1]) == _shape(want[1])
+
+
+def _shape(value: Any) -> Any:
+    if isinstance(value, dict):
+        return [(k, _shape(v)) for k, v in value.items()]
+    if isinstance(value, list):
+        return [_shape(v) for v in value]
+    if isinstance(value, float):
+        return ("float", value.hex() if math.isfinite(value) else repr(value))
+    return (type(value).__name__, value)
+
+
+def test_keys_and_short_strings_are_one_object_across_statements() -> None:
+    one = statement_mod.loads_in_domain(b'{"status": "passed", "d": "' + b"1" * 64 + b'"}')
+    two = statement_mod.loads_in_domain(b'{"status": "passed", "d": "' + b"1" * 64 + b'"}')
+    assert one == two
+    (k1, v1), (k2, v2) = next(iter(one.items())), next(iter(two.items()))
+    assert k1 is k2 and v1 is v2  # shared
+    assert one["d"] is not two["d"]  # a digest-long string is not kept in the table
+
+
+def test_the_table_of_shared_strings_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(statement_mod, "SHARED_LIMIT", 10)
+    monkeypatch.setattr(statement_mod, "_SHARED", {})
+    for i in range(50):
+        statement_mod.loads_in_domain(json.dumps({f"k{i}": f"v{i}"}).encode())
+        assert len(statement_mod._SHARED) <= 12
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

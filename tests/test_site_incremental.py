@@ -306,10 +306,10 @@ def test_entries_of_earlier_inputs_are_swept(
     # API files are not stored: they are derived files, linked from the previous site when
     # their source is unchanged)
     assert len(after) == len(before) + 1 and len(after - before) == 3 + len(SHOWING_RUNS)
-    # the skeletons: one per page the engine builds (a run's page is stamped), the same ones
-    # replaced
+    # the skeletons: one per page the engine builds (a run's page and an evidence page are
+    # stamped: the recipe's page is its one), the same ones replaced
     now = set(_entries(cache, SKELETONS_STAGE))
-    assert len(now) == len(shells) and len(now - shells) == 2 + len(SHOWING_RUNS)
+    assert len(now) == len(shells) and len(now - shells) == 1 + len(SHOWING_RUNS)
     assert len(_entries(cache, ENGINE_STAGE)) == 1
 
 
@@ -339,8 +339,9 @@ def test_pages_rendered_by_worker_processes_are_the_same(
     site = gather(options, EPOCH)
     one = make_pages(site, replace(options, jobs=1))
     two = make_pages(site, replace(options, jobs=2))  # 80+ pages: a pool of two workers
-    # every page is rendered; the engine gets all but the stamped run pages
-    assert one.rendered == two.rendered == one.count > len(one.skeletons) > 64
+    # every page is rendered; the engine gets all but the stamped run and evidence pages
+    assert one.rendered == two.rendered == one.count > 64
+    assert one.count > len(one.skeletons) - len(one.own)
     assert one.skeletons == two.skeletons and one.content == two.content
     assert any(c.stamp and c.stamp != rel for rel, c in one.content.items())
     # without the cache nothing is left unread: every page's title and blocks are in hand
@@ -520,5 +521,5 @@ def test_a_recipes_pages_known_from_its_group_entry_are_those_keyed_page_by_page
     # every page of a known group is left in the cache; fetched, it is the page rendered
     run = next(r for r, c in first.content.items() if c.stamp and c.stamp != r)
     assert second.content[run].stored
-    assert second.fetch([run]) == {run: (first.content[run].title, first.content[run].blocks)}
+    assert second.fetch([run]) == {run: (first.content[run].fill, first.content[run].blocks)}
     assert len(planned) == 1 and second.rendered == 0

@@ -40,9 +40,14 @@ def evidence_path(recipe: str, issuer: str, identity: str, statement: bytes) -> 
 
     Raises ValueError for a recipe name that is not a safe path segment (`..`, `/`, ...).
     """
-    digest = hashlib.sha256(statement).hexdigest()
+    return stored_path(recipe, issuer, identity, hashlib.sha256(statement).hexdigest())
+
+
+def stored_path(recipe: str, issuer: str, identity: str, statement_sha256: str) -> str:
+    """`evidence_path` of a statement whose sha256 (hex) is `statement_sha256`."""
     return (
-        f"{EVIDENCE_DIR}/{check_recipe_name(recipe)}/{source_id(issuer, identity)}/{digest}{SUFFIX}"
+        f"{EVIDENCE_DIR}/{check_recipe_name(recipe)}/{source_id(issuer, identity)}/"
+        f"{statement_sha256}{SUFFIX}"
     )
 
 

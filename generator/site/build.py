@@ -13,8 +13,8 @@ import functools
 import hashlib
 import logging
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ from generator.fast.collector import collector_paused
 from generator.fast.pool import parallel_map
 from generator.pipeline import Inputs, LeafResults, Outcome, ResultHead, run
 from generator.render.bundled import Refusal
-from generator.site import api, badges, changelog, islands, jinja, pages, stages
+from generator.site import api, badges, changelog, islands, jinja, pages, stages, stamping
 from generator.site.audit import evidence_added, signed_statement, statement_file
 from generator.site.csp import with_csp
 from generator.site.engine import (
@@ -411,19 +411,24 @@ Lifted = tuple[str, tuple[str, ...]]  # a page's Markdown skeleton and its data 
 @dataclass(frozen=True, slots=True)
 class PageContent:
     """What goes into one built page besides the engine's HTML: its data blocks and, for a
-    stamped page, its HTML-escaped title (`islands.stamp`). `key` names them (the page's cache
-    key, or their digest), so a finished page is a function of `key`, the engine's HTML of
-    `stamp` and the finishing code (`finish_pages`). A page the cache holds but this build did
-    not read (`stored`) has no title or blocks here: `Pages.fetch` gives them when needed."""
+    stamped page, its fill (`islands.Fill`: its HTML-escaped title and, for a recipe or an
+    evidence page, its body, table of contents and anchors). `key` names them (the page's
+    cache key, or their digest), so a finished page is a function of `key`, the engine's HTML
+    of `stamp` (of each of its variants, `_origins`) and the finishing code (`finish_pages`).
+    A page the cache holds but this build did not read (`stored`) has no fill or blocks here:
+    `Pages.fetch` gives them when needed."""
 
     key: str
     stamp: str = ""  # the built page it is made from (site-relative .html); "": its own
-    title: str = ""
+    fill: islands.Fill | None = None
     blocks: tuple[str, ...] = ()
     stored: bool = False
 
 
-def _no_fetch(rels: Sequence[str]) -> dict[str, tuple[str, tuple[str, ...]]]:
+Fetched = Mapping[str, tuple[islands.Fill | None, tuple[str, ...]]]  # `Pages.fetch`
+
+
+def _no_fetch(rels: Sequence[str]) -> dict[str, tuple[islands.Fill | None, tuple[str, ...]]]:
     if rels:
         raise SiteError(f"{rels[0]}: a page to fetch, but no page was left in the cache")
     return {}
@@ -461,13 +466,22 @@ class Pages:
     skeletons: Mapping[str, str]
     content: Mapping[str, PageContent]
     renderer: PageRenderer
-    fetch: Callable[[Sequence[str]], Mapping[str, tuple[str, tuple[str, ...]]]] = _no_fetch
+    fetch: Callable[[Sequence[str]], Fetched] = _no_fetch
+    # the stamp pages whose stamped pages bring a body of their own: each one's own fill
+    # (site-relative .html; never published itself: `islands.STAMP_NAME`)
+    own: Mapping[str, islands.Fill] = field(default_factory=dict)
+    unstamped: int = 0  # recipe and evidence pages the engine builds: they cannot be stamped
+    # the stamped recipe pages' entries of the search index (site-relative .html -> a JSON
+    # list, "" for none: `stamping.search_entries`), put into the engine's (`search_index`)
+    search: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def count(self) -> int:
         """Pages generated: those the engine builds and those stamped from them."""
-        return len(self.skeletons) + sum(
-            1 for r, c in self.content.items() if c.stamp and c.stamp != r
+        return (
+            len(self.skeletons)
+            - len(self.own)  # the stamp pages never published
+            + sum(1 for r, c in self.content.items() if c.stamp and c.stamp != r)
         )
 
     @property
@@ -502,34 +516,91 @@ def _make_pages(site: SiteData, options: BuildOptions, recipe_keys: RecipeKeys |
     done, keys = cached.lifted, cached.keys
     todo = [i for i in range(len(plan)) if i not in done and i not in keys]
     done.update(zip(todo, render(todo), strict=True))
-    skeletons: dict[str, str] = {}
-    content: dict[str, PageContent] = {}
+    out = _Assembly(site)
     for part in cached.order:  # the plan's order, whether a group was planned or not
         if isinstance(part, StoredGroup):  # known from its entry: every page left in the cache
-            for rel, stamp, key, skeleton in zip(
-                part.rels, part.stamps, part.keys, part.skeletons, strict=True
-            ):
-                if not stamp or stamp == rel:
-                    skeletons[rel] = skeleton
-                stamp = stamp.removesuffix(".md") + ".html" if stamp else ""
-                content[rel.removesuffix(".md") + ".html"] = PageContent(key, stamp, stored=True)
+            out.stored(part)
             continue
         for i in part:
-            page = plan[i]
-            html = page.rel.removesuffix(".md") + ".html"
-            stamp = page.stamp.removesuffix(".md") + ".html" if page.stamp else ""
-            if i not in done:  # left in the cache, unread (an engine page: but its skeleton)
-                if i in cached.skeletons:
-                    skeletons[page.rel] = cached.skeletons[i]
-                content[html] = PageContent(keys[i], stamp, stored=True)
-                continue
-            skeleton, blocks = done[i]
-            if _engine_builds(page):
-                skeletons[page.rel] = skeleton
-            title = pages.stamped_title(skeleton) if page.stamp else ""
-            key = keys.get(i) or digest("lifted", title, *blocks)
-            content[html] = PageContent(key, stamp, title, blocks)
-    return Pages(skeletons, content, render, cached.fetch)
+            out.planned(plan[i], done.get(i), keys.get(i), cached.skeletons.get(i))
+    if out.unstamped and (pages.STAMP_EVIDENCE or pages.STAMP_RECIPES):
+        PROGRESS.info(
+            "pages: %d recipe or evidence page(s) built by mkdocs one by one: their headings "
+            "do not fit their stamp page's (pages.evidence_stamp, pages.recipe_stamp)",
+            out.unstamped,
+        )
+    return Pages(
+        out.skeletons, out.content, render, cached.fetch, out.own, out.unstamped, out.search
+    )
+
+
+class _Assembly:
+    """What `_make_pages` gathers, page by page in the plan's order: the engine's skeletons
+    (the stamp pages' first: built by the engine, never published, `stamping`), every page's
+    content, the stamp pages' own fills, the stamped recipe pages' search entries and the
+    count of recipe and evidence pages the engine builds one by one. Not a record."""
+
+    def __init__(self, site: SiteData) -> None:
+        self.skeletons: dict[str, str] = {}
+        self.content: dict[str, PageContent] = {}
+        self.own: dict[str, islands.Fill] = {}
+        self.search: dict[str, str] = {}
+        self.unstamped = 0
+        stamps: dict[str, str] = {}
+        if pages.STAMP_EVIDENCE:
+            stamps[pages.EVIDENCE_STAMP] = islands.lift(pages.evidence_stamp_page(site))[0]
+        if pages.STAMP_RECIPES:
+            stamps.update(pages.recipe_stamp_pages())
+        for rel, skeleton in stamps.items():
+            self.skeletons[rel] = skeleton
+            self.own[_html(rel)] = pages.stamp_fill(skeleton, rel, rel)
+
+    def stored(self, part: StoredGroup) -> None:
+        """The pages of a group known from its entry."""
+        searches = part.searches or ("",) * len(part.rels)
+        for rel, stamp, key, skeleton, entries in zip(
+            part.rels, part.stamps, part.keys, part.skeletons, searches, strict=True
+        ):
+            if not stamp or stamp == rel:
+                self.skeletons[rel] = skeleton
+                self.unstamped += _per_recipe_page(rel)
+            elif stamp in _BODY_STAMPS:
+                self.search[_html(rel)] = entries
+            self.content[_html(rel)] = PageContent(key, _html(stamp) if stamp else "", stored=True)
+
+    def planned(
+        self, page: pages.PagePlan, lifted: Lifted | None, key: str | None, shell: str | None
+    ) -> None:
+        """A page of the plan: rendered or read (`lifted`), or left in the cache unread (an
+        engine page or a stamped recipe page: but its skeleton, `shell`)."""
+        html, stamp = _html(page.rel), _html(page.stamp) if page.stamp else ""
+        skeleton = lifted[0] if lifted is not None else shell
+        if skeleton is not None and _engine_builds(page):
+            self.skeletons[page.rel] = skeleton
+            self.unstamped += _per_recipe_page(page.rel)
+        elif skeleton is not None and page.stamp in _BODY_STAMPS:
+            self.search[html] = stamping.search_entries(skeleton, html)
+        if lifted is None:
+            if key is None:
+                raise SiteError(f"{page.rel}: a page left in the cache without its key")
+            self.content[html] = PageContent(key, stamp, stored=True)
+            return
+        blocks = lifted[1]
+        fill = pages.stamp_fill(lifted[0], page.rel, page.stamp) if page.stamp else None
+        self.content[html] = PageContent(
+            key or digest("lifted", repr(fill), *blocks), stamp, fill, blocks
+        )
+
+
+def _html(rel: str) -> str:
+    return rel.removesuffix(".md") + ".html"
+
+
+def _per_recipe_page(rel: str) -> int:
+    """1 for a recipe's page or a recipe name's evidence page (`recipes/<slug>.md`,
+    `evidence/<slug>.md`: the kinds that are stamped), else 0."""
+    top, _, name = rel.partition("/")
+    return int(top in ("recipes", "evidence") and "/" not in name and name != "index.md")
 
 
 SKELETONS_STAGE = "page-skeletons"  # the Markdown skeleton of each page the engine builds
@@ -546,7 +617,7 @@ class CachedPages:
     lifted: dict[int, Lifted]
     skeletons: dict[int, str]
     keys: dict[int, str]
-    fetch: Callable[[Sequence[str]], Mapping[str, tuple[str, tuple[str, ...]]]] = _no_fetch
+    fetch: Callable[[Sequence[str]], Fetched] = _no_fetch
     order: tuple[range | StoredGroup, ...] = ()
 
 
@@ -596,7 +667,7 @@ def _cached_pages(
     cache.serve(DerivedKeys(SKELETONS_STAGE, shells))
     by_html: dict[str, int] = {}  # a known group's page -> the group (made when first needed)
 
-    def fetch(rels: Sequence[str]) -> dict[str, tuple[str, tuple[str, ...]]]:
+    def fetch(rels: Sequence[str]) -> Fetched:
         unplanned = [rel for rel in rels if rel not in keyed.by_html]
         if unplanned and not by_html:
             by_html.update(
@@ -647,10 +718,10 @@ class _KeyedPages:
         cached = list(parts)
         held = cache.stored(PAGES_STAGE, [parts[i] for i in cached], sweep=True)
         self.keys.update((i, key) for i, (key, _) in zip(cached, held, strict=True))
-        engine = [i for i in cached if _engine_builds(plan[i])]
+        engine = [i for i in cached if _needs_skeleton(plan[i])]
         # a stamped page: read (rendered) only when the cache does not hold it
         read = [i for i, (_, there) in zip(cached, held, strict=True) if not there]
-        read = [i for i in read if not _engine_builds(plan[i])]
+        read = [i for i in read if not _needs_skeleton(plan[i])]
         whole: set[int] = set()
 
         def make(todo: list[int]) -> list[bytes]:  # engine pages without a stored skeleton
@@ -689,23 +760,30 @@ class _KeyedPages:
         stored = self.cache.get_or_make_many(PAGES_STAGE, [parts[i] for i in indices], make)
         return [(page.skeleton, page.blocks) for page in stored]
 
-    def fetch(self, rels: Sequence[str]) -> dict[str, tuple[str, tuple[str, ...]]]:
-        """The title and blocks of pages left in the cache (site-relative .html)."""
+    def fetch(self, rels: Sequence[str]) -> Fetched:
+        """The fill and blocks of pages left in the cache (site-relative .html)."""
         plan, by_html = self.plan, self.by_html
         found = self.get([by_html[rel] for rel in rels])
-        return {
-            rel: (pages.stamped_title(skeleton) if plan[by_html[rel]].stamp else "", blocks)
-            for rel, (skeleton, blocks) in zip(rels, found, strict=True)
-        }
+        out: dict[str, tuple[islands.Fill | None, tuple[str, ...]]] = {}
+        for rel, (skeleton, blocks) in zip(rels, found, strict=True):
+            page = plan[by_html[rel]]
+            fill = pages.stamp_fill(skeleton, page.rel, page.stamp) if page.stamp else None
+            out[rel] = (fill, blocks)
+        return out
 
     def stored_group(self, span: range) -> StoredGroup:
         """The entry of the group of pages at `span` (all keyed by `add`)."""
         plan = self.plan
-        engine = [i for i in span if _engine_builds(plan[i])]
+        engine = [i for i in span if _needs_skeleton(plan[i])]
         derived = self.cache.derive(SKELETONS_STAGE, [self.parts[i] for i in engine])
         shells = dict(zip(engine, derived.keys, strict=True))
         skeletons = {
             i: self.lifted[i][0] if i in self.lifted else self.skeletons[i] for i in engine
+        }
+        searches = {
+            i: stamping.search_entries(skeletons[i], _html(plan[i].rel))
+            for i in engine
+            if plan[i].stamp in _BODY_STAMPS
         }
         return StoredGroup(
             tuple(plan[i].rel for i in span),
@@ -713,6 +791,7 @@ class _KeyedPages:
             tuple(self.keys[i] for i in span),
             tuple(shells.get(i, "") for i in span),
             tuple(skeletons.get(i, "") for i in span),
+            tuple(searches.get(i, "") for i in span),
         )
 
 
@@ -748,6 +827,17 @@ def _site_parts(recipe_keys: RecipeKeys, page: pages.PagePlan) -> tuple[str, ...
 
 def _values_only(path: Path, where: str) -> str:
     raise TypeError(f"a page is made of values, not of files ({path}, {where})")
+
+
+# stamped pages whose stamp has a table of contents: their skeleton is kept (read from the
+# cache, stored in their group's entry) for their entries of the search index
+_BODY_STAMPS = frozenset(pages.RECIPE_STAMPS.values())
+
+
+def _needs_skeleton(page: pages.PagePlan) -> bool:
+    """A page whose Markdown skeleton the build reads: one the engine builds, or a stamped
+    recipe page (its search entries are made from it)."""
+    return _engine_builds(page) or page.stamp in _BODY_STAMPS
 
 
 def _engine_builds(page: pages.PagePlan) -> bool:
@@ -1007,6 +1097,7 @@ def finish_pages(
     made: Pages,
     publisher: Publisher | None = None,
     engine: EngineOutput | None = None,
+    remade: Remade = (),
 ) -> None:
     """Put the data blocks back into the built pages and add the Content-Security-Policy;
     make each stamped page from its stamp's built page (`PageContent.stamp`).
@@ -1018,12 +1109,17 @@ def finish_pages(
     being read, put in or hashed; the built HTML and the blocks of the pages to be made are
     fetched in one batch each."""
     put = publisher or Publisher(site_dir)
+    for rel, source, make in remade:  # the search index, the sitemap (`engine_remade`)
+        put.put_derived(rel, source, make)
     built = _built_pages(site_dir, put, engine)
-    sources = _page_sources(built.shas, made.content)
+    if engine is None:  # a stamp page the engine wrote is never published
+        for rel in made.own:
+            put.drop(rel)
+    sources = _page_sources(built.shas, made.content, made.own.keys())
     stale = {rel for rel, source in sources.items() if put.recorded_source(rel) != source}
-    built.prefetch((made.content.get(rel) or PageContent("")).stamp or rel for rel in stale)
     stored = [rel for rel, page in made.content.items() if page.stored and rel in stale]
     fetched = dict(made.fetch(stored)) if stored else {}
+    built.prefetch(_built_from(rel, made.content.get(rel), fetched) for rel in stale)
     for rel in sorted(sources):
         page = made.content.get(rel) or PageContent("")
         finish = functools.partial(_finish_page, rel, built, page, made, fetched)
@@ -1065,20 +1161,48 @@ def engine_source(sha: str) -> str:
 PAGE_CODE = "site"  # the finishing code (islands, csp, this module): part of every page's source
 
 
-def _page_sources(built: Mapping[str, str], content: Mapping[str, PageContent]) -> dict[str, str]:
+def _page_sources(
+    built: Mapping[str, str], content: Mapping[str, PageContent], hidden: Collection[str] = ()
+) -> dict[str, str]:
     """Every finished page's source identity (`derived_source`): the finishing code, the
     sha256 of the built HTML it is made from (`built`: by path) and its content's key (pages
-    with no content: none)."""
+    with no content: none). The stamp pages in `hidden` are not published."""
     code = fingerprint(PAGE_CODE)
     sources: dict[str, str] = {}
-    for rel in built.keys() | content.keys():
+    for rel in (built.keys() | content.keys()) - set(hidden):
         page = content.get(rel) or PageContent("")
-        origin = page.stamp or rel
-        sha = built.get(origin)
-        if sha is None:
-            raise SiteError(f"{rel}: the page it is made from, {origin}, was not built")
-        sources[rel] = derived_source("page", code, sha, page.key)
+        shas = [built.get(origin) for origin in _origins(page.stamp or rel)]
+        if None in shas:
+            raise SiteError(f"{rel}: a page it is made from, of {page.stamp}, was not built")
+        sources[rel] = derived_source("page", code, *shas, page.key)  # type: ignore[arg-type]
     return sources
+
+
+def _built_from(rel: str, page: PageContent | None, fetched: Fetched) -> str:
+    """The built page the finished page at `rel` is made from: its own, its stamp, or the
+    variant of its stamp its layout picks (its fill read in `fetched` when left stored)."""
+    if page is None or not page.stamp:
+        return rel
+    fill = fetched[rel][0] if page.stored and rel in fetched else page.fill
+    return _origin(page.stamp, fill, rel) if fill is not None else page.stamp
+
+
+def _origins(stamp: str) -> tuple[str, ...]:
+    """The built pages a page stamped from `stamp` (site-relative .html) may be made from:
+    the stamp's variants, one per layout (`pages.RECIPE_STAMPS`), or the stamp itself."""
+    if stamp == _html(pages.RECIPE_STAMP):
+        return tuple(_html(rel) for rel in pages.RECIPE_STAMPS.values())
+    return (stamp,)
+
+
+def _origin(stamp: str, fill: islands.Fill, rel: str) -> str:
+    """The variant of `stamp` a page of `fill`'s layout is made from."""
+    if not fill.template:
+        return stamp
+    variant = pages.RECIPE_STAMPS.get(fill.template)
+    if variant is None or stamp != _html(pages.RECIPE_STAMP):
+        raise SiteError(f"{rel}: no stamp page of its layout {fill.template!r}")
+    return _html(variant)
 
 
 def _finish_page(
@@ -1086,17 +1210,21 @@ def _finish_page(
     built: BuiltPages,
     page: PageContent,
     made: Pages,
-    fetched: Mapping[str, tuple[str, tuple[str, ...]]],
+    fetched: Fetched,
 ) -> bytes:
-    """One finished page: the built HTML (its stamp's, with its title), its data blocks put
+    """One finished page: the built HTML (its stamp's, with its fill), its data blocks put
     back, the Content-Security-Policy added."""
     made.renderer.finished += 1
-    title, blocks = page.title, page.blocks
+    fill, blocks = page.fill, page.blocks
     if page.stored:
-        title, blocks = fetched[rel] if rel in fetched else made.fetch([rel])[rel]
-    html = built[page.stamp or rel].decode("utf-8")
+        fill, blocks = fetched[rel] if rel in fetched else made.fetch([rel])[rel]
     if page.stamp:
-        html = islands.stamp(html, title, rel)
+        if fill is None:
+            raise SiteError(f"{rel}: a stamped page without its fill")
+        origin = _origin(page.stamp, fill, rel)
+        html = islands.stamp(built[origin].decode("utf-8"), fill, rel, made.own.get(origin))
+    else:
+        html = built[rel].decode("utf-8")
     if blocks:
         html = islands.sink(html, blocks, rel)
     return with_csp(html).encode("utf-8")
@@ -1241,11 +1369,11 @@ def write_site(
         engine = run_engine(inputs, site_dir, epoch, cache, base)
         del inputs
         engine_reused = engine is not None
-        if not config.get("site_url"):
-            engine = without_sitemap(site_dir, engine)
+        engine, remade = _site_wide(site_dir, engine, made, bool(config.get("site_url")))
         with collector_paused():
             publisher = _publisher(cache, out, site_dir)
-            finish_pages(site_dir, made, publisher, engine)
+            finish_pages(site_dir, made, publisher, engine, remade)
+            stamping.forget()
             work_done = made.renderer  # its counts include the pages fetched and finished
             del engine, made  # the data blocks are in the pages now
             table = _publish(publisher, site, recipe_keys, out)
@@ -1318,6 +1446,181 @@ NO_SITEMAP = StageNote(
     "no sitemap.xml written: a sitemap lists absolute URLs and this build has no site URL "
     "(give --site-url, or site_url in mkdocs.yml)",
 )
+
+
+def _engine_files(
+    site_dir: Path, engine: EngineOutput | None, rels: Sequence[str]
+) -> dict[str, bytes]:
+    """The files at `rels` of the engine's output (those it wrote)."""
+    if engine is not None:
+        return engine.read([rel for rel in rels if rel in engine.shas])
+    return {
+        rel: safeio.read(site_dir / rel, root=site_dir, where="the built site")
+        for rel in rels
+        if (site_dir / rel).is_file()
+    }
+
+
+SEARCH_INDEX = "search/search_index.json"  # the theme's search plugin's
+
+
+Remade = Sequence[tuple[str, str, Callable[[], bytes | None]]]  # `engine_remade`
+
+
+def _site_wide(
+    site_dir: Path, engine: EngineOutput | None, made: Pages, site_url: bool
+) -> tuple[EngineOutput | None, Remade]:
+    """The engine's output without the site-wide files made again for the stamped pages
+    (`engine_remade`, returned), and without its sitemap when there is no site URL."""
+    remade = engine_remade(site_dir, engine, made, site_url)
+    if engine is not None:
+        engine = engine.without([rel for rel, _, _ in remade])
+    if not site_url:
+        engine = without_sitemap(site_dir, engine)
+    return engine, remade
+
+
+def engine_remade(
+    site_dir: Path, engine: EngineOutput | None, made: Pages, site_url: bool
+) -> list[tuple[str, str, Callable[[], bytes | None]]]:
+    """The engine's site-wide files that list pages (its search index; its sitemap and its
+    gzip, with a site URL) as it writes them when it builds every page (`search_index`,
+    `stamped_sitemap`): each one's path, source (`derived_source`: its own file's sha256 and
+    what the stamped pages put in) and maker, for the publisher, which links the previous
+    build's copy when the source is the same (nothing read). None without stamp pages."""
+    if not made.own:
+        return []
+    rels = [SEARCH_INDEX, *(SITEMAP_FILES if site_url else ())]
+    if engine is not None:
+        shas = {rel: engine.shas[rel] for rel in rels if rel in engine.shas}
+    else:
+        shas = {
+            rel: hashlib.sha256(data).hexdigest()
+            for rel, data in _engine_files(site_dir, None, rels).items()
+        }
+    code = fingerprint(PAGE_CODE)
+    # the pages stamped from the stamp pages (a run's page is in neither file: not these)
+    listed = sorted(f"{r}\0{c.stamp}" for r, c in made.content.items() if c.stamp in made.own)
+    pages_in = digest("stamped", *sorted(made.own), *listed)
+    out: list[tuple[str, str, Callable[[], bytes | None]]] = []
+    if SEARCH_INDEX in shas:
+        search = digest("search", *sorted(f"{r}\0{e}" for r, e in made.search.items()))
+
+        def index() -> bytes:
+            found = _engine_files(site_dir, engine, (SEARCH_INDEX,))
+            return search_index(found[SEARCH_INDEX], made)
+
+        source = derived_source("engine-remade", code, shas[SEARCH_INDEX], pages_in, search)
+        out.append((SEARCH_INDEX, source, index))
+    maps = [rel for rel in SITEMAP_FILES if rel in shas]
+    if "sitemap.xml" in maps:
+        made_once: dict[str, bytes] = {}
+
+        def sitemap(rel: str) -> bytes | None:
+            if not made_once:
+                made_once.update(stamped_sitemap(_engine_files(site_dir, engine, maps), made))
+            return made_once.get(rel)
+
+        for rel in maps:
+            source = derived_source("engine-remade", code, *(shas[r] for r in maps), pages_in)
+            out.append((rel, source, functools.partial(sitemap, rel)))
+    return out
+
+
+def search_index(data: bytes, made: Pages) -> bytes:
+    """The search plugin's index as it writes it when the engine builds every page
+    (`pages.STAMP_RECIPES` off): the stamp pages' entries left out, each stamped recipe page's
+    (`Pages.search`) put in, each page's entries in the engine's order of files
+    (`mkdocs.structure.files.file_sort_key`), written as the plugin writes them (compact
+    JSON, `default=str`)."""
+    import json
+
+    index = json.loads(data)
+    if not isinstance(index, dict) or set(index) != {"config", "docs"}:
+        raise SiteError(f"the engine's {SEARCH_INDEX} is not a search index")
+    by_page: dict[str, list[str]] = {}
+    for entry in index["docs"]:
+        page = str(entry["location"]).split("#", 1)[0]
+        if page not in made.own:
+            by_page.setdefault(page, []).append(
+                json.dumps(entry, separators=(",", ":"), default=str)
+            )
+    for page, entries in made.search.items():
+        if page in by_page:
+            raise SiteError(f"the engine's {SEARCH_INDEX} already holds {page}")
+        if entries:
+            by_page[page] = [entries[1:-1]]  # a JSON list's items
+    docs = ",".join(
+        ",".join(by_page[page]) for page in sorted(by_page, key=lambda p: _file_key(p, ""))
+    )
+    config = json.dumps(index["config"], separators=(",", ":"), default=str)
+    return f'{{"config":{config},"docs":[{docs}]}}'.encode()
+
+
+_URL = re.compile(r"<url>.*?</url>", re.DOTALL)
+_LOC = re.compile(r"<loc>([^<]*)</loc>")
+
+
+def stamped_sitemap(files: Mapping[str, bytes], made: Pages) -> dict[str, bytes]:
+    """The engine's sitemap (and its gzip) as the engine writes it when it builds every page
+    (`pages.STAMP_EVIDENCE` off): the stamp pages' own entries left out, one entry per stamped
+    page with a body of its own (an evidence page), made from its stamp's entry with its file
+    name, in the engine's order of files (`mkdocs.structure.files.file_sort_key`)."""
+    if "sitemap.xml" not in files:
+        return {}
+    text = files["sitemap.xml"].decode("utf-8")
+    entries = _URL.findall(text)
+    gaps = _URL.split(text)  # the text before, between and after the entries
+    if len(entries) < 2 or len(set(gaps[1:-1])) != 1:
+        raise SiteError("the engine's sitemap is not a list of entries with one separator")
+    by_loc: dict[str, str] = {}
+    for entry in entries:
+        found = _LOC.search(entry)
+        if found is None:
+            raise SiteError("the engine's sitemap has an entry without a location")
+        by_loc[found.group(1)] = entry
+    prefix = ""
+    for stamp in made.own:
+        own = [loc for loc in by_loc if loc.endswith(stamp)]
+        if len(own) != 1:
+            raise SiteError(f"the engine's sitemap does not list the stamp page {stamp} once")
+        prefix, entry = own[0].removesuffix(stamp), by_loc.pop(own[0])
+        stem = stamp.rsplit("/", 1)[-1]
+        for rel, page in made.content.items():
+            if page.stamp == stamp:
+                if prefix + rel in by_loc:
+                    raise SiteError(f"the engine's sitemap already lists {rel}")
+                by_loc[prefix + rel] = entry.replace(stem, rel.rsplit("/", 1)[-1])
+    order = sorted(by_loc, key=lambda loc: _file_key(loc, prefix))
+    out = [gaps[0], gaps[1].join(by_loc[loc] for loc in order), gaps[-1]]
+    sitemap = "".join(out).encode("utf-8")
+    result = {"sitemap.xml": sitemap}
+    if "sitemap.xml.gz" in files:
+        result["sitemap.xml.gz"] = _gzip_like(files["sitemap.xml.gz"], sitemap)
+    return result
+
+
+def _file_key(loc: str, prefix: str) -> tuple[Any, ...]:
+    """`mkdocs.structure.files.file_sort_key` of the page at `loc` (its Markdown source)."""
+    if not loc.startswith(prefix):
+        raise SiteError(f"the engine's sitemap lists {loc} outside the site's URL")
+    parts = loc[len(prefix) :].removesuffix(".html").split("/")
+    return (tuple(parts[:-1]), parts[-1] != "index", parts[-1] + ".md")
+
+
+def _gzip_like(old: bytes, data: bytes) -> bytes:
+    """`data` gzipped as the engine gzips its sitemap: the name `sitemap.xml`, the time in
+    the header of its own gzip (`old`), the default level."""
+    import gzip
+    import io
+
+    if len(old) < 10:
+        raise SiteError("the engine's sitemap.xml.gz is not a gzip file")
+    mtime = int.from_bytes(old[4:8], "little")
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, filename="sitemap.xml.gz", mode="wb", mtime=mtime) as gz:
+        gz.write(data)
+    return buf.getvalue()
 
 
 def without_sitemap(site_dir: Path, engine: EngineOutput | None) -> EngineOutput | None:

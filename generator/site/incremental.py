@@ -700,10 +700,16 @@ class StoredGroup:
     keys: tuple[str, ...]
     shells: tuple[str, ...]
     skeletons: tuple[str, ...]
+    # a stamped recipe page's entries of the search index (`stamping.search_entries`), "" for
+    # the others: the build's search index is made from them without the page being read
+    searches: tuple[str, ...] = ()
 
     def __reduce__(self) -> tuple[Callable[..., StoredGroup], tuple[Any, ...]]:
         skeletons = tuple(s.encode() for s in self.skeletons)
-        return _stored_group, (self.rels, self.stamps, self.keys, self.shells, skeletons)
+        searches = tuple(s.encode() for s in self.searches)
+        return _stored_group, (
+            self.rels, self.stamps, self.keys, self.shells, skeletons, searches
+        )  # fmt: skip
 
 
 def _stored_group(
@@ -712,8 +718,16 @@ def _stored_group(
     keys: tuple[str, ...],
     shells: tuple[str, ...],
     skeletons: tuple[bytes, ...],
+    searches: tuple[bytes, ...] = (),
 ) -> StoredGroup:
-    return StoredGroup(rels, stamps, keys, shells, tuple(s.decode() for s in skeletons))
+    return StoredGroup(
+        rels,
+        stamps,
+        keys,
+        shells,
+        tuple(s.decode() for s in skeletons),
+        tuple(s.decode() for s in searches),
+    )
 
 
 def api_reuse(recipe_keys: RecipeKeys | None, sums: Mapping[str, str]) -> api.Reuse:

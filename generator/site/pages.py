@@ -20,6 +20,7 @@ from generator.core import names
 from generator.core.errors import SiteError
 from generator.core.records import ScaleProfile
 from generator.evidence.view import EvidenceView, RunFacts, by_recipe, facts
+from generator.site import islands
 from generator.site.audit import statement_file
 from generator.site.charts import (
     NOT_IN_LADDER,
@@ -31,7 +32,7 @@ from generator.site.charts import (
     verdict_heatmap,
 )
 from generator.site.islands import STAMP_TITLE
-from generator.site.jinja import render
+from generator.site.jinja import md_inline, render
 from generator.site.model import LaneVerdict, LaneView, ProfileView, RecipeView, SiteData
 from generator.site.runpage import run_markdown
 from generator.site.summary import band, summaries
@@ -792,6 +793,99 @@ def run_stamp_inputs() -> SitePage:
     return _template("pages/run_stamp.md.j2", title=STAMP_TITLE, own="Evidence runs")
 
 
+# Every recipe name's evidence page is stamped from one page the engine builds of the same
+# template for a name no recipe's page can have (`islands.STAMP_NAME`): never published itself
+# (`generator.site.stamping`). Off: the engine builds every evidence page (the reference).
+STAMP_EVIDENCE = True
+EVIDENCE_STAMP = f"evidence/{islands.STAMP_NAME}.md"
+
+
+def evidence_stamp(name: str) -> str:
+    """The stamp page of `name`'s evidence page, "" when the engine must build it itself: its
+    heading (`# Evidence for <name>`, as the template writes it) does not fit the stamp's
+    layout (`stamping.fits`: a table of contents of that one heading, no link)."""
+    if not STAMP_EVIDENCE:
+        return ""
+    from generator.site import stamping
+
+    line = f"# Evidence for {md_inline(_shape(name))}\n"
+    return EVIDENCE_STAMP if stamping.heading_fits(line) else ""
+
+
+# A name of these characters only is Markdown text whatever it is (`md_inline` escapes the
+# punctuation among them; in a code span it is literal): its heading has the shape of any
+# other such name's, so the rule is checked once for all of them (the page's own fill is
+# checked again when it is made, `stamping.fill`).
+_PLAIN = re.compile(r"[a-z0-9][a-z0-9._-]*")
+
+
+def _shape(name: str) -> str:
+    return "x" if _PLAIN.fullmatch(name) else name
+
+
+def evidence_stamp_page(site: SiteData) -> str:
+    """The page the engine builds for every stamped evidence page (`EVIDENCE_STAMP`)."""
+    return evidence_page(islands.STAMP_NAME, (), site, True)
+
+
+# Every recipe's page likewise, from one of two pages the engine builds (never published), one
+# per layout (`template`): what its front matter names picks the one (`Fill.template`). Off:
+# the engine builds every recipe page (the reference).
+STAMP_RECIPES = True
+RECIPE_STAMP = f"recipes/{islands.STAMP_NAME}.md"
+RECIPE_STAMPS = {  # layout -> the stamp page of that layout
+    "main.html": RECIPE_STAMP,
+    "charts.html": f"recipes/{islands.STAMP_NAME}-CHARTS.md",
+}
+
+
+def recipe_stamp(recipe: RecipeView) -> str:
+    """The stamp page of `recipe`'s page, "" when the engine must build it itself: its
+    headings (its name's, the configuration profile's when it has one, as the template writes
+    them) do not make a table of contents of one level-1 heading over level-2 headings
+    (`stamping.fits_recipe`)."""
+    if not STAMP_RECIPES:
+        return ""
+    from markupsafe import escape
+
+    from generator.site import stamping
+
+    text = f"# {md_inline(_shape(recipe.name))}\n\n## Scale profiles and status\n"
+    standard = recipe.profiles[0].result if recipe.profiles else None
+    chosen = standard.selected_profile if standard else None
+    if chosen is not None:
+        text += f"\n## Configuration profile `{escape(_shape(chosen.name))}`\n"
+    return RECIPE_STAMP if stamping.headings_fit(text) else ""
+
+
+def recipe_stamp_pages() -> dict[str, str]:
+    """The pages the engine builds for every stamped recipe page (docs-relative .md ->
+    Markdown): a recipe page's front matter and two level-2 headings, from which the table of
+    contents' item is learned (`islands.stamp_parts`)."""
+    name = islands.STAMP_NAME
+    return {
+        rel: (
+            f'---\ntitle: "{name}"\ntemplate: {template}\nhide:\n  - navigation\n---\n\n'
+            f"# {name}\n\n## {name}-A\n\n## {name}-B\n"
+        )
+        for template, rel in RECIPE_STAMPS.items()
+    }
+
+
+def stamp_fill(skeleton: str, rel: str, stamp: str) -> islands.Fill:
+    """What the page at `rel` (docs-relative .md) puts into its stamp page's built HTML."""
+    stem = rel.rsplit("/", 1)[-1].removesuffix(".md")
+    if stamp == EVIDENCE_STAMP:
+        from generator.site import stamping
+
+        return stamping.fill(skeleton, stem, rel)
+    if stamp in RECIPE_STAMPS.values():
+        from generator.site import stamping
+
+        return stamping.recipe_fill(skeleton, stem, rel)
+    return islands.Fill(stamped_title(skeleton))
+
+
 def stamped_title(skeleton: str) -> str:
     """The HTML-escaped title of a stamped page, from its Markdown's front matter: `title`
     (as the `title` filter wrote it: a JSON string of HTML-escaped text), or `stamp_title` for
@@ -870,6 +964,7 @@ class PageGroup:
                 name,
                 runs,
                 lambda: evidence_page(name, runs, site, False),
+                evidence_stamp(name),
             )
             return [evidence, *_run_plans(runs, site, None)]
         return [
@@ -879,6 +974,7 @@ class PageGroup:
                 recipe.name,
                 runs,
                 lambda: recipe_page(recipe, site),
+                recipe_stamp(recipe),
             ),
             PagePlan(
                 f"evidence/{slug(recipe.name)}.md",
@@ -886,6 +982,7 @@ class PageGroup:
                 recipe.name,
                 runs,
                 lambda: evidence_page(recipe.name, runs, site, True),
+                evidence_stamp(recipe.name),
             ),
             *_run_plans(runs, site, recipe),
         ]

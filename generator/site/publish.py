@@ -380,6 +380,13 @@ class Publisher:
         self.files[rel] = old if old[_SOURCE] == source else (old[0], old[1], old[2], sha, source)
         return True
 
+    def drop(self, rel: str) -> None:
+        """The file the engine wrote at `rel` removed from `root` and never published (a stamp
+        page: `generator.site.stamping`)."""
+        tree = self._tree or self._open()
+        tree.remove(rel)
+        self._present.discard(rel)
+
     def _clear(self, tree: TreeWriter, rel: str) -> None:
         """A file already at `rel` is replaced (e.g. a page the engine wrote before its blocks
         went in); only a path known to be taken costs a system call."""
