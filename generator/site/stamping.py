@@ -27,9 +27,16 @@ build). The reference is the engine building every page (`pages.STAMP_EVIDENCE` 
 `pages.STAMP_RECIPES` off); tests/test_site_stamp.py builds catalogs both ways and compares
 every file byte for byte, and hypothesis-made names page by page.
 
-Measured (CPU, one process, the 5 recipes of `synth --recipes 5 --evidence 30 --seed 5`): a
-recipe page's body converted here in 1.8 ms, its search entries in 1.0 ms more; mkdocs' own
-page render makes a new Markdown instance per page (~20 profiled ms a page at 200 x 4,000).
+Measured (CPU; the machine shared, load 3-6): a recipe page's body is converted here in 1.8 ms
+(the 200 x 4,000 synthetic catalog's recipe pages, ~2 KB of Markdown each) and its search
+entries take ~1 ms more; mkdocs builds a page with a new Markdown instance, the theme's
+templates, the search and privacy plugins and a file write. The bench's `pages` + `mkdocs`
+stages (`generator.bench.run._measure_pages`, one process each): at 200 x 4,000, 422 -> 25
+pages built by mkdocs, 5.25 -> 5.12 CPU-s (median of three interleaved pairs; pages 1.67 ->
+2.45, mkdocs 3.58 -> 2.63); at 1,000 x 20,000, 2,030 -> 33 pages, 26.19 -> 22.57 CPU-s
+(pages 9.84 -> 14.78, mkdocs 16.35 -> 7.79), the stages' peak 1,603 -> 1,558 MB. A cold
+`--no-cache` build at 1,000 x 20,000 (three each, the bench's sampler): 86.1 -> 84.0 CPU-s,
+peak 1,740 -> 1,713 MB (medians; the peak's spread is wide: 1,739-2,594 and 1,712-1,939).
 """
 
 from __future__ import annotations
