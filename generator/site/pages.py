@@ -804,7 +804,7 @@ def evidence_stamp(name: str) -> str:
     """The stamp page of `name`'s evidence page, "" when the engine must build it itself: its
     heading (`# Evidence for <name>`, as the template writes it) does not fit the stamp's
     layout (`stamping.fits`: a table of contents of that one heading, no link)."""
-    if not STAMP_EVIDENCE:
+    if not STAMP_EVIDENCE or not stampable(name):
         return ""
     from generator.site import stamping
 
@@ -821,6 +821,15 @@ _PLAIN = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
 def _shape(name: str) -> str:
     return "x" if _PLAIN.fullmatch(name) else name
+
+
+def stampable(name: str) -> bool:
+    """Whether a page named `name` may be stamped at all: not when the name holds a character
+    `str.isprintable` refuses (a control character such as CR or LF, a line or paragraph
+    separator, a space other than U+0020): Markdown may end its heading line there, and
+    mkdocs' title of the page would not be the name (hypothesis found "0\r" in
+    tests/test_site_stamp.py). The engine builds such a page itself, by rule."""
+    return name.isprintable()
 
 
 def evidence_stamp_page(site: SiteData) -> str:
@@ -844,17 +853,16 @@ def recipe_stamp(recipe: RecipeView) -> str:
     headings (its name's, the configuration profile's when it has one, as the template writes
     them) do not make a table of contents of one level-1 heading over level-2 headings
     (`stamping.fits_recipe`)."""
-    if not STAMP_RECIPES:
+    if not STAMP_RECIPES or not stampable(recipe.name):
         return ""
-    from markupsafe import escape
-
+    from generator.core.text import html_text
     from generator.site import stamping
 
     text = f"# {md_inline(_shape(recipe.name))}\n\n## Scale profiles and status\n"
     standard = recipe.profiles[0].result if recipe.profiles else None
     chosen = standard.selected_profile if standard else None
     if chosen is not None:
-        text += f"\n## Configuration profile `{escape(_shape(chosen.name))}`\n"
+        text += f"\n## Configuration profile `{html_text(_shape(chosen.name))}`\n"
     return RECIPE_STAMP if stamping.headings_fit(text) else ""
 
 

@@ -174,7 +174,7 @@ def _search_entries(skeleton: str, url: str) -> str:
     index.add_entry_from_context(page)
     if not index.entries:
         return ""
-    return json.dumps(index.entries, separators=(",", ":"), default=str)
+    return json.dumps(index.entries, separators=(",", ":"), default=str, allow_nan=False)
 
 
 def headings_fit(markdown: str) -> bool:
