@@ -260,8 +260,19 @@ def _measure_pages(
         import yaml
 
         atomic.write_text(work / "mkdocs.yml", yaml.safe_dump(config, sort_keys=True), root=work)
-    pages = len(safeio.glob_tree(work / "docs", "*.md"))
-    result["pages"].note = f"{len(generated)} generated files, {pages} pages"
+    engine = len(safeio.glob_tree(work / "docs", "*.md"))  # the pages mkdocs builds
+    # the pages mkdocs built one by one before recipe and evidence pages were stamped (the run
+    # pages were stamped already): what the plain mkdocs run below is sized by, as before
+    stamped = sum(
+        1
+        for rel, c in made.content.items()
+        if c.stamp and c.stamp != rel and not rel.startswith("evidence/runs/")
+    )
+    pages = engine - len(made.own) + stamped
+    result["pages"].note = (
+        f"{len(generated)} generated files, {pages} pages ({engine} built by mkdocs, "
+        f"{stamped} recipe and evidence pages stamped)"
+    )
     with measure(result["mkdocs"], sampler):
         site_build.run_mkdocs(work / "mkdocs.yml", 0)
         site_build.finish_pages(work / "site", made)  # blocks back
