@@ -110,3 +110,20 @@ def test_an_abandoned_iteration_releases_the_pool() -> None:
     assert next(results)[0] == 0
     results.close()  # type: ignore[attr-defined]
     assert _SHARED == {}
+
+
+def test_workers_collect_nothing_they_inherited() -> None:
+    """What is alive when the pool forks is frozen (`gc.freeze`): a worker's collections do not
+    walk it (a walk writes to every object's header and copies the parent's heap into the
+    worker: a cold build at 1,000 x 20,000 peaked at 2.4 GB over the process tree without it,
+    1.6 GB with it)."""
+    import gc
+
+    alive = [[i] for i in range(20_000)]  # objects the collector tracks, alive at the fork
+
+    def walked(_: int) -> int:  # how many of them the worker's collector would walk
+        tracked = {id(o) for o in gc.get_objects()}  # every generation but the permanent one
+        return sum(id(a) in tracked for a in alive)
+
+    assert walked(0) == 20_000  # here, before the pool: in the collector's generations
+    assert list(parallel_map(walked, range(4), jobs=2)) == [0, 0, 0, 0]

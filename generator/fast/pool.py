@@ -12,15 +12,20 @@ no core was free): `evidence verify` of 2,000 statements, --jobs 2 vs --jobs 1, 
 vs 19.2 s wall, 7.1 s vs 6.7 s CPU (whole process, three paired runs). The pools predate this
 module (four of them, now one); their gain on an idle machine is in docs/performance.md.
 
-Memory (cold build, 1,000 recipes x 20,000 evidence files, PSS summed over the process tree):
-the bundle pool peaks at 1.26 GB and the verification pool at 1.20 GB, as the pools before
-this module did (1.25 GB, 1.21 GB at 99258f7), both below the build's peak, which is reached
-later, with no worker alive: it was publishing the JSON API (2,100 MB RSS), and is now the end
-of mkdocs, its output stored in the cache (1,790 MB). Nothing to gain here from `gc.freeze`.
+Memory: the pool freezes what is alive before it forks (`gc.freeze`, as `collector_paused`
+leaves what its blocks made), so a worker's full collection walks nothing it inherited: a walk
+writes to every object's header and copies the parent's heap page by page into the worker. The
+bundle pool forks after verification, with the 20,000 verification records alive in the parent
+at 1,000 x 20,000; a cold build (empty cache, PSS summed over the process tree, the bench's
+sampler `bench.run.run_process`, two interleaved pairs, 00:43-00:53 UTC on 5 December 2026)
+peaked at 2,425.8 and 2,427.7 MB without the freeze, 1,612.2 and 1,630.0 MB with it (CPU 90.4,
+107.1 vs 94.7, 110.9 CPU-s: the machine's speed drifted over the four runs, each pair within
+4 CPU-s). Objects frozen stay out of the parent's collections too, as after `collector_paused`.
 """
 
 from __future__ import annotations
 
+import gc
 import itertools
 import multiprocessing
 import os
@@ -65,6 +70,10 @@ def parallel_map(
     stops = (min(i + size, len(items)) for i in starts)
     call = next(_calls)
     _SHARED[call] = (fn, items)
+    # everything alive now to the permanent generation before the fork (as `collector_paused`
+    # leaves what its blocks made): a worker's full collection would walk every object it
+    # inherited, writing to each one's header, and so copy the parent's heap page by page
+    gc.freeze()
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
     try:
         parts = pool.map(_run_chunk, itertools.repeat(call), starts, stops)
