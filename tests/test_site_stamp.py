@@ -160,16 +160,20 @@ def _engine_pages(root: Path, names: list[str]) -> dict[str, Any]:
         docs[rel] = islands.lift(pages.evidence_page(name, (), site, False))[0]  # type: ignore[arg-type]
     docs[pages.EVIDENCE_STAMP] = islands.lift(pages.evidence_stamp_page(site))[0]  # type: ignore[arg-type]
     shutil.rmtree(root, ignore_errors=True)
-    config = build.mkdocs_config(
-        REPO / "mkdocs.yml", root / "docs", root / "site", "https://example.org/x/"
-    )
+    _run_engine(root, docs, "https://example.org/x/")
+    return {"docs": docs, "site": root / "site"}
+
+
+def _run_engine(root: Path, docs: dict[str, str], site_url: str) -> None:
+    """mkdocs with the site's configuration (its nav the home page) over `docs` into
+    `root`/site."""
+    config = build.mkdocs_config(REPO / "mkdocs.yml", root / "docs", root / "site", site_url)
     config["nav"] = ["index.md"]
     for rel, text in docs.items():
         (root / "docs" / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / "docs" / rel).write_text(text)
     (root / "mkdocs.yml").write_text(yaml.safe_dump(config))
     build.run_mkdocs(root / "mkdocs.yml", EPOCH)
-    return {"docs": docs, "site": root / "site"}
 
 
 @settings(
@@ -298,15 +302,7 @@ def test_recipe_pages_of_any_name_are_stamped_as_mkdocs_builds_them(
     docs = {"index.md": "# Home\n", **pages.recipe_stamp_pages()}
     for name, chosen, template in cases:
         docs[f"recipes/{pages.slug(name)}.md"] = _recipe_skeleton(name, chosen, template)
-    config = build.mkdocs_config(
-        REPO / "mkdocs.yml", root / "docs", root / "site", "https://x.org/"
-    )
-    config["nav"] = ["index.md"]
-    for rel, text in docs.items():
-        (root / "docs" / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / "docs" / rel).write_text(text)
-    (root / "mkdocs.yml").write_text(yaml.safe_dump(config))
-    build.run_mkdocs(root / "mkdocs.yml", EPOCH)
+    _run_engine(root, docs, "https://x.org/")
     site = root / "site"
     index = json.loads((site / "search" / "search_index.json").read_text())["docs"]
     for name, chosen, template in cases:

@@ -30,7 +30,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from generator.core.errors import Diagnostic, LoadError
 
@@ -131,31 +131,38 @@ stat_followed = os.stat
 _ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})  # pathlib's
 
 
-def exists(path: Path | str) -> bool:
-    """Whether `path` names something, a link followed (`Path.exists()`): a dangling link does
-    not exist; pathlib's error rule (above)."""
+def _mode(
+    path: Path | str,
+    quiet: bool,
+    stat_of: Callable[[Any], os.stat_result],
+    test: Callable[[int], bool],
+) -> bool:
+    """`test` of the mode `stat_of(path)` gives, under the error rules above: pathlib's, or
+    `os.path`'s with `quiet`."""
     try:
-        os.stat(path)
-    except OSError as e:
-        if e.errno in _ABSENT:
-            return False
-        raise
-    except ValueError:
-        return False
-    return True
-
-
-def is_file(path: Path | str, *, quiet: bool = False) -> bool:
-    """Whether `path` is a regular file, a link followed (`Path.is_file()`; a link to a file is
-    one, a dangling link is not); pathlib's error rule, `os.path.isfile`'s with `quiet`."""
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
+        return test(stat_of(path).st_mode)
     except OSError as e:
         if quiet or e.errno in _ABSENT:
             return False
         raise
     except ValueError:
         return False
+
+
+def _any(mode: int) -> bool:
+    return True
+
+
+def exists(path: Path | str) -> bool:
+    """Whether `path` names something, a link followed (`Path.exists()`): a dangling link does
+    not exist; pathlib's error rule (above)."""
+    return _mode(path, False, os.stat, _any)
+
+
+def is_file(path: Path | str, *, quiet: bool = False) -> bool:
+    """Whether `path` is a regular file, a link followed (`Path.is_file()`; a link to a file is
+    one, a dangling link is not); pathlib's error rule, `os.path.isfile`'s with `quiet`."""
+    return _mode(path, quiet, os.stat, stat.S_ISREG)
 
 
 def is_dir(path: Path | str, *, quiet: bool = False) -> bool:
@@ -163,27 +170,13 @@ def is_dir(path: Path | str, *, quiet: bool = False) -> bool:
     one: a caller that goes on to list or write in it, and must not be led out of its tree by a
     link, asks `lstat` or lists it with `scan`, which never follow one); pathlib's error rule,
     `os.path.isdir`'s with `quiet`."""
-    try:
-        return stat.S_ISDIR(os.stat(path).st_mode)
-    except OSError as e:
-        if quiet or e.errno in _ABSENT:
-            return False
-        raise
-    except ValueError:
-        return False
+    return _mode(path, quiet, os.stat, stat.S_ISDIR)
 
 
 def is_link(path: Path | str, *, quiet: bool = False) -> bool:
     """Whether `path` itself is a symbolic link, dangling or not (`Path.is_symlink()`: no link
     followed); pathlib's error rule, `os.path.islink`'s with `quiet`."""
-    try:
-        return stat.S_ISLNK(os.lstat(path).st_mode)
-    except OSError as e:
-        if quiet or e.errno in _ABSENT:
-            return False
-        raise
-    except ValueError:
-        return False
+    return _mode(path, quiet, os.lstat, stat.S_ISLNK)
 
 
 # Whether `path` itself names something, no link followed (a dangling link does): `os.path.lexists`
