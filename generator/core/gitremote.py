@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from generator.core import proc
+from generator.core.urls import urlsplit
 
 _SCP = re.compile(r"^(?:[A-Za-z0-9._-]+@)?(?P<host>[A-Za-z0-9.-]+\.[A-Za-z]{2,}):(?P<path>[^/].*)$")
 _PATH = re.compile(r"^/?(?P<path>[A-Za-z0-9._~-]+(?:/[A-Za-z0-9._~-]+)+)/?$")

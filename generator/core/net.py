@@ -44,13 +44,14 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
+from http import HTTPStatus
 from pathlib import Path
 from types import TracebackType
 from typing import Any
-from urllib.parse import SplitResult, urljoin, urlsplit
 
 from generator.core import envvars, safeio
 from generator.core.errors import CatalogError, Diagnostic, UsageError
+from generator.core.urls import SplitResult, urljoin, urlsplit
 
 DEADLINE_ENV = "AICR_CATALOG_NET_DEADLINE"
 DEFAULT_REQUEST_SECONDS = 120.0  # one request, connect to last byte
@@ -116,6 +117,15 @@ class Response:
 class NetStats:
     requests: int = 0
     body_bytes: int = 0
+
+
+def status_phrase(status: int) -> str:
+    """The standard phrase of an HTTP status (`404` -> `Not Found`), "" for one the standard
+    does not name: never the server's own reason text."""
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
 
 
 def is_loopback(host: str) -> bool:

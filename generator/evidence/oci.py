@@ -36,12 +36,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlencode, urljoin, urlsplit
 
 from generator.core import envvars, safeio
 from generator.core.atomic import write_atomic
 from generator.core.errors import CatalogError, Diagnostic
 from generator.core.net import Client, NetError, NetKind, Redirects, Response, is_loopback
+from generator.core.urls import quote, urlencode, urljoin, urlsplit
 from generator.core.yamlio import load_json
 
 MANIFEST_V1 = "application/vnd.oci.image.manifest.v1+json"

@@ -13,7 +13,6 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from http import HTTPStatus
 from pathlib import Path
 
 from generator.core import net, safeio
@@ -215,10 +214,8 @@ class Fetcher:
 
 def _why(status: int) -> str:
     """The standard phrase of a status (never the server's own reason text)."""
-    try:
-        return f" {HTTPStatus(status).phrase}"
-    except ValueError:
-        return ""
+    phrase = net.status_phrase(status)
+    return f" {phrase}" if phrase else ""
 
 
 def _backoff(attempt: int, retry_after: float | None) -> float:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
-from urllib.parse import urlencode, urljoin, urlsplit
 
+from generator.core.urls import urlencode, urljoin, urlsplit
 from generator.pins.http import Fetcher, FetchError, header
 from generator.pins.model import Problem, ProblemKind
 

@@ -14,10 +14,10 @@ import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
 from generator.core.records import Consensus
 from generator.core.text import html_text, md_link_text, xml_attr, xml_text
+from generator.core.urls import quote
 from generator.evidence.view import facts
 from generator.site import apifiles
 from generator.site.api import Reuse, dumps

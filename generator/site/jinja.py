@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 import jinja2
 from markupsafe import Markup
@@ -34,6 +33,7 @@ from markupsafe import Markup
 from generator.core import safeio
 from generator.core.errors import SiteError
 from generator.core.text import html_text as escape
+from generator.core.urls import quote
 
 if TYPE_CHECKING:
     from generator.core.cache import Cache
