@@ -52,9 +52,9 @@ from typing import Any, TypeVar
 from generator import __version__
 from generator.core import envvars, safeio
 from generator.core.atomic import create_once, make_dirs
+from generator.core.blobwrite import insert_parts
 from generator.core.errors import Diagnostic, LoadError
 from generator.core.outputs import discard
-from generator.fast.blobwrite import insert_parts
 
 MAGIC = b"AICR-CACHE 1\n"
 DEFAULT_DIR = Path(".cache")
@@ -274,7 +274,7 @@ def refuse_planted(root: Path) -> None:
 # pages themselves. Measured there: the pages stage's high-water mark 2,129 -> 1,775 MB (the
 # build's peak, 2,139 MB, is now publishing's, as before the pages held it).
 WRITE_BYTES = 64 * 2**20
-# A stored value this large is written alone through `fast.blobwrite` (the engine's output, 45 MB
+# A stored value this large is written alone through `blobwrite` (the engine's output, 45 MB
 # at 1,000 x 20,000, whose storing was the cold build's peak there: 1,923 -> 1,790 MB RSS).
 LARGE_BYTES = 8 * 2**20
 _BATCH = 500  # keys per query (below SQLite's bound on a statement's parameters)
@@ -382,7 +382,7 @@ class Cache:
             )
 
     def _write_parts(self, stage: str, key: str, parts: Sequence[bytes]) -> None:
-        """One entry stored from its parts, never joined (`fast.blobwrite.insert_parts`)."""
+        """One entry stored from its parts, never joined (`blobwrite.insert_parts`)."""
         db = self._store_db()
         with _transaction(db):
             insert_parts(db, "entries", {"stage": stage, "key": key}, "data", parts)
@@ -446,7 +446,7 @@ class Cache:
             self._secret = machine_key()
         if len(payload) >= LARGE_BYTES:  # not joined: a payload's copy was a build's peak
             mac = hmac.new(self._secret, header + b"\0", hashlib.sha256)
-            mac.update(payload)  # (fast.blobwrite)
+            mac.update(payload)  # (blobwrite)
             return mac.hexdigest()
         return hmac.digest(self._secret, header + b"\0" + payload, "sha256").hex()
 
@@ -561,7 +561,7 @@ class Cache:
         self, stage: str, key: str, fingerprint_: str, payload: bytes, auth: bool
     ) -> bytes:
         """An entry's bytes before its payload (`_entry` without the payload, which a large
-        entry's write streams in after it: `fast.blobwrite`)."""
+        entry's write streams in after it: `blobwrite`)."""
         sha = _sha256(payload).hexdigest()
         header = bare = _header_bytes(key, stage, fingerprint_, sha)
         if auth:
@@ -648,7 +648,7 @@ class Cache:
             for i, value in zip(todo, made, strict=True):
                 found[i] = value
                 data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-                if len(data) >= LARGE_BYTES:  # alone, never joined or copied (fast.blobwrite)
+                if len(data) >= LARGE_BYTES:  # alone, never joined or copied (blobwrite)
                     head = self._entry_head(stage, keys[i], "", data, True)
                     self._write_parts(stage, keys[i], (head, data))
                     continue

@@ -1,4 +1,4 @@
-"""`fast.blobwrite.insert_parts` against its reference (the parts joined and bound), and the
+"""`blobwrite.insert_parts` against its reference (the parts joined and bound), and the
 cache's large entries written through it: stored bytes equal, read back, and counted (the
 largest value bound as a statement's parameter, the Python bytes allocated at once)."""
 
@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generator.core import cache as cache_module
+from generator.core.blobwrite import insert_parts, insert_parts_reference
 from generator.core.cache import Cache
-from generator.fast.blobwrite import insert_parts, insert_parts_reference
 
 TABLE = "CREATE TABLE t (id INTEGER PRIMARY KEY, stage TEXT, key TEXT UNIQUE, data BLOB NOT NULL)"
 

@@ -13,8 +13,12 @@ written by `Cache.get_or_make_many`) raised the process's high-water mark by 174
 reference path (its pickle, the entry joined from header and pickle, SQLite's two copies);
 by 45 MB here (the pickle alone). Its time, 45 MB into a store in WAL mode, three pairs: 0.12-0.15
 CPU-s here against 0.15-0.17 (0.20-0.23 s wall against 0.16-0.17: the zeros are written
-first). tests/test_fast_blobwrite.py holds the stored bytes equal to the reference's and counts
+first). tests/test_blobwrite.py holds the stored bytes equal to the reference's and counts
 the largest value bound as a parameter.
+
+It is the build cache's SQLite writer (`core/cache.py` its one caller), so it sits in `core/`
+beside the cache: the two import `sqlite3`, no module outside `core/` does (it was
+`generator/fast/blobwrite.py` until December 2026).
 """
 
 from __future__ import annotations
