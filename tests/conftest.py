@@ -99,7 +99,7 @@ HEAVY_FIRST = (
     "test_qualify.py",
     "test_render_schemas.py",
     "test_site_outcomes.py",
-    "test_fast_tarball.py",
+    "test_archive.py",
     "test_cache.py",
     "test_page_budget.py",
     "test_hostile_io.py",

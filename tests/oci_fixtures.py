@@ -7,11 +7,13 @@ publish --push`), signed with this project's test root.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
 import socket
 import subprocess
+import tarfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -23,6 +25,7 @@ from typing import Any
 import pytest
 import requests
 
+from generator.core import archive
 from generator.core.net import Client
 from generator.evidence import oci
 from generator.evidence.pointer import render_pointer
@@ -267,6 +270,30 @@ def summary_bundle(recipe_yaml: bytes = RECIPE_YAML) -> tuple[dict[str, bytes], 
     return files, predicate
 
 
+def tar_directory(files: Mapping[str, bytes]) -> bytes:
+    """A deterministic tar of `files` (POSIX relative paths): sorted, mode 0644/0755, owner 0, mtime 0.
+
+    Entries are named as ORAS names a directory added as `.`: the directories, then the files,
+    relative to the directory itself. (It was `evidence/oci.tar_directory` until December 2026;
+    the tool pushes no directory, only the tests' upstream publisher does.)
+    """
+    buf = io.BytesIO()
+    dirs = sorted(
+        {str(Path(p).parent) for p in files} - {"."}
+        | {"/".join(Path(p).parts[:i]) for p in files for i in range(1, len(Path(p).parts))}
+    )
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for d in dirs:
+            info = tarfile.TarInfo(d)
+            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, 0
+            tar.addfile(info)
+        for p in sorted(files):
+            info = tarfile.TarInfo(p)
+            info.size, info.mode, info.mtime = len(files[p]), 0o644, 0
+            tar.addfile(info, io.BytesIO(files[p]))
+    return buf.getvalue()
+
+
 @dataclass
 class Published:
     pointer: bytes
@@ -289,8 +316,8 @@ def publish_upstream(
     sign the artifact statement (subject: the artifact digest), attach it as a referrer, write
     the pointer."""
     ref = oci.parse_reference(f"{reg.host}/{repo}:{predicate['recipe']['digest'][:12]}")
-    layer = oci.gzip_bytes(oci.tar_directory(files))
-    unpacked = hashlib.sha256(oci.tar_directory(files)).hexdigest()
+    layer = archive.gzip_bytes(tar_directory(files))
+    unpacked = hashlib.sha256(tar_directory(files)).hexdigest()
     pushed = oci.push_artifact(
         reg,
         ref,

@@ -1,4 +1,5 @@
-"""generator.fast.tarball: the hand-built tar.gz is byte for byte what `tarfile` + `gzip` write.
+"""generator.core.archive: the hand-built tar.gz is byte for byte what `tarfile` + `gzip` write,
+and the named gzip what `gzip.GzipFile` writes.
 
 Also: `render.archive_bytes` (which orders the members and adds the directories) over the
 reference writer gives the bytes it gives over the fast one.
@@ -6,13 +7,14 @@ reference writer gives the bytes it gives over the fast one.
 
 from __future__ import annotations
 
+import gzip
 import io
 import tarfile
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.fast.tarball import Member, tar_gz, tar_gz_reference
+from generator.core.archive import Member, gzip_bytes, gzip_named, tar_gz, tar_gz_reference
 from generator.render import BundleFile, archive_bytes
 from generator.render import archive as archive_mod
 
@@ -72,3 +74,30 @@ def test_archive_bytes_over_either_writer(
         assert archive_bytes(tree, top, mtime=mtime) == fast
     finally:
         archive_mod.tar_gz = original
+
+
+# a file name as GzipFile stores it: latin-1 text without a directory (`.gz` dropped once)
+_gzip_names = st.text(st.characters(min_codepoint=1, max_codepoint=255, exclude_characters="/"))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.binary(max_size=20000),
+    st.one_of(st.sampled_from(["sitemap.xml", "", "a.gz", "é.txt"]), _gzip_names),
+    st.integers(min_value=0, max_value=2**32 - 1),
+)
+def test_gzip_named_is_what_gzipfile_writes(data: bytes, name: str, mtime: int) -> None:
+    """`gzip_named` composes from zlib the bytes `gzip.GzipFile` writes for `name + ".gz"`."""
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, filename=name + ".gz", mode="wb", mtime=mtime) as gz:
+        gz.write(data)
+    assert gzip_named(data, name=name, mtime=mtime) == buf.getvalue()
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.binary(max_size=20000), st.integers(min_value=0, max_value=9))
+def test_gzip_bytes_reads_back_with_no_name_and_time_zero(data: bytes, level: int) -> None:
+    blob = gzip_bytes(data, level)
+    assert gzip.decompress(blob) == data
+    assert blob[3] == 0 and blob[4:8] == bytes(4)  # no FNAME, mtime 0
+    assert blob == gzip_bytes(data, level)

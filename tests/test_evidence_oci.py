@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from generator.cli import main
+from generator.core import archive
 from generator.core.errors import ValidationError
 from generator.core.net import Client
 from generator.evidence import oci
@@ -41,6 +42,7 @@ from tests.oci_fixtures import (
     running_fake_registry,
     running_registry,
     summary_bundle,
+    tar_directory,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,7 +112,7 @@ def test_push_then_pull_by_digest_and_offline_cache(registry: RealRegistry, tmp_
         reg,
         oci.parse_reference(f"{registry.host}/t/push"),
         artifact_type=oci.AICR_ARTIFACT_TYPE,
-        layers=[(oci.LAYER_TAR_GZIP, oci.gzip_bytes(oci.tar_directory(files)), {oci.TITLE: "."})],
+        layers=[(oci.LAYER_TAR_GZIP, archive.gzip_bytes(tar_directory(files)), {oci.TITLE: "."})],
     )
     cache = oci.Cache(tmp_path / "cache")
     with pytest.raises(oci.NotCached):
@@ -686,7 +688,7 @@ def test_bodies_and_layers_are_read_with_limits(
             f"{fake_registry.host}/t/big@{digest}", cache=oci.Cache(tmp_path), client=Client.on()
         )
     monkeypatch.setattr(oci, "MAX_UNPACKED_BYTES", 10_000)
-    bomb = oci.gzip_bytes(oci.tar_directory({"recipe.yaml": b"a" * 50_000}))
+    bomb = archive.gzip_bytes(tar_directory({"recipe.yaml": b"a" * 50_000}))
     assert len(bomb) < 10_000
     with pytest.raises(oci.UnsafeArtifact, match=r"unpacks? to more than"):
         oci.untar_layer(bomb, "layer")

@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from generator.cli import main
-from generator.core import net
+from generator.core import archive, net
 from generator.core.yamlio import MAX_EXPANDED_BYTES
 from generator.evidence import oci
 from generator.evidence.pointer import render_pointer
@@ -35,6 +35,7 @@ from generator.evidence.recipedigest import DigestError, recipe_digest
 from generator.evidence.store import source_id
 from generator.site.apifiles import published_runs
 from tests import evidence_fixtures as ef
+from tests.oci_fixtures import tar_directory
 from tests.test_cases import MEMORY_LIMIT, run_isolated
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -459,7 +460,7 @@ def _serve_artifact(server: Server, blobs: dict[str, bytes], manifest: bytes) ->
 def test_one_blob_named_by_many_layers_is_refused_before_download(
     server: Server, tmp_path: Path, layers: int
 ) -> None:
-    blob = oci.gzip_bytes(oci.tar_directory({"recipe.yaml": b"a: 1\n"}))
+    blob = archive.gzip_bytes(tar_directory({"recipe.yaml": b"a: 1\n"}))
     d = oci.sha256_digest(blob)
     desc = {"mediaType": oci.LAYER_TAR_GZIP, "digest": d, "size": len(blob)}
     ref = _serve_artifact(server, {d: blob}, _manifest([desc] * layers))
@@ -664,7 +665,7 @@ def test_a_hostile_layer_entry_is_refused_without_its_name(
             else:
                 info.size = 1
             tar.addfile(info, io.BytesIO(b"x") if kind != "link" else None)
-    blob = oci.gzip_bytes(buf.getvalue())
+    blob = archive.gzip_bytes(buf.getvalue())
     d = oci.sha256_digest(blob)
     ref = _serve_artifact(
         server,

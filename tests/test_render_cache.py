@@ -107,13 +107,15 @@ def test_no_cache_dir_renders_directly() -> None:
     )
 
 
-def test_the_renderer_fingerprint_covers_the_writers_in_generator_fast() -> None:
-    """The YAML and tar writers live in generator/fast: a change there must miss the cache."""
-    from generator.fast import tarball, yamlwrite
+def test_the_renderer_fingerprint_covers_the_yaml_and_tar_writers() -> None:
+    """The YAML writer lives in generator/fast, the tar writer in core/archive.py: a change to
+    either must miss the cache."""
+    from generator.core import archive
+    from generator.fast import yamlwrite
     from generator.render import cache as render_cache
 
-    for module in (tarball, yamlwrite):
-        assert Path(str(module.__file__)).resolve().parent == render_cache._FAST
+    assert Path(str(yamlwrite.__file__)).resolve().parent == render_cache._FAST
+    assert Path(str(archive.__file__)).resolve() == render_cache._ARCHIVE
 
 
 # --- sealed digests: an unchanged archive known without its bytes --------------------------------

@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from generator.core import atomic, envvars, outputs, proc, safeio
+from generator.core import archive, atomic, envvars, outputs, proc, safeio
 
 if TYPE_CHECKING:
     from generator.site.build import BuildOptions
@@ -432,10 +432,8 @@ def recipes_json(out: Path) -> dict[str, Run]:
     path = out / "api" / "v1" / "recipes.json"
     if not safeio.is_file(path):
         return {}
-    import gzip
-
     data = safeio.read(path, root=out, where="the built site", limit=safeio.OTHER_BYTES)
-    kib = round(len(gzip.compress(data, 9)) / 1024, 1)
+    kib = round(len(archive.gzip_bytes(data)) / 1024, 1)
     return {
         "recipes_json": Run(
             "api/v1/recipes.json", 0, 0, kib, 0, f"{len(data)} bytes, {kib} KiB gzip"
@@ -618,10 +616,10 @@ def snapshot(rev: str) -> Path:
     if not safeio.is_dir(where / "generator"):
         outputs.discard(where, ignore_errors=True)
         atomic.make_dirs(where)
-        archive = _checked(
+        tarred = _checked(
             proc.git(HOME, "archive", commit, timeout=STEP_TIMEOUT, limit=proc.ARCHIVE_BYTES)
         ).stdout
-        _checked(proc.run(["tar", "-x", "-C", str(where)], input=archive, timeout=STEP_TIMEOUT))
+        _checked(proc.run(["tar", "-x", "-C", str(where)], input=tarred, timeout=STEP_TIMEOUT))
     atomic.write_text(where / "COMMIT", commit + "\n", root=where)
     return where
 

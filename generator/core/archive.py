@@ -1,4 +1,18 @@
-"""`tar_gz`: a reproducible gzip-compressed tar built directly, header by header.
+"""Archives and gzip streams built in memory: the one module that makes them.
+
+`tarfile`, `gzip` and `zlib` can also open, unpack and decompress files, so no module outside
+`core/` imports them (tests/test_boundaries.py, `test_io_capable_modules_are_imported_only_in_core`):
+reading an archive is `safeio.tar_files` (bounded, no link followed), unpacking one to disk
+`atomic.extract_tar`, and building one in memory is here. Nothing here touches a path: bytes in,
+bytes out, the same bytes for the same input.
+
+- `tar_gz(members, mtime)`: a bundle's reproducible `.tar.gz` (`render/archive.py`).
+- `gzip_named(data, name=..., mtime=...)`: gzip as `gzip.GzipFile` writes a file of that name
+  (the site's `sitemap.xml.gz`, composed as the engine gzips it: `site/build.py`).
+- `gzip_bytes(data)`: gzip at level 9 with no name and time 0 (the benchmark's gzipped size of
+  `recipes.json`; the test registry's OCI layers).
+
+`tar_gz`: a reproducible gzip-compressed tar built directly, header by header.
 
 Reference: `tar_gz_reference`, the same archive written by `tarfile` (GNU format) and
 `gzip.GzipFile(filename="", mtime=0)` with the OS byte set to 255. The fast path builds each
@@ -11,7 +25,13 @@ deployers, 10,941 members, 9.7 MB), archived three times in one process: median 
 1.66 s CPU (whole process, 0.07 s of it start-up), ratio 0.56; the archive step itself is about
 1.9x faster (0.28 s vs 0.53 s a pass), most of what remains is deflate. Issue 29: the header
 checksum summed over the varying fields only (the fixed middle's sum is a constant): the headers
-of 100 synthetic bundles 17 -> 9 ms, a twentieth of deflate's time.
+of 100 synthetic bundles 17 -> 9 ms, a twentieth of deflate's time. (It was
+`generator/fast/tarball.py` until December 2026; tests/test_archive.py holds it to the reference.)
+
+`gzip_named`: its reference is the library call `gzip.GzipFile(fileobj=..., filename=name +
+".gz", mode="wb", mtime=...)` at level 9, which tests/test_archive.py holds it to. It is composed
+from `zlib` because a `GzipFile` given a file name opens that name when its `fileobj` is None:
+a file access to tests/test_boundaries.py, which reads no values.
 """
 
 from __future__ import annotations
@@ -117,3 +137,21 @@ def tar_gz(members: Sequence[Member], mtime: int) -> bytes:
     z = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS, zlib.DEF_MEM_LEVEL, 0)
     body = z.compress(raw) + z.flush()
     return _GZIP_HEAD + body + struct.pack("<LL", zlib.crc32(raw), len(raw) & 0xFFFFFFFF)
+
+
+def gzip_bytes(data: bytes, level: int = 9) -> bytes:
+    """`data` gzipped at `level` with no file name and time 0: the same bytes every time."""
+    return gzip.compress(data, compresslevel=level, mtime=0)
+
+
+def gzip_named(data: bytes, *, name: str, mtime: int) -> bytes:
+    """`data` gzipped as `gzip.GzipFile` writes the file `name + ".gz"` at level 9: `name` in the
+    header (FNAME), `mtime` its time, XFL 2 (level 9), OS 255 (unknown); byte for byte what
+    `GzipFile(fileobj=..., filename=name + ".gz", mode="wb", mtime=mtime)` writes."""
+    fname = name.encode("latin-1")  # as GzipFile encodes it
+    flags = b"\x08" if fname else b"\x00"  # FNAME, when there is a name
+    header = b"\x1f\x8b\x08" + flags + struct.pack("<I", mtime) + b"\x02\xff"
+    header += (fname + b"\x00") if fname else b""
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS, zlib.DEF_MEM_LEVEL, 0)
+    body = deflate.compress(data) + deflate.flush()
+    return header + body + struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)

@@ -26,12 +26,9 @@ most a distribution-spec error code).
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import io
 import json
 import re
-import tarfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -597,33 +594,6 @@ def _error_detail(resp: Response) -> str:
 
 def _json(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
-
-
-def tar_directory(files: Mapping[str, bytes]) -> bytes:
-    """A deterministic tar of `files` (POSIX relative paths): sorted, mode 0644/0755, owner 0, mtime 0.
-
-    Entries are named as ORAS names a directory added as `.`: the directories, then the files,
-    relative to the directory itself.
-    """
-    buf = io.BytesIO()
-    dirs = sorted(
-        {str(Path(p).parent) for p in files} - {"."}
-        | {"/".join(Path(p).parts[:i]) for p in files for i in range(1, len(Path(p).parts))}
-    )
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for d in dirs:
-            info = tarfile.TarInfo(d)
-            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, 0
-            tar.addfile(info)
-        for p in sorted(files):
-            info = tarfile.TarInfo(p)
-            info.size, info.mode, info.mtime = len(files[p]), 0o644, 0
-            tar.addfile(info, io.BytesIO(files[p]))
-    return buf.getvalue()
-
-
-def gzip_bytes(data: bytes) -> bytes:
-    return gzip.compress(data, compresslevel=9, mtime=0)
 
 
 def untar_layer(blob: bytes, what: str, budget: int | None = None) -> dict[str, bytes]:

@@ -37,13 +37,15 @@ The speed-ups (gains measured on a 2-core machine; the synthetic catalog is
 - `jcs.canonical_json` (reference: `rfc8785.dumps`): RFC 8785 bytes through the C `json`
   encoder for plain data; the 200 recipe digests of the synthetic catalog, 0.039 s vs 0.457 s
   a pass (11.7x), digested twice by resolve: about 0.8 s a 100-recipe build.
-- `tarball.tar_gz` (reference: `tar_gz_reference`, `tarfile` + `gzip`): hand-built tar headers
-  and gzip frame; the repository's 180 bundle archives three times, median 0.91 s vs 1.66 s CPU
-  (0.56; 1.9x on the archive step, the rest is deflate).
-- `blobwrite.insert_parts` (reference: `insert_parts_reference`, the parts joined and bound):
-  a cache entry of 8 MB or more (the engine's output: 45 MB at 1,000 recipes) stored through
-  SQLite's incremental BLOB interface, never joined or copied; storing that entry raised the
-  process's high-water mark by 174 MB, now by 45 MB (its pickle).
+- `core/archive.tar_gz` (reference: `tar_gz_reference`, `tarfile` + `gzip`): hand-built tar
+  headers and gzip frame; the repository's 180 bundle archives three times, median 0.91 s vs
+  1.66 s CPU (0.56; 1.9x on the archive step, the rest is deflate). In `core/`, not here: it
+  imports `tarfile`, `gzip` and `zlib`, which only `core/` may (tests/test_boundaries.py).
+- `core/blobwrite.insert_parts` (reference: `insert_parts_reference`, the parts joined and
+  bound): a cache entry of 8 MB or more (the engine's output: 45 MB at 1,000 recipes) stored
+  through SQLite's incremental BLOB interface, never joined or copied; storing that entry raised
+  the process's high-water mark by 174 MB, now by 45 MB (its pickle). In `core/` beside the
+  cache it writes for, the one importer of `sqlite3`.
 - `packed.packed_mapping`, `packed.packed_tuple` (references: the plain `dict` and `tuple`): a
   verified statement's predicate, component versions, checks and KPIs pickled as one bytes
   object each, unpickled when first read. Loading the 200 `verify-dirs` entries of a

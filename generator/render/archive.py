@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from generator.core import timeutil
+from generator.core.archive import Member, tar_gz
 from generator.core.errors import RenderError
 from generator.core.records import RecipeResult
-from generator.fast.tarball import Member, tar_gz
 from generator.render.common import (
     MODE_EXEC,
     MODE_FILE,

@@ -49,7 +49,8 @@ from generator.core.records import RecipeResult
 from generator.render.common import TEMPLATES, Deployer, GitOpsTarget, deployer_of
 
 _HERE = safeio.resolve(Path(__file__)).parent
-_FAST = _HERE.parent / "fast"  # the YAML writer and the tar writer the renderer calls
+_FAST = _HERE.parent / "fast"  # the YAML writer the renderer calls
+_ARCHIVE = _HERE.parent / "core" / "archive.py"  # and the tar writer
 # the upstream rules bundled.py applies without changing the recipe's digest (which releases
 # wait for readiness): a change to them changes the bundles
 _RULES = _HERE.parent / "catalog" / "rules.py"
@@ -58,14 +59,15 @@ DIGEST = ".digest"  # beside an archive: its sealed sha256 and size
 
 @functools.cache
 def renderer_fingerprint() -> str:
-    """sha256 over the renderer's source (with generator/fast) and templates, in sorted path
-    order."""
+    """sha256 over the renderer's source (with generator/fast and the tar writer,
+    core/archive.py) and templates, in sorted path order."""
     h = hashlib.sha256(__version__.encode())
     for base in (_HERE, _FAST, TEMPLATES):
         for rel, data in safeio.files(base, where="the renderer", suffixes=(".py", ".j2")):
             h.update(rel.encode() + b"\0" + data + b"\0")
-    rules = safeio.read(_RULES, root=_RULES.parent, where="the renderer", limit=safeio.OTHER_BYTES)
-    h.update(b"catalog/rules.py\0" + rules + b"\0")
+    for name, path in (("catalog/rules.py", _RULES), ("core/archive.py", _ARCHIVE)):
+        data = safeio.read(path, root=path.parent, where="the renderer", limit=safeio.OTHER_BYTES)
+        h.update(name.encode() + b"\0" + data + b"\0")
     return h.hexdigest()
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from generator import __version__
-from generator.core import atomic, safeio, yamlio
+from generator.core import archive, atomic, safeio, yamlio
 from generator.core.atomic import TreeWriter
 from generator.core.cache import Cache, DerivedKeys, digest, fingerprint, listing_rows
 from generator.core.errors import CatalogError, Diagnostic, LoadError, SiteError
@@ -1611,21 +1611,12 @@ def _file_key(loc: str, prefix: str) -> tuple[Any, ...]:
 def _gzip_like(old: bytes, data: bytes) -> bytes:
     """`data` gzipped as the engine gzips its sitemap (`gzip.GzipFile(fileobj=…,
     filename="sitemap.xml.gz", mode="wb", mtime=…)`: the name `sitemap.xml` in the header, the
-    time in the header of its own gzip (`old`), level 9), composed from zlib here: a GzipFile
-    given a file name is a file access to the boundary test (it opens the name when its
-    `fileobj` is None). `tests/test_site_stamp.py` holds the bytes to GzipFile's."""
-    import struct
-    import zlib
-
+    time in the header of its own gzip (`old`), level 9), by `core.archive.gzip_named`.
+    `tests/test_site_stamp.py` holds the bytes to GzipFile's."""
     if len(old) < 10:
         raise SiteError("the engine's sitemap.xml.gz is not a gzip file")
     mtime = int.from_bytes(old[4:8], "little")
-    # magic, deflate, FNAME; mtime; XFL 2 (level 9), OS 255 (unknown): GzipFile's header
-    header = b"\x1f\x8b\x08\x08" + struct.pack("<I", mtime) + b"\x02\xff" + b"sitemap.xml\x00"
-    deflate = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS, zlib.DEF_MEM_LEVEL, 0)
-    body = deflate.compress(data) + deflate.flush()
-    trailer = struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)
-    return header + body + trailer
+    return archive.gzip_named(data, name="sitemap.xml", mtime=mtime)
 
 
 def without_sitemap(site_dir: Path, engine: EngineOutput | None) -> EngineOutput | None:
