@@ -46,7 +46,7 @@ from collections.abc import Sequence
 # One archive member: (name, data, mode); data None is a directory.
 Member = tuple[str, bytes | None, int]
 
-_ENCODING = tarfile.ENCODING  # what tarfile.open() encodes names with
+_ENCODING = tarfile.ENCODING  # what tarfile encodes names with
 _ERRORS = "surrogateescape"
 _BLOCK = tarfile.BLOCKSIZE
 _RECORD = tarfile.RECORDSIZE

@@ -76,8 +76,8 @@ def is_pointer_name(name: str) -> bool:
 def discover(paths: list[Path]) -> list[Path]:
     """Pointer files given directly or found under the given directories (sorted, no links):
     regular files named `sha256-<hex>.yaml`, found by one `safeio.walk` of each directory
-    (which descends no link), not `Path.rglob` (a second walk of the evidence tree that took
-    a `stat` and an `lstat` per match: `discover_reference`)."""
+    (which descends no link), not a recursive glob (a second walk of the evidence tree that
+    took a `stat` and an `lstat` per match: `discover_reference`)."""
     out: set[Path] = set()
     for p in paths:
         if safeio.is_file(p) and is_pointer_name(p.name):
@@ -125,8 +125,9 @@ def in_tree_reference(tree: safeio.Tree) -> list[Path]:
 
 
 def discover_reference(paths: list[Path]) -> list[Path]:
-    """`discover` as `os.walk` gives it (`safeio.walk_dirs`; the reference, for the
-    differential test: what `Path.rglob(POINTER_GLOB)` found, each checked by its path)."""
+    """`discover` as a top-down walk gives it (`safeio.walk_dirs`; the reference, for the
+    differential test: what the recursive glob of `POINTER_GLOB` found, each checked by its
+    path)."""
     out: set[Path] = set()
     for p in paths:
         if safeio.is_file(p) and is_pointer_name(p.name):

@@ -147,7 +147,8 @@ def _search(
 ) -> list[tuple[Path, safeio.Tree, safeio.Entry]]:
     """Every `*.sigstore.json` below `directory` that is not a directory (links not followed
     into directories; pipes, sockets and links are listed, to be judged when read), with the
-    walk that found it: one `safeio.walk` (`_search_reference` is the `os.walk` it replaced).
+    walk that found it: one `safeio.walk` (`_search_reference` is the `safeio.walk_dirs` walk it
+    replaced).
     `tree`: the walk of `directory` taken already (with `SUFFIX` among its suffixes: the
     build's one walk of the evidence tree, `TREE_SUFFIXES`)."""
     tree = tree if tree is not None else safeio.walk(directory, suffixes=(SUFFIX,))
@@ -167,7 +168,7 @@ def bundle_entries(tree: safeio.Tree) -> list[safeio.Entry]:
 
 
 def _search_reference(directory: Path) -> list[Path]:
-    """`_search` as `os.walk` gives it (the reference, for the differential test)."""
+    """`_search` as `safeio.walk_dirs` gives it (the reference, for the differential test)."""
     out: list[Path] = []
     for dirpath, dirnames, filenames in safeio.walk_dirs(directory):
         names = filenames + [

@@ -1609,10 +1609,10 @@ def _file_key(loc: str, prefix: str) -> tuple[Any, ...]:
 
 
 def _gzip_like(old: bytes, data: bytes) -> bytes:
-    """`data` gzipped as the engine gzips its sitemap (`gzip.GzipFile(fileobj=…,
-    filename="sitemap.xml.gz", mode="wb", mtime=…)`: the name `sitemap.xml` in the header, the
-    time in the header of its own gzip (`old`), level 9), by `core.archive.gzip_named`.
-    `tests/test_site_stamp.py` holds the bytes to GzipFile's."""
+    """`data` gzipped as the engine gzips its sitemap, by `core.archive.gzip_named`: the name
+    `sitemap.xml` in the header, the time in the header of its own gzip (`old`), level 9.
+    `tests/test_site_stamp.py` holds the bytes to the engine's (the standard library's
+    GzipFile)."""
     if len(old) < 10:
         raise SiteError("the engine's sitemap.xml.gz is not a gzip file")
     mtime = int.from_bytes(old[4:8], "little")
