@@ -29,6 +29,14 @@ These doors were conventions before: code added later read `SECURITY.md` with
 `evidence push` wrote through a planted link. This test reads every module of `generator/`
 with `ast` and fails on a call that opens, reads, writes, copies, renames, unpacks, lists,
 creates or removes a path anywhere else. Exceptions are listed below, each with its reason; keep the list short.
+
+A second rule holds the doors by what a module imports (`test_io_capable_modules_are_imported_only_in_core`):
+outside `generator/core/` no module imports `urllib`, `http`, `socket`, `ssl`, `requests`,
+`urllib3`, `httpx`, `subprocess`, `tarfile`, `gzip`, `zlib`, `bz2`, `lzma`, `zipfile`, `sqlite3`,
+`shelve`, `dbm`, `shutil`, `tempfile`, `glob`, `mmap`, `fcntl` or `io` (any spelling, in a
+function, or by name with `importlib.import_module`), even for a use that touches no path:
+`core/urls.py`, `core/archive.py`, `core/blobwrite.py` and `net.status_phrase` hold those uses
+(15 such imports stood in 9 modules outside core/ until December 2026).
 """
 
 from __future__ import annotations
@@ -517,3 +525,157 @@ def test_a_planted_lister_and_remover_fail_the_suite() -> None:
         "    return found\n"
     )
     assert [(5, "Path.rglob()"), (6, "shutil.rmtree()")] == sorted(violations(planted))
+
+
+# --- modules that can reach a file, a process, the network, an archive or a database ----------
+#
+# The doors above are held by the calls a module makes; these are held by what it imports.
+# Outside generator/core/ no module imports a standard (or third-party) module able to open a
+# file, start a process, open a connection, build or unpack an archive or open a database, even
+# for an in-memory use (`io.BytesIO`, `gzip.compress`, `urllib.parse.quote`): one rule, no
+# judgement of which of a module's functions are safe. A stage asks the core module named here.
+CAPABLE_MODULES: dict[str, str] = {
+    "urllib": "core/urls.py (quote, urlencode, urljoin, urlsplit); a request: core/net.py",
+    "http": "core/net.py (Client.request, serve_site, status_phrase)",
+    "socket": "core/net.py (Client.request)",
+    "ssl": "core/net.py (Client.request)",
+    "requests": "core/net.py (Client.request)",
+    "urllib3": "core/net.py (Client.request)",
+    "httpx": "core/net.py (Client.request)",
+    "subprocess": "core/proc.py (run, spawn, git, which)",
+    "tarfile": "core/archive.py (tar_gz) to build; safeio.tar_files to read; "
+    "atomic.extract_tar to unpack",
+    "gzip": "core/archive.py (gzip_bytes, gzip_named, tar_gz); safeio.tar_files to read",
+    "zlib": "core/archive.py (gzip_bytes, gzip_named)",
+    "bz2": "core/archive.py",
+    "lzma": "core/archive.py",
+    "zipfile": "core/archive.py",
+    "sqlite3": "core/cache.py (Cache; blobwrite.insert_parts)",
+    "shelve": "core/cache.py (Cache)",
+    "dbm": "core/cache.py (Cache)",
+    "shutil": "atomic.copy_tree, outputs.discard, proc.which",
+    "tempfile": "outputs.make_temp_dir / temp_dir",
+    "glob": "safeio.glob_tree / find",
+    "mmap": "safeio.read",
+    "fcntl": "atomic.exclusive_lock / open_lock",
+    "io": "core/archive.py for bytes built in memory; safeio / atomic for files",
+}
+_IMPORT_FUNCTIONS = frozenset({"import_module", "__import__"})  # importlib's, and the builtin
+
+
+def capable_imports(source: str) -> Iterator[tuple[int, str]]:
+    """(line, module) for every import of a `CAPABLE_MODULES` module in `source`, wherever it
+    stands (module level, in a function, under `if TYPE_CHECKING:`) and however it is spelt:
+    `import x`, `import x.y as z`, `from x import y`, `from x.y import z`, and by name with a
+    literal, `importlib.import_module("x")`, `import_module("x.y")`, `__import__("x")`. (A name
+    that is not a literal is refused everywhere but the CLI's command table:
+    tests/test_boundaries_net.py.)"""
+    for node in ast.walk(ast.parse(source)):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Call) and node.args:
+            func, arg = node.func, node.args[0]
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if called in _IMPORT_FUNCTIONS and isinstance(arg, ast.Constant):
+                names = [str(arg.value)]
+        for name in names:
+            top = name.partition(".")[0]
+            if top in CAPABLE_MODULES:
+                yield node.lineno, top
+
+
+def capable_findings(files: dict[str, str]) -> list[str]:
+    """`generator/<rel>:<line>: imports <module>: use <door>` for each capable import in
+    `files` (path under generator/ -> source) outside core/."""
+    found: list[str] = []
+    for rel, source in sorted(files.items()):
+        if rel.startswith("core/"):
+            continue
+        for line, module in capable_imports(source):
+            found.append(f"generator/{rel}:{line}: imports {module}: use {CAPABLE_MODULES[module]}")
+    return found
+
+
+def test_io_capable_modules_are_imported_only_in_core() -> None:
+    tree = {p.relative_to(GENERATOR).as_posix(): p.read_text("utf-8") for p in _modules()}
+    found = capable_findings(tree)
+    assert found == [], (
+        "a module outside generator/core/ imports a module that can reach files, processes, "
+        "the network, archives or databases; only core/ may (rule: I/O-capable imports live in "
+        "core). Use the door named:\n" + "\n".join(found)
+    )
+
+
+CAPABLE_SYNTHETIC = [
+    ("import gzip", (1, "gzip")),
+    ("import io", (1, "io")),
+    ("import sqlite3 as db", (1, "sqlite3")),
+    ("import os, shutil", (1, "shutil")),
+    ("import urllib.parse", (1, "urllib")),
+    ("import http.client as hc", (1, "http")),
+    ("from urllib.parse import quote", (1, "urllib")),
+    ("from http import HTTPStatus", (1, "http")),
+    ("from io import BytesIO", (1, "io")),
+    ("from tarfile import TarInfo as T", (1, "tarfile")),
+    ("from zlib import compressobj", (1, "zlib")),
+    ("from tempfile import mkdtemp", (1, "tempfile")),
+    ("from glob import glob", (1, "glob")),
+    ("from fcntl import flock", (1, "fcntl")),
+    ("from mmap import mmap", (1, "mmap")),
+    ("from lzma import compress", (1, "lzma")),
+    ("from bz2 import compress", (1, "bz2")),
+    ("from zipfile import ZipFile", (1, "zipfile")),
+    ("from shelve import open as o", (1, "shelve")),
+    ("import dbm.dumb", (1, "dbm")),
+    ("import socket", (1, "socket")),
+    ("import ssl", (1, "ssl")),
+    ("import requests", (1, "requests")),
+    ("import urllib3", (1, "urllib3")),
+    ("import httpx", (1, "httpx")),
+    ("from subprocess import run", (1, "subprocess")),
+    # inside a function, under TYPE_CHECKING, by name
+    ("def f():\n    import zlib\n    return zlib", (2, "zlib")),
+    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import sqlite3", (3, "sqlite3")),
+    ("import importlib\nz = importlib.import_module('gzip')", (2, "gzip")),
+    ("from importlib import import_module\nm = import_module('urllib.parse')", (2, "urllib")),
+    ("t = __import__('tarfile')", (1, "tarfile")),
+]
+
+
+@pytest.mark.parametrize(
+    ("source", "finding"), CAPABLE_SYNTHETIC, ids=[s.splitlines()[-1] for s, _ in CAPABLE_SYNTHETIC]
+)
+def test_the_import_scanner_finds_each_spelling(source: str, finding: tuple[int, str]) -> None:
+    """The rule proves itself: each way of importing a capable module is found, at its line."""
+    assert finding in list(capable_imports(source))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import os\nimport json\nimport hashlib",
+        "from typing import IO, BinaryIO",  # typing's names, not the io module
+        "import iox\nimport globals_\nimport httpie_",  # a name that only starts alike
+        "from generator.core import archive, urls\nfrom generator.core.net import Client",
+        "from generator.core.archive import gzip_bytes",  # core's door, named like the module
+        "from . import io",  # a relative import: a package's own module
+        "import importlib\nm = importlib.import_module('json')",
+        "s.import_module  # no call",
+    ],
+)
+def test_the_import_scanner_lets_other_imports_pass(source: str) -> None:
+    assert list(capable_imports(source)) == []
+
+
+def test_a_planted_import_is_named_with_its_door() -> None:
+    """What decides is where the module stands: the same import is core's and no stage's, and
+    the finding names the file, the line, the module and the door to use instead."""
+    source = "import json\n\ndef size(data: bytes) -> int:\n    import gzip\n\n    return 0\n"
+    files = {"core/sizes.py": source, "site/sizes.py": source, "site/ok.py": "import json\n"}
+    assert capable_findings(files) == [
+        "generator/site/sizes.py:4: imports gzip: use core/archive.py (gzip_bytes, gzip_named, "
+        "tar_gz); safeio.tar_files to read"
+    ]
