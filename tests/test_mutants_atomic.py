@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from generator.core import atomic
 from generator.core.atomic import write_atomic
@@ -342,6 +344,136 @@ def test_the_tree_writer_classifies_a_failed_open(
         with pytest.raises(Refusal) as e:
             tree.put("target", b"x")
     assert e.value.rule == rule
+
+
+_PLANTS = ("none", "file", "link", "dangling", "dir")
+
+
+def _plant(root: Path, outside: Path, rel: str, kind: str) -> None:
+    """Something of `kind` at `rel` below `root`, unless something is there already."""
+    path = root / rel
+    if kind == "none" or path.is_symlink() or path.exists():
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:  # a file or a link on the way: planted by an earlier step
+        return
+    if kind == "file":
+        path.write_bytes(b"planted")
+    elif kind == "link":
+        path.symlink_to(os.path.relpath(outside / "victim", path.parent))
+    elif kind == "dangling":
+        path.symlink_to(os.path.relpath(outside / "missing", path.parent))
+    else:
+        path.mkdir()
+        (path / "inner").write_bytes(b"inner")
+
+
+def _snapshot(root: Path) -> dict[str, tuple[str, bytes | str | None, int]]:
+    """Every entry below `root`: its kind, its bytes (a file) or target (a link), its mode."""
+    out: dict[str, tuple[str, bytes | str | None, int]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            st = path.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                out[str(path.relative_to(root))] = ("link", os.readlink(path), 0)
+            elif stat.S_ISDIR(st.st_mode):
+                out[str(path.relative_to(root))] = ("dir", None, stat.S_IMODE(st.st_mode))
+            else:
+                out[str(path.relative_to(root))] = (
+                    "file",
+                    path.read_bytes(),
+                    stat.S_IMODE(st.st_mode),
+                )
+    return out
+
+
+def _put_all(
+    base: Path, method: str, ops: list[tuple[str, str, bytes, int | None]]
+) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
+    root, outside = base / "tree", base / "outside"
+    outside.mkdir(parents=True)
+    (outside / "victim").write_bytes(b"precious")
+    outcomes: list[str] = []
+    old = os.umask(0o022)
+    try:
+        with atomic.TreeWriter(root) as tree:
+            for rel, kind, data, mode in ops:
+                _plant(root, outside, rel, kind)
+                try:
+                    getattr(tree, method)(rel, data, mode)
+                except Refusal as e:
+                    outcomes.append(f"{e.rule} {e}")
+                else:
+                    outcomes.append("ok")
+    finally:
+        os.umask(old)
+    return outcomes, _snapshot(root), _snapshot(outside)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    ops=st.lists(
+        st.tuples(
+            st.sampled_from(["f", "a/f", "a/b/g", "a"]),
+            st.sampled_from(_PLANTS),
+            st.binary(max_size=40),
+            st.sampled_from([None, 0o600, 0o640]),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_put_writes_and_refuses_as_put_reference_does(
+    ops: list[tuple[str, str, bytes, int | None]], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """`TreeWriter.put` (a new file opened with `O_EXCL`, the checked way only when something
+    is there) against `put_reference` (`lstat`, then `O_TRUNC`): the same files, modes and
+    refusals, whatever was planted at the target (a file, a link to a file outside, a dangling
+    link, a directory), and nothing outside the tree ever touched."""
+    base = tmp_path_factory.mktemp("put")
+    fast = _put_all(base / "fast", "put", ops)
+    reference = _put_all(base / "reference", "put_reference", ops)
+    assert [o.replace(str(base / "fast"), "") for o in fast[0]] == [
+        o.replace(str(base / "reference"), "") for o in reference[0]
+    ]
+    assert fast[1:] == reference[1:]
+    assert fast[2] == {"victim": ("file", b"precious", fast[2]["victim"][2])}
+
+
+def test_put_writes_every_byte_of_a_short_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: real(fd, bytes(data)[:3]))
+    with atomic.TreeWriter(tmp_path / "tree") as tree:
+        tree.put("a/f", b"0123456789")
+        tree.put("empty", b"")
+    assert (tmp_path / "tree" / "a" / "f").read_bytes() == b"0123456789"
+    assert (tmp_path / "tree" / "empty").read_bytes() == b""
+
+
+def test_put_closes_the_file_when_its_write_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    closed: list[int] = []
+    real_close = os.close
+
+    def full(fd: int, data: object) -> int:
+        raise OSError(28, "No space left on device")
+
+    def close(fd: int) -> None:
+        closed.append(fd)
+        real_close(fd)
+
+    with atomic.TreeWriter(tmp_path / "tree") as tree:
+        monkeypatch.setattr(os, "write", full)
+        monkeypatch.setattr(os, "close", close)
+        with pytest.raises(OSError, match="No space left"):
+            tree.put("f", b"data")
+        assert len(closed) == 1
+        monkeypatch.undo()
 
 
 def test_link_from_links_a_link_as_a_link(tmp_path: Path) -> None:

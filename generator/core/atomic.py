@@ -360,8 +360,51 @@ class TreeWriter:
         return self._dir(parent), name
 
     def put(self, rel: str, data: bytes, mode: int | None = None) -> None:
-        """Write `data` at `rel` (a POSIX path below the root), replacing a regular file."""
+        """Write `data` at `rel` (a POSIX path below the root), replacing a regular file.
+
+        A new file (the usual case: the tree was just made) is created with `O_CREAT |
+        O_EXCL | O_NOFOLLOW`, which opens nothing that is there already, a link (dangling or
+        not) or a directory included; then no `lstat` is needed beforehand, and the path is
+        built as a `Path` only for a message. Anything at `rel` (`EEXIST`) goes the checked way
+        of `put_reference`: a regular file is replaced, a link or anything else refused.
+        Written with `os.write` on the descriptor, not through a buffered file object.
+
+        Reference: `put_reference` (tests/test_mutants_atomic.py holds the trees and the
+        refusals equal). Measured writing the 15,211 files (292 MB) of a cold build's site at
+        200 x 4,000 into a new tree (one process, `os.times`, three runs each of three
+        interleaved processes, load ~4): user CPU 0.17-0.29 -> 0.04-0.09 s; the system time
+        (2.6-3.1 s either way, creating the files and copying their bytes) is within its
+        noise, which the `lstat` saved (one a file) is not above."""
         dir_fd, name = self._place(rel)
+        try:
+            fd = os.open(name, _NEW_FILE, 0o666, dir_fd=dir_fd)
+        except FileExistsError:
+            self._replace(rel, dir_fd, name, data, mode)
+            return
+        except OSError as e:
+            raise self._refusal(e, rel) from None
+        try:
+            view = memoryview(data)
+            done = os.write(fd, view)
+            while done < len(view):
+                done += os.write(fd, view[done:])
+            if mode is not None:
+                os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+
+    def _refusal(self, e: OSError, rel: str) -> Refusal:
+        if e.errno == errno.ELOOP:
+            return _link_refusal(self.root / rel)
+        return Refusal(WRITE_FAILED, f"cannot write: {e.strerror}", self.root / rel)
+
+    def put_reference(self, rel: str, data: bytes, mode: int | None = None) -> None:
+        """`put` as it was: the target checked with `lstat` (`_check_target`), then opened
+        with `O_CREAT | O_TRUNC | O_NOFOLLOW` and written through a file object."""
+        dir_fd, name = self._place(rel)
+        self._replace(rel, dir_fd, name, data, mode)
+
+    def _replace(self, rel: str, dir_fd: int, name: str, data: bytes, mode: int | None) -> None:
         _check_target(dir_fd, name, self.root / rel)
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
         try:

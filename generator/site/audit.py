@@ -37,6 +37,27 @@ def signed_statement(raw: bytes) -> bytes | None:
     return data
 
 
+def vouched_statement(raw: bytes) -> bytes | None:
+    """`signed_statement(raw)` for bytes it accepted already: the DSSE payload, without parsing
+    it again only to check it is JSON. A run's `RawFile.statement` vouches for the bytes it
+    names (`stages.raw_file` set it from `signed_statement` of the bytes verified, and
+    `stages.read_raw` gives only bytes of the same sha256), so the check's answer is known.
+
+    Reference: `signed_statement` (tests/test_audit_statement.py holds the two to one payload
+    for every bundle the reference accepts). Measured on the 4,000 bundles of 200 x 4,000
+    (one process, `time.process_time`, three interleaved runs each, load ~4): 0.202-0.209 ->
+    0.098-0.103 CPU-s (the payloads' parse saved; about 0.5 s at 1,000 x 20,000)."""
+    try:
+        doc = json.loads(raw)
+        envelope = doc.get("dsseEnvelope") if isinstance(doc, dict) else None
+        payload = envelope.get("payload") if isinstance(envelope, dict) else None
+        if not isinstance(payload, str):
+            return None
+        return base64.b64decode(payload, validate=True)
+    except (ValueError, binascii.Error, RecursionError):
+        return None
+
+
 def statement_file(raw_file: str) -> str:
     """Where the site publishes a run's signed statement, beside its bundle."""
     return raw_file.removesuffix(".sigstore.json") + ".statement.json"

@@ -44,7 +44,7 @@ from generator.fast.pool import parallel_map
 from generator.pipeline import Inputs, LeafResults, Outcome, ResultHead, run
 from generator.render.bundled import Refusal
 from generator.site import api, badges, changelog, islands, jinja, pages, stages, stamping
-from generator.site.audit import evidence_added, signed_statement, statement_file
+from generator.site.audit import evidence_added, statement_file, vouched_statement
 from generator.site.csp import with_csp
 from generator.site.engine import (
     ENGINE_STAGE,
@@ -1076,8 +1076,10 @@ def _content(download: Download) -> bytes:
 
 
 def _statement(raw: Callable[[], bytes]) -> bytes | None:
-    """A run's signed statement (generator/site/audit.py), from its raw file's bytes."""
-    return signed_statement(raw())
+    """A run's signed statement (generator/site/audit.py), from its raw file's bytes: only
+    made for a run whose raw file holds one (`_signed`: `RawFile.statement`, which vouches
+    for the bytes `raw` gives, `audit.vouched_statement`)."""
+    return vouched_statement(raw())
 
 
 def published_files(site: SiteData) -> dict[str, bytes]:
