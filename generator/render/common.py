@@ -685,13 +685,35 @@ class Row(SimpleNamespace):
     interleaved with main d0e4fc8: 1.352/1.322/1.325 -> 1.233/1.306/1.275 CPU-s."""
 
 
+_TEMPLATES: dict[str, jinja2.Template] = {}
+
+
+def _template(name: str) -> jinja2.Template:
+    """The bundle template `name`, loaded once, its globals one plain dict.
+
+    A Jinja template's globals are a ChainMap (its own over the environment's), and every
+    render copies them into the new context twice (`dict(globals, **vars)`, `set(globals)`):
+    a ChainMap's iteration and lookups run in Python, a dict's do not. The bundle templates'
+    globals never change (the environment's are set once, in `_env`), so the copy is the same
+    mapping. Measured (with `get_template`'s cache lookup saved too): render_bundle of the
+    1,600 bundles of 200 x 4,000, one process (process_time, memos emptied between passes,
+    median of five passes), three runs interleaved with the code before:
+    1.187/1.098/1.162 -> 1.029/1.042/1.085 CPU-s."""
+    global _ENV
+    tpl = _TEMPLATES.get(name)
+    if tpl is None:
+        if _ENV is None:
+            _ENV = _env()
+        tpl = _ENV.get_template(name)
+        tpl.globals = dict(tpl.globals)
+        _TEMPLATES[name] = tpl
+    return tpl
+
+
 def render_template(template: str, /, **context: Any) -> bytes:
     """Render one of `site_templates/bundles/` with the single bundle Jinja environment."""
-    global _ENV
-    if _ENV is None:
-        _ENV = _env()
     try:
-        text = _ENV.get_template(template).render(**context)
+        text = _template(template).render(**context)
     except jinja2.TemplateError as e:
         raise RenderError(f"template {template} failed: {e}") from e
     return text.encode("utf-8")
