@@ -133,8 +133,15 @@ _data = st.recursive(
 @given(_data, st.booleans())
 def test_to_yaml_is_what_yaml_dump_writes(obj: Any, sort_keys: bool) -> None:
     expected = _plain_dump(obj, sort_keys)
+    assert dump_yaml(obj, YamlStyle.BUNDLE, sort_keys=sort_keys, memo=False) == expected
     assert to_yaml(obj, sort_keys=sort_keys) == expected
     assert to_yaml(obj, sort_keys=sort_keys) == expected  # from the memo
+
+
+def test_a_dump_without_the_memo_leaves_it_alone() -> None:
+    doc = {"a": [1, {"b": "x"}]}
+    assert dump_yaml(doc, memo=False) == _plain_dump(doc, False)
+    assert yamlwrite._MEMO == {}
 
 
 def test_to_yaml_of_dates_and_mixed_keys() -> None:

@@ -33,6 +33,7 @@ from generator.render.common import (
     Deployer,
     GitOpsTarget,
     Rendered,
+    Row,
     bundle_info,
     chart_reference,
     check_paths,
@@ -122,16 +123,16 @@ def _readme(
         c = by_name[r.component]
         local = r.name != c.name or not has_chart(c)
         if not local and c.async_install_timeout is not None:
-            no_wait.append({"release": r.name, "minutes": c.async_install_timeout // 60})
+            no_wait.append(Row(release=r.name, minutes=c.async_install_timeout // 60))
         comps.append(
-            {
-                "release": r.name,
-                "component": c.name,
-                "chart": "local chart (manifests)" if local else chart_reference(c),
-                "version": "" if local else c.version,
-                "namespace": c.namespace,
-                "dir": r.path,
-            }
+            Row(
+                release=r.name,
+                component=c.name,
+                chart="local chart (manifests)" if local else chart_reference(c),
+                version="" if local else c.version,
+                namespace=c.namespace,
+                dir=r.path,
+            )
         )
     return render_template(
         "README.md.j2",
@@ -147,7 +148,7 @@ def _readme(
         overrides=[o.origin for o in result.overrides],
         components=comps,
         no_wait=no_wait,
-        gitops={"repo_url": target.repo_url, "revision": target.revision, "path": target.path},
+        gitops=Row(repo_url=target.repo_url, revision=target.revision, path=target.path),
         sync_markers=sorted(
             p.split("/", 1)[0] for p in rendered.files if p.endswith(f"/templates/{SYNC_MARKER}")
         ),
@@ -180,9 +181,11 @@ def render_bundle(
 
     dep = deployer_of(deployer)
     tgt = target or GitOpsTarget()
-    check_renderable(result, dep)
     given = manifests or {}
-    recipe_parts(result, given)  # this recipe's parts, shared by its deployers' bundles
+    parts = recipe_parts(result, given)  # this recipe's parts, shared by its deployers' bundles
+    if not parts.renderable:  # what it checks is the recipe's alone: once for its deployers
+        check_renderable(result, dep)
+        parts.renderable = True
     rendered = _deployer_files(result, dep, given, tgt)
     files: dict[str, BundleFile] = dict(rendered.files)
     for fixed in (RECIPE_FILE, BUNDLE_INFO, CHECKSUMS, "README.md"):
@@ -195,11 +198,12 @@ def render_bundle(
             RECIPE_FILE,
             result,
             header,
-            lambda: yaml_bytes(recipe_document(result), sort_keys=True, header=header),
+            # each recipe's own (its digest): never dumped again, so no memo key made
+            lambda: yaml_bytes(recipe_document(result), sort_keys=True, header=header, memo=False),
         )
     )
     info = bundle_info(result, dep, rendered, _settings(dep, tgt))
-    files[BUNDLE_INFO] = BundleFile(yaml_bytes(info, header=header))
+    files[BUNDLE_INFO] = BundleFile(yaml_bytes(info, header=header, memo=False))
     files[CHECKSUMS] = BundleFile(checksums_text(files))
     check_paths(tuple(files))
     return {p: files[p] for p in sorted(files)}

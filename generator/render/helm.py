@@ -19,6 +19,7 @@ from generator.render.common import (
     BundleFile,
     Release,
     Rendered,
+    Row,
     chart_reference,
     folders,
     header_comment,
@@ -60,7 +61,7 @@ def render(result: RecipeResult, manifests: Mapping[str, bytes]) -> Rendered:
     short = header.removeprefix("# ").rstrip("\n")
     files: dict[str, BundleFile] = {}
     releases: list[Release] = []
-    summary: list[dict[str, Any]] = []
+    summary: list[Row] = []
     plan = folders(result, manifests)
     for step, f in enumerate(plan, start=1):
         c = f.component
@@ -91,7 +92,7 @@ def render(result: RecipeResult, manifests: Mapping[str, bytes]) -> Rendered:
             MODE_EXEC,
         )
         releases.append(Release(f.release, c.name, c.namespace, f.dir))
-        summary.append({"release": f.release, "dir": f.dir, "namespace": c.namespace})
+        summary.append(Row(release=f.release, dir=f.dir, namespace=c.namespace))
     tools = ["helm", "sha256sum"]
     common = {
         "header": short,
