@@ -509,3 +509,127 @@ def test_the_archive_root_may_appear_more_than_once() -> None:
     raw = _tarball(("./", None), ("a", b"A"), (".", None), ("./", None))
     assert safeio.tar_files(raw, what="t") == {"a": b"A"}
     assert safeio.tar_files(raw, what="t", quote_names=False) == {"a": b"A"}
+
+
+# --- TreeReader: the reference is `read` ---------------------------------------------------------
+
+
+def _reference(path: str, root: str, limit: int) -> bytes | None:
+    try:
+        return safeio.read(path, real_root=root, limit=limit)
+    except safeio.Refusal:
+        return None
+
+
+def _planted(tmp_path: Path) -> tuple[str, dict[str, str]]:
+    """A tree with every kind of entry a reader may meet, and the path of each, by name."""
+    root = tmp_path / "root"
+    (root / "a" / "b").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_bytes(b"secret")
+    (root / "a" / "b" / "f.json").write_bytes(b'{"x": 1}')
+    (root / "top.json").write_bytes(b"top")
+    (root / "empty").write_bytes(b"")
+    (root / "a" / "limit").write_bytes(b"x" * 16)
+    (root / "a" / "over").write_bytes(b"x" * 17)
+    (root / "a" / "in-link").symlink_to(root / "top.json")  # a link staying inside: read by
+    (root / "a" / "out-link").symlink_to(outside / "secret")  # the reference, never by a reader
+    (root / "dir-link").symlink_to(root / "a")
+    (root / "out-dir").symlink_to(outside)
+    os.mkfifo(root / "a" / "fifo")
+    bad = os.fsdecode(b"bad-\xff")
+    (root / bad).write_bytes(b"bad")
+    names = {
+        "file": "a/b/f.json",
+        "top": "top.json",
+        "empty": "empty",
+        "limit": "a/limit",
+        "over": "a/over",
+        "in-link": "a/in-link",
+        "out-link": "a/out-link",
+        "through-dir-link": "dir-link/b/f.json",
+        "through-out-dir": "out-dir/secret",
+        "fifo": "a/fifo",
+        "directory": "a/b",
+        "missing": "a/none",
+        "missing-dir": "none/f",
+        "dot-dot": "a/../top.json",
+        "dot": "a/./limit",
+        "double-slash": "a//limit",
+        "not-utf8": bad,
+    }
+    real = os.path.realpath(root)
+    return real, {k: os.path.join(real, v) for k, v in names.items()}
+
+
+def test_a_tree_reader_reads_what_read_reads_or_leaves_it_to_read(tmp_path: Path) -> None:
+    root, paths = _planted(tmp_path)
+    with safeio.TreeReader(root) as reader:
+        got = {name: reader.read(path, 16) for name, path in paths.items()}
+        assert reader.read(root, 16) is None  # the root itself
+        assert reader.read(str(tmp_path / "outside" / "secret"), 16) is None  # not below it
+    for name, path in paths.items():
+        assert got[name] is None or got[name] == _reference(path, root, 16), name
+    read = {name for name, data in got.items() if data is not None}
+    assert read == {"file", "top", "empty", "limit"}  # every plain file below the root
+    assert got["file"] == b'{"x": 1}' and got["empty"] == b""
+    assert _reference(paths["in-link"], root, 16) == b"top"  # the reference's own verdict
+
+
+def test_a_tree_reader_reads_nothing_once_closed_or_from_a_root_not_real(tmp_path: Path) -> None:
+    root, paths = _planted(tmp_path)
+    reader = safeio.TreeReader(root)
+    assert reader.read(paths["file"], 16) == b'{"x": 1}'
+    reader.close()
+    assert reader.read(paths["file"], 16) is None
+    alias = tmp_path / "alias"
+    alias.symlink_to(root)  # the root named through a link: its files' real paths are not
+    with safeio.TreeReader(str(alias)) as through:  # below it, so `read` would refuse them
+        assert through.read(str(alias / "top.json"), 16) is None
+    assert safeio.TreeReader("relative").read("relative/top.json", 16) is None
+
+
+def test_a_tree_reader_keeps_each_directory_open_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, paths = _planted(tmp_path)
+    opened: list[str] = []
+    real_open = os.open
+
+    def counting(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        opened.append(os.fspath(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counting)
+    with safeio.TreeReader(root) as reader:
+        for _ in range(3):
+            assert reader.read(paths["file"], 16) == b'{"x": 1}'
+    assert opened == [root, "a", "b", "f.json", "f.json", "f.json"]
+
+
+def test_a_tree_reader_refuses_a_file_grown_past_the_limit_while_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, paths = _planted(tmp_path)
+    real_read = os.read
+
+    def growing(fd: int, n: int) -> bytes:
+        return real_read(fd, n) or b"y" * n  # the file grows as it is read
+
+    monkeypatch.setattr(os, "read", growing)
+    with safeio.TreeReader(root) as reader:
+        assert reader.read(paths["limit"], 16) is None
+
+
+def test_a_tree_reader_gives_nothing_on_a_read_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, paths = _planted(tmp_path)
+
+    def failing(fd: int, n: int) -> bytes:
+        raise OSError(errno.EIO, "I/O error")
+
+    monkeypatch.setattr(os, "read", failing)
+    with safeio.TreeReader(root) as reader:
+        assert reader.read(paths["file"], 16) is None

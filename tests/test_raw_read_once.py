@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -96,3 +97,36 @@ def test_a_file_changed_after_verification_is_refused(tmp_path: Path, counted: l
     assert isinstance(raw, Derived)
     with pytest.raises(LoadError):
         raw.make()
+
+
+def _made_lazily(items: Iterator[tuple[str, bytes | Derived]]) -> dict[str, bytes | None]:
+    """Each file made as it is given, as a publisher makes it (its block's reader open)."""
+    return {rel: d.make() if isinstance(d, Derived) else d for rel, d in items}
+
+
+def test_files_made_as_given_are_read_below_the_root_without_the_reference(
+    tmp_path: Path, counted: list[str]
+) -> None:
+    runs = [_run(_bundle(tmp_path, f"r{i}")) for i in range(3)]
+    made = _made_lazily(build._runs(runs, "code"))
+    assert counted == []  # each read by the block's `safeio.TreeReader`
+    for r in runs:
+        raw = made[r.raw_file]
+        assert raw == Path(r.raw.path).read_bytes()
+        assert made[statement_file(r.raw_file)] == signed_statement(raw)
+
+
+def test_a_file_changed_or_made_a_link_is_judged_by_the_reference(
+    tmp_path: Path, counted: list[str]
+) -> None:
+    changed, linked = _run(_bundle(tmp_path, "changed")), _run(_bundle(tmp_path, "linked"))
+    Path(changed.raw.path).write_bytes(b"{}")
+    with pytest.raises(LoadError, match="changed"):
+        _made_lazily(build._runs([changed], "code"))
+    assert counted == [changed.raw.path]
+    target = tmp_path / "target.json"
+    Path(linked.raw.path).rename(target)
+    Path(linked.raw.path).symlink_to(target)  # the same bytes, now through a link
+    made = _made_lazily(build._runs([linked], "code"))
+    assert counted == [changed.raw.path, linked.raw.path]  # left to the reference, which
+    assert made[linked.raw_file] == target.read_bytes()  # reads a link staying inside

@@ -19,6 +19,7 @@ file of the catalog tree to key its cache) would refuse.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import errno
 import io
@@ -571,6 +572,99 @@ def _read_nofollow(real: str, shown: Path | str, limit: int) -> bytes:
     if size > limit:
         raise Refusal(TOO_LARGE, f"file is larger than the limit of {limit} bytes", shown)
     return b"".join(chunks)
+
+
+_DIR_NOFOLLOW = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_NOFOLLOW = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
+
+
+class TreeReader:
+    """Reads regular files below `root`, the real path of a directory (checked once: a root
+    that is not its own real path reads nothing), without following a link: each directory
+    below it opened with `O_NOFOLLOW` relative to the one before (`openat`, kept open for the
+    next file), the file with `O_NOFOLLOW | O_NONBLOCK`, checked on its descriptor (regular,
+    within `limit`) and read to its end, bounded as `read` reads.
+
+    `read` gives the bytes `read(path, real_root=root, limit=limit)` would give, or None where
+    that would refuse or might (a link on the way or at the file, a name that is not UTF-8, a
+    missing or unreadable file, anything not regular, a file over the limit, a path not below
+    the root, the reader closed): the caller then reads the reference way, which names what is
+    wrong. For many files read from a few directories (a recipe's raw evidence files, as they
+    are published): one `openat` a file, where `read` resolves the real path (an `lstat` per
+    component of the path, in Python) and `stat`s the file first. A context manager: `close`
+    releases the directories.
+
+    Reference: `read` (tests/test_mutants_safeio.py holds the two to one answer, links, FIFOs
+    and oversized files planted). Measured reading the 4,000 raw files of 200 x 4,000 (one
+    process, `time.process_time`, each checked against its sha256, three runs):
+    `store.read_vouched` 0.127-0.128 s, a reader 0.059-0.060."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._dirs: dict[str, int] | None = {}
+        try:
+            real = os.path.realpath(root)
+        except (OSError, ValueError):
+            real = ""
+        if real != root or not os.path.isabs(root):
+            self._dirs = None
+
+    def _dir(self, dirs: dict[str, int], rel: str) -> int:
+        found = dirs.get(rel)
+        if found is not None:
+            return found
+        if not rel:
+            fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        else:
+            parent, _, name = rel.rpartition(os.sep)
+            fd = os.open(name, _DIR_NOFOLLOW, dir_fd=self._dir(dirs, parent))
+        dirs[rel] = fd
+        return fd
+
+    def read(self, path: str, limit: int) -> bytes | None:
+        """The bytes of the regular file `path` below the root (see the class), or None."""
+        dirs = self._dirs
+        prefix = self.root.rstrip(os.sep) + os.sep
+        if dirs is None or not path.startswith(prefix) or shown_path(path) != path:
+            return None
+        rel = path[len(prefix) :]
+        if any(part in ("", ".", "..") for part in rel.split(os.sep)):
+            return None
+        parent, _, name = rel.rpartition(os.sep)
+        try:
+            fd = os.open(name, _FILE_NOFOLLOW, dir_fd=self._dir(dirs, parent))
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+                return None
+            chunks: list[bytes] = []
+            size = 0
+            while size <= limit:
+                step = max(st.st_size + 1 - size, _READ_CHUNK)
+                chunk = os.read(fd, min(limit + 1 - size, step))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        return b"".join(chunks) if size <= limit else None
+
+    def close(self) -> None:
+        for fd in (self._dirs or {}).values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._dirs = None
+
+    def __enter__(self) -> TreeReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def sha256(

@@ -1037,35 +1037,64 @@ def _archives(downloads: Sequence[Download]) -> Iterator[tuple[str, bytes | Deri
 
 
 def _runs(runs: Sequence[RunFacts], statement_code: str) -> Iterator[tuple[str, bytes | Derived]]:
-    for e in runs:
-        if e.raw is None:
-            continue
-        rel = e.raw_file
-        # the bytes verified, read only when the previous build has no copy of them, and
-        # then once for the raw file and its statement both (`_ReadOnce`)
-        raw = _ReadOnce(e.raw) if _signed(e) else functools.partial(stages.read_raw, e.raw)
-        yield rel, Derived(derived_source("raw", e.raw.sha256), raw)
-        if _signed(e):  # what was judged, as signed
-            source = derived_source("statement", statement_code, e.raw.sha256)
-            yield statement_file(rel), Derived(source, functools.partial(_statement, raw))
+    # the runs' files read while their block is put (a `safeio.TreeReader` per evidence root,
+    # closed with the block; a file made after that is read the reference way, `_read_raw`)
+    readers: dict[str, safeio.TreeReader] = {}
+    try:
+        for e in runs:
+            if e.raw is None:
+                continue
+            rel = e.raw_file
+            reader = readers.get(e.raw.root)
+            if reader is None:
+                reader = readers[e.raw.root] = safeio.TreeReader(e.raw.root)
+            # the bytes verified, read only when the previous build has no copy of them, and
+            # then once for the raw file and its statement both (`_ReadOnce`)
+            raw: Callable[[], bytes] = (
+                _ReadOnce(e.raw, reader)
+                if _signed(e)
+                else functools.partial(_read_raw, e.raw, reader)
+            )
+            yield rel, Derived(derived_source("raw", e.raw.sha256), raw)
+            if _signed(e):  # what was judged, as signed
+                source = derived_source("statement", statement_code, e.raw.sha256)
+                yield statement_file(rel), Derived(source, functools.partial(_statement, raw))
+    finally:
+        for reader in readers.values():
+            reader.close()
+
+
+def _read_raw(raw: RawFile, reader: safeio.TreeReader | None = None) -> bytes:
+    """`stages.read_raw(raw)`: the bytes verified, else a LoadError. Read by `reader` first
+    (one `openat` below the evidence root, no link followed) and taken when their sha256 is
+    the one verified; anything else (a link, a file changed, the reader closed) is read and
+    judged by `stages.read_raw`, the reference (tests/test_raw_read_once.py). Measured on the
+    4,000 raw files of 200 x 4,000, a reader per recipe as `_runs` has it (one process,
+    `time.process_time`, three interleaved runs): 0.133-0.138 -> 0.069-0.070 CPU-s."""
+    if reader is not None and not raw.pointer:
+        data = reader.read(raw.path, yamlio.MAX_FILE_BYTES)
+        if data is not None and hashlib.sha256(data).hexdigest() == raw.sha256:
+            return data
+    return stages.read_raw(raw)
 
 
 class _ReadOnce:
-    """A run's raw bytes (`stages.read_raw`: those verified, else a LoadError), read on the
-    first call and given to the second, then dropped: the raw file and its signed statement
-    are published one after the other from one read. Before, each read the file and hashed
-    it again: 40,000 reads for 20,000 signed runs in a cold build at 1,000 x 20,000."""
+    """A run's raw bytes (`_read_raw`: those verified, else a LoadError), read on the first
+    call and given to the second, then dropped: the raw file and its signed statement are
+    published one after the other from one read. Before, each read the file and hashed it
+    again: 40,000 reads for 20,000 signed runs in a cold build at 1,000 x 20,000."""
 
-    __slots__ = ("_data", "_raw")
+    __slots__ = ("_data", "_raw", "_reader")
 
-    def __init__(self, raw: RawFile) -> None:
+    def __init__(self, raw: RawFile, reader: safeio.TreeReader | None = None) -> None:
         self._raw = raw
+        self._reader = reader
         self._data: bytes | None = None
 
     def __call__(self) -> bytes:
         data = self._data
         if data is None:
-            data = self._data = stages.read_raw(self._raw)
+            data = self._data = _read_raw(self._raw, self._reader)
             return data
         self._data = None  # the second call: nothing holds the bytes after it
         return data
