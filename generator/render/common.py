@@ -25,7 +25,7 @@ from generator.catalog import chartvalues
 from generator.core import names, safeio
 from generator.core.errors import Diagnostic, RenderError
 from generator.core.records import Override, RecipeResult, ResolvedComponent
-from generator.fast.yamlwrite import YamlStyle, dump_yaml
+from generator.fast.yamlwrite import Blocks, YamlStyle, dump_yaml
 
 GENERATOR_NAME = "aicr-catalog"
 BUNDLE_INFO = "bundle-info.yaml"
@@ -108,14 +108,25 @@ class Rendered:
 # --- YAML -----------------------------------------------------------------------------------
 
 
-def to_yaml(obj: Any, *, sort_keys: bool = False, memo: bool = True) -> str:
+def to_yaml(
+    obj: Any, *, sort_keys: bool = False, memo: bool = True, blocks: Blocks | None = None
+) -> str:
     """Block-style YAML, UTF-8 safe, no aliases, stable for identical input (`memo=False`: a
-    document dumped once, `dump_yaml`)."""
-    return dump_yaml(obj, YamlStyle.BUNDLE, sort_keys=sort_keys, memo=memo)
+    document dumped once; `blocks`: texts of some of its mappings written already; see
+    `dump_yaml`)."""
+    return dump_yaml(obj, YamlStyle.BUNDLE, sort_keys=sort_keys, memo=memo, blocks=blocks)
 
 
-def yaml_bytes(obj: Any, *, sort_keys: bool = False, header: str = "", memo: bool = True) -> bytes:
-    return (header + to_yaml(obj, sort_keys=sort_keys, memo=memo)).encode("utf-8")
+def yaml_bytes(
+    obj: Any,
+    *,
+    sort_keys: bool = False,
+    header: str = "",
+    memo: bool = True,
+    blocks: Blocks | None = None,
+) -> bytes:
+    text = to_yaml(obj, sort_keys=sort_keys, memo=memo, blocks=blocks)
+    return (header + text).encode("utf-8")
 
 
 def yaml_stream(docs: Sequence[Any], *, header: str = "") -> bytes:
