@@ -277,15 +277,17 @@ def test_the_scalar_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert 0 < held <= 400 and len(yamlwrite._SCALARS) < 200
 
 
-def _dicts(obj: Any) -> list[dict[Any, Any]]:
-    """Every non-empty dict inside `obj` (itself included)."""
-    found: list[dict[Any, Any]] = []
+def _dicts(obj: Any) -> list[Any]:
+    """Every non-empty dict and list inside `obj` (itself included)."""
+    found: list[Any] = []
     if type(obj) is dict:
         if obj:
             found.append(obj)
         for v in obj.values():
             found += _dicts(v)
     elif type(obj) is list:
+        if obj:
+            found.append(obj)
         for v in obj:
             found += _dicts(v)
     return found
@@ -303,6 +305,7 @@ def test_blocks_written_already_are_what_yaml_dump_writes(
         if rnd.random() < 0.5:
             continue
         text = yamlwrite.block(d, sort_keys=sort_keys)
+        assert yamlwrite.emitted_block(d, sort_keys=sort_keys) == text
         if text is None:
             assert yamlwrite._emitted(d, sort_keys) is None
         else:

@@ -192,3 +192,23 @@ def test_recipe_yaml_is_its_reference(case: int) -> None:
     yamlwrite._MEMO.clear()
     assert render._recipe_file(result, header) == want
     assert render._recipe_file(result, header) == want
+
+
+def test_bundle_info_is_its_reference() -> None:
+    """bundle-info.yaml with its releases written once for a recipe's deployers is the plain
+    dump, for each deployer in a row, and for other releases of the same recipe."""
+    from generator.render.common import Release, bundle_info
+
+    for result, manifests in _CASES:
+        header = common.header_comment(result)
+        common.recipe_parts(result, manifests)
+        for deployer in Deployer:
+            rendered = render._deployer_files(result, deployer, manifests, render.GitOpsTarget())
+            info = bundle_info(result, deployer, rendered, {})
+            want = render._bundle_info_file_reference(result, info, rendered.releases, header)
+            assert render._bundle_info_file(result, info, rendered.releases, header) == want
+        other = (Release("x", "y", "z", "001-x"),)
+        info = bundle_info(result, Deployer.HELM, replace(rendered, releases=other), {})
+        want = render._bundle_info_file_reference(result, info, other, header)
+        assert render._bundle_info_file(result, info, other, header) == want
+        assert b"- name: x\n  component: y\n" in want

@@ -177,7 +177,7 @@ _DIRECT: set[tuple[bool, bytes]] = set()
 _MEMO_LIMIT = 32 << 20
 _memo_chars = 0
 
-# id(a dict) -> (the dict, the direct emitter's text of it at indent 0): see `block`
+# id(a dict or list) -> (it, the direct emitter's text of it at indent 0): see `block`
 Blocks = Mapping[int, tuple[Any, str]]
 
 
@@ -205,8 +205,9 @@ def dump_yaml(
     200 x 4,000 those keys were 0.05 of the 1.3 CPU-s of the 1,600 bundles' render_bundle.
 
     `blocks` (with `memo=False`): texts already written of some of the document's mappings
-    (`block`, with this `sort_keys`), found by identity, which the direct emitter indents
-    instead of writing them again (see `_indented`)."""
+    and sequences (`block`, or `emitted_block`, with this `sort_keys`), found by identity
+    where they are a mapping's values, which the direct emitter indents instead of writing
+    them again (see `_indented`)."""
     if style is not YamlStyle.BUNDLE:
         return dump_yaml_reference(obj, style, sort_keys=sort_keys)
     if not memo:
@@ -242,13 +243,13 @@ def _dump_keyed(obj: Any, key: tuple[bool, bytes] | None, sort_keys: bool) -> st
 
 
 def block(obj: Any, *, sort_keys: bool) -> str | None:
-    """The direct emitter's text of the non-empty dict `obj` at indent 0 (what
+    """The direct emitter's text of the non-empty dict or list `obj` at indent 0 (what
     `dump_yaml(obj, sort_keys=sort_keys)` returns, through the memo), or None when that text is
     not the direct emitter's (yaml.dump wrote it: it would not indent line by line) or `obj`
-    is not such a dict. For `dump_yaml(..., blocks=...)`: a bundle's `recipe.yaml` holds each
-    component's values, which its `values.yaml` (sorted keys) dumped already, and which the
-    memo holds across recipes."""
-    if type(obj) is not dict or not obj:
+    is not such a dict or list. For `dump_yaml(..., blocks=...)`: a bundle's `recipe.yaml`
+    holds each component's values, which its `values.yaml` (sorted keys) dumped already, and
+    which the memo holds across recipes."""
+    if type(obj) not in (dict, list) or not obj:
         return None
     key = _memo_key(obj, sort_keys)
     if key is None:
@@ -337,9 +338,10 @@ def _items(d: dict[Any, Any], sort_keys: bool) -> list[tuple[Any, Any]]:
 
 
 def _indented(text: str, pad: str) -> str:
-    """`text`, the direct emitter's lines of a mapping at indent 0, at indent `pad`: every line
-    of a mapping the emitter writes at `pad` starts with `pad` and goes on as at indent 0 (no
-    scalar it writes holds a line break), so prefixing each line is writing it again."""
+    """`text`, the direct emitter's lines of a mapping (or sequence) at indent 0, at indent
+    `pad`: every line of a mapping or sequence the emitter writes at `pad` starts with `pad`
+    and goes on as at indent 0 (no scalar it writes holds a line break), so prefixing each
+    line is writing it again."""
     return pad + text[:-1].replace("\n", "\n" + pad) + "\n"
 
 
@@ -366,7 +368,11 @@ def _mapping(
                 _mapping(v, pad + "  ", False, out, sort_keys, blocks)
         elif t is list and v:
             out.append(head + "\n")
-            _sequence(v, pad, False, out, sort_keys, blocks)  # indentless, as libyaml writes it
+            known = blocks.get(id(v)) if blocks is not None else None
+            if known is not None and known[0] is v:
+                out.append(_indented(known[1], pad))  # indentless, as libyaml writes it
+            else:
+                _sequence(v, pad, False, out, sort_keys, blocks)
         elif t is dict:
             out.append(head + " {}\n")
         elif t is list:
@@ -401,6 +407,12 @@ def _sequence(
             out.append(head + "[]\n")
         else:
             out.append(head + _scalar(_ITEM, v) + "\n")
+
+
+def emitted_block(obj: Any, *, sort_keys: bool) -> str | None:
+    """`block` without the memo: the direct emitter's text of `obj` (a non-empty dict or list),
+    or None, for a part written once or twice (no memo key made for it)."""
+    return _emitted(obj, sort_keys)
 
 
 def _emitted(obj: Any, sort_keys: bool, blocks: Blocks | None = None) -> str | None:
