@@ -775,15 +775,26 @@ def checksums_text(files: Mapping[str, BundleFile]) -> bytes:
     return "".join(lines).encode("utf-8")
 
 
+def unsafe_path_reference(p: str) -> bool:
+    """A bundle path that is empty, absolute, holds a backslash or a segment "", "." or ".."."""
+    return (
+        not p or p.startswith("/") or "\\" in p or any(s in ("", ".", "..") for s in p.split("/"))
+    )
+
+
+def unsafe_path(p: str) -> bool:
+    """`unsafe_path_reference(p)`, sooner: a segment "" needs a leading or trailing "/" or a
+    "//", a segment "." or ".." a leading "." or a "/.", so a path with none of these (and no
+    backslash) is safe without splitting it; the rest is asked of the reference. Measured: 30
+    bundle paths 14.6 -> 3.5 us (20,000 rounds, one process); a bundle's paths are checked
+    twice (`render_bundle`, `archive_bytes`)."""
+    return (
+        not p or p[0] in "/." or p[-1] == "/" or "//" in p or "/." in p or "\\" in p
+    ) and unsafe_path_reference(p)
+
+
 def check_paths(paths: Sequence[str]) -> None:
-    bad = [
-        p
-        for p in paths
-        if not p
-        or p.startswith("/")
-        or "\\" in p
-        or any(s in ("", ".", "..") for s in p.split("/"))
-    ]
+    bad = [p for p in paths if unsafe_path(p)]
     if bad:
         raise RenderError(
             "unsafe bundle paths",
