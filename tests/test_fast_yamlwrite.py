@@ -275,3 +275,56 @@ def test_the_scalar_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         assert yamlwrite._emitted(doc, False) == _plain_dump(doc, False)
     held = sum(len(k[2]) + len(t or "") + 16 for k, t in yamlwrite._SCALARS.items())
     assert 0 < held <= 400 and len(yamlwrite._SCALARS) < 200
+
+
+def _dicts(obj: Any) -> list[Any]:
+    """Every non-empty dict and list inside `obj` (itself included)."""
+    found: list[Any] = []
+    if type(obj) is dict:
+        if obj:
+            found.append(obj)
+        for v in obj.values():
+            found += _dicts(v)
+    elif type(obj) is list:
+        if obj:
+            found.append(obj)
+        for v in obj:
+            found += _dicts(v)
+    return found
+
+
+@settings(max_examples=600, deadline=None)
+@given(_plain_data, st.booleans(), st.randoms(use_true_random=False))
+def test_blocks_written_already_are_what_yaml_dump_writes(
+    obj: Any, sort_keys: bool, rnd: Any
+) -> None:
+    """A document written with some of its mappings' texts given (`block`, then
+    `dump_yaml(blocks=)`) is the plain dump; a mapping yaml.dump wrote has no block."""
+    blocks: dict[int, tuple[Any, str]] = {}
+    for d in _dicts(obj):
+        if rnd.random() < 0.5:
+            continue
+        text = yamlwrite.block(d, sort_keys=sort_keys)
+        assert yamlwrite.emitted_block(d, sort_keys=sort_keys) == text
+        if text is None:
+            assert yamlwrite._emitted(d, sort_keys) is None
+        else:
+            assert text == _plain_dump(d, sort_keys)
+            blocks[id(d)] = (d, text)
+    got = dump_yaml(obj, YamlStyle.BUNDLE, sort_keys=sort_keys, memo=False, blocks=blocks)
+    assert got == _plain_dump(obj, sort_keys)
+
+
+def test_a_block_is_found_by_identity_only() -> None:
+    inner = {"b": [1, {"c": "x"}]}
+    doc = {"a": {"k": inner, "l": dict(inner)}}
+    text = yamlwrite.block(inner, sort_keys=False)
+    assert text == "b:\n- 1\n- c: x\n"
+    stale = {id(inner): (dict(inner), "WRONG\n")}  # another object under its id: not used
+    assert dump_yaml(doc, memo=False, blocks=stale) == _plain_dump(doc, False)
+    given_ = {id(inner): (inner, text)}
+    assert dump_yaml(doc, memo=False, blocks=given_) == _plain_dump(doc, False)
+    assert yamlwrite.block({"a": "two\nlines"}, sort_keys=False) is None  # yaml.dump's text
+    assert yamlwrite.block({}, sort_keys=False) is None
+    yamlwrite._MEMO.clear()  # the memo emptied: the block is written again, still the same
+    assert yamlwrite.block(inner, sort_keys=False) == text

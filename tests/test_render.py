@@ -825,3 +825,14 @@ def test_bundle_documents_are_written_without_yaml_dump(monkeypatch: pytest.Monk
     again = {d: render_bundle(sample_result(), d, MANIFESTS) for d in DEPLOYERS}
     assert len(calls) == probes
     assert again == first
+
+
+@settings(max_examples=800, deadline=None)
+@given(
+    st.lists(st.sampled_from(["", ".", "..", "...", "a", ".a", "a.", "/", "\\", "b/c"]), max_size=6)
+)
+def test_unsafe_path_is_its_reference(parts: list[str]) -> None:
+    from generator.render.common import unsafe_path, unsafe_path_reference
+
+    p = "".join(parts)
+    assert unsafe_path(p) == unsafe_path_reference(p)

@@ -12,9 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from generator import render
 from generator.catalog.load import load_catalog
-from generator.catalog.resolve import resolve
+from generator.catalog.resolve import recipe_document, resolve
+from generator.core.errors import RenderError
 from generator.core.records import RecipeResult
+from generator.fast import yamlwrite
+from generator.fast.yamlwrite import YamlStyle, dump_yaml_reference
 from generator.render import Deployer, common, helm, render_bundle
 from tests.conftest import CATALOG
 from tests.test_render import MANIFESTS, sample_result
@@ -161,3 +165,50 @@ def test_unshared_makes_every_part_every_time(monkeypatch: pytest.MonkeyPatch) -
     assert calls == {"folders": 2, "values": 6, "local": 6}
     render_bundle(result, Deployer.HELM, MANIFESTS)
     assert common._PARTS is not None  # sharing again after the block
+
+
+def test_a_recipe_that_cannot_be_rendered_fails_for_every_deployer() -> None:
+    """`check_renderable` runs once a recipe only once it passed: a failure is not kept, so
+    each deployer's bundle of the recipe fails, naming its deployer."""
+    r = sample_result()
+    bad = replace(r, components=(replace(r.components[0], type="Kustomize"), *r.components[1:]))
+    for deployer in Deployer:
+        with pytest.raises(RenderError) as e:
+            render_bundle(bad, deployer, MANIFESTS)
+        assert [d.rule for d in e.value.diagnostics] == ["render.unsupported-type"]
+        assert f"the {deployer} deployer" in e.value.diagnostics[0].message
+
+
+@pytest.mark.parametrize("case", range(len(_CASES)))
+def test_recipe_yaml_is_its_reference(case: int) -> None:
+    """recipe.yaml with its components' values indented from their values.yaml texts is the
+    plain dump of the recipe document, with the YAML memo empty and full."""
+    result = _CASES[case][0]
+    header = common.header_comment(result)
+    want = (
+        header + dump_yaml_reference(recipe_document(result), YamlStyle.BUNDLE, sort_keys=True)
+    ).encode()
+    assert render._recipe_file_reference(result, header) == want
+    yamlwrite._MEMO.clear()
+    assert render._recipe_file(result, header) == want
+    assert render._recipe_file(result, header) == want
+
+
+def test_bundle_info_is_its_reference() -> None:
+    """bundle-info.yaml with its releases written once for a recipe's deployers is the plain
+    dump, for each deployer in a row, and for other releases of the same recipe."""
+    from generator.render.common import Release, bundle_info
+
+    for result, manifests in _CASES:
+        header = common.header_comment(result)
+        common.recipe_parts(result, manifests)
+        for deployer in Deployer:
+            rendered = render._deployer_files(result, deployer, manifests, render.GitOpsTarget())
+            info = bundle_info(result, deployer, rendered, {})
+            want = render._bundle_info_file_reference(result, info, rendered.releases, header)
+            assert render._bundle_info_file(result, info, rendered.releases, header) == want
+        other = (Release("x", "y", "z", "001-x"),)
+        info = bundle_info(result, Deployer.HELM, replace(rendered, releases=other), {})
+        want = render._bundle_info_file_reference(result, info, other, header)
+        assert render._bundle_info_file(result, info, other, header) == want
+        assert b"- name: x\n  component: y\n" in want

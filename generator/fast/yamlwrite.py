@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+from collections.abc import Mapping
 from enum import Enum
 from typing import Any, ClassVar
 
@@ -170,10 +171,14 @@ class _FastDumper(_BundleDumper):
 # every value with its exact type (1, 1.0, True and "1" all differ; so do a str and a str
 # subclass), plus the options; equal pickles mean equal inputs, so a hit returns exactly what
 # `yaml.dump` would. Only successful dumps are kept; the memo is emptied when it grows past
-# _MEMO_LIMIT characters.
+# _MEMO_LIMIT characters. `_DIRECT` holds the keys whose text the direct emitter wrote (`block`).
 _MEMO: dict[tuple[bool, bytes], str] = {}
+_DIRECT: set[tuple[bool, bytes]] = set()
 _MEMO_LIMIT = 32 << 20
 _memo_chars = 0
+
+# id(a dict or list) -> (it, the direct emitter's text of it at indent 0): see `block`
+Blocks = Mapping[int, tuple[Any, str]]
 
 
 def _memo_key(obj: Any, sort_keys: bool) -> tuple[bool, bytes] | None:
@@ -185,35 +190,74 @@ def _memo_key(obj: Any, sort_keys: bool) -> tuple[bool, bytes] | None:
 
 
 def dump_yaml(
-    obj: Any, style: YamlStyle = YamlStyle.BUNDLE, *, sort_keys: bool = False, memo: bool = True
+    obj: Any,
+    style: YamlStyle = YamlStyle.BUNDLE,
+    *,
+    sort_keys: bool = False,
+    memo: bool = True,
+    blocks: Blocks | None = None,
 ) -> str:
     """`dump_yaml_reference(obj, style, sort_keys=sort_keys)`, the same text, sooner.
 
     `memo=False` for a document that is never dumped twice (a bundle's `recipe.yaml` and
     `bundle-info.yaml`, which name the recipe's digest): its memo key (a pickle of the whole
     document and its sha256) would be made for nothing, and the text kept for nothing. At
-    200 x 4,000 those keys were 0.05 of the 1.3 CPU-s of the 1,600 bundles' render_bundle."""
-    global _memo_chars
+    200 x 4,000 those keys were 0.05 of the 1.3 CPU-s of the 1,600 bundles' render_bundle.
+
+    `blocks` (with `memo=False`): texts already written of some of the document's mappings
+    and sequences (`block`, or `emitted_block`, with this `sort_keys`), found by identity
+    where they are a mapping's values, which the direct emitter indents instead of writing
+    them again (see `_indented`)."""
     if style is not YamlStyle.BUNDLE:
         return dump_yaml_reference(obj, style, sort_keys=sort_keys)
     if not memo:
-        found = _emitted(obj, sort_keys)
+        found = _emitted(obj, sort_keys, blocks)
         return found if found is not None else _dump(obj, _FastDumper, sort_keys, style)
     key = _memo_key(obj, sort_keys)
     if key is not None:
         hit = _MEMO.get(key)
         if hit is not None:
             return hit
+    return _dump_keyed(obj, key, sort_keys)
+
+
+def _dump_keyed(obj: Any, key: tuple[bool, bytes] | None, sort_keys: bool) -> str:
+    """`obj` written (directly, else by yaml.dump) and kept in the memo under `key`."""
+    global _memo_chars
     text = _emitted(obj, sort_keys)
+    direct = text is not None
     if text is None:
-        text = _dump(obj, _FastDumper, sort_keys, style)
+        text = _dump(obj, _FastDumper, sort_keys, YamlStyle.BUNDLE)
     if key is not None:
         if _memo_chars + len(text) > _MEMO_LIMIT:
             _MEMO.clear()
+            _DIRECT.clear()
             _memo_chars = 0
         _MEMO[key] = text
         _memo_chars += len(text)
+        if direct:
+            _DIRECT.add(key)
+        else:
+            _DIRECT.discard(key)
     return text
+
+
+def block(obj: Any, *, sort_keys: bool) -> str | None:
+    """The direct emitter's text of the non-empty dict or list `obj` at indent 0 (what
+    `dump_yaml(obj, sort_keys=sort_keys)` returns, through the memo), or None when that text is
+    not the direct emitter's (yaml.dump wrote it: it would not indent line by line) or `obj`
+    is not such a dict or list. For `dump_yaml(..., blocks=...)`: a bundle's `recipe.yaml`
+    holds each component's values, which its `values.yaml` (sorted keys) dumped already, and
+    which the memo holds across recipes."""
+    if type(obj) not in (dict, list) or not obj:
+        return None
+    key = _memo_key(obj, sort_keys)
+    if key is None:
+        return None
+    text = _MEMO.get(key)
+    if text is None or key not in _DIRECT:
+        text = _dump_keyed(obj, key, sort_keys)
+    return text if key in _DIRECT else None
 
 
 # --- the direct emitter: plain documents written line by line -----------------------------------
@@ -293,7 +337,22 @@ def _items(d: dict[Any, Any], sort_keys: bool) -> list[tuple[Any, Any]]:
     return items
 
 
-def _mapping(d: dict[Any, Any], pad: str, first: bool, out: list[str], sort_keys: bool) -> None:
+def _indented(text: str, pad: str) -> str:
+    """`text`, the direct emitter's lines of a mapping (or sequence) at indent 0, at indent
+    `pad`: every line of a mapping or sequence the emitter writes at `pad` starts with `pad`
+    and goes on as at indent 0 (no scalar it writes holds a line break), so prefixing each
+    line is writing it again."""
+    return pad + text[:-1].replace("\n", "\n" + pad) + "\n"
+
+
+def _mapping(
+    d: dict[Any, Any],
+    pad: str,
+    first: bool,
+    out: list[str],
+    sort_keys: bool,
+    blocks: Blocks | None = None,
+) -> None:
     """A non-empty block mapping at indent `pad`; its first key on the current line (a
     sequence item's `- `) when `first`."""
     for k, v in _items(d, sort_keys):
@@ -302,10 +361,18 @@ def _mapping(d: dict[Any, Any], pad: str, first: bool, out: list[str], sort_keys
         t = type(v)
         if t is dict and v:
             out.append(head + "\n")
-            _mapping(v, pad + "  ", False, out, sort_keys)
+            known = blocks.get(id(v)) if blocks is not None else None
+            if known is not None and known[0] is v:
+                out.append(_indented(known[1], pad + "  "))
+            else:
+                _mapping(v, pad + "  ", False, out, sort_keys, blocks)
         elif t is list and v:
             out.append(head + "\n")
-            _sequence(v, pad, False, out, sort_keys)  # indentless, as libyaml writes it
+            known = blocks.get(id(v)) if blocks is not None else None
+            if known is not None and known[0] is v:
+                out.append(_indented(known[1], pad))  # indentless, as libyaml writes it
+            else:
+                _sequence(v, pad, False, out, sort_keys, blocks)
         elif t is dict:
             out.append(head + " {}\n")
         elif t is list:
@@ -314,7 +381,14 @@ def _mapping(d: dict[Any, Any], pad: str, first: bool, out: list[str], sort_keys
             out.append(head + " " + _scalar(_VALUE, v) + "\n")
 
 
-def _sequence(seq: list[Any], pad: str, first: bool, out: list[str], sort_keys: bool) -> None:
+def _sequence(
+    seq: list[Any],
+    pad: str,
+    first: bool,
+    out: list[str],
+    sort_keys: bool,
+    blocks: Blocks | None = None,
+) -> None:
     """A non-empty block sequence at indent `pad`; its first `- ` on the current line when
     `first` (an item of an item)."""
     for v in seq:
@@ -323,10 +397,10 @@ def _sequence(seq: list[Any], pad: str, first: bool, out: list[str], sort_keys: 
         t = type(v)
         if t is dict and v:
             out.append(head)
-            _mapping(v, pad + "  ", True, out, sort_keys)
+            _mapping(v, pad + "  ", True, out, sort_keys, blocks)
         elif t is list and v:
             out.append(head)
-            _sequence(v, pad + "  ", True, out, sort_keys)
+            _sequence(v, pad + "  ", True, out, sort_keys, blocks)
         elif t is dict:
             out.append(head + "{}\n")
         elif t is list:
@@ -335,7 +409,13 @@ def _sequence(seq: list[Any], pad: str, first: bool, out: list[str], sort_keys: 
             out.append(head + _scalar(_ITEM, v) + "\n")
 
 
-def _emitted(obj: Any, sort_keys: bool) -> str | None:
+def emitted_block(obj: Any, *, sort_keys: bool) -> str | None:
+    """`block` without the memo: the direct emitter's text of `obj` (a non-empty dict or list),
+    or None, for a part written once or twice (no memo key made for it)."""
+    return _emitted(obj, sort_keys)
+
+
+def _emitted(obj: Any, sort_keys: bool, blocks: Blocks | None = None) -> str | None:
     """`obj` in the BUNDLE style, written directly, or None when it is not a plain document."""
     t = type(obj)
     if not ((t is dict or t is list) and obj):
@@ -343,9 +423,9 @@ def _emitted(obj: Any, sort_keys: bool) -> str | None:
     out: list[str] = []
     try:
         if t is dict:
-            _mapping(obj, "", False, out, sort_keys)
+            _mapping(obj, "", False, out, sort_keys, blocks)
         else:
-            _sequence(obj, "", False, out, sort_keys)
+            _sequence(obj, "", False, out, sort_keys, blocks)
     except _NotPlain:
         return None
     return "".join(out)

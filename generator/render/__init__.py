@@ -20,6 +20,7 @@ from generator.core.atomic import TreeWriter, make_dirs
 from generator.core.errors import RenderError
 from generator.core.outputs import OutputKind, check_output_dir, discard, make_temp_dir, swap_in
 from generator.core.records import RecipeResult
+from generator.fast.yamlwrite import block, emitted_block
 from generator.render import argocd, argocd_helm, flux, helm, helmfile
 from generator.render.archive import archive_bytes, archive_name
 from generator.render.argocd import SYNC_MARKER
@@ -32,6 +33,7 @@ from generator.render.common import (
     BundleTree,
     Deployer,
     GitOpsTarget,
+    Release,
     Rendered,
     Row,
     bundle_info,
@@ -162,6 +164,57 @@ def _readme(
     )
 
 
+def _recipe_file(result: RecipeResult, header: str) -> bytes:
+    """recipe.yaml: each recipe's own (it names the digest), so dumped without a memo key, its
+    components' values indented from the texts their values.yaml dumped (`yamlwrite.block`,
+    from the memo across recipes) instead of written again. Reference:
+    `_recipe_file_reference`. Measured: render_bundle of the 1,600 bundles of 200 x 4,000,
+    one process (process_time, memos emptied between passes, median of five), three runs
+    interleaved with the code before: 1.120/1.136/1.155 -> 1.097/1.093/1.046 CPU-s."""
+    from generator.catalog.resolve import recipe_document
+
+    blocks: dict[int, tuple[Any, str]] = {}
+    for c in result.components:
+        text = block(c.values, sort_keys=True)
+        if text is not None:
+            blocks[id(c.values)] = (c.values, text)
+    doc = recipe_document(result)
+    return yaml_bytes(doc, sort_keys=True, header=header, memo=False, blocks=blocks)
+
+
+def _recipe_file_reference(result: RecipeResult, header: str) -> bytes:
+    """`_recipe_file`, every line written."""
+    from generator.catalog.resolve import recipe_document
+
+    return yaml_bytes(recipe_document(result), sort_keys=True, header=header)
+
+
+def _bundle_info_file(
+    result: RecipeResult, info: dict[str, Any], releases: tuple[Release, ...], header: str
+) -> bytes:
+    """bundle-info.yaml: each archive's own (it names the deployer), so dumped without a memo
+    key; its `releases`, the same for the recipe's deployers (the folders are the recipe's),
+    written once for them (`shared_part`, found again only for equal releases) and indented
+    into each (`dump_yaml(blocks=)`). Reference: `_bundle_info_file_reference`. Measured:
+    render_bundle of the 1,600 bundles of 200 x 4,000, one process (process_time, memos
+    emptied between passes, median of five), three runs interleaved with the code before:
+    1.104/1.108/1.069 -> 1.056/1.072/1.035 CPU-s."""
+    seen: dict[tuple[Release, ...], str | None] = shared_part("releases", result, header, dict)
+    listed = info["releases"]
+    text = seen.get(releases, "")
+    if text == "":
+        text = seen[releases] = emitted_block(listed, sort_keys=False)
+    blocks = {id(listed): (listed, text)} if text is not None else None
+    return yaml_bytes(info, header=header, memo=False, blocks=blocks)
+
+
+def _bundle_info_file_reference(
+    result: RecipeResult, info: dict[str, Any], releases: tuple[Release, ...], header: str
+) -> bytes:
+    """`_bundle_info_file`, every line written."""
+    return yaml_bytes(info, header=header)
+
+
 def render_bundle(
     result: RecipeResult,
     deployer: Deployer | str,
@@ -177,8 +230,6 @@ def render_bundle(
     regenerate command).
     Raises RenderError (with every problem found) when the recipe cannot be expressed.
     """
-    from generator.catalog.resolve import recipe_document
-
     dep = deployer_of(deployer)
     tgt = target or GitOpsTarget()
     given = manifests or {}
@@ -198,12 +249,11 @@ def render_bundle(
             RECIPE_FILE,
             result,
             header,
-            # each recipe's own (its digest): never dumped again, so no memo key made
-            lambda: yaml_bytes(recipe_document(result), sort_keys=True, header=header, memo=False),
+            lambda: _recipe_file(result, header),
         )
     )
     info = bundle_info(result, dep, rendered, _settings(dep, tgt))
-    files[BUNDLE_INFO] = BundleFile(yaml_bytes(info, header=header, memo=False))
+    files[BUNDLE_INFO] = BundleFile(_bundle_info_file(result, info, rendered.releases, header))
     files[CHECKSUMS] = BundleFile(checksums_text(files))
     check_paths(tuple(files))
     return {p: files[p] for p in sorted(files)}
