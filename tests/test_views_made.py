@@ -143,7 +143,9 @@ def _alike_apart(draw: st.DrawFn, e: Evidence) -> Evidence:
     kpis = tuple(dataclasses.replace(k, value=draw(zero), threshold=draw(zero)) for k in stmt.kpis)
     phases = {
         name: tuple(
-            dataclasses.replace(c, targets=draw(st.sampled_from([c.targets, 1, 1.0, True])))
+            dataclasses.replace(
+                c, targets=draw(st.sampled_from([c.targets, 1, 1.0, True, 0, 0.0, -0.0]))
+            )
             for c in checks
         )
         for name, checks in stmt.phases.items()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple, Protocol, cast
+from typing import Any, NamedTuple, Protocol
 
 from generator.core.timeutil import rfc3339
 from generator.evidence.model import (
@@ -445,11 +445,12 @@ class RowShare:
     their published form shows apart: a KPI's zeros by sign, a check's targets by type), kept
     while the views are made instead of applied to them after. Not a record: it remembers."""
 
-    __slots__ = ("_outcomes", "_rows")
+    __slots__ = ("_checks", "_kpis", "_outcomes")
 
     def __init__(self) -> None:
         self._outcomes: dict[tuple[str, tuple[str, ...], str], Outcome] = {}
-        self._rows: dict[tuple[Any, ...], Any] = {}
+        self._checks: dict[tuple[Any, ...], CheckRow] = {}
+        self._kpis: dict[tuple[Any, ...], KpiRow] = {}
 
     def outcome(self, status: str, causes: tuple[str, ...] = (), detail: str = "") -> Outcome:
         key = (status, causes, detail)
@@ -461,11 +462,14 @@ class RowShare:
     def check(self, phase: str, c: CheckResult, outcome: Outcome) -> CheckRow:
         """The row of check `c` (one of `outcome`s from `self.outcome`: keyed by identity)."""
         targets = c.targets
-        key = (phase, c.name, c.status, targets, c.message, id(outcome), type(targets))
-        found = self._rows.get(key)
+        exact = type(targets), targets == 0 and repr(targets)  # as `stages._exact`
+        key = (phase, c.name, c.status, targets, c.message, id(outcome), exact)
+        found = self._checks.get(key)
         if found is None:
-            found = self._rows[key] = CheckRow(phase, c.name, c.status, targets, c.message, outcome)
-        return cast(CheckRow, found)
+            found = self._checks[key] = CheckRow(
+                phase, c.name, c.status, targets, c.message, outcome
+            )
+        return found
 
     def kpi(self, k: Kpi, outcome: Outcome) -> KpiRow:
         """The row of KPI `k` (as `check`)."""
@@ -481,12 +485,12 @@ class RowShare:
             value == 0 and repr(value),
             threshold == 0 and repr(threshold),
         )
-        found = self._rows.get(key)
+        found = self._kpis.get(key)
         if found is None:
-            found = self._rows[key] = KpiRow(
+            found = self._kpis[key] = KpiRow(
                 k.id, value, k.unit, k.operator, threshold, status, outcome
             )
-        return cast(KpiRow, found)
+        return found
 
 
 def made_view(

@@ -1025,10 +1025,11 @@ class LazyRows(LoadedTuple):
 def _exact(r: CheckRow | KpiRow) -> tuple[object, ...]:
     """What equality does not tell apart in a row and its published form does: a KPI's zeros
     by their sign (0.0 == -0.0: the only equal floats written apart; NaN equals nothing), a
-    check's targets by their type (True == 1)."""
+    check's targets by their type (True == 1) and their zeros by sign (an integral float
+    passes the schema's `integer`)."""
     if isinstance(r, KpiRow):
         return r.value == 0 and repr(r.value), r.threshold == 0 and repr(r.threshold)
-    return (type(r.targets),)
+    return type(r.targets), r.targets == 0 and repr(r.targets)
 
 
 def _raw_key(found: FoundFile | None, pointers: frozenset[str]) -> str:
