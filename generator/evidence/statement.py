@@ -273,12 +273,22 @@ _SHARED: dict[str, str] = {}
 
 def _shared_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """The JSON object of `pairs` (later duplicates win, as `dict(pairs)`), its keys and short
-    string values the objects already in the table for equal strings."""
+    string values the objects already in the table for equal strings.
+
+    A loop, not a dict comprehension: in this Python a comprehension is a function call of its
+    own, and most objects of a statement have two to six members. The 4,000 payloads of 200 x
+    4,000 read with this hook alone, best of 9, collector paused, three rounds: 77.7/76.7/76.2
+    -> 67.6/66.6/67.5 us per payload (`dict` as the hook: 53-54)."""
     table = _SHARED
     if len(table) > SHARED_LIMIT:
         table.clear()
     get = table.setdefault
-    return {get(k, k): get(v, v) if type(v) is str and len(v) < SHARED_MAX else v for k, v in pairs}
+    out = {}
+    for k, v in pairs:
+        if type(v) is str and len(v) < SHARED_MAX:
+            v = get(v, v)
+        out[get(k, k)] = v
+    return out
 
 
 def normalize_digest(digest: str) -> str:
