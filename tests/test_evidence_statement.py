@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from generator.evidence import statement as statement_mod
 from generator.evidence.model import (
     IN_TOTO_PAYLOAD_TYPE,
     RECIPE_EVIDENCE_V1,
@@ -364,3 +368,34 @@ def test_every_json_output_is_written_with_allow_nan_false() -> None:
     }
     assert unexpected == {}
     assert "generator/site/api.py" not in missing and "generator/publish/release.py" not in missing
+
+
+# --- equal check results are one record --------------------------------------------------------
+
+_CHECK_DICTS = st.fixed_dictionaries(
+    {
+        "name": st.sampled_from(["initial-deploy", "steady-state", "x"]),
+        "status": st.sampled_from(["passed", "failed", "skipped"]),
+        "targets": st.sampled_from([0, 1, 36, 0.0, -0.0, 1.0, 36.0, True, False]),
+    },
+    optional={"message": st.sampled_from(["", "ok", "timed out"])},
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_CHECK_DICTS, max_size=12))
+def test_check_results_are_the_references_and_shared_only_when_alike(
+    checks: list[dict[str, Any]],
+) -> None:
+    """`_check` gives what a new record would (value, type of targets, published form), the
+    same object for equal checks whose targets are ints, never for a float or bool."""
+    got = [statement_mod._check(c) for c in checks]
+    want = [statement_mod._check_reference(c) for c in checks]
+    for a, b in zip(got, want, strict=True):
+        assert a == b and repr(a) == repr(b) and type(a.targets) is type(b.targets)
+        assert json.dumps(a.targets) == json.dumps(b.targets)
+    for a, b in itertools.combinations(got, 2):
+        if a is b:
+            assert type(a.targets) is int
+        elif a == b and type(a.targets) is int is type(b.targets):
+            pytest.fail(f"{a} made twice")

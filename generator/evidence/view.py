@@ -17,7 +17,14 @@ from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Protocol
 
 from generator.core.timeutil import rfc3339
-from generator.evidence.model import Evidence, RunState, Statement, VerifiedEvidence
+from generator.evidence.model import (
+    CheckResult,
+    Evidence,
+    Kpi,
+    RunState,
+    Statement,
+    VerifiedEvidence,
+)
 from generator.fast.loaded import LoadedTuple
 
 
@@ -406,7 +413,7 @@ def evidence_view(record: Evidence, *, trust_root: str, raw: RawFile | None = No
     not (it could not be verified by any); `raw` is the file the site publishes."""
     st = record.statement
     ok = record if isinstance(record, VerifiedEvidence) else None
-    state, reason, klass = _judged(record)
+    state, reason, klass = view_state(record)
     view = EvidenceView(
         id=_view_id(record),
         statement_digest=record.statement_digest or "",
@@ -430,6 +437,159 @@ def evidence_view(record: Evidence, *, trust_root: str, raw: RawFile | None = No
         **(_statement_fields(st) if st is not None else _no_statement(record.path)),
     )
     return _unjudged_rows(view)
+
+
+class RowShare:
+    """One object for equal outcomes, and for equal check or KPI rows, among the views made
+    with it (`made_view`): the rule of `generator.site.stages.shared` (rows alike in what
+    their published form shows apart: a KPI's zeros by sign, a check's targets by type), kept
+    while the views are made instead of applied to them after. Not a record: it remembers."""
+
+    __slots__ = ("_checks", "_kpis", "_outcomes")
+
+    def __init__(self) -> None:
+        self._outcomes: dict[tuple[str, tuple[str, ...], str], Outcome] = {}
+        self._checks: dict[tuple[Any, ...], CheckRow] = {}
+        self._kpis: dict[tuple[Any, ...], KpiRow] = {}
+
+    def outcome(self, status: str, causes: tuple[str, ...] = (), detail: str = "") -> Outcome:
+        key = (status, causes, detail)
+        found = self._outcomes.get(key)
+        if found is None:
+            found = self._outcomes[key] = Outcome(status, causes, detail)
+        return found
+
+    def check(self, phase: str, c: CheckResult, outcome: Outcome) -> CheckRow:
+        """The row of check `c` (one of `outcome`s from `self.outcome`: keyed by identity)."""
+        targets = c.targets
+        exact = type(targets), targets == 0 and repr(targets)  # as `stages._exact`
+        key = (phase, c.name, c.status, targets, c.message, id(outcome), exact)
+        found = self._checks.get(key)
+        if found is None:
+            found = self._checks[key] = CheckRow(
+                phase, c.name, c.status, targets, c.message, outcome
+            )
+        return found
+
+    def kpi(self, k: Kpi, outcome: Outcome) -> KpiRow:
+        """The row of KPI `k` (as `check`)."""
+        value, threshold, status = k.value, k.threshold, k.status or ""
+        key = (
+            k.id,
+            value,
+            k.unit,
+            k.operator,
+            threshold,
+            status,
+            id(outcome),
+            value == 0 and repr(value),
+            threshold == 0 and repr(threshold),
+        )
+        found = self._kpis.get(key)
+        if found is None:
+            found = self._kpis[key] = KpiRow(
+                k.id, value, k.unit, k.operator, threshold, status, outcome
+            )
+        return found
+
+
+def made_view(
+    record: Evidence,
+    *,
+    trust_root: str,
+    raw: RawFile | None,
+    state: RunState,
+    reason: str,
+    failure_class: str,
+    outcome: Outcome,
+    check_outcome: Callable[[str, CheckResult], Outcome],
+    kpi_outcome: Callable[[Kpi], Outcome],
+    share: RowShare,
+) -> EvidenceView:
+    """The view of `record` as `evidence_view` makes it, with `state`, `reason`,
+    `failure_class` and `outcome` given, each check's and KPI's outcome from `check_outcome`
+    and `kpi_outcome`, and its rows and outcomes shared through `share`: one construction of
+    each, where the reference (`evidence_view`, then `with_outcome` or `as_signed` as the
+    aggregate judges the run, then `stages.shared`) makes each view four times and each row
+    three (`generator.aggregate.RunStatus.judged_view` says what it bought)."""
+    st = record.statement
+    ok = record if isinstance(record, VerifiedEvidence) else None
+    checks: tuple[CheckRow, ...] = ()
+    kpis: tuple[KpiRow, ...] = ()
+    if st is not None:
+        checks = tuple(
+            share.check(phase, c, check_outcome(phase, c))
+            for phase, cs in st.phases.items()
+            for c in cs
+        )
+        kpis = tuple(share.kpi(k, kpi_outcome(k)) for k in st.kpis)
+    path = record.path
+    return EvidenceView(
+        _view_id(record),
+        record.statement_digest or "",
+        path,
+        st.recipe if st is not None else path.split("/")[1] if "/" in path else "",
+        state,
+        reason,
+        failure_class,
+        # signed under the demo root, or sample by its own word
+        (ok is not None and ok.sample)
+        or (st is not None and st.sample)
+        or record.trust_root == "demo",
+        *(_statement_head(st) if st is not None else _NO_STATEMENT_HEAD),
+        record.signer_identity or "",
+        record.signer_issuer or "",
+        str(ok.signer_class) if ok else "",
+        ok.signer_label if ok else "",
+        record.trust_root or trust_root,
+        record.log_index,
+        "" if record.integrated_time is None else rfc3339(record.integrated_time),
+        checks,
+        kpis,
+        dict(st.component_versions) if st is not None else {},
+        raw,
+        outcome,
+    )
+
+
+# the view's fields from `predicate_type` to `attested_at`
+_Head = tuple[
+    str, str, str, str, int | None, int | None, int | None, str, tuple[str, ...], str, str, str
+]
+
+
+def _statement_head(st: Statement) -> _Head:
+    """The view's fields from `predicate_type` to `attested_at`, as `_statement_fields`."""
+    return (
+        st.predicate_type,
+        st.scale_profile or "",
+        st.scale_profile_version or "",
+        st.lane or "",
+        st.lane_nodes,
+        st.observed_nodes,
+        st.observed_gpus,
+        st.verdict or "",
+        tuple(st.reasons),
+        st.recipe_digest,
+        st.bundle_digest or "",
+        st.attested_at or "",
+    )
+
+
+# those fields of a file whose statement could not be read (`_no_statement`)
+_NO_STATEMENT_HEAD: _Head = ("", "", "", "", None, None, None, "", (), "", "", "")
+
+
+def unjudged_outcome(run: Outcome, share: RowShare) -> Outcome:
+    """The outcome of every row of a run not judged, for the run's `run` outcome (stale,
+    rejected, not judged): what `_unjudged_rows` gives each."""
+    return share.outcome(
+        NOT_JUDGED,
+        run.causes or (run.status,),
+        f"the run is {run.status}"
+        + (f" ({run.cause})" if run.cause else "")
+        + ": its checks and KPIs are not judged against the lane",
+    )
 
 
 def with_outcome(
@@ -496,7 +656,7 @@ def _view_id(record: Evidence) -> str:
     return f"{key}-{hashlib.sha256(record.path.encode()).hexdigest()[:8]}"
 
 
-def _judged(record: Evidence) -> tuple[RunState, str, str]:
+def view_state(record: Evidence) -> tuple[RunState, str, str]:
     """(state, why it is not counted, failure class) as the verifier judged the file."""
     state = RunState.of(record)
     if state is RunState.VERIFIED:

@@ -30,6 +30,7 @@ from generator.evidence.view import (
     KpiRow,
     RawFile,
     RecipeRuns,
+    RowShare,
     RunFacts,
     RunRow,
     SiteRuns,
@@ -743,14 +744,14 @@ def _judged_runs(
     assert status is not None
     trust_root = outcome.trust_root
 
-    def view(i: int) -> EvidenceView:
-        rec = records[i]
-        made = evidence_view(rec, trust_root=trust_root, raw=_raw(raw.get(rec.path), pointers))
-        return status.runs[i].judged(made)
+    def view(i: int, share: RowShare) -> EvidenceView:  # as judged: `RunStatus.judged_view`
+        found = _raw(raw.get(records.path(i)), pointers)
+        return status.runs[i].judged_view(records[i], trust_root, found, share)
 
     shares = outcome.shares
     if cache is None or not cache.enabled or not shares or not all(s.key for s in shares):
-        return _sorted_runs([view(i) for i in range(len(records))]), len(records)
+        every = RowShare()
+        return _sorted_runs([view(i, every) for i in range(len(records))]), len(records)
     if sum(len(s.positions) for s in shares) != len(records):
         raise AssertionError("every record belongs to one recipe's share of the status")
     memo = Memo(cache)
@@ -800,8 +801,33 @@ def _made_rows(
     return [tuple(map(RunRow.of, source.views())) for source in sources], made
 
 
-def _made(view: Callable[[int], EvidenceView], share: RecipeShare) -> tuple[EvidenceView, ...]:
-    return shared(tuple(view(i) for i in share.positions))
+def _made(
+    view: Callable[[int, RowShare], EvidenceView], share: RecipeShare
+) -> tuple[EvidenceView, ...]:
+    """One recipe's views, made with their rows and outcomes shared (`RowShare`, as `shared`
+    shares them; the reference is `views_reference`)."""
+    rows = RowShare()
+    return tuple(view(i, rows) for i in share.positions)
+
+
+def views_reference(
+    outcome: Outcome, evidence_dir: Path, positions: Sequence[int]
+) -> tuple[EvidenceView, ...]:
+    """The views of the records at `positions` as `_judged_runs` made them before
+    `RunStatus.judged_view`: each record's `evidence_view` judged by its run
+    (`RunStatus.judged`), then `shared` (tests/test_views_made.py)."""
+    records, status = outcome.records, outcome.status
+    assert status is not None
+    raw = raw_files(outcome.verification, evidence_dir)
+    pointers = frozenset(outcome.verification.pointers)
+    views = []
+    for i in positions:
+        rec = records[i]
+        made = evidence_view(
+            rec, trust_root=outcome.trust_root, raw=_raw(raw.get(rec.path), pointers)
+        )
+        views.append(status.runs[i].judged(made))
+    return shared(tuple(views))
 
 
 class _ShareViews:
@@ -999,10 +1025,11 @@ class LazyRows(LoadedTuple):
 def _exact(r: CheckRow | KpiRow) -> tuple[object, ...]:
     """What equality does not tell apart in a row and its published form does: a KPI's zeros
     by their sign (0.0 == -0.0: the only equal floats written apart; NaN equals nothing), a
-    check's targets by their type (True == 1)."""
+    check's targets by their type (True == 1) and their zeros by sign (an integral float
+    passes the schema's `integer`)."""
     if isinstance(r, KpiRow):
         return r.value == 0 and repr(r.value), r.threshold == 0 and repr(r.threshold)
-    return (type(r.targets),)
+    return type(r.targets), r.targets == 0 and repr(r.targets)
 
 
 def _raw_key(found: FoundFile | None, pointers: frozenset[str]) -> str:
