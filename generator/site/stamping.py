@@ -81,18 +81,148 @@ def _markdown() -> Any:
 @functools.cache
 def convert(text: str) -> tuple[str, tuple[Any, ...], bool]:
     """A page body as mkdocs converts it: its HTML, its table of contents' tokens and whether
-    the Markdown made a link or an image. Kept for the build (`forget`), unbounded: a build
-    converts every stamped recipe page's body for its search entries first
-    (`build._KeyedPages.stored_group`), then again for its fill, interleaved with the evidence
-    pages' (`build._Assembly.planned`); a bound of 1,024 pages, met at 1,000 recipes, made
-    that second pass evict each recipe body just before it was needed (an LRU cache scanned
-    in order). Measured, the two passes over the 1,000 x 20,000 synthetic catalog's 2,000
-    recipe and evidence pages (one process, CPU): 2,977 -> 2,000 conversions, 4.92 -> 3.5 s."""
+    the Markdown made a link or an image (`convert_reference`), written directly when the body
+    is of the few shapes a recipe or evidence page's body is made of (`direct`).
+
+    Kept for the build (`forget`), unbounded: a build converts every stamped recipe page's
+    body for its search entries first (`build._KeyedPages.stored_group`), then again for its
+    fill, interleaved with the evidence pages' (`build._Assembly.planned`); a bound of 1,024
+    pages, met at 1,000 recipes, made that second pass evict each recipe body just before it
+    was needed (an LRU cache scanned in order). Measured, the two passes over the 1,000 x
+    20,000 synthetic catalog's 2,000 recipe and evidence pages (one process, CPU, three
+    interleaved pairs): 4.92/4.79/4.67 -> 2.90/2.92/2.87 s, 2,977 -> 2,002 conversions."""
+    made = direct(text)
+    return made if made is not None else convert_reference(text)
+
+
+def convert_reference(text: str) -> tuple[str, tuple[Any, ...], bool]:
+    """`convert` by python-markdown itself, configured as mkdocs configures it (the
+    reference of `direct`)."""
     md = _markdown()
     md.reset()
     md.aicr_links.found = False
     html = md.convert(text)
     return html, tuple(getattr(md, "toc_tokens", ())), bool(md.aicr_links.found)
+
+
+# --- a page body written directly -----------------------------------------------------------
+#
+# A recipe page's body (its data blocks lifted out: `islands.lift`) is headings, island markers
+# and raw HTML blocks the template wrote (the criteria, the inheritance chain, the owned values'
+# headings and notes), an evidence page's its heading and a marker. python-markdown spends
+# ~1.8 ms on such a body, nearly all of it in machinery those shapes never use (the HTML
+# block parser, the inline patterns tried on every heading, the tree and its serialiser).
+# `direct` writes the same bytes for a body made only of blocks of these shapes, and returns
+# None for any other body, which `convert_reference` converts:
+#
+# - a heading: one line, `#` or `##`, a space, words of ASCII letters and digits and the
+#   escaped punctuation `md_inline` writes for `-`, `.` and `_`, one space between words. Its
+#   inline text is the words unescaped (nothing in it is Markdown or HTML), its id the toc
+#   extension's own `slugify` and `unique` of that text; the first block is the only level-1
+#   heading, so the table of contents is it over the level-2 headings in order;
+# - an island marker (`<!--aicr:island N-->`) alone;
+# - raw HTML: one or more elements, each starting a line with a block-level tag and ending a
+#   line with its own end tag, balanced, of a few tags (no void, CDATA or raw-text element),
+#   double-quoted attribute values without `<`, `>` or `"`, text without `<` or `>` and with
+#   `&` only in complete character references (python-markdown's HTML parser writes those it
+#   reads back as it reads them): python-markdown keeps such a block as it is.
+#
+# Blocks are separated by blank lines; the body holds no tab, CR, STX or ETX and no line that
+# starts or ends with a space (python-markdown's whitespace normalisation would change those),
+# and no code fence (its fenced-code preprocessor runs before the HTML one). tests/
+# test_stamp_direct.py holds `direct` to `convert_reference` on every recipe and evidence page
+# of the repository's site and of a synthetic catalog, and on hypothesis-made bodies of these
+# shapes and near them.
+#
+# Measured (one process, CPU, the same SiteData, three interleaved pairs against the code
+# before): the 2,000 recipe and evidence bodies of the 1,000 x 20,000 synthetic catalog,
+# 2.01 s through python-markdown, 0.26 s here, none left to it; the build's two passes over
+# them (search entries, then fills: `convert`'s docstring) 2.87/2.86/2.86 -> 1.08/1.16/1.18 s.
+
+_NOT_DIRECT = re.compile(r"[\t\r\x02\x03]|^ | $|```|~~~", re.MULTILINE)
+_BLOCKS = re.compile(r"\n{2,}")
+_WORD = r"(?:[A-Za-z0-9]|\\[-._])+"
+_HEADING = re.compile(rf"(#{{1,2}}) ({_WORD}(?: {_WORD})*)")
+_ESCAPED = re.compile(r"\\(.)")
+_MARKER = re.compile(r"<!--aicr:island [0-9]+-->")
+_RAW_TOKEN = re.compile(
+    r'<(/?)([a-z][a-z0-9]*)((?: [a-z][a-z-]*(?:="[^"<>]*")?)*)>'
+    r"|((?:[^<>&]|&(?:[A-Za-z][A-Za-z0-9]*|#[0-9]+|#[xX][0-9A-Fa-f]+);)+)"
+)
+_RAW_TOP = frozenset({"div", "dl", "ol", "ul", "p", "h3", "section", "figure", "table"})
+_RAW_INNER = _RAW_TOP | {"dt", "dd", "li", "span", "code", "a", "strong", "em"}
+
+
+def direct(text: str) -> tuple[str, tuple[Any, ...], bool] | None:
+    """`convert_reference(text)` written directly, or None when `text` is not a body of the
+    shapes it knows (see above)."""
+    if _NOT_DIRECT.search(text):
+        return None
+    from markdown.extensions.toc import slugify, unique  # type: ignore[import-untyped]
+
+    out: list[str] = []
+    heads: list[dict[str, Any]] = []
+    used: set[str] = set()
+    counters: dict[str, int] = {}
+    for n, block in enumerate(_BLOCKS.split(text.strip("\n"))):
+        heading = _HEADING.fullmatch(block)
+        if heading is not None:
+            level = len(heading.group(1))
+            if (level == 1) != (n == 0):
+                return None
+            name = _ESCAPED.sub(r"\1", heading.group(2))
+            head_id = unique(slugify(name, "-"), used, counters)
+            out.append(f'<h{level} id="{head_id}">{name}</h{level}>\n')
+            heads.append(
+                {
+                    "level": level,
+                    "id": head_id,
+                    "name": name,
+                    "html": name,
+                    "data-toc-label": "",
+                    "children": [],
+                }
+            )
+        elif _MARKER.fullmatch(block) or _raw(block):
+            out.append(block + "\n\n")
+        else:
+            return None
+    if not heads:
+        return None
+    heads[0]["children"] = heads[1:]
+    return "".join(out).strip(), (heads[0],), False
+
+
+def _raw(block: str) -> bool:
+    """Whether `block` is raw HTML python-markdown keeps as it is (see above)."""
+    stack: list[str] = []
+    at = 0
+    line_start = True
+    for token in _RAW_TOKEN.finditer(block):
+        if token.start() != at:
+            return False
+        at = token.end()
+        close, tag, text = token.group(1), token.group(2), token.group(4)
+        if text is not None:
+            if not stack and text != "\n":  # between elements: a line break only
+                return False
+            line_start = text.endswith("\n")
+            continue
+        if close:
+            if not stack or stack.pop() != tag:
+                return False
+            if not stack and at != len(block) and block[at] != "\n":
+                return False  # an element ends its line
+        elif not stack:
+            if not line_start or tag not in _RAW_TOP:
+                return False
+            stack.append(tag)
+        elif tag not in _RAW_INNER:
+            return False
+        else:
+            stack.append(tag)
+        line_start = False
+    return at == len(block) and not stack and bool(block)
 
 
 def split(skeleton: str) -> tuple[str, dict[str, Any]]:
