@@ -9,6 +9,7 @@ value is printed (autoescape blocks, macros, set blocks, filters, includes) for 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import jinja2
@@ -19,9 +20,10 @@ from markupsafe import Markup
 
 from generator.bench.synth import SynthOptions, synthesize
 from generator.core import text
+from generator.evidence.view import Outcome
 from generator.site import jinja, pages
 from generator.site.build import BuildOptions, gather
-from generator.site.model import SiteData
+from generator.site.model import LaneVerdict, SiteData
 from tests.test_site_pages import site as hand_made
 
 
@@ -132,3 +134,58 @@ def test_html_text_forgets_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
     for i in range(10):
         assert text.html_text(f"<{i}>") == f"&lt;{i}&gt;"
         assert len(text._ESCAPED) <= 4
+
+
+# --- the chips, outcomes and signers made before ---------------------------------------------
+
+CHIP_VALUES = st.one_of(
+    HOSTILE, HOSTILE.map(Markup), st.sampled_from(list(LaneVerdict)), st.none(), st.integers()
+)
+BASES = st.sampled_from(["", "../", "../../", "<b>&"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    kind=st.sampled_from(["verdict", "consensus", "<k>"]),
+    values=st.lists(CHIP_VALUES, min_size=1, max_size=4),
+    base=BASES,
+)
+def test_chips_made_before_are_made_as_the_reference(
+    kind: str, values: list[object], base: str
+) -> None:
+    for value in [*values, *(str(v) for v in values if v is not None)] * 2:
+        got, want = jinja.chip(kind, value, base), jinja.chip_reference(kind, value, base)
+        assert got == want and type(got) is type(want)
+    assert jinja.sample_chip(base) == jinja.sample_chip_reference(base)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    status=st.one_of(HOSTILE, HOSTILE.map(Markup)),
+    causes=st.lists(st.one_of(HOSTILE, HOSTILE.map(Markup)), max_size=2).map(tuple),
+    detail=st.one_of(HOSTILE, HOSTILE.map(Markup)),
+    base=BASES,
+)
+def test_outcomes_made_before_are_made_as_the_reference(
+    status: str, causes: tuple[str, ...], detail: str, base: str
+) -> None:
+    plain = Outcome(str(status), tuple(str(c) for c in causes), str(detail))
+    for o in [Outcome(status, causes, detail), plain] * 2:
+        assert jinja.outcome(o, base) == jinja.outcome_reference(o, base)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    identity=st.one_of(HOSTILE, HOSTILE.map(lambda t: "https://" + t), HOSTILE.map(Markup)),
+    label=st.one_of(HOSTILE, HOSTILE.map(Markup), st.none()),
+    cls=st.one_of(HOSTILE, HOSTILE.map(Markup), st.none()),
+)
+def test_signers_made_before_are_made_as_the_reference(
+    identity: str, label: str | None, cls: str | None
+) -> None:
+    records: list[object] = [
+        SimpleNamespace(signer_identity=identity, signer_label=label, signer_class=cls),
+        {"signer_identity": str(identity), "signer_label": label, "signer_class": cls},
+    ]
+    for e in records * 2:
+        assert jinja.signer(e) == jinja.signer_reference(e)
