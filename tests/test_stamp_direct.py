@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from generator.bench.synth import SynthOptions, synthesize
@@ -35,15 +35,27 @@ def _same_or_left(body: str) -> bool:
 
 
 def _bodies(site: SiteData) -> list[str]:
-    """The Markdown body of every recipe page and recipe name's evidence page of `site`."""
+    """The Markdown body of every recipe page and recipe name's evidence page of `site`; each
+    recipe page's search entries are checked against the plugin's on the way."""
     out = []
     for recipe in site.recipes:
         for text in (
             pages.recipe_page(recipe, site),
             pages.evidence_page(recipe.name, recipe.evidence, site, True),
         ):
-            out.append(stamping.split(islands.lift(text)[0])[0])
+            skeleton = islands.lift(text)[0]
+            out.append(stamping.split(skeleton)[0])
+            _same_entries(skeleton)
     return out
+
+
+def _same_entries(skeleton: str, url: str = "recipes/x.html") -> bool:
+    """Whether the search entries were made directly (True) or by the plugin (False); a
+    difference from the plugin's fails."""
+    body, fields = stamping.split(skeleton)
+    made = stamping._search_entries.__wrapped__(skeleton, url)
+    assert made == stamping.search_entries_reference(skeleton, url), skeleton
+    return stamping._sections(stamping.convert(body)[0], url, fields) is not None
 
 
 def _gather(root: Path, catalog: Path, evidence: Path, trust: str) -> SiteData:
@@ -64,6 +76,7 @@ def test_every_page_of_a_synthetic_catalog_is_written_as_the_reference(tmp_path:
     bodies = _bodies(site)
     assert len(bodies) >= 12
     assert all(_same_or_left(body) for body in bodies)  # and none left to the reference
+    assert all(_same_entries(FRONT + body) for body in bodies[::2])  # the recipe pages'
 
 
 def test_every_page_of_the_sample_site_is_written_as_the_reference_or_left(
@@ -88,6 +101,7 @@ TEXT = st.text(
     max_size=12,
 )
 CLEAN = st.text(alphabet=st.sampled_from("abcXYZ019 -._&<>\"'`*#[](){}!|~:;/=é名"), max_size=12)
+FRONT = '---\ntitle: "a <b> &amp; c"\ntemplate: main.html\nhide:\n  - navigation\n---\n\n'
 NAME = st.lists(
     st.text(alphabet=st.sampled_from("abcXYZ019-._"), min_size=1, max_size=6),
     min_size=1,
@@ -129,6 +143,14 @@ def _raw_blocks(text: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
             e,
         ),
         st.builds(lambda a: f"<p>No bundles were rendered in this build. {a}</p>", e),
+        # shapes the search entries take apart: kept elements empty or nested, headings
+        st.builds(lambda a: f"<p>{a}</p>\n<ol>\n<li>{a}</li>\n<li><code>{a}</code></li>\n</ol>", e),
+        st.builds(lambda a: f"<div><p> </p><ul><li>\n</li></ul>{a}</div>", e),
+        st.builds(lambda a: f'<h3 id="{a}">{a}</h3>', e),
+        st.builds(lambda a: f"<h3>{a}</h3>\n<p><span>{a}</span></p>", e),
+        st.builds(lambda a: f"<div data-search-exclude><p>{a}</p></div>", e),
+        st.builds(lambda a: f'<div class="linenodiv"><p>{a}</p></div>', e),
+        st.builds(lambda a: f'<div><h3 id="n">{a}</h3></div>', e),
     )
 
 
@@ -151,7 +173,9 @@ def _body(text: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 @settings(max_examples=300, deadline=None)
 @given(body=_body(CLEAN))
 def test_bodies_of_the_known_shapes_are_written_as_the_reference(body: str) -> None:
+    assume("~~~" not in body and "```" not in body)  # a fence anywhere: left, by rule
     assert _same_or_left(body)
+    _same_entries(FRONT + body)
 
 
 @settings(max_examples=300, deadline=None)
@@ -167,6 +191,7 @@ def test_bodies_near_the_known_shapes_are_written_as_the_reference_or_left(
 ) -> None:
     at %= len(body) + 1
     _same_or_left(body[:at] + insert + body[at:])
+    _same_entries(FRONT + body[:at] + insert + body[at:])
 
 
 @pytest.mark.parametrize(

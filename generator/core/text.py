@@ -127,6 +127,24 @@ def html_text_reference(s: object) -> Markup:
     return escape(html_chars(s))
 
 
+def html_unescape(s: str) -> str:
+    """HTML text or an attribute value as `html.parser` reads it: character references
+    resolved (python's `html.unescape`, the parser's own step). Only for reading HTML as a
+    plugin that parses it would (`site.stamping`)."""
+    import html
+
+    return html.unescape(s)
+
+
+def search_text(s: str) -> str:
+    """`s` as material's search index writes a page's text: `&`, `<` and `>` escaped, quotes
+    kept (python's `html.escape(s, quote=False)`, the plugin's own step). Only for making the
+    entries that plugin would make (`site.stamping`); a page's HTML is `html_text`'s."""
+    import html
+
+    return html.escape(s, quote=False)
+
+
 def _yaml_escape(m: re.Match[str]) -> str:
     c = m.group()
     if c in _YAML_SHORT:
