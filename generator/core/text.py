@@ -98,12 +98,51 @@ def html_text(s: object) -> Markup:
     `escape`, as Jinja's autoescape does), every character `html_chars` refuses replaced. The
     one HTML escaper of the site: the Jinja environment's `finalize` sends every printed value
     through it, and every Python function that builds HTML from data calls it. A `Markup`
-    value is HTML this code made from escaped parts, and stays as it is."""
+    value is HTML this code made from escaped parts, and stays as it is.
+
+    A plain string is looked up among those escaped before (`html_text_reference` of it: a
+    function of its text alone): a page prints the same statuses, profiles, versions, lanes
+    and names hundreds of times (a recipe page ~1,000 values). Measured with the site's code
+    generator (`site.jinja._Printed`): see its docstring."""
+    if type(s) is str:
+        printed = _ESCAPED.get(s)
+        if printed is None:
+            if len(_ESCAPED) >= _ESCAPED_MAX:
+                _ESCAPED.clear()
+            printed = _ESCAPED[s] = html_text_reference(s)
+        return printed
+    return html_text_reference(s)
+
+
+_ESCAPED: dict[str, Markup] = {}  # plain strings as `html_text_reference` escapes them
+_ESCAPED_MAX = 1 << 16
+
+
+def html_text_reference(s: object) -> Markup:
+    """`html_text` escaping every value anew (its reference)."""
     if isinstance(s, Markup):
         return s
     if hasattr(s, "__html__"):
         return Markup(s.__html__())
     return escape(html_chars(s))
+
+
+def html_unescape(s: str) -> str:
+    """HTML text or an attribute value as `html.parser` reads it: character references
+    resolved (python's `html.unescape`, the parser's own step). Only for reading HTML as a
+    plugin that parses it would (`site.stamping`)."""
+    import html
+
+    return html.unescape(s)
+
+
+def search_text(s: str) -> str:
+    """`s` as material's search index writes a page's text: `&`, `<` and `>` escaped, quotes
+    kept (python's `html.escape(s, quote=False)`, the plugin's own step). Only for making the
+    entries that plugin would make (`site.stamping`); a page's HTML is `html_text`'s."""
+    import html
+
+    return html.escape(s, quote=False)
 
 
 def _yaml_escape(m: re.Match[str]) -> str:

@@ -46,6 +46,7 @@ import re
 from typing import Any
 
 from generator.core.errors import SiteError
+from generator.core.text import html_unescape, search_text
 from generator.site.islands import Fill
 
 # mkdocs' built-in extensions first (`MarkdownExtensions(builtins=...)`), then mkdocs.yml's
@@ -78,15 +79,151 @@ def _markdown() -> Any:
     return md
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.cache
 def convert(text: str) -> tuple[str, tuple[Any, ...], bool]:
     """A page body as mkdocs converts it: its HTML, its table of contents' tokens and whether
-    the Markdown made a link or an image."""
+    the Markdown made a link or an image (`convert_reference`), written directly when the body
+    is of the few shapes a recipe or evidence page's body is made of (`direct`).
+
+    Kept for the build (`forget`), unbounded: a build converts every stamped recipe page's
+    body for its search entries first (`build._KeyedPages.stored_group`), then again for its
+    fill, interleaved with the evidence pages' (`build._Assembly.planned`); a bound of 1,024
+    pages, met at 1,000 recipes, made that second pass evict each recipe body just before it
+    was needed (an LRU cache scanned in order). Measured, the two passes over the 1,000 x
+    20,000 synthetic catalog's 2,000 recipe and evidence pages (one process, CPU, three
+    interleaved pairs): 4.92/4.79/4.67 -> 2.90/2.92/2.87 s, 2,977 -> 2,002 conversions."""
+    made = direct(text)
+    return made if made is not None else convert_reference(text)
+
+
+def convert_reference(text: str) -> tuple[str, tuple[Any, ...], bool]:
+    """`convert` by python-markdown itself, configured as mkdocs configures it (the
+    reference of `direct`)."""
     md = _markdown()
     md.reset()
     md.aicr_links.found = False
     html = md.convert(text)
     return html, tuple(getattr(md, "toc_tokens", ())), bool(md.aicr_links.found)
+
+
+# --- a page body written directly -----------------------------------------------------------
+#
+# A recipe page's body (its data blocks lifted out: `islands.lift`) is headings, island markers
+# and raw HTML blocks the template wrote (the criteria, the inheritance chain, the owned values'
+# headings and notes), an evidence page's its heading and a marker. python-markdown spends
+# ~1.8 ms on such a body, nearly all of it in machinery those shapes never use (the HTML
+# block parser, the inline patterns tried on every heading, the tree and its serialiser).
+# `direct` writes the same bytes for a body made only of blocks of these shapes, and returns
+# None for any other body, which `convert_reference` converts:
+#
+# - a heading: one line, `#` or `##`, a space, words of ASCII letters and digits and the
+#   escaped punctuation `md_inline` writes for `-`, `.` and `_`, one space between words. Its
+#   inline text is the words unescaped (nothing in it is Markdown or HTML), its id the toc
+#   extension's own `slugify` and `unique` of that text; the first block is the only level-1
+#   heading, so the table of contents is it over the level-2 headings in order;
+# - an island marker (`<!--aicr:island N-->`) alone;
+# - raw HTML: one or more elements, each starting a line with a block-level tag and ending a
+#   line with its own end tag, balanced, of a few tags (no void, CDATA or raw-text element),
+#   double-quoted attribute values without `<`, `>` or `"`, text without `<` or `>` and with
+#   `&` only in complete character references (python-markdown's HTML parser writes those it
+#   reads back as it reads them): python-markdown keeps such a block as it is.
+#
+# Blocks are separated by blank lines; the body holds no tab, CR, STX or ETX and no line that
+# starts or ends with a space (python-markdown's whitespace normalisation would change those),
+# and no code fence (its fenced-code preprocessor runs before the HTML one). tests/
+# test_stamp_direct.py holds `direct` to `convert_reference` on every recipe and evidence page
+# of the repository's site and of a synthetic catalog, and on hypothesis-made bodies of these
+# shapes and near them.
+#
+# Measured (one process, CPU, the same SiteData, three interleaved pairs against the code
+# before): the 2,000 recipe and evidence bodies of the 1,000 x 20,000 synthetic catalog,
+# 2.01 s through python-markdown, 0.26 s here, none left to it; the build's two passes over
+# them (search entries, then fills: `convert`'s docstring) 2.87/2.86/2.86 -> 1.08/1.16/1.18 s.
+
+_NOT_DIRECT = re.compile(r"[\t\r\x02\x03]|^ | $|```|~~~", re.MULTILINE)
+_BLOCKS = re.compile(r"\n{2,}")
+_WORD = r"(?:[A-Za-z0-9]|\\[-._])+"
+_HEADING = re.compile(rf"(#{{1,2}}) ({_WORD}(?: {_WORD})*)")
+_ESCAPED = re.compile(r"\\(.)")
+_MARKER = re.compile(r"<!--aicr:island [0-9]+-->")
+_RAW_TOKEN = re.compile(
+    r'<(/?)([a-z][a-z0-9]*)((?: [a-z][a-z-]*(?:="[^"<>]*")?)*)>'
+    r"|((?:[^<>&]|&(?:[A-Za-z][A-Za-z0-9]*|#[0-9]+|#[xX][0-9A-Fa-f]+);)+)"
+)
+_RAW_TOP = frozenset({"div", "dl", "ol", "ul", "p", "h3", "section", "figure", "table"})
+_RAW_INNER = _RAW_TOP | {"dt", "dd", "li", "span", "code", "a", "strong", "em"}
+
+
+def direct(text: str) -> tuple[str, tuple[Any, ...], bool] | None:
+    """`convert_reference(text)` written directly, or None when `text` is not a body of the
+    shapes it knows (see above)."""
+    if _NOT_DIRECT.search(text):
+        return None
+    from markdown.extensions.toc import slugify, unique  # type: ignore[import-untyped]
+
+    out: list[str] = []
+    heads: list[dict[str, Any]] = []
+    used: set[str] = set()
+    counters: dict[str, int] = {}
+    for n, block in enumerate(_BLOCKS.split(text.strip("\n"))):
+        heading = _HEADING.fullmatch(block)
+        if heading is not None:
+            level = len(heading.group(1))
+            if (level == 1) != (n == 0):
+                return None
+            name = _ESCAPED.sub(r"\1", heading.group(2))
+            head_id = unique(slugify(name, "-"), used, counters)
+            out.append(f'<h{level} id="{head_id}">{name}</h{level}>\n')
+            heads.append(
+                {
+                    "level": level,
+                    "id": head_id,
+                    "name": name,
+                    "html": name,
+                    "data-toc-label": "",
+                    "children": [],
+                }
+            )
+        elif _MARKER.fullmatch(block) or _raw(block):
+            out.append(block + "\n\n")
+        else:
+            return None
+    if not heads:
+        return None
+    heads[0]["children"] = heads[1:]
+    return "".join(out).strip(), (heads[0],), False
+
+
+def _raw(block: str) -> bool:
+    """Whether `block` is raw HTML python-markdown keeps as it is (see above)."""
+    stack: list[str] = []
+    at = 0
+    line_start = True
+    for token in _RAW_TOKEN.finditer(block):
+        if token.start() != at:
+            return False
+        at = token.end()
+        close, tag, text = token.group(1), token.group(2), token.group(4)
+        if text is not None:
+            if not stack and text != "\n":  # between elements: a line break only
+                return False
+            line_start = text.endswith("\n")
+            continue
+        if close:
+            if not stack or stack.pop() != tag:
+                return False
+            if not stack and at != len(block) and block[at] != "\n":
+                return False  # an element ends its line
+        elif not stack:
+            if not line_start or tag not in _RAW_TOP:
+                return False
+            stack.append(tag)
+        elif tag not in _RAW_INNER:
+            return False
+        else:
+            stack.append(tag)
+        line_start = False
+    return at == len(block) and not stack and bool(block)
 
 
 def split(skeleton: str) -> tuple[str, dict[str, Any]]:
@@ -153,16 +290,42 @@ def search_entries(skeleton: str, url: str) -> str:
     return _search_entries(skeleton, url)
 
 
-@functools.lru_cache(maxsize=2048)
+@functools.cache  # kept for the build, as `convert` (`forget`)
 def _search_entries(skeleton: str, url: str) -> str:
     import json
+
+    body, fields = split(skeleton)
+    html, toc, _ = convert(body)
+    entries = _sections(html, url, fields)
+    if entries is None:
+        entries = _search_index_entries(html, toc, url, fields)
+    if not entries:
+        return ""
+    return json.dumps(entries, separators=(",", ":"), default=str, allow_nan=False)
+
+
+def search_entries_reference(skeleton: str, url: str) -> str:
+    """`search_entries` as material's search plugin makes them, whatever the page."""
+    import json
+
+    body, fields = split(skeleton)
+    html, toc, _ = convert_reference(body)
+    entries = _search_index_entries(html, toc, url, fields)
+    if not entries:
+        return ""
+    return json.dumps(entries, separators=(",", ":"), default=str, allow_nan=False)
+
+
+def _search_index_entries(
+    html: str, toc: tuple[Any, ...], url: str, fields: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The entries material's `SearchIndex` makes of a page of this body, table of contents,
+    address and front matter."""
     from types import SimpleNamespace
 
     from material.plugins.search.plugin import SearchIndex  # type: ignore[import-untyped]
     from mkdocs.structure.toc import get_toc
 
-    body, fields = split(skeleton)
-    html, toc, _ = convert(body)
     page = SimpleNamespace(
         meta=fields,
         content=html,
@@ -172,9 +335,136 @@ def _search_entries(skeleton: str, url: str) -> str:
     )
     index = SearchIndex()
     index.add_entry_from_context(page)
-    if not index.entries:
-        return ""
-    return json.dumps(index.entries, separators=(",", ":"), default=str, allow_nan=False)
+    return list(index.entries)
+
+
+# --- a page's search entries made directly ----------------------------------------------------
+#
+# material's `SearchIndex` parses the page's HTML with its `Parser` (html.parser: ~0.5 ms a
+# recipe page) into sections, one per heading with an id, each a title and a text: the
+# headings' text, the rest's text with `p`, `code`, `li`, `ol`, `ul` kept as bare tags (a kept
+# element holding only white space dropped), runs of white space made one space. `_sections`
+# does the same walk for HTML of a few shapes only, and returns None for any other, which
+# `SearchIndex` itself parses: tags of lowercase names with double-quoted attribute values,
+# comments, text without `<`; no void element, no `pre`, `sub`, `sup`, `script`, `style` or
+# `object`, no `data-search-exclude` and no `class="linenodiv"` (what the parser skips), end
+# tags that close the open element, every heading at the top (none inside another element)
+# holding text only. Its steps are the parser's, transcribed (`handle_starttag`,
+# `handle_endtag`, `handle_data`, `create_entry_for_section`); tests/test_stamp_direct.py holds
+# it to `SearchIndex` on every recipe page of the repository's site and of a synthetic catalog
+# and on hypothesis-made bodies. Measured (one process, CPU, the same SiteData, three pairs
+# interleaved with the code before): the search entries, then the fills, of the 1,000 x 20,000
+# synthetic catalog's 2,000 recipe and evidence pages, 1.21/1.15/1.15 -> 0.73/0.73/0.95 s (the
+# entries alone 1.07/1.02/1.01 -> 0.59/0.59/0.80 s), every recipe page's entries made here.
+
+_HTML_TOKEN = re.compile(
+    r'<([a-z][a-z0-9]*)((?: [a-z][a-z-]*(?:="[^"<>]*")?)*)>'
+    r"|</([a-z][a-z0-9]*)>"
+    r"|<!--(?:[^-]|-(?!->))*-->"
+    r"|([^<]+)"
+)
+_ATTRIBUTE = re.compile(r' ([a-z][a-z-]*)(?:="([^"<>]*)")?')
+_KEPT = frozenset({"p", "code", "li", "ol", "ul"})
+_NOT_SECTIONED = frozenset(
+    {"pre", "sub", "sup", "script", "style", "object", "textarea", "title"}
+    | {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param"}
+    | {"source", "track", "wbr"}
+)
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+
+
+def _sections(html: str, url: str, fields: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The entries `SearchIndex` makes of a page (see above), or None for HTML of another
+    shape, or a page whose front matter or the plugin's setup asks for more."""
+    from material.plugins.search import plugin  # type: ignore[import-untyped]
+
+    if fields.get("search") or "tags" in fields or plugin.jieba:
+        return None
+    walk = _Walk()
+    at = 0
+    for token in _HTML_TOKEN.finditer(html):
+        if token.start() != at:
+            return None
+        at = token.end()
+        tag, close, data = token.group(1), token.group(3), token.group(4)
+        if tag is not None:
+            ok = walk.start(tag, token.group(2))
+        elif close is not None:
+            ok = walk.end(close)
+        else:
+            ok = data is None or walk.data(data)
+        if not ok:
+            return None
+    if at != len(html) or walk.context or not walk.sections:
+        return None
+    return [
+        {
+            "location": url + "#" + section_id if section_id else url,
+            "title": "".join(title or [str(fields.get("title"))]).strip(),
+            "text": "".join(text).strip(),
+        }
+        for section_id, title, text in walk.sections
+    ]
+
+
+class _Walk:
+    """material's search `Parser`'s steps over the tokens of HTML of the shapes `_sections`
+    takes (each step False where the HTML is of another). Not a record: it collects."""
+
+    def __init__(self) -> None:
+        self.sections: list[tuple[str | None, list[str], list[str]]] = []  # id, title, text
+        self.title: list[str] | None = None  # the open heading's title
+        self.text: list[str] | None = None  # the current section's text
+        self.context: list[str] = []
+
+    def start(self, tag: str, attributes: str) -> bool:
+        if tag in _NOT_SECTIONED:
+            return False
+        attrs = {k: html_unescape(v) for k, v in _ATTRIBUTE.findall(attributes)}
+        if "data-search-exclude" in attrs or attrs.get("class") == "linenodiv":
+            return False
+        self.context.append(tag)
+        if tag in _HEADINGS:
+            if len(self.context) != 1 or "id" not in attrs:
+                return False  # a heading inside an element, or not a section
+            if tag != "h1" and not self.sections:
+                return False  # the parser makes a section of the page's title first
+            self.title, self.text = [], []
+            self.sections.append((attrs["id"] if self.sections else None, self.title, self.text))
+            return True
+        if self.text is None or self.title is not None:
+            return False  # a preface before any heading, or a tag inside a heading
+        if tag in _KEPT:
+            self.text.append(f"<{tag}>")
+        return True
+
+    def end(self, tag: str) -> bool:
+        if not self.context or self.context[-1] != tag:
+            return False
+        self.context.pop()
+        if tag in _HEADINGS:
+            self.title = None
+        elif tag in _KEPT and self.text is not None:
+            text = self.text
+            index = text.index(f"<{tag}>")  # the first, as the parser looks it up
+            if any(not item.isspace() for item in text[index + 1 :]):
+                text.append(f"</{tag}>")
+            else:
+                del text[index:]  # a kept element of white space only is dropped
+        return True
+
+    def data(self, data: str) -> bool:
+        if self.text is None:
+            return False  # a preface before any heading (the parser makes it a section)
+        value = html_unescape(data)
+        value = " " if value.isspace() else value.replace("\n", " ")
+        if self.title is not None:
+            self.title.append(search_text(value))
+        elif not value.isspace():
+            self.text.append(search_text(value))
+        elif not self.text or not self.text[-1].isspace():
+            self.text.append(value)
+        return True
 
 
 def headings_fit(markdown: str) -> bool:
