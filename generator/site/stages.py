@@ -913,7 +913,11 @@ def shared(views: tuple[EvidenceView, ...]) -> tuple[EvidenceView, ...]:
     alike where equality is not: a row is shared only with rows of the same `_exact` values
     (0.0 and -0.0 are equal floats that JSON writes apart: a `--no-cache` build, which shares
     nothing, wrote each run's own). That key costs 0.15 -> 0.18 s CPU for 200 recipes x 20
-    runs (min of 3), made for the recipes whose runs changed."""
+    runs (min of 3), made for the recipes whose runs changed.
+
+    A build no longer calls it: its views are made with their rows shared as they are made
+    (`RunStatus.judged_view`, `evidence.view.RowShare`, the same rule), a build without a cache
+    too. It is the reference of that (`views_reference`, tests/test_views_made.py)."""
     outcomes: dict[Judged, Judged] = {}
     rows: dict[Any, Any] = {}
 
