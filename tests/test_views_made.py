@@ -1,5 +1,6 @@
 """Each run's view made at once (`RunStatus.judged_view`, `view.made_view`, rows and outcomes
-shared through `RowShare`) against its reference: `evidence_view`, judged by the run
+shared through `RowShare`, the raw file's statement flag vouched for by the record's digest:
+`stages.holds_statement`) against its reference: `evidence_view`, judged by the run
 (`RunStatus.judged`: `with_outcome` or `as_signed`), then `stages.shared`
 (`stages.views_reference`). The same views field by field and in their published form (a
 KPI's zeros by sign, a check's targets by type), and rows shared as the reference shares
@@ -9,7 +10,9 @@ and an unreadable file."""
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import hashlib
 import json
 import shutil
 from collections.abc import Sequence
@@ -17,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from generator.aggregate import aggregate
@@ -29,6 +32,7 @@ from generator.evidence.model import Evidence
 from generator.evidence.view import CheckRow, EvidenceView, KpiRow, RowShare, evidence_view
 from generator.pipeline import Inputs, Outcome, run
 from generator.site import stages
+from generator.site.audit import signed_statement
 from tests.conftest import CATALOG, REPO
 from tests.test_aggregate import LADDERS, LANES
 from tests.test_aggregate_differential import catalogs
@@ -169,3 +173,52 @@ def test_random_runs_are_made_as_the_reference(
     for a, b in zip(got, want, strict=True):
         _same(a, b)
     assert _distinct(got) == _distinct(want)
+
+
+# --- whether a raw file holds a signed statement, vouched for by the record's digest ------------
+
+_PAYLOADS = st.sampled_from(
+    [b'{"_type": "x", "n": 1}', b"[1, 2]", b"not json", b"", b'{"a": NaN}', b"\xff\xfe", b"{}"]
+)
+
+
+@st.composite
+def _bundles(draw: st.DrawFn) -> tuple[bytes, bytes]:
+    """A raw file (bytes) and the payload it was made around, its envelope drawn well and
+    badly formed: standard, URL-safe, unpadded or broken base64, a payload that is not a
+    string, no envelope, not an object, not JSON."""
+    payload = draw(_PAYLOADS)
+    text = base64.b64encode(payload).decode()
+    form = draw(st.sampled_from(["plain", "urlsafe", "unpadded", "spaced", "number", "none"]))
+    value: object = {
+        "plain": text,
+        "urlsafe": base64.urlsafe_b64encode(payload + b"\xfb\xff").decode(),
+        "unpadded": text.rstrip("="),
+        "spaced": text[:2] + " " + text[2:],
+        "number": 7,
+        "none": None,
+    }[form]
+    doc: object = {"mediaType": "m", "dsseEnvelope": {"payload": value, "payloadType": "t"}}
+    shape = draw(st.sampled_from(["bundle", "bundle", "list", "no envelope", "not json"]))
+    if shape == "list":
+        doc = [doc]
+    elif shape == "no envelope":
+        doc = {"dsseEnvelope": [value]}
+    raw = b"{not json" if shape == "not json" else json.dumps(doc).encode()
+    return raw, payload
+
+
+@settings(max_examples=300, deadline=None)
+@given(_bundles(), st.sampled_from(["right", "wrong", "none"]))
+def test_a_vouched_payload_holds_a_statement_as_signed_statement_says(
+    bundle: tuple[bytes, bytes], vouch: str
+) -> None:
+    raw, payload = bundle
+    try:
+        json.loads(payload)
+    except ValueError:
+        assume(vouch != "right")  # a record's digest vouches only for a payload read as JSON
+    digest = "sha256:" + hashlib.sha256(payload).hexdigest()
+    vouched = {"right": digest, "wrong": "sha256:" + "0" * 64, "none": ""}[vouch]
+    want = signed_statement(raw) is not None
+    assert stages.holds_statement(raw, vouched) == want

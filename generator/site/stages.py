@@ -8,8 +8,11 @@ found nothing (a recipe without evidence is UNTESTED).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import hashlib
+import json
 import os
 import pickle
 import stat
@@ -23,7 +26,7 @@ from generator.core.cache import Cache
 from generator.core.errors import CatalogError, Diagnostic, LoadError, RenderError
 from generator.core.memo import PATH_ONLY, Memo
 from generator.core.records import DEFAULT_PROFILE, Catalog, Consensus, Override, RecipeResult
-from generator.evidence.model import FoundFile
+from generator.evidence.model import Evidence, FoundFile
 from generator.evidence.view import (
     CheckRow,
     EvidenceView,
@@ -582,19 +585,46 @@ def _no_link(found: FoundFile, parent: Path, real_parent: str) -> bool:
     return not safeio.is_link(parent / found.path, quiet=True)
 
 
-def raw_file(found: FoundFile, pointers: frozenset[str] = frozenset()) -> RawFile:
+def raw_file(
+    found: FoundFile, pointers: frozenset[str] = frozenset(), vouched: str = ""
+) -> RawFile:
     """A run's raw download by reference: where it is read from, the digest of the bytes
     verified, and whether they hold a signed statement (the bytes are read for that when this
-    build did not read them already, and refused unless they are those verified)."""
+    build did not read them already, and refused unless they are those verified); `vouched`:
+    see `holds_statement`."""
     from generator.evidence.store import read_vouched
-    from generator.site.audit import signed_statement
 
     data = found.data
     if data is None:
         data = read_vouched(found.real, found.root, found.sha256, found.path)
-    statement = signed_statement(data) is not None
+    statement = holds_statement(data, vouched)
     pointer = found.path in pointers
     return RawFile(found.real, found.root, found.sha256, found.size, statement, pointer)
+
+
+def holds_statement(data: bytes, vouched: str = "") -> bool:
+    """`audit.signed_statement(data) is not None` (the reference), without reading the payload
+    as JSON again when its digest is `vouched`: the `statement_digest` of a record that holds a
+    statement, the digest of the DSSE payload its statement was read from (so JSON). Only the
+    envelope is read then, as `signed_statement` reads it. The views stage asks this of every
+    run: at 200 x 4,000, 4,000 bundles of ~10 KB, min of 5, one process: signed_statement ~100
+    us each (the bundle's JSON 29, the base64 22, the payload's JSON 50). Any other answer
+    (another digest, none) is `signed_statement`'s (tests/test_views_made.py)."""
+    from generator.site.audit import signed_statement
+
+    if vouched:
+        try:
+            doc = json.loads(data)
+            envelope = doc.get("dsseEnvelope") if isinstance(doc, dict) else None
+            payload = envelope.get("payload") if isinstance(envelope, dict) else None
+            if not isinstance(payload, str):
+                return False
+            signed = base64.b64decode(payload, validate=True)
+        except (ValueError, binascii.Error, RecursionError):
+            return False
+        if "sha256:" + hashlib.sha256(signed).hexdigest() == vouched:
+            return True
+    return signed_statement(data) is not None
 
 
 def read_raw(raw: RawFile) -> bytes:
@@ -703,8 +733,17 @@ def judged(
     return Aggregated(statuses, comps, runs, made), None
 
 
-def _raw(found: FoundFile | None, pointers: frozenset[str]) -> RawFile | None:
-    return None if found is None else raw_file(found, pointers)
+def _raw(found: FoundFile | None, pointers: frozenset[str], vouched: str = "") -> RawFile | None:
+    return None if found is None else raw_file(found, pointers, vouched)
+
+
+def _raw_of(
+    record: Evidence, raw: Mapping[str, FoundFile], pointers: frozenset[str]
+) -> RawFile | None:
+    """`record`'s raw file, the digest of the payload its statement was read from vouching
+    that the payload is JSON (`holds_statement`; none when it holds no statement)."""
+    vouched = record.statement_digest or "" if record.statement is not None else ""
+    return _raw(raw.get(record.path), pointers, vouched)
 
 
 @dataclass(frozen=True, slots=True)
@@ -745,8 +784,8 @@ def _judged_runs(
     trust_root = outcome.trust_root
 
     def view(i: int, share: RowShare) -> EvidenceView:  # as judged: `RunStatus.judged_view`
-        found = _raw(raw.get(records.path(i)), pointers)
-        return status.runs[i].judged_view(records[i], trust_root, found, share)
+        rec = records[i]
+        return status.runs[i].judged_view(rec, trust_root, _raw_of(rec, raw, pointers), share)
 
     shares = outcome.shares
     if cache is None or not cache.enabled or not shares or not all(s.key for s in shares):
@@ -913,7 +952,11 @@ def shared(views: tuple[EvidenceView, ...]) -> tuple[EvidenceView, ...]:
     alike where equality is not: a row is shared only with rows of the same `_exact` values
     (0.0 and -0.0 are equal floats that JSON writes apart: a `--no-cache` build, which shares
     nothing, wrote each run's own). That key costs 0.15 -> 0.18 s CPU for 200 recipes x 20
-    runs (min of 3), made for the recipes whose runs changed."""
+    runs (min of 3), made for the recipes whose runs changed.
+
+    A build no longer calls it: its views are made with their rows shared as they are made
+    (`RunStatus.judged_view`, `evidence.view.RowShare`, the same rule), a build without a cache
+    too. It is the reference of that (`views_reference`, tests/test_views_made.py)."""
     outcomes: dict[Judged, Judged] = {}
     rows: dict[Any, Any] = {}
 
