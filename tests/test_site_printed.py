@@ -189,3 +189,25 @@ def test_signers_made_before_are_made_as_the_reference(
     ]
     for e in records * 2:
         assert jinja.signer(e) == jinja.signer_reference(e)
+
+
+JSON = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), HOSTILE),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(HOSTILE, inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=JSON)
+def test_script_json_is_its_reference(value: object) -> None:
+    try:
+        want = jinja.script_json_reference(value)
+    except ValueError:  # NaN or infinity: refused both ways
+        with pytest.raises(ValueError):
+            jinja.script_json(value)
+        return
+    got = jinja.script_json(value)
+    assert got == want and type(got) is Markup
