@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -192,3 +194,53 @@ def test_a_printed_value_is_the_references(values: list[object], bound: int) -> 
     finally:
         runpage._PRINTED_MAX = saved
         runpage._PRINTED.clear()
+
+
+_CELL = (
+    st.sampled_from(["passed", "a & b", "<b>", ""])
+    | st.sampled_from(["passed", "<b>"]).map(Markup)
+    | st.integers(-2, 2)
+    | st.sampled_from([True, False, 0.0, -0.0, 1.0, 1800, 1800.0, float("nan")])
+    | st.none()
+)
+_OUTCOMES = st.builds(
+    Outcome,
+    st.sampled_from(["passed", "failed", Markup("failed")]),
+    st.lists(st.sampled_from(["late", Markup("late"), "<c>"]), max_size=2).map(tuple),
+    st.sampled_from(["", "took <2x>", Markup("took <2x>")]),
+)
+
+
+@given(
+    rows=st.lists(
+        st.tuples(_CELL, _CELL, _CELL, _CELL, _CELL, _OUTCOMES, st.sampled_from(["", "../"])),
+        max_size=8,
+    ),
+    bound=st.integers(1, 4),
+)
+@settings(max_examples=300, deadline=None)
+def test_rows_written_before_are_the_references(rows: list[tuple[Any, ...]], bound: int) -> None:
+    """`runpage._check_row` and `_kpi_cells` (rows of plain values remembered) write every
+    row as their references do, the first time and again, whatever the values' types: a
+    Markup and its plain text, True and 1, 1800 and 1800.0, 0.0 and -0.0 never one for the
+    other; and after their memory was cleared."""
+    saved = runpage._ROWS_MAX
+    runpage._ROWS_MAX = bound
+    runpage._ROWS.clear()
+    runpage._CELLS.clear()
+    try:
+        for a, b, c, d, e, outcome, base in rows + rows:
+            check = SimpleNamespace(
+                phase=a, name=b, targets=c, status=d, message=e, outcome=outcome
+            )
+            want = runpage._check_row_reference(check, base)
+            assert runpage._check_row(check, base) == want
+            typed = CheckRow(str(a), str(b), str(d), c if type(c) is int else None, str(e), outcome)
+            assert runpage._check_row(typed, base) == runpage._check_row_reference(typed, base)
+            kpi = SimpleNamespace(operator=a, threshold=c, unit=b, status=d, outcome=outcome)
+            assert runpage._kpi_cells(kpi, base) == runpage._kpi_cells_reference(kpi, base)
+        assert len(runpage._ROWS) <= bound and len(runpage._CELLS) <= bound
+    finally:
+        runpage._ROWS_MAX = saved
+        runpage._ROWS.clear()
+        runpage._CELLS.clear()

@@ -215,3 +215,20 @@ def test_bodies_near_the_known_shapes_are_written_as_the_reference_or_left(
 def test_bodies_of_other_shapes_are_left_to_the_reference(body: str) -> None:
     assert stamping.direct(body) is None
     assert stamping.convert(body) == stamping.convert_reference(body)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "# a\n\n<!-- x -- > y -->\n\n<p>z</p>\n",  # html.parser ends the comment at "-- >"
+        "# a\n\n<!-- x --!> y -->\n\n<p>z</p>\n",
+        "# a\n\n<!---->\n\n<p>z</p>\n",
+        "# a\n\n<p>a<!-- b -->c</p>\n",
+        "# a\n\n<p title='q'>z</p>\n",  # a single-quoted attribute value
+        "# a\n\n<p>x &amp y &#39 z &lt;b&gt;</p>\n",
+        '# a\n\n<p>x</p>\n\n## b\n\n<h3 id="c&amp;d">e</h3>\n\n<ol>\n<li> </li>\n</ol>\n',
+        "\n\n  # a\n\n<p>z</p>\n",  # white space before the first heading
+    ],
+)
+def test_search_entries_of_other_html_are_the_plugins(body: str) -> None:
+    _same_entries(FRONT + body)

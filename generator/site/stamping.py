@@ -360,7 +360,7 @@ def _search_index_entries(
 _HTML_TOKEN = re.compile(
     r'<([a-z][a-z0-9]*)((?: [a-z][a-z-]*(?:="[^"<>]*")?)*)>'
     r"|</([a-z][a-z0-9]*)>"
-    r"|<!--(?:[^-]|-(?!->))*-->"
+    r"|<!--(?:[^-]|-(?!-))*-->"  # html.parser ends one at "--", space, ">"
     r"|([^<]+)"
 )
 _ATTRIBUTE = re.compile(r' ([a-z][a-z-]*)(?:="([^"<>]*)")?')
