@@ -154,9 +154,21 @@ def test_chips_made_before_are_made_as_the_reference(
     kind: str, values: list[object], base: str
 ) -> None:
     for value in [*values, *(str(v) for v in values if v is not None)] * 2:
-        got, want = jinja.chip(kind, value, base), jinja.chip_reference(kind, value, base)
-        assert got == want and type(got) is type(want)
+        _alike(jinja.chip, jinja.chip_reference, kind, value, base)
     assert jinja.sample_chip(base) == jinja.sample_chip_reference(base)
+
+
+def _alike(made: Any, reference: Any, *args: Any) -> None:
+    """`made(*args)` is `reference(*args)`, or both refuse the arguments alike (a lone
+    surrogate cannot be percent-encoded as UTF-8: the anchor refuses it either way)."""
+    try:
+        want = reference(*args)
+    except UnicodeEncodeError:
+        with pytest.raises(UnicodeEncodeError):
+            made(*args)
+        return
+    got = made(*args)
+    assert got == want and type(got) is type(want)
 
 
 @settings(max_examples=300, deadline=None)
@@ -171,7 +183,7 @@ def test_outcomes_made_before_are_made_as_the_reference(
 ) -> None:
     plain = Outcome(str(status), tuple(str(c) for c in causes), str(detail))
     for o in [Outcome(status, causes, detail), plain] * 2:
-        assert jinja.outcome(o, base) == jinja.outcome_reference(o, base)
+        _alike(jinja.outcome, jinja.outcome_reference, o, base)
 
 
 @settings(max_examples=300, deadline=None)
@@ -188,7 +200,7 @@ def test_signers_made_before_are_made_as_the_reference(
         {"signer_identity": str(identity), "signer_label": label, "signer_class": cls},
     ]
     for e in records * 2:
-        assert jinja.signer(e) == jinja.signer_reference(e)
+        _alike(jinja.signer, jinja.signer_reference, e)
 
 
 JSON = st.recursive(
