@@ -45,7 +45,7 @@ from generator.pipeline import Inputs, LeafResults, Outcome, ResultHead, run
 from generator.render.bundled import Refusal
 from generator.site import api, badges, changelog, islands, jinja, pages, stages, stamping
 from generator.site.audit import evidence_added, statement_file, vouched_statement
-from generator.site.csp import with_csp
+from generator.site.csp import with_csp_utf8
 from generator.site.engine import (
     ENGINE_STAGE,
     INDEX_FORMAT,
@@ -1258,7 +1258,7 @@ def _finish_page(
         html = built[rel].decode("utf-8")
     if blocks:
         html = islands.sink(html, blocks, rel)
-    return with_csp(html).encode("utf-8")
+    return with_csp_utf8(html)
 
 
 class _Collect(logging.Handler):
