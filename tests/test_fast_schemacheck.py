@@ -29,7 +29,16 @@ def _fast(kind: str) -> Any:
     validator = statement_mod._validator(kind)
     check = schemacheck.compiled_check(validator.schema)
     assert check is not None, f"the {kind} schema has no fast check: every statement pays 1 ms"
-    return lambda instance: schemacheck.known_valid(validator, instance)
+    generated = schemacheck.generated_check(validator.schema)
+    assert generated is not None, f"the {kind} schema has no generated check"
+
+    def fast(instance: Any) -> bool:
+        answer = schemacheck.known_valid(validator, instance)
+        assert generated(instance) is answer  # `known_valid` asks the generated check
+        assert check(instance) is answer  # which agrees with the closures (its reference)
+        return answer
+
+    return fast
 
 
 # --- the compiled schema check agrees with jsonschema --------------------------------------------
@@ -255,6 +264,9 @@ def test_a_schema_the_fast_check_does_not_model_gets_none(schema: dict[str, Any]
     with pytest.raises(schemacheck.Unsupported):
         schemacheck.compile_schema(schema)
     assert schemacheck.compiled_check(schema) is None
+    with pytest.raises(schemacheck.Unsupported):
+        schemacheck.generate_schema(schema)
+    assert schemacheck.generated_check(schema) is None
 
 
 def test_an_instance_the_fast_check_refuses_gets_jsonschemas_messages() -> None:
@@ -277,3 +289,109 @@ def test_a_schema_without_a_compiled_check_is_never_known_valid() -> None:
     other = jsonschema.Draft202012Validator(object_schema)
     assert schemacheck.known_valid(other, {"a": 1}) is True
     assert schemacheck.known_valid(other, {}) is False
+
+
+# --- the generated check agrees with the closures (its reference) and with jsonschema ----------
+
+_NAMES = st.sampled_from(["a", "b", "name", "é", "\ud800", "'", "x\ny"])
+_LEAF_SCHEMAS = st.one_of(
+    st.booleans(),
+    st.fixed_dictionaries(
+        {
+            "type": st.sampled_from(sorted(schemacheck._TYPES))
+            | st.lists(
+                st.sampled_from(sorted(schemacheck._TYPES)), min_size=1, max_size=3, unique=True
+            )
+        }
+    ),
+    st.fixed_dictionaries({"enum": st.lists(_NAMES, max_size=3)}),
+    st.fixed_dictionaries({"const": _NAMES}),
+    st.fixed_dictionaries({"minLength": st.integers(0, 3)}),
+    st.fixed_dictionaries({"maxLength": st.integers(0, 3)}),
+    st.fixed_dictionaries({"pattern": st.sampled_from(["^a", "b$", "^[a-z]+$", "."])}),
+    st.fixed_dictionaries({"minimum": st.sampled_from([0, 1, -1.5, 2**53])}),
+    st.fixed_dictionaries({"maximum": st.sampled_from([0, 1, 2.5, 2**53])}),
+    st.fixed_dictionaries({"minItems": st.integers(0, 2)}),
+    st.fixed_dictionaries({"required": st.lists(_NAMES, max_size=2, unique=True)}),
+    st.fixed_dictionaries({"description": st.just("an annotation")}),
+)
+
+
+def _combined(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    keyword = st.one_of(
+        st.fixed_dictionaries({"properties": st.dictionaries(_NAMES, inner, max_size=3)}),
+        st.fixed_dictionaries({"additionalProperties": inner}),
+        st.fixed_dictionaries({"propertyNames": inner}),
+        st.fixed_dictionaries({"items": inner}),
+        st.fixed_dictionaries({"allOf": st.lists(inner, max_size=2)}),
+        st.fixed_dictionaries({"if": inner, "then": inner, "else": inner}),
+        st.fixed_dictionaries({"then": inner}),  # without `if`: no effect
+    )
+    return st.lists(keyword | _LEAF_SCHEMAS.filter(lambda s: isinstance(s, dict)), max_size=4).map(
+        lambda parts: {k: v for part in parts for k, v in part.items()}
+    )
+
+
+_SCHEMAS = st.recursive(_LEAF_SCHEMAS, _combined, max_leaves=12)
+_INSTANCES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.sampled_from([0, 1, -1, 2, 2**53, 2**53 + 1, 0.0, -0.0, 1.0, 2.5, -1.5])
+    | st.floats()
+    | st.integers()
+    | _NAMES
+    | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_NAMES, inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_SCHEMAS, st.lists(_INSTANCES, min_size=1, max_size=4))
+def test_the_generated_check_is_the_compiled_check(schema: Any, instances: list[Any]) -> None:
+    import jsonschema
+
+    compiled = schemacheck.compiled_check(schema)
+    generated = schemacheck.generated_check(schema)
+    if compiled is None:  # what the closures do not model, the generated check does not either
+        assert generated is None
+        return
+    assert generated is not None, schemacheck.generated_source(schema)[0]
+    validator = jsonschema.Draft202012Validator(schema)
+    for instance in instances:
+        answer = generated(instance)
+        assert answer is compiled(instance), (schemacheck.generated_source(schema)[0], instance)
+        if answer:  # never valid where jsonschema is not
+            assert validator.is_valid(instance)
+
+
+def _nested(depth: int, leaf: Any, wrap: Any) -> Any:
+    for _ in range(depth):
+        leaf = wrap(leaf)
+    return leaf
+
+
+@pytest.mark.parametrize("depth", [1, 11, 12, 13, 39, 40, 41, 60])
+def test_a_schema_deeper_than_one_function_is_checked_as_the_closures_do(depth: int) -> None:
+    """Past `_MAX_LOOPS` nested arrays or `_MAX_DEPTH` indentation levels the closures check
+    the rest: Python refuses a function nested deeper."""
+    import jsonschema
+
+    cases = [
+        (lambda s: {"type": "array", "items": s}, lambda v: [v], lambda v: [v, "x"]),
+        (
+            lambda s: {"type": "object", "required": ["k"], "properties": {"k": s}},
+            lambda v: {"k": v},
+            lambda v: {"k": v, "j": 1},
+        ),
+        (lambda s: {"properties": {"k": s}}, lambda v: {"k": v}, lambda v: {"j": v}),
+        (lambda s: {"additionalProperties": s}, lambda v: {"k": v}, lambda v: [v]),
+    ]
+    for wrap_schema, wrap_good, wrap_other in cases:
+        schema = _nested(depth, {"type": "integer", "maximum": 3}, wrap_schema)
+        check = schemacheck.generate_schema(schema)
+        validator = jsonschema.Draft202012Validator(schema)
+        for leaf in (1, 4, "a", 2.0, True):
+            for wrap in (wrap_good, wrap_other):
+                instance = _nested(depth, leaf, wrap)
+                assert check(instance) is validator.is_valid(instance), (depth, leaf)
