@@ -62,8 +62,8 @@ class _Counted(api._Records):
     made_total = 0
     most = 0
 
-    def __init__(self, runs: Any) -> None:
-        super().__init__(runs)
+    def __init__(self, runs: Any, memo: api.RecordMemo | None = None) -> None:
+        super().__init__(runs, memo)
         _Counted.live.append(weakref.ref(self))
 
     def __missing__(self, key: str) -> dict[str, Any]:
