@@ -471,6 +471,28 @@ def _emit(
             _emit_keyword(src, key, value, schema, x, indent, loops, known)
 
 
+class _At:
+    """Where a keyword's lines go: the function's source, the value's name `x`, the indent of
+    its tests, the guard of the type the keyword applies to ("" when `x` is of it already), the
+    `for` blocks around it and the JSON type an enclosing test has required of `x`."""
+
+    __slots__ = ("guard", "indent", "inner", "known", "loops", "src", "x")
+
+    def __init__(
+        self, src: _Source, x: str, indent: str, guard: str, loops: int, known: str | None
+    ) -> None:
+        self.src, self.x, self.indent, self.guard = src, x, indent, guard
+        self.inner = indent + "    " if guard else indent
+        self.loops, self.known = loops, known
+
+    def out(self, line: str) -> None:
+        self.src.lines.append(line)
+
+    def fail_if(self, condition: str) -> None:
+        self.out(f"{self.indent}if {self.guard + ' and ' if self.guard else ''}{condition}:")
+        self.out(f"{self.indent}    return False")
+
+
 def _emit_keyword(
     src: _Source,
     key: str,
@@ -481,101 +503,151 @@ def _emit_keyword(
     loops: int,
     known: str | None,
 ) -> None:
-    out = src.lines.append
     applies = _APPLIES_TO.get(key)
     if applies is None or known == applies or (applies == "number" and known == "integer"):
         guard = ""  # `x` is of the type the keyword applies to (an "integer" is a "number")
     else:
         guard = _TYPE_TESTS[applies].format(x=x)
-    inner = indent + "    " if guard else indent
+    at = _At(src, x, indent, guard, loops, known)
     if guard and key in ("properties", "additionalProperties", "propertyNames", "items"):
-        out(f"{indent}if {guard}:")
-
-    def fail_if(condition: str) -> None:
-        out(f"{indent}if {guard + ' and ' if guard else ''}{condition}:")
-        out(f"{indent}    return False")
-
-    if key == "type":
-        names = [value] if isinstance(value, str) else value
-        if not isinstance(names, list) or not names or any(n not in _TYPES for n in names):
-            raise Unsupported(f"type {value!r}")
-        fail_if(f"not ({' or '.join(_TYPE_TESTS[n].format(x=x) for n in names)})")
-    elif key == "enum":
-        fail_if(f"(not isinstance({x}, str) or {x} not in {src.name(_strings(value))})")
-    elif key == "const":
-        if not isinstance(value, str):
-            raise Unsupported(f"const {value!r}")
-        fail_if(f"(not isinstance({x}, str) or {x} != {value!r})")
-    elif key == "required":
-        names = sorted(_strings(value))  # as `_compile_object`: a list, or no check at all
-        if names:
-            fail_if("(" + " or ".join(f"{n!r} not in {x}" for n in names) + ")")
-    elif key == "properties":
-        if not isinstance(value, dict):
-            raise Unsupported("properties")
-        required = _strings(schema.get("required", []))
-        out(f"{inner}pass")
-        for name, sub in value.items():
-            v = src.local()
-            if name in required:  # tested above
-                out(f"{inner}{v} = {x}[{name!r}]")
-                _emit(src, sub, v, inner, loops)
-            else:
-                out(f"{inner}{v} = {x}.get({name!r}, _MISSING)")
-                out(f"{inner}if {v} is not _MISSING:")
-                out(f"{inner}    pass")
-                _emit(src, sub, v, inner + "    ", loops)
-    elif key == "additionalProperties":
-        if "patternProperties" in schema:
-            raise Unsupported("patternProperties")
-        names = src.name(frozenset(schema.get("properties", {})))
-        if value is False:
-            out(f"{inner}if not {names}.issuperset({x}):")
-            out(f"{inner}    return False")
-        elif value is not True:
-            k, v = src.local(), src.local()
-            out(f"{inner}for {k}, {v} in {x}.items():")
-            out(f"{inner}    if {k} not in {names}:")
-            out(f"{inner}        pass")
-            _emit(src, value, v, inner + "        ", loops + 1)
-        else:
-            out(f"{inner}pass")
-    elif key == "propertyNames":
-        k = src.local()
-        out(f"{inner}for {k} in {x}:")
-        out(f"{inner}    pass")
-        _emit(src, value, k, inner + "    ", loops + 1)
-    elif key == "items":
-        if "prefixItems" in schema:
-            raise Unsupported("prefixItems")
-        v = src.local()
-        out(f"{inner}for {v} in {x}:")
-        out(f"{inner}    pass")
-        _emit(src, value, v, inner + "    ", loops + 1)
-    elif key in ("minItems", "minLength"):
-        fail_if(f"len({x}) < {_count(value)!r}")
-    elif key == "maxLength":
-        fail_if(f"len({x}) > {_count(value)!r}")
-    elif key in ("minimum", "maximum"):
-        fail_if(f"{x} {'<' if key == 'minimum' else '>'} {src.name(_bound(value))}")
-    elif key == "pattern":
-        if not isinstance(value, str):
-            raise Unsupported(f"pattern {value!r}")
-        fail_if(f"{src.name(schema_regex(value).search)}({x}) is None")
-    elif key == "allOf":
-        if not isinstance(value, list):
-            raise Unsupported("allOf")
-        for sub in value:
-            _emit(src, sub, x, indent, loops, known)
-    elif key == "if":
-        out(f"{indent}if {src.name(compile_schema(value))}({x}):")
-        out(f"{indent}    pass")
-        _emit(src, schema.get("then", True), x, indent + "    ", loops, known)
-        out(f"{indent}else:")
-        out(f"{indent}    pass")
-        _emit(src, schema.get("else", True), x, indent + "    ", loops, known)
-    else:  # a keyword of `_KEYWORDS` without lines here
+        at.out(f"{indent}if {guard}:")
+    emit = _EMITTERS.get(key)
+    if emit is None:  # a keyword of `_KEYWORDS` without lines here
         raise Unsupported(f"keyword {key!r}")
+    emit(at, value, schema)
+
+
+def _emit_type(at: _At, value: Any, schema: Mapping[str, Any]) -> None:
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not names or any(n not in _TYPES for n in names):
+        raise Unsupported(f"type {value!r}")
+    at.fail_if(f"not ({' or '.join(_TYPE_TESTS[n].format(x=at.x) for n in names)})")
+
+
+def _emit_enum(at: _At, value: Any, schema: Mapping[str, Any]) -> None:
+    at.fail_if(f"(not isinstance({at.x}, str) or {at.x} not in {at.src.name(_strings(value))})")
+
+
+def _emit_const(at: _At, value: Any, schema: Mapping[str, Any]) -> None:
+    if not isinstance(value, str):
+        raise Unsupported(f"const {value!r}")
+    at.fail_if(f"(not isinstance({at.x}, str) or {at.x} != {value!r})")
+
+
+def _emit_required(at: _At, value: Any, schema: Mapping[str, Any]) -> None:
+    names = sorted(_strings(value))  # as `_compile_object`: a list, or no check at all
+    if names:
+        at.fail_if("(" + " or ".join(f"{n!r} not in {at.x}" for n in names) + ")")
+
+
+def _emit_properties(at: _At, value: Any, schema: Mapping[str, Any]) -> None:
+    if not isinstance(value, dict):
+        raise Unsupported("properties")
+    required, inner, x = _strings(schema.get("required", [])), at.inner, at.x
+    at.out(f"{inner}pass")
+    for name, sub in value.items():
+        v = at.src.local()
+        if name in required:  # tested above
+            at.out(f"{inner}{v} = {x}[{name!r}]")
+            _emit(at.src, sub, v, inner, at.loops)
+        else:
+            at.out(f"{inner}{v} = {x}.get({name!r}, _MISSING)")
+            at.out(f"{inner}if {v} is not _MISSING:")
+            at.out(f"{inner}    pass")
+            _emit(at.src, sub, v, inner + "    ", at.loops)
+
+
+def _emit_additional(at: _At, value: Any, schema: Mapping[str, Any]) -> None:
+    if "patternProperties" in schema:
+        raise Unsupported("patternProperties")
+    inner, names = at.inner, at.src.name(frozenset(schema.get("properties", {})))
+    if value is False:
+        at.out(f"{inner}if not {names}.issuperset({at.x}):")
+        at.out(f"{inner}    return False")
+    elif value is not True:
+        k, v = at.src.local(), at.src.local()
+        at.out(f"{inner}for {k}, {v} in {at.x}.items():")
+        at.out(f"{inner}    if {k} not in {names}:")
+        at.out(f"{inner}        pass")
+        _emit(at.src, value, v, inner + "        ", at.loops + 1)
+    else:
+        at.out(f"{inner}pass")
+
+
+def _emit_property_names(at: _At, value: Any, schema: Mapping[str, Any]) -> None:
+    k = at.src.local()
+    at.out(f"{at.inner}for {k} in {at.x}:")
+    at.out(f"{at.inner}    pass")
+    _emit(at.src, value, k, at.inner + "    ", at.loops + 1)
+
+
+def _emit_items(at: _At, value: Any, schema: Mapping[str, Any]) -> None:
+    if "prefixItems" in schema:
+        raise Unsupported("prefixItems")
+    v = at.src.local()
+    at.out(f"{at.inner}for {v} in {at.x}:")
+    at.out(f"{at.inner}    pass")
+    _emit(at.src, value, v, at.inner + "    ", at.loops + 1)
+
+
+def _emit_min_count(at: _At, value: Any, schema: Mapping[str, Any]) -> None:
+    at.fail_if(f"len({at.x}) < {_count(value)!r}")
+
+
+def _emit_max_length(at: _At, value: Any, schema: Mapping[str, Any]) -> None:
+    at.fail_if(f"len({at.x}) > {_count(value)!r}")
+
+
+def _emit_minimum(at: _At, value: Any, schema: Mapping[str, Any]) -> None:
+    at.fail_if(f"{at.x} < {at.src.name(_bound(value))}")
+
+
+def _emit_maximum(at: _At, value: Any, schema: Mapping[str, Any]) -> None:
+    at.fail_if(f"{at.x} > {at.src.name(_bound(value))}")
+
+
+def _emit_pattern(at: _At, value: Any, schema: Mapping[str, Any]) -> None:
+    if not isinstance(value, str):
+        raise Unsupported(f"pattern {value!r}")
+    at.fail_if(f"{at.src.name(schema_regex(value).search)}({at.x}) is None")
+
+
+def _emit_all_of(at: _At, value: Any, schema: Mapping[str, Any]) -> None:
+    if not isinstance(value, list):
+        raise Unsupported("allOf")
+    for sub in value:
+        _emit(at.src, sub, at.x, at.indent, at.loops, at.known)
+
+
+def _emit_if(at: _At, value: Any, schema: Mapping[str, Any]) -> None:
+    indent = at.indent
+    at.out(f"{indent}if {at.src.name(compile_schema(value))}({at.x}):")
+    at.out(f"{indent}    pass")
+    _emit(at.src, schema.get("then", True), at.x, indent + "    ", at.loops, at.known)
+    at.out(f"{indent}else:")
+    at.out(f"{indent}    pass")
+    _emit(at.src, schema.get("else", True), at.x, indent + "    ", at.loops, at.known)
+
+
+# each keyword's lines (a keyword of `_KEYWORDS` missing here makes the schema Unsupported)
+_EMITTERS: dict[str, Callable[[_At, Any, Mapping[str, Any]], None]] = {
+    "type": _emit_type,
+    "enum": _emit_enum,
+    "const": _emit_const,
+    "required": _emit_required,
+    "properties": _emit_properties,
+    "additionalProperties": _emit_additional,
+    "propertyNames": _emit_property_names,
+    "items": _emit_items,
+    "minItems": _emit_min_count,
+    "minLength": _emit_min_count,
+    "maxLength": _emit_max_length,
+    "minimum": _emit_minimum,
+    "maximum": _emit_maximum,
+    "pattern": _emit_pattern,
+    "allOf": _emit_all_of,
+    "if": _emit_if,
+}
 
 
 def generated_source(schema: Any) -> tuple[str, dict[str, Any]]:

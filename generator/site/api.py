@@ -164,30 +164,7 @@ def _record_text(run: EvidenceView, memo: RecordMemo) -> str:
         raise _Unsure
     return "".join(
         (
-            '{"attestedAt":',
-            s(run.attested_at) if run.attested_at else "null",
-            ',"bundleDigest":',
-            s(run.bundle_digest) if run.bundle_digest else "null",
-            ',"checks":',
-            _checks_text(run.checks, memo),
-            ',"class":',
-            s(run.failure_class) if run.failure_class else "null",
-            ',"componentVersions":',
-            _versions_text(run.component_versions),
-            ',"counted":',
-            "true" if state == RunState.VERIFIED else "false",
-            ',"id":',
-            s(run.id),
-            ',"kpis":',
-            _kpis_text(run.kpis, memo),
-            ',"lane":{"name":',
-            s(run.lane) if run.lane else "null",
-            ',"nodes":',
-            _int(run.lane_nodes),
-            '},"observed":{"gpus":',
-            _int(run.observed_gpus),
-            ',"nodes":',
-            _int(run.observed_nodes),
+            *_record_front(run, memo, state),
             '},"outcome":',
             _outcome_text(run.outcome, memo),
             ',"predicateType":',
@@ -234,6 +211,38 @@ def _record_text(run: EvidenceView, memo: RecordMemo) -> str:
             s(run.verdict) if run.verdict else "null",
             "}",
         )
+    )
+
+
+def _record_front(run: EvidenceView, memo: RecordMemo, state: object) -> tuple[str, ...]:
+    """The record's text up to its outcome (keys in sorted order, as the encoder writes them)."""
+    assert _STRING is not None
+    s = _STRING
+    return (
+        '{"attestedAt":',
+        s(run.attested_at) if run.attested_at else "null",
+        ',"bundleDigest":',
+        s(run.bundle_digest) if run.bundle_digest else "null",
+        ',"checks":',
+        _checks_text(run.checks, memo),
+        ',"class":',
+        s(run.failure_class) if run.failure_class else "null",
+        ',"componentVersions":',
+        _versions_text(run.component_versions),
+        ',"counted":',
+        "true" if state == RunState.VERIFIED else "false",
+        ',"id":',
+        s(run.id),
+        ',"kpis":',
+        _kpis_text(run.kpis, memo),
+        ',"lane":{"name":',
+        s(run.lane) if run.lane else "null",
+        ',"nodes":',
+        _int(run.lane_nodes),
+        '},"observed":{"gpus":',
+        _int(run.observed_gpus),
+        ',"nodes":',
+        _int(run.observed_nodes),
     )
 
 
