@@ -239,3 +239,34 @@ def test_what_a_killed_writer_leaves_is_rendered_again(tmp_path: Path) -> None:
         assert cached_archive(r, "helm", MANIFESTS, cache_dir=tmp_path) == good
         assert digest.read_bytes() == line
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([entry.name, digest.name])
+
+
+def test_looked_renders_without_asking_the_cache_and_stores_the_same_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`looked=True` (the render stage found no sealed entry just before): rendered, not read
+    from the cache, and stored as without it; an entry stored meanwhile is replaced by the
+    same bytes and stays sealed."""
+    from generator.render.cache import DIGEST, stored_archive
+
+    calls: list[str] = []
+    real = render.render_bundle
+
+    def counting(*a, **kw):  # type: ignore[no-untyped-def]
+        calls.append(str(a[1]))
+        return real(*a, **kw)
+
+    monkeypatch.setattr(render, "render_bundle", counting)
+    r = sample_result()
+    plain, looked = tmp_path / "plain", tmp_path / "looked"
+    good = cached_archive(r, "flux", MANIFESTS, cache_dir=plain)
+    assert cached_archive(r, "flux", MANIFESTS, cache_dir=looked, looked=True) == good
+    assert calls == ["flux", "flux"]
+    assert {p.name: p.read_bytes() for p in looked.iterdir()} == {
+        p.name: p.read_bytes() for p in plain.iterdir()
+    }
+    read = _reads(monkeypatch)
+    assert cached_archive(r, "flux", MANIFESTS, cache_dir=looked, looked=True) == good
+    assert calls == ["flux", "flux", "flux"] and read == []  # stored already: made again
+    assert stored_archive(r, "flux", cache_dir=looked) == good
+    assert len(list(looked.glob(f"*{DIGEST}"))) == 1
