@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from generator.core.archive import Member, gzip_bytes, gzip_named, tar_gz, tar_gz_reference
 from generator.render import BundleFile, archive_bytes
 from generator.render import archive as archive_mod
+from generator.render.archive import archive_members, archive_members_reference
 
 # segments long enough to push paths past the 100-byte ustar name field, non-ASCII included
 _segment = st.from_regex(r"[a-zé0-9][a-zé0-9._-]{0,60}", fullmatch=True).filter(
@@ -74,6 +75,44 @@ def test_archive_bytes_over_either_writer(
         assert archive_bytes(tree, top, mtime=mtime) == fast
     finally:
         archive_mod.tar_gz = original
+
+
+def test_headers_at_the_checksum_s_largest_sums() -> None:
+    """The template headers sum their name and size digits with adler32 (exact below 65,521):
+    names of 100 bytes 0xff (surrogate-escaped), a size of eleven 7s, every mode bit."""
+    high = "\udcff" * 100
+    members: list[Member] = [
+        (high, b"z" * 3, 0o7777),
+        (high[:99], None, 0o7777),
+        ("d" * 99, None, 0o755),  # a directory's name reaches 100 bytes with its "/"
+        ("d" * 100, None, 0o755),  # and 101 with it: the long-name record
+        ("e" * 100, b"", 0o644),
+        ("%s%%", b"%", 0o644),  # the templates' own `%` never read from a name
+    ]
+    for mtime in (0, 8**11 - 1, 8**11):
+        assert tar_gz(members, mtime) == tar_gz_reference(members, mtime)
+
+
+_any_trees = st.dictionaries(  # no filter: a file and a directory of the same name too
+    _names,
+    st.tuples(st.binary(max_size=40), st.sampled_from([0o644, 0o755, 0o600, 0o700])),
+    min_size=1,
+    max_size=10,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_any_trees, min_size=1, max_size=4), st.sampled_from(["top", "a-b", "z" * 101]))
+def test_archive_members_are_the_reference_s(
+    raw: list[dict[str, tuple[bytes, int]]], top: str
+) -> None:
+    """The layout found again (the same paths, another tree or top) gives the members the
+    reference lists afresh."""
+    for one in raw + raw[::-1]:
+        tree = {p: BundleFile(data, mode) for p, (data, mode) in one.items()}
+        assert archive_members(tree, top) == archive_members_reference(tree, top)
+        again = {p: BundleFile(data + b"!", mode ^ 0o111) for p, (data, mode) in one.items()}
+        assert archive_members(again, "o") == archive_members_reference(again, "o")
 
 
 # a file name as GzipFile stores it: latin-1 text without a directory (`.gz` dropped once)

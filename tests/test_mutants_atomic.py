@@ -8,11 +8,13 @@ untouched.
 
 from __future__ import annotations
 
+import errno
 import io
+import itertools
 import os
 import stat
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -628,3 +630,77 @@ def test_a_group_refuses_what_write_atomic_refuses(tmp_path: Path) -> None:
             atomic.write_atomic_group(root / "d", [(bad, b"x")], root=root)
     with pytest.raises(Refusal, match="lies outside"):
         atomic.write_atomic_group(outside, [("x", b"x")], root=root)
+
+
+# --- write_new_group: a new file written under its name, an existing one as the group does ----
+
+
+def _plant(d: Path, name: str, state: str, outside: Path) -> None:
+    if state == "file":
+        (d / name).write_bytes(b"old")
+    elif state == "link":
+        (d / name).symlink_to(outside / "victim")
+    elif state == "dangling":
+        (d / name).symlink_to(outside / "nothing")
+    elif state == "dir":
+        (d / name).mkdir()
+
+
+def _outcome(
+    write: Callable[..., None], directory: Path, files: Any, root: Path | None = None
+) -> tuple[str, str] | None:
+    try:
+        write(directory, files, root=root)
+    except Refusal as e:
+        return e.rule, str(e).replace("/ref/", "/X/").replace("/new/", "/X/")
+    return None
+
+
+def test_write_new_group_writes_and_refuses_what_the_group_does(tmp_path: Path) -> None:
+    """The reference: `write_atomic_group`, into a twin directory planted alike: every
+    combination of (absent, a file, a link, a dangling link, a directory) at two names."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim").write_text("precious\n")
+    states = ("absent", "file", "link", "dangling", "dir")
+    files = [("a.tar.gz", b"archive" * 100), ("a.tar.gz.digest", b"d\n")]
+    for n, (one, two) in enumerate(itertools.product(states, states)):
+        ref, new = tmp_path / str(n) / "ref", tmp_path / str(n) / "new"
+        for root in (ref, new):
+            (root / "c").mkdir(parents=True)
+            _plant(root / "c", files[0][0], one, outside)
+            _plant(root / "c", files[1][0], two, outside)
+        want = _outcome(atomic.write_atomic_group, ref / "c", files, ref)
+        got = _outcome(atomic.write_new_group, new / "c", files, new)
+        assert got == want, (one, two)
+        assert _tree(new) == _tree(ref), (one, two)
+    assert (outside / "victim").read_text() == "precious\n"
+    for case in ("made", "empty"):
+        ref, new = tmp_path / case / "ref", tmp_path / case / "new"
+        if case == "empty":
+            ref.mkdir(parents=True)
+            new.mkdir(parents=True)
+        atomic.write_atomic_group(ref / "c", files, root=ref)
+        atomic.write_new_group(new / "c", files, root=new)
+        assert _tree(new) == _tree(ref)
+    atomic.write_new_group(tmp_path / "none", [], root=tmp_path)
+    assert not (tmp_path / "none").exists()
+    for bad in ("", ".", "..", "x/y", "x\\y"):
+        want = _outcome(atomic.write_atomic_group, tmp_path / "d", [(bad, b"x")])
+        assert _outcome(atomic.write_new_group, tmp_path / "d", [(bad, b"x")]) == want
+    assert _outcome(atomic.write_new_group, outside, [("x", b"x")], tmp_path / "0")
+    assert not (outside / "x").exists()
+
+
+def test_write_new_group_removes_a_new_file_it_failed_to_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Full(io.BufferedWriter):
+        def write(self, data: Any) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    real = os.fdopen
+    monkeypatch.setattr(os, "fdopen", lambda fd, *a, **k: Full(real(fd, "wb", buffering=0)))
+    with pytest.raises(OSError, match="No space"):
+        atomic.write_new_group(tmp_path, [("a", b"data")], root=tmp_path)
+    assert list(tmp_path.iterdir()) == []

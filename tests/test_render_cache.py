@@ -212,3 +212,61 @@ def test_an_entry_that_lost_its_bytes_is_rendered_again_and_checked(tmp_path: Pa
     entry.unlink()
     with pytest.raises(RenderError, match="not the one its sealed digest names"):
         replace(sealed, again=lambda: good + b"x").content()
+
+
+def test_what_a_killed_writer_leaves_is_rendered_again(tmp_path: Path) -> None:
+    """A new entry's files are written under their own names (`write_new_group`): a build
+    killed while writing leaves a partly written archive (no digest yet) or a partly written
+    digest; neither is taken, and the entry is made again, replaced atomically."""
+    from generator.render.cache import DIGEST, sealed_archive, stored_archive
+
+    r = sample_result()
+    good = cached_archive(r, "helm", MANIFESTS, cache_dir=tmp_path)
+    (entry,) = tmp_path.glob("*.tar.gz")
+    (digest,) = tmp_path.glob(f"*{DIGEST}")
+    line = digest.read_bytes()
+    for cut in (0, 1, len(good) // 2, len(good) - 1):  # the archive cut short, no digest
+        digest.unlink()
+        entry.write_bytes(good[:cut])
+        assert sealed_archive(r, "helm", _never, cache_dir=tmp_path) is None
+        assert stored_archive(r, "helm", cache_dir=tmp_path) is None
+        assert cached_archive(r, "helm", MANIFESTS, cache_dir=tmp_path) == good
+        assert entry.read_bytes() == good and digest.read_bytes() == line
+    for cut in (0, 1, 64, len(line) - 2):  # the digest cut short
+        digest.write_bytes(line[:cut])
+        assert sealed_archive(r, "helm", _never, cache_dir=tmp_path) is None
+        assert stored_archive(r, "helm", cache_dir=tmp_path) is None
+        assert cached_archive(r, "helm", MANIFESTS, cache_dir=tmp_path) == good
+        assert digest.read_bytes() == line
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([entry.name, digest.name])
+
+
+def test_looked_renders_without_asking_the_cache_and_stores_the_same_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`looked=True` (the render stage found no sealed entry just before): rendered, not read
+    from the cache, and stored as without it; an entry stored meanwhile is replaced by the
+    same bytes and stays sealed."""
+    from generator.render.cache import DIGEST, stored_archive
+
+    calls: list[str] = []
+    real = render.render_bundle
+
+    def counting(*a, **kw):  # type: ignore[no-untyped-def]
+        calls.append(str(a[1]))
+        return real(*a, **kw)
+
+    monkeypatch.setattr(render, "render_bundle", counting)
+    r = sample_result()
+    plain, looked = tmp_path / "plain", tmp_path / "looked"
+    good = cached_archive(r, "flux", MANIFESTS, cache_dir=plain)
+    assert cached_archive(r, "flux", MANIFESTS, cache_dir=looked, looked=True) == good
+    assert calls == ["flux", "flux"]
+    assert {p.name: p.read_bytes() for p in looked.iterdir()} == {
+        p.name: p.read_bytes() for p in plain.iterdir()
+    }
+    read = _reads(monkeypatch)
+    assert cached_archive(r, "flux", MANIFESTS, cache_dir=looked, looked=True) == good
+    assert calls == ["flux", "flux", "flux"] and read == []  # stored already: made again
+    assert stored_archive(r, "flux", cache_dir=looked) == good
+    assert len(list(looked.glob(f"*{DIGEST}"))) == 1

@@ -56,6 +56,7 @@ _FIXED = bytes(100) + tarfile.GNU_MAGIC + bytes(32 + 32 + 8 + 8 + 155)
 _TAIL = bytes(_BLOCK - 500)
 _IDS = b"0000000\x00" * 2  # uid, gid
 _CONSTANT_SUM = sum(b" " * 8) + sum(_FIXED)  # the checksum field as spaces, the fixed middle
+_ZEROS_BLOCK = bytes(_BLOCK)  # a member's padding, sliced
 _GZIP_HEAD = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # no name, mtime 0, OS 255 (unknown)
 
 
@@ -118,25 +119,73 @@ def _header(name: str, data: bytes | None, mode: int, mtime: int) -> bytes:
     )
 
 
+def _shape(mode: int, kind: bytes, mtime: int) -> tuple[bytes, int]:
+    """The headers of one shape (mode, type, mtime) in an archive as one `%` template (the
+    name field padded, the size's 11 digits and the checksum left to fill: `%s%s%06o`) and
+    the sum of the header's fixed part (the checksum field as spaces, the size field's NUL)."""
+    before = b"%07o\x00%s" % (mode & 0o7777, _IDS)
+    when = b"%011o\x00" % mtime
+    tail = kind + _FIXED + _TAIL
+    template = b"%%s%s%%s\x00%s%%06o\x00 %s" % (
+        before.replace(b"%", b"%%"),
+        when.replace(b"%", b"%%"),
+        tail.replace(b"%", b"%%"),
+    )
+    return template, _CONSTANT_SUM + sum(before) + sum(when) + kind[0]
+
+
 def tar_gz(members: Sequence[Member], mtime: int) -> bytes:
-    """`tar_gz_reference(members, mtime)`, byte for byte, built directly."""
+    """`tar_gz_reference(members, mtime)`, byte for byte, built directly.
+
+    A header whose name fits its 100 bytes and whose size and mtime fit 11 octal digits is
+    its shape's template (`_shape`: one per mode and type an archive) filled with its name,
+    size and checksum; the checksum sums the name and the size digits with `zlib.adler32`,
+    whose low 16 bits are 1 + the sum of the bytes modulo 65,521 (exact here: at most 111
+    bytes, 28,305 at most). Any other header is `_header`'s. Measured: `tar_gz` with deflate
+    left out over the members of the 1,600 bundles of 200 x 4,000 (72,400), one process,
+    process_time, two runs of three passes interleaved with `_header` for every member:
+    0.182-0.200 -> 0.120-0.127 CPU-s."""
     out: list[bytes] = []
+    append = out.append
+    adler = zlib.adler32
     offset = 0
+    files: dict[int, tuple[bytes, int]] = {}
+    dirs: dict[int, tuple[bytes, int]] = {}
+    plain = 0 <= mtime < _OCTAL_11
     for name, data, mode in members:
-        head = _header(name, data, mode, mtime)
-        out.append(head)
-        offset += len(head)
-        if data is not None:
-            pad = bytes(-len(data) % _BLOCK)
-            out += (data, pad)
-            offset += len(data) + len(pad)
+        if data is None:
+            size = 0
+            shapes, kind = dirs, tarfile.DIRTYPE
+            raw = (name if name[-1:] == "/" else name + "/").encode(_ENCODING, _ERRORS)
+        else:
+            size = len(data)
+            shapes, kind = files, tarfile.REGTYPE
+            raw = name.encode(_ENCODING, _ERRORS)
+        if plain and size < _OCTAL_11 and 0 < len(raw) <= 100:
+            shape = shapes.get(mode)
+            if shape is None:
+                shape = shapes[mode] = _shape(mode, kind, mtime)
+            digits = b"%011o" % size
+            check = shape[1] - 1 + (adler(digits, adler(raw)) & 0xFFFF)
+            append(shape[0] % (raw.ljust(100, b"\x00"), digits, check))
+            offset += _BLOCK
+        else:
+            head = _header(name, data, mode, mtime)
+            append(head)
+            offset += len(head)
+        if size:
+            append(data)  # type: ignore[arg-type]
+            pad = -size % _BLOCK
+            offset += size + pad
+            if pad:
+                append(_ZEROS_BLOCK[:pad])
     # two zero blocks end the archive, then zeros up to a whole record (as `tar -b20` does)
     offset += 2 * _BLOCK
-    out.append(bytes(2 * _BLOCK + (-offset % _RECORD)))
-    raw = b"".join(out)
+    append(bytes(2 * _BLOCK + (-offset % _RECORD)))
+    raw_tar = b"".join(out)
     z = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS, zlib.DEF_MEM_LEVEL, 0)
-    body = z.compress(raw) + z.flush()
-    return _GZIP_HEAD + body + struct.pack("<LL", zlib.crc32(raw), len(raw) & 0xFFFFFFFF)
+    body = z.compress(raw_tar) + z.flush()
+    return _GZIP_HEAD + body + struct.pack("<LL", zlib.crc32(raw_tar), len(raw_tar) & 0xFFFFFFFF)
 
 
 def gzip_bytes(data: bytes, level: int = 9) -> bytes:

@@ -156,7 +156,11 @@ def _render_one(
 
     result, deployer, manifests, epoch, cache_dir = job
     try:
-        return cached_archive(result, deployer, manifests, cache_dir=cache_dir, mtime=epoch), "", ()
+        # `_missing` found no sealed entry for it: the cache is not asked again
+        made = cached_archive(
+            result, deployer, manifests, cache_dir=cache_dir, mtime=epoch, looked=True
+        )
+        return made, "", ()
     except CatalogError as e:
         return None, e.message, e.diagnostics
 
