@@ -1,9 +1,12 @@
-"""The verify stage's two cache grains (`evidence/verify_cache.py`): one entry per directory of
-the evidence tree, then one per file.
+"""The verify stage's cache (`evidence/verify_cache.py`): one entry per directory of the
+evidence tree, and, for a directory whose files changed, the entry it had last.
 
 - a rebuild reads one entry per directory and verifies nothing;
 - a file changed, added or removed in one directory re-verifies that file only (counted): the
-  directory's other records come from their files' entries;
+  directory's other records come from the entry it had last (`LAST_STAGE` names it), also
+  across swept builds; no entry per file is stored;
+- the records are those of the reference (`_DirReader.make_reference`: an entry per file)
+  whatever the sequence of changes;
 - a tampered or planted directory entry is refused (its HMAC is not this machine's) and the
   records are the ones verification gives;
 - whatever the sequence of changes, the records and keys are those of verifying every file
@@ -16,6 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -36,7 +40,9 @@ from generator.evidence.verify import verify_evidence
 from generator.evidence.verify_cache import (
     DIRS_STAGE,
     HEADS_STAGE,
+    LAST_STAGE,
     VERIFY_STAGE,
+    _DirReader,
     directory,
     verify_cached,
 )
@@ -107,8 +113,14 @@ def test_a_rebuild_reads_one_entry_per_directory(tree: Path, tmp_path: Path) -> 
     first, keys, cache = _run(tree, tmp_path / "c")
     n, dirs = len(first), len(_dirs(tree))
     assert first == _afresh(tree)
-    assert cache.stats.misses == {VERIFY_STAGE: n, DIRS_STAGE: dirs, HEADS_STAGE: dirs}
-    assert len(cache.keys(DIRS_STAGE)) == dirs and len(cache.keys(VERIFY_STAGE)) == n
+    assert cache.stats.misses == {
+        VERIFY_STAGE: n,
+        DIRS_STAGE: dirs,
+        HEADS_STAGE: dirs,
+        LAST_STAGE: dirs,
+    }
+    assert len(cache.keys(DIRS_STAGE)) == len(cache.keys(LAST_STAGE)) == dirs
+    assert cache.keys(VERIFY_STAGE) == []  # each record stored once: in its directory's entry
 
     again, again_keys, cache = _run(tree, tmp_path / "c")
     assert cache.stats.hits == {HEADS_STAGE: dirs}  # no record read before one is used
@@ -126,12 +138,19 @@ def test_a_changed_file_reverifies_that_file_only(tree: Path, tmp_path: Path) ->
     (tree / changed.path).write_bytes(b'{"not": "a bundle"}')
 
     records, new_keys, cache = _run(tree, tmp_path / "c")
-    # one directory's entry is new: its other files come from their entries, one is verified
+    # one directory's entry is new: its other files come from the entry it had last, one is
+    # verified
     assert cache.stats.misses == {DIRS_STAGE: 1, VERIFY_STAGE: 1, HEADS_STAGE: 1}
     others = len(_dirs(tree)) - 1  # their records read when used (below)
-    assert cache.stats.hits == {VERIFY_STAGE: siblings - 1, HEADS_STAGE: others}
+    last = {LAST_STAGE: 1, DIRS_STAGE: 1}  # the directory's last entry, named then read
+    assert cache.stats.hits == {VERIFY_STAGE: siblings - 1, HEADS_STAGE: others, **last}
     assert records == _afresh(tree)
-    assert cache.stats.hits == {DIRS_STAGE: others, VERIFY_STAGE: siblings - 1, HEADS_STAGE: others}
+    assert cache.stats.hits == {
+        DIRS_STAGE: others + 1,
+        VERIFY_STAGE: siblings - 1,
+        HEADS_STAGE: others,
+        LAST_STAGE: 1,
+    }
     assert isinstance(records[4], RejectedEvidence)
     assert [i for i, (a, b) in enumerate(zip(keys, new_keys, strict=True)) if a != b] == [4]
 
@@ -163,7 +182,8 @@ def test_a_tampered_directory_entry_is_refused(tree: Path, tmp_path: Path) -> No
     again, again_keys, cache = _run(tree, tmp_path / "c")
     assert (again, again_keys) == (first, keys)
     assert cache.stats.rejected == {DIRS_STAGE: 1}
-    assert VERIFY_STAGE not in cache.stats.misses  # made again from its files' entries
+    # its records are in no other entry: that directory's files are verified again
+    assert cache.stats.misses.get(VERIFY_STAGE) in set(_dirs(tree).values())
 
 
 def test_a_planted_directory_entry_is_refused(tree: Path, tmp_path: Path) -> None:
@@ -182,8 +202,10 @@ def test_a_planted_directory_entry_is_refused(tree: Path, tmp_path: Path) -> Non
     assert (again, again_keys) == (first, keys)
     dirs = len(_dirs(tree))
     assert cache.stats.rejected == {DIRS_STAGE: dirs}
-    # the heads are this machine's: only the records are made again, from their files' entries
-    assert cache.stats.hits == {VERIFY_STAGE: len(first), HEADS_STAGE: dirs}
+    # the heads are this machine's: only the records are made again (verified: the entries
+    # the directories had last are the ones refused)
+    assert cache.stats.hits == {LAST_STAGE: dirs, HEADS_STAGE: dirs}
+    assert cache.stats.misses[VERIFY_STAGE] == len(first)
 
 
 def test_entries_are_refused_under_another_machines_key(tree: Path, tmp_path: Path) -> None:
@@ -194,7 +216,7 @@ def test_entries_are_refused_under_another_machines_key(tree: Path, tmp_path: Pa
     assert cache.stats.rejected == {
         DIRS_STAGE: dirs,
         HEADS_STAGE: dirs,
-        VERIFY_STAGE: len(records),
+        LAST_STAGE: dirs,
     }
 
 
@@ -212,22 +234,97 @@ def test_sweep_keeps_the_directory_entries_used(tree: Path, tmp_path: Path) -> N
     assert len(cache.keys(DIRS_STAGE)) == len(_dirs(tree)) + 1
 
 
-def test_sweep_removes_the_file_entries_of_files_gone_or_changed(
+def test_sweep_removes_entries_per_file_and_keeps_each_directorys_last(
     tree: Path, tmp_path: Path
 ) -> None:
-    """Every file's entry the tree still needs is kept through a sweep, whether it was read or
-    stood behind its directory's entry; an edited file's old entry and a removed file's go."""
+    """No entry per file is stored, and one an earlier build left is swept; each directory's
+    `LAST_STAGE` entry is kept through a sweep, and goes with its directory."""
     _run(tree, tmp_path / "c", sweep=True)[2].finish()
-    files = _files(tree)
-    (tree / files[0].path).unlink()
-    (tree / files[4].path).write_bytes(b'{"not": "a bundle"}')
-    _, keys, cache = _run(tree, tmp_path / "c", sweep=True)
-    assert len(cache.keys(VERIFY_STAGE)) == len(files) + 1  # the edited file's new entry
+    dirs = len(_dirs(tree))
+    cache = Cache(tmp_path / "c", secret=SECRET)
+    cache.get_or_make_many(VERIFY_STAGE, [("left", "by", "code before")], lambda todo: [1])
+    assert len(cache.keys(VERIFY_STAGE)) == 1
+    _, _, cache = _run(tree, tmp_path / "c", sweep=True)
     cache.finish()
-    wanted = set(keys)  # a file's verification key is its entry's key
-    assert set(cache.keys(VERIFY_STAGE)) == wanted and len(wanted) == len(files) - 1
+    assert cache.keys(VERIFY_STAGE) == [] and len(cache.keys(LAST_STAGE)) == dirs
+    gone = directory(_files(tree)[0])
+    shutil.rmtree(tree / gone)
+    _, _, cache = _run(tree, tmp_path / "c", sweep=True)
+    cache.finish()
+    assert len(cache.keys(LAST_STAGE)) == len(cache.keys(DIRS_STAGE)) == dirs - 1
     again, _, cache = _run(tree, tmp_path / "c", sweep=True)
     assert cache.stats.misses == {} and again == _afresh(tree)  # nothing needed was swept
+
+
+def test_one_file_cycle_across_swept_builds_verifies_one_file(tree: Path, tmp_path: Path) -> None:
+    """A file removed, then put back, each build swept and finished (a build's cycle): the
+    first verifies nothing, the second the file put back alone (its record was swept with
+    the directory's entry that held it), its siblings from the entry the directory had
+    last."""
+    first, keys, cache = _run(tree, tmp_path / "c", sweep=True)
+    cache.finish()
+    gone = _files(tree)[7]
+    siblings = _dirs(tree)[directory(gone)]
+    data = (tree / gone.path).read_bytes()
+    (tree / gone.path).unlink()
+    fewer, _, cache = _run(tree, tmp_path / "c", sweep=True)
+    assert VERIFY_STAGE not in cache.stats.misses
+    assert cache.stats.hits[VERIFY_STAGE] == siblings - 1
+    assert fewer == _afresh(tree)
+    cache.finish()
+    (tree / gone.path).write_bytes(data)
+    back, back_keys, cache = _run(tree, tmp_path / "c", sweep=True)
+    assert cache.stats.misses[VERIFY_STAGE] == 1
+    assert cache.stats.hits[VERIFY_STAGE] == siblings - 1
+    assert (back, back_keys) == (first, keys)
+    cache.finish()
+
+
+def _changes(tree: Path) -> list[Callable[[], None]]:
+    """A sequence of changes to the tree: a file rewritten, removed, put back, added, and a
+    whole directory removed."""
+    files = _files(tree)
+    kept = (tree / files[7].path).read_bytes()
+
+    def rewrite() -> None:
+        (tree / files[4].path).write_bytes(b'{"not": "a bundle"}')
+
+    def remove() -> None:
+        (tree / files[7].path).unlink()
+
+    def put_back() -> None:
+        (tree / files[7].path).write_bytes(kept)
+
+    def add() -> None:
+        (tree / files[9].path).with_name("added.sigstore.json").write_bytes(kept)
+
+    def remove_dir() -> None:
+        shutil.rmtree(tree / directory(files[-1]))
+
+    return [rewrite, remove, put_back, add, remove_dir]
+
+
+@pytest.mark.parametrize("sweep", [False, True])
+def test_make_is_the_reference_through_changes(
+    synth: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sweep: bool
+) -> None:
+    """`_DirReader.make` (each directory's records from the entry it had last) and
+    `make_reference` (from an entry per file) give the same records and keys, equal to those
+    of verifying every file afresh, after each change of a sequence."""
+    got: dict[str, list[tuple[tuple[Evidence, ...], tuple[str, ...]]]] = {}
+    for way in ("make", "make_reference"):
+        repo = tmp_path / way
+        shutil.copytree(synth, repo)
+        seen = got.setdefault(way, [])
+        with monkeypatch.context() as m:
+            m.setattr(_DirReader, "make", getattr(_DirReader, way))
+            for change in [lambda: None, *_changes(repo)]:
+                change()
+                records, keys, cache = _run(repo, tmp_path / f"c-{way}", sweep=sweep)
+                assert records == _afresh(repo)
+                seen.append((tuple(records), keys))
+                cache.finish()
+    assert got["make"] == got["make_reference"]
 
 
 # --- the records: judged by one constructor call, pickled through their constructors -----------

@@ -35,7 +35,13 @@ from generator.evidence.policy import read_policy
 from generator.evidence.store import TREE_SUFFIXES, find_files, load
 from generator.evidence.trustroot import load_trust_root
 from generator.evidence.verify import verify_evidence
-from generator.evidence.verify_cache import DIRS_STAGE, HEADS_STAGE, Records, verify_tree
+from generator.evidence.verify_cache import (
+    DIRS_STAGE,
+    HEADS_STAGE,
+    LAST_STAGE,
+    Records,
+    verify_tree,
+)
 from generator.pipeline import Inputs, run
 
 SECRET = b"r" * 32
@@ -223,7 +229,8 @@ def test_a_one_file_rebuild_reads_no_directorys_records(
     outcome = run(inputs(), memo)
     assert memo.cache is not None
     assert outcome.aggregated == 1  # the changed recipe's part, from the records it made
-    assert DIRS_STAGE not in memo.cache.stats.hits  # no other directory's records read
+    # no other directory's records read: the changed one's last entry alone (its records)
+    assert memo.cache.stats.hits[DIRS_STAGE] == 1 and memo.cache.stats.hits[LAST_STAGE] == 1
     assert memo.cache.stats.misses[DIRS_STAGE] == 1
     reference = run(inputs())  # no cache
     assert outcome.records == reference.records and outcome.status == reference.status

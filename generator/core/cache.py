@@ -661,6 +661,42 @@ class Cache:
                 self._write(stage, items)
         return found
 
+    def held_values(self, stage: str, key_parts: Sequence[Sequence[str | bytes]]) -> dict[int, Any]:
+        """The values `get_or_make_many` stored under some of `key_parts`, by their position,
+        read as it reads them (authenticated first); none made, none counted as served."""
+        if not self.enabled or not key_parts:
+            return {}
+        keys = [self.key(stage, "", *parts) for parts in key_parts]
+        payloads = self._get_many(stage, keys, "", True)
+        return {
+            i: pickle.loads(p)  # HMAC checked first
+            for i, k in enumerate(keys)
+            if (p := payloads[k]) is not None
+        }
+
+    def get_many(
+        self, stage: str, keys: Sequence[str], fingerprint_: str, *, authenticated: bool = False
+    ) -> dict[str, bytes | None]:
+        """`get` of each of `keys`, in one query per batch of keys."""
+        if not self.enabled:
+            return dict.fromkeys(keys)
+        return self._get_many(stage, keys, fingerprint_, authenticated)
+
+    def put_many(
+        self,
+        stage: str,
+        fingerprint_: str,
+        items: Sequence[tuple[str, bytes]],
+        *,
+        authenticated: bool = False,
+    ) -> None:
+        """`put` of each (key, payload) of `items`, in one transaction."""
+        if self.enabled and items:
+            self._write(
+                stage,
+                [(k, self._entry(stage, k, fingerprint_, p, authenticated)) for k, p in items],
+            )
+
     def stored(
         self, stage: str, key_parts: Sequence[Sequence[str | bytes]], *, sweep: bool = False
     ) -> list[tuple[str, bool]]:

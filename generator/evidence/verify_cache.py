@@ -9,16 +9,19 @@ record is cached as verified *before* staleness is judged (no current digests);
 recipe never needs a re-verification. The cache authenticates its entries (HMAC with this
 machine's key): a cached "verified" cannot be planted by writing to `.cache/`.
 
-Two grains. The records of one directory of the tree (`evidence/<recipe>`: every file of one
-recipe) are one entry of `DIRS_STAGE`, its key derived from the keys of its files, in order:
-a rebuild reads and authenticates one entry per recipe, not one per file. A directory whose
-files changed (one added, removed or rewritten) has a new key; its records come from the
-per-file entries (`VERIFY_STAGE`, one per file, keyed by its file's key), and only a file
-with neither entry is verified. Both grains are stored, so one changed file re-verifies one
-file. Measured on the verify stage alone (`verify_stage`, its collector paused as in a build,
-warm cache, nothing changed): see `verify_cached`.
+One entry per directory. The records of one directory of the tree (`evidence/<recipe>`:
+every file of one recipe) are one entry of `DIRS_STAGE`, its key derived from the keys of its
+files, in order: a rebuild reads and authenticates one entry per recipe, not one per file. A
+directory whose files changed (one added, removed or rewritten) has a new key; its records
+come from the entry it had last (a small entry per directory, `LAST_STAGE`, names that
+entry's key parts: its files' keys then), each taken for the very key it was stored under,
+and only a file with no record there is verified: one changed file re-verifies one file.
+Measured on the verify stage alone (`verify_stage`, its collector paused as in a build, warm
+cache, nothing changed): see `verify_cached`. Before, every record was stored twice, in its
+directory's entry and in one entry per file (`VERIFY_STAGE`) that only a later change read:
+see `_DirReader.make`.
 
-A file's verification key is the key of its entry (`VERIFY_STAGE`): derived once from its parts
+A file's verification key is the key its entry per file had (`VERIFY_STAGE`): derived once from its parts
 (`Cache.derive`), handed downstream, named in its directory's key and counted as served for
 the sweep (`Cache.serve`), where the entry's key was before derived again from it (20,000 more
 keys at 1,000 recipes). The verifier (`generator.evidence.verify`, and sigstore with it) is
@@ -98,7 +101,7 @@ from generator.evidence.model import (
 from generator.evidence.store import FileMemo, bundle_entries, find_files, load
 from generator.fast.loaded import Slices, SliceView
 
-VERIFY_STAGE = "verify"  # one entry per file
+VERIFY_STAGE = "verify"  # the verification keys' stage (no entry stored: `_DirReader.make`)
 # the code a verification is a function of (in each file's key): the verifier, its records
 # (`evidence/model.py`, whose stored form `fast/packed.py` gives), and what they are made with
 VERIFY_CODE = ("evidence", "core/records.py", "core/canonical.py", "fast")
@@ -121,12 +124,12 @@ def verify_cached(
     seen; with each record the key of its verification (which later stages key by: equal
     keys, equal records before staleness).
 
-    Two grains (see the module): one entry per directory (`DIRS_STAGE`), then, for the
-    directories whose entry is missing, one per file (`VERIFY_STAGE`), then verification of
-    the files with neither. `sweep`: `files` are the whole evidence tree, so the directory
-    and file entries of files no longer in it (an edited file's old bytes, a removed file) are
-    deleted when the build finishes (`Cache.finish`); before, the entry per file was never
-    swept and the cache grew with every evidence change.
+    One entry per directory (see the module, `DIRS_STAGE`), then, for the directories whose
+    entry is missing, the records of the entry each had last (`LAST_STAGE`), then
+    verification of the files with none. `sweep`: `files` are the whole evidence tree, so the
+    directory entries no longer used (the last of a changed directory included, once its
+    records are taken) and those of directories gone are deleted when the build finishes
+    (`Cache.finish`).
 
     Measured on `verify_stage` alone (warm cache, nothing changed, collector paused as in a
     build), before -> after: 200 x 4,000, median of 6 (load 4-5), 1.03 -> 0.73 CPU-s;
@@ -273,17 +276,18 @@ def _records(
     current_digests: Mapping[str, str],
 ) -> Records:
     """The record of each file (in `files`' order, judged current against `current_digests`),
-    `keys` its verification key (its entry's, `VERIFY_STAGE`), `groups` the positions of each
-    directory's files (`directories`): one entry per directory, else per file, else verified.
+    `keys` its verification key (`VERIFY_STAGE`), `groups` the positions of each directory's
+    files (`directories`): one entry per directory, else the one it had last, else verified.
 
     A directory whose entry the store holds is read when one of its records is first used
-    (`Records`); the others are made now (from the entries per file, else verified), so
+    (`Records`); the others are made now (from their last entries, else verified), so
     verification never waits for a reader. What every record shows without being read (its
     recipe and profile) is one small entry per directory beside its records (`HEADS_STAGE`,
     under the same key parts), read every build."""
-    if sweep:  # every file's entry is used (read, or behind its directory's): the rest go
-        cache.serve(DerivedKeys(VERIFY_STAGE, tuple(keys)))
     reader = _DirReader(files, keys, groups, trust_root, policy, cache, jobs)
+    if sweep:  # no entry per file is used any more (`_DirReader.make`): any left go
+        cache.serve(DerivedKeys(VERIFY_STAGE, ()))
+        cache.serve(DerivedKeys(LAST_STAGE, tuple(map(reader.last_key, range(len(groups))))))
     held = cache.stored(DIRS_STAGE, reader.parts, sweep=sweep)  # every one served: read or not
     in_hand: dict[int, tuple[Evidence, ...]] = {}
     missing = [g for g, (_, there) in enumerate(held) if not there]
@@ -314,10 +318,15 @@ def _records(
     return Records(store, columns)
 
 
+LAST_STAGE = "verify-last"  # one entry per directory: the key parts of its last `DIRS_STAGE` entry
+_LAST_CODE = ("evidence/verify_cache.py",)
+
+
 class _DirReader:
     """The records of each directory (`groups`: the positions of its files): read from its
-    entry (`DIRS_STAGE`), else made from the entries per file (`VERIFY_STAGE`), else verified.
-    Not a record: it reads, and the cache stores what it makes."""
+    entry (`DIRS_STAGE`), else made (`make`): each file's record taken from the directory's
+    entry an earlier build stored last (`LAST_STAGE` names it), else verified. Not a record:
+    it reads, and the cache stores what it makes."""
 
     def __init__(
         self,
@@ -329,9 +338,16 @@ class _DirReader:
         cache: Cache,
         jobs: int | None,
     ) -> None:
-        self.files, self.groups, self.cache, self.jobs = files, groups, cache, jobs
+        self.files, self.keys, self.groups, self.cache, self.jobs = files, keys, groups, cache, jobs
         self.trust_root, self.policy = trust_root, policy
         self.parts = [tuple(keys[i] for i in g) for g in groups]  # a directory's key parts
+        self._last = (trust_root.sha256, _policy_digest(policy))
+
+    def last_key(self, g: int) -> str:
+        """The key of directory `g`'s `LAST_STAGE` entry: its evidence root and name, the
+        trust root and the signer policy (not its files: it outlives them)."""
+        first = self.files[self.groups[g][0]]
+        return digest(LAST_STAGE, first.root, directory(first), *self._last)
 
     def read(self, numbers: list[int]) -> list[tuple[Evidence, ...]]:
         """The records of the directories `numbers`, as stored (not judged current)."""
@@ -342,19 +358,68 @@ class _DirReader:
         )
 
     def make(self, todo: list[int]) -> list[tuple[Evidence, ...]]:
+        """The records of the directories `todo`, none stored: each file's from the entry its
+        directory last had (`DIRS_STAGE`, as `LAST_STAGE` names its key parts: the keys of its
+        files then, so a record is taken for the very key it was stored under), else
+        verified; then each directory's `LAST_STAGE` entry names its entry now made.
+
+        `make_reference` (the code before) read each file's entry (`VERIFY_STAGE`) and stored
+        one for every file verified: a cold build stored every record twice (20,000 entries
+        more at 1,000 x 20,000, each record pickled, hashed, authenticated and written once
+        more), for a later build's sake alone. A rebuild after one file changed reads one
+        entry (the directory's last) where it read the directory's other files' entries."""
+        groups, keys, cache = self.groups, self.keys, self.cache
+        fp = fingerprint(*_LAST_CODE)
+        last = [self.last_key(g) for g in todo]
+        named = cache.get_many(LAST_STAGE, last, fp, authenticated=True)
+        before_parts = [
+            parts
+            for k, g in zip(last, todo, strict=True)
+            if (raw := named[k]) and (parts := tuple(raw.decode().split("\n"))) != self.parts[g]
+        ]  # (the entry under its own parts now: absent, or refused as bad)
+        before: dict[str, Evidence] = {}
+        for at, stored in cache.held_values(DIRS_STAGE, before_parts).items():
+            if isinstance(stored, tuple) and len(stored) == len(before_parts[at]):
+                before.update(zip(before_parts[at], stored, strict=True))
+        wanted = [i for g in todo for i in groups[g]]
+        missing = [i for i in wanted if keys[i] not in before]
+        for table, n in (
+            (cache.stats.hits, len(wanted) - len(missing)),
+            (cache.stats.misses, len(missing)),
+        ):
+            if n:  # counted as the entries per file were: reused, computed
+                cache.stats.count(table, VERIFY_STAGE, n)
+        made = dict(zip(missing, self._verify(missing), strict=True))
+        cache.put_many(
+            LAST_STAGE,
+            fp,
+            [(k, "\n".join(self.parts[g]).encode()) for k, g in zip(last, todo, strict=True)],
+            authenticated=True,
+        )
+        return [tuple(made[i] if i in made else before[keys[i]] for i in groups[g]) for g in todo]
+
+    def _verify(self, positions: list[int]) -> tuple[Evidence, ...]:
+        """The records of the files at `positions`, verified (read first)."""
+        if not positions:
+            return ()
+        from generator.evidence.verify import verify_evidence  # sigstore: only now
+
+        return verify_evidence(
+            [load(self.files[i]) for i in positions],
+            trust_roots=self.trust_root,
+            policy=self.policy,
+            current_digests={},
+            jobs=self.jobs,
+        )
+
+    def make_reference(self, todo: list[int]) -> list[tuple[Evidence, ...]]:
+        """`make` through an entry per file (`VERIFY_STAGE`, under its verification key):
+        each read, else verified and stored (the reference)."""
         files, groups = self.files, self.groups
         wanted = [i for g in todo for i in groups[g]]
 
         def make_files(missing: list[int]) -> tuple[Evidence, ...]:  # positions in `wanted`
-            from generator.evidence.verify import verify_evidence  # sigstore: only now
-
-            return verify_evidence(
-                [load(files[wanted[j]]) for j in missing],
-                trust_roots=self.trust_root,
-                policy=self.policy,
-                current_digests={},
-                jobs=self.jobs,
-            )
+            return self._verify([wanted[j] for j in missing])
 
         # each file's entry is stored under its verification key (`keys`): its parts again
         parts = file_key_parts([files[i] for i in wanted], self.trust_root, self.policy)
