@@ -81,3 +81,31 @@ def test_a_snapshot_is_the_committed_tree(tmp_path: Path, monkeypatch: pytest.Mo
     assert bench._commit_of(where) == commit and where.name == f"src-{commit[:12]}"
     with pytest.raises(SystemExit, match="rev-parse"):
         bench.snapshot("no-such-rev")
+
+
+def _run(wall: float, cpu: float, peak: float, exit: int = 0) -> bench.Run:
+    return bench.Run("aicr-catalog build", wall, cpu, peak, exit)
+
+
+def test_the_cold_builds_are_judged_by_their_median_and_largest_peak() -> None:
+    runs = [_run(60.1, 76.3, 1617.8), _run(52.4, 68.2, 1691.2), _run(50.3, 65.0, 1671.9)]
+    one = bench.median_run(runs)
+    assert (one.wall_s, one.cpu_s, one.peak_mb, one.exit) == (52.4, 68.2, 1691.2, 0)
+    # an even count: the lower of the middle two, never a mean no run measured
+    assert bench.median_run(runs[:2]).cpu_s == 68.2
+    assert bench.median_run(runs[:1]) == runs[0]
+    # one failed run fails the whole: its exit status is kept
+    assert bench.median_run([*runs, _run(1.0, 1.0, 10.0, exit=1)]).exit == 1
+    with pytest.raises(ValueError):
+        bench.median_run([])
+
+
+def test_how_many_cold_builds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AICR_BENCH_COLD_RUNS", raising=False)
+    assert bench.cold_runs() == bench.COLD_RUNS == 3
+    monkeypatch.setenv("AICR_BENCH_COLD_RUNS", "1")
+    assert bench.cold_runs() == 1
+    for bad in ("0", "-1", "two", "1.5"):
+        monkeypatch.setenv("AICR_BENCH_COLD_RUNS", bad)
+        with pytest.raises(SystemExit, match="AICR_BENCH_COLD_RUNS"):
+            bench.cold_runs()

@@ -48,6 +48,8 @@ READ: Mapping[str, str] = {
     "set by the harness for the snapshot it runs",
     "AICR_BENCH_SIZES": "the benchmark harness: the catalog sizes to measure",
     "AICR_BENCH_REV": "the benchmark harness: the commit to measure",
+    "AICR_BENCH_COLD_RUNS": "the benchmark harness: how many cold builds it measures (the "
+    "median is judged)",
 }
 
 # name -> why the tool sets it (in this process, for a block)
