@@ -109,3 +109,23 @@ def test_how_many_cold_builds(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("AICR_BENCH_COLD_RUNS", bad)
         with pytest.raises(SystemExit, match="AICR_BENCH_COLD_RUNS"):
             bench.cold_runs()
+
+
+def test_each_cold_build_starts_without_the_last_ones_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AICR_BENCH_COLD_RUNS", "3")
+    out, cache = tmp_path / "site", tmp_path / ".cache"
+    seen: list[tuple[str, bool, bool]] = []
+
+    def build(name: str) -> bench.Run:
+        seen.append((name, out.exists(), cache.exists()))
+        out.mkdir()
+        cache.mkdir()
+        (out / "index.html").write_text("x")
+        return _run(50.0 + len(seen), 70.0 - len(seen), 1000.0 + len(seen))
+
+    one = bench.cold_builds(build, (cache, out))
+    assert seen == [(f"cold_build_{i}", False, False) for i in (1, 2, 3)]
+    assert (one.wall_s, one.cpu_s, one.peak_mb) == (52.0, 68.0, 1003.0)
+    assert (out / "index.html").exists()  # the last one's output stays for the rebuilds

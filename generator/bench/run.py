@@ -405,26 +405,15 @@ def whole_builds(synth: Path, jobs: int | None) -> dict[str, Run]:
     env = {"SOURCE_DATE_EPOCH": "0"}
     runs: dict[str, Run] = {}
 
-    def run(name: str, args: list[str]) -> None:
+    def run(name: str, args: list[str]) -> Run:
         runs[name] = r = run_process(args, REPO, env)
         print(
             f"  {name}: {r.wall_s} s wall, {r.cpu_s} s CPU, {r.peak_mb} MB, exit {r.exit}",
             flush=True,
         )
+        return r
 
-    # each cold build into an empty output and cache; the last one's stay for the rebuilds below
-    colds = []
-    for i in range(cold_runs()):
-        outputs.discard(cache, ignore_errors=True)
-        outputs.discard(out, ignore_errors=True)
-        run(f"cold_build_{i + 1}", base)
-        colds.append(runs[f"cold_build_{i + 1}"])
-    runs["cold_build"] = middle = median_run(colds)
-    print(
-        f"  cold_build (median of {len(colds)}): {middle.wall_s} s wall, {middle.cpu_s} s CPU, "
-        f"largest peak {middle.peak_mb} MB",
-        flush=True,
-    )
+    runs["cold_build"] = cold_builds(lambda name: run(name, base), (cache, out))
     run("no_change_rebuild", base)
     added = add_one_evidence(synth)
     try:
@@ -456,6 +445,23 @@ def cold_runs() -> int:
     if not text.isdigit() or int(text) < 1:
         raise SystemExit(f"AICR_BENCH_COLD_RUNS={text!r}: give a whole number of runs, 1 or more")
     return int(text)
+
+
+def cold_builds(run: Callable[[str], Run], made: Sequence[Path]) -> Run:
+    """`cold_runs()` cold builds (`run(name)`), each after the directories it makes (`made`:
+    the output and the cache) are discarded, as one (`median_run`); the last one's stay."""
+    colds = []
+    for i in range(cold_runs()):
+        for path in made:
+            outputs.discard(path, ignore_errors=True)
+        colds.append(run(f"cold_build_{i + 1}"))
+    middle = median_run(colds)
+    print(
+        f"  cold_build (median of {len(colds)}): {middle.wall_s} s wall, {middle.cpu_s} s CPU, "
+        f"largest peak {middle.peak_mb} MB",
+        flush=True,
+    )
+    return middle
 
 
 def median_run(runs: Sequence[Run]) -> Run:
