@@ -13,7 +13,8 @@ from generator.render.cache import cached_archive, render_key
 from tests.test_render import MANIFESTS, sample_result
 
 
-def test_cache_hits_and_misses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _count_renders(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """`render.render_bundle` counted: the deployer of each call, in order."""
     calls: list[str] = []
     real = render.render_bundle
 
@@ -22,6 +23,12 @@ def test_cache_hits_and_misses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         return real(*a, **kw)
 
     monkeypatch.setattr(render, "render_bundle", counting)
+    return calls
+
+
+def test_cache_hits_and_misses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = render.render_bundle
+    calls = _count_renders(monkeypatch)
     r = sample_result()
     first = cached_archive(r, "helm", MANIFESTS, cache_dir=tmp_path)
     second = cached_archive(r, "helm", MANIFESTS, cache_dir=tmp_path)
@@ -249,14 +256,7 @@ def test_looked_renders_without_asking_the_cache_and_stores_the_same_entry(
     same bytes and stays sealed."""
     from generator.render.cache import DIGEST, stored_archive
 
-    calls: list[str] = []
-    real = render.render_bundle
-
-    def counting(*a, **kw):  # type: ignore[no-untyped-def]
-        calls.append(str(a[1]))
-        return real(*a, **kw)
-
-    monkeypatch.setattr(render, "render_bundle", counting)
+    calls = _count_renders(monkeypatch)
     r = sample_result()
     plain, looked = tmp_path / "plain", tmp_path / "looked"
     good = cached_archive(r, "flux", MANIFESTS, cache_dir=plain)

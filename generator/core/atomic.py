@@ -149,19 +149,7 @@ def write_atomic_group(
     `close` and a `stat` less per file after the first), user CPU 0.15-0.18 -> 0.08-0.15 s;
     the system time is that of creating the files (the `openat(O_CREAT)` of each temporary,
     63-148 us each on the loaded machine), which this does not change."""
-    if not files:
-        return
-    for name, _ in files:
-        if name in ("", ".", "..") or "/" in name or "\\" in name:
-            raise Refusal(WRITE_FAILED, "is not a file name", Path(directory) / name)
-    base = Path(directory)
-    first = base / files[0][0]
-    dir_fd, _ = _open_parent(first, Path(root) if root is not None else None)
-    try:
-        for name, data in files:
-            _replace_in(dir_fd, name, data, None, base / name)
-    finally:
-        os.close(dir_fd)
+    _write_group(directory, files, root, create=False)
 
 
 def write_new_group(
@@ -181,6 +169,18 @@ def write_new_group(
     and a line) into a fresh directory, one process, os.times (user + system), rounds
     interleaved with `write_atomic_group`: on a quiet machine 0.11/0.12/0.11 -> 0.04/0.05/0.04
     s; under other builds' load 0.88/0.70/0.83/0.64/0.86 -> 0.65/0.74/0.61/0.61/0.62 s."""
+    _write_group(directory, files, root, create=True)
+
+
+def _write_group(
+    directory: Path | str,
+    files: Sequence[tuple[str, bytes]],
+    root: Path | str | None,
+    *,
+    create: bool,
+) -> None:
+    """The files of `write_atomic_group` (`create`: `write_new_group`'s), each name checked
+    first, the directory opened once."""
     if not files:
         return
     for name, _ in files:
@@ -190,7 +190,7 @@ def write_new_group(
     dir_fd, _ = _open_parent(base / files[0][0], Path(root) if root is not None else None)
     try:
         for name, data in files:
-            if not _create_in(dir_fd, name, data, base / name):
+            if not (create and _create_in(dir_fd, name, data, base / name)):
                 _replace_in(dir_fd, name, data, None, base / name)
     finally:
         os.close(dir_fd)
