@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
+import pickle
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -145,6 +147,30 @@ def test_forged_entry_without_mac_is_never_unpickled(tmp_path: Path) -> None:
     # a well-formed, checksummed entry written without the HMAC (as anyone could write it)
     c.put("verify", key, FP, b"cos\nsystem\n(S'false'\ntR.")
     assert c.get_object("verify", key, FP) is None
+
+
+def test_the_mac_covers_the_payload_through_its_digest(tmp_path: Path) -> None:
+    """The MAC is of the header, which names the payload's sha256: a payload swapped with its
+    digest rewritten in the header is refused, and so is an entry of format 1 (whose MAC was of
+    the header and the payload)."""
+    c = Cache(tmp_path / "c", secret=b"a" * 32)
+    key = c.key("verify", FP, "x")
+    c.put_object("verify", key, FP, {"verified": True})
+    raw = c.raw("verify", key)
+    assert raw is not None
+    end = raw.index(b"\n", len(MAGIC))
+    payload = raw[end + 1 :]
+    forged = pickle.dumps({"verified": False})
+    header = raw[len(MAGIC) : end].replace(
+        hashlib.sha256(payload).hexdigest().encode(), hashlib.sha256(forged).hexdigest().encode()
+    )
+    assert c._check(MAGIC + header + b"\n" + forged, "verify", key, FP, True) is None
+    assert c._check(raw, "verify", key, FP, True) == payload
+    bare = cache_module._header_bytes(key, "verify", FP, hashlib.sha256(payload).hexdigest())
+    old_mac = hmac.new(b"a" * 32, bare + b"\0" + payload, hashlib.sha256).hexdigest()
+    sha = hashlib.sha256(payload).hexdigest()
+    old = b"AICR-CACHE 1\n" + cache_module._header_bytes(key, "verify", FP, sha, old_mac)
+    assert c._check(old + b"\n" + payload, "verify", key, FP, True) is None
 
 
 def test_get_or_make_makes_once_and_reuses(tmp_path: Path) -> None:

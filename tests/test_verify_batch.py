@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from generator.bench.synth import SynthOptions, synthesize
-from generator.core.cache import Cache
+from generator.core.cache import MAGIC, Cache
 from generator.evidence.model import (
     Evidence,
     FoundFile,
@@ -195,7 +195,7 @@ def test_a_planted_directory_entry_is_refused(tree: Path, tmp_path: Path) -> Non
         # what another directory verified to, planted under this directory's key
         other = next(k for k in forger.keys(DIRS_STAGE) if k != key)
         raw = forger.raw(DIRS_STAGE, other) or b""
-        payload = raw[raw.index(b"\n", len(b"AICR-CACHE 1\n")) + 1 :]
+        payload = raw[raw.index(b"\n", len(MAGIC)) + 1 :]
         forger.put(DIRS_STAGE, key, "", payload, authenticated=True)
 
     again, again_keys, cache = _run(tree, tmp_path / "c")

@@ -28,7 +28,7 @@ import pytest
 
 from generator.bench.synth import SynthOptions, synthesize
 from generator.core import safeio
-from generator.core.cache import Cache
+from generator.core.cache import MAGIC, Cache
 from generator.core.errors import LoadError
 from generator.evidence import store
 from generator.evidence.model import Evidence, FoundFile, SignerPolicy, TrustRoot
@@ -285,7 +285,7 @@ def test_a_bad_entry_is_refused(tree: Path, tmp_path: Path, settled: None, how: 
         for key in keys:
             other = next(k for k in keys if k != key)
             raw = forger.raw(DIRSTAT_STAGE, other) or b""
-            payload = raw[raw.index(b"\n", len(b"AICR-CACHE 1\n")) + 1 :]
+            payload = raw[raw.index(b"\n", len(MAGIC)) + 1 :]
             forger.put(DIRSTAT_STAGE, key, "", payload, authenticated=True)
     facts, records, tree_keys, used = _tree_run(
         tree, tmp_path / "c", secret=b"o" * 32 if how == "foreign" else SECRET
