@@ -34,10 +34,26 @@ def test_a_child_is_measured_while_it_runs(monkeypatch: pytest.MonkeyPatch) -> N
     r = bench.run_process([sys.executable, "-c", script], Path.cwd(), {"SOURCE_DATE_EPOCH": "0"})
     assert r.exit == 0
     assert r.cpu_s >= 0.25
+    assert 0 <= r.system_s <= r.cpu_s
     assert r.peak_mb >= 60
     assert r.command.startswith(Path(sys.executable).name + " -c")
     env = json.loads(r.stdout_tail)
     assert env["SOURCE_DATE_EPOCH"] == "0" and "GITHUB_TOKEN" not in env
+
+
+def test_a_childs_system_time_is_told_apart() -> None:
+    """A child spending its CPU in the kernel (copying zeros out of /dev/zero) is seen doing so:
+    most of its CPU seconds are system seconds."""
+    script = (
+        "import time\n"
+        "t = time.process_time()\n"
+        "with open('/dev/zero', 'rb', buffering=0) as f:\n"
+        "    while time.process_time() - t < 0.4: f.read(1 << 22)\n"
+    )
+    r = bench.run_process([sys.executable, "-c", script], Path.cwd())
+    assert r.exit == 0
+    assert r.cpu_s >= 0.35
+    assert r.system_s >= 0.5 * r.cpu_s - 0.05  # the interpreter's start is user time
 
 
 def test_a_failing_child_is_its_exit_status() -> None:
@@ -83,14 +99,19 @@ def test_a_snapshot_is_the_committed_tree(tmp_path: Path, monkeypatch: pytest.Mo
         bench.snapshot("no-such-rev")
 
 
-def _run(wall: float, cpu: float, peak: float, exit: int = 0) -> bench.Run:
-    return bench.Run("aicr-catalog build", wall, cpu, peak, exit)
+def _run(wall: float, cpu: float, peak: float, exit: int = 0, system: float = 0.0) -> bench.Run:
+    return bench.Run("aicr-catalog build", wall, cpu, peak, exit, system_s=system)
 
 
 def test_the_cold_builds_are_judged_by_their_median_and_largest_peak() -> None:
-    runs = [_run(60.1, 76.3, 1617.8), _run(52.4, 68.2, 1691.2), _run(50.3, 65.0, 1671.9)]
+    runs = [
+        _run(60.1, 76.3, 1617.8, system=15.0),
+        _run(52.4, 68.2, 1691.2, system=9.0),
+        _run(50.3, 65.0, 1671.9, system=12.1),
+    ]
     one = bench.median_run(runs)
     assert (one.wall_s, one.cpu_s, one.peak_mb, one.exit) == (52.4, 68.2, 1691.2, 0)
+    assert one.system_s == 9.0  # the system time of the run whose CPU is the median
     # an even count: the lower of the middle two, never a mean no run measured
     assert bench.median_run(runs[:2]).cpu_s == 68.2
     assert bench.median_run(runs[:1]) == runs[0]

@@ -157,10 +157,12 @@ def run(
 @dataclass(frozen=True, slots=True)
 class Finished:
     """A program `spawn` started, ended: what `run` gives, and the CPU seconds (user + system)
-    it and the descendants it waited for used (`wait4`'s resource usage)."""
+    it and the descendants it waited for used (`wait4`'s resource usage), `system_s` of them
+    in the kernel."""
 
     completed: Completed
     cpu_s: float
+    system_s: float = 0.0
 
 
 class Running:
@@ -190,9 +192,9 @@ class Running:
         the timeout (counted from its start) or the output limit, as for `run`."""
         child, program, deadline = self._child, self._args[0], self._deadline
         out = _communicate(child, program, self._input, deadline, self._timeout, self._limit)
-        cpu = _reap(child, program, deadline, self._timeout)
+        cpu, system = _reap(child, program, deadline, self._timeout)
         assert child.returncode is not None
-        return Finished(Completed(self._args, child.returncode, *out), cpu)
+        return Finished(Completed(self._args, child.returncode, *out), cpu, system)
 
 
 @contextmanager
@@ -318,9 +320,12 @@ def _communicate(
     return got(child.stdout), got(child.stderr)
 
 
-def _reap(child: subprocess.Popen[bytes], program: str, deadline: float, timeout: float) -> float:
+def _reap(
+    child: subprocess.Popen[bytes], program: str, deadline: float, timeout: float
+) -> tuple[float, float]:
     """Wait for the child to exit (`ProcError` past `deadline`), set its `returncode` and
-    return the CPU seconds it and its waited-for descendants used: `wait4`, which alone gives
+    return the CPU seconds it and its waited-for descendants used, and the system seconds of
+    them: `wait4`, which alone gives
     a child's resource usage, once a pidfd says the child has ended (no polling delay); where
     there is no pidfd, `wait4` polled as `Popen.wait(timeout)` polls (1 ms, doubling to 50)."""
     try:
@@ -339,7 +344,7 @@ def _reap(child: subprocess.Popen[bytes], program: str, deadline: float, timeout
         pid, status, usage = os.wait4(child.pid, os.WNOHANG)
         if pid:
             child.returncode = os.waitstatus_to_exitcode(status)
-            return usage.ru_utime + usage.ru_stime
+            return usage.ru_utime + usage.ru_stime, usage.ru_stime
         left = deadline - time.monotonic()
         if left <= 0:
             _timed_out(child, program, timeout)
