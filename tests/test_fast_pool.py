@@ -14,8 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from generator.fast import pool as pool_module
 from generator.fast.collector import collector_paused
-from generator.fast.pool import _SHARED, parallel_map, workers_for
+from generator.fast.pool import _SHARED, AHEAD_PER_WORKER, parallel_map, workers_for
 
 
 def _square_and_pid(x: int) -> tuple[int, int]:
@@ -52,6 +53,31 @@ def _fails_on_seven(x: int) -> int:
 def test_an_error_in_fn_is_raised_to_the_caller(jobs: int) -> None:
     with pytest.raises(ValueError, match="item 7 refused"):
         list(parallel_map(_fails_on_seven, list(range(20)), jobs=jobs, chunksize=3))
+    assert _SHARED == {}
+
+
+def test_only_a_few_chunks_are_handed_out_ahead_of_the_reader(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A slow reader does not make every result wait in this process: chunks are handed out
+    as they are read, at most `AHEAD_PER_WORKER` per worker beyond the one being read."""
+    handed: list[int] = []
+    submit = pool_module.ProcessPoolExecutor.submit
+
+    def counting(self: object, fn: object, *args: object) -> object:
+        handed.append(args[1])  # type: ignore[arg-type]  # (call, start, stop)
+        return submit(self, fn, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pool_module.ProcessPoolExecutor, "submit", counting)
+    bound = 2 * AHEAD_PER_WORKER + 1
+    results = parallel_map(_square_and_pid, list(range(100)), jobs=2, chunksize=1)
+    assert len(handed) == bound  # the first ones, before anything is read
+    got = []
+    for read, (value, _) in enumerate(results, start=1):
+        got.append(value)
+        assert len(handed) <= read + bound
+    assert got == [x * x for x in range(100)]
+    assert handed == list(range(100))  # each chunk handed out once, in order
     assert _SHARED == {}
 
 
