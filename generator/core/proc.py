@@ -325,9 +325,9 @@ def _reap(
 ) -> tuple[float, float]:
     """Wait for the child to exit (`ProcError` past `deadline`), set its `returncode` and
     return the CPU seconds it and its waited-for descendants used, and the system seconds of
-    them: `wait4`, which alone gives
-    a child's resource usage, once a pidfd says the child has ended (no polling delay); where
-    there is no pidfd, `wait4` polled as `Popen.wait(timeout)` polls (1 ms, doubling to 50)."""
+    them: `wait4`, which alone gives a child's resource usage, once a pidfd says the child has
+    ended (no polling delay); where there is no pidfd, `wait4` polled as `Popen.wait(timeout)`
+    polls (1 ms, doubling to 50)."""
     try:
         pidfd = os.pidfd_open(child.pid)
     except (AttributeError, OSError):
