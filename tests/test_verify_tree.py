@@ -320,3 +320,97 @@ def test_the_build_keys_walk_is_handed_over_once(tmp_path: Path) -> None:
     cache.hold_walk(walked, TREE_SUFFIXES)
     cache.finish()  # a walk is one build's
     assert cache.take_walk(tmp_path / "e", TREE_SUFFIXES) is None
+
+
+def _reads_counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The real paths of the files read from now on (`safeio.read_checked`: the build key's
+    read and `find_files`' alike)."""
+    read: list[str] = []
+    real = safeio.read_checked
+
+    def counting(path: str, shown: Path | str, *, limit: int = safeio.YAML_BYTES) -> bytes:
+        read.append(path)
+        return real(path, shown, limit=limit)
+
+    monkeypatch.setattr(safeio, "read_checked", counting)
+    return read
+
+
+def _key_then_verify(
+    repo: Path, cache: Cache
+) -> tuple[list[Facts], tuple[Evidence, ...], tuple[str, ...]]:
+    """The build's order: the build key hashes the walk it holds for the verify stage
+    (`site.incremental.build_key`), which then takes that walk and finds its files."""
+    from generator.core.cache import stat_tree_digest
+
+    root, policy = _inputs(repo)
+    evidence = repo / "evidence"
+    walked = safeio.walk(evidence, suffixes=TREE_SUFFIXES)
+    cache.hold_walk(walked, TREE_SUFFIXES)
+    stat_tree_digest(cache, evidence, TREE_SUFFIXES, tree=walked)
+    taken = cache.take_walk(evidence, TREE_SUFFIXES)
+    assert taken is walked
+    files, records, keys = verify_tree(
+        taken, root=evidence, base=repo, trust_root=root, policy=policy,
+        current_digests={}, cache=cache, jobs=1, sweep=True,
+    )  # fmt: skip
+    return _facts(files), records, keys
+
+
+def test_a_cold_build_reads_each_bundle_once(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build key reads every file of the walk it holds; the verify stage takes those bytes
+    (`Cache.keep_read`/`take_read`) instead of reading each bundle again, and lets go of what
+    it did not take."""
+    bundles = sorted((tree / "evidence").rglob("*.sigstore.json"))
+    expected = _reference(tree, tmp_path / "ref")
+    cache = Cache(tmp_path / "c", secret=SECRET)
+    read = _reads_counted(monkeypatch)
+    assert _key_then_verify(tree, cache) == expected
+    twice = {p for p in read if read.count(p) > 1}
+    assert len(bundles) > 10 and not twice, twice
+    assert {safeio.real_path(b) for b in bundles} <= set(read)
+    assert cache._reads == {} and cache._read_bytes == 0  # nothing held on
+
+
+def test_a_bundle_changed_after_the_build_keys_read_is_read_again(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bytes kept under a stat stamp are taken only while the file still has that stamp: one
+    rewritten after the build key read it (its ctime moves) is read again, never verified as
+    the bytes the key hashed."""
+    cache = Cache(tmp_path / "c", secret=SECRET)
+    changed = safeio.real_path(_bundle(tree, 3))
+    stamps: dict[str, list[int]] = {}
+    keep = Cache.keep_read
+
+    def keep_then_touch(self: Cache, real: str, stamp: list[int], data: bytes, sha: str) -> None:
+        keep(self, real, stamp, data, sha)
+        if real == changed:  # the stat the verify stage sees is another
+            stamps[real] = [*stamp[:3], stamp[3] + 1]
+
+    monkeypatch.setattr(Cache, "keep_read", keep_then_touch)
+    take = Cache.take_read
+    monkeypatch.setattr(
+        Cache, "take_read", lambda self, real, stamp: take(self, real, stamps.get(real, stamp))
+    )
+    expected = _reference(tree, tmp_path / "ref")
+    read = _reads_counted(monkeypatch)
+    assert _key_then_verify(tree, cache) == expected
+    assert read.count(changed) == 2 and all(read.count(p) == 1 for p in read if p != changed)
+
+
+def test_no_more_than_the_bound_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from generator.core import cache as cache_module
+
+    monkeypatch.setattr(cache_module, "READS_HELD", 10)
+    cache = Cache(tmp_path / "c", secret=SECRET)
+    cache.keep_read("/a", [1, 2, 3, 4], b"123456", "s1")
+    cache.keep_read("/b", [1, 2, 3, 4], b"123456", "s2")  # over the bound: not kept
+    assert cache.take_read("/b", [1, 2, 3, 4]) is None
+    assert cache.take_read("/a", [1, 2, 3, 5]) is None  # another stamp: dropped, not given
+    assert cache.take_read("/a", [1, 2, 3, 4]) is None  # handed out (or dropped) once
+    cache.keep_read("/a", [1, 2, 3, 4], b"123456", "s1")
+    assert cache.take_read("/a", [1, 2, 3, 4]) == (b"123456", "s1")
+    assert cache._read_bytes == 0

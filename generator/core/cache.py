@@ -178,10 +178,12 @@ def _file_stamp(
     recent: int,
     *,
     where: str,
+    keep: Cache | None = None,
 ) -> tuple[list[Any], str]:
     """(its memo entry, the sha256 of its bytes) of one file: [size, mtime_ns, inode,
     ctime_ns, sha256], the digest taken from `memo` when the stat is the one recorded with a
-    digest; an entry for a file modified after `recent` records no digest ("").
+    digest; an entry for a file modified after `recent` records no digest (""). A file read
+    here is kept in `keep` (`Cache.keep_read`) for the next stage that reads it.
     Raises safeio.Refusal."""
     rel, path = entry.rel, entry.path
     limit = safeio.cap_for(rel)
@@ -191,7 +193,10 @@ def _file_stamp(
     if isinstance(old, list) and len(old) == 5 and old[:4] == stamp and old[4]:
         return old, str(old[4])
     # the stat taken before the read: a write during the read leaves a stat no longer true
-    sha = hashlib.sha256(safeio.read_checked(real, path, limit=limit)).hexdigest()
+    data = safeio.read_checked(real, path, limit=limit)
+    sha = hashlib.sha256(data).hexdigest()
+    if keep is not None:
+        keep.keep_read(real, stamp, data, sha)
     settled = max(st.st_mtime_ns, st.st_ctime_ns) < recent
     return [*stamp, sha if settled else ""], sha
 
@@ -282,6 +287,9 @@ WRITE_BYTES = 64 * 2**20
 # A stored value this large is written alone through `blobwrite` (the engine's output, 45 MB
 # at 1,000 x 20,000, whose storing was the cold build's peak there: 1,923 -> 1,790 MB RSS).
 LARGE_BYTES = 8 * 2**20
+# The bytes of a held walk's files kept from the build key's read for the verify stage's
+# (`Cache.keep_read`): the evidence tree of 1,000 x 20,000 is 278 MB.
+READS_HELD = 512 * 2**20
 _BATCH = 500  # keys per query (below SQLite's bound on a statement's parameters)
 _COMPACT_BYTES = 10 * 2**20  # free pages worth a rewrite
 # The page size of a new store (SQLite's default is 4 KiB). Entries are large (a page's Markdown
@@ -329,6 +337,10 @@ class Cache:
         # values made of one walk (`of_walk`: its directories and stat rows, its pointer files),
         # the walk held with them
         self._of_walks: dict[tuple[int, str], tuple[safeio.Tree, Any]] = {}
+        # files of a held walk read for its digest, kept for the next stage that reads them
+        # (`keep_read`, `take_read`): real path -> (their stat stamp, bytes, sha256)
+        self._reads: dict[str, tuple[list[int], bytes, str]] = {}
+        self._read_bytes = 0
 
     # --- the store
     def _store_db(self) -> sqlite3.Connection:
@@ -423,6 +435,34 @@ class Cache:
         """The walk of `root` with `suffixes` that `hold_walk` kept, handed out once (a later
         caller walks again), else None."""
         return self._walks.pop((safeio.abspath(root), suffixes), None)
+
+    def holds(self, tree: safeio.Tree) -> bool:
+        """Whether `tree` is a walk `hold_walk` keeps for a later stage of this build."""
+        return any(held is tree for held in self._walks.values())
+
+    def keep_read(self, real: str, stamp: list[int], data: bytes, sha: str) -> None:
+        """Keep the bytes of a file of a held walk, read (and hashed) for its digest, for the
+        stage after that reads it (`take_read`): a cold build reads each evidence file once,
+        not once for the build key and again to verify it. At most `READS_HELD` bytes are
+        kept; a file beyond them is read again by whoever needs it."""
+        if self._read_bytes + len(data) <= READS_HELD:
+            self._reads[real] = (stamp, data, sha)
+            self._read_bytes += len(data)
+
+    def drop_reads(self) -> None:
+        """Let go of the bytes `keep_read` kept and no stage took."""
+        self._reads.clear()
+        self._read_bytes = 0
+
+    def take_read(self, real: str, stamp: list[int]) -> tuple[bytes, str] | None:
+        """The bytes and sha256 `keep_read` kept of the file at `real`, handed out once, when
+        the file's stat stamp [size, mtime_ns, inode, ctime_ns] is still the one they were read
+        under (else None: the caller reads the file)."""
+        kept = self._reads.pop(real, None)
+        if kept is None:
+            return None
+        self._read_bytes -= len(kept[1])
+        return (kept[1], kept[2]) if kept[0] == stamp else None
 
     def dir_groups(self, tree: safeio.Tree, settled: int) -> tuple[DirGroup, ...]:
         """`dir_groups(tree, settled)`, computed once per walk in this build: the build key
@@ -741,6 +781,7 @@ class Cache:
         self._served.clear()
         self._walks.clear()  # a walk is one build's
         self._of_walks.clear()
+        self.drop_reads()
         self.compact()
 
     def kept(self, stage: str, used: Iterable[str]) -> set[str]:
@@ -1020,14 +1061,17 @@ def stat_tree_digest(
     groups = cache.dir_groups(tree, recent)
     safe = [g for g in groups if g.rows]
     problems: list[tuple[str, Diagnostic]] = []
+    keep = cache if cache.holds(tree) else None  # a later stage of the build reads them too
     lines = {
-        g.name: _entry_lines(tree, g.entries, recent, shown, where, problems)
+        g.name: _entry_lines(tree, g.entries, recent, shown, where, problems, keep)
         for g in groups
         if not g.rows
     }
 
     def make(todo: list[int]) -> list[tuple[str, ...]]:
-        made = [_read_digests(tree, safe[i].entries, recent, shown, where, problems) for i in todo]
+        made = [
+            _read_digests(tree, safe[i].entries, recent, shown, where, problems, keep) for i in todo
+        ]
         _refuse(root, problems)
         return made
 
@@ -1053,12 +1097,14 @@ def _read_digests(
     shown: str,
     where: str,
     problems: list[tuple[str, Diagnostic]],
+    keep: Cache | None = None,
 ) -> tuple[str, ...]:
-    """The sha256 of each of `entries` (regular files), read; refusals added to `problems`."""
+    """The sha256 of each of `entries` (regular files), read (their bytes kept in `keep`);
+    refusals added to `problems`."""
     shas: list[str] = []
     for e in entries:
         try:
-            shas.append(_file_stamp(tree, e, None, recent, where=where)[1])
+            shas.append(_file_stamp(tree, e, None, recent, where=where, keep=keep)[1])
         except safeio.Refusal as r:
             problems.append((e.rel, safeio.diagnostic(f"{shown}{e.rel}", r)))
     return tuple(shas)
@@ -1071,8 +1117,10 @@ def _entry_lines(
     shown: str,
     where: str,
     problems: list[tuple[str, Diagnostic]],
+    keep: Cache | None = None,
 ) -> list[str]:
-    """`tree_digest`'s lines of `entries` (each file read), its refusals added to `problems`."""
+    """`tree_digest`'s lines of `entries` (each file read, its bytes kept in `keep`), its
+    refusals added to `problems`."""
     out: list[str] = []
     for entry in entries:
         rel = entry.rel
@@ -1081,7 +1129,7 @@ def _entry_lines(
             out.append(f"{rel}\0link\0{link}\n")
             continue
         try:
-            sha = _file_stamp(tree, entry, None, recent, where=where)[1]
+            sha = _file_stamp(tree, entry, None, recent, where=where, keep=keep)[1]
         except safeio.Refusal as r:
             problems.append((rel, safeio.diagnostic(f"{shown}{rel}", r)))
             out.append("")

@@ -12,7 +12,7 @@ import hashlib
 import os
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -380,12 +380,36 @@ def _stamp(st: os.stat_result) -> list[int]:
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
+# the bytes and sha256 of the file at a real path read already under a stat stamp [size,
+# mtime_ns, inode, ctime_ns], or None (`generator.core.cache.Cache.take_read`)
+Reads = Callable[[str, list[int]], "tuple[bytes, str] | None"]
+
+
+def _bytes_of(
+    real: str, st: os.stat_result, path: Path | str, memo: FileMemo | None, reads: Reads | None
+) -> tuple[bytes | None, str]:
+    """A found file's bytes (None: `memo` vouches for its digest, they are read when needed)
+    and sha256: vouched for by `memo`, else taken from `reads` when this build read them
+    already under this stat, else read now. Raises safeio.Refusal."""
+    sha = memo.vouch(real, st) if memo is not None else None
+    if sha is not None:
+        return None, sha
+    kept = reads(real, [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]) if reads else None
+    if kept is None:
+        data = safeio.read_checked(real, path, limit=MAX_FILE_BYTES)
+        kept = data, hashlib.sha256(data).hexdigest()
+    if memo is not None:
+        memo.note(real, st, kept[1])
+    return kept
+
+
 def find_files(
     paths: Iterable[Path],
     base: Path | None = None,
     root: Path | None = None,
     memo: FileMemo | None = None,
     tree: safeio.Tree | None = None,
+    reads: Reads | None = None,
 ) -> tuple[FoundFile, ...]:
     """`read_files`, each file's bytes read only when `memo` cannot vouch for their digest
     (see `FileMemo`): every file is still checked as `read_files` checks it (a link leaving
@@ -393,7 +417,9 @@ def find_files(
     `tree`: the walk of the directory argument at its root (`safeio.walk(p, suffixes=...)`
     with `SUFFIX` among them), taken already: its bundles are the ones found there, no walk
     again (the build's one walk of the evidence tree; or some of its entries, a `Tree` of
-    those, for the directories `verify_cache.verify_tree` finds again)."""
+    those, for the directories `verify_cache.verify_tree` finds again). `reads`: the bytes
+    and sha256 of a file read already in this build under the same stat (`Cache.take_read`:
+    the build key's read of the evidence tree), taken instead of reading it again."""
     files: list[FoundFile] = []
     problems: list[Diagnostic] = []
     real_roots: dict[Path, str] = {}
@@ -417,18 +443,10 @@ def find_files(
                 real, st = safeio.check(
                     found.path, where=where, limit=MAX_FILE_BYTES, real_root=real_root
                 )
-            sha = memo.vouch(real, st) if memo is not None else None
-            data = None
-            if sha is None:
-                data = safeio.read_checked(real, found.path, limit=MAX_FILE_BYTES)
+            data, sha = _bytes_of(real, st, found.path, memo, reads)
         except safeio.Refusal as r:
             problems.append(_refused(shown, r))
             continue
-        if data is not None:
-            sha = hashlib.sha256(data).hexdigest()
-            if memo is not None:
-                memo.note(real, st, sha)
-        assert sha is not None
         files.append(FoundFile(shown, found.location, real, real_root, sha, st.st_size, data))
     if problems:
         raise LoadError("evidence files could not be read", problems)

@@ -542,6 +542,7 @@ def verify_tree(
     finder = _DirFinder(tree, root, base, trust_root, policy, cache)
     groups = stat_groups(tree, time.time_ns() - store.SETTLED_NS, cache)
     found = finder.served(groups, sweep)
+    cache.drop_reads()  # what the build key read and this stage did not take: not held on
     files: list[FoundFile] = []
     keys: list[str] = []
     positions: list[tuple[int, ...]] = []
@@ -618,7 +619,9 @@ class _DirFinder:
         memo = FileMemo({real: fact for facts in told.values() for real, fact in facts.items()})
         entries = tuple(sorted((e for g in todo for e in g.entries), key=lambda e: e.rel))
         part = safeio.Tree(self.tree.root, self.tree.real_root, entries)
-        files = find_files([self.top], self.base, self.root, memo, tree=part)
+        files = find_files(
+            [self.top], self.base, self.root, memo, tree=part, reads=self.cache.take_read
+        )
         parts = file_key_parts(files, self.trust_root, self.policy)
         keys = self.cache.derive(VERIFY_STAGE, parts).keys
         out: dict[str, tuple[list[FoundFile], list[str]]] = {}
