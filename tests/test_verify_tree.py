@@ -412,5 +412,7 @@ def test_no_more_than_the_bound_is_kept(tmp_path: Path, monkeypatch: pytest.Monk
     assert cache.take_read("/a", [1, 2, 3, 5]) is None  # another stamp: dropped, not given
     assert cache.take_read("/a", [1, 2, 3, 4]) is None  # handed out (or dropped) once
     cache.keep_read("/a", [1, 2, 3, 4], b"123456", "s1")
+    cache.keep_read("/a", [1, 2, 3, 4], b"123456", "s1")  # one path kept twice counts once
+    assert cache._read_bytes == 6
     assert cache.take_read("/a", [1, 2, 3, 4]) == (b"123456", "s1")
     assert cache._read_bytes == 0

@@ -445,6 +445,9 @@ class Cache:
         stage after that reads it (`take_read`): a cold build reads each evidence file once,
         not once for the build key and again to verify it. At most `READS_HELD` bytes are
         kept; a file beyond them is read again by whoever needs it."""
+        before = self._reads.pop(real, None)  # a path kept again (two links to one file)
+        if before is not None:
+            self._read_bytes -= len(before[1])
         if self._read_bytes + len(data) <= READS_HELD:
             self._reads[real] = (stamp, data, sha)
             self._read_bytes += len(data)
