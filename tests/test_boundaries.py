@@ -64,9 +64,9 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ),
     ("core/cache.py", "sqlite3.connect()"): (
         "the build cache's SQLite store, in the cache directory the tool made with make_dirs: "
-        "SQLite opens (and creates) the file and its -wal and -shm files itself, so no door can; "
+        "SQLite opens (and creates) the file and its journal itself, so no door can; "
         "a link planted at the store's name would be followed (SQLITE_OPEN_NOFOLLOW is not "
-        "reachable from Python's sqlite3 module), so cache.refuse_planted lstat()s the three "
+        "reachable from Python's sqlite3 module), so cache.refuse_planted lstat()s those "
         "names first and refuses anything but a regular file (tests/test_cache.py)"
     ),
 }

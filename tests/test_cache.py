@@ -727,12 +727,12 @@ def test_entries_and_their_check_are_the_references(
     assert c._check(entry, stage, key, fp, auth) == payload
 
 
-@pytest.mark.parametrize("name", [STORE, f"{STORE}-wal", f"{STORE}-shm"])
+@pytest.mark.parametrize("name", [STORE, f"{STORE}-journal", f"{STORE}-wal", f"{STORE}-shm"])
 def test_a_link_planted_at_the_store_is_refused_and_its_target_left_alone(
     tmp_path: Path, name: str
 ) -> None:
-    """SQLite follows a link at the store's name (or its -wal/-shm file) by itself: the cache
-    refuses it, naming the file, before SQLite opens anything."""
+    """SQLite follows a link at the store's name (or its -journal, -wal or -shm file) by
+    itself: the cache refuses it, naming the file, before SQLite opens anything."""
     from generator.core.safeio import Refusal
 
     root = tmp_path / ".cache"
@@ -746,3 +746,23 @@ def test_a_link_planted_at_the_store_is_refused_and_its_target_left_alone(
     assert err.value.rule == cache_module.STORE_RULE and name in str(err.value)
     assert target.read_bytes() == b"not the cache's"
     assert sorted(p.name for p in root.iterdir()) == [name]
+
+
+def test_the_store_writes_an_entry_once_through_its_rollback_journal(tmp_path: Path) -> None:
+    """The store keeps SQLite's rollback journal (`cache.JOURNAL`): a new entry is written
+    into the store alone, no WAL beside it; a store left in WAL mode (made before) is switched
+    on open, its entries kept."""
+    import sqlite3
+
+    root = tmp_path / ".cache"
+    root.mkdir()
+    with sqlite3.connect(root / STORE) as old:  # a store as issue 29's earlier rounds made it
+        old.execute("PRAGMA journal_mode=WAL")
+    c = Cache(root, secret=b"k" * 32)
+    key = c.key("render", FP, "x")
+    c.put("render", key, FP, b"payload")
+    mode = c._store_db().execute("PRAGMA journal_mode").fetchone()[0]
+    assert mode == cache_module.JOURNAL.lower() == "delete"
+    c.close()
+    assert sorted(p.name for p in root.iterdir()) == [STORE]
+    assert Cache(root, secret=b"k" * 32).get("render", key, FP) == b"payload"
