@@ -60,7 +60,7 @@ def test_old_stage_directories_go_and_the_rest_stays(
 
 def test_nothing_to_remove_says_nothing(tmp_path: Path) -> None:
     assert remove_legacy_dirs(tmp_path / "absent") == ()
-    (tmp_path / "bundles").mkdir()
+    (tmp_path / "timeline").mkdir()
     (tmp_path / "verify" / "zz").mkdir(parents=True)  # "zz" is not hex: not the old layout
     assert remove_legacy_dirs(tmp_path) == ()
     assert (tmp_path / "verify" / "zz").is_dir()
@@ -69,3 +69,21 @@ def test_nothing_to_remove_says_nothing(tmp_path: Path) -> None:
     assert remove_legacy_dirs(tmp_path) == ()
     (tmp_path / "catalog" / KEY[:2] / "short").unlink()
     assert remove_legacy_dirs(tmp_path) == ("catalog",)
+
+
+def test_the_render_caches_old_directory_of_archives_goes(tmp_path: Path) -> None:
+    """The archives now live in the store (`render.cache`): `bundles/` as the render cache
+    left it (archives named by their render key, and their seals) is removed; a `bundles/`
+    holding anything else is left alone."""
+    archives = tmp_path / "bundles"
+    archives.mkdir()
+    for end in (".tar.gz", ".tar.gz.digest", ".tar.gz.hmac"):
+        (archives / f"{KEY}-gb200-eks-ubuntu-training-helm{end}").write_bytes(b"x")
+    (tmp_path / "timeline").mkdir()
+    assert remove_legacy_dirs(tmp_path) == ("bundles",)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["timeline"]
+    archives.mkdir()
+    (archives / f"{KEY}-x-helm.tar.gz").write_bytes(b"x")
+    (archives / "notes.txt").write_text("mine")
+    assert remove_legacy_dirs(tmp_path) == ()
+    assert (archives / "notes.txt").read_text() == "mine"

@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from generator.cli import main
+from generator.commands.common import os_error_text
 from generator.core import safeio
 from generator.core.cache import Cache, tree_digest
 from generator.core.errors import CatalogError, LoadError
@@ -489,11 +490,13 @@ def test_cached_catalog_stage_keeps_an_absolute_root(
     assert key(CatalogInput(Path("catalog"))) != key(second)
 
 
-def test_a_write_failure_in_a_render_worker_reaches_the_command_as_an_os_error(
+def test_a_write_failure_storing_the_archives_reaches_the_command_as_an_os_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The render workers (forked processes) write the bundle cache: their EFBIG/ENOSPC comes
-    back to the build as the OSError it is (errno kept), which the command group reports."""
+    """The render workers render; the build's process stores their archives in the build
+    cache's store. A write the store cannot make (here a file size limit, as a full disk) comes
+    back to the build as an OSError naming the store (`core.cache._write_failure`), which the
+    command group reports in one line; the store is left as it was (the transaction undone)."""
     import generator.site.stages as stages
     from generator.catalog.load import load_catalog
     from generator.pipeline import resolve_recipe
@@ -501,17 +504,25 @@ def test_a_write_failure_in_a_render_worker_reaches_the_command_as_an_os_error(
     catalog, _ = load_catalog(MINIMAL)
     results = [r for leaf in catalog.leaves() for r in resolve_recipe(catalog, leaf)[0]]
     monkeypatch.setattr(stages, "_PARALLEL_RENDER", 1)
+    root = tmp_path / "c"
+    Cache(root, secret=b"k" * 32).put("x", "k", "", b"before")  # the store, made
 
     def run() -> dict[str, Any]:
         import resource
         import signal
 
+        cache = Cache(root, secret=b"k" * 32)
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
         try:
-            stages.render_bundles(catalog, results, ("helm", "flux"), 0, tmp_path / "c", jobs=2)
+            stages.render_bundles(catalog, results, ("helm", "flux"), 0, cache, jobs=2)
         except OSError as e:
-            return {"errno": e.errno, "type": type(e).__name__}
+            return {"errno": e.errno, "file": e.filename, "text": os_error_text(e)}
         return {"errno": None}
 
-    assert isolated(run)["errno"] == errno.EFBIG
+    failed = isolated(run)
+    assert failed["errno"] in (errno.EIO, errno.ENOSPC), failed
+    assert failed["file"] == str(root / "store.sqlite3")
+    assert "the build cache's store was not written" in failed["text"]
+    left = Cache(root, secret=b"k" * 32)
+    assert left.get("x", "k", "") == b"before" and left.keys("bundle-archives") == []

@@ -9,7 +9,9 @@ import json
 import logging
 import re
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,17 +92,19 @@ def fresh_held_back(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 
 def _archives_read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The render cache's archives whose bytes are read from now on (`render.cache`)."""
-    from generator.render import cache as render_cache
+    """The archives whose bytes are read from the build cache's store from now on (by render
+    key: `Cache._read_many` of the render cache's stage, `render.cache.ARCHIVE_STAGE`)."""
+    from generator.render.cache import ARCHIVE_STAGE
 
     read: list[str] = []
-    real = render_cache._sealed_bytes
+    real = Cache._read_many
 
-    def counting(path: Path, key: str, cache_dir: Path) -> bytes | None:
-        read.append(path.name)
-        return real(path, key, cache_dir)
+    def counting(self: Cache, stage: str, keys: Sequence[str]) -> dict[str, bytes]:
+        if stage == ARCHIVE_STAGE:
+            read.extend(keys)
+        return real(self, stage, keys)
 
-    monkeypatch.setattr(render_cache, "_sealed_bytes", counting)
+    monkeypatch.setattr(Cache, "_read_many", counting)
     return read
 
 
@@ -216,20 +220,25 @@ def test_archives_are_read_only_for_a_site_without_them_and_a_damaged_one_is_mad
     """A second output beside the first shares its render cache but has no previous tree: each
     archive is read from the cache (once), and one whose bytes were damaged behind its sealed
     digest (same size) is rendered again; the site is the site from scratch."""
+    from generator.render.cache import ARCHIVE_STAGE
+
     catalog, evidence, _ = inputs
     build_site(opts(catalog, evidence, tmp_path / "b" / "site"))
-    bundles = tmp_path / "b" / ".cache" / "bundles"
-    entry = sorted(bundles.glob("*.tar.gz"))[0]
-    good = entry.read_bytes()
-    entry.write_bytes(good[:20] + bytes([good[20] ^ 0xFF]) + good[21:])
+    store = Cache(tmp_path / "b" / ".cache")
+    key = store.keys(ARCHIVE_STAGE)[0]
+    good = store.raw(ARCHIVE_STAGE, key)
+    assert good is not None
+    store.write_raw(ARCHIVE_STAGE, key, good[:-20] + bytes([good[-20] ^ 0xFF]) + good[-19:])
+    store.close()
     read = _archives_read(monkeypatch)
     other = tmp_path / "b" / "other"
     report = build_site(opts(catalog, evidence, other))
     archives = sorted(p.name for p in (other / "downloads").rglob("*.tar.gz"))
     # each archive read once; the damaged one, found unsealed, once more by the render path
     assert len(set(read)) == len(archives) > 0 and len(read) == len(archives) + 1
+    assert read.count(key) == 2
     assert report.files_linked == 0
-    assert entry.read_bytes() == good  # rendered again, and stored
+    assert Cache(tmp_path / "b" / ".cache").raw(ARCHIVE_STAGE, key) == good  # made, stored
     assert digests(other) == fresh_held_back
 
 
@@ -380,9 +389,9 @@ def test_an_evidence_only_change_takes_the_render_step_from_its_entry_and_a_lost
 ) -> None:
     """The bundles depend on the catalog and the options, never on the evidence: a build after
     an evidence file was added takes the render step's result from its one memo entry (no
-    recipe bundled, no archive's digest file read). An archive gone from the render cache (its
-    stat fails) makes the step again: that archive is rendered, and the site is the site from
-    scratch."""
+    recipe bundled, no archive's header read: the store's index says each is there). An
+    archive gone from the store makes the step again: that archive is rendered and stored,
+    every other one known by its sealed header, and the site is the site from scratch."""
     from generator.render import cache as render_cache
     from generator.site import stages
 
@@ -390,35 +399,36 @@ def test_an_evidence_only_change_takes_the_render_step_from_its_entry_and_a_lost
     out = tmp_path / "b" / "site"
     build_site(opts(catalog, evidence, out))
     bundled: list[str] = []
-    real_bundled, real_digest = stages._bundled, render_cache._read_digest
+    real_bundled, real_heads = stages._bundled, Cache.heads
     monkeypatch.setattr(
         stages, "_bundled", lambda c, r, d: bundled.append(r.name) or real_bundled(c, r, d)
     )
-    digests_read: list[str] = []
-    monkeypatch.setattr(
-        render_cache,
-        "_read_digest",
-        lambda p, k: digests_read.append(p.name) or real_digest(p, k),
-    )
+    heads: list[str] = []
+
+    def counting(self: Cache, stage: str, keys: Sequence[str], fp: str) -> Any:
+        heads.extend(keys)
+        return real_heads(self, stage, keys, fp)
+
+    monkeypatch.setattr(Cache, "heads", counting)
     shutil.move(tmp_path / "held.sigstore.json", held)  # a lab adds one run
     build_site(opts(catalog, evidence, out))
-    assert bundled == [] and digests_read == []
+    assert bundled == [] and heads == []
     assert len(_entries(out.parent / ".cache", stages.RENDER_STAGE)) == 1
 
-    archives = sorted((out.parent / ".cache" / "bundles").glob("*.tar.gz"))
+    store = Cache(out.parent / ".cache")
+    archives = store.keys(render_cache.ARCHIVE_STAGE)
     assert archives
     lost = archives[0]
-    lost.unlink()
+    store.sweep(render_cache.ARCHIVE_STAGE, archives[1:])
+    store.close()
     shutil.rmtree(out)  # no previous tree to link the lost archive's download from
+    read = _archives_read(monkeypatch)
     build_site(opts(catalog, evidence, out))
-    # the step was made again: every recipe bundled, every other archive known by its digest.
-    # The digest is the archive's seal, so it is read again where the bytes are: by
-    # `SealedArchive.content` when an archive is published anew (the tree was removed). The
-    # lost one's is read once, by `sealed_archive` finding no entry: its worker renders it
-    # without looking again (`cached_archive(looked=True)`).
-    assert len(bundled) > 0 and len(digests_read) == 2 * len(archives) - 1
-    assert digests_read.count(lost.name) == 1
-    assert lost.is_file()
+    # the step was made again: every recipe bundled, every archive's header asked for once
+    # (the lost one's not found: rendered), every other one's bytes read once, when published
+    assert len(bundled) > 0 and sorted(heads) == archives
+    assert sorted(read) == archives[1:] and lost not in read  # the lost one: rendered here
+    assert Cache(out.parent / ".cache").keys(render_cache.ARCHIVE_STAGE) == archives
     assert len(_entries(out.parent / ".cache", stages.RENDER_STAGE)) == 1
     assert digests(out) == fresh
 

@@ -34,6 +34,7 @@ Python pickles, and are unpickled only after the HMAC matched.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import hashlib
 import hmac
@@ -293,6 +294,7 @@ LARGE_BYTES = 8 * 2**20
 # (`Cache.keep_read`): the evidence tree of 1,000 x 20,000 is 278 MB.
 READS_HELD = 512 * 2**20
 _BATCH = 500  # keys per query (below SQLite's bound on a statement's parameters)
+_HEAD_BYTES = 1024  # an entry's header lies within its first bytes (`Cache.heads`)
 _COMPACT_BYTES = 10 * 2**20  # free pages worth a rewrite
 # The page size of a new store (SQLite's default is 4 KiB). Entries are large (a page's Markdown
 # and data blocks, tens of KB; the engine's output, MBs): at 4 KiB each is a chain of overflow
@@ -760,6 +762,15 @@ class Cache:
             return [(k, False) for k in keys]
         if sweep:
             self._served.setdefault(stage, set()).update(keys)
+        held = self.held(stage, keys)
+        return [(k, k in held) for k in keys]
+
+    def held(self, stage: str, keys: Sequence[str]) -> set[str]:
+        """Which of `keys` (keys as given, not derived from parts) the store holds an entry of
+        `stage` under, from the store's index alone (no entry read or checked: a bad one is
+        found when it is read)."""
+        if not self.enabled or not keys:
+            return set()
         db = self._store_db()
         held: set[str] = set()
         unique = sorted(set(keys))
@@ -770,7 +781,53 @@ class Cache:
                 f"SELECT key FROM entries WHERE stage = ? AND key IN ({marks})", (stage, *chunk)
             )
             held.update(k for (k,) in rows)
-        return [(k, k in held) for k in keys]
+        return held
+
+    def heads(
+        self, stage: str, keys: Sequence[str], fingerprint_: str
+    ) -> dict[str, tuple[str, int]]:
+        """The payload's sha256 and size of each authenticated entry under `keys` (as given)
+        the store holds, read from its header alone: the header is this machine's for its key,
+        stage and fingerprint (its MAC checked), the payload is not read. Reading it (`get`,
+        authenticated) checks it against that sha256; an entry whose header is not this
+        machine's is left out, as if absent (it is replaced when its value is stored again)."""
+        if not self.enabled or not keys:
+            return {}
+        db = self._store_db()
+        out: dict[str, tuple[str, int]] = {}
+        unique = sorted(set(keys))
+        for i in range(0, len(unique), _BATCH):
+            chunk = unique[i : i + _BATCH]
+            marks = ",".join("?" * len(chunk))
+            rows = db.execute(
+                f"SELECT key, substr(data, 1, {_HEAD_BYTES}), length(data) FROM entries "
+                f"WHERE stage = ? AND key IN ({marks})",
+                (stage, *chunk),
+            )
+            for key, head, length in rows:
+                known = self._head(bytes(head), stage, key, fingerprint_)
+                if known is not None:
+                    out[key] = (known[0], length - known[1])
+        return out
+
+    def _head(self, head: bytes, stage: str, key: str, fingerprint_: str) -> tuple[str, int] | None:
+        """(payload sha256, offset of the payload) of an authenticated entry starting with
+        `head`, when its header is the one `_entry` writes for this key, stage and fingerprint
+        under this machine's MAC; else None."""
+        end = head.find(b"\n", len(MAGIC))
+        if not head.startswith(MAGIC) or end < 0:
+            return None
+        try:
+            sha = json.loads(head[len(MAGIC) : end]).get("sha256")
+        except (ValueError, AttributeError):
+            return None
+        if not isinstance(sha, str):
+            return None
+        bare = _header_bytes(key, stage, fingerprint_, sha)
+        expected = _header_bytes(key, stage, fingerprint_, sha, self._mac(bare))
+        if not hmac.compare_digest(head[len(MAGIC) : end], expected):
+            return None
+        return sha, end + 1
 
     def derive(self, stage: str, key_parts: Sequence[Sequence[str | bytes]]) -> DerivedKeys:
         """The key `get_or_make_many` gives each of `key_parts`, derived once: for a caller that
@@ -864,6 +921,10 @@ class Cache:
 
 
 LEGACY_KEPT = frozenset({"bundles", "timeline"})  # directories of `.cache/` still in use
+# the render cache's directory before its archives moved into the store (issue 29, fifteenth
+# round): `<64 hex>-<name>.tar.gz` archives and their `.digest` (earlier `.hmac`, `.sha256`)
+OLD_ARCHIVES = "bundles"
+_OLD_ARCHIVE_ENDS = (".tar.gz", ".tar.gz.digest", ".tar.gz.hmac", ".tar.gz.sha256")
 _HEX = frozenset("0123456789abcdef")
 PROGRESS = logging.getLogger("aicr_catalog.build")
 
@@ -883,6 +944,19 @@ def _legacy_layout(directory: Path) -> bool:
     return True
 
 
+def _old_archives(directory: Path) -> bool:
+    """`directory` holds nothing but the render cache's files before the store: archives
+    named by their render key (`<64 hex>-<name>.tar.gz`) and their seals."""
+    file_kind = safeio.Kind.FILE
+    return all(
+        kind is file_kind
+        and name[64:65] == "-"
+        and _hexes(name[:64])
+        and name.endswith(_OLD_ARCHIVE_ENDS)
+        for name, _, kind in safeio.scan(directory)
+    )
+
+
 def _hexes(name: str) -> bool:
     return set(name) <= _HEX
 
@@ -891,14 +965,16 @@ def remove_legacy_dirs(root: Path) -> tuple[str, ...]:
     """Remove the per-stage entry directories (`.cache/<stage>/<2 hex>/<64 hex>`) that builds
     made before every entry moved into `store.sqlite3`: nothing reads them any more, and they
     held tens of thousands of pickles. Only a directory in exactly that layout is removed
-    (`bundles/` and `timeline/` are in use and never touched); one line says so. Returns the
-    names removed."""
+    (`timeline/` is in use and never touched), and the render cache's directory of archives
+    (`bundles/`) when it holds nothing but them (`_old_archives`); one line says so. Returns
+    the names removed."""
     if not safeio.is_dir(root):
         return ()
     dirs = [e.name for e in safeio.listdir(root) if e.kind is safeio.Kind.DIR]
     gone = []
     for name in dirs:
-        if name not in LEGACY_KEPT and _legacy_layout(root / name):
+        old = _old_archives if name == OLD_ARCHIVES else _legacy_layout
+        if (name not in LEGACY_KEPT or name == OLD_ARCHIVES) and old(root / name):
             discard(root / name)
             gone.append(name)
     if gone:
@@ -953,14 +1029,36 @@ def _first(item: tuple[str, bytes]) -> str:
 
 @contextlib.contextmanager
 def _transaction(db: sqlite3.Connection) -> Iterator[None]:
-    """One write transaction: all of it, or (on any error) none of it."""
+    """One write transaction: all of it, or (on any error) none of it. SQLite's failure to
+    write the store (the disk full, a file size limit, an I/O error) comes out as the OSError
+    it is (`_write_failure`), which every command reports in one line, the store named."""
     db.execute("BEGIN IMMEDIATE")
     try:
         yield
-    except BaseException:
-        db.execute("ROLLBACK")
+        db.execute("COMMIT")
+    except BaseException as e:
+        if db.in_transaction:  # (SQLite rolled back itself after some failures)
+            db.execute("ROLLBACK")
+        failed = _write_failure(db, e)
+        if failed is not None:
+            raise failed from e
         raise
-    db.execute("COMMIT")
+
+
+_SQLITE_IOERR, _SQLITE_FULL = 10, 13  # SQLite's primary result codes
+
+
+def _write_failure(db: sqlite3.Connection, e: BaseException) -> OSError | None:
+    """The OSError a failed write of the store is (SQLITE_FULL: ENOSPC; SQLITE_IOERR and its
+    extended codes: EIO), naming the store's file; None for any other error."""
+    if not isinstance(e, sqlite3.OperationalError):
+        return None
+    code = getattr(e, "sqlite_errorcode", 0) & 0xFF
+    if code not in (_SQLITE_IOERR, _SQLITE_FULL):
+        return None
+    files = [row[2] for row in db.execute("PRAGMA database_list") if row[1] == "main"]
+    number = errno.ENOSPC if code == _SQLITE_FULL else errno.EIO
+    return OSError(number, f"the build cache's store was not written ({e})", *files[:1])
 
 
 def _header_bytes(

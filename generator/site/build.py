@@ -178,11 +178,11 @@ def render_step(
         )
     # read only when the bundles are made (a memoized step taken from the memo reads none)
     results = LeafResults(outcome.resolved.by_recipe, tuple(leaf_heads(outcome)))
-    cache_dir = options.cache_dir
-    if memo is not None and memo.cache is not None and outcome.catalog_key and cache_dir:
+    cache = memo.cache if memo is not None else None
+    if memo is not None and cache is not None and outcome.catalog_key:
         downloads, refusals, reused = stages.render_memoized(
             memo, outcome.catalog_key, outcome.catalog, results, options.deployers, epoch,
-            cache_dir, options.jobs,
+            options.jobs,
         )  # fmt: skip
         if reused:
             PROGRESS.info("bundles unchanged since the last build: rendered then")
@@ -197,7 +197,7 @@ def render_step(
         "render bundles: %d recipe × profile × %d deployers", len(results), len(options.deployers)
     )
     return stages.render_bundles(
-        outcome.catalog, results, options.deployers, epoch, options.cache_dir, jobs=options.jobs
+        outcome.catalog, results, options.deployers, epoch, cache, jobs=options.jobs
     )
 
 
@@ -1032,7 +1032,7 @@ def _signed(run: RunFacts) -> bool:
 
 def _archives(downloads: Sequence[Download]) -> Iterator[tuple[str, bytes | Derived]]:
     for d in downloads:
-        # the bytes are read (from the render cache) only if not linked
+        # the bytes are read (from the build cache's store) only if not linked
         yield d.file, Derived(f"archive\0{d.sha256}", functools.partial(_content, d))
 
 

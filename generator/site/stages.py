@@ -15,16 +15,15 @@ import hashlib
 import json
 import os
 import pickle
-import stat
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from generator.core import safeio
-from generator.core.cache import Cache
+from generator.core.cache import Cache, DerivedKeys
 from generator.core.errors import CatalogError, Diagnostic, LoadError, RenderError
-from generator.core.memo import PATH_ONLY, Memo
+from generator.core.memo import Memo
 from generator.core.records import DEFAULT_PROFILE, Catalog, Consensus, Override, RecipeResult
 from generator.evidence.model import Evidence, FoundFile
 from generator.evidence.view import (
@@ -149,18 +148,15 @@ _PARALLEL_RENDER = 24  # archives to build before a process pool pays for itself
 
 
 def _render_one(
-    job: tuple[RecipeResult, str, Mapping[str, bytes], int, Path | None],
+    job: tuple[RecipeResult, str, Mapping[str, bytes], int],
 ) -> tuple[bytes | None, str, tuple[Diagnostic, ...]]:
-    """One archive (in a worker process): (bytes, "", ()) or (None, message, diagnostics)."""
-    from generator.render.cache import cached_archive
+    """One archive (in a worker process): (bytes, "", ()) or (None, message, diagnostics).
+    The build's process stores it (`_render`): a worker writes nothing."""
+    from generator.render.cache import render_archive
 
-    result, deployer, manifests, epoch, cache_dir = job
+    result, deployer, manifests, epoch = job
     try:
-        # `_missing` found no sealed entry for it: the cache is not asked again
-        made = cached_archive(
-            result, deployer, manifests, cache_dir=cache_dir, mtime=epoch, looked=True
-        )
-        return made, "", ()
+        return render_archive(result, deployer, manifests, mtime=epoch), "", ()
     except CatalogError as e:
         return None, e.message, e.diagnostics
 
@@ -205,7 +201,7 @@ def render_bundles(
     results: Sequence[RecipeResult],
     deployers: Sequence[str],
     epoch: int = 0,
-    cache_dir: Path | None = None,
+    cache: Cache | None = None,
     jobs: int | None = None,
 ) -> tuple[dict[Key, tuple[Download, ...]], dict[Key, tuple[Refusal, ...]], StageNote | None]:
     """Every leaf × profile × deployer as a reproducible archive (mtime = SOURCE_DATE_EPOCH),
@@ -213,21 +209,15 @@ def render_bundles(
     goes through the command's own path (`generator.render.bundled`); where the command refuses
     it, a refusal per deployer instead of an archive.
 
-    With `cache_dir`, an archive whose inputs (recipe digest, deployer, renderer) are unchanged
-    is read from the render stage's content-addressed cache instead of being rendered again.
-    Archives not in the cache are rendered on every core (`jobs`, default all).
+    With `cache`, an archive whose inputs (recipe digest, deployer, renderer) are unchanged
+    is taken from the build cache's store (`generator.render.cache`) instead of being rendered
+    again. Archives not in the cache are rendered on every core (`jobs`, default all).
     """
-    downloads, refused, _ = _render(catalog, results, deployers, epoch, cache_dir, jobs)
+    downloads, refused, _ = _render(catalog, results, deployers, epoch, cache, jobs)
     return downloads, refused, None
 
 
-Entries = dict[tuple[Key, str], tuple[str, str]]  # (key, deployer) -> (cache entry, render key)
-ARCHIVES = "bundle-archives"  # the render cache's archives, as `Cache.kept` records them
-
-
-def _alone(used: set[str]) -> set[str]:
-    """Keep what this build used (a build without a build cache knows of no other)."""
-    return used
+Job = tuple[RecipeResult, str, Mapping[str, bytes], int]  # a render worker's archive to make
 
 
 def _render(
@@ -235,88 +225,108 @@ def _render(
     results: Sequence[RecipeResult],
     deployers: Sequence[str],
     epoch: int,
-    cache_dir: Path | None,
+    cache: Cache | None,
     jobs: int | None,
-    kept: Callable[[set[str]], set[str]] = _alone,
-) -> tuple[dict[Key, tuple[Download, ...]], dict[Key, tuple[Refusal, ...]], Entries]:
-    """`render_bundles`, and the render cache's entry (file name and render key) of each
-    archive ({} without a cache). The render cache is then swept down to what `kept` gives
-    for the archives used (the build cache's `Cache.kept`: theirs and other outputs')."""
+) -> tuple[dict[Key, tuple[Download, ...]], dict[Key, tuple[Refusal, ...]], dict[str, str]]:
+    """`render_bundles`, and the render key of each archive, by its file in the site ({}
+    without a cache). The archives rendered are stored in `cache`, and every archive's entry
+    counts as served for the sweep at the cache's `finish` (the stage's entries no build of
+    any output uses are deleted then)."""
     problems: list[Diagnostic] = []
     refused: dict[Key, tuple[Refusal, ...]] = {}
-    # archives the cache held (known by their sealed digests), and those rendered here
-    made: dict[tuple[Key, str], bytes | SealedArchive] = {}
-    work: list[tuple[RecipeResult, str, Mapping[str, bytes], int, Path | None]] = []
     pairs: list[tuple[RecipeResult, str]] = []  # every archive, in the order shown
     for result in results:
         try:
             bundled, refusals = _bundled(catalog, result, deployers)
-            if bundled is None:
-                refused[(result.name, result.scale_profile)] = refusals
-                continue
-            work.extend(_missing(catalog, bundled, deployers, epoch, cache_dir, made))
         except CatalogError as e:
             problems.extend(e.diagnostics)
             continue
-        pairs.extend((bundled, d) for d in deployers)
-    for (result, deployer, _, _, _), (data, message, diags) in zip(
+        if bundled is None:
+            refused[(result.name, result.scale_profile)] = refusals
+        else:
+            pairs.extend((bundled, d) for d in deployers)
+    keys = _render_keys(pairs, epoch) if cache is not None else {}
+    # archives the cache holds (known by their sealed headers), and those rendered here
+    made, work = _held(catalog, pairs, keys, epoch, cache, problems)
+    rendered: list[tuple[str, bytes]] = []
+    for (result, deployer, _, _), (data, message, diags) in zip(
         work, _render_all(work, jobs), strict=True
     ):
         if data is None:
             problems.extend(diags or (Diagnostic(result.name, 0, 0, "$", message, "render"),))
-        else:
-            made[((result.name, result.scale_profile), deployer)] = data
+            continue
+        made[((result.name, result.scale_profile), deployer)] = data
+        if cache is not None:
+            rendered.append((keys[((result.name, result.scale_profile), deployer)], data))
     if problems:
         raise RenderError("some bundles could not be rendered", problems)
     out: dict[Key, list[Download]] = {(r.name, r.scale_profile): [] for r in results}
+    by_file: dict[str, str] = {}
     for result, deployer in pairs:
         key = (result.name, result.scale_profile)
-        out[key].append(_download(result, deployer, made[(key, deployer)]))
-    entries: Entries = {}
-    if cache_dir is not None:  # keep the archives of this build only
-        from generator.render import GitOpsTarget
-        from generator.render.cache import entry_and_key, sweep
+        download = _download(result, deployer, made[(key, deployer)])
+        out[key].append(download)
+        if cache is not None:
+            by_file[download.file] = keys[(key, deployer)]
+    if cache is not None:
+        from generator.render.cache import ARCHIVE_STAGE, store_archives
 
-        target = GitOpsTarget()
-        for r, d in pairs:
-            entries[((r.name, r.scale_profile), d)] = entry_and_key(r, d, target, epoch)
-        sweep(cache_dir, kept({name for name, _ in entries.values()}))
-    return {k: tuple(v) for k, v in out.items()}, refused, entries
+        store_archives(cache, rendered)
+        cache.serve(DerivedKeys(ARCHIVE_STAGE, tuple(keys.values())))
+    return {k: tuple(v) for k, v in out.items()}, refused, by_file
 
 
-def _missing(
+def _render_keys(
+    pairs: Sequence[tuple[RecipeResult, str]], epoch: int
+) -> dict[tuple[Key, str], str]:
+    """The render key of each archive of `pairs` (`render.cache.render_key`)."""
+    from generator.render import GitOpsTarget
+    from generator.render.cache import render_key
+
+    target = GitOpsTarget()
+    return {((r.name, r.scale_profile), d): render_key(r, d, target, epoch) for r, d in pairs}
+
+
+def _held(
     catalog: Catalog,
-    bundled: RecipeResult,
-    deployers: Sequence[str],
+    pairs: Sequence[tuple[RecipeResult, str]],
+    keys: Mapping[tuple[Key, str], str],
     epoch: int,
-    cache_dir: Path | None,
-    made: dict[tuple[Key, str], bytes | SealedArchive],
-) -> list[tuple[RecipeResult, str, Mapping[str, bytes], int, Path | None]]:
-    """The archives of `bundled` the cache does not hold, as render jobs (its manifests read
-    only then); those it holds go into `made` by their sealed digests, their bytes not read
-    (`render.cache.sealed_archive`: read when published anew, rendered again if then gone)."""
+    cache: Cache | None,
+    problems: list[Diagnostic],
+) -> tuple[dict[tuple[Key, str], bytes | SealedArchive], list[Job]]:
+    """The archives of `pairs` the cache holds, by their sealed headers (their bytes not read:
+    `SealedArchive.content` reads them when they are published anew, or renders them again if
+    then gone), and the others as render jobs (a recipe's manifests read only then, once)."""
     from generator.catalog.manifests import read_manifests
-    from generator.render.cache import sealed_archive
+    from generator.render.cache import held_archives
 
-    key = (bundled.name, bundled.scale_profile)
-    todo = []
-    for d in deployers:
-        stored = None
-        if cache_dir is not None:
-            again = functools.partial(_render_again, catalog, bundled, d, epoch, cache_dir)
-            stored = sealed_archive(bundled, d, again, cache_dir=cache_dir, mtime=epoch)
-        if stored is None:
-            todo.append(d)
-        else:
-            made[(key, d)] = stored
-    if not todo:
-        return []
-    manifests = read_manifests(catalog, bundled)
-    return [(bundled, d, manifests, epoch, cache_dir) for d in todo]
+    held = held_archives(cache, list(keys.values())) if cache is not None else {}
+    made: dict[tuple[Key, str], bytes | SealedArchive] = {}
+    work: list[Job] = []
+    manifests: dict[Key, Mapping[str, bytes] | None] = {}
+    for bundled, d in pairs:
+        key = (bundled.name, bundled.scale_profile)
+        rkey = keys.get((key, d), "")
+        if cache is not None and rkey in held:
+            sha, size = held[rkey]
+            again = functools.partial(_render_again, catalog, bundled, d, epoch, cache)
+            made[(key, d)] = SealedArchive(sha, size, rkey, cache, again)
+            continue
+        if key not in manifests:
+            try:
+                manifests[key] = read_manifests(catalog, bundled)
+            except CatalogError as e:  # reported once; none of its archives is rendered
+                problems.extend(e.diagnostics)
+                manifests[key] = None
+        got = manifests[key]
+        if got is not None:
+            work.append((bundled, d, got, epoch))
+    return made, work
 
 
 def _render_all(
-    work: list[tuple[RecipeResult, str, Mapping[str, bytes], int, Path | None]], jobs: int | None
+    work: list[Job], jobs: int | None
 ) -> list[tuple[bytes | None, str, tuple[Diagnostic, ...]]]:
     workers = min(jobs or os.cpu_count() or 1, len(work))
     if len(work) < _PARALLEL_RENDER:
@@ -326,14 +336,15 @@ def _render_all(
 
 
 def _render_again(
-    catalog: Catalog, bundled: RecipeResult, deployer: str, epoch: int, cache_dir: Path
+    catalog: Catalog, bundled: RecipeResult, deployer: str, epoch: int, cache: Cache
 ) -> bytes:
-    """An archive whose cache entry was known by its digest but no longer holds its bytes."""
+    """An archive whose cache entry was known by its header but no longer holds its bytes:
+    rendered again, and stored."""
     from generator.catalog.manifests import read_manifests
     from generator.render.cache import cached_archive
 
     manifests = read_manifests(catalog, bundled)
-    return cached_archive(bundled, deployer, manifests, cache_dir=cache_dir, mtime=epoch)
+    return cached_archive(bundled, deployer, manifests, cache=cache, mtime=epoch)
 
 
 def _download(result: RecipeResult, deployer: str, body: bytes | SealedArchive) -> Download:
@@ -365,21 +376,20 @@ RENDER_CODE = ("render", "fast", "catalog", "site/stages.py", "site/model.py")
 class RenderInput:
     """The render step's record: the catalog and its resolved recipes as the catalog stage's
     derived key (`Outcome.catalog_key`: the results, and so the leaves, are a function of it),
-    the deployers, the archives' mtime, the renderer (its source, templates and rules), and the
-    render cache the archives are kept in (by its path: its entries are checked by a stat when
-    the step's result is taken, `usable`)."""
+    the deployers, the archives' mtime and the renderer (its source, templates and rules). The
+    archives are entries of the memo's own store (`render.cache`): each is checked to be there
+    when the step's result is taken (`usable`)."""
 
     catalog: str
     deployers: tuple[str, ...]
     epoch: int
     renderer: str
-    cache_dir: Path = field(metadata=PATH_ONLY)
 
 
 @dataclass(frozen=True, slots=True)
 class SealedDownload:
     """One archive of the render step's result as the memo keeps it: its download record
-    without the bytes, and the render cache's entry that holds them (file name, render key)."""
+    without the bytes, and its render key (its entry in the store that holds them)."""
 
     recipe: str
     profile: str
@@ -387,7 +397,6 @@ class SealedDownload:
     file: str
     sha256: str
     size: int
-    entry: str
     key: str
 
     def __reduce__(self) -> tuple[type[SealedDownload], tuple[Any, ...]]:
@@ -411,58 +420,53 @@ def render_memoized(
     results: Sequence[RecipeResult],
     deployers: Sequence[str],
     epoch: int,
-    cache_dir: Path,
     jobs: int | None = None,
 ) -> tuple[dict[Key, tuple[Download, ...]], dict[Key, tuple[Refusal, ...]], bool]:
     """`render_bundles` as one memo entry (`RenderInput`): a build whose catalog, deployers,
     epoch and renderer are those of the entry (an evidence-only change) takes the archives'
-    sealed digests from it, without bundling a recipe or reading one digest file (1,600
+    sealed digests from it, without bundling a recipe or reading one archive's entry (1,600
     archives at 200 × 4,000, one evidence file removed: the step 0.37 → 0.05 s CPU, collector
     paused, median of three; the reference is `render_bundles`, which a miss runs). Each
-    archive is still checked on disk by a stat (a regular file of its sealed size, as
-    `render.cache` checks it beside its digest): when one is gone or damaged, the step is made
-    again (the others come from the render cache) and stored over the entry. Returns the
-    downloads, the refusals and whether the entry was taken."""
-    from generator.render.cache import renderer_fingerprint, sweep
+    archive's entry is still looked up in the store's index (`Cache.held`): when one is gone,
+    the step is made again (the others come from the store) and stored over the entry. Returns
+    the downloads, the refusals and whether the entry was taken."""
+    from generator.render.cache import ARCHIVE_STAGE, renderer_fingerprint
 
-    record = RenderInput(catalog_key, tuple(deployers), epoch, renderer_fingerprint(), cache_dir)
+    record = RenderInput(catalog_key, tuple(deployers), epoch, renderer_fingerprint())
     cache = memo.cache
-    kept = _alone if cache is None else functools.partial(cache.kept, ARCHIVES)
     live: tuple[dict[Key, tuple[Download, ...]], dict[Key, tuple[Refusal, ...]]] | None = None
 
     def make() -> RenderedBundles:
         nonlocal live
-        downloads, refused, entries = _render(
-            catalog, results, deployers, epoch, cache_dir, jobs, kept
-        )
+        downloads, refused, keys = _render(catalog, results, deployers, epoch, cache, jobs)
         live = downloads, refused
-        return _sealed(downloads, refused, entries)
+        return _sealed(downloads, refused, keys)
 
     def usable(stored: RenderedBundles) -> bool:
-        return _all_on_disk(cache_dir, stored.downloads)
+        keys = {d.key for d in stored.downloads}
+        return cache is not None and cache.held(ARCHIVE_STAGE, sorted(keys)) == keys
 
     stored, _ = memo.stage_and_key(RENDER_STAGE, RENDER_CODE, record, make, usable=usable)
     if live is not None:
         return *live, False
-    sweep(cache_dir, kept({d.entry for d in stored.downloads}))  # this build's, and others'
-    return (
-        _unsealed(stored, catalog, results, deployers, epoch, cache_dir),
-        dict(stored.refusals),
-        True,
-    )
+    if cache is None:  # pragma: no cover - `usable` takes no entry without a store
+        raise AssertionError("a render step taken from a memo without a store")
+    cache.serve(DerivedKeys(ARCHIVE_STAGE, tuple(d.key for d in stored.downloads)))
+    return _unsealed(stored, catalog, results, deployers, epoch, cache), dict(stored.refusals), True
 
 
 def _sealed(
     downloads: Mapping[Key, tuple[Download, ...]],
     refused: Mapping[Key, tuple[Refusal, ...]],
-    entries: Entries,
+    keys: Mapping[str, str],
 ) -> RenderedBundles:
     sealed = []
     for (recipe, profile), ds in downloads.items():
         for d in ds:
-            entry, rkey = entries[((recipe, profile), d.deployer)]
             sealed.append(
-                SealedDownload(recipe, profile, d.deployer, d.file, d.sha256, d.size, entry, rkey)
+                SealedDownload(
+                    recipe, profile, d.deployer, d.file, d.sha256, d.size, keys.get(d.file, "")
+                )
             )
     return RenderedBundles(tuple(downloads), tuple(sealed), tuple(refused.items()))
 
@@ -473,7 +477,7 @@ def _unsealed(
     results: Sequence[RecipeResult],
     deployers: Sequence[str],
     epoch: int,
-    cache_dir: Path,
+    cache: Cache,
 ) -> dict[Key, tuple[Download, ...]]:
     """The downloads of a stored render step, each known by its sealed digest; should an
     archive's bytes be gone when it is published, its recipe is bundled and rendered again
@@ -490,9 +494,9 @@ def _unsealed(
             d.deployer,
             tuple(deployers),
             epoch,
-            cache_dir,
+            cache,
         )
-        body = SealedArchive(d.sha256, d.size, cache_dir / d.entry, d.key, cache_dir, again)
+        body = SealedArchive(d.sha256, d.size, d.key, cache, again)
         out[key].append(Download(d.deployer, d.profile, d.file, d.sha256, d.size, body))
     return {k: tuple(v) for k, v in out.items()}
 
@@ -519,31 +523,14 @@ def _bundle_again(
     deployer: str,
     deployers: tuple[str, ...],
     epoch: int,
-    cache_dir: Path,
+    cache: Cache,
 ) -> bytes:
-    """An archive of a stored render step whose cache entry no longer holds its bytes."""
+    """An archive of a stored render step whose entry no longer holds its bytes."""
     result = result_of()
     bundled, _ = _bundled(catalog, result, deployers)
     if bundled is None:  # the step was stored with an archive for it: the same inputs
         raise AssertionError(f"{result.name}: refused now, rendered when the step was stored")
-    return _render_again(catalog, bundled, deployer, epoch, cache_dir)
-
-
-def _all_on_disk(cache_dir: Path, downloads: Sequence[SealedDownload]) -> bool:
-    """Every archive of `downloads` is a regular file of its sealed size in `cache_dir` (a
-    stat each: its bytes are checked against its seal when they are read,
-    `SealedArchive.content`). The paths are joined as strings, not `Path`s: 16,000 archives
-    stat-ed, 0.081-0.086 -> 0.041-0.042 CPU-s (best of three each, one process)."""
-    prefix = os.path.join(os.fspath(cache_dir), "")
-    lstat, regular = safeio.lstat, stat.S_ISREG
-    for d in downloads:
-        try:
-            st = lstat(prefix + d.entry)
-        except OSError:
-            return False
-        if not regular(st.st_mode) or st.st_size != d.size:
-            return False
-    return True
+    return _render_again(catalog, bundled, deployer, epoch, cache)
 
 
 # --- verify: the raw files the site publishes ----------------------------------------------------
