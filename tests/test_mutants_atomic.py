@@ -8,13 +8,11 @@ untouched.
 
 from __future__ import annotations
 
-import errno
 import io
-import itertools
 import os
 import stat
 import tarfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -575,132 +573,3 @@ def test_create_once_never_follows_a_link_swapped_in_for_its_temporary(
     entry = tmp_path / "entry"
     assert entry.is_symlink()
     assert entry.lstat().st_ino != secret.stat().st_ino
-
-
-# --- write_atomic_group: several files of one directory, the directory opened once -----------
-
-
-def _tree(root: Path) -> dict[str, tuple[bytes | None, int]]:
-    """Every entry below `root`: file bytes (None for a directory or link) and mode."""
-    out: dict[str, tuple[bytes | None, int]] = {}
-    for path in sorted(root.rglob("*")):
-        st = path.lstat()
-        data = path.read_bytes() if stat.S_ISREG(st.st_mode) else None
-        out[str(path.relative_to(root))] = (data, stat.S_IMODE(st.st_mode))
-    return out
-
-
-def test_a_group_writes_what_its_write_atomic_calls_write(tmp_path: Path) -> None:
-    """The reference: one `write_atomic(directory / name, data, root=root)` a file."""
-    files = [("a.tar.gz", b"archive"), ("a.tar.gz.hmac", b"seal"), ("a.tar.gz.digest", b"d\n")]
-    for case in ("missing", "there"):  # the directory made by the write, or replaced into
-        ref, new = tmp_path / case / "ref", tmp_path / case / "new"
-        for root in (ref, new):
-            if case == "there":
-                (root / "c").mkdir(parents=True)
-                (root / "c" / "a.tar.gz").write_bytes(b"old")
-        for name, data in files:
-            write_atomic(ref / "c" / name, data, root=ref)
-        atomic.write_atomic_group(new / "c", files, root=new)
-        assert _tree(new) == _tree(ref)
-        assert _tree(new)["c/a.tar.gz"][0] == b"archive"
-    atomic.write_atomic_group(tmp_path / "none", [], root=tmp_path)  # nothing: nothing made
-    assert not (tmp_path / "none").exists()
-
-
-def test_a_group_refuses_what_write_atomic_refuses(tmp_path: Path) -> None:
-    root, outside = tmp_path / "root", tmp_path / "outside"
-    outside.mkdir()
-    root.mkdir()
-    (root / "a").symlink_to(outside)
-    with pytest.raises(Refusal) as e:  # a link on the way
-        atomic.write_atomic_group(root / "a", [("x", b"x")], root=root)
-    assert e.value.rule == atomic.WRITE_LINK and list(outside.iterdir()) == []
-    (outside / "victim").write_text("precious\n")
-    (root / "d").mkdir()
-    (root / "d" / "link").symlink_to(outside / "victim")
-    with pytest.raises(Refusal) as e:  # a link at a target: the files before it are written
-        atomic.write_atomic_group(root / "d", [("first", b"1"), ("link", b"x")], root=root)
-    assert e.value.rule == atomic.WRITE_LINK
-    assert (root / "d" / "first").read_bytes() == b"1"
-    assert (outside / "victim").read_text() == "precious\n"
-    assert sorted(p.name for p in (root / "d").iterdir()) == ["first", "link"]  # no temporary
-    for bad in ("", ".", "..", "x/y"):
-        with pytest.raises(Refusal, match="is not a file name"):
-            atomic.write_atomic_group(root / "d", [(bad, b"x")], root=root)
-    with pytest.raises(Refusal, match="lies outside"):
-        atomic.write_atomic_group(outside, [("x", b"x")], root=root)
-
-
-# --- write_new_group: a new file written under its name, an existing one as the group does ----
-
-
-def _plant(d: Path, name: str, state: str, outside: Path) -> None:
-    if state == "file":
-        (d / name).write_bytes(b"old")
-    elif state == "link":
-        (d / name).symlink_to(outside / "victim")
-    elif state == "dangling":
-        (d / name).symlink_to(outside / "nothing")
-    elif state == "dir":
-        (d / name).mkdir()
-
-
-def _outcome(
-    write: Callable[..., None], directory: Path, files: Any, root: Path | None = None
-) -> tuple[str, str] | None:
-    try:
-        write(directory, files, root=root)
-    except Refusal as e:
-        return e.rule, str(e).replace("/ref/", "/X/").replace("/new/", "/X/")
-    return None
-
-
-def test_write_new_group_writes_and_refuses_what_the_group_does(tmp_path: Path) -> None:
-    """The reference: `write_atomic_group`, into a twin directory planted alike: every
-    combination of (absent, a file, a link, a dangling link, a directory) at two names."""
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "victim").write_text("precious\n")
-    states = ("absent", "file", "link", "dangling", "dir")
-    files = [("a.tar.gz", b"archive" * 100), ("a.tar.gz.digest", b"d\n")]
-    for n, (one, two) in enumerate(itertools.product(states, states)):
-        ref, new = tmp_path / str(n) / "ref", tmp_path / str(n) / "new"
-        for root in (ref, new):
-            (root / "c").mkdir(parents=True)
-            _plant(root / "c", files[0][0], one, outside)
-            _plant(root / "c", files[1][0], two, outside)
-        want = _outcome(atomic.write_atomic_group, ref / "c", files, ref)
-        got = _outcome(atomic.write_new_group, new / "c", files, new)
-        assert got == want, (one, two)
-        assert _tree(new) == _tree(ref), (one, two)
-    assert (outside / "victim").read_text() == "precious\n"
-    for case in ("made", "empty"):
-        ref, new = tmp_path / case / "ref", tmp_path / case / "new"
-        if case == "empty":
-            ref.mkdir(parents=True)
-            new.mkdir(parents=True)
-        atomic.write_atomic_group(ref / "c", files, root=ref)
-        atomic.write_new_group(new / "c", files, root=new)
-        assert _tree(new) == _tree(ref)
-    atomic.write_new_group(tmp_path / "none", [], root=tmp_path)
-    assert not (tmp_path / "none").exists()
-    for bad in ("", ".", "..", "x/y", "x\\y"):
-        want = _outcome(atomic.write_atomic_group, tmp_path / "d", [(bad, b"x")])
-        assert _outcome(atomic.write_new_group, tmp_path / "d", [(bad, b"x")]) == want
-    assert _outcome(atomic.write_new_group, outside, [("x", b"x")], tmp_path / "0")
-    assert not (outside / "x").exists()
-
-
-def test_write_new_group_removes_a_new_file_it_failed_to_write(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    class Full(io.BufferedWriter):
-        def write(self, data: Any) -> int:
-            raise OSError(errno.ENOSPC, "No space left on device")
-
-    real = os.fdopen
-    monkeypatch.setattr(os, "fdopen", lambda fd, *a, **k: Full(real(fd, "wb", buffering=0)))
-    with pytest.raises(OSError, match="No space"):
-        atomic.write_new_group(tmp_path, [("a", b"data")], root=tmp_path)
-    assert list(tmp_path.iterdir()) == []

@@ -17,9 +17,6 @@ as a `Refusal` (a located error, exit 1), never as a write somewhere else:
   bundle), through the same `openat` walk; `append_text` appends to a file the environment
   names (`$GITHUB_STEP_SUMMARY`) without following a link; `extract_tar` unpacks a trusted
   `git archive` into a new directory with tarfile's data filter.
-- `write_new_group` is `write_atomic_group` for files whose reader checks them (the render
-  cache's archive and its sealed digest): a new file is written under its own name, no
-  temporary renamed, so a reader may see it partly written; an existing one is replaced.
 - `make_dirs` creates a directory the tool names (and those above it); `remove` removes one
   file (a link itself, never what it points to). A whole tree goes with `outputs.discard`.
 
@@ -37,7 +34,7 @@ import secrets
 import shutil
 import stat
 import tarfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 
@@ -131,88 +128,6 @@ def write_atomic(
         _replace_in(dir_fd, name, data, mode, path)
     finally:
         os.close(dir_fd)
-
-
-def write_atomic_group(
-    directory: Path | str, files: Sequence[tuple[str, bytes]], *, root: Path | str | None = None
-) -> None:
-    """`write_atomic(directory / name, data, root=root)` for each `(name, data)` of `files`, in
-    order, with the directory opened (and made, when missing) once for all of them instead of
-    once a file: for a few files that belong together (a cached archive, its seal and its
-    digest). Each file is replaced atomically on its own, as `write_atomic` replaces it (a
-    reader sees its old or its new content, not the group at once); a failure leaves the files
-    before it written and those after it untouched. `name` is one path segment.
-
-    Reference: the `write_atomic` calls (tests/test_mutants_atomic.py compares the two).
-    Measured on the render cache's three files an archive (1,600 archives of 10 KB, one
-    process): 65,626 -> 52,826 system calls (a `mkdir`, an `openat` of the directory, its
-    `close` and a `stat` less per file after the first), user CPU 0.15-0.18 -> 0.08-0.15 s;
-    the system time is that of creating the files (the `openat(O_CREAT)` of each temporary,
-    63-148 us each on the loaded machine), which this does not change."""
-    _write_group(directory, files, root, create=False)
-
-
-def write_new_group(
-    directory: Path | str, files: Sequence[tuple[str, bytes]], *, root: Path | str | None = None
-) -> None:
-    """`write_atomic_group(directory, files, root=root)`, with each file that does not exist
-    yet created under its own name and written there (no temporary, no rename); a name that
-    exists already (a file, a link, anything) is replaced or refused as `write_atomic_group`
-    does it. The files, their modes and the refusals are `write_atomic_group`'s
-    (tests/test_mutants_atomic.py compares them).
-
-    What it gives up: while a new file is written, or when the process is killed, a reader
-    may find it partly written. Only for files whose reader checks them before using them:
-    the render cache's archive (taken only when its sealed digest names its sha256 and size)
-    and that digest (taken only when its HMAC is this machine's; written after the archive).
-    A write that fails removes the new file. Measured: the two files of 1,600 archives (10 KB
-    and a line) into a fresh directory, one process, os.times (user + system), rounds
-    interleaved with `write_atomic_group`: on a quiet machine 0.11/0.12/0.11 -> 0.04/0.05/0.04
-    s; under other builds' load 0.88/0.70/0.83/0.64/0.86 -> 0.65/0.74/0.61/0.61/0.62 s."""
-    _write_group(directory, files, root, create=True)
-
-
-def _write_group(
-    directory: Path | str,
-    files: Sequence[tuple[str, bytes]],
-    root: Path | str | None,
-    *,
-    create: bool,
-) -> None:
-    """The files of `write_atomic_group` (`create`: `write_new_group`'s), each name checked
-    first, the directory opened once."""
-    if not files:
-        return
-    for name, _ in files:
-        if name in ("", ".", "..") or "/" in name or "\\" in name:
-            raise Refusal(WRITE_FAILED, "is not a file name", Path(directory) / name)
-    base = Path(directory)
-    dir_fd, _ = _open_parent(base / files[0][0], Path(root) if root is not None else None)
-    try:
-        for name, data in files:
-            if not (create and _create_in(dir_fd, name, data, base / name)):
-                _replace_in(dir_fd, name, data, None, base / name)
-    finally:
-        os.close(dir_fd)
-
-
-def _create_in(dir_fd: int, name: str, data: bytes, path: Path) -> bool:
-    """Create `name` in the open directory `dir_fd` and write `data` into it: False (nothing
-    done) when the name exists, as anything; a failed write removes the file."""
-    try:
-        fd = os.open(name, _NEW_FILE, 0o666, dir_fd=dir_fd)
-    except FileExistsError:
-        return False
-    except OSError as e:
-        raise Refusal(WRITE_FAILED, f"cannot write: {e.strerror}", path) from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(name, dir_fd=dir_fd)
-        raise
-    return True
 
 
 def _replace_in(dir_fd: int, name: str, data: bytes, mode: int | None, path: Path) -> None:

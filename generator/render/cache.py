@@ -21,7 +21,7 @@ are published anew (`SealedArchive.content`).
 Issue 29, fifteenth round: the archives were files of their own in `.cache/bundles/` (the
 archive, and beside it a `.digest` file sealing its sha256 and size), written by the render
 workers: 16,000 files created by a cold build at 1,000 recipes, ~2.4 CPU-s of its samples
-(py-spy, `--jobs 1`: `write_new_group` 2.39, the seals 0.37). Now the workers render, and the
+(py-spy, `--jobs 1`: the files written 2.39, the seals made 0.37). Now the workers render, and the
 build's process stores the archives in its store's transactions, which a cold build writes
 anyway; the directory is no longer made (`core.cache.remove_legacy_dirs` removes it).
 """
