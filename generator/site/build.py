@@ -41,7 +41,7 @@ from generator.core.timeutil import rfc3339
 from generator.evidence.view import EvidenceView, RawFile, RunFacts, by_recipe, facts
 from generator.fast.collector import collector_paused
 from generator.fast.pool import parallel_map
-from generator.pipeline import Inputs, LeafResults, Outcome, ResultHead, run
+from generator.pipeline import Inputs, LeafResults, Outcome, Resolved, ResultHead, run
 from generator.render.bundled import Refusal
 from generator.site import api, badges, changelog, islands, jinja, pages, stages, stamping
 from generator.site.audit import evidence_added, statement_file, vouched_statement
@@ -146,10 +146,11 @@ def leaves(outcome: Outcome) -> dict[str, tuple[RecipeResult, ...]]:
     return {n: rs for n, rs in outcome.resolved.by_recipe.items() if n in names}
 
 
-def leaf_heads(outcome: Outcome) -> dict[str, tuple[ResultHead, ...]]:
+def leaf_heads(outcome: Outcome | Resolved) -> dict[str, tuple[ResultHead, ...]]:
     """`leaves` as the results' heads (`pipeline.ResultHead`): no recipe's results are read."""
-    names = set(outcome.catalog.leaves())
-    return {n: hs for n, hs in outcome.resolved.heads.items() if n in names}
+    resolved = outcome.resolved if isinstance(outcome, Outcome) else outcome
+    names = set(resolved.catalog.leaves())
+    return {n: hs for n, hs in resolved.heads.items() if n in names}
 
 
 def _source(
@@ -159,17 +160,25 @@ def _source(
     return ResultSource(head.digest, lambda: by_recipe[head.name][i])
 
 
-def render_step(
-    outcome: Outcome, options: BuildOptions, epoch: int, memo: Memo | None = None
-) -> tuple[
+Rendered = tuple[
     dict[tuple[str, str], tuple[Download, ...]],
     dict[tuple[str, str], tuple[Refusal, ...]],
     StageNote | None,
-]:
+]
+
+
+def render_step(
+    resolved: Resolved,
+    catalog_key: str,
+    options: BuildOptions,
+    epoch: int,
+    memo: Memo | None = None,
+) -> Rendered:
     """Every leaf × profile × deployer as an archive (or the `bundle` command's refusal),
-    unless bundles were not requested. With a memo and the render cache, the step's result is
-    one memo entry keyed by the catalog stage's key (`stages.render_memoized`): the bundles
-    depend on the catalog and the options, never on the evidence."""
+    unless bundles were not requested. With a memo and its store, the step's result is one
+    memo entry keyed by the catalog stage's key (`stages.render_memoized`): the bundles depend
+    on the catalog and the options, never on the evidence (`gather` has the pipeline run this
+    between its catalog stage and its evidence stages: `pipeline.run`'s `after_catalog`)."""
     if not options.bundles:
         return (
             {},
@@ -177,13 +186,12 @@ def render_step(
             StageNote("render", "bundles were not requested for this build (--no-bundles)."),
         )
     # read only when the bundles are made (a memoized step taken from the memo reads none)
-    results = LeafResults(outcome.resolved.by_recipe, tuple(leaf_heads(outcome)))
+    results = LeafResults(resolved.by_recipe, tuple(leaf_heads(resolved)))
     cache = memo.cache if memo is not None else None
-    if memo is not None and cache is not None and outcome.catalog_key:
+    if memo is not None and cache is not None and catalog_key:
         downloads, refusals, reused = stages.render_memoized(
-            memo, outcome.catalog_key, outcome.catalog, results, options.deployers, epoch,
-            options.jobs,
-        )  # fmt: skip
+            memo, catalog_key, resolved.catalog, results, options.deployers, epoch, options.jobs
+        )
         if reused:
             PROGRESS.info("bundles unchanged since the last build: rendered then")
             return downloads, refusals, None
@@ -197,18 +205,24 @@ def render_step(
         "render bundles: %d recipe × profile × %d deployers", len(results), len(options.deployers)
     )
     return stages.render_bundles(
-        outcome.catalog, results, options.deployers, epoch, cache, jobs=options.jobs
+        resolved.catalog, results, options.deployers, epoch, cache, jobs=options.jobs
     )
 
 
 def gather(options: BuildOptions, epoch: int, memo: Memo | None = None) -> SiteData:
     """The pipeline (`generator.pipeline.run`: load → validate → resolve → verify →
-    aggregate), the bundles, and all of it as the site's records. Raises CatalogError on bad
+    aggregate), the bundles (rendered after resolve, before verify), and all of it as the
+    site's records. Raises CatalogError on bad
     input; a recipe that does not resolve is an error here (the site has a page for it)."""
-    outcome = run(pipeline_inputs(options), memo)
-    if outcome.resolved.failures:
-        raise SiteError("some recipes do not resolve", outcome.resolved.problems)
-    downloads, refusals, render_note = render_step(outcome, options, epoch, memo)
+    made: list[Rendered] = []
+
+    def bundles(resolved: Resolved, catalog_key: str) -> None:
+        if resolved.failures:  # before the evidence is verified: the build stops here
+            raise SiteError("some recipes do not resolve", resolved.problems)
+        made.append(render_step(resolved, catalog_key, options, epoch, memo))
+
+    outcome = run(pipeline_inputs(options), memo, after_catalog=bundles)
+    downloads, refusals, render_note = made[0]
     judged, aggregate_note = stages.judged(
         outcome, options.evidence, memo.cache if memo is not None else None
     )
