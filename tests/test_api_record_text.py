@@ -274,3 +274,25 @@ def test_the_site_fixtures_runs_are_written_as_the_reference() -> None:
     memo = api.RecordMemo()
     for run in _fixed_views() * 2:
         assert api.record_text(run, memo) == api.record_text_reference(run)
+
+
+def test_views_read_from_the_cache_are_written_on_the_fast_path(
+    synthetic_runs: Sequence[EvidenceView], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build that takes a recipe's views from the cache holds their rows as `LazyRows`
+    (`stages.StoredViews`): their records are the reference's text, written without falling
+    back to the reference (which wrote every such record a second time)."""
+    by_recipe: dict[str, list[EvidenceView]] = {}
+    for run in synthetic_runs:
+        by_recipe.setdefault(run.recipe, []).append(run)
+    stored = [v for runs in by_recipe.values() for v in stages.StoredViews.of(runs).views()]
+    assert any(isinstance(v.checks, stages.LazyRows) and v.checks for v in stored)
+    expected = [api.record_text_reference(v) for v in stored]
+
+    def refused(run: EvidenceView) -> str:
+        raise AssertionError(f"{run.id}: written by the reference")
+
+    monkeypatch.setattr(api, "record_text_reference", refused)
+    memo = api.RecordMemo()
+    assert [api.record_text(v, memo) for v in stored] == expected
+    assert len(memo.checks) < len(stored)  # rows shared within a recipe: taken from the memo
