@@ -615,7 +615,7 @@ class _DirFinder:
     def find(self, todo: Sequence[StatGroup]) -> dict[str, DirFound]:
         """Each directory of `todo` found file by file (with its stat memo), its keys derived."""
         names = sorted({g.name for g in todo})
-        told = {name: self._memo(name) for name in names}
+        told = self._memos(names)
         memo = FileMemo({real: fact for facts in told.values() for real, fact in facts.items()})
         entries = tuple(sorted((e for g in todo for e in g.entries), key=lambda e: e.rel))
         part = safeio.Tree(self.tree.root, self.tree.real_root, entries)
@@ -634,9 +634,7 @@ class _DirFinder:
             fact = memo.after.get(f.real)
             if fact is not None:
                 facts.setdefault(name, {})[f.real] = fact
-        for name, now in facts.items():
-            if now != told.get(name):
-                self._keep_memo(name, now)
+        self._keep_memos({name: now for name, now in facts.items() if now != told.get(name)})
         return {name: (tuple(fs), tuple(ks)) for name, (fs, ks) in out.items()}
 
     # The stat memo (`store.FileMemo`) by directory: a directory found file by file reads the
@@ -647,20 +645,34 @@ class _DirFinder:
     def memo_key(self, name: str) -> str:
         return digest(DIRMEMO_STAGE, self.real_top, name)
 
-    def _memo(self, name: str) -> dict[str, list[Any]]:
-        """The facts of directory `name`'s files ({} when none, or not this machine's)."""
-        key, fp = self.memo_key(name), fingerprint(*_MEMO_CODE)
-        raw = self.cache.get(DIRMEMO_STAGE, key, fp, authenticated=True)
-        try:
-            facts = json.loads(raw) if raw is not None else {}
-        except ValueError:
-            facts = {}
-        return facts if isinstance(facts, dict) else {}
+    def _memos(self, names: Sequence[str]) -> dict[str, dict[str, list[Any]]]:
+        """The facts of each directory's files ({} when none, or not this machine's), read in
+        one query per batch of keys (`Cache.get_many`). A cold build finds its 1,000 directories
+        at 1,000 x 20,000 at once: one query and one transaction (`_keep_memos`) instead of one
+        each per directory (1,000 commits: 0.63 s of py-spy samples in `Cache.put`)."""
+        fp = fingerprint(*_MEMO_CODE)
+        keys = {name: self.memo_key(name) for name in names}
+        raws = self.cache.get_many(DIRMEMO_STAGE, list(keys.values()), fp, authenticated=True)
+        out: dict[str, dict[str, list[Any]]] = {}
+        for name, key in keys.items():
+            raw = raws.get(key)
+            try:
+                facts = json.loads(raw) if raw is not None else {}
+            except ValueError:
+                facts = {}
+            out[name] = facts if isinstance(facts, dict) else {}
+        return out
 
-    def _keep_memo(self, name: str, facts: dict[str, list[Any]]) -> None:
-        data = json.dumps(facts, separators=(",", ":"), sort_keys=True, allow_nan=False).encode()
-        key, fp = self.memo_key(name), fingerprint(*_MEMO_CODE)
-        self.cache.put(DIRMEMO_STAGE, key, fp, data, authenticated=True)
+    def _keep_memos(self, changed: Mapping[str, dict[str, list[Any]]]) -> None:
+        """Store the facts of the directories in `changed`, in one transaction."""
+        items = [
+            (
+                self.memo_key(name),
+                json.dumps(facts, separators=(",", ":"), sort_keys=True, allow_nan=False).encode(),
+            )
+            for name, facts in sorted(changed.items())
+        ]
+        self.cache.put_many(DIRMEMO_STAGE, fingerprint(*_MEMO_CODE), items, authenticated=True)
 
 
 # a directory's entry: its files' paths, locations, real paths, real root, sha256s and sizes,
