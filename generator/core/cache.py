@@ -260,8 +260,8 @@ STORE_RULE = "cache.store-not-regular"
 
 
 def refuse_planted(root: Path) -> None:
-    """Refuse a store whose file, or its -journal, -wal or -shm file, is anything but a regular file
-    (a link, a directory, a FIFO): SQLite opens those names itself and follows a link
+    """Refuse a store whose file, or its -journal, -wal or -shm file, is anything but a
+    regular file (a link, a directory, a FIFO): SQLite opens those names itself and follows a link
     (SQLITE_OPEN_NOFOLLOW is not reachable from Python's sqlite3), so a link planted at the
     store's name would have the cache write into whatever it points at. A Refusal (exit 1,
     the file named), never a silent fallback to no cache."""
@@ -423,18 +423,20 @@ class Cache:
             db.execute("DELETE FROM entries WHERE stage = ? AND key = ?", (stage, key))
 
     def _read_many(self, stage: str, keys: Sequence[str]) -> dict[str, bytes]:
+        return {k: bytes(d) for k, d in self._rows_of(stage, keys, "key, data")}
+
+    def _rows_of(self, stage: str, keys: Sequence[str], columns: str) -> Iterator[Any]:
+        """The rows (`columns`, SQL) of the stage's entries under `keys`, one query per batch
+        of `_BATCH` keys, in key order."""
         db = self._store_db()
-        found: dict[str, bytes] = {}
         unique = sorted(set(keys))
         for i in range(0, len(unique), _BATCH):
             chunk = unique[i : i + _BATCH]
             marks = ",".join("?" * len(chunk))
-            rows = db.execute(
-                f"SELECT key, data FROM entries WHERE stage = ? AND key IN ({marks})",
+            yield from db.execute(
+                f"SELECT {columns} FROM entries WHERE stage = ? AND key IN ({marks})",
                 (stage, *chunk),
-            )
-            found.update((k, bytes(d)) for k, d in rows)
-        return found
+            ).fetchall()
 
     # --- one walk of an input tree per build
     def hold_walk(self, tree: safeio.Tree, suffixes: tuple[str, ...]) -> None:
@@ -771,17 +773,7 @@ class Cache:
         found when it is read)."""
         if not self.enabled or not keys:
             return set()
-        db = self._store_db()
-        held: set[str] = set()
-        unique = sorted(set(keys))
-        for i in range(0, len(unique), _BATCH):
-            chunk = unique[i : i + _BATCH]
-            marks = ",".join("?" * len(chunk))
-            rows = db.execute(
-                f"SELECT key FROM entries WHERE stage = ? AND key IN ({marks})", (stage, *chunk)
-            )
-            held.update(k for (k,) in rows)
-        return held
+        return {k for (k,) in self._rows_of(stage, keys, "key")}
 
     def heads(
         self, stage: str, keys: Sequence[str], fingerprint_: str
@@ -793,21 +785,12 @@ class Cache:
         machine's is left out, as if absent (it is replaced when its value is stored again)."""
         if not self.enabled or not keys:
             return {}
-        db = self._store_db()
         out: dict[str, tuple[str, int]] = {}
-        unique = sorted(set(keys))
-        for i in range(0, len(unique), _BATCH):
-            chunk = unique[i : i + _BATCH]
-            marks = ",".join("?" * len(chunk))
-            rows = db.execute(
-                f"SELECT key, substr(data, 1, {_HEAD_BYTES}), length(data) FROM entries "
-                f"WHERE stage = ? AND key IN ({marks})",
-                (stage, *chunk),
-            )
-            for key, head, length in rows:
-                known = self._head(bytes(head), stage, key, fingerprint_)
-                if known is not None:
-                    out[key] = (known[0], length - known[1])
+        columns = f"key, substr(data, 1, {_HEAD_BYTES}), length(data)"
+        for key, head, length in self._rows_of(stage, keys, columns):
+            known = self._head(bytes(head), stage, key, fingerprint_)
+            if known is not None:
+                out[key] = (known[0], length - known[1])
         return out
 
     def _head(self, head: bytes, stage: str, key: str, fingerprint_: str) -> tuple[str, int] | None:
@@ -920,7 +903,7 @@ class Cache:
         return len(gone)
 
 
-LEGACY_KEPT = frozenset({"bundles", "timeline"})  # directories of `.cache/` still in use
+LEGACY_KEPT = frozenset({"timeline"})  # a directory of `.cache/` still in use
 # the render cache's directory before its archives moved into the store (issue 29, fifteenth
 # round): `<64 hex>-<name>.tar.gz` archives and their `.digest` (earlier `.hmac`, `.sha256`)
 OLD_ARCHIVES = "bundles"
@@ -974,7 +957,7 @@ def remove_legacy_dirs(root: Path) -> tuple[str, ...]:
     gone = []
     for name in dirs:
         old = _old_archives if name == OLD_ARCHIVES else _legacy_layout
-        if (name not in LEGACY_KEPT or name == OLD_ARCHIVES) and old(root / name):
+        if name not in LEGACY_KEPT and old(root / name):
             discard(root / name)
             gone.append(name)
     if gone:
