@@ -439,11 +439,17 @@ def _check_ambiguity(catalog: Catalog) -> Iterator[Diagnostic]:
                 )
 
 
-def _check_leaves(catalog: Catalog) -> Iterator[Diagnostic]:
+def _check_leaves(
+    catalog: Catalog, resolved: dict[str, RecipeResult] | None
+) -> Iterator[Diagnostic]:
+    """Each leaf resolved at the default profile; what resolves is put in `resolved`, if given
+    (the result without its digest: `check_resolves`)."""
     for leaf in catalog.leaves():
         ov = catalog.overlays[leaf]
         try:
-            check_resolves(catalog, leaf)
+            result = check_resolves(catalog, leaf)
+            if resolved is not None:
+                resolved[leaf] = result
         except (ResolveError, ScaleError) as e:
             if e.diagnostics:
                 yield from e.diagnostics
@@ -489,8 +495,13 @@ def validate_catalog(
     load_diagnostics: Iterable[Diagnostic] = (),
     evidence_dir: Path | None = None,
     trust_roots: Sequence[str] = (),
+    resolved: dict[str, RecipeResult] | None = None,
 ) -> tuple[Diagnostic, ...]:
     """Every problem in the catalog, sorted. `--strict` turns warnings into errors.
+
+    `resolved`: where each leaf that resolves at the default profile is put, resolved without
+    its digest (`resolve.check_resolves`), when validation gets as far as resolving leaves
+    (no error before); the catalog stage completes them rather than resolving them again.
 
     `evidence_dir`: where the evidence that `status: qualified` owned values name is verified
     (with `trust_roots`); qualified values without an evidence directory are an error.
@@ -510,7 +521,7 @@ def validate_catalog(
         )
     out.extend(_check_scale_data(catalog))
     if not any(d.severity is Severity.ERROR for d in out):
-        out.extend(_check_leaves(catalog))
+        out.extend(_check_leaves(catalog, resolved))
     if strict:
         out = [Diagnostic(d.path, d.line, d.col, d.json_path, d.message, d.rule) for d in out]
     return sort_diagnostics(out)

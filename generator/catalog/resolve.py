@@ -14,7 +14,8 @@ out of the recipe and its order.
 
 Entry: `resolve(catalog, query, profile=, overrides=, nodes=) -> RecipeResult` (raises
 ResolveError, its subclass DependencyCycleError, or ScaleError); `_resolve` reads as its steps.
-`check_resolves` asks the same without the digest (for `validate`), `resolve_all` resolves every
+`check_resolves` asks the same without the digest (for `validate`; `with_digest` completes its
+result), `resolve_all` resolves every
 leaf at every profile that applies to it, `recipe_document` is the result's canonical document.
 The merge, path and ordering helpers (`deep_merge`, `set_path`, `deployment_order`,
 `component_values`, …) are shared with `aicr_format`, which reads upstream's RecipeResult files.
@@ -792,10 +793,18 @@ def resolve(
 
 def check_resolves(
     catalog: Catalog, query: Criteria | str, *, profile: str = DEFAULT_PROFILE
-) -> None:
+) -> RecipeResult:
     """Raise what `resolve` raises, if anything, without computing the recipe's digest: for
-    `validate`, which asks whether a recipe resolves, not what its digest is."""
-    _resolve(catalog, query, profile, (), None, digest=False)
+    `validate`, which asks whether a recipe resolves, not what its digest is. Returns the
+    result without its digest (`digest` ""), which `with_digest` completes into exactly what
+    `resolve(catalog, query, profile=profile)` returns: the catalog stage takes the leaves
+    validation resolved from it rather than resolving them again (`pipeline.resolve_catalog`)."""
+    return _resolve(catalog, query, profile, (), None, digest=False)
+
+
+def with_digest(result: RecipeResult) -> RecipeResult:
+    """`result` with its digest: the sha256 of its canonical document without one."""
+    return replace(result, digest=sha256_digest(_document(result, with_digest=False)))
 
 
 def _unhonoured(criteria: Criteria, applied: Sequence[Overlay]) -> tuple[str, ...]:
@@ -865,7 +874,7 @@ def _resolve(
     if not digest:
         check_canonical(_document(result, with_digest=False))  # what the digest would raise
         return result
-    return replace(result, digest=sha256_digest(_document(result, with_digest=False)))
+    return with_digest(result)
 
 
 def _applied(
