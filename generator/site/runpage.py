@@ -34,7 +34,7 @@ from generator.site.jinja import front_matter_title, outcome, sample_chip, signe
 
 _SAMPLE_BANNER = (
     '<div class="admonition danger aicr-sample-banner" role="note"><p class="admonition-title">'
-    "Sample evidence — not a real qualification</p><p>Evidence shown on this page is "
+    "Sample evidence &mdash; not a real qualification</p><p>Evidence shown on this page is "
     "<strong>SAMPLE</strong> data signed by the project's demo trust root. It demonstrates the "
     "pipeline; it qualifies nothing and a release refuses it.</p></div>\n"
 )
@@ -102,7 +102,7 @@ def _outcome_of(o: Outcome, base: str) -> str:
 
 def _dash(value: object) -> str:
     """`{{ value | dash }}`."""
-    return "—" if value is None or value == "" else _h(value)
+    return "&mdash;" if value is None or value == "" else _h(value)
 
 
 def _sort_key(item: tuple[Any, Any]) -> Any:
@@ -202,7 +202,7 @@ def _judged(e: Any, base: str) -> str:
     o = e.outcome
     judged = _outcome(o, base)
     if o.detail:
-        judged += f" — {_h(o.detail)}"
+        judged += f" &mdash; {_h(o.detail)}"
     if e.failure_class:
         judged += f" (<code>{_h(e.failure_class)}</code>)"
     return judged
@@ -225,12 +225,12 @@ def _tested(e: Any, profile: str, now: str) -> str:
     if not e.recipe_digest:
         return tested
     if now and e.recipe_digest == now:
-        return tested + f" — the current digest of {_h(profile)}"
+        return tested + f" &mdash; the current digest of {_h(profile)}"
     if now:
         return tested + (
-            " — <strong>not the current digest</strong>: the recipe has changed since this run"
+            " &mdash; <strong>not the current digest</strong>: the recipe has changed since this run"
         )
-    return tested + " — no current recipe of this name and profile to compare with"
+    return tested + " &mdash; no current recipe of this name and profile to compare with"
 
 
 def _facts(
@@ -247,8 +247,10 @@ def _facts(
         items = sorted(e.component_versions.items(), key=_sort_key)
         components = ", ".join(f"<code>{_h(n)}</code> {_h(v)}" for n, v in items)
     else:
-        components = "—"
-    trust = _dash(e.trust_root) + (" — <strong>demo root (sample)</strong>" if e.sample else "")
+        components = "&mdash;"
+    trust = _dash(e.trust_root) + (
+        " &mdash; <strong>demo root (sample)</strong>" if e.sample else ""
+    )
     if e.raw:
         raw = f'<a href="{b}{_h(e.raw_file)}" download>{_h(e.path.rsplit("/", 1)[-1])}</a>'
     else:
@@ -276,12 +278,12 @@ def _bundle(e: Any, b: str, downloads: Mapping[str, Any]) -> str:
     bundle = f'<code class="aicr-digest">{_dash(e.bundle_digest)}</code>'
     if dl:
         return bundle + (
-            f' — the <a href="{b}{_h(dl.file)}" download>{_h(dl.file.rsplit("/", 1)[-1])}</a>'
+            f' &mdash; the <a href="{b}{_h(dl.file)}" download>{_h(dl.file.rsplit("/", 1)[-1])}</a>'
             " download of this site"
         )
     if e.bundle_digest:
         return bundle + (
-            " — not any download of this site: the bundle the lab rendered itself (compare "
+            " &mdash; not any download of this site: the bundle the lab rendered itself (compare "
             "with <code>aicr-catalog bundle</code> at the recipe digest above)"
         )
     return bundle
