@@ -263,7 +263,7 @@ def test_run_pages_are_ascii(built_site: Path) -> None:
     """Every run's page is ASCII text when its run's own text is (the sample runs' is): the
     dash the generated HTML writes is an entity (`jinja.EM_DASH`), so the page is a one-byte-
     per-character string while it is rendered, held and finished (at 1,000 x 20,000 a cold
-    build's peak fell from 1,728 to 1,488 MB with it)."""
+    build's peak, PSS over its processes, fell from 1,668 to 1,421 MB with it)."""
     pages = sorted((built_site / "evidence" / "runs").glob("*.html"))
     assert len(pages) > 10
     assert [p.name for p in pages if not p.read_text(encoding="utf-8").isascii()] == []

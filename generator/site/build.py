@@ -854,7 +854,7 @@ def _kept_whole(rel: str, stamp: str) -> bool:
     or its output is gone; a page is rendered in about the time it is read back (~100 us).
     Measured at 1,000 x 20,000 against the tree before (a169880), user + system CPU-s: cold
     builds, three interleaved pairs, 61.26 / 59.14 / 59.39 -> 59.51 / 56.39 / 56.80 (peak RSS
-    1,733-1,755 -> 1,727-1,728 MB; the store 836 -> 550 MB); a build after `--repo-url`
+    of the largest process 1,693-1,714 -> 1,687-1,688 MiB; the store 836 -> 550 MB); a build after `--repo-url`
     changed (every page finished again, the runs' rendered rather than read back) 21.69 ->
     15.79, 25.5 -> 17.6 s wall; one-file rebuilds no slower (2.35-2.64 s against 2.54-2.88)."""
     return stamp != pages.RUN_STAMP or rel == stamp
