@@ -30,7 +30,14 @@ from typing import Any
 
 from generator.core.text import html_chars, html_text
 from generator.evidence.view import Outcome
-from generator.site.jinja import front_matter_title, outcome, sample_chip, signer, url_part
+from generator.site.jinja import (
+    EM_DASH,
+    front_matter_title,
+    outcome,
+    sample_chip,
+    signer,
+    url_part,
+)
 
 _SAMPLE_BANNER = (
     '<div class="admonition danger aicr-sample-banner" role="note"><p class="admonition-title">'
@@ -102,7 +109,7 @@ def _outcome_of(o: Outcome, base: str) -> str:
 
 def _dash(value: object) -> str:
     """`{{ value | dash }}`."""
-    return "&mdash;" if value is None or value == "" else _h(value)
+    return EM_DASH if value is None or value == "" else _h(value)
 
 
 def _sort_key(item: tuple[Any, Any]) -> Any:
@@ -247,7 +254,7 @@ def _facts(
         items = sorted(e.component_versions.items(), key=_sort_key)
         components = ", ".join(f"<code>{_h(n)}</code> {_h(v)}" for n, v in items)
     else:
-        components = "&mdash;"
+        components = EM_DASH
     trust = _dash(e.trust_root) + (
         " &mdash; <strong>demo root (sample)</strong>" if e.sample else ""
     )
